@@ -1,0 +1,77 @@
+//! Stored baselines under `.kgate/baselines/`.
+//!
+//! A baseline is a results file kept in the repository. It is never overwritten by accident:
+//! replacing one takes `--force`, and the write is atomic.
+
+use std::path::{Path, PathBuf};
+
+use crate::fsutil::Overwrite;
+use crate::results::{ResultsError, RunResults};
+
+/// Folder of baselines, relative to the configuration's folder.
+pub const BASELINE_DIR: &str = ".kgate/baselines";
+/// Name of the baseline used when none is given.
+pub const DEFAULT_NAME: &str = "default";
+
+/// Baseline errors.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    #[error("baseline name `{0}` is not valid; use letters, digits, `.`, `_` and `-`")]
+    BadName(String),
+    #[error(transparent)]
+    Results(#[from] ResultsError),
+}
+
+/// Where a baseline argument points: a file path as given, or a name in the store.
+pub fn resolve(root: &Path, name_or_path: &str) -> Result<PathBuf, BaselineError> {
+    if name_or_path.contains('/') || name_or_path.ends_with(".json") {
+        return Ok(PathBuf::from(name_or_path));
+    }
+    if name_or_path.is_empty()
+        || name_or_path.starts_with('.')
+        || !name_or_path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        return Err(BaselineError::BadName(name_or_path.to_string()));
+    }
+    Ok(root.join(BASELINE_DIR).join(format!("{name_or_path}.json")))
+}
+
+/// Stores results as a baseline; refuses to replace an existing one unless `force`.
+pub fn save(path: &Path, results: &RunResults, force: bool) -> Result<(), BaselineError> {
+    let overwrite = if force {
+        Overwrite::Allow
+    } else {
+        Overwrite::Refuse
+    };
+    results.save(path, overwrite)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_map_into_the_store_and_paths_pass_through() {
+        let root = Path::new("repo");
+        assert_eq!(
+            resolve(root, "default").unwrap(),
+            Path::new("repo/.kgate/baselines/default.json")
+        );
+        assert_eq!(
+            resolve(root, "out/b.json").unwrap(),
+            Path::new("out/b.json")
+        );
+        assert!(resolve(root, "../x").is_ok(), "a path is taken as given");
+        assert!(matches!(
+            resolve(root, ".hidden"),
+            Err(BaselineError::BadName(_))
+        ));
+        assert!(matches!(
+            resolve(root, "a b"),
+            Err(BaselineError::BadName(_))
+        ));
+    }
+}

@@ -1,0 +1,189 @@
+//! Capture: turning what a benchmark run produced into metric samples.
+//!
+//! Every backend (process timer, protocol lines, and later perf, valgrind and the accelerator
+//! profilers) ends in the same place: named samples with a canonical unit, a source and a gate
+//! rule. The [`Collector`] is that place, shared by `kgate run` and `kgate import`, so units
+//! are normalized and checked for consistency once.
+
+use crate::metric::Source;
+use crate::plan::MetricPolicy;
+use crate::protocol::{MeasurementLine, ProtocolLine};
+use crate::results::{BenchmarkResult, CounterReading, KernelWindow, MetricSamples, Provenance};
+use crate::units;
+
+/// Name of the process wall-time metric of the `timer` capture.
+pub const WALL_TIME: &str = "wall_time";
+
+/// Accumulates one benchmark's samples.
+#[derive(Debug)]
+pub struct Collector<'a> {
+    policy: &'a MetricPolicy,
+    result: BenchmarkResult,
+}
+
+impl<'a> Collector<'a> {
+    pub fn new(name: &str, policy: &'a MetricPolicy, provenance: Provenance) -> Collector<'a> {
+        Collector {
+            policy,
+            result: BenchmarkResult::new(name, provenance),
+        }
+    }
+
+    /// Records one repetition's process wall time.
+    pub fn add_wall_time(&mut self, repetition: u32, nanos: f64) {
+        let resolved = self.policy.resolve(WALL_TIME, false);
+        let source = resolved.source.unwrap_or(Source::Timer);
+        // Cannot fail: the unit is always `ns` for this metric.
+        let _ = self.push(WALL_TIME, "ns", source, false, repetition, nanos);
+    }
+
+    /// Records a measurement line. Fails when the metric changes unit dimension.
+    pub fn add_measurement(&mut self, repetition: u32, m: MeasurementLine) -> Result<(), String> {
+        let resolved = self.policy.resolve(&m.metric, true);
+        let source = m.source.or(resolved.source).unwrap_or(Source::Reported);
+        let normalized = units::normalize(&m.unit);
+        self.push(
+            &m.metric,
+            &normalized.unit,
+            source,
+            true,
+            repetition,
+            m.value * normalized.factor,
+        )
+    }
+
+    /// Records the lines of one repetition's protocol file. Lines naming another benchmark are
+    /// an error when `expect_benchmark` is set (a live run knows which benchmark wrote them).
+    /// Returns how many measurements were recorded.
+    pub fn add_protocol(
+        &mut self,
+        repetition: u32,
+        lines: Vec<ProtocolLine>,
+        expect_benchmark: bool,
+    ) -> Result<usize, String> {
+        let mut measurements = 0;
+        for line in lines {
+            if expect_benchmark
+                && let Some(other) = line.benchmark()
+                && other != self.result.name
+            {
+                return Err(format!(
+                    "a protocol line names benchmark `{other}`, but this run is `{}`",
+                    self.result.name
+                ));
+            }
+            match line {
+                ProtocolLine::Measurement(m) => {
+                    self.add_measurement(repetition, m)?;
+                    measurements += 1;
+                }
+                ProtocolLine::Counter(c) => self
+                    .result
+                    .counters
+                    .push(CounterReading::from_line(repetition, c)),
+                ProtocolLine::Kernel(k) => self
+                    .result
+                    .kernel_windows
+                    .push(KernelWindow::from_line(repetition, k)),
+            }
+        }
+        Ok(measurements)
+    }
+
+    fn push(
+        &mut self,
+        name: &str,
+        unit: &str,
+        source: Source,
+        from_protocol: bool,
+        repetition: u32,
+        value: f64,
+    ) -> Result<(), String> {
+        if let Some(existing) = self.result.metrics.iter_mut().find(|m| m.name == name) {
+            if existing.unit != unit {
+                return Err(format!(
+                    "metric `{name}` was reported in `{}` and now in `{unit}`; one metric needs one unit",
+                    existing.unit
+                ));
+            }
+            existing.values.push(value);
+            existing.repetition.push(repetition);
+            return Ok(());
+        }
+        let resolved = self.policy.resolve(name, from_protocol);
+        self.result.metrics.push(MetricSamples {
+            name: name.to_string(),
+            unit: unit.to_string(),
+            source,
+            direction: resolved.direction,
+            gate: resolved.rule,
+            values: vec![value],
+            repetition: vec![repetition],
+        });
+        Ok(())
+    }
+
+    /// The result so far, for status updates and failure recording.
+    pub fn result_mut(&mut self) -> &mut BenchmarkResult {
+        &mut self.result
+    }
+
+    pub fn finish(self) -> BenchmarkResult {
+        self.result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::parse_line;
+
+    fn lines(text: &str) -> Vec<ProtocolLine> {
+        text.lines()
+            .filter_map(|l| parse_line(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn units_are_normalized_and_must_agree() {
+        let policy = MetricPolicy::permissive(0.05);
+        let mut c = Collector::new("mm", &policy, Provenance::default());
+        c.add_protocol(
+            0,
+            lines("{\"metric\": \"kernel_time\", \"value\": 88, \"unit\": \"us\"}\n{\"metric\": \"kernel_time\", \"value\": 0.09, \"unit\": \"ms\"}"),
+            true,
+        )
+        .unwrap();
+        let err = c
+            .add_protocol(
+                1,
+                lines("{\"metric\": \"kernel_time\", \"value\": 5, \"unit\": \"cycles\"}"),
+                true,
+            )
+            .unwrap_err();
+        assert!(
+            err.contains("reported in `ns` and now in `cycles`"),
+            "{err}"
+        );
+        let r = c.finish();
+        let m = r.metric("kernel_time").unwrap();
+        assert_eq!(m.unit, "ns");
+        assert_eq!(m.values, vec![88_000.0, 90_000.0]);
+        assert_eq!(m.repetition, vec![0, 0]);
+        assert_eq!(m.source, Source::Reported);
+    }
+
+    #[test]
+    fn foreign_benchmark_lines_are_refused_in_a_live_run() {
+        let policy = MetricPolicy::permissive(0.05);
+        let mut c = Collector::new("mm", &policy, Provenance::default());
+        let err = c
+            .add_protocol(
+                0,
+                lines("{\"metric\": \"t\", \"value\": 1, \"benchmark\": \"other\"}"),
+                true,
+            )
+            .unwrap_err();
+        assert!(err.contains("names benchmark `other`"), "{err}");
+    }
+}

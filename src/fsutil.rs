@@ -1,0 +1,86 @@
+//! Atomic file output.
+//!
+//! Results, reports and baselines are the gate's memory: a crash or Ctrl-C half-way through
+//! writing one must never leave a truncated file behind. Everything is written to a temporary
+//! file in the destination folder and renamed into place, which is atomic on POSIX filesystems.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Errors from writing output files.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The destination exists and the caller did not ask to replace it.
+    #[error("`{path}` already exists; pass --force to replace it")]
+    Exists { path: PathBuf },
+    /// Any I/O failure, with the path it concerned.
+    #[error("cannot write `{path}`: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Whether an existing destination file may be replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overwrite {
+    Allow,
+    Refuse,
+}
+
+/// Writes `bytes` to `path` atomically: a temporary sibling file is written, flushed to disk and
+/// renamed over the destination. With [`Overwrite::Refuse`] an existing file is left untouched
+/// and [`WriteError::Exists`] is returned (checked atomically by a hard-link rename).
+pub fn write_atomic(path: &Path, bytes: &[u8], overwrite: Overwrite) -> Result<(), WriteError> {
+    let io_err = |source| WriteError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(io_err)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".kgate-tmp-")
+        .tempfile_in(&dir)
+        .map_err(io_err)?;
+    tmp.write_all(bytes).map_err(io_err)?;
+    tmp.as_file().sync_all().map_err(io_err)?;
+    match overwrite {
+        Overwrite::Allow => tmp.persist(path).map_err(|e| io_err(e.error))?,
+        Overwrite::Refuse => tmp.persist_noclobber(path).map_err(|e| {
+            if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                WriteError::Exists {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                io_err(e.error)
+            }
+        })?,
+    };
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_to_replace_without_permission_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.json");
+        write_atomic(&path, b"first", Overwrite::Refuse).unwrap();
+        let err = write_atomic(&path, b"second", Overwrite::Refuse).unwrap_err();
+        assert!(matches!(err, WriteError::Exists { .. }), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"first");
+        write_atomic(&path, b"third", Overwrite::Allow).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"third");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, vec!["out.json".to_string()]);
+    }
+}

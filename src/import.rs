@@ -1,0 +1,140 @@
+//! `kgate import`: results from files written where kgate did not run the benchmark.
+//!
+//! Offline import lets the gate work where a profiler or harness ran elsewhere (a GPU box, a
+//! cluster job). Each format ends in the same [`Collector`] as a live run, so units, sources and
+//! gate rules are resolved identically.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::capture::Collector;
+use crate::fingerprint::Fingerprint;
+use crate::plan::MetricPolicy;
+use crate::protocol::{self, ProtocolError};
+use crate::results::{BenchmarkResult, Provenance, RESULTS_SCHEMA_VERSION, RunResults};
+
+/// Import formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImportFormat {
+    /// kgate protocol JSON lines.
+    Protocol,
+}
+
+/// Import errors.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
+    #[error("`{path}`: {message}")]
+    Content { path: PathBuf, message: String },
+}
+
+/// Builds results from protocol files. Lines with a `benchmark` key go to that benchmark;
+/// lines without it go to a benchmark named after the file (its stem). Each file counts as one
+/// repetition of the benchmarks it holds. `policies` gives per-benchmark metric settings (from
+/// a configuration); others get `fallback`.
+pub fn import_protocol(
+    files: &[PathBuf],
+    policies: &BTreeMap<String, MetricPolicy>,
+    fallback: &MetricPolicy,
+) -> Result<RunResults, ImportError> {
+    let mut order: Vec<String> = Vec::new();
+    let mut collectors: BTreeMap<String, Collector<'_>> = BTreeMap::new();
+    let mut reps: BTreeMap<String, u32> = BTreeMap::new();
+    for path in files {
+        let lines = protocol::read_file(path)?;
+        let stem = file_benchmark_name(path);
+        let mut by_benchmark: BTreeMap<String, Vec<protocol::ProtocolLine>> = BTreeMap::new();
+        for line in lines {
+            let name = line
+                .benchmark()
+                .map(str::to_string)
+                .unwrap_or_else(|| stem.clone());
+            by_benchmark.entry(name).or_default().push(line);
+        }
+        if by_benchmark.is_empty() {
+            return Err(ImportError::Content {
+                path: path.clone(),
+                message: "holds no protocol lines".into(),
+            });
+        }
+        for (name, lines) in by_benchmark {
+            if !collectors.contains_key(&name) {
+                order.push(name.clone());
+                let provenance = Provenance {
+                    command: String::new(),
+                    captures: vec!["protocol".into()],
+                    imported_from: Vec::new(),
+                };
+                let policy = policies.get(&name).unwrap_or(fallback);
+                collectors.insert(name.clone(), Collector::new(&name, policy, provenance));
+            }
+            let collector = collectors.get_mut(&name).expect("inserted above");
+            let rep = reps.entry(name.clone()).or_insert(0);
+            let recorded = collector
+                .add_protocol(*rep, lines, false)
+                .map_err(|message| ImportError::Content {
+                    path: path.clone(),
+                    message,
+                })?;
+            let result = collector.result_mut();
+            result
+                .provenance
+                .imported_from
+                .push(path.display().to_string());
+            if recorded > 0 {
+                result.repetitions += 1;
+                *rep += 1;
+            }
+        }
+    }
+    let benchmarks: Vec<BenchmarkResult> = order
+        .iter()
+        .filter_map(|n| collectors.remove(n))
+        .map(Collector::finish)
+        .collect();
+    Ok(RunResults {
+        schema_version: RESULTS_SCHEMA_VERSION,
+        kgate_version: env!("CARGO_PKG_VERSION").to_string(),
+        created: crate::results::now_rfc3339(),
+        environment: Fingerprint::capture(Path::new(".")),
+        benchmarks,
+    })
+}
+
+/// `out/matmul.jsonl` → `matmul`.
+fn file_benchmark_name(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    name.split('.')
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or(&name)
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_and_benchmark_keys_group_samples() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("matmul.jsonl");
+        let b = dir.path().join("run2.jsonl");
+        std::fs::write(&a, "{\"metric\": \"kernel_time\", \"value\": 88, \"unit\": \"us\"}\n{\"metric\": \"kernel_time\", \"value\": 90, \"unit\": \"us\"}\n").unwrap();
+        std::fs::write(&b, "{\"metric\": \"kernel_time\", \"value\": 1, \"unit\": \"ms\", \"benchmark\": \"matmul\"}\n{\"metric\": \"t\", \"value\": 5, \"benchmark\": \"reduce\"}\n{\"kernel\": \"k\", \"start_ns\": 0, \"end_ns\": 5, \"benchmark\": \"reduce\"}\n").unwrap();
+        let policy = MetricPolicy::permissive(0.05);
+        let r = import_protocol(&[a, b], &BTreeMap::new(), &policy).unwrap();
+        assert_eq!(r.benchmarks.len(), 2);
+        let mm = r.benchmark("matmul").unwrap();
+        assert_eq!(mm.repetitions, 2);
+        assert_eq!(mm.metrics[0].values, vec![88_000.0, 90_000.0, 1_000_000.0]);
+        assert_eq!(mm.metrics[0].repetition, vec![0, 0, 1]);
+        let red = r.benchmark("reduce").unwrap();
+        assert_eq!(red.kernel_windows.len(), 1);
+        assert_eq!(red.provenance.imported_from.len(), 1);
+    }
+}

@@ -1,0 +1,324 @@
+//! The plan: a configuration resolved into exactly what will be executed.
+//!
+//! As in ripgrep's split of low-level flags from a high-level plan, the configuration and the
+//! command-line overrides are merged once, here, into plain data: every default applied, every
+//! path made concrete, every build step deduplicated. The runner then only executes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::config::{
+    BenchmarkConfig, CaptureKind, CommandSpec, Config, GatePolicy, MetricConfig, Repetitions,
+};
+use crate::metric::{Direction, GateRule, Source};
+
+/// Default warm-up runs.
+pub const DEFAULT_WARMUP: u32 = 1;
+/// Default measured repetitions.
+pub const DEFAULT_REPETITIONS: u32 = 10;
+/// Default per-run timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Time limit for a build step.
+pub const BUILD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// Everything a run will do.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Distinct build steps, run once per revision before the benchmarks.
+    pub builds: Vec<BuildStep>,
+    /// Benchmarks in configuration order.
+    pub benchmarks: Vec<BenchmarkPlan>,
+    /// The gate policy.
+    pub policy: GatePolicy,
+}
+
+/// A build step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildStep {
+    pub command: CommandSpec,
+    /// Working directory relative to the revision's root.
+    pub cwd: PathBuf,
+}
+
+/// One benchmark, fully resolved.
+#[derive(Debug, Clone)]
+pub struct BenchmarkPlan {
+    pub name: String,
+    pub command: CommandSpec,
+    /// Working directory relative to the revision's root (the configuration's folder).
+    pub cwd: PathBuf,
+    pub env: BTreeMap<String, String>,
+    pub warmup: u32,
+    pub repetitions: Repetitions,
+    pub timeout: Duration,
+    pub captures: Vec<CaptureKind>,
+    pub parameters: BTreeMap<String, String>,
+    /// Index into [`Plan::builds`] of the step this benchmark needs.
+    pub build: Option<usize>,
+    pub metrics: MetricPolicy,
+}
+
+/// Overrides from the command line.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// Only these benchmarks (exact names); empty means all.
+    pub only: Vec<String>,
+    /// Replace every benchmark's repetitions.
+    pub repetitions: Option<u32>,
+    /// Replace every benchmark's warm-up count.
+    pub warmup: Option<u32>,
+    /// Skip build steps.
+    pub no_build: bool,
+}
+
+/// A benchmark named on the command line does not exist.
+#[derive(Debug, thiserror::Error)]
+#[error("no benchmark named `{name}`; the configuration declares: {known}")]
+pub struct UnknownBenchmark {
+    pub name: String,
+    pub known: String,
+}
+
+impl Plan {
+    /// Resolves a configuration and the command-line overrides.
+    pub fn new(config: &Config, overrides: &Overrides) -> Result<Plan, UnknownBenchmark> {
+        for name in &overrides.only {
+            if !config.benchmarks.iter().any(|b| &b.name == name) {
+                return Err(UnknownBenchmark {
+                    name: name.clone(),
+                    known: config
+                        .benchmarks
+                        .iter()
+                        .map(|b| b.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
+        }
+        let mut builds: Vec<BuildStep> = Vec::new();
+        let mut build_index = |step: BuildStep| -> usize {
+            match builds.iter().position(|b| *b == step) {
+                Some(i) => i,
+                None => {
+                    builds.push(step);
+                    builds.len() - 1
+                }
+            }
+        };
+        let global_build = match (&config.build, overrides.no_build) {
+            (Some(cmd), false) => Some(build_index(BuildStep {
+                command: cmd.clone(),
+                cwd: PathBuf::from("."),
+            })),
+            _ => None,
+        };
+        let mut benchmarks = Vec::new();
+        for b in &config.benchmarks {
+            if !overrides.only.is_empty() && !overrides.only.contains(&b.name) {
+                continue;
+            }
+            let cwd = b.cwd.clone().unwrap_or_else(|| PathBuf::from("."));
+            let build = match (&b.build, overrides.no_build) {
+                (Some(cmd), false) => Some(build_index(BuildStep {
+                    command: cmd.clone(),
+                    cwd: cwd.clone(),
+                })),
+                _ => global_build,
+            };
+            benchmarks.push(resolve_benchmark(config, b, cwd, build, overrides));
+        }
+        Ok(Plan {
+            builds,
+            benchmarks,
+            policy: config.gate.clone(),
+        })
+    }
+}
+
+fn resolve_benchmark(
+    config: &Config,
+    b: &BenchmarkConfig,
+    cwd: PathBuf,
+    build: Option<usize>,
+    overrides: &Overrides,
+) -> BenchmarkPlan {
+    let d = &config.defaults;
+    let mut repetitions = b.repetitions.or(d.repetitions).unwrap_or(Repetitions {
+        min: DEFAULT_REPETITIONS,
+        max: DEFAULT_REPETITIONS,
+    });
+    if let Some(n) = overrides.repetitions {
+        repetitions = Repetitions { min: n, max: n };
+    }
+    let captures = b
+        .captures
+        .clone()
+        .or_else(|| d.captures.clone())
+        .unwrap_or_else(|| vec![CaptureKind::Timer]);
+    BenchmarkPlan {
+        name: b.name.clone(),
+        command: b.command.clone(),
+        cwd,
+        env: b.env.clone(),
+        warmup: overrides
+            .warmup
+            .or(b.warmup)
+            .or(d.warmup)
+            .unwrap_or(DEFAULT_WARMUP),
+        repetitions,
+        timeout: b
+            .timeout
+            .or(d.timeout)
+            .map(|t| t.0)
+            .unwrap_or(DEFAULT_TIMEOUT),
+        metrics: MetricPolicy {
+            protocol_captured: captures.contains(&CaptureKind::Protocol),
+            metrics: b.metrics.clone(),
+            threshold: config.gate.threshold.0,
+        },
+        captures,
+        parameters: b.parameters.clone(),
+        build,
+    }
+}
+
+/// Decides direction, source and gate rule of each metric a benchmark produces.
+#[derive(Debug, Clone)]
+pub struct MetricPolicy {
+    /// Settings from the configuration, by metric name.
+    pub metrics: BTreeMap<String, MetricConfig>,
+    /// Default threshold from the gate policy.
+    pub threshold: f64,
+    /// Whether the benchmark reports through the protocol: its own numbers are then the
+    /// primary metrics, and process wall time is informational unless listed.
+    pub protocol_captured: bool,
+}
+
+/// A metric's settings after defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedMetric {
+    pub direction: Direction,
+    pub rule: GateRule,
+    /// The source to record when the measurement itself does not name one.
+    pub source: Option<Source>,
+}
+
+impl MetricPolicy {
+    /// Policy for imports without a configuration: every metric gates, lower is better.
+    pub fn permissive(threshold: f64) -> MetricPolicy {
+        MetricPolicy {
+            metrics: BTreeMap::new(),
+            threshold,
+            protocol_captured: true,
+        }
+    }
+
+    /// Settings of metric `name`. A metric listed in the configuration gates unless it says
+    /// `gate: false`. An unlisted metric gates when it is the benchmark's own report (protocol)
+    /// or, without the protocol, when it is the process wall time.
+    pub fn resolve(&self, name: &str, from_protocol: bool) -> ResolvedMetric {
+        let listed = self.metrics.get(name);
+        let default_gates = if from_protocol {
+            true
+        } else {
+            !self.protocol_captured
+        };
+        let cfg = listed.cloned().unwrap_or_default();
+        ResolvedMetric {
+            direction: cfg.direction.unwrap_or_default(),
+            rule: GateRule {
+                gates: cfg.gate.unwrap_or(if listed.is_some() {
+                    true
+                } else {
+                    default_gates
+                }),
+                threshold: cfg.threshold.map(|p| p.0).unwrap_or(self.threshold),
+                tolerance: cfg.tolerance.map(|t| t.0),
+            },
+            source: cfg.source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::parse;
+
+    #[test]
+    fn defaults_overrides_and_shared_builds() {
+        let c = parse(
+            "build: make\ndefaults: {repetitions: 7, warmup: 3}\nbenchmarks:\n  - {name: a, command: ./a}\n  - {name: b, command: ./b, build: make, cwd: sub, timeout: 2s}\n  - {name: c, command: ./c, build: make}\n",
+            "k.yaml",
+        )
+        .unwrap();
+        let p = Plan::new(&c, &Overrides::default()).unwrap();
+        assert_eq!(
+            p.builds.len(),
+            2,
+            "`make` at the root and `make` in sub differ"
+        );
+        assert_eq!(p.benchmarks[0].build, Some(0));
+        assert_eq!(p.benchmarks[1].build, Some(1));
+        assert_eq!(p.benchmarks[2].build, Some(0));
+        assert_eq!(p.benchmarks[0].repetitions, Repetitions { min: 7, max: 7 });
+        assert_eq!(p.benchmarks[0].warmup, 3);
+        assert_eq!(p.benchmarks[1].timeout, Duration::from_secs(2));
+        assert_eq!(p.benchmarks[0].timeout, DEFAULT_TIMEOUT);
+
+        let o = Overrides {
+            only: vec!["b".into()],
+            repetitions: Some(2),
+            no_build: true,
+            ..Overrides::default()
+        };
+        let p = Plan::new(&c, &o).unwrap();
+        assert_eq!(p.benchmarks.len(), 1);
+        assert!(p.builds.is_empty());
+        assert_eq!(p.benchmarks[0].repetitions.min, 2);
+
+        let err = Plan::new(
+            &c,
+            &Overrides {
+                only: vec!["zz".into()],
+                ..Overrides::default()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "no benchmark named `zz`; the configuration declares: a, b, c"
+        );
+    }
+
+    #[test]
+    fn wall_time_is_informational_when_the_benchmark_reports_itself() {
+        let c = parse(
+            "benchmarks:\n  - name: a\n    command: ./a\n    captures: [timer, protocol]\n    metrics:\n      kernel_time: {threshold: 50%, source: timer}\n      flops: {direction: higher, gate: false}\n",
+            "k.yaml",
+        )
+        .unwrap();
+        let p = Plan::new(&c, &Overrides::default()).unwrap();
+        let m = &p.benchmarks[0].metrics;
+        assert!(!m.resolve("wall_time", false).rule.gates);
+        let k = m.resolve("kernel_time", true);
+        assert!(k.rule.gates);
+        assert_eq!(k.rule.threshold, 0.5);
+        assert_eq!(k.source, Some(Source::Timer));
+        let f = m.resolve("flops", true);
+        assert!(!f.rule.gates);
+        assert_eq!(f.direction, Direction::Higher);
+        assert!(m.resolve("other", true).rule.gates);
+
+        let c = parse("benchmarks:\n  - {name: a, command: ./a}\n", "k.yaml").unwrap();
+        let p = Plan::new(&c, &Overrides::default()).unwrap();
+        assert!(
+            p.benchmarks[0]
+                .metrics
+                .resolve("wall_time", false)
+                .rule
+                .gates
+        );
+    }
+}

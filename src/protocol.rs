@@ -1,0 +1,313 @@
+//! The kgate protocol: JSON lines a benchmark writes to `$KGATE_PROTOCOL_FILE`.
+//!
+//! Process wall time measures the interpreter, the JIT and the allocator as much as the kernel.
+//! The protocol is the universal way for a benchmark to report what it measured itself (CUDA
+//! events, `triton.testing.do_bench`, `jax.block_until_ready` timings) and raw counter readings,
+//! whatever language it is written in. A line that does not parse is rejected with its line
+//! number: silently skipping it would drop samples and bias the comparison.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::metric::Source;
+
+/// A measurement: one sample of a metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeasurementLine {
+    /// Metric name, such as `kernel_time`.
+    pub metric: String,
+    /// The value, finite.
+    pub value: f64,
+    /// Unit: `ns`, `us`, `ms`, `s` (times are stored in nanoseconds), or any other unit.
+    #[serde(default)]
+    pub unit: String,
+    /// Where the number comes from (default: what the config says, else `reported`).
+    #[serde(default)]
+    pub source: Option<Source>,
+    /// Benchmark the sample belongs to, when one file holds several.
+    #[serde(default)]
+    pub benchmark: Option<String>,
+}
+
+/// A raw counter reading at a point in time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CounterLine {
+    /// Counter name, such as `mxu_busy`.
+    pub counter: String,
+    /// Timestamp of the reading in nanoseconds.
+    pub t_ns: f64,
+    /// The counter's value (cumulative or per interval, as the device reports it).
+    pub value: f64,
+    /// Unit, such as `cycles` or `bytes`.
+    #[serde(default)]
+    pub unit: String,
+    /// Counter width in bits, for wrap-around (8, 16, 32 or 64).
+    #[serde(default)]
+    pub bits: Option<u8>,
+    /// Core or unit index the reading belongs to.
+    #[serde(default)]
+    pub core: Option<u32>,
+    /// Benchmark the reading belongs to, when one file holds several.
+    #[serde(default)]
+    pub benchmark: Option<String>,
+}
+
+/// The time window in which a kernel ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KernelLine {
+    /// Kernel name.
+    pub kernel: String,
+    /// Start, in nanoseconds on the same clock as the counter readings.
+    pub start_ns: f64,
+    /// End, in nanoseconds; not before `start_ns`.
+    pub end_ns: f64,
+    /// Benchmark the window belongs to, when one file holds several.
+    #[serde(default)]
+    pub benchmark: Option<String>,
+}
+
+/// One protocol line (this type documents the format in `schemas/protocol.schema.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ProtocolLine {
+    Measurement(MeasurementLine),
+    Counter(CounterLine),
+    Kernel(KernelLine),
+}
+
+impl ProtocolLine {
+    /// The benchmark the line names, if any.
+    pub fn benchmark(&self) -> Option<&str> {
+        match self {
+            ProtocolLine::Measurement(m) => m.benchmark.as_deref(),
+            ProtocolLine::Counter(c) => c.benchmark.as_deref(),
+            ProtocolLine::Kernel(k) => k.benchmark.as_deref(),
+        }
+    }
+}
+
+/// A protocol file that could not be read or parsed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    #[error("cannot read protocol file `{path}`: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("protocol file `{path}` line {line}: {message}")]
+    Line {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
+/// Parses one line (without its newline). `Ok(None)` for a blank line.
+pub fn parse_line(text: &str) -> Result<Option<ProtocolLine>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| format!("not a JSON object ({e}); each line must be one JSON object"))?;
+    let obj = value
+        .as_object()
+        .ok_or("not a JSON object; each line must be one JSON object")?;
+    let parsed = if obj.contains_key("metric") {
+        serde_json::from_value::<MeasurementLine>(value.clone()).map(ProtocolLine::Measurement)
+    } else if obj.contains_key("counter") {
+        serde_json::from_value::<CounterLine>(value.clone()).map(ProtocolLine::Counter)
+    } else if obj.contains_key("kernel") {
+        serde_json::from_value::<KernelLine>(value.clone()).map(ProtocolLine::Kernel)
+    } else {
+        return Err(
+            "the object has none of the keys `metric`, `counter` or `kernel`; see the protocol in DESIGN.md"
+                .into(),
+        );
+    };
+    let line = parsed.map_err(|e| e.to_string())?;
+    check(&line)?;
+    Ok(Some(line))
+}
+
+fn check(line: &ProtocolLine) -> Result<(), String> {
+    let finite = |name: &str, v: f64| {
+        if v.is_finite() {
+            Ok(())
+        } else {
+            Err(format!("`{name}` must be a finite number"))
+        }
+    };
+    match line {
+        ProtocolLine::Measurement(m) => {
+            if m.metric.trim().is_empty() {
+                return Err("`metric` is empty".into());
+            }
+            finite("value", m.value)
+        }
+        ProtocolLine::Counter(c) => {
+            finite("t_ns", c.t_ns)?;
+            finite("value", c.value)?;
+            match c.bits {
+                None | Some(8 | 16 | 32 | 64) => Ok(()),
+                Some(b) => Err(format!(
+                    "`bits` is {b}; a counter is 8, 16, 32 or 64 bits wide"
+                )),
+            }
+        }
+        ProtocolLine::Kernel(k) => {
+            finite("start_ns", k.start_ns)?;
+            finite("end_ns", k.end_ns)?;
+            if k.end_ns < k.start_ns {
+                return Err(format!(
+                    "kernel window ends ({}) before it starts ({})",
+                    k.end_ns, k.start_ns
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Reads a whole protocol file.
+pub fn read_file(path: &Path) -> Result<Vec<ProtocolLine>, ProtocolError> {
+    let file = std::fs::File::open(path).map_err(|source| ProtocolError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut lines = Vec::new();
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|source| ProtocolError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        match parse_line(&line) {
+            Ok(Some(l)) => lines.push(l),
+            Ok(None) => {}
+            Err(message) => {
+                return Err(ProtocolError::Line {
+                    path: path.to_path_buf(),
+                    line: i + 1,
+                    message,
+                });
+            }
+        }
+    }
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_three_line_kinds_parse() {
+        let m = parse_line(r#"{"metric": "kernel_time", "value": 88.0, "unit": "us"}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            m,
+            ProtocolLine::Measurement(MeasurementLine {
+                metric: "kernel_time".into(),
+                value: 88.0,
+                unit: "us".into(),
+                source: None,
+                benchmark: None
+            })
+        );
+        let c = parse_line(
+            r#"{"counter": "mxu_busy", "t_ns": 1500, "value": 123456, "unit": "cycles", "bits": 32, "core": 1}"#,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(matches!(
+            c,
+            ProtocolLine::Counter(CounterLine {
+                bits: Some(32),
+                core: Some(1),
+                ..
+            })
+        ));
+        let k = parse_line(r#"{"kernel": "matmul", "start_ns": 1000, "end_ns": 89000}"#)
+            .unwrap()
+            .unwrap();
+        assert!(matches!(
+            k,
+            ProtocolLine::Kernel(KernelLine {
+                end_ns: 89000.0,
+                ..
+            })
+        ));
+        assert_eq!(parse_line("   ").unwrap(), None);
+    }
+
+    #[test]
+    fn bad_lines_are_rejected_with_reasons() {
+        let cases = [
+            (
+                r#"{"metric": "t", "value": 1, "colour": "red"}"#,
+                "unknown field `colour`",
+            ),
+            (r#"{"metric": "t"}"#, "missing field `value`"),
+            (
+                r#"{"metric": "t", "value": "fast"}"#,
+                "invalid type: string \"fast\", expected f64",
+            ),
+            (
+                r#"{"value": 3}"#,
+                "none of the keys `metric`, `counter` or `kernel`",
+            ),
+            (r#"[1, 2]"#, "not a JSON object"),
+            (
+                r#"{"metric": "t", "value": 1"#,
+                "not a JSON object (EOF while parsing",
+            ),
+            (
+                r#"{"counter": "c", "t_ns": 1, "value": 2, "bits": 12}"#,
+                "`bits` is 12",
+            ),
+            (
+                r#"{"kernel": "k", "start_ns": 10, "end_ns": 5}"#,
+                "ends (5) before it starts (10)",
+            ),
+            (r#"{"metric": "", "value": 1}"#, "`metric` is empty"),
+            (
+                r#"{"metric": "t", "value": 1, "source": "guess"}"#,
+                "unknown variant `guess`",
+            ),
+        ];
+        for (line, expected) in cases {
+            let err = parse_line(line).unwrap_err();
+            assert!(
+                err.contains(expected),
+                "{line}: expected `{expected}` in `{err}`"
+            );
+        }
+    }
+
+    #[test]
+    fn file_errors_name_the_line_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.jsonl");
+        std::fs::write(
+            &path,
+            "{\"metric\": \"t\", \"value\": 1}\n\n{\"metric\": \"t\", \"value\": 2}\nkernel_time=3\n",
+        )
+        .unwrap();
+        let err = read_file(&path).unwrap_err().to_string();
+        assert!(err.contains("p.jsonl` line 4: not a JSON object"), "{err}");
+        std::fs::write(
+            &path,
+            "{\"metric\": \"t\", \"value\": 1}\n\n{\"metric\": \"t\", \"value\": 2}\n",
+        )
+        .unwrap();
+        assert_eq!(read_file(&path).unwrap().len(), 2);
+    }
+}

@@ -1,0 +1,333 @@
+//! Rendering a comparison report: a terminal table, Markdown for pull requests, and JSON.
+//!
+//! One exporter per format behind one trait, as hyperfine does. Everything that came from the
+//! repository (benchmark and metric names, reasons quoting them) is escaped before it goes into
+//! Markdown: a name may hold `|`, `<`, `@` or backticks.
+
+use std::io::IsTerminal;
+
+use comfy_table::{Cell, Color, ContentArrangement, Table, presets};
+
+use crate::compare::{MetricComparison, Report, RunVerdict, Verdict, format_p};
+use crate::units::{format_change, format_value};
+
+/// Output formats of a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Markdown,
+    Json,
+}
+
+/// Renders a report in one format.
+pub trait Exporter {
+    fn render(&self, report: &Report) -> String;
+}
+
+/// The exporter of a format; `color` applies to the table only.
+pub fn exporter(format: Format, color: bool) -> Box<dyn Exporter> {
+    match format {
+        Format::Table => Box::new(TableExporter { color }),
+        Format::Markdown => Box::new(MarkdownExporter),
+        Format::Json => Box::new(JsonExporter),
+    }
+}
+
+/// Whether to colour output on stdout: a terminal, and `NO_COLOR` unset.
+pub fn stdout_wants_color() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// "1 regression, 0 improvements, 3 unchanged, 0 inconclusive of 4 benchmarks".
+pub fn summary_line(report: &Report) -> String {
+    let s = &report.summary;
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut parts = vec![
+        plural(s.regressed, "regression", "regressions"),
+        plural(s.improved, "improvement", "improvements"),
+        format!("{} unchanged", s.unchanged),
+        format!("{} inconclusive", s.inconclusive),
+    ];
+    if s.new > 0 {
+        parts.push(format!("{} new", s.new));
+    }
+    if s.missing > 0 {
+        parts.push(format!("{} missing", s.missing));
+    }
+    format!(
+        "{} of {}",
+        parts.join(", "),
+        plural(s.total, "benchmark", "benchmarks")
+    )
+}
+
+fn verdict_word(v: RunVerdict) -> &'static str {
+    match v {
+        RunVerdict::Pass => "PASS",
+        RunVerdict::Regressed => "REGRESSED",
+        RunVerdict::Inconclusive => "INCONCLUSIVE",
+        RunVerdict::NoBaseline => "NO BASELINE",
+    }
+}
+
+fn change_cell(m: &MetricComparison) -> String {
+    m.change.map(format_change).unwrap_or_else(|| "–".into())
+}
+
+fn ci_cell(m: &MetricComparison) -> String {
+    m.ci.map(|[lo, hi]| format!("{} … {}", format_change(lo), format_change(hi)))
+        .unwrap_or_else(|| "–".into())
+}
+
+fn median_cell(s: &Option<crate::stats::Summary>, unit: &str) -> String {
+    s.as_ref()
+        .map(|s| format!("{} (n={})", format_value(s.median, unit), s.n))
+        .unwrap_or_else(|| "–".into())
+}
+
+fn p_cell(m: &MetricComparison) -> String {
+    m.p_value.map(format_p).unwrap_or_else(|| "–".into())
+}
+
+fn verdict_color(v: Verdict) -> Color {
+    match v {
+        Verdict::Regressed => Color::Red,
+        Verdict::Improved => Color::Green,
+        Verdict::Inconclusive => Color::Yellow,
+        Verdict::Unchanged => Color::Reset,
+        Verdict::New | Verdict::Missing => Color::Cyan,
+    }
+}
+
+/// The terminal table.
+pub struct TableExporter {
+    pub color: bool,
+}
+
+impl Exporter for TableExporter {
+    fn render(&self, report: &Report) -> String {
+        let mut out = format!(
+            "{}: {}\n",
+            verdict_word(report.verdict),
+            summary_line(report)
+        );
+        let mut table = Table::new();
+        table
+            .load_style(presets::UTF8_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Dynamic);
+        if !self.color {
+            table.force_no_tty();
+        } else {
+            table.enforce_styling();
+        }
+        table.set_header(vec![
+            "benchmark",
+            "metric",
+            "base",
+            "head",
+            "change",
+            "CI",
+            "p",
+            "verdict",
+        ]);
+        for b in &report.benchmarks {
+            if b.metrics.is_empty() {
+                table.add_row(vec![
+                    Cell::new(&b.name),
+                    Cell::new("–"),
+                    Cell::new("–"),
+                    Cell::new("–"),
+                    Cell::new("–"),
+                    Cell::new("–"),
+                    Cell::new("–"),
+                    verdict_cell(b.verdict, self.color, true),
+                ]);
+            }
+            for m in &b.metrics {
+                let mut metric = m.name.clone();
+                if !m.gates {
+                    metric.push_str(" (info)");
+                }
+                table.add_row(vec![
+                    Cell::new(&b.name),
+                    Cell::new(metric),
+                    Cell::new(median_cell(&m.base, &m.unit)),
+                    Cell::new(median_cell(&m.head, &m.unit)),
+                    Cell::new(change_cell(m)),
+                    Cell::new(ci_cell(m)),
+                    Cell::new(p_cell(m)),
+                    verdict_cell(m.verdict, self.color, m.gates),
+                ]);
+            }
+        }
+        out.push_str(&table.to_string());
+        out.push('\n');
+        for b in &report.benchmarks {
+            if matches!(
+                b.verdict,
+                Verdict::Regressed | Verdict::Inconclusive | Verdict::Improved | Verdict::Missing
+            ) {
+                out.push_str(&format!(
+                    "{} {}: {}\n",
+                    b.verdict.as_str(),
+                    b.name,
+                    b.explanation
+                ));
+            }
+        }
+        for w in &report.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
+        out
+    }
+}
+
+fn verdict_cell(v: Verdict, color: bool, gates: bool) -> Cell {
+    let cell = Cell::new(v.as_str());
+    if color && gates {
+        cell.fg(verdict_color(v))
+    } else {
+        cell
+    }
+}
+
+/// Escapes text from the repository for Markdown table cells and prose: HTML-significant
+/// characters become entities, Markdown punctuation is backslash-escaped, `@` cannot mention
+/// anyone, and newlines cannot break a table row.
+pub fn escape_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '@' => out.push_str("&#64;"),
+            '|' => out.push_str("&#124;"),
+            '\n' | '\r' => out.push(' '),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '~' | '!' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Markdown for a pull-request comment or job summary.
+pub struct MarkdownExporter;
+
+impl MarkdownExporter {
+    fn table(rows: &[(&str, &MetricComparison)]) -> String {
+        let mut s = String::from(
+            "| benchmark | metric | base | head | change | CI | p | source | verdict |\n|---|---|---:|---:|---:|---:|---:|---|---|\n",
+        );
+        for (bench, m) in rows {
+            s.push_str(&format!(
+                "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} |\n",
+                escape_markdown(bench),
+                escape_markdown(&m.name),
+                if m.gates { "" } else { " (info)" },
+                median_cell(&m.base, &m.unit),
+                median_cell(&m.head, &m.unit),
+                change_cell(m),
+                ci_cell(m),
+                p_cell(m),
+                m.source.as_str(),
+                m.verdict.as_str(),
+            ));
+        }
+        s
+    }
+}
+
+impl Exporter for MarkdownExporter {
+    fn render(&self, report: &Report) -> String {
+        let icon = match report.verdict {
+            RunVerdict::Pass => "✅",
+            RunVerdict::Regressed => "❌",
+            RunVerdict::Inconclusive => "⚠️",
+            RunVerdict::NoBaseline => "❔",
+        };
+        let mut out = format!(
+            "### {icon} kgate: {}: {}\n\n",
+            verdict_word(report.verdict),
+            summary_line(report)
+        );
+        let notable: Vec<(&str, &MetricComparison)> = report
+            .benchmarks
+            .iter()
+            .flat_map(|b| b.metrics.iter().map(move |m| (b.name.as_str(), m)))
+            .filter(|(_, m)| {
+                m.gates
+                    && matches!(
+                        m.verdict,
+                        Verdict::Regressed | Verdict::Improved | Verdict::Inconclusive
+                    )
+            })
+            .collect();
+        if !notable.is_empty() {
+            out.push_str(&Self::table(&notable));
+            out.push('\n');
+        }
+        for b in &report.benchmarks {
+            if matches!(
+                b.verdict,
+                Verdict::Regressed | Verdict::Inconclusive | Verdict::Missing
+            ) {
+                out.push_str(&format!(
+                    "- **{}** {}: {}\n",
+                    escape_markdown(&b.name),
+                    b.verdict.as_str(),
+                    escape_markdown(&b.explanation)
+                ));
+            }
+        }
+        let all: Vec<(&str, &MetricComparison)> = report
+            .benchmarks
+            .iter()
+            .flat_map(|b| b.metrics.iter().map(move |m| (b.name.as_str(), m)))
+            .collect();
+        if !all.is_empty() {
+            out.push_str("\n<details><summary>All metrics</summary>\n\n");
+            out.push_str(&Self::table(&all));
+            out.push_str("\n</details>\n");
+        }
+        for w in &report.warnings {
+            out.push_str(&format!("\n> [!NOTE]\n> {}\n", escape_markdown(w)));
+        }
+        out.push_str(&format!(
+            "\n<sub>Rank test at α = {}, intervals at {} % confidence; changes are head against base.</sub>\n",
+            report.alpha,
+            (1.0 - report.alpha) * 100.0
+        ));
+        out
+    }
+}
+
+/// The JSON report of DESIGN.md's contract.
+pub struct JsonExporter;
+
+impl Exporter for JsonExporter {
+    fn render(&self, report: &Report) -> String {
+        let mut s = serde_json::to_string_pretty(report).expect("reports serialize to JSON");
+        s.push('\n');
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_escaping_neutralizes_repository_text() {
+        assert_eq!(
+            escape_markdown("a|b <script>@team `x` *y*\nz"),
+            "a&#124;b &lt;script&gt;&#64;team \\`x\\` \\*y\\* z"
+        );
+    }
+}

@@ -1,0 +1,284 @@
+//! Run results: the versioned JSON that `kgate run` and `kgate import` write.
+//!
+//! These structs are the file format (the JSON Schema in `schemas/` is generated from them), in
+//! the manner of hyperfine's `BenchmarkResult`: one doc comment per field, nothing hidden.
+//! Each metric carries its unit, source, direction and gate rule, so a comparison needs nothing
+//! but two result files.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::fingerprint::Fingerprint;
+use crate::fsutil::{self, Overwrite};
+use crate::metric::{Direction, GateRule, Source};
+use crate::protocol::{CounterLine, KernelLine};
+
+/// Version of the results format; bumped on incompatible changes.
+pub const RESULTS_SCHEMA_VERSION: u32 = 1;
+
+/// Everything one run measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunResults {
+    /// Results format version.
+    pub schema_version: u32,
+    /// Version of kgate that wrote the file.
+    pub kgate_version: String,
+    /// When the run started (RFC 3339, UTC).
+    pub created: String,
+    /// The machine, software and revision the numbers were measured on.
+    pub environment: Fingerprint,
+    /// One entry per benchmark, in configuration order.
+    pub benchmarks: Vec<BenchmarkResult>,
+}
+
+/// One benchmark's measurements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BenchmarkResult {
+    /// Benchmark name.
+    pub name: String,
+    /// Parameters declared in the configuration (shape, dtype).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameters: BTreeMap<String, String>,
+    /// Whether every repetition completed.
+    pub status: Status,
+    /// Why the benchmark failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+    /// Warm-up runs performed and discarded.
+    pub warmup: u32,
+    /// Measured repetitions completed.
+    pub repetitions: u32,
+    /// Metrics, each with one value per sample.
+    pub metrics: Vec<MetricSamples>,
+    /// Raw counter readings reported through the protocol, in arrival order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<CounterReading>,
+    /// Kernel windows reported through the protocol.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_windows: Vec<KernelWindow>,
+    /// How the numbers were captured.
+    pub provenance: Provenance,
+}
+
+impl BenchmarkResult {
+    /// An empty result to be filled by a capture.
+    pub fn new(name: &str, provenance: Provenance) -> BenchmarkResult {
+        BenchmarkResult {
+            name: name.to_string(),
+            parameters: BTreeMap::new(),
+            status: Status::Ok,
+            failure: None,
+            warmup: 0,
+            repetitions: 0,
+            metrics: Vec::new(),
+            counters: Vec::new(),
+            kernel_windows: Vec::new(),
+            provenance,
+        }
+    }
+
+    /// The metric of that name, if measured.
+    pub fn metric(&self, name: &str) -> Option<&MetricSamples> {
+        self.metrics.iter().find(|m| m.name == name)
+    }
+}
+
+/// Whether a benchmark completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Failed,
+}
+
+/// Why a benchmark failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Failure {
+    /// What went wrong.
+    pub kind: FailureKind,
+    /// A one-line description.
+    pub message: String,
+    /// The last lines the benchmark wrote to stderr.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stderr_tail: String,
+}
+
+/// Kinds of benchmark failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureKind {
+    /// The build step failed.
+    Build,
+    /// The program could not be started.
+    Spawn,
+    /// It exited with a non-zero status.
+    ExitStatus,
+    /// It was killed by a signal (a crash).
+    Crashed,
+    /// It ran past its timeout and its process group was killed.
+    Timeout,
+    /// Its protocol output was invalid or missing.
+    Protocol,
+}
+
+/// The samples of one metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MetricSamples {
+    /// Metric name.
+    pub name: String,
+    /// Canonical unit (`ns` for every time).
+    pub unit: String,
+    /// Where the values come from, on the trust ladder.
+    pub source: Source,
+    /// Which way is better.
+    pub direction: Direction,
+    /// How the metric is gated.
+    pub gate: GateRule,
+    /// One value per sample.
+    pub values: Vec<f64>,
+    /// The repetition (0-based) each value was measured in; a benchmark may report several
+    /// samples per repetition.
+    pub repetition: Vec<u32>,
+}
+
+/// A counter reading (see the protocol's counter lines).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CounterReading {
+    pub repetition: u32,
+    pub counter: String,
+    pub t_ns: f64,
+    pub value: f64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub unit: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bits: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core: Option<u32>,
+}
+
+impl CounterReading {
+    pub fn from_line(repetition: u32, c: CounterLine) -> CounterReading {
+        CounterReading {
+            repetition,
+            counter: c.counter,
+            t_ns: c.t_ns,
+            value: c.value,
+            unit: c.unit,
+            bits: c.bits,
+            core: c.core,
+        }
+    }
+}
+
+/// A kernel's time window (see the protocol's kernel lines).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KernelWindow {
+    pub repetition: u32,
+    pub kernel: String,
+    pub start_ns: f64,
+    pub end_ns: f64,
+}
+
+impl KernelWindow {
+    pub fn from_line(repetition: u32, k: KernelLine) -> KernelWindow {
+        KernelWindow {
+            repetition,
+            kernel: k.kernel,
+            start_ns: k.start_ns,
+            end_ns: k.end_ns,
+        }
+    }
+}
+
+/// How a benchmark's numbers were captured.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Provenance {
+    /// The command that was run, as written in the configuration (empty for imports).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub command: String,
+    /// Capture backends used, such as `timer` and `protocol`.
+    pub captures: Vec<String>,
+    /// Files the numbers were imported from, for `kgate import`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub imported_from: Vec<String>,
+}
+
+/// Result files that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error("cannot read results `{path}`: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{path}` is not a kgate results file: {source}")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(
+        "`{path}` has results format version {found}; this kgate reads version {RESULTS_SCHEMA_VERSION}"
+    )]
+    Version { path: PathBuf, found: u32 },
+    #[error(transparent)]
+    Write(#[from] fsutil::WriteError),
+}
+
+impl RunResults {
+    /// Reads and checks a results file.
+    pub fn load(path: &Path) -> Result<RunResults, ResultsError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let version: Option<u32> = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("schema_version")?.as_u64())
+            .map(|v| v as u32);
+        if let Some(found) = version
+            && found != RESULTS_SCHEMA_VERSION
+        {
+            return Err(ResultsError::Version {
+                path: path.to_path_buf(),
+                found,
+            });
+        }
+        serde_json::from_str(&text).map_err(|source| ResultsError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Writes the results atomically.
+    pub fn save(&self, path: &Path, overwrite: Overwrite) -> Result<(), ResultsError> {
+        fsutil::write_atomic(path, self.to_json().as_bytes(), overwrite)?;
+        Ok(())
+    }
+
+    /// Pretty JSON with a trailing newline.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("results serialize to JSON");
+        s.push('\n');
+        s
+    }
+
+    /// The benchmark of that name.
+    pub fn benchmark(&self, name: &str) -> Option<&BenchmarkResult> {
+        self.benchmarks.iter().find(|b| b.name == name)
+    }
+
+    /// Whether any benchmark failed.
+    pub fn has_failures(&self) -> bool {
+        self.benchmarks.iter().any(|b| b.status == Status::Failed)
+    }
+}
+
+/// The current time in RFC 3339.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}

@@ -1,0 +1,574 @@
+//! The runner: executes build steps and benchmark repetitions.
+//!
+//! Each repetition is its own process, started in its own process group so that a timeout (or
+//! Ctrl-C) kills the benchmark together with everything it spawned. Wall time is taken around
+//! spawn and wait on a waiter thread, so the timeout never skews the measurement. A benchmark
+//! that fails is recorded with the tail of its stderr and the other benchmarks still run.
+//! Nothing is written here: results leave the runner only when the whole run is complete, so an
+//! interrupted run leaves no partial file behind.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::capture::Collector;
+use crate::config::CaptureKind;
+use crate::fingerprint::Fingerprint;
+use crate::plan::{BUILD_TIMEOUT, BenchmarkPlan, Plan};
+use crate::progress::{Event, Progress};
+use crate::protocol;
+use crate::results::{
+    BenchmarkResult, Failure, FailureKind, Provenance, RESULTS_SCHEMA_VERSION, RunResults, Status,
+};
+
+/// How many bytes of a benchmark's stderr are kept for error reports.
+const TAIL_BYTES: usize = 4096;
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static CURRENT_GROUP: AtomicI32 = AtomicI32::new(0);
+
+/// Installs the SIGINT/SIGTERM handler: it marks the run as interrupted and kills the process
+/// group of the benchmark that is running, so the runner unwinds promptly and writes nothing.
+pub fn install_interrupt_handler() -> Result<(), ctrlc::Error> {
+    ctrlc::set_handler(|| {
+        INTERRUPTED.store(true, Ordering::SeqCst);
+        kill_group(CURRENT_GROUP.load(Ordering::SeqCst));
+    })
+}
+
+fn kill_group(pgid: i32) {
+    if pgid > 0 {
+        // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Errors that stop a whole run (as opposed to one benchmark failing).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("interrupted; no results were written")]
+    Interrupted,
+    #[error("cannot create a temporary folder for protocol files: {0}")]
+    TempDir(std::io::Error),
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+    TimedOut,
+}
+
+/// One finished process.
+#[derive(Debug, Clone)]
+pub struct ProcessOutcome {
+    pub exit: Exit,
+    pub wall: Duration,
+    pub stderr_tail: String,
+}
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec<'a> {
+    pub argv: &'a [String],
+    pub cwd: &'a Path,
+    pub env: Vec<(String, String)>,
+    pub timeout: Duration,
+}
+
+/// Runs one process in its own process group, with a timeout that kills the whole group.
+pub fn run_process(spec: &ProcessSpec<'_>) -> std::io::Result<ProcessOutcome> {
+    let (program, args) = spec
+        .argv
+        .split_first()
+        .ok_or_else(|| std::io::Error::other("empty command"))?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(spec.cwd)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let start = Instant::now();
+    let mut child = cmd.spawn()?;
+    let pgid = child.id() as i32;
+    CURRENT_GROUP.store(pgid, Ordering::SeqCst);
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        kill_group(pgid);
+    }
+    let stdout = child
+        .stdout
+        .take()
+        .map(|s| std::thread::spawn(move || tail(s)));
+    let stderr = child
+        .stderr
+        .take()
+        .map(|s| std::thread::spawn(move || tail(s)));
+    let (tx, rx) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let status = child.wait();
+        let _ = tx.send((status, start.elapsed()));
+    });
+    let (status, wall, timed_out) = match rx.recv_timeout(spec.timeout) {
+        Ok((status, wall)) => (status, wall, false),
+        Err(_) => {
+            kill_group(pgid);
+            let (status, _) = rx
+                .recv()
+                .map_err(|_| std::io::Error::other("waiter thread vanished"))?;
+            (status, spec.timeout, true)
+        }
+    };
+    // Whatever the leader left running in its group goes too, so that pipes close.
+    kill_group(pgid);
+    CURRENT_GROUP.store(0, Ordering::SeqCst);
+    let _ = waiter.join();
+    if let Some(h) = stdout {
+        let _ = h.join();
+    }
+    let stderr_tail = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
+    let status = status?;
+    let exit = if timed_out {
+        Exit::TimedOut
+    } else if let Some(code) = status.code() {
+        Exit::Code(code)
+    } else {
+        Exit::Signal(status.signal().unwrap_or(0))
+    };
+    Ok(ProcessOutcome {
+        exit,
+        wall,
+        stderr_tail,
+    })
+}
+
+/// Reads a stream to its end, keeping the last [`TAIL_BYTES`] as text.
+fn tail(mut reader: impl Read) -> String {
+    let mut kept: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                kept.extend_from_slice(&buf[..n]);
+                if kept.len() > 2 * TAIL_BYTES {
+                    kept.drain(..kept.len() - TAIL_BYTES);
+                }
+            }
+        }
+    }
+    if kept.len() > TAIL_BYTES {
+        kept.drain(..kept.len() - TAIL_BYTES);
+    }
+    String::from_utf8_lossy(&kept).trim_end().to_string()
+}
+
+fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGSEGV => "SIGSEGV (segmentation fault)".into(),
+        libc::SIGABRT => "SIGABRT (abort)".into(),
+        libc::SIGKILL => "SIGKILL".into(),
+        libc::SIGBUS => "SIGBUS (bus error)".into(),
+        libc::SIGFPE => "SIGFPE (arithmetic error)".into(),
+        libc::SIGILL => "SIGILL (illegal instruction)".into(),
+        other => format!("signal {other}"),
+    }
+}
+
+/// A failure message for a process that did not exit cleanly, or `None` if it did.
+fn failure_of(outcome: &ProcessOutcome, timeout: Duration) -> Option<Failure> {
+    let (kind, message) = match outcome.exit {
+        Exit::Code(0) => return None,
+        Exit::Code(code) => (
+            FailureKind::ExitStatus,
+            format!("exited with status {code}"),
+        ),
+        Exit::Signal(sig) => (
+            FailureKind::Crashed,
+            format!("killed by {}", signal_name(sig)),
+        ),
+        Exit::TimedOut => (
+            FailureKind::Timeout,
+            format!(
+                "timed out after {}; its process group was killed",
+                humantime::format_duration(timeout)
+            ),
+        ),
+    };
+    Some(Failure {
+        kind,
+        message,
+        stderr_tail: outcome.stderr_tail.clone(),
+    })
+}
+
+/// One revision's tree: where commands run.
+#[derive(Debug, Clone)]
+pub struct Revision {
+    /// Root folder (the configuration's folder in this tree).
+    pub root: PathBuf,
+    /// `base` or `head` in interleaved runs, for messages.
+    pub label: Option<&'static str>,
+}
+
+/// Runs the build steps of a plan in one revision. Returns the failure of each step that failed,
+/// by build index.
+pub fn run_builds(
+    plan: &Plan,
+    revision: &Revision,
+    progress: &mut dyn Progress,
+) -> Result<BTreeMap<usize, Failure>, RunError> {
+    let mut failures = BTreeMap::new();
+    for (i, step) in plan.builds.iter().enumerate() {
+        progress.event(Event::BuildStarted {
+            command: &step.command.display(),
+            revision: revision.label,
+        });
+        let argv = step.command.argv();
+        let cwd = revision.root.join(&step.cwd);
+        let outcome = run_process(&ProcessSpec {
+            argv: &argv,
+            cwd: &cwd,
+            env: Vec::new(),
+            timeout: BUILD_TIMEOUT,
+        });
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            return Err(RunError::Interrupted);
+        }
+        let failure = match outcome {
+            Ok(o) => failure_of(&o, BUILD_TIMEOUT),
+            Err(e) => Some(Failure {
+                kind: FailureKind::Spawn,
+                message: format!("cannot start `{}`: {e}", argv[0]),
+                stderr_tail: String::new(),
+            }),
+        };
+        if let Some(mut f) = failure {
+            f.kind = FailureKind::Build;
+            f.message = format!("build step `{}` {}", step.command.display(), f.message);
+            failures.insert(i, f);
+        }
+    }
+    Ok(failures)
+}
+
+/// The state of one benchmark being measured in one revision.
+struct BenchmarkRun<'p> {
+    plan: &'p BenchmarkPlan,
+    cwd: PathBuf,
+    protocol_dir: tempfile::TempDir,
+    collector: Collector<'p>,
+    runs: u32,
+    failed: bool,
+}
+
+impl<'p> BenchmarkRun<'p> {
+    fn new(plan: &'p BenchmarkPlan, revision: &Revision) -> Result<BenchmarkRun<'p>, RunError> {
+        let provenance = Provenance {
+            command: plan.command.display(),
+            captures: plan
+                .captures
+                .iter()
+                .map(|c| c.as_str().to_string())
+                .collect(),
+            imported_from: Vec::new(),
+        };
+        let mut collector = Collector::new(&plan.name, &plan.metrics, provenance);
+        collector.result_mut().parameters = plan.parameters.clone();
+        Ok(BenchmarkRun {
+            plan,
+            cwd: revision.root.join(&plan.cwd),
+            protocol_dir: tempfile::Builder::new()
+                .prefix("kgate-protocol-")
+                .tempdir()
+                .map_err(RunError::TempDir)?,
+            collector,
+            runs: 0,
+            failed: false,
+        })
+    }
+
+    fn fail(&mut self, failure: Failure) {
+        self.failed = true;
+        let r = self.collector.result_mut();
+        r.status = Status::Failed;
+        r.failure = Some(failure);
+    }
+
+    /// One run: a warm-up (`measured == false`) or a measured repetition.
+    fn step(&mut self, measured: bool) -> Result<(), RunError> {
+        if self.failed {
+            return Ok(());
+        }
+        let protocol_path = self
+            .protocol_dir
+            .path()
+            .join(format!("run-{}.jsonl", self.runs));
+        self.runs += 1;
+        let uses_protocol = self.plan.captures.contains(&CaptureKind::Protocol);
+        if uses_protocol && let Err(e) = std::fs::write(&protocol_path, b"") {
+            return Err(RunError::TempDir(e));
+        }
+        let repetition = self.collector.result_mut().repetitions;
+        let mut env: Vec<(String, String)> = self
+            .plan
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        env.push(("KGATE_BENCHMARK".into(), self.plan.name.clone()));
+        env.push((
+            "KGATE_WARMUP".into(),
+            if measured { "0" } else { "1" }.into(),
+        ));
+        env.push(("KGATE_REPETITION".into(), repetition.to_string()));
+        if uses_protocol {
+            env.push((
+                "KGATE_PROTOCOL_FILE".into(),
+                protocol_path.display().to_string(),
+            ));
+        }
+        let argv = self.plan.command.argv();
+        let outcome = run_process(&ProcessSpec {
+            argv: &argv,
+            cwd: &self.cwd,
+            env,
+            timeout: self.plan.timeout,
+        });
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            return Err(RunError::Interrupted);
+        }
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                self.fail(Failure {
+                    kind: FailureKind::Spawn,
+                    message: format!(
+                        "cannot start `{}` in `{}`: {e}",
+                        argv[0],
+                        self.cwd.display()
+                    ),
+                    stderr_tail: String::new(),
+                });
+                return Ok(());
+            }
+        };
+        if let Some(failure) = failure_of(&outcome, self.plan.timeout) {
+            self.fail(failure);
+            return Ok(());
+        }
+        if !measured {
+            self.collector.result_mut().warmup += 1;
+            return Ok(());
+        }
+        if self.plan.captures.contains(&CaptureKind::Timer) {
+            self.collector
+                .add_wall_time(repetition, outcome.wall.as_nanos() as f64);
+        }
+        if uses_protocol {
+            let recorded = protocol::read_file(&protocol_path)
+                .map_err(|e| e.to_string())
+                .and_then(|lines| self.collector.add_protocol(repetition, lines, true));
+            match recorded {
+                Ok(0) => {
+                    self.fail(Failure {
+                        kind: FailureKind::Protocol,
+                        message: "wrote no measurement to $KGATE_PROTOCOL_FILE; a protocol benchmark reports at least one `{\"metric\": …}` line per run".into(),
+                        stderr_tail: outcome.stderr_tail,
+                    });
+                    return Ok(());
+                }
+                Ok(_) => {}
+                Err(message) => {
+                    self.fail(Failure {
+                        kind: FailureKind::Protocol,
+                        message,
+                        stderr_tail: outcome.stderr_tail,
+                    });
+                    return Ok(());
+                }
+            }
+            let _ = std::fs::remove_file(&protocol_path);
+        }
+        self.collector.result_mut().repetitions += 1;
+        Ok(())
+    }
+
+    fn finish(self) -> BenchmarkResult {
+        self.collector.finish()
+    }
+}
+
+/// Runs every benchmark of a plan in one revision: builds, then warm-up and repetitions.
+pub fn run_plan(
+    plan: &Plan,
+    revision: &Revision,
+    progress: &mut dyn Progress,
+) -> Result<RunResults, RunError> {
+    let created = crate::results::now_rfc3339();
+    let build_failures = run_builds(plan, revision, progress)?;
+    let mut benchmarks = Vec::new();
+    for b in &plan.benchmarks {
+        let mut run = BenchmarkRun::new(b, revision)?;
+        if let Some(f) = b.build.and_then(|i| build_failures.get(&i)) {
+            run.fail(f.clone());
+        } else {
+            progress.event(Event::BenchmarkStarted {
+                name: &b.name,
+                runs: u64::from(b.warmup + b.repetitions.min),
+            });
+            for _ in 0..b.warmup {
+                run.step(false)?;
+                progress.event(Event::RunFinished);
+            }
+            for _ in 0..b.repetitions.min {
+                run.step(true)?;
+                progress.event(Event::RunFinished);
+            }
+        }
+        let result = run.finish();
+        progress.event(Event::BenchmarkFinished {
+            result: &result,
+            revision: revision.label,
+        });
+        benchmarks.push(result);
+    }
+    Ok(results_for(revision, benchmarks, created))
+}
+
+/// Runs two revisions interleaved in one job: for each benchmark, warm-ups and repetitions
+/// alternate between base and head, in A B B A order so that a linear drift (thermal, clock)
+/// affects both sides alike. Returns (base, head).
+pub fn run_interleaved(
+    plan: &Plan,
+    base: &Revision,
+    head: &Revision,
+    progress: &mut dyn Progress,
+) -> Result<(RunResults, RunResults), RunError> {
+    let created = crate::results::now_rfc3339();
+    let base_failures = run_builds(plan, base, progress)?;
+    let head_failures = run_builds(plan, head, progress)?;
+    let mut base_results = Vec::new();
+    let mut head_results = Vec::new();
+    for b in &plan.benchmarks {
+        let mut runs = [BenchmarkRun::new(b, base)?, BenchmarkRun::new(b, head)?];
+        for (run, failures) in runs.iter_mut().zip([&base_failures, &head_failures]) {
+            if let Some(f) = b.build.and_then(|i| failures.get(&i)) {
+                run.fail(f.clone());
+            }
+        }
+        progress.event(Event::BenchmarkStarted {
+            name: &b.name,
+            runs: 2 * u64::from(b.warmup + b.repetitions.min),
+        });
+        let schedule = (0..b.warmup)
+            .map(|i| (i, false))
+            .chain((0..b.repetitions.min).map(|i| (i, true)));
+        for (i, measured) in schedule {
+            let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
+            for side in order {
+                runs[side].step(measured)?;
+                progress.event(Event::RunFinished);
+            }
+        }
+        let [base_run, head_run] = runs;
+        for (run, out, label) in [
+            (base_run, &mut base_results, base.label),
+            (head_run, &mut head_results, head.label),
+        ] {
+            let result = run.finish();
+            progress.event(Event::BenchmarkFinished {
+                result: &result,
+                revision: label,
+            });
+            out.push(result);
+        }
+    }
+    Ok((
+        results_for(base, base_results, created.clone()),
+        results_for(head, head_results, created),
+    ))
+}
+
+fn results_for(
+    revision: &Revision,
+    benchmarks: Vec<BenchmarkResult>,
+    created: String,
+) -> RunResults {
+    let mut environment = Fingerprint::capture(&revision.root);
+    if let Some(v) = crate::fingerprint::tool_version("sh") {
+        environment.tools.insert("sh".into(), v);
+    }
+    RunResults {
+        schema_version: RESULTS_SCHEMA_VERSION,
+        kgate_version: env!("CARGO_PKG_VERSION").to_string(),
+        created,
+        environment,
+        benchmarks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, timeout: Duration) -> ProcessOutcome {
+        let argv = vec!["sh".to_string(), "-c".to_string(), script.to_string()];
+        run_process(&ProcessSpec {
+            argv: &argv,
+            cwd: Path::new("."),
+            env: Vec::new(),
+            timeout,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn exit_codes_signals_and_stderr_tails() {
+        assert_eq!(sh("exit 0", Duration::from_secs(10)).exit, Exit::Code(0));
+        let o = sh("echo boom >&2; exit 3", Duration::from_secs(10));
+        assert_eq!(o.exit, Exit::Code(3));
+        assert_eq!(o.stderr_tail, "boom");
+        let o = sh("kill -SEGV $$", Duration::from_secs(10));
+        assert_eq!(o.exit, Exit::Signal(libc::SIGSEGV));
+        let f = failure_of(&o, Duration::from_secs(1)).unwrap();
+        assert_eq!(f.kind, FailureKind::Crashed);
+        assert_eq!(f.message, "killed by SIGSEGV (segmentation fault)");
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("grandchild-survived");
+        // The grandchild sleeps, then would leave a marker: it must die with its parent.
+        let script = format!("(sleep 2; touch '{}') & sleep 30", marker.display());
+        let o = sh(&script, Duration::from_millis(300));
+        assert_eq!(o.exit, Exit::TimedOut);
+        assert_eq!(o.wall, Duration::from_millis(300));
+        std::thread::sleep(Duration::from_millis(2500));
+        assert!(
+            !marker.exists(),
+            "a process of the group outlived the timeout"
+        );
+    }
+
+    #[test]
+    fn stderr_tail_keeps_the_end() {
+        let o = sh(
+            "i=0; while [ $i -lt 2000 ]; do echo line-$i >&2; i=$((i+1)); done; exit 1",
+            Duration::from_secs(20),
+        );
+        assert!(o.stderr_tail.ends_with("line-1999"));
+        assert!(o.stderr_tail.len() <= TAIL_BYTES);
+        assert!(!o.stderr_tail.contains("line-0\n"));
+    }
+}

@@ -1,0 +1,625 @@
+//! Rank-based statistics for comparing timing samples.
+//!
+//! Timings on shared CI runners are skewed and spiky, so the gate relies on
+//! rank methods: the Mann–Whitney U test for "did it change?" and the
+//! Hodges–Lehmann shift with its distribution-free interval for "by how
+//! much?". Both are unaffected by a few wild repetitions, which is where
+//! mean-based tests fail.
+//!
+//! The exact null distribution of U is computed here with a dynamic
+//! programme in probability form, instead of calling statrs's exact
+//! `mannwhitneyu`. statrs 0.19.1 returns the complement of the upper tail
+//! when `n1 <= n2` (the usual equal-size case), so 5 vs 5 with complete
+//! separation comes out as p = 1 instead of 0.0079. Its exact path also
+//! enumerates every subset, which becomes unusable quickly. statrs is used
+//! only for the standard normal distribution.
+
+use statrs::distribution::{ContinuousCDF, Normal};
+
+/// Largest `n1 * n2` for which the automatic choice uses the exact distribution.
+const EXACT_AUTO_LIMIT: usize = 10_000;
+/// Largest `n1 * n2` accepted when the exact method is forced. The programme's
+/// memory grows as max(m, n) * min(m, n)^2 / 2, so this keeps it to tens of MB.
+const EXACT_FORCED_LIMIT: usize = 40_000;
+
+/// Descriptive statistics of one sample.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Summary {
+    pub n: usize,
+    pub median: f64,
+    pub mean: f64,
+    /// Sample standard deviation (divisor n - 1); 0.0 when n == 1.
+    pub std_dev: f64,
+    /// Coefficient of variation std_dev / mean; 0.0 when the mean is 0.
+    pub cv: f64,
+    /// Median absolute deviation from the median, without the 1.4826 scale factor.
+    pub mad: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Values outside the Tukey fences Q1 - 1.5 IQR and Q3 + 1.5 IQR (type-7
+    /// quantiles). They are counted, not removed.
+    pub outliers: usize,
+}
+
+fn all_finite(values: &[f64]) -> bool {
+    values.iter().all(|v| v.is_finite())
+}
+
+fn valid_pair(x: &[f64], y: &[f64]) -> bool {
+    !x.is_empty() && !y.is_empty() && all_finite(x) && all_finite(y)
+}
+
+fn sorted_copy(values: &[f64]) -> Vec<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// Median of an already sorted, non-empty slice.
+fn median_sorted(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+/// Type-7 (linear interpolation) quantile of an already sorted, non-empty slice.
+fn quantile_type7(sorted: &[f64], p: f64) -> f64 {
+    let h = (sorted.len() - 1) as f64 * p;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+/// None for an empty slice or any non-finite value.
+pub fn summarize(values: &[f64]) -> Option<Summary> {
+    if values.is_empty() || !all_finite(values) {
+        return None;
+    }
+    let n = values.len();
+    let sorted = sorted_copy(values);
+    let median = median_sorted(&sorted);
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let std_dev = if n > 1 {
+        let ss: f64 = values.iter().map(|v| (v - mean) * (v - mean)).sum();
+        (ss / (n - 1) as f64).sqrt()
+    } else {
+        0.0
+    };
+    let cv = if mean == 0.0 { 0.0 } else { std_dev / mean };
+    let mut deviations: Vec<f64> = values.iter().map(|v| (v - median).abs()).collect();
+    deviations.sort_by(f64::total_cmp);
+    let mad = median_sorted(&deviations);
+    let (q1, q3) = (quantile_type7(&sorted, 0.25), quantile_type7(&sorted, 0.75));
+    let (lo, hi) = (q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1));
+    let outliers = values.iter().filter(|&&v| v < lo || v > hi).count();
+    Some(Summary {
+        n,
+        median,
+        mean,
+        std_dev,
+        cv,
+        mad,
+        min: sorted[0],
+        max: sorted[n - 1],
+        outliers,
+    })
+}
+
+/// None when empty. NaN values sort last (total order) rather than panicking.
+pub fn median(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| median_sorted(&sorted_copy(values)))
+}
+
+/// Direction of the alternative hypothesis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alternative {
+    TwoSided,
+    /// x is stochastically larger than y.
+    Greater,
+    /// x is stochastically smaller than y.
+    Less,
+}
+
+/// How a p-value or interval was obtained.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum MwuMethod {
+    Exact,
+    Asymptotic,
+}
+
+/// Result of a Mann–Whitney U test; `u1` is the U of the first sample.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MannWhitney {
+    pub u1: f64,
+    pub p_value: f64,
+    pub method: MwuMethod,
+}
+
+/// Midranks (1-based) of `values` in their original order, and the sizes of
+/// the tie groups larger than one.
+fn midranks(values: &[f64]) -> (Vec<f64>, Vec<usize>) {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    let mut ranks = vec![0.0; values.len()];
+    let mut ties = Vec::new();
+    let mut start = 0;
+    while start < order.len() {
+        let mut end = start + 1;
+        while end < order.len() && values[order[end]] == values[order[start]] {
+            end += 1;
+        }
+        // Positions start..end hold ranks start+1..=end; their mean:
+        let rank = (start + 1 + end) as f64 / 2.0;
+        for &i in &order[start..end] {
+            ranks[i] = rank;
+        }
+        if end - start > 1 {
+            ties.push(end - start);
+        }
+        start = end;
+    }
+    (ranks, ties)
+}
+
+/// U1 of x against y and the tie-group sizes of the pooled sample.
+fn u_statistic(x: &[f64], y: &[f64]) -> (f64, Vec<usize>) {
+    let pooled: Vec<f64> = x.iter().chain(y).copied().collect();
+    let (ranks, ties) = midranks(&pooled);
+    let n1 = x.len() as f64;
+    let r1: f64 = ranks[..x.len()].iter().sum();
+    (r1 - n1 * (n1 + 1.0) / 2.0, ties)
+}
+
+/// Standard deviation of U under H0 with the tie correction.
+fn sigma_u(n1: usize, n2: usize, ties: &[usize]) -> f64 {
+    let (a, b) = (n1 as f64, n2 as f64);
+    let big_n = a + b;
+    let tie_sum: f64 = ties.iter().map(|&t| (t as f64).powi(3) - t as f64).sum();
+    let var = a * b / 12.0 * ((big_n + 1.0) - tie_sum / (big_n * (big_n - 1.0)));
+    var.max(0.0).sqrt()
+}
+
+/// Exact null probabilities P(U = u), u = 0..=m*n, for sample sizes m and n
+/// without ties. Uses the probability-form recurrence
+/// p(u; a, b) = a/(a+b) p(u-b; a-1, b) + b/(a+b) p(u; a, b-1),
+/// which stays within [0, 1] and so cannot overflow. The distribution is the
+/// same for (m, n) and (n, m); the outer loop runs over the larger size so
+/// memory is about max * min^2 / 2 values.
+fn exact_null_pmf(m: usize, n: usize) -> Vec<f64> {
+    let (big, small) = if m >= n { (m, n) } else { (n, m) };
+    // row[b] holds the distribution for (a, b) once the inner loop has passed b.
+    let mut row: Vec<Vec<f64>> = vec![vec![1.0]; small + 1];
+    for a in 1..=big {
+        for b in 1..=small {
+            let (wa, wb) = (a as f64 / (a + b) as f64, b as f64 / (a + b) as f64);
+            let prev_a = &row[b]; // (a-1, b), length (a-1)*b + 1
+            let prev_b = &row[b - 1]; // (a, b-1), length a*(b-1) + 1
+            let cur: Vec<f64> = (0..=a * b)
+                .map(|u| {
+                    let from_a = if u >= b { prev_a[u - b] } else { 0.0 };
+                    let from_b = prev_b.get(u).copied().unwrap_or(0.0);
+                    wa * from_a + wb * from_b
+                })
+                .collect();
+            row[b] = cur;
+        }
+    }
+    row.pop().unwrap_or_else(|| vec![1.0])
+}
+
+fn cdf_from_pmf(pmf: &[f64], k: usize) -> f64 {
+    pmf.iter().take(k + 1).sum::<f64>().min(1.0)
+}
+
+/// P(U >= u), summed from the upper tail for accuracy.
+fn sf_from_pmf(pmf: &[f64], u: f64) -> f64 {
+    let start = u.ceil().max(0.0) as usize;
+    pmf.iter().skip(start).rev().sum::<f64>().min(1.0)
+}
+
+/// P(U <= k) under H0 for sample sizes m, n (exact, no ties). The cost grows
+/// as max(m, n)^2 * min(m, n)^2 / 4, so keep m*n modest (about 10_000).
+pub fn exact_null_cdf(k: usize, m: usize, n: usize) -> f64 {
+    cdf_from_pmf(&exact_null_pmf(m, n), k)
+}
+
+/// Automatic choice: exact (own dynamic programme) when there are no ties and
+/// n1*n2 <= 10_000, otherwise the normal approximation with tie correction and
+/// continuity correction. None if either side is empty or any value is non-finite.
+pub fn mann_whitney(x: &[f64], y: &[f64], alternative: Alternative) -> Option<MannWhitney> {
+    if !valid_pair(x, y) {
+        return None;
+    }
+    let (_, ties) = u_statistic(x, y);
+    let method = if ties.is_empty() && x.len() * y.len() <= EXACT_AUTO_LIMIT {
+        MwuMethod::Exact
+    } else {
+        MwuMethod::Asymptotic
+    };
+    mann_whitney_with(x, y, alternative, method, true)
+}
+
+/// Forced method; `continuity` applies to the asymptotic method only. Exact
+/// with ties returns None, as does exact with n1*n2 above 40_000 (memory).
+pub fn mann_whitney_with(
+    x: &[f64],
+    y: &[f64],
+    alternative: Alternative,
+    method: MwuMethod,
+    continuity: bool,
+) -> Option<MannWhitney> {
+    if !valid_pair(x, y) {
+        return None;
+    }
+    let (n1, n2) = (x.len(), y.len());
+    let (u1, ties) = u_statistic(x, y);
+    let u2 = (n1 * n2) as f64 - u1;
+    // The upper tail is always the one evaluated.
+    let u = match alternative {
+        Alternative::Greater => u1,
+        Alternative::Less => u2,
+        Alternative::TwoSided => u1.max(u2),
+    };
+    let upper_tail = match method {
+        MwuMethod::Exact => {
+            if !ties.is_empty() || n1 * n2 > EXACT_FORCED_LIMIT {
+                return None;
+            }
+            sf_from_pmf(&exact_null_pmf(n1, n2), u)
+        }
+        MwuMethod::Asymptotic => {
+            let sigma = sigma_u(n1, n2, &ties);
+            if sigma <= 0.0 {
+                // Every value tied: the permutation distribution is a point mass.
+                1.0
+            } else {
+                let cc = if continuity { 0.5 } else { 0.0 };
+                let z = (u - (n1 * n2) as f64 / 2.0 - cc) / sigma;
+                Normal::standard().sf(z)
+            }
+        }
+    };
+    let sides = if alternative == Alternative::TwoSided {
+        2.0
+    } else {
+        1.0
+    };
+    let p_value = (sides * upper_tail).min(1.0);
+    Some(MannWhitney {
+        u1,
+        p_value,
+        method,
+    })
+}
+
+/// All m*n differences x_i - y_j, ascending.
+fn sorted_diffs(x: &[f64], y: &[f64]) -> Vec<f64> {
+    let mut diffs = Vec::with_capacity(x.len() * y.len());
+    for a in x {
+        diffs.extend(y.iter().map(|b| a - b));
+    }
+    diffs.sort_by(f64::total_cmp);
+    diffs
+}
+
+/// Hodges–Lehmann shift with its distribution-free interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShiftEstimate {
+    pub shift: f64,
+    pub low: f64,
+    pub high: f64,
+    pub achieved_confidence: f64,
+    pub method: MwuMethod,
+}
+
+/// Hodges–Lehmann estimate of the shift x - y (median of pairwise differences
+/// x_i - y_j) with the distribution-free two-sided confidence interval at
+/// `confidence` (e.g. 0.99), following R's wilcox.test(conf.int=TRUE): exact
+/// critical rank from the exact null distribution when there are no ties and
+/// m*n <= 10_000, else the normal-approximation critical rank with a
+/// tie-corrected sigma. Returns None when inputs are empty or non-finite, when
+/// `confidence` is not in (0, 1), and when the critical rank would be 0 (the
+/// requested confidence is not attainable with these sample sizes).
+pub fn hodges_lehmann(x: &[f64], y: &[f64], confidence: f64) -> Option<ShiftEstimate> {
+    if !(valid_pair(x, y) && confidence > 0.0 && confidence < 1.0) {
+        return None;
+    }
+    let (m, n) = (x.len(), y.len());
+    let mn = m * n;
+    let alpha = 1.0 - confidence;
+    let diffs = sorted_diffs(x, y);
+    let shift = median_sorted(&diffs);
+    let (_, ties) = u_statistic(x, y);
+
+    let (qu, achieved_confidence, method) = if ties.is_empty() && mn <= EXACT_AUTO_LIMIT {
+        let pmf = exact_null_pmf(m, n);
+        // Smallest q with P(U <= q) >= alpha/2 (R's qwilcox, same fuzz).
+        let target = alpha / 2.0 - 10.0 * f64::EPSILON;
+        let mut cum = 0.0;
+        let qu = pmf.iter().position(|p| {
+            cum += p;
+            cum >= target
+        });
+        let qu = qu.unwrap_or(mn);
+        if qu == 0 {
+            return None;
+        }
+        let achieved = 1.0 - 2.0 * cdf_from_pmf(&pmf, qu - 1);
+        (qu, achieved, MwuMethod::Exact)
+    } else {
+        let sigma = sigma_u(m, n, &ties);
+        let mu = mn as f64 / 2.0;
+        if sigma <= 0.0 {
+            // All values tied, so every difference equals the shift.
+            (1, 1.0, MwuMethod::Asymptotic)
+        } else {
+            let normal = Normal::standard();
+            let z = normal.inverse_cdf(1.0 - alpha / 2.0);
+            let q = (mu - z * sigma).floor();
+            if q < 1.0 {
+                return None;
+            }
+            // Normal approximation (with continuity) of 1 - 2 P(U <= qu - 1).
+            let achieved = 1.0 - 2.0 * normal.cdf((q - 0.5 - mu) / sigma);
+            (q as usize, achieved, MwuMethod::Asymptotic)
+        }
+    };
+    Some(ShiftEstimate {
+        shift,
+        low: diffs[qu - 1],
+        high: diffs[mn - qu],
+        achieved_confidence,
+        method,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Alternative::{Greater, Less, TwoSided};
+    use MwuMethod::{Asymptotic, Exact};
+
+    const MALES: [f64; 5] = [19.0, 22.0, 16.0, 29.0, 24.0];
+    const FEMALES: [f64; 4] = [20.0, 11.0, 17.0, 12.0];
+    #[rustfmt::skip]
+    const BASE: [f64; 10] = [100.2, 101.1, 99.8, 100.5, 100.9, 100.1, 100.4, 99.9, 100.7, 100.3];
+    #[rustfmt::skip]
+    const NEW: [f64; 10] = [101.9, 102.3, 101.5, 102.8, 101.7, 102.1, 102.5, 101.6, 102.0, 102.4];
+    const HW_X: [f64; 10] = [0.80, 0.83, 1.89, 1.04, 1.45, 1.38, 1.91, 1.64, 0.73, 1.46];
+    const HW_Y: [f64; 5] = [1.15, 0.88, 0.90, 0.74, 1.21];
+
+    fn abs_close(got: f64, want: f64) {
+        assert!((got - want).abs() <= 1e-12, "got {got}, want {want}");
+    }
+    fn rel_close(got: f64, want: f64) {
+        let ok = (got - want).abs() <= 1e-9 * want.abs();
+        assert!(ok, "got {got}, want {want}");
+    }
+    /// Automatic method: checks U1, the chosen method and the p-value.
+    fn auto(x: &[f64], y: &[f64], alt: Alternative, u1: f64, method: MwuMethod, p: f64) {
+        let r = mann_whitney(x, y, alt).expect("valid input");
+        assert_eq!((r.u1, r.method), (u1, method));
+        match method {
+            Exact => abs_close(r.p_value, p),
+            Asymptotic => rel_close(r.p_value, p),
+        }
+    }
+    /// Forced exact p-value, checked to 1e-12 absolute.
+    fn ex(x: &[f64], y: &[f64], alt: Alternative, want: f64) {
+        let r = mann_whitney_with(x, y, alt, Exact, true).expect("exact test");
+        abs_close(r.p_value, want);
+    }
+    /// Forced asymptotic p-value, checked to 1e-9 relative.
+    fn asy(x: &[f64], y: &[f64], alt: Alternative, cc: bool, want: f64) {
+        let r = mann_whitney_with(x, y, alt, Asymptotic, cc).expect("asymptotic test");
+        rel_close(r.p_value, want);
+    }
+    /// HL shift and bounds to 1e-9 relative, achieved alpha (1 - confidence) to `tol`.
+    fn hl(x: &[f64], y: &[f64], conf: f64, want: [f64; 3], alpha: f64, tol: f64) -> MwuMethod {
+        let r = hodges_lehmann(x, y, conf).expect("attainable");
+        rel_close(r.shift, want[0]);
+        rel_close(r.low, want[1]);
+        rel_close(r.high, want[2]);
+        let gap = (1.0 - r.achieved_confidence - alpha).abs();
+        assert!(gap <= tol, "achieved {}", r.achieved_confidence);
+        r.method
+    }
+
+    #[test]
+    fn tv_mwu_1_to_5_males_females() {
+        auto(&MALES, &FEMALES, TwoSided, 17.0, Exact, 0.1111111111111111);
+        ex(&MALES, &FEMALES, Greater, 0.05555555555555555);
+        ex(&MALES, &FEMALES, Less, 0.9682539682539683);
+        asy(&MALES, &FEMALES, TwoSided, true, 0.11134688653314041);
+        asy(&MALES, &FEMALES, Greater, true, 0.055673443266570206);
+        asy(&MALES, &FEMALES, Less, true, 0.9669037101389033);
+        asy(&MALES, &FEMALES, TwoSided, false, 0.0864107329737);
+        asy(&MALES, &FEMALES, Less, false, 0.95679463351315);
+        // TV-MWU-5: n1 < n2, where statrs 0.19.1 returns 1.0.
+        auto(&FEMALES, &MALES, TwoSided, 3.0, Exact, 0.1111111111111111);
+    }
+
+    #[test]
+    fn tv_mwu_6_to_9() {
+        let x = [5.0, 2.0, 7.0, 8.0, 9.0, 3.0, 11.0, 12.0];
+        let y = [1.0, 6.0, 10.0, 4.0];
+        auto(&x, &y, Greater, 21.0, Exact, 0.23030303030303031);
+        ex(&x, &y, Less, 0.8161616161616161);
+        ex(&x, &y, TwoSided, 0.46060606060606063);
+
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let y = [6.0, 7.0, 8.0, 9.0, 10.0];
+        auto(&x, &y, TwoSided, 0.5, Asymptotic, 0.010411098147110422);
+        assert!(mann_whitney_with(&x, &y, TwoSided, Exact, true).is_none());
+
+        let x = [19.0, 22.0, 16.0, 29.0, 24.0, 28.0, 7.0, 10.0, 30.0];
+        let y = [20.0, 11.0, 17.0, 12.0, 5.0, 31.0, 18.0, 2.0, 34.0];
+        auto(&x, &y, TwoSided, 49.0, Exact, 0.4894282188399835);
+        asy(&x, &y, TwoSided, true, 0.47992869214595724);
+
+        let x = [1.0, 1.0, 2.0, 2.0, 2.0, 3.0];
+        let y = [2.0, 3.0, 3.0, 3.0, 4.0, 4.0];
+        auto(&x, &y, TwoSided, 4.0, Asymptotic, 0.02444894531008939);
+        asy(&x, &y, TwoSided, false, 0.019630657257290667);
+    }
+
+    #[test]
+    fn tv_mwu_10_new_vs_base() {
+        auto(&NEW, &BASE, TwoSided, 100.0, Exact, 1.082508822446903e-05);
+        ex(&NEW, &BASE, Greater, 5.412544112234515e-06);
+        asy(&NEW, &BASE, TwoSided, true, 0.00018267179110955002);
+    }
+
+    #[test]
+    fn tv_mwu_11_complete_separation_floor() {
+        #[rustfmt::skip]
+        let want = [1.0 / 3.0, 0.1, 0.02857142857142857, 0.007936507936507936,
+            0.0021645021645021645, 5.827505827505828e-4, 1.554001554001554e-4,
+            4.113533525298231e-5, 1.082508822446903e-5];
+        for (n, w) in (2..=10).zip(want) {
+            let x: Vec<f64> = (0..n).map(f64::from).collect();
+            let y: Vec<f64> = (0..n).map(|i| 100.0 + f64::from(i)).collect();
+            ex(&x, &y, TwoSided, w);
+        }
+    }
+
+    #[test]
+    fn tv_mwu_12_13_all_tied_and_hollander_wolfe() {
+        let (ones2, ones3) = ([1.0; 2], [1.0; 3]);
+        auto(&ones2, &ones3, TwoSided, 3.0, Asymptotic, 1.0);
+        auto(&HW_X, &HW_Y, TwoSided, 35.0, Exact, 0.2544122544122544);
+        asy(&HW_X, &HW_Y, Greater, false, 0.11033568095992347);
+    }
+
+    #[test]
+    fn tv_mwu_14_15_null_cdf_and_midranks() {
+        abs_close(exact_null_cdf(3, 5, 4), 0.05555555555555555);
+        abs_close(exact_null_cdf(3, 4, 5), 0.05555555555555555);
+        abs_close(exact_null_cdf(10, 10, 10), 7.523436316005975e-4);
+        abs_close(exact_null_cdf(23, 10, 10), 0.02162852627248912);
+        abs_close(exact_null_cdf(3, 2, 3), 0.6); // P(U >= 4) = 0.4 for (2, 3)
+        abs_close(exact_null_cdf(20, 4, 5), 1.0);
+        abs_close(exact_null_cdf(0, 0, 7), 1.0);
+        let (ranks, ties) = midranks(&[4.0, 2.0, 2.0, 1.0]);
+        assert_eq!((ranks, ties), (vec![4.0, 2.5, 2.5, 1.0], vec![2]));
+    }
+
+    #[test]
+    fn mwu_rejects_empty_and_non_finite() {
+        assert!(mann_whitney(&[], &[1.0], TwoSided).is_none());
+        assert!(mann_whitney(&[1.0], &[], TwoSided).is_none());
+        assert!(mann_whitney(&[1.0, f64::NAN], &[2.0], TwoSided).is_none());
+        assert!(mann_whitney(&[1.0], &[f64::INFINITY], Less).is_none());
+        assert!(mann_whitney_with(&[1.0], &[f64::NAN], Less, Asymptotic, true).is_none());
+    }
+
+    #[test]
+    fn tv_hl_1_to_4() {
+        let m = hl(&HW_X, &HW_Y, 0.90, [0.305, -0.08, 0.72], 0.09923, 1e-5);
+        assert_eq!(m, Exact);
+        hl(&HW_X, &HW_Y, 0.95, [0.305, -0.15, 0.76], 0.03996, 1e-5);
+        hl(&NEW, &BASE, 0.95, [1.7, 1.3, 2.1], 0.043257, 1e-6);
+        hl(&NEW, &BASE, 0.99, [1.7, 1.1, 2.3], 0.008931, 1e-6);
+        // TV-HL-4: on logs, reported as a ratio.
+        let ln = |v: &[f64]| v.iter().map(|a| a.ln()).collect::<Vec<_>>();
+        let r = hodges_lehmann(&ln(&NEW), &ln(&BASE), 0.99).unwrap();
+        abs_close(r.shift.exp(), 1.0169407116943228);
+        abs_close(r.low.exp(), 1.010956175298804);
+        abs_close(r.high.exp(), 1.0228855721393038);
+    }
+
+    #[test]
+    fn tv_hl_5_critical_ranks() {
+        #[rustfmt::skip]
+        let table = [(5, 3, 1), (8, 14, 8), (10, 24, 17), (15, 65, 52), (20, 128, 106), (30, 318, 277)];
+        for (n, q05, q01) in table {
+            // x_i = i*n + 0.5, y_j = j: all n*n differences are distinct, no ties,
+            // so the lower bound is the qu-th smallest difference.
+            let x: Vec<f64> = (0..n).map(|i| (i * n) as f64 + 0.5).collect();
+            let y: Vec<f64> = (0..n).map(|j| j as f64).collect();
+            let d = sorted_diffs(&x, &y);
+            for (conf, want) in [(0.95, q05), (0.99, q01)] {
+                let r = hodges_lehmann(&x, &y, conf).unwrap();
+                let bounds = (d[want - 1], d[n * n - want]);
+                assert_eq!((r.low, r.high), bounds, "n {n} at {conf}");
+            }
+        }
+    }
+
+    #[test]
+    fn tv_hl_6_unattainable_confidence() {
+        let (x, y) = ([1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]);
+        assert!(hodges_lehmann(&x, &y, 0.99).is_none());
+        // 0.95 is attainable with 4 vs 4 (qu = 1, achieved 1 - 2/70).
+        hl(&x, &y, 0.95, [-4.0, -7.0, -1.0], 2.0 / 70.0, 1e-12);
+    }
+
+    #[test]
+    fn hl_with_ties_uses_normal_critical_rank() {
+        // One tie (value 9) across samples: sigma^2 = 100/12 * (21 - 6/380),
+        // qu = floor(50 - 1.959964 * 13.223782) = 24, D_(24) = -12, D_(77) = -6,
+        // achieved 1 - 2 Phi((24 - 0.5 - 50) / 13.223782), computed independently.
+        let x: Vec<f64> = (0..10).map(f64::from).collect();
+        let y: Vec<f64> = (0..10).map(|i| f64::from(i) + 9.0).collect();
+        let m = hl(&x, &y, 0.95, [-9.0, -12.0, -6.0], 0.0450737863162323, 1e-9);
+        assert_eq!(m, Asymptotic);
+    }
+
+    #[test]
+    fn hl_rejects_bad_input() {
+        assert!(hodges_lehmann(&[], &[1.0], 0.95).is_none());
+        assert!(hodges_lehmann(&[1.0, f64::NAN], &[1.0], 0.95).is_none());
+        assert!(hodges_lehmann(&[1.0, 2.0], &[3.0, 4.0], 1.0).is_none());
+    }
+
+    #[test]
+    fn summary_tukey_outliers_and_mad() {
+        // Sorted [-20, 1..9, 100]: Q1 = 2.5, Q3 = 7.5, fences (-5, 15): two outliers.
+        // |x - 5| sorted: 0,1,1,2,2,3,3,4,4,25,95, so MAD = 3.
+        let v: Vec<f64> = (1..=9).map(f64::from).chain([100.0, -20.0]).collect();
+        let s = summarize(&v).unwrap();
+        assert_eq!((s.n, s.outliers, s.min, s.max), (11, 2, -20.0, 100.0));
+        assert_eq!((s.median, s.mad), (5.0, 3.0));
+        abs_close(s.mean, 125.0 / 11.0);
+        // TV-OUT-1 / TV-OUT-3: [1..9, 100]; only 100 lies outside (-3.5, 14.5).
+        let w: Vec<f64> = (1..=9).map(f64::from).chain([100.0]).collect();
+        let s = summarize(&w).unwrap();
+        assert_eq!((s.outliers, s.median, s.mad), (1, 5.5, 2.5));
+        abs_close(quantile_type7(&sorted_copy(&w), 0.25), 3.25);
+        abs_close(quantile_type7(&sorted_copy(&w), 0.75), 7.75);
+        // TV-OUT-4: only 14.8 lies outside (9.7375, 10.4375).
+        let s = summarize(&[10.1, 10.0, 10.2, 10.1, 9.9, 10.0, 10.3, 10.1, 14.8, 10.0]).unwrap();
+        assert_eq!(s.outliers, 1);
+        rel_close(s.mean, 10.55);
+        rel_close(s.median, 10.1);
+    }
+
+    #[test]
+    fn summary_spread() {
+        // Mean 5, sum of squares 32; median 4.5, deviations 0.5 (x5), 2.5, 2.5, 4.5.
+        let s = summarize(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+        abs_close(s.std_dev, (32.0f64 / 7.0).sqrt());
+        abs_close(s.cv, (32.0f64 / 7.0).sqrt() / 5.0);
+        assert_eq!((s.mean, s.mad, s.outliers), (5.0, 0.5, 1)); // 9 > 5.5 + 1.5 * 1.5
+    }
+
+    #[test]
+    fn summary_edge_cases() {
+        assert!(summarize(&[]).is_none());
+        assert!(summarize(&[1.0, f64::NAN]).is_none());
+        assert!(summarize(&[f64::NEG_INFINITY]).is_none());
+        let one = summarize(&[3.5]).unwrap();
+        let one = (one.std_dev, one.cv, one.mad, one.median);
+        assert_eq!(one, (0.0, 0.0, 0.0, 3.5));
+        assert_eq!(summarize(&[-1.0, 1.0]).unwrap().cv, 0.0);
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
+}

@@ -1,0 +1,121 @@
+//! Units: one canonical unit per dimension, and readable formatting.
+//!
+//! Benchmarks report times in whatever unit their clock uses (`us` from CUDA events, `ms` from
+//! `do_bench`, `ns` from `Instant`). Comparing a baseline in `ms` with a candidate in `us` must
+//! never happen, so every time is stored in nanoseconds and formatted back for people.
+
+/// A unit after normalization: the canonical name and the factor that converts into it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Normalized {
+    pub unit: String,
+    pub factor: f64,
+}
+
+/// Maps a reported unit onto kgate's canonical unit. Time units become `ns`; a bare `%` and
+/// every other unit (counts, cycles, bytes, GB/s) are kept as written.
+pub fn normalize(unit: &str) -> Normalized {
+    let factor = match unit.trim() {
+        "ns" | "nanoseconds" => Some(1.0),
+        "us" | "µs" | "μs" | "microseconds" => Some(1e3),
+        "ms" | "milliseconds" => Some(1e6),
+        "s" | "sec" | "seconds" => Some(1e9),
+        _ => None,
+    };
+    match factor {
+        Some(factor) => Normalized {
+            unit: "ns".to_string(),
+            factor,
+        },
+        None => Normalized {
+            unit: unit.trim().to_string(),
+            factor: 1.0,
+        },
+    }
+}
+
+/// Formats a value of a canonical unit for people: `ns` picks ns, µs, ms or s; other units
+/// get a compact number followed by the unit.
+pub fn format_value(value: f64, unit: &str) -> String {
+    if !value.is_finite() {
+        return format!("{value}");
+    }
+    if unit == "ns" {
+        let abs = value.abs();
+        let (scaled, suffix) = if abs >= 1e9 {
+            (value / 1e9, "s")
+        } else if abs >= 1e6 {
+            (value / 1e6, "ms")
+        } else if abs >= 1e3 {
+            (value / 1e3, "µs")
+        } else {
+            (value, "ns")
+        };
+        return format!("{} {suffix}", significant(scaled));
+    }
+    if unit == "%" {
+        return format!("{} %", significant(value));
+    }
+    if unit.is_empty() {
+        return significant(value);
+    }
+    format!("{} {unit}", significant(value))
+}
+
+/// Formats a relative change (0.05 is +5 %) with a sign.
+pub fn format_change(change: f64) -> String {
+    let pct = change * 100.0;
+    let digits = if pct.abs() >= 100.0 {
+        0
+    } else if pct.abs() >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{pct:+.digits$} %")
+}
+
+/// Four significant digits without exponent noise for ordinary magnitudes.
+fn significant(value: f64) -> String {
+    let abs = value.abs();
+    if abs == 0.0 {
+        return "0".to_string();
+    }
+    if !(1e-3..1e9).contains(&abs) {
+        return format!("{value:.3e}");
+    }
+    let digits = (3 - abs.log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{value:.digits$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_units_collapse_to_nanoseconds() {
+        assert_eq!(normalize("us").factor, 1e3);
+        assert_eq!(normalize("µs").unit, "ns");
+        assert_eq!(normalize("ms").factor, 1e6);
+        assert_eq!(normalize("s").factor, 1e9);
+        assert_eq!(
+            normalize("cycles"),
+            Normalized {
+                unit: "cycles".into(),
+                factor: 1.0
+            }
+        );
+    }
+
+    #[test]
+    fn values_are_readable() {
+        assert_eq!(format_value(88_000.0, "ns"), "88.00 µs");
+        assert_eq!(format_value(12_345_678.0, "ns"), "12.35 ms");
+        assert_eq!(format_value(512.0, "ns"), "512.0 ns");
+        assert_eq!(format_value(2.5e9, "ns"), "2.500 s");
+        assert_eq!(format_value(1234.0, "cycles"), "1234 cycles");
+        assert_eq!(format_value(10.0, "%"), "10.00 %");
+        assert_eq!(format_change(0.0512), "+5.12 %");
+        assert_eq!(format_change(-0.42), "-42.0 %");
+        assert_eq!(format_change(3.12), "+312 %");
+    }
+}
