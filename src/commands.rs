@@ -101,10 +101,6 @@ fn overrides(selection: &RunSelection) -> Overrides {
     }
 }
 
-fn interrupted(e: RunError) -> anyhow::Error {
-    anyhow::Error::new(e)
-}
-
 fn run_suite(loaded: &LoadedConfig, selection: &RunSelection) -> Result<RunResults> {
     let plan = Plan::new(&loaded.config, &overrides(selection))?;
     let mut progress = progress::for_stderr(selection.no_progress);
@@ -112,7 +108,7 @@ fn run_suite(loaded: &LoadedConfig, selection: &RunSelection) -> Result<RunResul
         root: loaded.root.clone(),
         label: None,
     };
-    runner::run_plan(&plan, &revision, progress.as_mut()).map_err(interrupted)
+    runner::run_plan(&plan, &revision, progress.as_mut()).map_err(anyhow::Error::from)
 }
 
 /// Prints each failed benchmark with its stderr tail; returns the exit status of the run.
@@ -210,8 +206,7 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
                 label: Some("head"),
             };
             let (base, head) =
-                runner::run_interleaved(&plan, &base_rev, &head_rev, progress.as_mut())
-                    .map_err(interrupted)?;
+                runner::run_interleaved(&plan, &base_rev, &head_rev, progress.as_mut())?;
             (
                 compare::compare(&base, &head, &policy, Design::Interleaved),
                 head,

@@ -340,7 +340,7 @@ fn parse_percent(s: &str) -> Result<f64, String> {
     let v: f64 = body.trim().parse().map_err(|_| {
         format!("`{s}` is not a percentage; write a number followed by `%`, such as `5%`")
     })?;
-    if !v.is_finite() || v < 0.0 || v > 10_000.0 {
+    if !v.is_finite() || !(0.0..=10_000.0).contains(&v) {
         return Err(format!(
             "`{s}` is out of range; a percentage here lies between 0% and 10000%"
         ));

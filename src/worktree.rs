@@ -27,7 +27,8 @@ pub enum WorktreeError {
 #[derive(Debug)]
 pub struct Worktree {
     repo: PathBuf,
-    dir: tempfile::TempDir,
+    /// Owns the temporary folder; dropped (and deleted) after the worktree is unregistered.
+    _folder: tempfile::TempDir,
     checkout: PathBuf,
     /// The configuration folder's counterpart inside the checkout.
     pub root: PathBuf,
@@ -102,7 +103,7 @@ impl Worktree {
             repo: top,
             root: checkout.join(relative),
             checkout,
-            dir,
+            _folder: dir,
             commit,
         })
     }
@@ -113,6 +114,5 @@ impl Drop for Worktree {
         let path = self.checkout.display().to_string();
         let _ = git(&self.repo, &["worktree", "remove", "--force", &path]);
         let _ = git(&self.repo, &["worktree", "prune"]);
-        let _ = self.dir.path();
     }
 }

@@ -1,0 +1,557 @@
+//! End-to-end tests of the `kgate` binary: exit codes, messages and files, as a user sees them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use assert_cmd::cargo::cargo_bin_cmd;
+use serde_json::Value;
+
+fn kgate(dir: &Path) -> assert_cmd::Command {
+    let mut cmd = cargo_bin_cmd!("kgate");
+    cmd.current_dir(dir).env_remove("CI").env("NO_COLOR", "1");
+    cmd
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+fn json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn validate_names_file_line_column_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "kgate.yaml",
+        "benchmarks:\n  - name: a\n    command: ./a\n    timeout: 30\n",
+    );
+    let out = kgate(dir.path()).arg("validate").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("error: kgate.yaml:4:14: key `benchmarks[0].timeout`: `30` has no unit; write `30s` for seconds"),
+        "{err}"
+    );
+    write(
+        dir.path(),
+        "kgate.yaml",
+        "benchmarks:\n  - {name: a, command: ./a}\n",
+    );
+    kgate(dir.path())
+        .arg("validate")
+        .assert()
+        .success()
+        .stdout("kgate.yaml: valid, 1 benchmark\n");
+    let out = kgate(dir.path())
+        .args(["-c", "missing.yaml", "validate"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("cannot read config `missing.yaml`"),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
+#[test]
+fn init_writes_a_valid_starter_and_never_overwrites() {
+    let dir = tempfile::tempdir().unwrap();
+    kgate(dir.path()).arg("init").assert().success();
+    kgate(dir.path()).arg("validate").assert().success();
+    let out = kgate(dir.path()).arg("init").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("already exists; pass --force"),
+        "{}",
+        stderr_of(&out)
+    );
+    kgate(dir.path())
+        .args(["init", "--force"])
+        .assert()
+        .success();
+}
+
+#[test]
+fn timeouts_and_crashes_fail_their_benchmark_and_the_others_still_run() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "kgate.yaml",
+        r#"defaults: {warmup: 0, repetitions: 3}
+benchmarks:
+  - name: hangs
+    command: "sleep 30"
+    timeout: 300ms
+  - name: crashes
+    command: "echo about to crash >&2; kill -SEGV $$"
+  - name: fails
+    command: "echo bad input on line 7 >&2; exit 3"
+  - name: fine
+    command: [true]
+"#,
+    );
+    let started = std::time::Instant::now();
+    let out = kgate(dir.path())
+        .args(["run", "-o", "out.json"])
+        .output()
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the timeout did not stop the run"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains(
+            "error: benchmark `hangs` failed: timed out after 300ms; its process group was killed"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("error: benchmark `crashes` failed: killed by SIGSEGV (segmentation fault)"),
+        "{err}"
+    );
+    assert!(err.contains("  | about to crash"), "{err}");
+    assert!(
+        err.contains("error: benchmark `fails` failed: exited with status 3"),
+        "{err}"
+    );
+    assert!(err.contains("  | bad input on line 7"), "{err}");
+    let results = json(&dir.path().join("out.json"));
+    let benches = results["benchmarks"].as_array().unwrap();
+    let status: Vec<(&str, &str)> = benches
+        .iter()
+        .map(|b| (b["name"].as_str().unwrap(), b["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        status,
+        vec![
+            ("hangs", "failed"),
+            ("crashes", "failed"),
+            ("fails", "failed"),
+            ("fine", "ok")
+        ]
+    );
+    assert_eq!(benches[0]["failure"]["kind"], "timeout");
+    assert_eq!(benches[1]["failure"]["kind"], "crashed");
+    assert_eq!(benches[3]["repetitions"], 3);
+    assert_eq!(benches[3]["metrics"][0]["name"], "wall_time");
+    assert_eq!(
+        benches[3]["metrics"][0]["values"].as_array().unwrap().len(),
+        3
+    );
+    let env = &results["environment"];
+    for key in [
+        "cpu_model",
+        "cores",
+        "os",
+        "kernel",
+        "kgate_version",
+        "arch",
+    ] {
+        assert!(!env[key].is_null(), "fingerprint lacks {key}");
+    }
+}
+
+#[test]
+fn protocol_errors_name_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "kgate.yaml",
+        r#"defaults: {warmup: 0, repetitions: 2, captures: [protocol]}
+benchmarks:
+  - name: garbled
+    command: 'printf "{\"metric\": \"t\", \"value\": 1}\nkernel_time=3\n" >> "$KGATE_PROTOCOL_FILE"'
+  - name: silent
+    command: [true]
+  - name: good
+    command: 'echo "{\"metric\": \"kernel_time\", \"value\": 88, \"unit\": \"us\"}" >> "$KGATE_PROTOCOL_FILE"'
+"#,
+    );
+    let out = kgate(dir.path())
+        .args(["run", "-o", "out.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("benchmark `garbled` failed: protocol file `")
+            && err.contains("line 2: not a JSON object"),
+        "{err}"
+    );
+    assert!(
+        err.contains("benchmark `silent` failed: wrote no measurement to $KGATE_PROTOCOL_FILE"),
+        "{err}"
+    );
+    let results = json(&dir.path().join("out.json"));
+    let good = &results["benchmarks"][2];
+    assert_eq!(good["metrics"][0]["unit"], "ns");
+    assert_eq!(
+        good["metrics"][0]["values"],
+        serde_json::json!([88000.0, 88000.0])
+    );
+
+    let bad = write(
+        dir.path(),
+        "bad.jsonl",
+        "{\"metric\": \"t\", \"value\": 1}\n{\"metric\": \"t\", \"value\": 1, \"extra\": 2}\n",
+    );
+    let out = kgate(dir.path())
+        .args(["import", "protocol"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("bad.jsonl` line 2: unknown field `extra`"),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
+#[test]
+fn an_interrupted_run_leaves_no_file_and_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("child-survived");
+    write(
+        dir.path(),
+        "kgate.yaml",
+        &format!(
+            "defaults: {{warmup: 0, repetitions: 3}}\nbenchmarks:\n  - name: slow\n    command: \"sleep 3; touch '{}'\"\n",
+            marker.display()
+        ),
+    );
+    let child = Command::new(assert_cmd::cargo::cargo_bin!("kgate"))
+        .current_dir(dir.path())
+        .args(["run", "--no-progress", "-o", "out.json"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    // SAFETY: sending SIGINT to the child we started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("interrupted; no results were written"));
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(!marker.exists(), "the benchmark outlived the interrupt");
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(
+        left,
+        vec!["kgate.yaml".to_string()],
+        "files left behind: {left:?}"
+    );
+}
+
+/// Protocol lines for a benchmark with the given kernel times (ns).
+fn protocol_file(dir: &Path, name: &str, bench: &str, values: &[f64]) -> PathBuf {
+    let text: String = values
+        .iter()
+        .map(|v| format!("{{\"metric\": \"kernel_time\", \"value\": {v}, \"unit\": \"ns\", \"source\": \"timer\", \"benchmark\": \"{bench}\"}}\n"))
+        .collect();
+    write(dir, name, &text)
+}
+
+#[test]
+fn compare_exit_codes_and_json_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let base: Vec<f64> = (0..12).map(|i| 1000.0 + i as f64).collect();
+    let same: Vec<f64> = (0..12).map(|i| 1000.5 + i as f64).collect();
+    let slow: Vec<f64> = base.iter().map(|v| v * 1.5).collect();
+    let noisy: Vec<f64> = (0..12)
+        .map(|i| {
+            if i % 2 == 0 {
+                700.0 + i as f64
+            } else {
+                1400.0 + i as f64
+            }
+        })
+        .collect();
+    for (file, values) in [
+        ("base", &base),
+        ("same", &same),
+        ("slow", &slow),
+        ("noisy", &noisy),
+    ] {
+        let p = protocol_file(d, &format!("{file}.jsonl"), "k|<b>", values);
+        kgate(d)
+            .args(["import", "protocol"])
+            .arg(p)
+            .args(["-o", &format!("{file}.json")])
+            .assert()
+            .success();
+    }
+    let out = kgate(d)
+        .args(["compare", "base.json", "slow.json", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["verdict"], "regressed");
+    let b = &report["benchmarks"][0];
+    assert_eq!(b["name"], "k|<b>");
+    assert_eq!(b["verdict"], "regressed");
+    assert!(
+        b["explanation"]
+            .as_str()
+            .unwrap()
+            .starts_with("kernel_time: +50.0 %"),
+        "{}",
+        b["explanation"]
+    );
+    let m = &b["metrics"][0];
+    for key in [
+        "name", "unit", "source", "verdict", "base", "head", "change", "ci", "p_value",
+    ] {
+        assert!(m.get(key).is_some(), "metric lacks `{key}`");
+    }
+    assert_eq!(m["source"], "timer");
+    assert_eq!(m["base"]["n"], 12);
+    assert!((m["change"].as_f64().unwrap() - 0.5).abs() < 1e-9);
+    assert!(m["ci"][0].as_f64().unwrap() <= 0.5 && m["ci"][1].as_f64().unwrap() >= 0.5);
+    assert!(m["p_value"].as_f64().unwrap() < 1e-5);
+
+    kgate(d)
+        .args(["compare", "base.json", "same.json"])
+        .assert()
+        .code(0);
+    kgate(d)
+        .args(["compare", "slow.json", "base.json"])
+        .assert()
+        .code(0);
+    kgate(d)
+        .args(["compare", "base.json", "noisy.json"])
+        .assert()
+        .code(0);
+    kgate(d)
+        .args([
+            "compare",
+            "base.json",
+            "noisy.json",
+            "--fail-on-inconclusive",
+        ])
+        .assert()
+        .code(3);
+
+    let out = kgate(d)
+        .args([
+            "compare",
+            "base.json",
+            "slow.json",
+            "--format",
+            "markdown",
+            "-o",
+            "r.md",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let md = std::fs::read_to_string(d.join("r.md")).unwrap();
+    assert!(
+        md.starts_with("### ❌ kgate: REGRESSED: 1 regression"),
+        "{md}"
+    );
+    assert!(md.contains("k&#124;&lt;b&gt;"), "names are escaped: {md}");
+    assert!(!md.contains("k|<b>"), "{md}");
+
+    let out = kgate(d)
+        .args(["compare", "base.json", "nope.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("cannot read results `nope.json`"));
+}
+
+#[test]
+fn baselines_are_never_overwritten_silently_and_missing_ones_exit_4() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "kgate.yaml",
+        "defaults: {warmup: 0, repetitions: 2}\nbenchmarks:\n  - {name: a, command: [true]}\n",
+    );
+    let out = kgate(d).args(["check", "--no-progress"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert!(
+        stderr_of(&out).contains(
+            "no baseline at ./.kgate/baselines/default.json; store one with `kgate baseline save`"
+        ),
+        "{}",
+        stderr_of(&out)
+    );
+    kgate(d)
+        .args(["baseline", "save", "--no-progress"])
+        .assert()
+        .success();
+    let stored = std::fs::read(d.join(".kgate/baselines/default.json")).unwrap();
+    let out = kgate(d)
+        .args(["baseline", "save", "--no-progress"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("already exists; pass --force to replace it"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_eq!(
+        std::fs::read(d.join(".kgate/baselines/default.json")).unwrap(),
+        stored
+    );
+    kgate(d)
+        .args(["baseline", "save", "--force", "--no-progress"])
+        .assert()
+        .success();
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=kgate",
+            "-c",
+            "user.email=kgate@example.invalid",
+        ])
+        .args(args)
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name == "target" {
+            continue;
+        }
+        let (src, dst) = (entry.path(), to.join(&name));
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&dst).unwrap();
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+/// The bundled suite end to end: an unchanged tree passes; flipping a variant fails `check`
+/// against the stored baseline and against the previous commit, naming benchmark and change.
+#[test]
+fn example_suite_round_trip() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(repo.join("kgate.yaml"), d.join("kgate.yaml")).unwrap();
+    std::fs::create_dir_all(d.join("examples/kernels")).unwrap();
+    copy_tree(&repo.join("examples/kernels"), &d.join("examples/kernels"));
+    write(d, ".gitignore", "target/\n.kgate/results/\n");
+    git(d, &["init", "-q", "-b", "main"]);
+    git(d, &["add", "-A"]);
+    git(d, &["commit", "-q", "-m", "suite"]);
+
+    kgate(d)
+        .args(["baseline", "save", "--no-progress"])
+        .assert()
+        .success();
+    let out = kgate(d)
+        .args(["check", "--no-progress", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "unchanged tree: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    let variants = d.join("examples/kernels/src/variants.rs");
+    let text = std::fs::read_to_string(&variants).unwrap();
+    std::fs::write(
+        &variants,
+        text.replace("MATMUL: &str = \"blocked\"", "MATMUL: &str = \"naive\""),
+    )
+    .unwrap();
+
+    let out = kgate(d).args(["check", "--no-progress"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.starts_with("REGRESSED: 1 regression"), "{stdout}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("regressed matmul: kernel_time: +"))
+        .expect(&stdout);
+    let pct: f64 = line["regressed matmul: kernel_time: +".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        pct > 200.0,
+        "the slow variant should be several times slower: {line}"
+    );
+
+    let out = kgate(d)
+        .args([
+            "check",
+            "--no-progress",
+            "--against",
+            "HEAD",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["design"], "interleaved");
+    let matmul = report["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "matmul")
+        .unwrap();
+    assert_eq!(matmul["verdict"], "regressed");
+    let reduce = report["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "reduce")
+        .unwrap();
+    assert_ne!(reduce["verdict"], "regressed");
+    let worktrees = Command::new("git")
+        .current_dir(d)
+        .args(["worktree", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&worktrees.stdout).lines().count(),
+        1,
+        "the temporary worktree was removed"
+    );
+}
