@@ -442,7 +442,7 @@ pub fn run_plan(
         });
         benchmarks.push(result);
     }
-    Ok(results_for(revision, benchmarks, created))
+    Ok(results_for(plan, revision, benchmarks, created))
 }
 
 /// Runs two revisions interleaved in one job: for each benchmark, warm-ups and repetitions
@@ -494,19 +494,28 @@ pub fn run_interleaved(
         }
     }
     Ok((
-        results_for(base, base_results, created.clone()),
-        results_for(head, head_results, created),
+        results_for(plan, base, base_results, created.clone()),
+        results_for(plan, head, head_results, created),
     ))
 }
 
 fn results_for(
+    plan: &Plan,
     revision: &Revision,
     benchmarks: Vec<BenchmarkResult>,
     created: String,
 ) -> RunResults {
     let mut environment = Fingerprint::capture(&revision.root);
-    if let Some(v) = crate::fingerprint::tool_version("sh") {
-        environment.tools.insert("sh".into(), v);
+    // Versions of the tools kgate itself ran: git, and each build step's program (`cargo`,
+    // `make`, `cmake`...). Benchmark programs are never asked: `--version` may run them.
+    let mut programs = vec!["git".to_string()];
+    programs.extend(plan.builds.iter().filter_map(|b| build_program(&b.command)));
+    for program in programs {
+        if !environment.tools.contains_key(&program)
+            && let Some(v) = crate::fingerprint::tool_version(&program)
+        {
+            environment.tools.insert(program, v);
+        }
     }
     RunResults {
         schema_version: RESULTS_SCHEMA_VERSION,
@@ -515,6 +524,18 @@ fn results_for(
         environment,
         benchmarks,
     }
+}
+
+/// The program a build step runs (the first word of a shell string), when it is a plain name.
+fn build_program(command: &crate::config::CommandSpec) -> Option<String> {
+    let first = match command {
+        crate::config::CommandSpec::Shell(s) => s.split_whitespace().next()?.to_string(),
+        crate::config::CommandSpec::Argv(v) => v.first()?.clone(),
+    };
+    let plain = first
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    plain.then_some(first)
 }
 
 #[cfg(test)]

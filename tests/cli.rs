@@ -165,6 +165,13 @@ benchmarks:
     ] {
         assert!(!env[key].is_null(), "fingerprint lacks {key}");
     }
+    assert!(
+        env["tools"]["git"]
+            .as_str()
+            .unwrap()
+            .starts_with("git version"),
+        "{env}"
+    );
 }
 
 #[test]
