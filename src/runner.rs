@@ -95,7 +95,8 @@ pub fn run_process(spec: &ProcessSpec<'_>) -> std::io::Result<ProcessOutcome> {
         .current_dir(spec.cwd)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        // Benchmarks may print freely; only stderr is kept, for failure reports.
+        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0);
     let start = Instant::now();
@@ -105,10 +106,6 @@ pub fn run_process(spec: &ProcessSpec<'_>) -> std::io::Result<ProcessOutcome> {
     if INTERRUPTED.load(Ordering::SeqCst) {
         kill_group(pgid);
     }
-    let stdout = child
-        .stdout
-        .take()
-        .map(|s| std::thread::spawn(move || tail(s)));
     let stderr = child
         .stderr
         .take()
@@ -132,9 +129,6 @@ pub fn run_process(spec: &ProcessSpec<'_>) -> std::io::Result<ProcessOutcome> {
     kill_group(pgid);
     CURRENT_GROUP.store(0, Ordering::SeqCst);
     let _ = waiter.join();
-    if let Some(h) = stdout {
-        let _ = h.join();
-    }
     let stderr_tail = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
     let status = status?;
     let exit = if timed_out {
