@@ -292,11 +292,8 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
     } else {
         (BTreeMap::new(), 0.05)
     };
-    let results = match args.format {
-        import::ImportFormat::Protocol => {
-            import::import_protocol(&args.files, &policies, &MetricPolicy::permissive(threshold))?
-        }
-    };
+    let policies = import::Policies::new(policies, MetricPolicy::permissive(threshold));
+    let results = import::import(args.format, &args.files, &policies)?;
     emit_results(&results, args.output.as_deref())?;
     Ok(ExitStatus::PASS)
 }

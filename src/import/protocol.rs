@@ -1,43 +1,18 @@
-//! `kgate import`: results from files written where kgate did not run the benchmark.
-//!
-//! Offline import lets the gate work where a profiler or harness ran elsewhere (a GPU box, a
-//! cluster job). Each format ends in the same [`Collector`] as a live run, so units, sources and
-//! gate rules are resolved identically.
+//! `kgate import protocol`: kgate protocol files written by benchmarks run elsewhere.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::{ImportError, Policies, run_results};
 use crate::capture::Collector;
-use crate::fingerprint::Fingerprint;
-use crate::plan::MetricPolicy;
-use crate::protocol::{self, ProtocolError};
-use crate::results::{BenchmarkResult, Provenance, RESULTS_SCHEMA_VERSION, RunResults};
-
-/// Import formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ImportFormat {
-    /// kgate protocol JSON lines.
-    Protocol,
-}
-
-/// Import errors.
-#[derive(Debug, thiserror::Error)]
-pub enum ImportError {
-    #[error(transparent)]
-    Protocol(#[from] ProtocolError),
-    #[error("`{path}`: {message}")]
-    Content { path: PathBuf, message: String },
-}
+use crate::protocol;
+use crate::results::{BenchmarkResult, Provenance, RunResults};
 
 /// Builds results from protocol files. Lines with a `benchmark` key go to that benchmark;
 /// lines without it go to a benchmark named after the file (its stem). Each file counts as one
 /// repetition of the benchmarks it holds. `policies` gives per-benchmark metric settings (from
 /// a configuration); others get `fallback`.
-pub fn import_protocol(
-    files: &[PathBuf],
-    policies: &BTreeMap<String, MetricPolicy>,
-    fallback: &MetricPolicy,
-) -> Result<RunResults, ImportError> {
+pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut order: Vec<String> = Vec::new();
     let mut collectors: BTreeMap<String, Collector<'_>> = BTreeMap::new();
     let mut reps: BTreeMap<String, u32> = BTreeMap::new();
@@ -66,7 +41,7 @@ pub fn import_protocol(
                     captures: vec!["protocol".into()],
                     imported_from: Vec::new(),
                 };
-                let policy = policies.get(&name).unwrap_or(fallback);
+                let policy = policies.for_benchmark(&name);
                 collectors.insert(name.clone(), Collector::new(&name, policy, provenance));
             }
             let collector = collectors.get_mut(&name).expect("inserted above");
@@ -93,13 +68,7 @@ pub fn import_protocol(
         .filter_map(|n| collectors.remove(n))
         .map(Collector::finish)
         .collect();
-    Ok(RunResults {
-        schema_version: RESULTS_SCHEMA_VERSION,
-        kgate_version: env!("CARGO_PKG_VERSION").to_string(),
-        created: crate::results::now_rfc3339(),
-        environment: Fingerprint::capture(Path::new(".")),
-        benchmarks,
-    })
+    Ok(run_results(benchmarks))
 }
 
 /// `out/matmul.jsonl` → `matmul`.
@@ -118,6 +87,7 @@ fn file_benchmark_name(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::MetricPolicy;
 
     #[test]
     fn files_and_benchmark_keys_group_samples() {
@@ -126,8 +96,8 @@ mod tests {
         let b = dir.path().join("run2.jsonl");
         std::fs::write(&a, "{\"metric\": \"kernel_time\", \"value\": 88, \"unit\": \"us\"}\n{\"metric\": \"kernel_time\", \"value\": 90, \"unit\": \"us\"}\n").unwrap();
         std::fs::write(&b, "{\"metric\": \"kernel_time\", \"value\": 1, \"unit\": \"ms\", \"benchmark\": \"matmul\"}\n{\"metric\": \"t\", \"value\": 5, \"benchmark\": \"reduce\"}\n{\"kernel\": \"k\", \"start_ns\": 0, \"end_ns\": 5, \"benchmark\": \"reduce\"}\n").unwrap();
-        let policy = MetricPolicy::permissive(0.05);
-        let r = import_protocol(&[a, b], &BTreeMap::new(), &policy).unwrap();
+        let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
+        let r = import(&[a, b], &policies).unwrap();
         assert_eq!(r.benchmarks.len(), 2);
         let mm = r.benchmark("matmul").unwrap();
         assert_eq!(mm.repetitions, 2);

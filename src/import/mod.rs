@@ -1,0 +1,84 @@
+//! `kgate import`: results from files written where kgate did not run the benchmark.
+//!
+//! Offline import lets the gate work where a profiler or harness ran elsewhere (a GPU box, a
+//! cluster job). One submodule per format; each ends in the same [`Collector`] as a live run,
+//! so units, sources and gate rules are resolved identically.
+//!
+//! [`Collector`]: crate::capture::Collector
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::fingerprint::Fingerprint;
+use crate::plan::MetricPolicy;
+use crate::protocol::ProtocolError;
+use crate::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
+
+pub mod protocol;
+
+/// Import formats (the names of DESIGN.md's contract).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImportFormat {
+    /// kgate protocol JSON lines.
+    Protocol,
+}
+
+/// Import errors.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
+    #[error("cannot read `{path}`: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file was read but its content is wrong; `message` says where and how to fix it.
+    #[error("`{path}`: {message}")]
+    Content { path: PathBuf, message: String },
+}
+
+/// Metric settings for imported benchmarks: from the configuration by benchmark name, else a
+/// fallback in which every metric gates.
+#[derive(Debug, Clone)]
+pub struct Policies {
+    by_benchmark: BTreeMap<String, MetricPolicy>,
+    fallback: MetricPolicy,
+}
+
+impl Policies {
+    pub fn new(by_benchmark: BTreeMap<String, MetricPolicy>, fallback: MetricPolicy) -> Policies {
+        Policies {
+            by_benchmark,
+            fallback,
+        }
+    }
+
+    /// The policy for a benchmark name.
+    pub fn for_benchmark(&self, name: &str) -> &MetricPolicy {
+        self.by_benchmark.get(name).unwrap_or(&self.fallback)
+    }
+}
+
+/// Imports files of one format.
+pub fn import(
+    format: ImportFormat,
+    files: &[PathBuf],
+    policies: &Policies,
+) -> Result<RunResults, ImportError> {
+    match format {
+        ImportFormat::Protocol => protocol::import(files, policies),
+    }
+}
+
+/// Wraps imported benchmarks in a results file of this machine's fingerprint.
+pub fn run_results(benchmarks: Vec<BenchmarkResult>) -> RunResults {
+    RunResults {
+        schema_version: RESULTS_SCHEMA_VERSION,
+        kgate_version: env!("CARGO_PKG_VERSION").to_string(),
+        created: crate::results::now_rfc3339(),
+        environment: Fingerprint::capture(Path::new(".")),
+        benchmarks,
+    }
+}
