@@ -1,0 +1,509 @@
+//! Linux `perf stat` output: CSV (`-x,`), JSON (`-j`) and the human-readable default.
+//!
+//! perf is the one tool that reads the CPU's own performance-counter registers on Linux, but it
+//! encodes "could not measure" in-band (`<not supported>`, `<not counted>`), scales multiplexed
+//! counts silently, and formats numbers by locale in its human output. This module turns all
+//! three forms into counts that say which of those happened, so that an unavailable counter is
+//! never mistaken for a zero. kgate runs perf itself with `LC_ALL=C -x,`; the other forms are
+//! for `kgate import perf-stat`.
+
+use std::path::Path;
+
+use crate::metric::Source;
+
+/// One counter of one `perf stat` block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counter {
+    /// Event name as perf printed it (`instructions`, `cpu_core/cycles/`, `task-clock`).
+    pub event: String,
+    /// The (already scaled) value in `unit`; `None` when perf could not count it.
+    pub value: Option<f64>,
+    /// Unit after normalization: `ns` for clocks, empty for plain counts.
+    pub unit: String,
+    /// Percentage of the run the counter was scheduled on the PMU; below 100 the value was
+    /// extrapolated by perf (multiplexing).
+    pub running_pct: Option<f64>,
+    /// `not supported` or `not counted` when `value` is `None`.
+    pub unavailable: Option<String>,
+}
+
+impl Counter {
+    /// Whether perf extrapolated the value from part of the run.
+    pub fn multiplexed(&self) -> bool {
+        self.value.is_some() && self.running_pct.is_some_and(|p| p < 100.0)
+    }
+}
+
+/// One `perf stat` block (one measured command).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Block {
+    /// The command from `Performance counter stats for '…'`, in human output.
+    pub command: Option<String>,
+    pub counters: Vec<Counter>,
+}
+
+/// A line that could not be read; `line` is 1-based.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct ParseError {
+    pub line: usize,
+    pub message: String,
+}
+
+fn err(line: usize, message: impl Into<String>) -> ParseError {
+    ParseError {
+        line,
+        message: message.into(),
+    }
+}
+
+/// Software events measured by the kernel's clocks and bookkeeping rather than PMU registers.
+const SOFTWARE_EVENTS: &[&str] = &[
+    "task-clock",
+    "cpu-clock",
+    "duration_time",
+    "user_time",
+    "system_time",
+    "context-switches",
+    "cs",
+    "cpu-migrations",
+    "migrations",
+    "page-faults",
+    "faults",
+    "minor-faults",
+    "major-faults",
+    "alignment-faults",
+    "emulation-faults",
+    "elapsed_time",
+];
+
+/// The trust-ladder source of an event: PMU events are `hardware`; the kernel's software
+/// clocks and counts are `timer`.
+pub fn source_of(event: &str) -> Source {
+    let base = event.split(':').next().unwrap_or(event);
+    if SOFTWARE_EVENTS.contains(&base) {
+        Source::Timer
+    } else {
+        Source::Hardware
+    }
+}
+
+/// Converts a perf unit into kgate's: times to `ns` (with the factor), counts keep theirs.
+fn unit_factor(unit: &str) -> (String, f64) {
+    match unit {
+        "msec" => ("ns".into(), 1e6),
+        "usec" => ("ns".into(), 1e3),
+        "nsec" | "ns" => ("ns".into(), 1.0),
+        "sec" | "seconds" => ("ns".into(), 1e9),
+        other => (other.to_string(), 1.0),
+    }
+}
+
+/// The default events of the `perf` capture: instructions, cycles, cache and branch behaviour,
+/// and the task clock.
+pub const DEFAULT_EVENTS: &[&str] = &[
+    "instructions",
+    "cycles",
+    "cache-references",
+    "cache-misses",
+    "branches",
+    "branch-misses",
+    "task-clock",
+];
+
+/// The arguments that run `argv` under `perf stat`, writing CSV to `out`.
+pub fn wrap(events: &[String], out: &Path, argv: &[String]) -> Vec<String> {
+    let mut v = vec![
+        "perf".to_string(),
+        "stat".to_string(),
+        "-x,".to_string(),
+        "-o".to_string(),
+        out.display().to_string(),
+        "-e".to_string(),
+        events.join(","),
+        "--".to_string(),
+    ];
+    v.extend(argv.iter().cloned());
+    v
+}
+
+/// Reads a perf stat file in any of its forms; the error names the file.
+pub fn read(path: &Path) -> Result<Vec<Block>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read perf stat output `{}`: {e}", path.display()))?;
+    parse(&text).map_err(|e| format!("`{}`: perf stat output, {e}", path.display()))
+}
+
+/// Parses perf stat output, detecting the form from its first data line.
+pub fn parse(text: &str) -> Result<Vec<Block>, ParseError> {
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'));
+    let blocks = match first {
+        None => return Err(err(0, "the file holds no perf stat output")),
+        Some(l) if l.starts_with('{') => parse_json(text)?,
+        Some(l) if l.starts_with("Performance counter stats") => parse_human(text)?,
+        Some(_) => parse_csv(text)?,
+    };
+    if blocks.iter().all(|b| b.counters.is_empty()) {
+        return Err(err(0, "no counter lines were found"));
+    }
+    Ok(blocks)
+}
+
+/// Pushes a counter, starting a new block when the event repeats (perf output concatenated).
+fn push(blocks: &mut Vec<Block>, counter: Counter) {
+    let start_new = blocks
+        .last()
+        .is_none_or(|b| b.counters.iter().any(|c| c.event == counter.event));
+    if start_new {
+        blocks.push(Block::default());
+    }
+    blocks.last_mut().expect("pushed above").counters.push(counter);
+}
+
+fn unavailable_marker(value: &str) -> Option<String> {
+    let v = value.trim();
+    v.strip_prefix('<')
+        .and_then(|s| s.strip_suffix('>'))
+        .map(str::to_string)
+}
+
+fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
+    let mut blocks = Vec::new();
+    for (idx, raw) in text.lines().enumerate() {
+        let n = idx + 1;
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').collect();
+        if fields.len() < 3 {
+            return Err(err(
+                n,
+                format!("`{line}` is not a `perf stat -x,` line (value,unit,event,…)"),
+            ));
+        }
+        // Metric-only continuation lines have empty value and event fields.
+        if fields[0].is_empty() && fields[2].is_empty() {
+            continue;
+        }
+        let event = fields[2].trim().to_string();
+        let mut rest = &fields[3..];
+        // `-r N` adds a variance field ending in `%` after the event.
+        if rest.first().is_some_and(|f| f.ends_with('%')) {
+            rest = &rest[1..];
+        }
+        // run time, percentage, metric value, metric unit: more fields means a decimal comma.
+        if rest.len() > 4 {
+            return Err(err(
+                n,
+                format!(
+                    "`{line}` has {} fields, more than `perf stat -x,` writes; a decimal comma (`100,00`) means perf ran under a non-C locale: run it with LC_ALL=C",
+                    fields.len()
+                ),
+            ));
+        }
+        let running_pct = match rest.get(1).map(|s| s.trim()).filter(|s| !s.is_empty()) {
+            Some(p) => Some(p.parse::<f64>().map_err(|_| {
+                err(
+                    n,
+                    format!(
+                        "running percentage `{p}` is not a number (a decimal comma means perf ran under a non-C locale: run it with LC_ALL=C)"
+                    ),
+                )
+            })?),
+            None => None,
+        };
+        let (unit, factor) = unit_factor(fields[1].trim());
+        let counter = match unavailable_marker(fields[0]) {
+            Some(why) => Counter {
+                event,
+                value: None,
+                unit,
+                running_pct,
+                unavailable: Some(why),
+            },
+            None => {
+                let v: f64 = fields[0].trim().parse().map_err(|_| {
+                    err(n, format!("counter value `{}` is not a number", fields[0]))
+                })?;
+                Counter {
+                    event,
+                    value: Some(v * factor),
+                    unit,
+                    running_pct,
+                    unavailable: None,
+                }
+            }
+        };
+        push(&mut blocks, counter);
+    }
+    Ok(blocks)
+}
+
+fn parse_json(text: &str) -> Result<Vec<Block>, ParseError> {
+    let mut blocks = Vec::new();
+    for (idx, raw) in text.lines().enumerate() {
+        let n = idx + 1;
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        // Released perf versions wrote `"pcnt-running" : 100.00, }`: drop the trailing comma.
+        let cleaned = line.replace(", }", " }").replace(",}", "}");
+        let v: serde_json::Value = serde_json::from_str(&cleaned)
+            .map_err(|e| err(n, format!("not a JSON object: {e}")))?;
+        let Some(event) = v.get("event").and_then(|e| e.as_str()) else {
+            continue; // metric-only line
+        };
+        let number = |key: &str| -> Option<f64> {
+            match v.get(key)? {
+                serde_json::Value::Number(x) => x.as_f64(),
+                serde_json::Value::String(s) => s.trim().parse().ok(),
+                _ => None,
+            }
+        };
+        let raw_value = v.get("counter-value").ok_or_else(|| {
+            err(n, format!("event `{event}` has no `counter-value`"))
+        })?;
+        let unit_raw = v.get("unit").and_then(|u| u.as_str()).unwrap_or("");
+        let (unit, factor) = unit_factor(unit_raw);
+        let marker = raw_value.as_str().and_then(unavailable_marker);
+        let counter = match marker {
+            Some(why) => Counter {
+                event: event.to_string(),
+                value: None,
+                unit,
+                running_pct: number("pcnt-running"),
+                unavailable: Some(why),
+            },
+            None => {
+                let value = number("counter-value").ok_or_else(|| {
+                    err(n, format!("`counter-value` of `{event}` is not a number"))
+                })?;
+                Counter {
+                    event: event.to_string(),
+                    value: Some(value * factor),
+                    unit,
+                    running_pct: number("pcnt-running"),
+                    unavailable: None,
+                }
+            }
+        };
+        push(&mut blocks, counter);
+    }
+    Ok(blocks)
+}
+
+/// The decimal separator of human output, which follows perf's locale. The elapsed-time line
+/// always has a fractional part (`1,101976138 seconds time elapsed` under de_DE), so it decides;
+/// without one, a number holding both separators does (the later one is the decimal mark).
+fn decimal_separator(text: &str) -> char {
+    for line in text.lines() {
+        if let Some(num) = line.trim().strip_suffix("seconds time elapsed") {
+            return if num.contains(',') && !num.contains('.') {
+                ',' 
+            } else {
+                '.'
+            };
+        }
+    }
+    for token in text.split_whitespace() {
+        if let (Some(d), Some(c)) = (token.rfind('.'), token.rfind(','))
+            && token.chars().next().is_some_and(|ch| ch.is_ascii_digit())
+        {
+            return if c > d { ',' } else { '.' };
+        }
+    }
+    '.'
+}
+
+/// A locale-formatted number: grouping separators dropped, the decimal mark made a point.
+fn parse_localized(token: &str, decimal: char) -> Option<f64> {
+    let group = if decimal == ',' { '.' } else { ',' };
+    let cleaned: String = token
+        .chars()
+        .filter(|&c| c != group && c != '\u{a0}' && c != '\u{202f}')
+        .map(|c| if c == decimal { '.' } else { c })
+        .collect();
+    cleaned.parse().ok()
+}
+
+fn parse_human(text: &str) -> Result<Vec<Block>, ParseError> {
+    let decimal = decimal_separator(text);
+    let mut blocks: Vec<Block> = Vec::new();
+    for (idx, raw) in text.lines().enumerate() {
+        let n = idx + 1;
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line == "---" {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("Performance counter stats for") {
+            let command = rest
+                .trim()
+                .trim_end_matches(':')
+                .trim()
+                .trim_matches('\'')
+                .to_string();
+            blocks.push(Block {
+                command: Some(command),
+                counters: Vec::new(),
+            });
+            continue;
+        }
+        let Some(block) = blocks.last_mut() else {
+            return Err(err(
+                n,
+                "a counter line before any `Performance counter stats for` header",
+            ));
+        };
+        // `18.005087828 seconds time elapsed` / `… seconds user` / `… seconds sys`.
+        if let Some((num, what)) = line.split_once(" seconds ") {
+            let event = match what.trim() {
+                "time elapsed" => "elapsed_time",
+                "user" => "user_time",
+                "sys" => "system_time",
+                other => {
+                    return Err(err(n, format!("unknown time line `seconds {other}`")));
+                }
+            };
+            let v = parse_localized(num.trim(), decimal)
+                .ok_or_else(|| err(n, format!("`{}` is not a number", num.trim())))?;
+            block.counters.push(Counter {
+                event: event.to_string(),
+                value: Some(v * 1e9),
+                unit: "ns".into(),
+                running_pct: None,
+                unavailable: None,
+            });
+            continue;
+        }
+        let (body, _comment) = line.split_once('#').unwrap_or((line, ""));
+        let running_pct = line
+            .rfind('(')
+            .and_then(|i| line[i + 1..].strip_suffix("%)"))
+            .map(|p| {
+                parse_localized(p.trim(), decimal)
+                    .ok_or_else(|| err(n, format!("running percentage `{p}` is not a number")))
+            })
+            .transpose()?;
+        let body = body.split('(').next().unwrap_or(body).trim();
+        let counter = if let Some(rest) = body.strip_prefix('<') {
+            let (why, event) = rest
+                .split_once('>')
+                .ok_or_else(|| err(n, format!("`{body}`: unclosed `<`")))?;
+            Counter {
+                event: event.split_whitespace().next().unwrap_or("").to_string(),
+                value: None,
+                unit: String::new(),
+                running_pct,
+                unavailable: Some(why.to_string()),
+            }
+        } else {
+            let tokens: Vec<&str> = body.split_whitespace().collect();
+            let (value, unit, event) = match tokens.as_slice() {
+                [v, e] => (*v, "", *e),
+                [v, u, e] => (*v, *u, *e),
+                _ => {
+                    return Err(err(
+                        n,
+                        format!("`{body}` is not a `VALUE [UNIT] EVENT` counter line"),
+                    ));
+                }
+            };
+            let v = parse_localized(value, decimal).ok_or_else(|| {
+                err(
+                    n,
+                    format!(
+                        "`{value}` is not a number in this file's locale (decimal mark `{decimal}`)"
+                    ),
+                )
+            })?;
+            let (unit, factor) = unit_factor(unit);
+            Counter {
+                event: event.to_string(),
+                value: Some(v * factor),
+                unit,
+                running_pct,
+                unavailable: None,
+            }
+        };
+        block.counters.push(counter);
+    }
+    Ok(blocks)
+}
+
+/// What to tell the user when perf could not count an event.
+pub fn unavailable_hint(event: &str, why: &str) -> String {
+    if why == "not supported" && source_of(event) == Source::Hardware {
+        format!(
+            "perf could not count `{event}` ({why}): this machine exposes no hardware performance counters to perf (usual on virtual machines and CI runners). Check `perf stat -e {event} true` and /proc/sys/kernel/perf_event_paranoid, or gate on the deterministic `cachegrind`/`callgrind` captures instead"
+        )
+    } else {
+        format!(
+            "perf could not count `{event}` ({why}); the event may not exist on this CPU or was never scheduled (see `perf list`)"
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_values_units_multiplexing_and_unavailable() {
+        let text = "# started on Mon\n\n1.20,msec,task-clock:u,1204272,100.00,0.697,CPUs utilized\n,,,,,0.5,stalled\n256500230,,cpu_atom/cycles/,8695757391,54.00,0.008,GHz\n<not supported>,,instructions,0,100.00,,\n<not counted>,,cycles:u,0,0.00,,\n1.43,msec,cpu-clock,19.25%,1704923,100.00,0.674,CPUs utilized\n";
+        let b = parse(text).unwrap();
+        assert_eq!(b.len(), 1);
+        let c = &b[0].counters;
+        assert_eq!(c.len(), 5);
+        assert_eq!(c[0].value, Some(1_200_000.0));
+        assert_eq!(c[0].unit, "ns");
+        assert!(!c[0].multiplexed());
+        assert_eq!(c[1].value, Some(256_500_230.0));
+        assert_eq!(c[1].running_pct, Some(54.0));
+        assert!(c[1].multiplexed());
+        assert_eq!(c[2].value, None);
+        assert_eq!(c[2].unavailable.as_deref(), Some("not supported"));
+        assert_eq!(c[3].unavailable.as_deref(), Some("not counted"));
+        assert_eq!(c[4].value, Some(1_430_000.0));
+        assert_eq!(c[4].running_pct, Some(100.0));
+        assert_eq!(source_of("task-clock:u"), Source::Timer);
+        assert_eq!(source_of("cpu_core/cycles/"), Source::Hardware);
+    }
+
+    #[test]
+    fn json_lines_with_perf_quirks() {
+        let text = "{\"counter-value\" : \"225904.823297\", \"unit\" : \"msec\", \"event\" : \"cpu-clock\", \"event-runtime\" : 225904323425, \"pcnt-running\" : 100.00, \"metric-value\" : \"224.456872\", \"metric-unit\" : \"CPUs utilized\"}\n{\"metric-value\" : 1.0, \"metric-unit\" : \"x\"}\n{\"counter-value\" : \"<not supported>\", \"unit\" : \"\", \"event\" : \"instructions\", \"event-runtime\" : 0, \"pcnt-running\" : 100.00, }\n";
+        let b = parse(text).unwrap();
+        let c = &b[0].counters;
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].value, Some(225_904_823_297.0));
+        assert_eq!(c[1].value, None);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = parse("abc,,instructions,1,100.00,,\n").unwrap_err();
+        assert_eq!(e.to_string(), "line 1: counter value `abc` is not a number");
+        let e = parse("1,,instructions,1,100,00,,\n").unwrap_err();
+        assert!(e.message.contains("LC_ALL=C"), "{e}");
+        let e = parse("\n# x\n").unwrap_err();
+        assert_eq!(e.to_string(), "line 0: the file holds no perf stat output");
+    }
+
+    #[test]
+    fn human_output_in_two_locales() {
+        let de = " Performance counter stats for 'x':\n\n     3.642.649.330      cpu_atom/cycles/   #    3,308 GHz   (0,68%)\n          1.101,01 msec task-clock   #    0,999 CPUs utilized\n  <not counted>      cpu_atom/LLC-loads/   (0,00%)\n\n       1,101976138 seconds time elapsed\n";
+        let b = parse(de).unwrap();
+        let c = &b[0].counters;
+        assert_eq!(c[0].value, Some(3_642_649_330.0));
+        assert_eq!(c[0].running_pct, Some(0.68));
+        assert_eq!(c[1].value, Some(1_101_010_000.0));
+        assert_eq!(c[2].unavailable.as_deref(), Some("not counted"));
+        assert_eq!(c[3].event, "elapsed_time");
+        assert_eq!(c[3].value, Some(1_101_976_138.0));
+    }
+}
