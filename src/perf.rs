@@ -99,6 +99,12 @@ fn unit_factor(unit: &str) -> (String, f64) {
     }
 }
 
+/// Converts into the canonical unit; times are rounded to whole nanoseconds (perf never prints
+/// finer), so `8.557783540 s` is exactly 8557783540 ns.
+fn scale(v: f64, factor: f64) -> f64 {
+    if factor > 1.0 { (v * factor).round() } else { v * factor }
+}
+
 /// The default events of the `perf` capture: instructions, cycles, cache and branch behaviour,
 /// and the task clock.
 pub const DEFAULT_EVENTS: &[&str] = &[
@@ -231,7 +237,7 @@ fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
                 })?;
                 Counter {
                     event,
-                    value: Some(v * factor),
+                    value: Some(scale(v, factor)),
                     unit,
                     running_pct,
                     unavailable: None,
@@ -285,7 +291,7 @@ fn parse_json(text: &str) -> Result<Vec<Block>, ParseError> {
                 })?;
                 Counter {
                     event: event.to_string(),
-                    value: Some(value * factor),
+                    value: Some(scale(value, factor)),
                     unit,
                     running_pct: number("pcnt-running"),
                     unavailable: None,
@@ -373,7 +379,7 @@ fn parse_human(text: &str) -> Result<Vec<Block>, ParseError> {
                 .ok_or_else(|| err(n, format!("`{}` is not a number", num.trim())))?;
             block.counters.push(Counter {
                 event: event.to_string(),
-                value: Some(v * 1e9),
+                value: Some(scale(v, 1e9)),
                 unit: "ns".into(),
                 running_pct: None,
                 unavailable: None,
@@ -424,7 +430,7 @@ fn parse_human(text: &str) -> Result<Vec<Block>, ParseError> {
             let (unit, factor) = unit_factor(unit);
             Counter {
                 event: event.to_string(),
-                value: Some(v * factor),
+                value: Some(scale(v, factor)),
                 unit,
                 running_pct,
                 unavailable: None,

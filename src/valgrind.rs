@@ -45,19 +45,19 @@ pub struct Profile {
     pub command: Option<String>,
     /// Event names in file order, with old names mapped to current ones.
     pub events: Vec<String>,
-    /// Total of each event, in `events` order.
-    pub totals: Vec<u64>,
+    /// Total of each event, in `events` order (negative only in `cg_diff` output).
+    pub totals: Vec<i64>,
     /// Which line the totals were taken from.
     pub totals_from: TotalsFrom,
     /// The `summary:` line, when present.
-    pub summary: Option<Vec<u64>>,
+    pub summary: Option<Vec<i64>>,
     /// The sum of the self-cost lines (call lines excluded).
-    pub cost_line_sum: Vec<u64>,
+    pub cost_line_sum: Vec<i64>,
 }
 
 impl Profile {
     /// The total of an event, by current name.
-    pub fn total(&self, event: &str) -> Option<u64> {
+    pub fn total(&self, event: &str) -> Option<i64> {
         self.events
             .iter()
             .position(|e| e == event)
@@ -65,7 +65,7 @@ impl Profile {
     }
 
     /// Totals by event name.
-    pub fn totals_by_event(&self) -> BTreeMap<String, u64> {
+    pub fn totals_by_event(&self) -> BTreeMap<String, i64> {
         self.events
             .iter()
             .cloned()
@@ -100,15 +100,15 @@ fn current_event_name(name: &str) -> String {
     .to_string()
 }
 
-fn parse_number(token: &str) -> Option<u64> {
+fn parse_number(token: &str) -> Option<i64> {
     match token.strip_prefix("0x").or_else(|| token.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        Some(hex) => i64::from_str_radix(hex, 16).ok(),
         None => token.parse().ok(),
     }
 }
 
-fn parse_costs(rest: &str, events: usize, line: usize, what: &str) -> Result<Vec<u64>, ParseError> {
-    let mut out = vec![0u64; events];
+fn parse_costs(rest: &str, events: usize, line: usize, what: &str) -> Result<Vec<i64>, ParseError> {
+    let mut out = vec![0i64; events];
     for (i, token) in rest.split_whitespace().enumerate() {
         if i >= events {
             return Err(err(
@@ -134,10 +134,10 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
     let mut creator = None;
     let mut command = None;
     let mut events: Option<Vec<String>> = None;
-    let mut summary: Option<Vec<u64>> = None;
-    let mut totals_line: Option<Vec<u64>> = None;
+    let mut summary: Option<Vec<i64>> = None;
+    let mut totals_line: Option<Vec<i64>> = None;
     let mut positions = 1usize;
-    let mut sum: Vec<u64> = Vec::new();
+    let mut sum: Vec<i64> = Vec::new();
     let mut after_calls = false;
     for (idx, raw) in text.lines().enumerate() {
         let n = idx + 1;
@@ -256,9 +256,9 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
             ),
         )
     })?;
-    let usable = |v: &Option<Vec<u64>>| {
+    let usable = |v: &Option<Vec<i64>>| {
         v.as_ref()
-            .filter(|v| v.iter().any(|&x| x > 0) || sum.iter().all(|&x| x == 0))
+            .filter(|v| v.iter().any(|&x| x != 0) || sum.iter().all(|&x| x == 0))
             .cloned()
     };
     let (totals, totals_from) = if let Some(t) = usable(&totals_line) {
