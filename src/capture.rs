@@ -5,7 +5,7 @@
 //! rule. The [`Collector`] is that place, shared by `kgate run` and `kgate import`, so units
 //! are normalized and checked for consistency once.
 
-use crate::metric::Source;
+use crate::metric::{Direction, Source, Tolerance};
 use crate::plan::MetricPolicy;
 use crate::protocol::{MeasurementLine, ProtocolLine};
 use crate::results::{BenchmarkResult, CounterReading, KernelWindow, MetricSamples, Provenance};
@@ -13,6 +13,11 @@ use crate::units;
 
 /// Name of the process wall-time metric of the `timer` capture.
 pub const WALL_TIME: &str = "wall_time";
+
+/// Tolerance of simulated (Valgrind) metrics unless the configuration sets one: 1 % relative.
+/// The counts are deterministic for one binary; the margin absorbs start-up differences such as
+/// a longer environment or path.
+pub const DEFAULT_SIMULATED_TOLERANCE: Tolerance = Tolerance::Relative(0.01);
 
 /// Accumulates one benchmark's samples.
 #[derive(Debug)]
@@ -88,6 +93,44 @@ impl<'a> Collector<'a> {
             }
         }
         Ok(measurements)
+    }
+
+    /// Records a counter or derived value of a wrapped capture (perf, callgrind, cachegrind).
+    /// Unless the configuration lists the metric, `direction` and `gates` apply, and a
+    /// `simulated` metric (deterministic) gets the default tolerance
+    /// [`DEFAULT_SIMULATED_TOLERANCE`] so that it is compared by tolerance, not by a test.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_counter(
+        &mut self,
+        repetition: u32,
+        name: &str,
+        unit: &str,
+        source: Source,
+        direction: Direction,
+        gates: bool,
+        value: f64,
+    ) -> Result<(), String> {
+        let existed = self.result.metrics.iter().any(|m| m.name == name);
+        self.push(name, unit, source, true, repetition, value)?;
+        if !existed {
+            let listed = self.policy.metrics.get(name);
+            let m = self
+                .result
+                .metrics
+                .iter_mut()
+                .find(|m| m.name == name)
+                .expect("pushed above");
+            if listed.is_none_or(|c| c.direction.is_none()) {
+                m.direction = direction;
+            }
+            if listed.is_none() {
+                m.gate.gates = gates;
+            }
+            if source == Source::Simulated && m.gate.tolerance.is_none() {
+                m.gate.tolerance = Some(DEFAULT_SIMULATED_TOLERANCE);
+            }
+        }
+        Ok(())
     }
 
     fn push(

@@ -128,6 +128,46 @@ pub struct BenchmarkConfig {
     /// Per-metric gate settings, by metric name.
     #[serde(default)]
     pub metrics: BTreeMap<String, MetricConfig>,
+    /// Settings of the `perf` capture.
+    pub perf: Option<PerfConfig>,
+    /// Settings of the `callgrind` and `cachegrind` captures.
+    pub valgrind: Option<ValgrindConfig>,
+    /// Metrics computed from each repetition's counters, by name (see docs/cpu-counters.md).
+    #[serde(default)]
+    pub derived: BTreeMap<String, DerivedConfig>,
+}
+
+/// Settings of the `perf` capture.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PerfConfig {
+    /// perf event names (default: instructions, cycles, cache-references, cache-misses,
+    /// branches, branch-misses, task-clock).
+    #[serde(default)]
+    pub events: Vec<String>,
+}
+
+/// Settings of the Valgrind captures.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ValgrindConfig {
+    /// callgrind only: count only inside functions matching this pattern (`--toggle-collect`),
+    /// such as `kernels::matmul::*`.
+    pub toggle_collect: Option<String>,
+}
+
+/// A user-defined derived metric.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DerivedConfig {
+    /// Arithmetic over counter names, with `-`, `/` and other non-identifier characters
+    /// written as `_`: `1000 * branch_misses / instructions`, `D1mr / Dr`.
+    pub expr: String,
+    /// Unit of the result (default: none).
+    #[serde(default)]
+    pub unit: String,
+    /// `lower` (default) or `higher` is better.
+    pub direction: Option<Direction>,
 }
 
 /// Gate settings of one metric.
@@ -156,6 +196,12 @@ pub enum CaptureKind {
     Timer,
     /// JSON lines written by the benchmark to the file named by `KGATE_PROTOCOL_FILE`.
     Protocol,
+    /// Hardware performance counters through `perf stat`.
+    Perf,
+    /// Valgrind's callgrind with cache and branch simulation (deterministic).
+    Callgrind,
+    /// Valgrind's cachegrind with cache and branch simulation (deterministic).
+    Cachegrind,
 }
 
 impl CaptureKind {
@@ -163,7 +209,23 @@ impl CaptureKind {
         match self {
             CaptureKind::Timer => "timer",
             CaptureKind::Protocol => "protocol",
+            CaptureKind::Perf => "perf",
+            CaptureKind::Callgrind => "callgrind",
+            CaptureKind::Cachegrind => "cachegrind",
         }
+    }
+
+    /// Whether the capture runs the benchmark under a tool (only one such capture per run).
+    pub fn wraps(self) -> bool {
+        matches!(
+            self,
+            CaptureKind::Perf | CaptureKind::Callgrind | CaptureKind::Cachegrind
+        )
+    }
+
+    /// Whether the capture's numbers are deterministic (Valgrind's simulation).
+    pub fn deterministic(self) -> bool {
+        matches!(self, CaptureKind::Callgrind | CaptureKind::Cachegrind)
     }
 }
 
@@ -553,7 +615,9 @@ fn hint_for(key_path: &str) -> Option<&'static str> {
         "timeout" => "`timeout` is a duration with a unit, such as `30s`",
         "threshold" => "`threshold` is a percentage, such as `5%`",
         "tolerance" => "`tolerance` is `1%` (relative) or a number (absolute)",
-        "captures" => "`captures` lists capture backends: `timer`, `protocol`",
+        "captures" => {
+            "`captures` lists capture backends: `timer`, `protocol`, `perf`, `callgrind`, `cachegrind`"
+        }
         "direction" => "`direction` is `lower` or `higher`",
         "source" | "sources" => {
             "sources are hardware, derived, timer, simulated, reported, estimate"
@@ -643,6 +707,24 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         }
         if let Some(r) = b.repetitions {
             check_repetitions(r).or_else(|m| fail(Some(&needle), key("repetitions"), m))?;
+        }
+        if let Some(c) = &b.captures
+            && c.iter().filter(|k| k.wraps()).count() > 1
+        {
+            return fail(
+                Some(&needle),
+                key("captures"),
+                "`perf`, `callgrind` and `cachegrind` each run the benchmark under a tool; list at most one of them per benchmark (declare a second benchmark for another)".into(),
+            );
+        }
+        for (name, d) in &b.derived {
+            if let Err(e) = crate::derived::check(name, &d.expr) {
+                return fail(
+                    Some(&d.expr),
+                    key(&format!("derived.{name}.expr")),
+                    e.to_string(),
+                );
+            }
         }
         if let Some(c) = &b.captures
             && c.is_empty()
@@ -777,7 +859,7 @@ benchmarks:
         let cases: &[(&str, &str)] = &[
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    wormup: 3\n",
-                "kgate.yaml:4:5: key `benchmarks[0].wormup`: unknown field `wormup`, expected one of name, command, build, cwd, env, warmup, repetitions, timeout, captures, parameters, metrics",
+                "kgate.yaml:4:5: key `benchmarks[0].wormup`: unknown field `wormup`, expected one of name, command, build, cwd, env, warmup, repetitions, timeout, captures, parameters, metrics, perf, valgrind, derived",
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    warmup: lots\n",
@@ -805,7 +887,7 @@ benchmarks:
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    captures: [stopwatch]\n",
-                "kgate.yaml:4:16: key `benchmarks[0].captures[0]`: unknown variant `stopwatch`, expected one of timer, protocol",
+                "kgate.yaml:4:16: key `benchmarks[0].captures[0]`: unknown variant `stopwatch`, expected one of timer, protocol, perf, callgrind, cachegrind",
             ),
             (
                 "benchmarks:\n  - name: a\n    command: []\n",
@@ -830,6 +912,14 @@ benchmarks:
             (
                 "version: 2\nbenchmarks:\n  - name: a\n    command: ./a\n",
                 "kgate.yaml:1: key `version`: unsupported version 2; this kgate reads version 1",
+            ),
+            (
+                "benchmarks:\n  - name: a\n    command: ./a\n    captures: [perf, cachegrind]\n",
+                "kgate.yaml:2: key `benchmarks[0].captures`: `perf`, `callgrind` and `cachegrind` each run the benchmark under a tool; list at most one of them per benchmark",
+            ),
+            (
+                "benchmarks:\n  - name: a\n    command: ./a\n    derived:\n      r: {expr: \"Ir / / Dr\"}\n",
+                "kgate.yaml:5: key `benchmarks[0].derived.r.expr`: derived metric `r`: `Ir / / Dr` is not a valid expression",
             ),
             (
                 "gate: {alpha: 0.7}\nbenchmarks:\n  - name: a\n    command: ./a\n",

@@ -40,18 +40,33 @@ pub fn builtins() -> Vec<Definition> {
     vec![
         // perf (hardware counters)
         def("ipc", "instructions / cycles", "", Higher),
-        def("cache_miss_rate", "cache_misses / cache_references", "", Lower),
+        def(
+            "cache_miss_rate",
+            "cache_misses / cache_references",
+            "",
+            Lower,
+        ),
         def("branch_miss_rate", "branch_misses / branches", "", Lower),
         // valgrind (simulated)
         def("D1_miss_rate", "(D1mr + D1mw) / (Dr + Dw)", "", Lower),
-        def("LL_miss_rate", "(DLmr + DLmw + ILmr) / (Ir + Dr + Dw)", "", Lower),
+        def(
+            "LL_miss_rate",
+            "(DLmr + DLmw + ILmr) / (Ir + Dr + Dw)",
+            "",
+            Lower,
+        ),
         def(
             "estimated_cycles",
             "Ir + 10 * (I1mr + D1mr + D1mw) + 100 * (ILmr + DLmr + DLmw)",
             "",
             Lower,
         ),
-        def("branch_mispredict_rate", "(Bcm + Bim) / (Bc + Bi)", "", Lower),
+        def(
+            "branch_mispredict_rate",
+            "(Bcm + Bim) / (Bc + Bi)",
+            "",
+            Lower,
+        ),
     ]
 }
 
@@ -67,7 +82,9 @@ pub fn variable_name(counter: &str) -> String {
 
 /// An expression that does not parse.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("derived metric `{name}`: `{expr}` is not a valid expression ({message}); write arithmetic over counter names, such as `instructions / cycles`")]
+#[error(
+    "derived metric `{name}`: `{expr}` is not a valid expression ({message}); write arithmetic over counter names, such as `instructions / cycles`"
+)]
 pub struct ExprError {
     pub name: String,
     pub expr: String,
@@ -76,11 +93,13 @@ pub struct ExprError {
 
 /// Checks that an expression parses (for configuration validation).
 pub fn check(name: &str, expr: &str) -> Result<(), ExprError> {
-    FlatEx::<f64>::parse(expr).map(|_| ()).map_err(|e| ExprError {
-        name: name.into(),
-        expr: expr.into(),
-        message: e.to_string(),
-    })
+    FlatEx::<f64>::parse(expr)
+        .map(|_| ())
+        .map_err(|e| ExprError {
+            name: name.into(),
+            expr: expr.into(),
+            message: e.to_string(),
+        })
 }
 
 /// One computed value.
@@ -153,7 +172,12 @@ mod tests {
         c.insert("cycles".to_string(), (200.0, Source::Hardware));
         c.insert("branch-misses".to_string(), (5.0, Source::Hardware));
         let mut defs = builtins();
-        defs.push(def("misses_per_kinst", "1000 * branch_misses / instructions", "", Direction::Lower));
+        defs.push(def(
+            "misses_per_kinst",
+            "1000 * branch_misses / instructions",
+            "",
+            Direction::Lower,
+        ));
         let v = evaluate(&defs, &c).unwrap();
         assert_eq!(v.len(), 2, "{v:?}");
         assert_eq!(v[0].name, "ipc");
@@ -162,7 +186,17 @@ mod tests {
         assert_eq!(v[1].value, 1000.0 * 5.0 / 300.0);
 
         let mut s = BTreeMap::new();
-        for (k, x) in [("Ir", 1000.0), ("I1mr", 1.0), ("D1mr", 2.0), ("D1mw", 3.0), ("ILmr", 0.0), ("DLmr", 1.0), ("DLmw", 1.0), ("Dr", 50.0), ("Dw", 50.0)] {
+        for (k, x) in [
+            ("Ir", 1000.0),
+            ("I1mr", 1.0),
+            ("D1mr", 2.0),
+            ("D1mw", 3.0),
+            ("ILmr", 0.0),
+            ("DLmr", 1.0),
+            ("DLmw", 1.0),
+            ("Dr", 50.0),
+            ("Dw", 50.0),
+        ] {
             s.insert(k.to_string(), (x, Source::Simulated));
         }
         let v = evaluate(&builtins(), &s).unwrap();
@@ -175,6 +209,11 @@ mod tests {
     #[test]
     fn bad_expressions_are_reported() {
         let e = check("r", "instructions / / cycles").unwrap_err();
-        assert!(e.to_string().starts_with("derived metric `r`: `instructions / / cycles` is not a valid expression"), "{e}");
+        assert!(
+            e.to_string().starts_with(
+                "derived metric `r`: `instructions / / cycles` is not a valid expression"
+            ),
+            "{e}"
+        );
     }
 }

@@ -12,6 +12,7 @@ pub mod cli;
 pub mod commands;
 pub mod compare;
 pub mod config;
+pub mod cpu;
 pub mod derived;
 pub mod exit;
 pub mod fingerprint;

@@ -102,7 +102,11 @@ fn unit_factor(unit: &str) -> (String, f64) {
 /// Converts into the canonical unit; times are rounded to whole nanoseconds (perf never prints
 /// finer), so `8.557783540 s` is exactly 8557783540 ns.
 fn scale(v: f64, factor: f64) -> f64 {
-    if factor > 1.0 { (v * factor).round() } else { v * factor }
+    if factor > 1.0 {
+        (v * factor).round()
+    } else {
+        v * factor
+    }
 }
 
 /// The default events of the `perf` capture: instructions, cycles, cache and branch behaviour,
@@ -166,7 +170,11 @@ fn push(blocks: &mut Vec<Block>, counter: Counter) {
     if start_new {
         blocks.push(Block::default());
     }
-    blocks.last_mut().expect("pushed above").counters.push(counter);
+    blocks
+        .last_mut()
+        .expect("pushed above")
+        .counters
+        .push(counter);
 }
 
 fn unavailable_marker(value: &str) -> Option<String> {
@@ -271,9 +279,9 @@ fn parse_json(text: &str) -> Result<Vec<Block>, ParseError> {
                 _ => None,
             }
         };
-        let raw_value = v.get("counter-value").ok_or_else(|| {
-            err(n, format!("event `{event}` has no `counter-value`"))
-        })?;
+        let raw_value = v
+            .get("counter-value")
+            .ok_or_else(|| err(n, format!("event `{event}` has no `counter-value`")))?;
         let unit_raw = v.get("unit").and_then(|u| u.as_str()).unwrap_or("");
         let (unit, factor) = unit_factor(unit_raw);
         let marker = raw_value.as_str().and_then(unavailable_marker);
@@ -310,7 +318,7 @@ fn decimal_separator(text: &str) -> char {
     for line in text.lines() {
         if let Some(num) = line.trim().strip_suffix("seconds time elapsed") {
             return if num.contains(',') && !num.contains('.') {
-                ',' 
+                ','
             } else {
                 '.'
             };

@@ -57,6 +57,12 @@ pub struct BenchmarkPlan {
     /// Index into [`Plan::builds`] of the step this benchmark needs.
     pub build: Option<usize>,
     pub metrics: MetricPolicy,
+    /// Events of the `perf` capture.
+    pub perf_events: Vec<String>,
+    /// callgrind's `--toggle-collect` pattern.
+    pub toggle_collect: Option<String>,
+    /// Derived metrics: the built-ins, then the configuration's.
+    pub derived: Vec<crate::derived::Definition>,
 }
 
 /// Overrides from the command line.
@@ -156,16 +162,34 @@ fn resolve_benchmark(
         .clone()
         .or_else(|| d.captures.clone())
         .unwrap_or_else(|| vec![CaptureKind::Timer]);
+    // Simulated counts are identical on every run: unless the benchmark itself asks for more,
+    // one repetition and no warm-up suffice (the inherited defaults are meant for timings).
+    let deterministic_only = captures.iter().all(|c| c.deterministic());
+    if deterministic_only && b.repetitions.is_none() && overrides.repetitions.is_none() {
+        repetitions = Repetitions { min: 1, max: 1 };
+    }
+    let default_warmup = if deterministic_only {
+        b.warmup.unwrap_or(0)
+    } else {
+        b.warmup.or(d.warmup).unwrap_or(DEFAULT_WARMUP)
+    };
+    let mut derived = crate::derived::builtins();
+    derived.extend(
+        b.derived
+            .iter()
+            .map(|(name, c)| crate::derived::Definition {
+                name: name.clone(),
+                expr: c.expr.clone(),
+                unit: c.unit.clone(),
+                direction: c.direction.unwrap_or_default(),
+            }),
+    );
     BenchmarkPlan {
         name: b.name.clone(),
         command: b.command.clone(),
         cwd,
         env: b.env.clone(),
-        warmup: overrides
-            .warmup
-            .or(b.warmup)
-            .or(d.warmup)
-            .unwrap_or(DEFAULT_WARMUP),
+        warmup: overrides.warmup.unwrap_or(default_warmup),
         repetitions,
         timeout: b
             .timeout
@@ -180,6 +204,19 @@ fn resolve_benchmark(
         captures,
         parameters: b.parameters.clone(),
         build,
+        perf_events: b
+            .perf
+            .as_ref()
+            .map(|p| p.events.clone())
+            .filter(|e| !e.is_empty())
+            .unwrap_or_else(|| {
+                crate::perf::DEFAULT_EVENTS
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect()
+            }),
+        toggle_collect: b.valgrind.as_ref().and_then(|v| v.toggle_collect.clone()),
+        derived,
     }
 }
 

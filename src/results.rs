@@ -204,6 +204,23 @@ pub struct Provenance {
     /// Files the numbers were imported from, for `kgate import`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub imported_from: Vec<String>,
+    /// Counters a capture asked for but could not measure (never recorded as zero).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<UnavailableCounter>,
+    /// Remarks on how values were obtained (multiplexed perf counts, which Valgrind total).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A counter that could not be measured, and what to do about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UnavailableCounter {
+    /// The counter (event) name.
+    pub counter: String,
+    /// What the tool said, such as `not supported` or `not counted`.
+    pub reason: String,
+    /// A hint for the user.
+    pub hint: String,
 }
 
 /// Result files that cannot be read.

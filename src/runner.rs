@@ -274,7 +274,7 @@ impl<'p> BenchmarkRun<'p> {
                 .iter()
                 .map(|c| c.as_str().to_string())
                 .collect(),
-            imported_from: Vec::new(),
+            ..Provenance::default()
         };
         let mut collector = Collector::new(&plan.name, &plan.metrics, provenance);
         collector.result_mut().parameters = plan.parameters.clone();
@@ -331,7 +331,26 @@ impl<'p> BenchmarkRun<'p> {
                 protocol_path.display().to_string(),
             ));
         }
-        let argv = self.plan.command.argv();
+        let mut argv = self.plan.command.argv();
+        // A counter capture runs the benchmark under its tool, which writes to a per-run file.
+        let counter_capture = self.plan.captures.iter().copied().find(|c| c.wraps());
+        let counter_path = self
+            .protocol_dir
+            .path()
+            .join(format!("run-{}.counters", self.runs));
+        if let Some(kind) = counter_capture {
+            argv = crate::cpu::wrap(
+                kind,
+                &counter_path,
+                &self.plan.perf_events,
+                self.plan.toggle_collect.as_deref(),
+                &argv,
+            );
+            if kind == CaptureKind::Perf {
+                // perf's number format follows the locale; the parser reads the C locale.
+                env.push(("LC_ALL".into(), "C".into()));
+            }
+        }
         let outcome = run_process(&ProcessSpec {
             argv: &argv,
             cwd: &self.cwd,
@@ -367,6 +386,24 @@ impl<'p> BenchmarkRun<'p> {
         if self.plan.captures.contains(&CaptureKind::Timer) {
             self.collector
                 .add_wall_time(repetition, outcome.wall.as_nanos() as f64);
+        }
+        if let Some(kind) = counter_capture {
+            let recorded = crate::cpu::record_file(
+                &mut self.collector,
+                repetition,
+                kind,
+                &counter_path,
+                &self.plan.derived,
+            );
+            let _ = std::fs::remove_file(&counter_path);
+            if let Err(message) = recorded {
+                self.fail(Failure {
+                    kind: FailureKind::Protocol,
+                    message: format!("{} capture: {message}", kind.as_str()),
+                    stderr_tail: outcome.stderr_tail,
+                });
+                return Ok(());
+            }
         }
         if uses_protocol {
             let recorded = protocol::read_file(&protocol_path)
@@ -503,6 +540,18 @@ fn results_for(
     // Versions of the tools kgate itself ran: git, and each build step's program (`cargo`,
     // `make`, `cmake`...). Benchmark programs are never asked: `--version` may run them.
     let mut programs = vec!["git".to_string()];
+    // And the counter tools the captures ran.
+    let captures: Vec<CaptureKind> = plan
+        .benchmarks
+        .iter()
+        .flat_map(|b| b.captures.iter().copied())
+        .collect();
+    if captures.contains(&CaptureKind::Perf) {
+        programs.push("perf".into());
+    }
+    if captures.iter().any(|c| c.deterministic()) {
+        programs.push("valgrind".into());
+    }
     programs.extend(plan.builds.iter().filter_map(|b| build_program(&b.command)));
     for program in programs {
         if !environment.tools.contains_key(&program)

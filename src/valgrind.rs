@@ -101,7 +101,10 @@ fn current_event_name(name: &str) -> String {
 }
 
 fn parse_number(token: &str) -> Option<i64> {
-    match token.strip_prefix("0x").or_else(|| token.strip_prefix("0X")) {
+    match token
+        .strip_prefix("0x")
+        .or_else(|| token.strip_prefix("0X"))
+    {
         Some(hex) => i64::from_str_radix(hex, 16).ok(),
         None => token.parse().ok(),
     }
@@ -124,8 +127,13 @@ fn parse_costs(rest: &str, events: usize, line: usize, what: &str) -> Result<Vec
 
 /// Reads a profile file; the error names the file.
 pub fn read(path: &Path, tool: Tool) -> Result<Profile, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {} output `{}`: {e}", tool.as_str(), path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "cannot read {} output `{}`: {e}",
+            tool.as_str(),
+            path.display()
+        )
+    })?;
     parse(&text, tool).map_err(|e| format!("`{}`: {} output, {e}", path.display(), tool.as_str()))
 }
 
@@ -357,7 +365,10 @@ mod tests {
     #[test]
     fn bad_files_name_the_line() {
         let e = parse("events: Ir\n1 2 3\n", Tool::Cachegrind).unwrap_err();
-        assert_eq!(e.to_string(), "line 2: a cost line has 2 numbers for 1 events");
+        assert_eq!(
+            e.to_string(),
+            "line 2: a cost line has 2 numbers for 1 events"
+        );
         let e = parse("fn=main\n1 2\n", Tool::Cachegrind).unwrap_err();
         assert_eq!(e.line, 2);
         let e = parse("hello world\n", Tool::Callgrind).unwrap_err();
@@ -369,7 +380,12 @@ mod tests {
     #[test]
     fn wrap_turns_on_cache_and_branch_simulation() {
         let argv = vec!["./mm".to_string(), "--n".to_string(), "64".to_string()];
-        let v = wrap(Tool::Callgrind, Path::new("/t/cg.out"), Some("mm::*"), &argv);
+        let v = wrap(
+            Tool::Callgrind,
+            Path::new("/t/cg.out"),
+            Some("mm::*"),
+            &argv,
+        );
         assert_eq!(
             v.join(" "),
             "valgrind --tool=callgrind --cache-sim=yes --branch-sim=yes --callgrind-out-file=/t/cg.out --toggle-collect=mm::* ./mm --n 64"
