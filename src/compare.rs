@@ -215,6 +215,14 @@ pub fn compare(
         .into_iter()
         .map(|d| format!("baseline and candidate ran on different environments: {d}"))
         .collect();
+    for b in &head.benchmarks {
+        for u in &b.provenance.unavailable {
+            warnings.push(format!(
+                "{}: counter `{}` unavailable ({}); hint: {}",
+                b.name, u.counter, u.reason, u.hint
+            ));
+        }
+    }
     if design == Design::StoredBaseline {
         warnings.push("the baseline was stored by another job; job-to-job offsets are not visible to a within-job test, so small changes may be machine noise (run `kgate check --against REF` to interleave both revisions)".into());
     }

@@ -377,7 +377,7 @@ fn compare_exit_codes_and_json_contract() {
     assert_eq!(out.status.code(), Some(1));
     let md = std::fs::read_to_string(d.join("r.md")).unwrap();
     assert!(
-        md.starts_with("### ❌ kgate: REGRESSED: 1 regression"),
+        md.starts_with("### ❌ kgate: REGRESSED: 3 regressions"),
         "{md}"
     );
     assert!(md.contains("k&#124;&lt;b&gt;"), "names are escaped: {md}");
@@ -507,7 +507,7 @@ fn example_suite_round_trip() {
     let out = kgate(d).args(["check", "--no-progress"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(stdout.starts_with("REGRESSED: 1 regression"), "{stdout}");
+    assert!(stdout.starts_with("REGRESSED: 3 regressions"), "{stdout}");
     let line = stdout
         .lines()
         .find(|l| l.starts_with("regressed matmul: kernel_time: +"))

@@ -9,11 +9,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::config::CaptureKind;
 use crate::fingerprint::Fingerprint;
 use crate::plan::MetricPolicy;
 use crate::protocol::ProtocolError;
 use crate::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
 
+pub mod counters;
 pub mod protocol;
 
 /// Import formats (the names of DESIGN.md's contract).
@@ -21,6 +23,12 @@ pub mod protocol;
 pub enum ImportFormat {
     /// kgate protocol JSON lines.
     Protocol,
+    /// Linux `perf stat` output (`-x,` CSV, `-j` JSON, or the human-readable default).
+    PerfStat,
+    /// Valgrind callgrind output files.
+    Callgrind,
+    /// Valgrind cachegrind output files.
+    Cachegrind,
 }
 
 /// Import errors.
@@ -69,6 +77,9 @@ pub fn import(
 ) -> Result<RunResults, ImportError> {
     match format {
         ImportFormat::Protocol => protocol::import(files, policies),
+        ImportFormat::PerfStat => counters::import(CaptureKind::Perf, files, policies),
+        ImportFormat::Callgrind => counters::import(CaptureKind::Callgrind, files, policies),
+        ImportFormat::Cachegrind => counters::import(CaptureKind::Cachegrind, files, policies),
     }
 }
 

@@ -72,7 +72,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
 }
 
 /// `out/matmul.jsonl` → `matmul`.
-fn file_benchmark_name(path: &Path) -> String {
+pub(crate) fn file_benchmark_name(path: &Path) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_string())

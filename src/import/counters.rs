@@ -1,0 +1,89 @@
+//! `kgate import perf-stat|callgrind|cachegrind`: counter files written where kgate did not run.
+//!
+//! Each file is one repetition of a benchmark named after the file (`out/matmul.cgout` →
+//! `matmul`); a perf stat file holding several blocks for different commands yields one
+//! benchmark per command (`FILE: COMMAND`), and repeated blocks of one command are repetitions.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::{ImportError, Policies, run_results};
+use crate::capture::Collector;
+use crate::config::CaptureKind;
+use crate::cpu::{self, Reading};
+use crate::derived;
+use crate::results::{BenchmarkResult, Provenance, RunResults};
+use crate::valgrind;
+
+/// Imports counter files of one capture kind.
+pub fn import(
+    kind: CaptureKind,
+    files: &[PathBuf],
+    policies: &Policies,
+) -> Result<RunResults, ImportError> {
+    let mut order: Vec<String> = Vec::new();
+    let mut collectors: BTreeMap<String, Collector<'_>> = BTreeMap::new();
+    let definitions = derived::builtins();
+    for path in files {
+        // The readers name the file themselves; the error adds it once.
+        let prefix = format!("`{}`: ", path.display());
+        let content = |message: String| ImportError::Content {
+            path: path.clone(),
+            message: message
+                .strip_prefix(&prefix)
+                .map(str::to_string)
+                .unwrap_or(message.clone()),
+        };
+        let stem = super::protocol::file_benchmark_name(path);
+        let readings: Vec<(String, Reading)> = match cpu::valgrind_tool(kind) {
+            Some(tool) => {
+                let p = valgrind::read(path, tool).map_err(content)?;
+                vec![(stem, cpu::valgrind_reading(&p))]
+            }
+            None => {
+                let blocks = crate::perf::read(path).map_err(content)?;
+                let commands: Vec<Option<&String>> =
+                    blocks.iter().map(|b| b.command.as_ref()).collect();
+                let one_command = commands.iter().all(|c| *c == commands[0]);
+                blocks
+                    .iter()
+                    .map(|b| {
+                        let name = match (&b.command, one_command) {
+                            (Some(c), false) => format!("{stem}: {c}"),
+                            _ => stem.clone(),
+                        };
+                        (name, cpu::perf_reading(b))
+                    })
+                    .collect()
+            }
+        };
+        for (name, reading) in readings {
+            if !collectors.contains_key(&name) {
+                order.push(name.clone());
+                let provenance = Provenance {
+                    captures: vec![kind.as_str().to_string()],
+                    ..Provenance::default()
+                };
+                collectors.insert(
+                    name.clone(),
+                    Collector::new(&name, policies.for_benchmark(&name), provenance),
+                );
+            }
+            let c = collectors.get_mut(&name).expect("inserted above");
+            let rep = c.result_mut().repetitions;
+            cpu::record(c, rep, reading, &definitions).map_err(content)?;
+            let r = c.result_mut();
+            r.repetitions += 1;
+            let shown = path.display().to_string();
+            if !r.provenance.imported_from.contains(&shown) {
+                r.provenance.imported_from.push(shown);
+            }
+        }
+    }
+    let benchmarks: Vec<BenchmarkResult> = order
+        .iter()
+        .filter_map(|n| collectors.remove(n))
+        .map(Collector::finish)
+        .collect();
+    Ok(run_results(benchmarks))
+}
