@@ -377,7 +377,7 @@ fn compare_exit_codes_and_json_contract() {
     assert_eq!(out.status.code(), Some(1));
     let md = std::fs::read_to_string(d.join("r.md")).unwrap();
     assert!(
-        md.starts_with("### ❌ kgate: REGRESSED: 3 regressions"),
+        md.starts_with("### ❌ kgate: REGRESSED: 1 regression"),
         "{md}"
     );
     assert!(md.contains("k&#124;&lt;b&gt;"), "names are escaped: {md}");

@@ -8,7 +8,10 @@ use std::process::Command;
 use assert_cmd::cargo::cargo_bin_cmd;
 
 fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success())
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 fn results(path: &Path) -> serde_json::Value {
@@ -16,13 +19,20 @@ fn results(path: &Path) -> serde_json::Value {
 }
 
 fn metric<'a>(bench: &'a serde_json::Value, name: &str) -> Option<&'a serde_json::Value> {
-    bench["metrics"].as_array().unwrap().iter().find(|m| m["name"] == name)
+    bench["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
 }
 
 #[test]
 fn perf_capture_records_counters_or_says_they_are_unavailable() {
     if !have("perf") {
-        assert!(std::env::var_os("CI").is_none(), "perf is missing; .ci/run installs linux-perf");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "perf is missing; .ci/run installs linux-perf"
+        );
         eprintln!("note: perf not installed; skipping");
         return;
     }
@@ -40,7 +50,12 @@ fn perf_capture_records_counters_or_says_they_are_unavailable() {
         .assert()
         .success();
     let r = results(&out);
-    assert!(r["environment"]["tools"]["perf"].as_str().unwrap().starts_with("perf version"));
+    assert!(
+        r["environment"]["tools"]["perf"]
+            .as_str()
+            .unwrap()
+            .starts_with("perf version")
+    );
     let b = &r["benchmarks"][0];
     let clock = metric(b, "task-clock").expect("task-clock is a software clock and always counts");
     assert_eq!(clock["source"], "timer");
@@ -66,7 +81,10 @@ fn perf_capture_records_counters_or_says_they_are_unavailable() {
                 .output()
                 .unwrap();
             let text = String::from_utf8_lossy(&report.stdout);
-            assert!(text.contains("spin: counter `instructions` unavailable (not supported)"), "{text}");
+            assert!(
+                text.contains("spin: counter `instructions` unavailable (not supported)"),
+                "{text}"
+            );
         }
     }
 }
@@ -91,7 +109,10 @@ fn copy_tree(from: &Path, to: &Path) {
 #[test]
 fn cachegrind_gate_catches_the_slow_matmul() {
     if !have("valgrind") {
-        assert!(std::env::var_os("CI").is_none(), "valgrind is missing; .ci/run installs it");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "valgrind is missing; .ci/run installs it"
+        );
         eprintln!("note: valgrind not installed; skipping");
         return;
     }
@@ -107,7 +128,14 @@ fn cachegrind_gate_catches_the_slow_matmul() {
         c
     };
     kgate()
-        .args(["run", "--no-progress", "--bench", "matmul_cachegrind", "-o", "fast.json"])
+        .args([
+            "run",
+            "--no-progress",
+            "--bench",
+            "matmul_cachegrind",
+            "-o",
+            "fast.json",
+        ])
         .assert()
         .success();
     kgate()
@@ -116,9 +144,20 @@ fn cachegrind_gate_catches_the_slow_matmul() {
         .success();
     let variants = d.join("examples/kernels/src/variants.rs");
     let text = std::fs::read_to_string(&variants).unwrap();
-    std::fs::write(&variants, text.replace("MATMUL: &str = \"blocked\"", "MATMUL: &str = \"naive\"")).unwrap();
+    std::fs::write(
+        &variants,
+        text.replace("MATMUL: &str = \"blocked\"", "MATMUL: &str = \"naive\""),
+    )
+    .unwrap();
     kgate()
-        .args(["run", "--no-progress", "--bench", "matmul_cachegrind", "-o", "slow.json"])
+        .args([
+            "run",
+            "--no-progress",
+            "--bench",
+            "matmul_cachegrind",
+            "-o",
+            "slow.json",
+        ])
         .assert()
         .success();
     let (fast, slow) = (results(&d.join("fast.json")), results(&d.join("slow.json")));
@@ -135,7 +174,13 @@ fn cachegrind_gate_catches_the_slow_matmul() {
     assert!(value(&slow, "estimated_cycles") > value(&fast, "estimated_cycles"));
 
     let out = kgate()
-        .args(["check", "--no-progress", "--no-build", "--bench", "matmul_cachegrind"])
+        .args([
+            "check",
+            "--no-progress",
+            "--no-build",
+            "--bench",
+            "matmul_cachegrind",
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -27,7 +27,7 @@ fn schemas_match_the_types() {
 fn the_example_config_and_baseline_parse_with_the_current_types() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let loaded = kgate::config::load(&root.join("kgate.yaml")).unwrap();
-    assert_eq!(loaded.config.benchmarks.len(), 2);
+    assert_eq!(loaded.config.benchmarks.len(), 4);
     let baseline =
         kgate::results::RunResults::load(&root.join(".kgate/baselines/default.json")).unwrap();
     let names: Vec<&str> = baseline
@@ -35,5 +35,8 @@ fn the_example_config_and_baseline_parse_with_the_current_types() {
         .iter()
         .map(|b| b.name.as_str())
         .collect();
-    assert_eq!(names, vec!["matmul", "reduce"]);
+    assert_eq!(
+        names,
+        vec!["matmul", "reduce", "matmul_cachegrind", "matmul_callgrind"]
+    );
 }
