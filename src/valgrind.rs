@@ -157,16 +157,15 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
         if let Some((key, value)) = header(trimmed) {
             let value = value.trim();
             match key {
-                "version" => {
-                    if tool == Tool::Callgrind && !matches!(value, "0" | "1") {
-                        return Err(err(
-                            n,
-                            format!(
-                                "unsupported format `version: {value}`; the callgrind format has versions 0 and 1 (is this file from a newer Valgrind, or corrupted?)"
-                            ),
-                        ));
-                    }
+                "version" if tool == Tool::Callgrind && !matches!(value, "0" | "1") => {
+                    return Err(err(
+                        n,
+                        format!(
+                            "unsupported format `version: {value}`; the callgrind format has versions 0 and 1 (is this file from a newer Valgrind, or corrupted?)"
+                        ),
+                    ));
                 }
+                "version" => {}
                 "creator" => creator = Some(value.to_string()),
                 "cmd" => command = Some(value.to_string()),
                 "positions" => {
