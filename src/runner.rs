@@ -81,8 +81,13 @@ pub struct ProcessSpec<'a> {
     pub argv: &'a [String],
     pub cwd: &'a Path,
     pub env: Vec<(String, String)>,
+    /// Start from an empty environment (plus [`FIXED_PATH`]) instead of inheriting kgate's.
+    pub clear_env: bool,
     pub timeout: Duration,
 }
+
+/// `PATH` of a process started with a cleared environment.
+pub const FIXED_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// Runs one process in its own process group, with a timeout that kills the whole group.
 pub fn run_process(spec: &ProcessSpec<'_>) -> std::io::Result<ProcessOutcome> {
@@ -91,6 +96,9 @@ pub fn run_process(spec: &ProcessSpec<'_>) -> std::io::Result<ProcessOutcome> {
         .split_first()
         .ok_or_else(|| std::io::Error::other("empty command"))?;
     let mut cmd = Command::new(program);
+    if spec.clear_env {
+        cmd.env_clear().env("PATH", FIXED_PATH);
+    }
     cmd.args(args)
         .current_dir(spec.cwd)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
@@ -233,6 +241,7 @@ pub fn run_builds(
             argv: &argv,
             cwd: &cwd,
             env: Vec::new(),
+            clear_env: false,
             timeout: BUILD_TIMEOUT,
         });
         if INTERRUPTED.load(Ordering::SeqCst) {
@@ -332,6 +341,7 @@ impl<'p> BenchmarkRun<'p> {
             ));
         }
         let mut argv = self.plan.command.argv();
+        let mut clear_env = false;
         // A counter capture runs the benchmark under its tool, which writes to a per-run file.
         let counter_capture = self.plan.captures.iter().copied().find(|c| c.wraps());
         let counter_path = self
@@ -339,6 +349,11 @@ impl<'p> BenchmarkRun<'p> {
             .path()
             .join(format!("run-{}.counters", self.runs));
         if let Some(kind) = counter_capture {
+            // Simulated counts depend on the memory layout, and the stack holds the environment:
+            // a caller's longer PATH or work-tree path would shift every address. Valgrind runs
+            // therefore get a fixed environment (as iai-callgrind does), so counts reproduce on
+            // any machine and in any clone.
+            clear_env = crate::cpu::valgrind_tool(kind).is_some();
             argv = crate::cpu::wrap(
                 kind,
                 &counter_path,
@@ -355,6 +370,7 @@ impl<'p> BenchmarkRun<'p> {
             argv: &argv,
             cwd: &self.cwd,
             env,
+            clear_env,
             timeout: self.plan.timeout,
         });
         if INTERRUPTED.load(Ordering::SeqCst) {
@@ -591,6 +607,7 @@ mod tests {
             argv: &argv,
             cwd: Path::new("."),
             env: Vec::new(),
+            clear_env: false,
             timeout,
         })
         .unwrap()
