@@ -6,15 +6,21 @@
 //! elsewhere; [`baseline`] and [`worktree`] supply what is compared against. The command-line
 //! layer ([`cli`], [`commands`]) only parses flags and calls into these.
 
+pub mod accelerator;
+pub mod adjust;
 pub mod baseline;
 pub mod capture;
+pub mod changepoint;
 pub mod cli;
 pub mod commands;
 pub mod compare;
 pub mod config;
+pub mod envkey;
 pub mod exit;
 pub mod fingerprint;
 pub mod fsutil;
+pub mod gitref;
+pub mod history;
 pub mod import;
 pub mod metric;
 pub mod plan;
@@ -24,6 +30,9 @@ pub mod render;
 pub mod results;
 pub mod runner;
 pub mod schema;
+pub mod selection;
+pub mod shard;
 pub mod stats;
 pub mod units;
+pub mod waivers;
 pub mod worktree;

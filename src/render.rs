@@ -55,6 +55,12 @@ pub fn summary_line(report: &Report) -> String {
     if s.missing > 0 {
         parts.push(format!("{} missing", s.missing));
     }
+    if s.skipped > 0 {
+        parts.push(format!("{} skipped", s.skipped));
+    }
+    if s.waived > 0 {
+        parts.push(format!("{} waived", s.waived));
+    }
     format!(
         "{} of {}",
         parts.join(", "),
@@ -96,7 +102,7 @@ fn verdict_color(v: Verdict) -> Color {
         Verdict::Improved => Color::Green,
         Verdict::Inconclusive => Color::Yellow,
         Verdict::Unchanged => Color::Reset,
-        Verdict::New | Verdict::Missing => Color::Cyan,
+        Verdict::New | Verdict::Missing | Verdict::Skipped => Color::Cyan,
     }
 }
 
