@@ -68,7 +68,10 @@ mod tests {
         assert_eq!(a.model, "NVIDIA H200");
         assert_eq!(a.driver.as_deref(), Some("570.86.15"));
         assert_eq!(a.clocks.get("sm_max_mhz").map(String::as_str), Some("1980"));
-        assert_eq!(a.clocks.get("mem_max_mhz").map(String::as_str), Some("3201"));
+        assert_eq!(
+            a.clocks.get("mem_max_mhz").map(String::as_str),
+            Some("3201")
+        );
         assert!(!a.clocks.contains_key("sm_app_mhz"));
         assert!(parse_nvidia_smi("\n").is_none());
         assert!(parse_nvidia_smi("[N/A], 1").is_none());

@@ -1,7 +1,9 @@
 //! Adjustments made to a report after the comparison: counts and verdict recomputed once
 //! waivers or diff-aware selection changed benchmark verdicts, and skipped benchmarks added.
 
-use crate::compare::{self, BenchmarkComparison, MetricComparison, Method, Report, RunVerdict, Verdict};
+use crate::compare::{
+    self, BenchmarkComparison, Method, MetricComparison, Report, RunVerdict, Verdict,
+};
 use crate::results::RunResults;
 use crate::stats;
 

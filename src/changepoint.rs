@@ -201,7 +201,10 @@ mod tests {
 
     #[test]
     fn noise_alone_has_no_change_point_and_results_are_reproducible() {
-        let flat: Vec<f64> = planted().iter().map(|v| if *v > 110.0 { v - 20.0 } else { *v }).collect();
+        let flat: Vec<f64> = planted()
+            .iter()
+            .map(|v| if *v > 110.0 { v - 20.0 } else { *v })
+            .collect();
         assert!(e_divisive(&flat, &Settings::default()).is_empty());
         let two_steps: Vec<f64> = (0..30)
             .map(|i| match i {

@@ -349,7 +349,8 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
     scale::check_environments(
         &base,
         &head,
-        args.allow_fingerprint_mismatch || gate.as_ref().is_some_and(|g| g.allow_fingerprint_mismatch),
+        args.allow_fingerprint_mismatch
+            || gate.as_ref().is_some_and(|g| g.allow_fingerprint_mismatch),
         &mut report,
     )?;
     scale::apply_waivers(&root, &mut report)?;

@@ -26,7 +26,11 @@ pub fn key_fields(f: &Fingerprint) -> Vec<(String, String)> {
     for (name, v) in &f.clocks {
         out.push((format!("clocks.{name}"), v.clone()));
     }
-    for (name, v) in f.tools.iter().filter(|(name, _)| !IGNORED_TOOLS.contains(&name.as_str())) {
+    for (name, v) in f
+        .tools
+        .iter()
+        .filter(|(name, _)| !IGNORED_TOOLS.contains(&name.as_str()))
+    {
         out.push((format!("tools.{name}"), v.clone()));
     }
     out
@@ -62,7 +66,12 @@ pub fn key_differences(base: &Fingerprint, head: &Fingerprint) -> Vec<String> {
     let both = |n: &str| {
         !n.starts_with("tools.") || (a.iter().any(|(x, _)| x == n) && b.iter().any(|(x, _)| x == n))
     };
-    let mut names: Vec<&String> = a.iter().chain(&b).map(|(n, _)| n).filter(|n| both(n)).collect();
+    let mut names: Vec<&String> = a
+        .iter()
+        .chain(&b)
+        .map(|(n, _)| n)
+        .filter(|n| both(n))
+        .collect();
     names.sort();
     names.dedup();
     let get = |side: &[(String, String)], name: &str| {
@@ -154,10 +163,17 @@ mod tests {
         assert_ne!(baseline_key(&a), baseline_key(&d));
         let mut e = a.clone();
         e.tools.insert("git".into(), "git version 2.39".into());
-        assert_eq!(baseline_key(&a), baseline_key(&e), "git's version does not matter");
+        assert_eq!(
+            baseline_key(&a),
+            baseline_key(&e),
+            "git's version does not matter"
+        );
         e.tools.insert("cargo".into(), "cargo 1.89.0".into());
         assert_ne!(baseline_key(&a), baseline_key(&e), "the compiler's does");
-        assert!(key_differences(&a, &e).is_empty(), "a tool recorded on one side only");
+        assert!(
+            key_differences(&a, &e).is_empty(),
+            "a tool recorded on one side only"
+        );
         let mut f = e.clone();
         f.tools.insert("cargo".into(), "cargo 1.90.0".into());
         assert_eq!(

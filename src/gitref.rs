@@ -65,7 +65,12 @@ pub fn toplevel(dir: &Path) -> Result<PathBuf, GitError> {
 pub fn resolve(dir: &Path, reference: &str) -> Result<String, GitError> {
     git_text(
         dir,
-        &["rev-parse", "--verify", "--quiet", &format!("{reference}^{{commit}}")],
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{reference}^{{commit}}"),
+        ],
     )
     .ok()
     .filter(|c| !c.is_empty())
@@ -118,7 +123,9 @@ pub fn repo_relative(dir: &Path, file: &Path) -> Result<String, GitError> {
     };
     // Canonicalize the folder (the file itself may not exist in the work tree).
     let parent = absolute.parent().unwrap_or(Path::new("/"));
-    let parent = parent.canonicalize().unwrap_or_else(|_| parent.to_path_buf());
+    let parent = parent
+        .canonicalize()
+        .unwrap_or_else(|_| parent.to_path_buf());
     let full = parent.join(absolute.file_name().unwrap_or_default());
     let rel = full.strip_prefix(&top).map_err(|_| GitError::Failed {
         args: "show".into(),
@@ -132,7 +139,12 @@ pub fn repo_relative(dir: &Path, file: &Path) -> Result<String, GitError> {
 }
 
 /// A file's bytes at a commit, read with `git show COMMIT:PATH`.
-pub fn show(dir: &Path, commit: &str, repo_path: &str, reference: &str) -> Result<Vec<u8>, GitError> {
+pub fn show(
+    dir: &Path,
+    commit: &str,
+    repo_path: &str,
+    reference: &str,
+) -> Result<Vec<u8>, GitError> {
     git(dir, &["show", &format!("{commit}:{repo_path}")]).map_err(|_| GitError::MissingFile {
         path: repo_path.to_string(),
         reference: reference.to_string(),
@@ -152,7 +164,13 @@ pub fn changed_files(dir: &Path, reference: &str) -> Result<Vec<String>, GitErro
     for args in [
         &["diff", "--name-only", "-z", range.as_str()][..],
         &["diff", "--name-only", "-z", "HEAD"],
-        &["ls-files", "--others", "--exclude-standard", "-z", "--full-name"],
+        &[
+            "ls-files",
+            "--others",
+            "--exclude-standard",
+            "-z",
+            "--full-name",
+        ],
     ] {
         let out = git(&top, args)?;
         files.extend(

@@ -49,8 +49,15 @@ fn name_hash(name: &str) -> u64 {
 
 /// Assigns every benchmark to one of `count` shards; returns the names per shard (0-based), each
 /// in the input order.
-pub fn assign(names: &[String], durations: &BTreeMap<String, f64>, count: usize) -> Vec<Vec<String>> {
-    let known: Vec<f64> = names.iter().filter_map(|n| durations.get(n).copied()).collect();
+pub fn assign(
+    names: &[String],
+    durations: &BTreeMap<String, f64>,
+    count: usize,
+) -> Vec<Vec<String>> {
+    let known: Vec<f64> = names
+        .iter()
+        .filter_map(|n| durations.get(n).copied())
+        .collect();
     let fallback = if known.is_empty() {
         1.0
     } else {
@@ -58,7 +65,13 @@ pub fn assign(names: &[String], durations: &BTreeMap<String, f64>, count: usize)
     };
     let mut order: Vec<(f64, u64, &String)> = names
         .iter()
-        .map(|n| (durations.get(n).copied().unwrap_or(fallback), name_hash(n), n))
+        .map(|n| {
+            (
+                durations.get(n).copied().unwrap_or(fallback),
+                name_hash(n),
+                n,
+            )
+        })
         .collect();
     order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(b.2)));
     let mut load = vec![0.0_f64; count.max(1)];
@@ -82,7 +95,9 @@ pub fn assign(names: &[String], durations: &BTreeMap<String, f64>, count: usize)
 pub enum MergeError {
     #[error("nothing to merge; give the shard result files")]
     Empty,
-    #[error("benchmark `{name}` appears in both `{first}` and `{second}`; each benchmark must come from one shard")]
+    #[error(
+        "benchmark `{name}` appears in both `{first}` and `{second}`; each benchmark must come from one shard"
+    )]
     Duplicate {
         name: String,
         first: String,
@@ -94,7 +109,9 @@ pub enum MergeError {
         first: String,
         differences: Vec<String>,
     },
-    #[error("`{file}` measured commit {theirs}, `{first}` measured {ours}; merge shards of the same revision")]
+    #[error(
+        "`{file}` measured commit {theirs}, `{first}` measured {ours}; merge shards of the same revision"
+    )]
     Revision {
         file: String,
         first: String,
@@ -177,7 +194,10 @@ mod tests {
             want.sort();
             assert_eq!(seen, want, "{count} shards");
             let sizes: Vec<usize> = shards.iter().map(Vec::len).collect();
-            assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1, "{sizes:?}");
+            assert!(
+                sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1,
+                "{sizes:?}"
+            );
             assert_eq!(shards, assign(&all, &BTreeMap::new(), count), "stable");
         }
     }
@@ -185,14 +205,24 @@ mod tests {
     #[test]
     fn durations_balance_the_load() {
         let all = names(5);
-        let durations: BTreeMap<String, f64> = [("bench_0", 10.0), ("bench_1", 6.0), ("bench_2", 4.0), ("bench_3", 3.0), ("bench_4", 3.0)]
-            .into_iter()
-            .map(|(n, d)| (n.to_string(), d))
-            .collect();
+        let durations: BTreeMap<String, f64> = [
+            ("bench_0", 10.0),
+            ("bench_1", 6.0),
+            ("bench_2", 4.0),
+            ("bench_3", 3.0),
+            ("bench_4", 3.0),
+        ]
+        .into_iter()
+        .map(|(n, d)| (n.to_string(), d))
+        .collect();
         let shards = assign(&all, &durations, 2);
         let load = |s: &Vec<String>| s.iter().map(|n| durations[n]).sum::<f64>();
         // LPT: 10 | 6, then 4 → 6+4, 3 → 10+3 or 10, …: the loads are 13 and 13.
-        assert_eq!((load(&shards[0]), load(&shards[1])), (13.0, 13.0), "{shards:?}");
+        assert_eq!(
+            (load(&shards[0]), load(&shards[1])),
+            (13.0, 13.0),
+            "{shards:?}"
+        );
         assert_eq!(shards[0][0], "bench_0");
     }
 }

@@ -108,7 +108,9 @@ impl Clock<'_> {
     /// `None` while the waiver applies; why it expired otherwise.
     pub fn expired(&self, w: &Waiver) -> Option<String> {
         match &w.expiry {
-            Expiry::Date(d) => (self.today.as_str() > d.as_str()).then(|| format!("expired on {d}")),
+            Expiry::Date(d) => {
+                (self.today.as_str() > d.as_str()).then(|| format!("expired on {d}"))
+            }
             Expiry::Commit(c) => {
                 let reached = self
                     .repo
@@ -170,7 +172,10 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Waiver>, WaiverError> {
     let mut out = Vec::new();
     for (i, w) in spec.waivers.into_iter().enumerate() {
         let at = |key: &str, msg: String| WaiverError::Invalid {
-            message: format!("{file}:{}: key `waivers[{i}].{key}`: {msg}", item_line(text, i)),
+            message: format!(
+                "{file}:{}: key `waivers[{i}].{key}`: {msg}",
+                item_line(text, i)
+            ),
         };
         let glob = |key: &str, pattern: &str| {
             Glob::new(pattern)
@@ -178,30 +183,49 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Waiver>, WaiverError> {
                 .map_err(|e| at(key, format!("`{pattern}` is not a glob pattern ({e})")))
         };
         if w.reason.trim().is_empty() {
-            return Err(at("reason", "the reason is empty; say why the regression is accepted".into()));
+            return Err(at(
+                "reason",
+                "the reason is empty; say why the regression is accepted".into(),
+            ));
         }
         let expiry = match (w.expires, w.until_commit) {
             (Some(d), None) => {
                 let valid = d.len() == 10
                     && d.char_indices().all(|(k, c)| {
-                        if k == 4 || k == 7 { c == '-' } else { c.is_ascii_digit() }
+                        if k == 4 || k == 7 {
+                            c == '-'
+                        } else {
+                            c.is_ascii_digit()
+                        }
                     });
                 if !valid {
-                    return Err(at("expires", format!("`{d}` is not a date; write it as YYYY-MM-DD, such as 2026-12-31")));
+                    return Err(at(
+                        "expires",
+                        format!("`{d}` is not a date; write it as YYYY-MM-DD, such as 2026-12-31"),
+                    ));
                 }
                 Expiry::Date(d)
             }
             (None, Some(c)) => {
                 if c.len() < 7 || !c.chars().all(|ch| ch.is_ascii_hexdigit()) {
-                    return Err(at("until_commit", format!("`{c}` is not a commit hash; give at least 7 hex digits")));
+                    return Err(at(
+                        "until_commit",
+                        format!("`{c}` is not a commit hash; give at least 7 hex digits"),
+                    ));
                 }
                 Expiry::Commit(c)
             }
             (Some(_), Some(_)) => {
-                return Err(at("expires", "give either `expires` or `until_commit`, not both".into()));
+                return Err(at(
+                    "expires",
+                    "give either `expires` or `until_commit`, not both".into(),
+                ));
             }
             (None, None) => {
-                return Err(at("expires", "a waiver must expire: add `expires: YYYY-MM-DD` or `until_commit: SHA`".into()));
+                return Err(at(
+                    "expires",
+                    "a waiver must expire: add `expires: YYYY-MM-DD` or `until_commit: SHA`".into(),
+                ));
             }
         };
         out.push(Waiver {
@@ -261,7 +285,9 @@ pub fn apply(report: &mut Report, waivers: &[Waiver], clock: &Clock<'_>) {
         let rest: Vec<_> = b
             .metrics
             .iter()
-            .filter(|m| m.gates && !m.waived && !matches!(m.verdict, Verdict::New | Verdict::Missing))
+            .filter(|m| {
+                m.gates && !m.waived && !matches!(m.verdict, Verdict::New | Verdict::Missing)
+            })
             .collect();
         let verdict = [Verdict::Regressed, Verdict::Inconclusive, Verdict::Improved]
             .into_iter()
@@ -274,19 +300,27 @@ pub fn apply(report: &mut Report, waivers: &[Waiver], clock: &Clock<'_>) {
             .metrics
             .iter()
             .filter(|m| m.waived)
-            .map(|m| format!("{}: {} (waived: {})", m.name, m.reason, m.waiver.as_deref().unwrap_or("")))
+            .map(|m| {
+                format!(
+                    "{}: {} (waived: {})",
+                    m.name,
+                    m.reason,
+                    m.waiver.as_deref().unwrap_or("")
+                )
+            })
             .collect();
         b.verdict = verdict;
-        b.explanation = if rest.iter().any(|m| m.verdict == verdict) && verdict != Verdict::Unchanged {
-            let kept: Vec<String> = rest
-                .iter()
-                .filter(|m| m.verdict == verdict)
-                .map(|m| format!("{}: {}", m.name, m.reason))
-                .collect();
-            format!("{}; {}", kept.join("; "), notes.join("; "))
-        } else {
-            notes.join("; ")
-        };
+        b.explanation =
+            if rest.iter().any(|m| m.verdict == verdict) && verdict != Verdict::Unchanged {
+                let kept: Vec<String> = rest
+                    .iter()
+                    .filter(|m| m.verdict == verdict)
+                    .map(|m| format!("{}: {}", m.name, m.reason))
+                    .collect();
+                format!("{}; {}", kept.join("; "), notes.join("; "))
+            } else {
+                notes.join("; ")
+            };
     }
     crate::adjust::recount(report);
     report.summary.waived = waived_benchmarks;
@@ -307,22 +341,54 @@ mod tests {
         assert!(w[1].covers("reduce", "anything"));
         assert_eq!(w[0].expiry, Expiry::Date("2026-12-31".into()));
         assert_eq!(w[1].expiry, Expiry::Commit("abcdef1".into()));
-        let clock = Clock { today: "2026-12-31".into(), repo: None };
+        let clock = Clock {
+            today: "2026-12-31".into(),
+            repo: None,
+        };
         assert_eq!(clock.expired(&w[0]), None);
-        let later = Clock { today: "2027-01-01".into(), repo: None };
-        assert_eq!(later.expired(&w[0]).as_deref(), Some("expired on 2026-12-31"));
+        let later = Clock {
+            today: "2027-01-01".into(),
+            repo: None,
+        };
+        assert_eq!(
+            later.expired(&w[0]).as_deref(),
+            Some("expired on 2026-12-31")
+        );
     }
 
     #[test]
     fn malformed_files_get_located_messages() {
-        let e = parse("waivers:\n  - benchmark: a\n    reason: r\n", "w.yaml").unwrap_err().to_string();
-        assert_eq!(e, "w.yaml:2: key `waivers[0].expires`: a waiver must expire: add `expires: YYYY-MM-DD` or `until_commit: SHA`");
-        let e = parse("waivers:\n  - benchmark: a\n    reason: r\n    expires: 31/12/2026\n", "w.yaml").unwrap_err().to_string();
+        let e = parse("waivers:\n  - benchmark: a\n    reason: r\n", "w.yaml")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "w.yaml:2: key `waivers[0].expires`: a waiver must expire: add `expires: YYYY-MM-DD` or `until_commit: SHA`"
+        );
+        let e = parse(
+            "waivers:\n  - benchmark: a\n    reason: r\n    expires: 31/12/2026\n",
+            "w.yaml",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("`31/12/2026` is not a date"), "{e}");
-        let e = parse("waivers:\n  - benchmark: a\n    reson: r\n    expires: 2026-01-01\n", "w.yaml").unwrap_err().to_string();
+        let e = parse(
+            "waivers:\n  - benchmark: a\n    reson: r\n    expires: 2026-01-01\n",
+            "w.yaml",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.starts_with("w.yaml:3:"), "{e}");
         assert!(e.contains("reson"), "{e}");
-        let e = parse("waivers:\n  - benchmark: \"a[\"\n    reason: r\n    expires: 2026-01-01\n", "w.yaml").unwrap_err().to_string();
-        assert!(e.contains("key `waivers[0].benchmark`") && e.contains("not a glob"), "{e}");
+        let e = parse(
+            "waivers:\n  - benchmark: \"a[\"\n    reason: r\n    expires: 2026-01-01\n",
+            "w.yaml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("key `waivers[0].benchmark`") && e.contains("not a glob"),
+            "{e}"
+        );
     }
 }

@@ -29,7 +29,10 @@ pub fn baseline_at_ref(root: &Path, path: &Path, reference: &str) -> Result<RunR
     let commit = gitref::merge_base(root, reference)?;
     let repo_path = gitref::repo_relative(root, path)?;
     let bytes = gitref::show(root, &commit, &repo_path, reference)?;
-    let label = format!("{repo_path} at {} (merge-base of {reference} and HEAD)", &commit[..12]);
+    let label = format!(
+        "{repo_path} at {} (merge-base of {reference} and HEAD)",
+        &commit[..12]
+    );
     eprintln!("baseline: {label}");
     let dir = tempfile::tempdir()?;
     let copy = dir.path().join("baseline.json");
@@ -112,7 +115,11 @@ pub fn shard_selection(
         shard.count,
         mine.len(),
         names.len(),
-        if mine.is_empty() { "none".to_string() } else { mine.join(", ") }
+        if mine.is_empty() {
+            "none".to_string()
+        } else {
+            mine.join(", ")
+        }
     );
     if mine.is_empty() {
         return Ok(None);
@@ -198,7 +205,10 @@ pub fn baseline_update(
     };
     let diff = baseline::median_diff(old.as_ref(), fresh, &args.name);
     if diff.is_empty() && old.as_ref() == Some(fresh) {
-        eprintln!("baseline `{}` is already these results; nothing to do", args.name);
+        eprintln!(
+            "baseline `{}` is already these results; nothing to do",
+            args.name
+        );
         return Ok(ExitStatus::PASS);
     }
     if diff.is_empty() {
@@ -296,7 +306,10 @@ pub fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&json!({"key": key, "metrics": value}))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"key": key, "metrics": value}))?
+        );
         return Ok(ExitStatus::PASS);
     }
     println!(
@@ -309,11 +322,21 @@ pub fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
     for (bench, metric, series, points) in &out {
         println!("\n{bench} / {metric}: {} runs", series.len());
         for (i, s) in series.iter().enumerate() {
-            let commit = s.commit.as_deref().map(|c| &c[..12.min(c.len())]).unwrap_or("-");
+            let commit = s
+                .commit
+                .as_deref()
+                .map(|c| &c[..12.min(c.len())])
+                .unwrap_or("-");
             let mark = points
                 .iter()
                 .find(|p| p.index == i)
-                .map(|p| format!("  ◀ change point: {} (p = {})", format_change(p.relative_change), crate::compare::format_p(p.p_value)))
+                .map(|p| {
+                    format!(
+                        "  ◀ change point: {} (p = {})",
+                        format_change(p.relative_change),
+                        crate::compare::format_p(p.p_value)
+                    )
+                })
                 .unwrap_or_default();
             println!(
                 "  {}  {commit}  {:>12}  n={}{mark}",
