@@ -33,7 +33,7 @@ impl Default for Settings {
             max_p: 0.05,
             permutations: 199,
             min_segment: 3,
-            seed: 0x6b67_6174_65,
+            seed: 0x006b_6761_7465,
         }
     }
 }

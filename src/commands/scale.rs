@@ -149,7 +149,7 @@ pub fn changed_selection(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let config_changed = local.iter().any(|f| *f == config_name);
+    let config_changed = local.contains(&config_name);
     let wanted: Vec<_> = loaded
         .config
         .benchmarks
