@@ -269,7 +269,15 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
                     path.display()
                 );
                 eprintln!("error: {reason}");
-                let report = compare::no_baseline(&head, &policy, reason);
+                let mut report = compare::no_baseline(&head, &policy, reason);
+                if !skipped.is_empty() {
+                    crate::adjust::mark_skipped(
+                        &mut report,
+                        &skipped,
+                        None,
+                        "skipped: not affected by the changed files",
+                    );
+                }
                 save_candidate(&head, &args)?;
                 let status = emit_report(&report, &args.report, fail_on_inconclusive)?;
                 return Ok(report_failures(&head).max(status));

@@ -860,3 +860,47 @@ fn check_refuses_a_foreign_baseline_reads_one_from_a_ref_and_records_history() {
     assert_eq!(series[0].summary.median, 300.0);
     assert_eq!(series[0].summary.n, 3);
 }
+
+#[test]
+fn waived_regressions_are_labelled_in_the_table_and_markdown() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(
+        dir,
+        "base.json",
+        &results("cpu", "a", "2026-01-01T00:00:00Z", &[("mm", &BASE)]),
+    );
+    write(
+        dir,
+        "head.json",
+        &results("cpu", "b", "2026-01-02T00:00:00Z", &[("mm", &SLOW)]),
+    );
+    write(
+        dir,
+        ".kgate/waivers.yaml",
+        "waivers:\n  - benchmark: mm\n    reason: \"accepted <b>trade-off</b>\"\n    expires: 2999-01-01\n",
+    );
+    let out = kgate(dir)
+        .args(["compare", "base.json", "head.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.starts_with("PASS: 0 regressions, 0 improvements, 1 unchanged, 0 inconclusive, 1 waived of 1 benchmark"), "{table}");
+    assert!(table.contains("regressed (waived)"), "{table}");
+    assert!(table.contains("waived mm: kernel_time: +19.9 %"), "{table}");
+    let out = kgate(dir)
+        .args(["compare", "base.json", "head.json", "--format", "markdown"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        md.contains("- **mm** waived: kernel\\_time: +19.9 %"),
+        "{md}"
+    );
+    assert!(
+        md.contains("accepted &lt;b&gt;trade-off&lt;/b&gt;"),
+        "the reason is escaped: {md}"
+    );
+    assert!(!md.contains("<b>"), "{md}");
+}
