@@ -49,6 +49,45 @@ pub fn save(path: &Path, results: &RunResults, force: bool) -> Result<(), Baseli
     Ok(())
 }
 
+/// One line per benchmark and metric: `name / metric: median unit (n = N)`, the view of a
+/// baseline that `kgate baseline update` diffs.
+pub fn median_lines(results: &RunResults) -> String {
+    let mut out = String::new();
+    for b in &results.benchmarks {
+        if b.status == crate::results::Status::Failed {
+            out.push_str(&format!("{}: failed\n", b.name));
+            continue;
+        }
+        for m in &b.metrics {
+            match crate::stats::summarize(&m.values) {
+                Some(s) => out.push_str(&format!(
+                    "{} / {}: {} (n = {})\n",
+                    b.name,
+                    m.name,
+                    crate::units::format_value(s.median, &m.unit),
+                    s.n
+                )),
+                None => out.push_str(&format!("{} / {}: no valid samples\n", b.name, m.name)),
+            }
+        }
+    }
+    out
+}
+
+/// A unified diff of the medians of two baselines (`similar`), empty when nothing changes.
+pub fn median_diff(old: Option<&RunResults>, new: &RunResults, name: &str) -> String {
+    let before = old.map(median_lines).unwrap_or_default();
+    let after = median_lines(new);
+    if before == after {
+        return String::new();
+    }
+    similar::TextDiff::from_lines(&before, &after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("{name} (stored)"), &format!("{name} (new)"))
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

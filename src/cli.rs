@@ -44,6 +44,10 @@ pub enum Commands {
     /// Manage stored baselines.
     #[command(subcommand)]
     Baseline(BaselineCommand),
+    /// Join shard results (`kgate run --shard i/n`) into one results file.
+    Merge(MergeArgs),
+    /// Show each metric's history and the change points found in it, or record results.
+    History(HistoryArgs),
     /// Write a commented starter configuration.
     Init(InitArgs),
     /// Check a configuration file and report the first problem.
@@ -77,6 +81,13 @@ pub struct RunArgs {
     /// Write the results here instead of to stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Run only shard i of n (1-based, such as `2/4`); benchmarks are assigned stably and
+    /// balanced by their recorded durations.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<crate::shard::Shard>,
+    /// Also append the results to the history under `.kgate/history/`.
+    #[arg(long)]
+    pub record: bool,
 }
 
 /// Report output flags.
@@ -109,6 +120,21 @@ pub struct CheckArgs {
     /// Also write the candidate's results here.
     #[arg(long, value_name = "FILE")]
     pub save_results: Option<PathBuf>,
+    /// Read the baseline file as committed at the merge-base of REF and HEAD (for a pull
+    /// request, the commit it forked from), without checking anything out.
+    #[arg(long, value_name = "REF", conflicts_with = "against")]
+    pub baseline_ref: Option<String>,
+    /// Compare even when baseline and candidate come from different environments; the report
+    /// says so.
+    #[arg(long)]
+    pub allow_fingerprint_mismatch: bool,
+    /// Run only benchmarks whose `paths` match a file changed since REF (REF...HEAD plus
+    /// uncommitted changes); report the others as skipped with their baseline values.
+    #[arg(long, value_name = "REF", conflicts_with = "against")]
+    pub changed_since: Option<String>,
+    /// Also append the candidate's results to the history under `.kgate/history/`.
+    #[arg(long)]
+    pub record: bool,
 }
 
 #[derive(Debug, Args)]
@@ -122,6 +148,12 @@ pub struct CompareArgs {
     /// Significance level (default: the configuration's when -c is given, else 0.01).
     #[arg(long)]
     pub alpha: Option<f64>,
+    /// Read BASE (a path in the repository) as committed at the merge-base of REF and HEAD.
+    #[arg(long, value_name = "REF")]
+    pub baseline_ref: Option<String>,
+    /// Compare even when the two files come from different environments; the report says so.
+    #[arg(long)]
+    pub allow_fingerprint_mismatch: bool,
 }
 
 #[derive(Debug, Args)]
@@ -141,6 +173,62 @@ pub struct ImportArgs {
 pub enum BaselineCommand {
     /// Store results as a baseline (runs the suite when no results file is given).
     Save(BaselineSaveArgs),
+    /// Replace a baseline with new results, showing the change of every median first.
+    Update(BaselineUpdateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineUpdateArgs {
+    /// Results file to store; without it the benchmarks are run now.
+    pub results: Option<PathBuf>,
+    /// Baseline name.
+    #[arg(long, default_value = crate::baseline::DEFAULT_NAME)]
+    pub name: String,
+    /// Write without asking (required when stdin is not a terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    #[command(flatten)]
+    pub selection: RunSelection,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard result files.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Write the merged results here instead of to stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct HistoryArgs {
+    #[command(subcommand)]
+    pub action: Option<HistoryAction>,
+    /// Only this benchmark.
+    #[arg(long = "bench", value_name = "NAME")]
+    pub bench: Option<String>,
+    /// Only this metric.
+    #[arg(long, value_name = "NAME")]
+    pub metric: Option<String>,
+    /// The environment's baseline key (default: this machine's; `kgate history --key list`
+    /// prints the keys with a history).
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HistoryAction {
+    /// Append results files to the history of their environment.
+    Record {
+        /// Results files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+mod scale;
+
 use crate::baseline;
 use crate::cli::{
     BaselineCommand, CheckArgs, Cli, Commands, CompareArgs, ImportArgs, ReportArgs, RunSelection,
@@ -30,9 +32,39 @@ pub fn execute(cli: Cli) -> Result<u8> {
     match cli.command {
         Commands::Run(args) => {
             let loaded = load_config(&cli.config)?;
-            let results = run_suite(&loaded, &args.selection)?;
+            let selection = match args.shard {
+                Some(shard) => scale::shard_selection(&loaded, &args.selection, shard)?,
+                None => Some(args.selection.clone()),
+            };
+            let results = match selection {
+                Some(selection) => run_suite(&loaded, &selection)?,
+                None => scale::empty_run(&loaded.root),
+            };
             emit_results(&results, args.output.as_deref())?;
+            if args.record {
+                scale::record(&loaded.root, &results)?;
+            }
             Ok(report_failures(&results))
+        }
+        Commands::Merge(args) => scale::merge(&args),
+        Commands::History(args) => {
+            let root = match cli.config.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => std::path::PathBuf::from("."),
+            };
+            scale::history(&root, &args)
+        }
+        Commands::Baseline(BaselineCommand::Update(args)) => {
+            let loaded = load_config(&cli.config)?;
+            let results = match &args.results {
+                Some(path) => RunResults::load(path)?,
+                None => run_suite(&loaded, &args.selection)?,
+            };
+            if results.has_failures() {
+                report_failures(&results);
+                bail!("not updating a baseline from a run with failed benchmarks");
+            }
+            scale::baseline_update(&loaded, &args, &results)
         }
         Commands::Check(args) => check(&cli.config, args),
         Commands::Compare(args) => compare_files(&cli.config, args),
@@ -214,26 +246,69 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
         }
         None => {
             let path = baseline::resolve(&loaded.root, &args.baseline)?;
-            if !path.exists() {
-                let head = run_suite(&loaded, &args.selection)?;
+            let (selection, skipped) = match &args.changed_since {
+                Some(reference) => {
+                    let (run, skipped) =
+                        scale::changed_selection(&loaded, &args.selection, reference)?;
+                    let selection = (!run.is_empty()).then(|| RunSelection {
+                        bench: run,
+                        ..args.selection.clone()
+                    });
+                    (selection, skipped)
+                }
+                None => (Some(args.selection.clone()), Vec::new()),
+            };
+            let run_selected = |selection: &Option<RunSelection>| match selection {
+                Some(selection) => run_suite(&loaded, selection),
+                None => Ok(scale::empty_run(&loaded.root)),
+            };
+            if args.baseline_ref.is_none() && !path.exists() {
+                let head = run_selected(&selection)?;
                 let reason = format!(
                     "no baseline at {}; store one with `kgate baseline save`, or compare against a revision with `kgate check --against REF`",
                     path.display()
                 );
                 eprintln!("error: {reason}");
-                let report = compare::no_baseline(&head, &policy, reason);
+                let mut report = compare::no_baseline(&head, &policy, reason);
+                if !skipped.is_empty() {
+                    crate::adjust::mark_skipped(
+                        &mut report,
+                        &skipped,
+                        None,
+                        "skipped: not affected by the changed files",
+                    );
+                }
                 save_candidate(&head, &args)?;
                 let status = emit_report(&report, &args.report, fail_on_inconclusive)?;
                 return Ok(report_failures(&head).max(status));
             }
-            let base = RunResults::load(&path).context("cannot read the stored baseline")?;
-            let head = run_suite(&loaded, &args.selection)?;
-            (
-                compare::compare(&base, &head, &policy, Design::StoredBaseline),
-                head,
-            )
+            let base = match &args.baseline_ref {
+                Some(reference) => scale::baseline_at_ref(&loaded.root, &path, reference)?,
+                None => RunResults::load(&path).context("cannot read the stored baseline")?,
+            };
+            let head = run_selected(&selection)?;
+            let mut report = compare::compare(&base, &head, &policy, Design::StoredBaseline);
+            scale::check_environments(
+                &base,
+                &head,
+                args.allow_fingerprint_mismatch || loaded.config.gate.allow_fingerprint_mismatch,
+                &mut report,
+            )?;
+            if !skipped.is_empty() {
+                let why = format!(
+                    "skipped: no file changed since {} matches its `paths`",
+                    args.changed_since.as_deref().unwrap_or("the reference")
+                );
+                crate::adjust::mark_skipped(&mut report, &skipped, Some(&base), &why);
+            }
+            (report, head)
         }
     };
+    let mut report = report;
+    scale::apply_waivers(&loaded.root, &mut report)?;
+    if args.record {
+        scale::record(&loaded.root, &head)?;
+    }
     save_candidate(&head, &args)?;
     let status = emit_report(&report, &args.report, fail_on_inconclusive)?;
     let failures = report_failures(&head);
@@ -254,7 +329,14 @@ fn save_candidate(head: &RunResults, args: &CheckArgs) -> Result<()> {
 }
 
 fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
-    let base = RunResults::load(&args.base)?;
+    let root = match config_path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let base = match &args.baseline_ref {
+        Some(reference) => scale::baseline_at_ref(&root, &args.base, reference)?,
+        None => RunResults::load(&args.base)?,
+    };
     let head = RunResults::load(&args.head)?;
     // The configuration's gate policy applies only when one is named explicitly or present.
     let gate = if config_path.exists() {
@@ -271,7 +353,15 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
         }
         policy.alpha = alpha;
     }
-    let report = compare::compare(&base, &head, &policy, Design::Files);
+    let mut report = compare::compare(&base, &head, &policy, Design::Files);
+    scale::check_environments(
+        &base,
+        &head,
+        args.allow_fingerprint_mismatch
+            || gate.as_ref().is_some_and(|g| g.allow_fingerprint_mismatch),
+        &mut report,
+    )?;
+    scale::apply_waivers(&root, &mut report)?;
     emit_report(
         &report,
         &args.report,

@@ -42,6 +42,8 @@ pub enum Verdict {
     Unchanged,
     New,
     Missing,
+    /// Not run because no changed file matches its `paths` (`kgate check --changed-since`).
+    Skipped,
 }
 
 impl Verdict {
@@ -53,6 +55,7 @@ impl Verdict {
             Verdict::Unchanged => "unchanged",
             Verdict::New => "new",
             Verdict::Missing => "missing",
+            Verdict::Skipped => "skipped",
         }
     }
 }
@@ -115,6 +118,12 @@ pub struct Counts {
     pub inconclusive: usize,
     pub new: usize,
     pub missing: usize,
+    /// Benchmarks not run by diff-aware selection.
+    #[serde(default)]
+    pub skipped: usize,
+    /// Benchmarks whose only regressions are waived (their verdict leaves the waived metrics out).
+    #[serde(default)]
+    pub waived: usize,
     pub total: usize,
 }
 
@@ -151,6 +160,12 @@ pub struct MetricComparison {
     pub ci: Option<[f64; 2]>,
     /// Two-sided p-value of the rank test.
     pub p_value: Option<f64>,
+    /// A regression accepted by a waiver in `.kgate/waivers.yaml`; it does not fail the gate.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub waived: bool,
+    /// The matching waiver's reason (prefixed `expired …:` when it no longer applies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiver: Option<String>,
 }
 
 /// What decides verdicts and which sources may fail the build.
@@ -272,7 +287,7 @@ pub fn no_baseline(head: &RunResults, policy: &ComparePolicy, reason: String) ->
     }
 }
 
-fn count(benchmarks: &[BenchmarkComparison]) -> Counts {
+pub fn count(benchmarks: &[BenchmarkComparison]) -> Counts {
     let mut c = Counts {
         total: benchmarks.len(),
         ..Counts::default()
@@ -285,6 +300,7 @@ fn count(benchmarks: &[BenchmarkComparison]) -> Counts {
             Verdict::Inconclusive => c.inconclusive += 1,
             Verdict::New => c.new += 1,
             Verdict::Missing => c.missing += 1,
+            Verdict::Skipped => c.skipped += 1,
         }
     }
     c
@@ -389,6 +405,8 @@ fn blank(m: &MetricSamples, policy: &ComparePolicy) -> MetricComparison {
         change: None,
         ci: None,
         p_value: None,
+        waived: false,
+        waiver: None,
     }
 }
 

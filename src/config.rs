@@ -75,6 +75,10 @@ pub struct GatePolicy {
     /// Metric sources allowed to fail the build (default hardware, derived, timer, simulated).
     #[serde(default = "default_sources")]
     pub sources: Vec<Source>,
+    /// Compare against a baseline from a different environment (CPU or accelerator model,
+    /// driver, clocks, tool versions) with a warning instead of refusing (default false).
+    #[serde(default)]
+    pub allow_fingerprint_mismatch: bool,
 }
 
 fn default_alpha() -> f64 {
@@ -94,6 +98,7 @@ impl Default for GatePolicy {
             threshold: default_threshold(),
             fail_on_inconclusive: false,
             sources: default_sources(),
+            allow_fingerprint_mismatch: false,
         }
     }
 }
@@ -135,6 +140,10 @@ pub struct BenchmarkConfig {
     /// Metrics computed from each repetition's counters, by name (see docs/cpu-counters.md).
     #[serde(default)]
     pub derived: BTreeMap<String, DerivedConfig>,
+    /// Files this benchmark depends on (globs relative to the configuration file, such as
+    /// `src/matmul/**`); `kgate check --changed-since REF` skips it when none changed.
+    #[serde(default)]
+    pub paths: Option<Vec<String>>,
 }
 
 /// Settings of the `perf` capture.

@@ -33,6 +33,15 @@ pub struct Fingerprint {
     /// Versions of the external tools used (name → version string).
     #[serde(default)]
     pub tools: BTreeMap<String, String>,
+    /// Accelerator model (for example `NVIDIA H200`), where one was detected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerator: Option<String>,
+    /// Accelerator driver version, where detected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// Accelerator clocks (such as `sm_max_mhz`, `mem_max_mhz`), where detected.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub clocks: BTreeMap<String, String>,
 }
 
 /// A git revision and whether the work tree had uncommitted changes.
@@ -59,7 +68,18 @@ impl Fingerprint {
             kgate_version: env!("CARGO_PKG_VERSION").to_string(),
             git: git_revision(repo),
             tools: BTreeMap::new(),
+            ..Fingerprint::default()
         }
+        .with_accelerator(crate::accelerator::detect())
+    }
+
+    fn with_accelerator(mut self, found: Option<crate::accelerator::Accelerator>) -> Fingerprint {
+        if let Some(a) = found {
+            self.accelerator = Some(a.model);
+            self.driver = a.driver;
+            self.clocks = a.clocks;
+        }
+        self
     }
 
     /// Fields that differ between two fingerprints, as `field: a ≠ b` lines. The revision and

@@ -6,17 +6,23 @@
 //! elsewhere; [`baseline`] and [`worktree`] supply what is compared against. The command-line
 //! layer ([`cli`], [`commands`]) only parses flags and calls into these.
 
+pub mod accelerator;
+pub mod adjust;
 pub mod baseline;
 pub mod capture;
+pub mod changepoint;
 pub mod cli;
 pub mod commands;
 pub mod compare;
 pub mod config;
 pub mod cpu;
 pub mod derived;
+pub mod envkey;
 pub mod exit;
 pub mod fingerprint;
 pub mod fsutil;
+pub mod gitref;
+pub mod history;
 pub mod import;
 pub mod metric;
 pub mod perf;
@@ -27,7 +33,10 @@ pub mod render;
 pub mod results;
 pub mod runner;
 pub mod schema;
+pub mod selection;
+pub mod shard;
 pub mod stats;
 pub mod units;
 pub mod valgrind;
+pub mod waivers;
 pub mod worktree;

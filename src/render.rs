@@ -55,6 +55,12 @@ pub fn summary_line(report: &Report) -> String {
     if s.missing > 0 {
         parts.push(format!("{} missing", s.missing));
     }
+    if s.skipped > 0 {
+        parts.push(format!("{} skipped", s.skipped));
+    }
+    if s.waived > 0 {
+        parts.push(format!("{} waived", s.waived));
+    }
     format!(
         "{} of {}",
         parts.join(", "),
@@ -96,7 +102,7 @@ fn verdict_color(v: Verdict) -> Color {
         Verdict::Improved => Color::Green,
         Verdict::Inconclusive => Color::Yellow,
         Verdict::Unchanged => Color::Reset,
-        Verdict::New | Verdict::Missing => Color::Cyan,
+        Verdict::New | Verdict::Missing | Verdict::Skipped => Color::Cyan,
     }
 }
 
@@ -157,7 +163,11 @@ impl Exporter for TableExporter {
                     Cell::new(change_cell(m)),
                     Cell::new(ci_cell(m)),
                     Cell::new(p_cell(m)),
-                    verdict_cell(m.verdict, self.color, m.gates),
+                    if m.waived {
+                        Cell::new(metric_verdict(m))
+                    } else {
+                        verdict_cell(m.verdict, self.color, m.gates)
+                    },
                 ]);
             }
         }
@@ -174,12 +184,23 @@ impl Exporter for TableExporter {
                     b.name,
                     b.explanation
                 ));
+            } else if b.metrics.iter().any(|m| m.waived) {
+                out.push_str(&format!("waived {}: {}\n", b.name, b.explanation));
             }
         }
         for w in &report.warnings {
             out.push_str(&format!("warning: {w}\n"));
         }
         out
+    }
+}
+
+/// A metric's verdict as shown: `regressed (waived)` when a waiver accepts it.
+fn metric_verdict(m: &MetricComparison) -> String {
+    if m.waived {
+        format!("{} (waived)", m.verdict.as_str())
+    } else {
+        m.verdict.as_str().to_string()
     }
 }
 
@@ -237,7 +258,7 @@ impl MarkdownExporter {
                 ci_cell(m),
                 p_cell(m),
                 m.source.as_str(),
-                m.verdict.as_str(),
+                escape_markdown(&metric_verdict(m)),
             ));
         }
         s
@@ -282,6 +303,12 @@ impl Exporter for MarkdownExporter {
                     "- **{}** {}: {}\n",
                     escape_markdown(&b.name),
                     b.verdict.as_str(),
+                    escape_markdown(&b.explanation)
+                ));
+            } else if b.metrics.iter().any(|m| m.waived) {
+                out.push_str(&format!(
+                    "- **{}** waived: {}\n",
+                    escape_markdown(&b.name),
                     escape_markdown(&b.explanation)
                 ));
             }

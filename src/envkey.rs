@@ -1,0 +1,203 @@
+//! Baseline keys: which fingerprint fields must match for two results to be comparable.
+//!
+//! Comparing a run on one CPU or GPU model against a baseline from another measures the
+//! hardware, not the change (a byte-identical binary "regressed" 13 % between two EPYC
+//! generations in one peer's tracker). The fields that decide comparability are the CPU model,
+//! core count and architecture, the OS, the accelerator with its driver and clocks, and the
+//! tool and compiler versions. The kernel release, kgate's version and the git revision are
+//! expected to change and only ever produce warnings. The same fields, hashed, name the folder a
+//! machine's history lives in.
+
+use crate::fingerprint::Fingerprint;
+
+/// The fields that must match, as `(name, value)` pairs in a fixed order.
+pub fn key_fields(f: &Fingerprint) -> Vec<(String, String)> {
+    let mut out = vec![
+        ("cpu_model".to_string(), f.cpu_model.clone()),
+        ("cores".to_string(), f.cores.to_string()),
+        ("arch".to_string(), f.arch.clone()),
+        ("os".to_string(), f.os.clone()),
+        (
+            "accelerator".to_string(),
+            f.accelerator.clone().unwrap_or_default(),
+        ),
+        ("driver".to_string(), f.driver.clone().unwrap_or_default()),
+    ];
+    for (name, v) in &f.clocks {
+        out.push((format!("clocks.{name}"), v.clone()));
+    }
+    for (name, v) in f
+        .tools
+        .iter()
+        .filter(|(name, _)| !IGNORED_TOOLS.contains(&name.as_str()))
+    {
+        out.push((format!("tools.{name}"), v.clone()));
+    }
+    out
+}
+
+/// Tools whose version cannot change a measurement (git only fetches the revision).
+const IGNORED_TOOLS: [&str; 1] = ["git"];
+
+/// A short, stable, file-name-safe key: `<arch>-<cores>c-<16 hex digits>` (FNV-1a 64 of the
+/// key fields, so it is the same on every platform and Rust version).
+pub fn baseline_key(f: &Fingerprint) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for (name, value) in key_fields(f) {
+        for byte in name.bytes().chain([0]).chain(value.bytes()).chain([0]) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    let arch: String = f
+        .arch
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("{arch}-{}c-{hash:016x}", f.cores)
+}
+
+/// Key fields that differ, as ``field: `a` vs `b` `` (a field absent on one side counts).
+pub fn key_differences(base: &Fingerprint, head: &Fingerprint) -> Vec<String> {
+    let a = key_fields(base);
+    let b = key_fields(head);
+    // A tool recorded on one side only was not asked on the other (older results record none),
+    // so tools are compared where both sides know them.
+    let both = |n: &str| {
+        !n.starts_with("tools.") || (a.iter().any(|(x, _)| x == n) && b.iter().any(|(x, _)| x == n))
+    };
+    let mut names: Vec<&String> = a
+        .iter()
+        .chain(&b)
+        .map(|(n, _)| n)
+        .filter(|n| both(n))
+        .collect();
+    names.sort();
+    names.dedup();
+    let get = |side: &[(String, String)], name: &str| {
+        side.iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let (x, y) = (get(&a, name), get(&b, name));
+            (x != y).then(|| {
+                let show = |v: &str| {
+                    if v.is_empty() {
+                        "(none)".to_string()
+                    } else {
+                        format!("`{v}`")
+                    }
+                };
+                format!("{name}: {} vs {}", show(&x), show(&y))
+            })
+        })
+        .collect()
+}
+
+/// Baseline and candidate come from environments whose key fields differ.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "refusing to compare results from different environments ({}); {hint}",
+    differences.join("; ")
+)]
+pub struct FingerprintMismatch {
+    pub differences: Vec<String>,
+    pub hint: String,
+}
+
+/// Refuses differing environments unless `allow`; with `allow` returns the warning the report
+/// must carry.
+pub fn check_comparable(
+    base: &Fingerprint,
+    head: &Fingerprint,
+    allow: bool,
+) -> Result<Option<String>, FingerprintMismatch> {
+    let differences = key_differences(base, head);
+    if differences.is_empty() {
+        return Ok(None);
+    }
+    if allow {
+        return Ok(Some(format!(
+            "compared across different environments because --allow-fingerprint-mismatch was given ({}); the numbers may reflect the machines, not the change",
+            differences.join("; ")
+        )));
+    }
+    Err(FingerprintMismatch {
+        differences,
+        hint: "store a baseline measured on this runner class, compare against a revision with `--against REF`, or pass --allow-fingerprint-mismatch (or set `gate.allow_fingerprint_mismatch: true`) to compare anyway".into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machine(cpu: &str) -> Fingerprint {
+        Fingerprint {
+            cpu_model: cpu.into(),
+            cores: 8,
+            arch: "x86_64".into(),
+            os: "Debian".into(),
+            kernel: "6.1".into(),
+            ..Fingerprint::default()
+        }
+    }
+
+    #[test]
+    fn keys_depend_on_the_fields_that_matter_only() {
+        let a = machine("EPYC 7763");
+        let mut b = a.clone();
+        b.kernel = "6.8".into();
+        b.kgate_version = "9".into();
+        assert_eq!(baseline_key(&a), baseline_key(&b));
+        assert!(baseline_key(&a).starts_with("x86_64-8c-"));
+        assert_eq!(baseline_key(&a).len(), "x86_64-8c-".len() + 16);
+        let c = machine("EPYC 9V74");
+        assert_ne!(baseline_key(&a), baseline_key(&c));
+        let mut d = a.clone();
+        d.accelerator = Some("NVIDIA H200".into());
+        assert_ne!(baseline_key(&a), baseline_key(&d));
+        let mut e = a.clone();
+        e.tools.insert("git".into(), "git version 2.39".into());
+        assert_eq!(
+            baseline_key(&a),
+            baseline_key(&e),
+            "git's version does not matter"
+        );
+        e.tools.insert("cargo".into(), "cargo 1.89.0".into());
+        assert_ne!(baseline_key(&a), baseline_key(&e), "the compiler's does");
+        assert!(
+            key_differences(&a, &e).is_empty(),
+            "a tool recorded on one side only"
+        );
+        let mut f = e.clone();
+        f.tools.insert("cargo".into(), "cargo 1.90.0".into());
+        assert_eq!(
+            key_differences(&e, &f),
+            vec!["tools.cargo: `cargo 1.89.0` vs `cargo 1.90.0`".to_string()]
+        );
+    }
+
+    #[test]
+    fn mismatches_are_refused_by_name_unless_allowed() {
+        let a = machine("EPYC 7763");
+        let mut b = machine("EPYC 9V74");
+        b.driver = Some("570.86".into());
+        let err = check_comparable(&a, &b, false).unwrap_err();
+        assert_eq!(
+            err.differences,
+            vec![
+                "cpu_model: `EPYC 7763` vs `EPYC 9V74`".to_string(),
+                "driver: (none) vs `570.86`".to_string()
+            ]
+        );
+        assert!(err.to_string().contains("--allow-fingerprint-mismatch"));
+        let warning = check_comparable(&a, &b, true).unwrap().unwrap();
+        assert!(warning.contains("cpu_model"), "{warning}");
+        assert_eq!(check_comparable(&a, &a, false).unwrap(), None);
+    }
+}

@@ -1,0 +1,280 @@
+//! Run history kept as plain files in git: one small file per run, never rewritten.
+//!
+//! Peers keep history on a storage branch that matrix jobs push to at once, and they race. Here
+//! every run writes its own new file, `.kgate/history/<baseline key>/<time>-<commit>-<hash>.json`,
+//! holding per benchmark and metric only the summary (n, median, mean, spread), so concurrent
+//! jobs add different files and a merge never conflicts. Histories are kept per baseline key
+//! (see [`crate::envkey`]) because numbers from different machines do not form one series.
+//! [`job_summaries`] is what the statistics models read; `kgate history` runs change-point
+//! detection ([`crate::changepoint`]) over the same series.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::envkey;
+use crate::fingerprint::Fingerprint;
+use crate::fsutil::{self, Overwrite};
+use crate::metric::Direction;
+use crate::results::{RunResults, Status};
+use crate::stats::{self, Summary};
+
+/// Folder of histories, relative to the configuration's folder.
+pub const HISTORY_DIR: &str = ".kgate/history";
+/// Version of the history record format.
+pub const HISTORY_SCHEMA_VERSION: u32 = 1;
+
+/// One run, summarized.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRecord {
+    pub schema_version: u32,
+    /// When the run started (RFC 3339).
+    pub created: String,
+    /// Commit measured, where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Whether the work tree had uncommitted changes.
+    #[serde(default)]
+    pub dirty: bool,
+    /// The environment's baseline key.
+    pub baseline_key: String,
+    pub environment: Fingerprint,
+    pub benchmarks: Vec<HistoryBenchmark>,
+}
+
+/// One benchmark of a run, summarized.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryBenchmark {
+    pub name: String,
+    /// Total measured wall time of its repetitions (ns), used to balance shards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ns: Option<f64>,
+    pub metrics: Vec<HistoryMetric>,
+}
+
+/// One metric of a run, summarized.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryMetric {
+    pub name: String,
+    pub unit: String,
+    pub direction: Direction,
+    pub summary: Summary,
+}
+
+/// A past job's summary of one benchmark's metric, oldest first in [`job_summaries`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSummary {
+    pub created: String,
+    pub commit: Option<String>,
+    pub unit: String,
+    pub summary: Summary,
+}
+
+/// History errors.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error("cannot read history `{path}`: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{path}` is not a kgate history record: {source}; remove it or restore it from git")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(transparent)]
+    Write(#[from] fsutil::WriteError),
+}
+
+/// Total wall time of a benchmark's measured repetitions, in ns.
+pub fn duration_ns(b: &crate::results::BenchmarkResult) -> Option<f64> {
+    b.metric("wall_time")
+        .filter(|m| m.unit == "ns" && !m.values.is_empty())
+        .map(|m| m.values.iter().sum())
+}
+
+impl HistoryRecord {
+    /// Summarizes the benchmarks that completed.
+    pub fn from_results(results: &RunResults) -> HistoryRecord {
+        let benchmarks = results
+            .benchmarks
+            .iter()
+            .filter(|b| b.status == Status::Ok)
+            .map(|b| HistoryBenchmark {
+                name: b.name.clone(),
+                duration_ns: duration_ns(b),
+                metrics: b
+                    .metrics
+                    .iter()
+                    .filter_map(|m| {
+                        Some(HistoryMetric {
+                            name: m.name.clone(),
+                            unit: m.unit.clone(),
+                            direction: m.direction,
+                            summary: stats::summarize(&m.values)?,
+                        })
+                    })
+                    .collect(),
+            })
+            .collect();
+        HistoryRecord {
+            schema_version: HISTORY_SCHEMA_VERSION,
+            created: results.created.clone(),
+            commit: results.environment.git.as_ref().map(|g| g.commit.clone()),
+            dirty: results.environment.git.as_ref().is_some_and(|g| g.dirty),
+            baseline_key: envkey::baseline_key(&results.environment),
+            environment: results.environment.clone(),
+            benchmarks,
+        }
+    }
+
+    fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("history serializes");
+        s.push('\n');
+        s
+    }
+
+    /// `<time>-<commit12>-<content hash>.json`: unique per run, sorting by time.
+    pub fn file_name(&self) -> String {
+        let time: String = self
+            .created
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect();
+        let commit = self
+            .commit
+            .as_deref()
+            .map(|c| &c[..12.min(c.len())])
+            .unwrap_or("nocommit");
+        let mut hash: u32 = 0x811c_9dc5;
+        for byte in self.to_json().bytes() {
+            hash ^= u32::from(byte);
+            hash = hash.wrapping_mul(0x0100_0193);
+        }
+        format!("{time}-{commit}-{hash:08x}.json")
+    }
+}
+
+/// The folder of one baseline key's history.
+pub fn key_dir(root: &Path, key: &str) -> PathBuf {
+    root.join(HISTORY_DIR).join(key)
+}
+
+/// Appends a run to the history of its environment; returns the new file. Never replaces a file.
+pub fn record(root: &Path, results: &RunResults) -> Result<PathBuf, HistoryError> {
+    let rec = HistoryRecord::from_results(results);
+    let path = key_dir(root, &rec.baseline_key).join(rec.file_name());
+    fsutil::write_atomic(&path, rec.to_json().as_bytes(), Overwrite::Refuse)?;
+    Ok(path)
+}
+
+/// The baseline keys that have a history.
+pub fn keys(root: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(root.join(HISTORY_DIR))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Every record of a key, oldest first (by start time, then file name). A missing folder is an
+/// empty history.
+pub fn load(root: &Path, key: &str) -> Result<Vec<HistoryRecord>, HistoryError> {
+    let dir = key_dir(root, key);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(HistoryError::Read { path: dir, source }),
+    };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let mut records = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).map_err(|source| HistoryError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let rec: HistoryRecord =
+            serde_json::from_str(&text).map_err(|source| HistoryError::Parse {
+                path: path.clone(),
+                source,
+            })?;
+        records.push((path, rec));
+    }
+    records.sort_by(|(pa, a), (pb, b)| a.created.cmp(&b.created).then(pa.cmp(pb)));
+    Ok(records.into_iter().map(|(_, r)| r).collect())
+}
+
+/// One benchmark's metric across records, oldest first.
+pub fn series(records: &[HistoryRecord], benchmark: &str, metric: &str) -> Vec<JobSummary> {
+    records
+        .iter()
+        .filter_map(|r| {
+            let m = r
+                .benchmarks
+                .iter()
+                .find(|b| b.name == benchmark)?
+                .metrics
+                .iter()
+                .find(|m| m.name == metric)?;
+            Some(JobSummary {
+                created: r.created.clone(),
+                commit: r.commit.clone(),
+                unit: m.unit.clone(),
+                summary: m.summary.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Past job summaries of a benchmark's metric on one environment, oldest first: the input of
+/// history-based models (prediction intervals, change points).
+pub fn job_summaries(
+    root: &Path,
+    key: &str,
+    benchmark: &str,
+    metric: &str,
+) -> Result<Vec<JobSummary>, HistoryError> {
+    Ok(series(&load(root, key)?, benchmark, metric))
+}
+
+/// The most recent recorded duration of each benchmark (ns).
+pub fn latest_durations(records: &[HistoryRecord]) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for r in records {
+        for b in &r.benchmarks {
+            if let Some(d) = b.duration_ns {
+                out.insert(b.name.clone(), d);
+            }
+        }
+    }
+    out
+}
+
+/// (benchmark, metric) pairs present in the records, in first-seen order.
+pub fn metric_pairs(records: &[HistoryRecord]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for r in records {
+        for b in &r.benchmarks {
+            for m in &b.metrics {
+                let pair = (b.name.clone(), m.name.clone());
+                if !out.contains(&pair) {
+                    out.push(pair);
+                }
+            }
+        }
+    }
+    out
+}

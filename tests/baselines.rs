@@ -1,0 +1,906 @@
+//! End-to-end tests of baselines, history and scale-out: fingerprint refusal, baselines read
+//! from git refs at the merge-base, change points in a recorded history, waivers, shards and
+//! merge, diff-aware selection and `baseline update`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use assert_cmd::cargo::cargo_bin_cmd;
+use serde_json::{Value, json};
+
+fn kgate(dir: &Path) -> assert_cmd::Command {
+    let mut cmd = cargo_bin_cmd!("kgate");
+    cmd.current_dir(dir).env_remove("CI").env("NO_COLOR", "1");
+    cmd
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+fn stdout_json(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=kgate",
+            "-c",
+            "user.email=kgate@example.invalid",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", stderr_of(&out));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn init_repo(dir: &Path) {
+    git(dir, &["init", "-q", "-b", "main"]);
+}
+
+/// A results file: each benchmark has `kernel_time` samples (timer, 5 % threshold).
+fn results(cpu: &str, commit: &str, created: &str, benches: &[(&str, &[f64])]) -> String {
+    let benchmarks: Vec<Value> = benches
+        .iter()
+        .map(|(name, values)| {
+            json!({
+                "name": name, "status": "ok", "warmup": 0, "repetitions": values.len(),
+                "metrics": [{
+                    "name": "kernel_time", "unit": "ns", "source": "timer", "direction": "lower",
+                    "gate": {"gates": true, "threshold": 0.05},
+                    "values": values, "repetition": (0..values.len()).collect::<Vec<_>>(),
+                }],
+                "provenance": {"captures": ["protocol"]},
+            })
+        })
+        .collect();
+    serde_json::to_string_pretty(&json!({
+        "schema_version": 1, "kgate_version": "0.1.0", "created": created,
+        "environment": {
+            "cpu_model": cpu, "cores": 4, "arch": "x86_64", "os": "Linux", "kernel": "6.1",
+            "kgate_version": "0.1.0", "git": {"commit": commit, "dirty": false}, "tools": {},
+        },
+        "benchmarks": benchmarks,
+    }))
+    .unwrap()
+}
+
+const BASE: [f64; 10] = [
+    100.2, 101.1, 99.8, 100.5, 100.9, 100.1, 100.4, 99.9, 100.7, 100.3,
+];
+const SLOW: [f64; 10] = [
+    120.2, 121.1, 119.8, 120.5, 120.9, 120.1, 120.4, 119.9, 120.7, 120.3,
+];
+
+#[test]
+fn different_fingerprints_are_refused_by_field_unless_overridden() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(
+        dir,
+        "base.json",
+        &results(
+            "AMD EPYC 7763",
+            "a",
+            "2026-01-01T00:00:00Z",
+            &[("mm", &BASE)],
+        ),
+    );
+    write(
+        dir,
+        "head.json",
+        &results(
+            "AMD EPYC 9V74",
+            "b",
+            "2026-01-02T00:00:00Z",
+            &[("mm", &BASE)],
+        ),
+    );
+    let out = kgate(dir)
+        .args(["compare", "base.json", "head.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("refusing to compare results from different environments (cpu_model: `AMD EPYC 7763` vs `AMD EPYC 9V74`)"),
+        "{err}"
+    );
+    assert!(err.contains("--allow-fingerprint-mismatch"), "{err}");
+
+    let out = kgate(dir)
+        .args([
+            "compare",
+            "base.json",
+            "head.json",
+            "--allow-fingerprint-mismatch",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let report = stdout_json(&out);
+    let warning = report["warnings"][0].as_str().unwrap();
+    assert!(
+        warning.starts_with("compared across different environments because --allow-fingerprint-mismatch was given (cpu_model: `AMD EPYC 7763` vs `AMD EPYC 9V74`)"),
+        "{warning}"
+    );
+    assert_eq!(report["benchmarks"][0]["verdict"], "unchanged");
+}
+
+/// main: c1 (baseline 100) → c2 (baseline 120, the moving tip). feature forks at c1.
+fn repo_with_moving_main(dir: &Path) -> (String, String) {
+    init_repo(dir);
+    write(
+        dir,
+        ".kgate/baselines/default.json",
+        &results("cpu", "c1", "2026-01-01T00:00:00Z", &[("mm", &BASE)]),
+    );
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", "baseline at 100"]);
+    let c1 = git(dir, &["rev-parse", "HEAD"]);
+    git(dir, &["checkout", "-qb", "feature"]);
+    write(dir, "src.txt", "feature work\n");
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", "feature"]);
+    git(dir, &["checkout", "-q", "main"]);
+    write(
+        dir,
+        ".kgate/baselines/default.json",
+        &results("cpu", "c2", "2026-01-03T00:00:00Z", &[("mm", &SLOW)]),
+    );
+    git(dir, &["commit", "-qam", "baseline at 120"]);
+    let c2 = git(dir, &["rev-parse", "HEAD"]);
+    git(dir, &["checkout", "-q", "feature"]);
+    (c1, c2)
+}
+
+#[test]
+fn baselines_are_read_from_the_merge_base_of_a_ref_without_checkout() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let (c1, c2) = repo_with_moving_main(dir);
+    assert_eq!(kgate::gitref::merge_base(dir, "main").unwrap(), c1);
+    assert_eq!(kgate::gitref::merge_base(dir, &c2).unwrap(), c1);
+    // The work tree's copy is something else entirely: it must not be read.
+    write(dir, ".kgate/baselines/default.json", "not json");
+    write(
+        dir,
+        "head.json",
+        &results("cpu", "h", "2026-01-04T00:00:00Z", &[("mm", &SLOW)]),
+    );
+    let out = kgate(dir)
+        .args([
+            "compare",
+            ".kgate/baselines/default.json",
+            "head.json",
+            "--baseline-ref",
+            "main",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    // Against the merge-base (100) the head (120) regressed; against main's tip (120) it would not.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let report = stdout_json(&out);
+    assert_eq!(report["base_commit"], "c1");
+    assert!(
+        stderr_of(&out).contains(&format!("at {} (merge-base of main and HEAD)", &c1[..12])),
+        "{}",
+        stderr_of(&out)
+    );
+    // A ref that is an ancestor is its own merge-base: main's tip from main.
+    git(
+        dir,
+        &["checkout", "-q", "--", ".kgate/baselines/default.json"],
+    );
+    git(dir, &["checkout", "-q", "main"]);
+    write(dir, ".kgate/baselines/default.json", "not json");
+    let out = kgate(dir)
+        .args([
+            "compare",
+            ".kgate/baselines/default.json",
+            "head.json",
+            "--baseline-ref",
+            "main",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(stdout_json(&out)["base_commit"], "c2");
+    // A ref without the file, and a name that is no ref, are clear errors.
+    let out = kgate(dir)
+        .args([
+            "compare",
+            "missing.json",
+            "head.json",
+            "--baseline-ref",
+            "main",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("`missing.json` does not exist at main"),
+        "{}",
+        stderr_of(&out)
+    );
+    let out = kgate(dir)
+        .args(["compare", "x.json", "head.json", "--baseline-ref", "nope"])
+        .output()
+        .unwrap();
+    assert!(
+        stderr_of(&out).contains("`nope` does not name a commit"),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
+#[test]
+fn history_finds_a_planted_step_at_the_commit_that_made_it() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let noise = [0.4, -0.7, 0.9, -0.2, 0.1, -0.9, 0.6, -0.4];
+    let mut commits = Vec::new();
+    for i in 0..20 {
+        let level = if i < 13 { 100.0 } else { 115.0 };
+        let values: Vec<f64> = (0..5).map(|k| level + noise[(i + k) % 8]).collect();
+        let commit = format!("{:040x}", 0xc0ffee00u64 + i as u64);
+        let created = format!("2026-02-{:02}T12:00:00Z", i + 1);
+        let path = write(
+            dir,
+            &format!("r{i}.json"),
+            &results("cpu", &commit, &created, &[("mm", &values)]),
+        );
+        // Half through the library, half through the command.
+        if i % 2 == 0 {
+            let r = kgate::results::RunResults::load(&path).unwrap();
+            kgate::history::record(dir, &r).unwrap();
+        } else {
+            kgate(dir)
+                .args(["history", "record"])
+                .arg(&path)
+                .assert()
+                .success();
+        }
+        commits.push(commit);
+    }
+    let keys = kgate::history::keys(dir);
+    assert_eq!(keys.len(), 1);
+    let files = std::fs::read_dir(dir.join(".kgate/history").join(&keys[0]))
+        .unwrap()
+        .count();
+    assert_eq!(files, 20, "one file per run");
+    let series = kgate::history::job_summaries(dir, &keys[0], "mm", "kernel_time").unwrap();
+    assert_eq!(series.len(), 20);
+    assert_eq!(series[0].commit.as_deref(), Some(commits[0].as_str()));
+    assert_eq!(series[0].summary.n, 5);
+
+    let out = kgate(dir)
+        .args([
+            "history",
+            "--key",
+            &keys[0],
+            "--json",
+            "--metric",
+            "kernel_time",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let h = stdout_json(&out);
+    let cps = h["metrics"][0]["change_points"].as_array().unwrap();
+    assert_eq!(cps.len(), 1, "{h}");
+    assert_eq!(cps[0]["index"], 13);
+    assert_eq!(cps[0]["commit"], commits[13].as_str());
+    let change = cps[0]["relative_change"].as_f64().unwrap();
+    assert!((change - 0.15).abs() < 0.01, "{change}");
+
+    let out = kgate(dir)
+        .args(["history", "--key", &keys[0]])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("{}  ", &commits[13][..12])),
+        "{text}"
+    );
+    assert!(text.contains("◀ change point: +15."), "{text}");
+    let out = kgate(dir)
+        .args(["history", "--key", "unknown"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains(&format!("histories exist for: {}", keys[0])),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
+#[test]
+fn waivers_apply_expire_and_malformed_files_are_located() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(
+        dir,
+        "base.json",
+        &results(
+            "cpu",
+            "a",
+            "2026-01-01T00:00:00Z",
+            &[("mm_large", &BASE), ("other", &BASE)],
+        ),
+    );
+    write(
+        dir,
+        "head.json",
+        &results(
+            "cpu",
+            "b",
+            "2026-01-02T00:00:00Z",
+            &[("mm_large", &SLOW), ("other", &BASE)],
+        ),
+    );
+    let compare = || {
+        kgate(dir)
+            .args(["compare", "base.json", "head.json", "--format", "json"])
+            .output()
+            .unwrap()
+    };
+    let out = compare();
+    assert_eq!(out.status.code(), Some(1), "no waiver: a regression");
+
+    write(
+        dir,
+        ".kgate/waivers.yaml",
+        "waivers:\n  - benchmark: \"mm_*\"\n    metric: kernel_time\n    reason: \"new tiling trades 20 % here for 2x elsewhere\"\n    expires: 2999-12-31\n",
+    );
+    let out = compare();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let r = stdout_json(&out);
+    assert_eq!(r["verdict"], "pass");
+    assert_eq!(r["summary"]["waived"], 1);
+    assert_eq!(r["summary"]["regressed"], 0);
+    let m = &r["benchmarks"][0]["metrics"][0];
+    assert_eq!(
+        m["verdict"], "regressed",
+        "the metric still says what happened"
+    );
+    assert_eq!(m["waived"], true);
+    assert_eq!(m["waiver"], "new tiling trades 20 % here for 2x elsewhere");
+    assert_eq!(r["benchmarks"][0]["verdict"], "unchanged");
+    assert!(
+        r["benchmarks"][0]["explanation"]
+            .as_str()
+            .unwrap()
+            .contains("waived: new tiling")
+    );
+
+    write(
+        dir,
+        ".kgate/waivers.yaml",
+        "waivers:\n  - benchmark: \"mm_*\"\n    reason: old excuse\n    expires: 2000-01-31\n",
+    );
+    let out = compare();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "an expired waiver no longer applies"
+    );
+    let r = stdout_json(&out);
+    assert_eq!(r["benchmarks"][0]["verdict"], "regressed");
+    let m = &r["benchmarks"][0]["metrics"][0];
+    assert!(m.get("waived").is_none());
+    assert_eq!(m["waiver"], "expired on 2000-01-31: old excuse");
+    assert!(
+        r["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with(
+                "waiver for `mm_*` / `*` expired on 2000-01-31 and no longer applies"
+            )),
+        "{}",
+        r["warnings"]
+    );
+
+    write(
+        dir,
+        ".kgate/waivers.yaml",
+        "waivers:\n  - benchmark: mm_large\n    reason: fine\n    expires: tomorrow\n",
+    );
+    let out = compare();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("./.kgate/waivers.yaml:2: key `waivers[0].expires`: `tomorrow` is not a date; write it as YYYY-MM-DD"),
+        "{err}"
+    );
+    write(
+        dir,
+        ".kgate/waivers.yaml",
+        "waivers:\n  - benchmark: mm_large\n    reason: [1, 2]\n    expires: 2999-01-01\n",
+    );
+    let err = stderr_of(&compare());
+    assert!(
+        err.contains("./.kgate/waivers.yaml:3:") && err.contains("waivers[0].reason"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_waiver_until_a_commit_expires_once_the_commit_is_in_history() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    init_repo(dir);
+    write(dir, "a.txt", "1\n");
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", "one"]);
+    git(dir, &["checkout", "-qb", "fix"]);
+    write(dir, "a.txt", "2\n");
+    git(dir, &["commit", "-qam", "the fix"]);
+    let fix = git(dir, &["rev-parse", "HEAD"]);
+    git(dir, &["checkout", "-q", "main"]);
+    write(
+        dir,
+        "base.json",
+        &results("cpu", "a", "2026-01-01T00:00:00Z", &[("mm", &BASE)]),
+    );
+    write(
+        dir,
+        "head.json",
+        &results("cpu", "b", "2026-01-02T00:00:00Z", &[("mm", &SLOW)]),
+    );
+    write(
+        dir,
+        ".kgate/waivers.yaml",
+        &format!(
+            "waivers:\n  - benchmark: mm\n    reason: until the fix lands\n    until_commit: {}\n",
+            &fix[..10]
+        ),
+    );
+    let code = || {
+        kgate(dir)
+            .args(["compare", "base.json", "head.json"])
+            .output()
+            .unwrap()
+            .status
+            .code()
+    };
+    assert_eq!(code(), Some(0), "the fix is not in main yet");
+    git(dir, &["merge", "-q", "--ff-only", "fix"]);
+    assert_eq!(code(), Some(1), "the fix landed: the waiver expired");
+}
+
+/// A suite of five deterministic benchmarks (protocol values) with different costs.
+const SUITE: &str = r#"defaults:
+  warmup: 0
+  repetitions: 3
+  captures: [protocol]
+benchmarks:
+  - {name: alpha, command: "echo '{\"metric\":\"kernel_time\",\"value\":100,\"unit\":\"ns\"}' >> \"$KGATE_PROTOCOL_FILE\"", metrics: {kernel_time: {tolerance: 1%, source: timer}}, paths: ["src/alpha/**"]}
+  - {name: beta, command: "echo '{\"metric\":\"kernel_time\",\"value\":200,\"unit\":\"ns\"}' >> \"$KGATE_PROTOCOL_FILE\"", metrics: {kernel_time: {tolerance: 1%, source: timer}}, paths: ["src/beta/**"]}
+  - {name: gamma, command: "echo '{\"metric\":\"kernel_time\",\"value\":300,\"unit\":\"ns\"}' >> \"$KGATE_PROTOCOL_FILE\"", metrics: {kernel_time: {tolerance: 1%, source: timer}}, paths: ["src/gamma/**"]}
+  - {name: delta, command: "echo '{\"metric\":\"kernel_time\",\"value\":400,\"unit\":\"ns\"}' >> \"$KGATE_PROTOCOL_FILE\"", metrics: {kernel_time: {tolerance: 1%, source: timer}}}
+  - {name: epsilon, command: "echo '{\"metric\":\"kernel_time\",\"value\":500,\"unit\":\"ns\"}' >> \"$KGATE_PROTOCOL_FILE\"", metrics: {kernel_time: {tolerance: 1%, source: timer}}, paths: ["src/eps/**"]}
+"#;
+
+fn names(r: &Value) -> Vec<String> {
+    r["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// name → (verdict, kernel_time verdict, change), the parts of a report a shard split must keep.
+fn outcome(r: &Value) -> Vec<(String, String, String, String)> {
+    let mut v: Vec<_> = r["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let m = b["metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["name"] == "kernel_time")
+                .unwrap();
+            (
+                b["name"].as_str().unwrap().to_string(),
+                b["verdict"].as_str().unwrap().to_string(),
+                m["verdict"].as_str().unwrap().to_string(),
+                m["change"].to_string(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn shards_cover_every_benchmark_once_and_merge_to_the_unsharded_comparison() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "kgate.yaml", SUITE);
+    kgate(dir)
+        .args(["run", "--no-progress", "-o", "full.json"])
+        .assert()
+        .success();
+    // A baseline where beta was faster, so the comparison has a regression to keep.
+    let mut base: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("full.json")).unwrap()).unwrap();
+    for b in base["benchmarks"].as_array_mut().unwrap() {
+        if b["name"] == "beta" {
+            for m in b["metrics"].as_array_mut().unwrap() {
+                if m["name"] == "kernel_time" {
+                    m["values"] = json!([150.0, 150.0, 150.0]);
+                }
+            }
+        }
+    }
+    write(dir, "base.json", &serde_json::to_string(&base).unwrap());
+
+    let mut seen = Vec::new();
+    for i in 1..=3 {
+        let file = format!("shard{i}.json");
+        kgate(dir)
+            .args([
+                "run",
+                "--no-progress",
+                "--shard",
+                &format!("{i}/3"),
+                "-o",
+                &file,
+            ])
+            .assert()
+            .success();
+        seen.extend(names(
+            &serde_json::from_str(&std::fs::read_to_string(dir.join(&file)).unwrap()).unwrap(),
+        ));
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        ["alpha", "beta", "delta", "epsilon", "gamma"],
+        "each benchmark exactly once"
+    );
+    // Stable: the same split again.
+    let again = kgate(dir)
+        .args(["run", "--no-progress", "--shard", "2/3"])
+        .output()
+        .unwrap();
+    let shard2: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("shard2.json")).unwrap()).unwrap();
+    assert_eq!(names(&stdout_json(&again)), names(&shard2));
+
+    kgate(dir)
+        .args([
+            "merge",
+            "shard1.json",
+            "shard2.json",
+            "shard3.json",
+            "-o",
+            "merged.json",
+        ])
+        .assert()
+        .success();
+    let report = |head: &str| {
+        let out = kgate(dir)
+            .args(["compare", "base.json", head, "--format", "json"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+        stdout_json(&out)
+    };
+    let (sharded, unsharded) = (report("merged.json"), report("full.json"));
+    assert_eq!(outcome(&sharded), outcome(&unsharded));
+    assert_eq!(sharded["summary"], unsharded["summary"]);
+    assert!(
+        outcome(&sharded)
+            .iter()
+            .any(|o| o.0 == "beta" && o.1 == "regressed")
+    );
+
+    // Duplicates and foreign environments are refused.
+    let out = kgate(dir)
+        .args(["merge", "shard1.json", "shard1.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("appears in both `shard1.json` and `shard1.json`"),
+        "{}",
+        stderr_of(&out)
+    );
+    let mut foreign: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("shard2.json")).unwrap()).unwrap();
+    foreign["environment"]["cpu_model"] = json!("Another CPU");
+    write(
+        dir,
+        "foreign.json",
+        &serde_json::to_string(&foreign).unwrap(),
+    );
+    let out = kgate(dir)
+        .args(["merge", "shard1.json", "foreign.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr_of(&out);
+    assert!(err.contains("`foreign.json` was measured in a different environment from `shard1.json` (cpu_model: `"), "{err}");
+    assert!(err.contains("vs `Another CPU`"), "{err}");
+}
+
+#[test]
+fn changed_since_runs_only_affected_benchmarks_and_reports_the_rest_skipped() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    init_repo(dir);
+    write(dir, "kgate.yaml", SUITE);
+    write(dir, "src/alpha/k.c", "1\n");
+    write(dir, "src/beta/k.c", "1\n");
+    kgate(dir)
+        .args(["baseline", "save", "--no-progress"])
+        .assert()
+        .success();
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", "suite"]);
+    write(dir, "src/alpha/k.c", "2\n");
+    let out = kgate(dir)
+        .args([
+            "check",
+            "--no-progress",
+            "--changed-since",
+            "HEAD",
+            "--format",
+            "json",
+            "--save-results",
+            "head.json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let r = stdout_json(&out);
+    let head: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("head.json")).unwrap()).unwrap();
+    assert_eq!(
+        names(&head),
+        ["alpha", "delta"],
+        "alpha changed; delta declares no paths"
+    );
+    assert_eq!(r["summary"]["skipped"], 3);
+    assert_eq!(r["summary"]["missing"], 0);
+    let beta = r["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "beta")
+        .unwrap();
+    assert_eq!(beta["verdict"], "skipped");
+    assert_eq!(
+        beta["explanation"],
+        "skipped: no file changed since HEAD matches its `paths`"
+    );
+    assert_eq!(beta["metrics"][0]["base"]["median"], 200.0);
+    assert!(beta["metrics"][0]["head"].is_null());
+    // Changing the configuration runs everything.
+    write(dir, "kgate.yaml", &format!("{SUITE}\n"));
+    let out = kgate(dir)
+        .args([
+            "check",
+            "--no-progress",
+            "--changed-since",
+            "HEAD",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout_json(&out)["summary"]["skipped"],
+        0,
+        "{}",
+        stderr_of(&out)
+    );
+}
+
+#[test]
+fn baseline_update_shows_the_diff_and_wants_confirmation() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "kgate.yaml", SUITE);
+    write(
+        dir,
+        ".kgate/baselines/default.json",
+        &results(
+            "cpu",
+            "a",
+            "2026-01-01T00:00:00Z",
+            &[
+                ("alpha", &[90.0, 90.0, 90.0]),
+                ("beta", &[200.0, 200.0, 200.0]),
+            ],
+        ),
+    );
+    let before = std::fs::read(dir.join(".kgate/baselines/default.json")).unwrap();
+    write(
+        dir,
+        "new.json",
+        &results(
+            "cpu",
+            "b",
+            "2026-01-02T00:00:00Z",
+            &[
+                ("alpha", &[100.0, 100.0, 100.0]),
+                ("beta", &[200.0, 200.0, 200.0]),
+            ],
+        ),
+    );
+    let out = kgate(dir)
+        .args(["baseline", "update", "new.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "--- default (stored)\n+++ default (new)\n@@ -1,2 +1,2 @@\n-alpha / kernel_time: 90.00 ns (n = 3)\n+alpha / kernel_time: 100.0 ns (n = 3)\n beta / kernel_time: 200.0 ns (n = 3)\n"
+    );
+    assert!(
+        stderr_of(&out).contains("rerun with --yes"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_eq!(
+        std::fs::read(dir.join(".kgate/baselines/default.json")).unwrap(),
+        before
+    );
+    kgate(dir)
+        .args(["baseline", "update", "new.json", "--yes"])
+        .assert()
+        .success();
+    let read = |name: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap()
+    };
+    assert_eq!(read(".kgate/baselines/default.json"), read("new.json"));
+}
+
+#[test]
+fn check_refuses_a_foreign_baseline_reads_one_from_a_ref_and_records_history() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    init_repo(dir);
+    write(dir, "kgate.yaml", SUITE);
+    kgate(dir)
+        .args(["baseline", "save", "--no-progress"])
+        .assert()
+        .success();
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", "suite and baseline"]);
+    // The committed baseline is fine; the work tree's copy claims another CPU.
+    let path = dir.join(".kgate/baselines/default.json");
+    let mut foreign: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    foreign["environment"]["cpu_model"] = json!("Some Other CPU");
+    std::fs::write(&path, serde_json::to_string(&foreign).unwrap()).unwrap();
+
+    let out = kgate(dir)
+        .args(["check", "--no-progress"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("vs `Some Other CPU`")
+            || stderr_of(&out).contains("cpu_model: `Some Other CPU` vs"),
+        "{}",
+        stderr_of(&out)
+    );
+
+    let out = kgate(dir)
+        .args([
+            "check",
+            "--no-progress",
+            "--allow-fingerprint-mismatch",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(
+        stdout_json(&out)["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("--allow-fingerprint-mismatch")
+    );
+
+    let out = kgate(dir)
+        .args([
+            "check",
+            "--no-progress",
+            "--baseline-ref",
+            "HEAD",
+            "--record",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let r = stdout_json(&out);
+    assert_eq!(r["summary"]["unchanged"], 5);
+    assert!(
+        !r["warnings"].to_string().contains("different environments"),
+        "{}",
+        r["warnings"]
+    );
+    let keys = kgate::history::keys(dir);
+    assert_eq!(keys.len(), 1);
+    let series = kgate::history::job_summaries(dir, &keys[0], "gamma", "kernel_time").unwrap();
+    assert_eq!(series.len(), 1);
+    assert_eq!(series[0].summary.median, 300.0);
+    assert_eq!(series[0].summary.n, 3);
+}
+
+#[test]
+fn waived_regressions_are_labelled_in_the_table_and_markdown() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(
+        dir,
+        "base.json",
+        &results("cpu", "a", "2026-01-01T00:00:00Z", &[("mm", &BASE)]),
+    );
+    write(
+        dir,
+        "head.json",
+        &results("cpu", "b", "2026-01-02T00:00:00Z", &[("mm", &SLOW)]),
+    );
+    write(
+        dir,
+        ".kgate/waivers.yaml",
+        "waivers:\n  - benchmark: mm\n    reason: \"accepted <b>trade-off</b>\"\n    expires: 2999-01-01\n",
+    );
+    let out = kgate(dir)
+        .args(["compare", "base.json", "head.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.starts_with("PASS: 0 regressions, 0 improvements, 1 unchanged, 0 inconclusive, 1 waived of 1 benchmark"), "{table}");
+    assert!(table.contains("regressed (waived)"), "{table}");
+    assert!(table.contains("waived mm: kernel_time: +19.9 %"), "{table}");
+    let out = kgate(dir)
+        .args(["compare", "base.json", "head.json", "--format", "markdown"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        md.contains("- **mm** waived: kernel\\_time: +19.9 %"),
+        "{md}"
+    );
+    assert!(
+        md.contains("accepted &lt;b&gt;trade-off&lt;/b&gt;"),
+        "the reason is escaped: {md}"
+    );
+    assert!(!md.contains("<b>"), "{md}");
+}
