@@ -15,6 +15,7 @@ pub mod config;
 pub mod exit;
 pub mod fingerprint;
 pub mod fsutil;
+pub mod github;
 pub mod import;
 pub mod metric;
 pub mod plan;
