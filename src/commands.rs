@@ -591,7 +591,10 @@ fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
                 None
             }
         },
-        (Some(_), None) if args.post.comment != CommentPolicy::Never || args.post.check_run => {
+        (Some(ctx), None)
+            if (args.post.comment != CommentPolicy::Never && ctx.event.pr_number.is_some())
+                || args.post.check_run =>
+        {
             post_errors.push(anyhow::anyhow!(
                 "no GitHub token, so nothing is posted; pass `token: ${{{{ github.token }}}}` to the action or set GITHUB_TOKEN"
             ));

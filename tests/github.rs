@@ -707,6 +707,52 @@ fn the_comment_fits_githubs_limit_by_folding_then_dropping_rows() {
 }
 
 #[test]
+fn the_job_summary_stays_under_one_mebibyte_with_what_is_already_there() {
+    use kgate::github::env::{STEP_SUMMARY_LIMIT, append_step_summary, summary_room};
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("summary.md");
+    std::fs::write(&file, "x".repeat(100_000)).unwrap();
+    let room = summary_room(&file);
+    assert_eq!(room, STEP_SUMMARY_LIMIT - 100_000);
+    let big: kgate::compare::Report = serde_json::from_value(report_json(8000, 0)).unwrap();
+    let text = body::fit_markdown(
+        &big,
+        "",
+        "\n",
+        "the JSON report",
+        room,
+        body::Measure::Bytes,
+    );
+    assert!(
+        text.len() <= room && text.len() > room - 2_000,
+        "{}",
+        text.len()
+    );
+    assert!(text.contains("of 8000 rows shown"));
+    append_step_summary(&file, &text).unwrap();
+    assert!(std::fs::metadata(&file).unwrap().len() <= STEP_SUMMARY_LIMIT as u64);
+}
+
+#[test]
+fn only_the_top_regressions_are_annotated() {
+    let report: kgate::compare::Report = serde_json::from_value(report_json(15, 2)).unwrap();
+    let lines = kgate::commands::report_annotations(&report, 10);
+    assert_eq!(lines.len(), 11);
+    // Largest change first: regressed_00014 is +11.4 %.
+    assert!(
+        lines[0].starts_with("::error title=kgate%3A regressed_00014_"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].ends_with("::kernel_time +24%25"), "{}", lines[0]);
+    assert!(lines[9].starts_with("::error title=kgate%3A regressed_00005_"));
+    assert_eq!(
+        lines[10],
+        "::notice title=kgate::5 more regressed benchmarks are listed in the job summary"
+    );
+}
+
+#[test]
 fn job_ids_cannot_break_the_marker() {
     assert!(body::validate_job_id("bench-gpu/h100_1.0").is_ok());
     for bad in ["", "a -->", "a--b", "x\ny", "a b"] {
