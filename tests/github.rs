@@ -1035,3 +1035,128 @@ benchmarks:
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
 }
+
+#[test]
+fn ci_on_a_pull_request_starts_a_check_run_then_comments_and_completes_it() {
+    let server = std::thread::spawn(|| {
+        block_on(async {
+            let server = MockServer::start().await;
+            let uri = server.uri();
+            let repo = "/repos/octo-org/kernels";
+            Mock::given(method("GET"))
+                .and(path("/user"))
+                .respond_with(ResponseTemplate::new(403).set_body_json(
+                    json!({"message": "Resource not accessible by integration"}),
+                ))
+                .expect(1)
+                .mount(&server)
+                .await;
+            Mock::given(method("POST"))
+                .and(path(format!("{repo}/check-runs")))
+                .and(body_partial_json(json!({
+                    "name": "kgate (bench-cpu)",
+                    "head_sha": "6dcb09b5b57875f334f61aebed695e2e4193db5e",
+                    "status": "in_progress"
+                })))
+                .respond_with(ResponseTemplate::new(201).set_body_json(json!({"id": 55})))
+                .expect(1)
+                .mount(&server)
+                .await;
+            Mock::given(method("PATCH"))
+                .and(path(format!("{repo}/check-runs/55")))
+                .and(body_partial_json(
+                    json!({"status": "completed", "conclusion": "success"}),
+                ))
+                .respond_with(ResponseTemplate::new(200).set_body_json(
+                    json!({"id": 55, "html_url": "https://github.example/octo-org/kernels/runs/55"}),
+                ))
+                .expect(1)
+                .mount(&server)
+                .await;
+            Mock::given(method("GET"))
+                .and(path(format!("{repo}/issues/42/comments")))
+                .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+                .expect(1)
+                .mount(&server)
+                .await;
+            Mock::given(method("POST"))
+                .and(path(format!("{repo}/issues/42/comments")))
+                .respond_with(move |req: &Request| {
+                    let sent: Value = serde_json::from_slice(&req.body).unwrap();
+                    ResponseTemplate::new(201).set_body_json(fake_comment(
+                        &uri,
+                        8,
+                        ACTIONS_BOT,
+                        sent["body"].as_str().unwrap(),
+                    ))
+                })
+                .expect(1)
+                .mount(&server)
+                .await;
+            server
+        })
+    })
+    .join()
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("kgate.yaml"),
+        r#"defaults: {warmup: 0, repetitions: 4, captures: [protocol]}
+benchmarks:
+  - name: steady
+    command: 'echo "{\"metric\": \"kernel_time\", \"value\": 100, \"unit\": \"us\", \"source\": \"timer\"}" >> "$KGATE_PROTOCOL_FILE"'
+"#,
+    )
+    .unwrap();
+    kgate(d)
+        .args(["baseline", "save", "--no-progress"])
+        .assert()
+        .success();
+    let out = kgate(d)
+        .args(["ci", "--no-progress", "--comment", "always", "--check-run"])
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_REPOSITORY", "octo-org/kernels")
+        .env("GITHUB_EVENT_NAME", "pull_request")
+        .env("GITHUB_EVENT_PATH", fixture("pull_request.json"))
+        .env("GITHUB_API_URL", server.uri())
+        .env("GITHUB_JOB", "bench-cpu")
+        .env("GITHUB_OUTPUT", d.join("output.txt"))
+        .env("GITHUB_TOKEN", "t")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let outputs = std::fs::read_to_string(d.join("output.txt")).unwrap();
+    assert!(outputs.contains("verdict=pass\n"), "{outputs}");
+    assert!(
+        outputs.contains("comment-url=https://github.example/o/r/pull/7#issuecomment-8\n"),
+        "{outputs}"
+    );
+    assert!(
+        outputs.contains("check-run-url=https://github.example/octo-org/kernels/runs/55\n"),
+        "{outputs}"
+    );
+    let requests = block_on(server.received_requests()).unwrap();
+    let order: Vec<String> = requests
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.url.path()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "POST /repos/octo-org/kernels/check-runs",
+            "GET /user",
+            "GET /repos/octo-org/kernels/issues/42/comments",
+            "POST /repos/octo-org/kernels/issues/42/comments",
+            "PATCH /repos/octo-org/kernels/check-runs/55",
+        ]
+    );
+    let sent: Value = serde_json::from_slice(&requests[3].body).unwrap();
+    assert!(
+        sent["body"]
+            .as_str()
+            .unwrap()
+            .starts_with("<!-- kgate:bench-cpu -->\n<sub>job `bench-cpu`</sub>")
+    );
+}
