@@ -52,6 +52,11 @@ pub enum Commands {
     Init(InitArgs),
     /// Check a configuration file and report the first problem.
     Validate,
+    /// `check` for GitHub Actions: job summary, outputs, annotations, then the sticky PR
+    /// comment and check run (docs/github.md).
+    Ci(CiArgs),
+    /// Post a JSON report (from `check --format json`) as the sticky PR comment.
+    Comment(CommentArgs),
 }
 
 /// Flags shared by everything that runs benchmarks.
@@ -243,6 +248,93 @@ pub struct BaselineSaveArgs {
     pub force: bool,
     #[command(flatten)]
     pub selection: RunSelection,
+}
+
+/// What fails `kgate ci`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    /// A regression fails; inconclusive results follow the configuration.
+    Regression,
+    /// A regression or an inconclusive result fails.
+    Inconclusive,
+    /// Nothing fails on the verdict (errors still do).
+    Nothing,
+}
+
+/// Flags for posting to GitHub, shared by `ci` and `comment`.
+#[derive(Debug, Clone, Args)]
+pub struct PostArgs {
+    /// Token for the GitHub API (needs `pull-requests: write`; `checks: write` with --check-run).
+    #[arg(
+        long,
+        env = "GITHUB_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub token: Option<String>,
+    /// When to comment on the pull request.
+    #[arg(long, value_enum, default_value_t = crate::github::body::CommentPolicy::OnChange)]
+    pub comment: crate::github::body::CommentPolicy,
+    /// Names this job's comment and check run, for matrix jobs (default: GITHUB_JOB).
+    #[arg(long, env = "KGATE_JOB_ID", value_name = "ID")]
+    pub job_id: Option<String>,
+    /// The account whose comment is updated (default: the token's user, or
+    /// github-actions[bot] for the workflow's token; an app's token needs `APP-SLUG[bot]`).
+    #[arg(long, value_name = "LOGIN")]
+    pub comment_author: Option<String>,
+    /// Also report through a check run (needs `checks: write`).
+    #[arg(long)]
+    pub check_run: bool,
+    /// Exit with status 2 when posting fails (by default a warning).
+    #[arg(long)]
+    pub fail_on_post_error: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CiArgs {
+    #[command(flatten)]
+    pub selection: RunSelection,
+    /// Baseline name in `.kgate/baselines/` or a results file.
+    #[arg(long, value_name = "NAME|FILE", default_value = crate::baseline::DEFAULT_NAME)]
+    pub baseline: String,
+    /// Measure this git revision interleaved with the work tree instead of a stored baseline.
+    #[arg(long, value_name = "REF", conflicts_with_all = ["baseline", "against_pr_base"])]
+    pub against: Option<String>,
+    /// For pull requests, measure the merge-base of the head and the base branch interleaved
+    /// (needs the history: `fetch-depth: 0`).
+    #[arg(long, conflicts_with = "baseline")]
+    pub against_pr_base: bool,
+    /// What fails the job.
+    #[arg(long, value_enum)]
+    pub fail_on: Option<FailOn>,
+    /// Where to write the JSON report.
+    #[arg(long, value_name = "FILE", default_value = "kgate-report.json")]
+    pub report: PathBuf,
+    /// Also write the candidate's results here.
+    #[arg(long, value_name = "FILE")]
+    pub save_results: Option<PathBuf>,
+    /// Annotate at most this many regressions (the rest are in the job summary).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub annotations: usize,
+    #[command(flatten)]
+    pub post: PostArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CommentArgs {
+    /// JSON report to post.
+    pub report: PathBuf,
+    /// Pull request number (default: from the event payload).
+    #[arg(long, value_name = "N")]
+    pub pr: Option<u64>,
+    /// Commit for the check run (default: from the event payload).
+    #[arg(long, value_name = "SHA")]
+    pub head_sha: Option<String>,
+    /// Post even from a `pull_request_target` job that checked out a fork's head commit.
+    #[arg(long)]
+    pub allow_untrusted_checkout: bool,
+    #[command(flatten)]
+    pub post: PostArgs,
 }
 
 #[derive(Debug, Args)]

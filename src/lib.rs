@@ -21,6 +21,7 @@ pub mod envkey;
 pub mod exit;
 pub mod fingerprint;
 pub mod fsutil;
+pub mod github;
 pub mod gitref;
 pub mod history;
 pub mod import;
