@@ -75,6 +75,18 @@ pub struct GatePolicy {
     /// Metric sources allowed to fail the build (default hardware, derived, timer, simulated).
     #[serde(default = "default_sources")]
     pub sources: Vec<Source>,
+    /// Adjustment of p-values across the gated metrics of a run: `bh` (Benjamini–Hochberg,
+    /// default) or `holm`.
+    #[serde(default)]
+    pub correction: crate::inference::Correction,
+    /// Margin of the equivalence claim behind "unchanged", such as `1%` (default: each
+    /// metric's threshold).
+    #[serde(default)]
+    pub equivalence_margin: Option<Percent>,
+    /// Wall-clock budget for adaptive repetitions in `kgate check --against`: no further look
+    /// starts once it is spent (default: none, looks run until `repetitions.max`).
+    #[serde(default)]
+    pub time_budget: Option<DurationSpec>,
 }
 
 fn default_alpha() -> f64 {
@@ -94,6 +106,9 @@ impl Default for GatePolicy {
             threshold: default_threshold(),
             fail_on_inconclusive: false,
             sources: default_sources(),
+            correction: crate::inference::Correction::Bh,
+            equivalence_margin: None,
+            time_budget: None,
         }
     }
 }
@@ -559,6 +574,9 @@ fn hint_for(key_path: &str) -> Option<&'static str> {
             "sources are hardware, derived, timer, simulated, reported, estimate"
         }
         "alpha" => "`alpha` is a probability such as `0.01`",
+        "correction" => "`correction` is `bh` (Benjamini–Hochberg) or `holm`",
+        "equivalence_margin" => "`equivalence_margin` is a percentage, such as `1%`",
+        "time_budget" => "`time_budget` is a duration with a unit, such as `10m`",
         "env" | "parameters" => "a map of names to string values",
         "benchmarks" => "`benchmarks` is a list of entries with at least `name` and `command`",
         _ => return None,

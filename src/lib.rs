@@ -7,6 +7,7 @@
 //! layer ([`cli`], [`commands`]) only parses flags and calls into these.
 
 pub mod baseline;
+pub mod calibrate;
 pub mod capture;
 pub mod cli;
 pub mod commands;
@@ -16,6 +17,7 @@ pub mod exit;
 pub mod fingerprint;
 pub mod fsutil;
 pub mod import;
+pub mod inference;
 pub mod metric;
 pub mod plan;
 pub mod progress;
