@@ -48,6 +48,28 @@ pub enum Commands {
     Init(InitArgs),
     /// Check a configuration file and report the first problem.
     Validate,
+    /// Measure this machine's noise with A/A runs (the work tree interleaved against itself)
+    /// and suggest a threshold and a repetition count.
+    Calibrate(CalibrateArgs),
+}
+
+/// Output formats of `kgate calibrate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CalibrateFormat {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    #[command(flatten)]
+    pub selection: RunSelection,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CalibrateFormat::Table)]
+    pub format: CalibrateFormat,
+    /// Write the calibration here instead of to stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// Flags shared by everything that runs benchmarks.
@@ -109,6 +131,10 @@ pub struct CheckArgs {
     /// Also write the candidate's results here.
     #[arg(long, value_name = "FILE")]
     pub save_results: Option<PathBuf>,
+    /// Results of earlier jobs (repeatable): with a stored baseline, noisy metrics are then
+    /// decided by a prediction interval over the jobs' medians.
+    #[arg(long, value_name = "FILE", conflicts_with = "against")]
+    pub history: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -122,6 +148,10 @@ pub struct CompareArgs {
     /// Significance level (default: the configuration's when -c is given, else 0.01).
     #[arg(long)]
     pub alpha: Option<f64>,
+    /// Results of earlier jobs (repeatable): the baseline is then treated as stored by another
+    /// job and noisy metrics are decided by a prediction interval over the jobs' medians.
+    #[arg(long, value_name = "FILE")]
+    pub history: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -441,13 +441,38 @@ pub fn run_plan(
 
 /// Runs two revisions interleaved in one job: for each benchmark, warm-ups and repetitions
 /// alternate between base and head, in A B B A order so that a linear drift (thermal, clock)
-/// affects both sides alike. Returns (base, head).
+/// affects both sides alike. Returns (base, head). Repetitions are fixed at `min`; see
+/// [`run_interleaved_adaptive`] for more repetitions while undecided.
 pub fn run_interleaved(
     plan: &Plan,
     base: &Revision,
     head: &Revision,
     progress: &mut dyn Progress,
 ) -> Result<(RunResults, RunResults), RunError> {
+    run_interleaved_adaptive(plan, base, head, progress, None)
+}
+
+/// How an interleaved run may add repetitions to undecided benchmarks.
+#[derive(Debug, Clone)]
+pub struct Adaptive {
+    /// The gate's decision rule, applied at each look.
+    pub policy: crate::compare::ComparePolicy,
+    /// No look starts after this much time since the run began.
+    pub time_budget: Option<Duration>,
+}
+
+/// Like [`run_interleaved`], but with `adaptive` a benchmark whose `repetitions.max` exceeds
+/// its `min` is analysed at fixed looks (min, 2·min, 4·min … max repetitions per side, see
+/// `inference::LookPlan`), each at alpha / looks, and only a benchmark still inconclusive gets
+/// the next look's repetitions. The looks taken are recorded with both results.
+pub fn run_interleaved_adaptive(
+    plan: &Plan,
+    base: &Revision,
+    head: &Revision,
+    progress: &mut dyn Progress,
+    adaptive: Option<&Adaptive>,
+) -> Result<(RunResults, RunResults), RunError> {
+    let started = Instant::now();
     let created = crate::results::now_rfc3339();
     let base_failures = run_builds(plan, base, progress)?;
     let head_failures = run_builds(plan, head, progress)?;
@@ -464,14 +489,41 @@ pub fn run_interleaved(
             name: &b.name,
             runs: 2 * u64::from(b.warmup + b.repetitions.min),
         });
-        let schedule = (0..b.warmup)
-            .map(|i| (i, false))
-            .chain((0..b.repetitions.min).map(|i| (i, true)));
-        for (i, measured) in schedule {
+        let mut pair = |runs: &mut [BenchmarkRun<'_>; 2], i: u32, measured: bool| {
             let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
             for side in order {
                 runs[side].step(measured)?;
                 progress.event(Event::RunFinished);
+            }
+            Ok::<(), RunError>(())
+        };
+        for i in 0..b.warmup {
+            pair(&mut runs, i, false)?;
+        }
+        let looks = crate::inference::LookPlan::new(b.repetitions.min, b.repetitions.max);
+        let adaptive = adaptive.filter(|_| looks.count() > 1);
+        let mut done = 0;
+        let mut taken = Vec::new();
+        for (k, &n) in looks.looks.iter().enumerate() {
+            let over_budget = adaptive
+                .and_then(|a| a.time_budget)
+                .is_some_and(|budget| started.elapsed() >= budget);
+            if k > 0 && over_budget {
+                break;
+            }
+            while done < n {
+                pair(&mut runs, done, true)?;
+                done += 1;
+            }
+            let Some(adaptive) = adaptive else { break };
+            if runs.iter().any(|r| r.failed) {
+                break;
+            }
+            let look = interim_look(&mut runs, n, &looks, &adaptive.policy);
+            let decided = look.verdict != crate::compare::Verdict::Inconclusive;
+            taken.push(look);
+            if decided {
+                break;
             }
         }
         let [base_run, head_run] = runs;
@@ -479,7 +531,8 @@ pub fn run_interleaved(
             (base_run, &mut base_results, base.label),
             (head_run, &mut head_results, head.label),
         ] {
-            let result = run.finish();
+            let mut result = run.finish();
+            result.looks = taken.clone();
             progress.event(Event::BenchmarkFinished {
                 result: &result,
                 revision: label,
@@ -491,6 +544,49 @@ pub fn run_interleaved(
         results_for(plan, base, base_results, created.clone()),
         results_for(plan, head, head_results, created),
     ))
+}
+
+/// One interim analysis: the gate's rule on the repetitions so far, at alpha / looks.
+fn interim_look(
+    runs: &mut [BenchmarkRun<'_>; 2],
+    n: u32,
+    looks: &crate::inference::LookPlan,
+    policy: &crate::compare::ComparePolicy,
+) -> crate::results::Look {
+    let mut snapshot = |i: usize| {
+        let mut r = runs[i].collector.result_mut().clone();
+        // Marks the plan so that the comparison tests at alpha / looks.
+        r.looks = vec![crate::results::Look {
+            n,
+            of: looks.count(),
+            alpha: looks.alpha_per_look(policy.alpha),
+            verdict: crate::compare::Verdict::Inconclusive,
+        }];
+        RunResults {
+            schema_version: RESULTS_SCHEMA_VERSION,
+            kgate_version: env!("CARGO_PKG_VERSION").to_string(),
+            created: String::new(),
+            environment: Fingerprint::default(),
+            benchmarks: vec![r],
+        }
+    };
+    let (base, head) = (snapshot(0), snapshot(1));
+    let report = crate::compare::compare(
+        &base,
+        &head,
+        policy,
+        crate::compare::Design::Interleaved,
+    );
+    crate::results::Look {
+        n,
+        of: looks.count(),
+        alpha: looks.alpha_per_look(policy.alpha),
+        verdict: report
+            .benchmarks
+            .first()
+            .map(|b| b.verdict)
+            .unwrap_or(crate::compare::Verdict::Inconclusive),
+    }
 }
 
 fn results_for(
