@@ -136,7 +136,29 @@ pub fn min_detectable_shift(
     if !(sigma.is_finite() && sigma >= 0.0) {
         return None;
     }
-    let df = (n1 + n2 - 2) as f64;
+    let lambda = noncentrality_for_power(n1 + n2 - 2, alpha, power, two_sided)?;
+    Some(lambda * sigma * (1.0 / n1 as f64 + 1.0 / n2 as f64).sqrt())
+}
+
+/// The noncentrality at which the t-test with `df` degrees of freedom reaches `power`;
+/// cached, since it depends on neither the noise nor the data.
+fn noncentrality_for_power(df: usize, alpha: f64, power: f64, two_sided: bool) -> Option<f64> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    type Key = (usize, u64, u64, bool);
+    thread_local! {
+        static CACHE: RefCell<HashMap<Key, Option<f64>>> = RefCell::new(HashMap::new());
+    }
+    let key = (df, alpha.to_bits(), power.to_bits(), two_sided);
+    if let Some(hit) = CACHE.with(|c| c.borrow().get(&key).copied()) {
+        return hit;
+    }
+    let value = solve_noncentrality(df as f64, alpha, power, two_sided);
+    CACHE.with(|c| c.borrow_mut().insert(key, value));
+    value
+}
+
+fn solve_noncentrality(df: f64, alpha: f64, power: f64, two_sided: bool) -> Option<f64> {
     let tail = if two_sided { alpha / 2.0 } else { alpha };
     let t = StudentsT::new(0.0, 1.0, df).ok()?;
     let crit = t.inverse_cdf(1.0 - tail);
@@ -164,8 +186,7 @@ pub fn min_detectable_shift(
             hi = mid;
         }
     }
-    let lambda = (lo + hi) / 2.0;
-    Some(lambda * sigma * (1.0 / n1 as f64 + 1.0 / n2 as f64).sqrt())
+    Some((lo + hi) / 2.0)
 }
 
 /// The minimum detectable relative change (0.02 is 2 %) for a one-sided test at `alpha` with
