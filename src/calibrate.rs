@@ -92,7 +92,8 @@ pub fn analyse(a: &RunResults, b: &RunResults, policy: &ComparePolicy) -> Calibr
                 (Some(p), Some(q)) => ((p.cv * p.cv + q.cv * q.cv) / 2.0).sqrt(),
                 _ => f64::NAN,
             };
-            let outliers = sa.as_ref().map_or(0, |s| s.outliers) + sb.as_ref().map_or(0, |s| s.outliers);
+            let outliers =
+                sa.as_ref().map_or(0, |s| s.outliers) + sb.as_ref().map_or(0, |s| s.outliers);
             let sigma = inference::pooled_log_noise(&mx.values, &my.values);
             let aa = compare::compare_metric(mx, my, policy);
             let n = mx.values.len().min(my.values.len());
@@ -188,7 +189,9 @@ pub fn render_table(c: &Calibration) -> String {
             pct(r.robust_cv),
             r.outliers.to_string(),
             r.aa_change.map(format_change).unwrap_or_else(|| "–".into()),
-            r.aa_p_value.map(compare::format_p).unwrap_or_else(|| "–".into()),
+            r.aa_p_value
+                .map(compare::format_p)
+                .unwrap_or_else(|| "–".into()),
             opt(r.mde),
             pct(r.threshold),
             opt(r.suggested_threshold),

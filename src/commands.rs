@@ -327,8 +327,7 @@ fn load_history(paths: &[std::path::PathBuf]) -> Result<Vec<RunResults>> {
     paths
         .iter()
         .map(|p| {
-            RunResults::load(p)
-                .with_context(|| format!("cannot read history file {}", p.display()))
+            RunResults::load(p).with_context(|| format!("cannot read history file {}", p.display()))
         })
         .collect()
 }

@@ -18,9 +18,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::inference::{self, Correction, History};
 use crate::metric::{Direction, Source, Tolerance};
 use crate::results::{BenchmarkResult, MetricSamples, RunResults, Status};
-use crate::inference::{self, Correction, History};
 use crate::stats::{self, Alternative, Summary};
 use crate::units::format_change;
 
@@ -223,6 +223,11 @@ pub struct ComparePolicy {
     pub correction: Correction,
     /// Equivalence margin; `None` uses each metric's threshold.
     pub equivalence_margin: Option<f64>,
+    /// Size the gated family is assumed to have at least (0: its actual size). The interim
+    /// looks of an adaptive run analyse one benchmark at a time; this makes them as strict as
+    /// the final comparison of the whole run, so that a benchmark does not stop at a look whose
+    /// evidence the run-wide correction will not accept.
+    pub family_hint: usize,
 }
 
 impl Default for ComparePolicy {
@@ -232,6 +237,7 @@ impl Default for ComparePolicy {
             gating_sources: Source::DEFAULT_GATING.to_vec(),
             correction: Correction::Bh,
             equivalence_margin: None,
+            family_hint: 0,
         }
     }
 }
@@ -243,6 +249,7 @@ impl From<&crate::config::GatePolicy> for ComparePolicy {
             gating_sources: p.sources.clone(),
             correction: p.correction,
             equivalence_margin: p.equivalence_margin.map(|m| m.0),
+            family_hint: 0,
         }
     }
 }
@@ -438,7 +445,10 @@ struct Evidence {
 
 enum Power {
     /// Two-sample rank test: base and head values.
-    Samples { base: Vec<f64>, head: Vec<f64> },
+    Samples {
+        base: Vec<f64>,
+        head: Vec<f64>,
+    },
     Prediction(History),
 }
 
@@ -637,10 +647,7 @@ fn gather_metric(
         out.change = Some(d.change);
         return (out, None);
     }
-    let margin = ctx
-        .policy
-        .equivalence_margin
-        .unwrap_or(head.gate.threshold);
+    let margin = ctx.policy.equivalence_margin.unwrap_or(head.gate.threshold);
     out.equivalence_margin = Some(margin);
     let evidence = prediction_evidence(benchmark, &head.name, &head.values, head.direction, ctx)
         .map(Ok)
@@ -805,12 +812,21 @@ fn decide_all(
         let gating = benchmarks[item.0].metrics[item.1].gates;
         families[usize::from(!gating)].push(item);
     }
-    for family in families {
-        let reg: Vec<f64> = family.iter().map(|(_, _, e)| e.p_reg).collect();
-        let imp: Vec<f64> = family.iter().map(|(_, _, e)| e.p_imp).collect();
-        let reg = inference::adjust(&reg, ctx.policy.correction);
-        let imp = inference::adjust(&imp, ctx.policy.correction);
-        let size = family.len();
+    for (index, family) in families.into_iter().enumerate() {
+        // Untested members of an assumed larger family count as p = 1, which is what BH and
+        // Holm do with a family of that size.
+        let size = if index == 0 {
+            family.len().max(ctx.policy.family_hint)
+        } else {
+            family.len()
+        };
+        let padded = |p: Vec<f64>| {
+            let mut p = p;
+            p.resize(size, 1.0);
+            inference::adjust(&p, ctx.policy.correction)
+        };
+        let reg = padded(family.iter().map(|(_, _, e)| e.p_reg).collect());
+        let imp = padded(family.iter().map(|(_, _, e)| e.p_imp).collect());
         for (((b, m, e), r), i) in family.into_iter().zip(reg).zip(imp) {
             decide(&mut benchmarks[b].metrics[m], e, r, i, size, ctx);
         }

@@ -397,7 +397,14 @@ mod tests {
         }
         // c = 1 %: 2.78 %, 1.70 %, 0.91 %, 0.49 % (two-sided) and 2.46 %, 1.55 % (one-sided).
         let sigma = (1.0f64 + 0.01 * 0.01).ln().sqrt();
-        let pct = |n, two| (min_detectable_shift(sigma, n, n, 0.01, 0.8, two).unwrap().exp_m1() * 1e4).round() / 100.0;
+        let pct = |n, two| {
+            (min_detectable_shift(sigma, n, n, 0.01, 0.8, two)
+                .unwrap()
+                .exp_m1()
+                * 1e4)
+                .round()
+                / 100.0
+        };
         assert_eq!(
             [pct(5, true), pct(10, true), pct(30, true), pct(100, true)],
             [2.78, 1.70, 0.91, 0.49]
@@ -441,7 +448,11 @@ mod tests {
         assert_eq!(LookPlan::new(10, 30).looks, vec![10, 20, 30]);
         assert_eq!(LookPlan::new(10, 10).looks, vec![10]);
         assert_eq!(LookPlan::new(10, 10).alpha_per_look(0.01), 0.01);
-        close(LookPlan::new(10, 40).alpha_per_look(0.01), 0.01 / 3.0, 1e-15);
+        close(
+            LookPlan::new(10, 40).alpha_per_look(0.01),
+            0.01 / 3.0,
+            1e-15,
+        );
     }
 
     #[test]
@@ -453,7 +464,9 @@ mod tests {
 
     #[test]
     fn log_noise_is_robust_to_one_spike() {
-        let calm = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9, 100.3];
+        let calm = [
+            100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9, 100.3,
+        ];
         let mut spiky = calm;
         spiky[3] = 150.0;
         let (a, b) = (log_noise(&calm).unwrap(), log_noise(&spiky).unwrap());
@@ -466,6 +479,9 @@ mod tests {
         let mut r = Xorshift::new(7);
         let xs: Vec<f64> = (0..20000).map(|_| r.normal()).collect();
         let s = crate::stats::summarize(&xs).unwrap();
-        assert!(s.mean.abs() < 0.03 && (s.std_dev - 1.0).abs() < 0.03, "{s:?}");
+        assert!(
+            s.mean.abs() < 0.03 && (s.std_dev - 1.0).abs() < 0.03,
+            "{s:?}"
+        );
     }
 }

@@ -519,7 +519,13 @@ pub fn run_interleaved_adaptive(
             if runs.iter().any(|r| r.failed) {
                 break;
             }
-            let look = interim_look(&mut runs, n, &looks, &adaptive.policy);
+            let look = interim_look(
+                &mut runs,
+                n,
+                &looks,
+                &adaptive.policy,
+                plan.benchmarks.len(),
+            );
             let decided = look.verdict != crate::compare::Verdict::Inconclusive;
             taken.push(look);
             if decided {
@@ -552,6 +558,7 @@ fn interim_look(
     n: u32,
     looks: &crate::inference::LookPlan,
     policy: &crate::compare::ComparePolicy,
+    benchmarks: usize,
 ) -> crate::results::Look {
     let mut snapshot = |i: usize| {
         let mut r = runs[i].collector.result_mut().clone();
@@ -571,12 +578,21 @@ fn interim_look(
         }
     };
     let (base, head) = (snapshot(0), snapshot(1));
-    let report = crate::compare::compare(
-        &base,
-        &head,
-        policy,
-        crate::compare::Design::Interleaved,
-    );
+    // As strict as the run-wide comparison: this benchmark's gated metrics times the number
+    // of benchmarks stands in for the whole family.
+    let gated = head.benchmarks[0]
+        .metrics
+        .iter()
+        .filter(|m| m.gate.gates && m.gate.tolerance.is_none())
+        .filter(|m| policy.gating_sources.contains(&m.source))
+        .count()
+        .max(1);
+    let policy = crate::compare::ComparePolicy {
+        family_hint: gated * benchmarks.max(1),
+        ..policy.clone()
+    };
+    let report =
+        crate::compare::compare(&base, &head, &policy, crate::compare::Design::Interleaved);
     crate::results::Look {
         n,
         of: looks.count(),

@@ -50,7 +50,11 @@ fn mann_whitney_matches_scipy() {
                 };
                 let got = stats::mann_whitney_with(&x, &y, alt, method, true).unwrap();
                 assert_eq!(got.u1, case["u1"].as_f64().unwrap(), "case {i} U1");
-                let tol = if method == MwuMethod::Exact { 1e-12 } else { 1e-9 };
+                let tol = if method == MwuMethod::Exact {
+                    1e-12
+                } else {
+                    1e-9
+                };
                 rel_close(got.p_value, want, tol, &format!("case {i} {key}"));
                 checked += 1;
             }
@@ -78,7 +82,12 @@ fn minimum_detectable_effect_matches_scipy_noncentral_t() {
         let alpha = case["alpha"].as_f64().unwrap();
         let two = case["two_sided"].as_bool().unwrap();
         let got = inference::min_detectable_shift(1.0, n, n, alpha, 0.8, two).unwrap();
-        rel_close(got, case["d"].as_f64().unwrap(), 1e-5, &format!("d at n={n}"));
+        rel_close(
+            got,
+            case["d"].as_f64().unwrap(),
+            1e-5,
+            &format!("d at n={n}"),
+        );
     }
 }
 
@@ -88,8 +97,18 @@ fn prediction_interval_matches_scipy_student_t() {
     for case in v["prediction_interval"].as_array().unwrap() {
         let h = History::new(&floats(&case["jobs"])).unwrap();
         let level = case["level"].as_f64().unwrap();
-        rel_close(h.upper_limit(level), case["upper"].as_f64().unwrap(), 1e-9, "upper");
-        rel_close(h.lower_limit(level), case["lower"].as_f64().unwrap(), 1e-9, "lower");
+        rel_close(
+            h.upper_limit(level),
+            case["upper"].as_f64().unwrap(),
+            1e-9,
+            "upper",
+        );
+        rel_close(
+            h.lower_limit(level),
+            case["lower"].as_f64().unwrap(),
+            1e-9,
+            "lower",
+        );
         let p = h.p_above(case["new"].as_f64().unwrap());
         rel_close(p, case["p_above"].as_f64().unwrap(), 1e-7, "p_above");
     }
