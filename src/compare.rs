@@ -1191,4 +1191,137 @@ mod tests {
             m.reason
         );
     }
+
+    #[test]
+    fn the_correction_spans_every_gated_metric_of_the_run() {
+        // 6 vs 6 complete separation: one-sided p = 1/924 = 0.00108. Alone it regresses at
+        // alpha 0.01; among 20 gated benchmarks (19 unchanged, p near 1) BH needs p ≤ 0.0005.
+        let low: Vec<f64> = (0..6).map(|i| 100.0 + f64::from(i) * 0.1).collect();
+        let high: Vec<f64> = low.iter().map(|v| v * 1.05).collect();
+        let alone = compare(
+            &run(vec![bench("a", samples(&low, 0.01))]),
+            &run(vec![bench("a", samples(&high, 0.01))]),
+            &ComparePolicy::default(),
+            Design::Files,
+        );
+        let m = &alone.benchmarks[0].metrics[0];
+        assert_eq!(m.verdict, Verdict::Regressed, "{}", m.reason);
+        assert!((m.p_regression.unwrap() - 1.0 / 924.0).abs() < 1e-12);
+        assert_eq!(m.p_adjusted, m.p_regression);
+        let mut base = vec![bench("a", samples(&low, 0.01))];
+        let mut head = vec![bench("a", samples(&high, 0.01))];
+        for i in 0..19 {
+            base.push(bench(&format!("b{i}"), samples(&BASE, 0.01)));
+            head.push(bench(&format!("b{i}"), samples(&BASE, 0.01)));
+        }
+        let r = compare(
+            &run(base),
+            &run(head),
+            &ComparePolicy::default(),
+            Design::Files,
+        );
+        let m = &r.benchmarks[0].metrics[0];
+        assert_eq!(m.verdict, Verdict::Inconclusive, "{}", m.reason);
+        assert!((m.p_adjusted.unwrap() - 20.0 / 924.0).abs() < 1e-12);
+        // 6 per side cannot reach the level 0.01 / 20 = 5e-4 at all: the reason says so and
+        // there is no detectable effect to report.
+        assert!(
+            m.reason.contains("too few repetitions to detect anything"),
+            "{}",
+            m.reason
+        );
+        assert_eq!(m.mde, None);
+        assert_eq!(r.correction, Correction::Bh);
+        assert_eq!(r.model, Model::RankTest);
+    }
+
+    #[test]
+    fn equivalence_margin_and_mde_are_reported() {
+        let m = verdict(&BASE, &SAME, 0.05);
+        assert_eq!(m.verdict, Verdict::Unchanged);
+        assert_eq!(m.equivalence_margin, Some(0.05));
+        let eq = m.equivalence_ci.unwrap();
+        // 98 % (1 − 2·alpha) Hodges–Lehmann interval of ln(SAME) − ln(BASE).
+        assert!(eq[0] > -0.01 && eq[1] < 0.01, "{eq:?}");
+        let mde = m.mde.unwrap();
+        assert!(mde > 0.0 && mde < 0.02, "{mde}");
+        // A 0.1 % margin is narrower than the interval: no claim of "unchanged".
+        let policy = ComparePolicy {
+            equivalence_margin: Some(0.001),
+            ..ComparePolicy::default()
+        };
+        let m = compare_metric(&samples(&BASE, 0.05), &samples(&SAME, 0.05), &policy);
+        assert_eq!(m.verdict, Verdict::Inconclusive, "{}", m.reason);
+        assert!(m.reason.contains("wider than ±0.10 %"), "{}", m.reason);
+    }
+
+    #[test]
+    fn looks_split_alpha() {
+        // NEW vs BASE: one-sided p = 5.4e-6; at alpha 0.01 over 3 looks still regressed, and
+        // the report says how many looks were planned.
+        let look = crate::results::Look {
+            n: 10,
+            of: 3,
+            alpha: 0.01 / 3.0,
+            verdict: Verdict::Inconclusive,
+        };
+        let mut b = bench("a", samples(&BASE, 0.01));
+        let mut h = bench("a", samples(&NEW, 0.01));
+        b.looks = vec![look.clone()];
+        h.looks = vec![look];
+        let r = compare(
+            &run(vec![b]),
+            &run(vec![h]),
+            &ComparePolicy::default(),
+            Design::Interleaved,
+        );
+        assert_eq!(r.looks, 3);
+        assert_eq!(r.benchmarks[0].verdict, Verdict::Regressed);
+    }
+
+    #[test]
+    fn stored_baseline_with_history_uses_a_prediction_interval() {
+        // Four earlier jobs whose medians scatter by about 1 %; the candidate's median is 3 %
+        // above their mean.
+        let job = |scale: f64| run(vec![bench("a", samples(&BASE.map(|v| v * scale), 0.02))]);
+        let base = job(1.0);
+        let history = [job(1.01), job(0.99), job(1.005), job(0.995)];
+        let head = job(1.03);
+        let r = compare_with_history(
+            &base,
+            &head,
+            &history,
+            &ComparePolicy::default(),
+            Design::StoredBaseline,
+        );
+        assert_eq!(r.model, Model::PredictionInterval);
+        let m = &r.benchmarks[0].metrics[0];
+        assert_eq!(m.method, Method::PredictionInterval);
+        // Job medians are ln(100.4·s): relative to ln(100.4) they are ln(s).
+        let logs = [1.0f64, 1.01, 0.99, 1.005, 0.995].map(f64::ln);
+        let h = History::new(&logs).unwrap();
+        let want = (1.03f64.ln() - h.mean).exp_m1();
+        assert!((m.change.unwrap() - want).abs() < 1e-9, "{:?}", m.change);
+        let p = h.p_above(1.03f64.ln());
+        assert!((m.p_regression.unwrap() - p).abs() < 1e-12);
+        assert!(m.reason.contains("against 5 stored jobs"), "{}", m.reason);
+        // Within-job noise is tiny, so the rank test would call this a regression; the job
+        // spread makes it a finding only if it clears the prediction interval at alpha.
+        let expected = if p <= 0.01 {
+            Verdict::Regressed
+        } else {
+            Verdict::Inconclusive
+        };
+        assert_eq!(m.verdict, expected, "{}", m.reason);
+        assert!(r.warnings.iter().all(|w| !w.contains("job-to-job offsets")));
+        // Without history the same comparison falls back to the rank test, with the warning.
+        let r = compare(
+            &base,
+            &head,
+            &ComparePolicy::default(),
+            Design::StoredBaseline,
+        );
+        assert_eq!(r.model, Model::RankTest);
+        assert!(r.warnings.iter().any(|w| w.contains("job-to-job offsets")));
+    }
 }
