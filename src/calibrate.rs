@@ -135,7 +135,7 @@ pub fn analyse(a: &RunResults, b: &RunResults, policy: &ComparePolicy) -> Calibr
 /// Smallest n per side whose minimum detectable change at `level` is at most `threshold` and
 /// whose rank-test floor is below `level`; None above [`MAX_SUGGESTED_REPETITIONS`].
 pub fn repetitions_for(sigma: f64, threshold: f64, level: f64) -> Option<usize> {
-    if !(threshold > 0.0) {
+    if threshold.is_nan() || threshold <= 0.0 {
         return None;
     }
     let ok = |n: usize| {

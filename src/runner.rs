@@ -490,7 +490,7 @@ pub fn run_interleaved_adaptive(
             runs: 2 * u64::from(b.warmup + b.repetitions.min),
         });
         let mut pair = |runs: &mut [BenchmarkRun<'_>; 2], i: u32, measured: bool| {
-            let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
+            let order = if i.is_multiple_of(2) { [0, 1] } else { [1, 0] };
             for side in order {
                 runs[side].step(measured)?;
                 progress.event(Event::RunFinished);

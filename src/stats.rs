@@ -195,10 +195,11 @@ fn exact_null_pmf(m: usize, n: usize) -> std::rc::Rc<Vec<f64>> {
     use std::cell::RefCell;
     use std::collections::HashMap;
     use std::rc::Rc;
+    type Cache = RefCell<HashMap<(usize, usize), Rc<Vec<f64>>>>;
     thread_local! {
         // The gate asks for the same few (m, n) many times per run (p-values in both
         // directions, intervals at two levels, every look), so distributions are kept.
-        static CACHE: RefCell<HashMap<(usize, usize), Rc<Vec<f64>>>> = RefCell::new(HashMap::new());
+        static CACHE: Cache = RefCell::new(HashMap::new());
     }
     let key = (m.max(n), m.min(n));
     if let Some(hit) = CACHE.with(|c| c.borrow().get(&key).cloned()) {
