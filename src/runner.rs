@@ -698,4 +698,60 @@ mod tests {
         assert!(o.stderr_tail.len() <= TAIL_BYTES);
         assert!(!o.stderr_tail.contains("line-0\n"));
     }
+
+    #[test]
+    fn adaptive_looks_add_repetitions_only_while_undecided() {
+        let dir = tempfile::tempdir().unwrap();
+        // Both sides report the same value per repetition: undecidable at 2 and 4 per side
+        // (no interval of the needed confidence exists), "unchanged" at 8.
+        let yaml = r#"
+defaults: {warmup: 0, repetitions: {min: 2, max: 8}, captures: [protocol]}
+benchmarks:
+  - name: same
+    command: 'echo "{\"metric\": \"kernel_time\", \"value\": $((1000 + KGATE_REPETITION)), \"unit\": \"ns\", \"source\": \"timer\"}" >> "$KGATE_PROTOCOL_FILE"'
+"#;
+        let config = crate::config::parse(yaml, "kgate.yaml").unwrap();
+        let plan = Plan::new(&config, &crate::plan::Overrides::default()).unwrap();
+        let rev = |label| Revision {
+            root: dir.path().to_path_buf(),
+            label: Some(label),
+        };
+        let adaptive = Adaptive {
+            policy: crate::compare::ComparePolicy::default(),
+            time_budget: None,
+        };
+        let (base, head) = run_interleaved_adaptive(
+            &plan,
+            &rev("base"),
+            &rev("head"),
+            &mut crate::progress::Silent,
+            Some(&adaptive),
+        )
+        .unwrap();
+        let h = &head.benchmarks[0];
+        assert_eq!(h.repetitions, 8, "{h:?}");
+        let looks: Vec<(u32, crate::compare::Verdict)> =
+            h.looks.iter().map(|l| (l.n, l.verdict)).collect();
+        use crate::compare::Verdict::{Inconclusive, Unchanged};
+        assert_eq!(
+            looks,
+            vec![(2, Inconclusive), (4, Inconclusive), (8, Unchanged)]
+        );
+        assert!(
+            h.looks
+                .iter()
+                .all(|l| l.of == 3 && (l.alpha - 0.01 / 3.0).abs() < 1e-15)
+        );
+        assert_eq!(base.benchmarks[0].looks, h.looks);
+        // Without the adaptive policy, `min` repetitions and no looks.
+        let (_, head) = run_interleaved(
+            &plan,
+            &rev("base"),
+            &rev("head"),
+            &mut crate::progress::Silent,
+        )
+        .unwrap();
+        assert_eq!(head.benchmarks[0].repetitions, 2);
+        assert!(head.benchmarks[0].looks.is_empty());
+    }
 }
