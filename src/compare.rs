@@ -773,6 +773,10 @@ fn prediction_evidence(
         .filter_map(|r| job_summary(r, benchmark, metric))
         .collect();
     let history = History::new(&jobs)?;
+    if history.scale().is_nan() || history.scale() <= 0.0 {
+        // Jobs that agree exactly give a zero-width interval; the rank test decides instead.
+        return None;
+    }
     let logs: Vec<f64> = head.iter().map(|v| v.ln()).collect();
     let y = stats::median(&logs)?;
     let d = y - history.mean;
