@@ -704,14 +704,17 @@ version: 1
 
 defaults:
   warmup: 1            # discarded runs before measuring
-  repetitions: 10      # or {min: 10, max: 30}
+  repetitions: 10      # or {min: 10, max: 40}: more only while undecided (check --against)
   timeout: 60s         # the whole process group is killed at the limit
   captures: [timer]    # timer: process wall time; protocol: numbers the benchmark reports
 
 gate:
-  alpha: 0.01                 # significance level of the rank test
+  alpha: 0.01                 # false-alarm level of the whole gate (all metrics, all looks)
   threshold: 5%               # smallest change that counts as a regression
   fail_on_inconclusive: false # exit 3 instead of 0 when the evidence is inconclusive
+  # correction: bh            # across gated metrics: bh (default) or holm
+  # equivalence_margin: 1%    # "unchanged" needs the interval inside this (default: threshold)
+  # time_budget: 10m          # no adaptive look starts after this
 
 benchmarks:
   - name: example
