@@ -27,7 +27,8 @@ pub struct NoiseRow {
     pub n: usize,
     /// Coefficient of variation (standard deviation / mean), pooled over both sides.
     pub cv: f64,
-    /// Robust noise: 1.4826 × MAD of the log values, pooled (about the CV without spikes).
+    /// Noise used for the power figures: the larger of 1.4826 × MAD of the log values (pooled)
+    /// and the noise implied by the width of the A/A Hodges–Lehmann interval.
     pub robust_cv: f64,
     /// Tukey outliers over both sides.
     pub outliers: usize,
@@ -94,9 +95,19 @@ pub fn analyse(a: &RunResults, b: &RunResults, policy: &ComparePolicy) -> Calibr
             };
             let outliers =
                 sa.as_ref().map_or(0, |s| s.outliers) + sb.as_ref().map_or(0, |s| s.outliers);
-            let sigma = inference::pooled_log_noise(&mx.values, &my.values);
             let aa = compare::compare_metric(mx, my, policy);
             let n = mx.values.len().min(my.values.len());
+            // The larger of the robust noise and the noise the A/A interval implies (spikes).
+            let implied = aa.ci.and_then(|ci| {
+                inference::noise_from_interval(
+                    ci,
+                    1.0 - policy.alpha,
+                    mx.values.len(),
+                    my.values.len(),
+                )
+            });
+            let sigma = inference::pooled_log_noise(&mx.values, &my.values)
+                .map(|s| s.max(implied.unwrap_or(0.0)));
             let mde = sigma.and_then(|s| {
                 (inference::mwu_floor(n, n) <= level)
                     .then(|| inference::min_detectable_shift(s, n, n, level, MDE_POWER, false))
@@ -171,7 +182,7 @@ pub fn render_table(c: &Calibration) -> String {
             "metric",
             "n/side",
             "CV",
-            "robust CV",
+            "noise σ",
             "outliers",
             "A/A change",
             "A/A p",

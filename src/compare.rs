@@ -863,7 +863,7 @@ fn decide(
     out.mde = match (&e.power, floor_blocks) {
         (_, Some(_)) => None,
         (Power::Samples { base, head }, None) => {
-            inference::min_detectable_change(base, head, single)
+            inference::min_detectable_change(base, head, single, Some((e.ci, e.ci_level)))
         }
         (Power::Prediction(h), None) => Some(h.min_detectable_shift(single).exp_m1()),
     };

@@ -94,6 +94,20 @@ pub fn pooled_log_noise(a: &[f64], b: &[f64]) -> Option<f64> {
     Some(((x * x + y * y) / 2.0).sqrt())
 }
 
+/// The log-scale noise implied by the width of a two-sided interval for a relative change
+/// (`[lo, hi]` at `confidence`, from n1 and n2 values): the interval's standard error,
+/// (ln(1+hi) − ln(1+lo)) / (2·z), divided by √(1/n1 + 1/n2). It sees what a robust scale
+/// estimate ignores: a minority of spiky repetitions still widens a rank interval.
+pub fn noise_from_interval(ci: [f64; 2], confidence: f64, n1: usize, n2: usize) -> Option<f64> {
+    let [lo, hi] = ci;
+    if lo <= -1.0 || hi < lo || n1 == 0 || n2 == 0 || !(confidence > 0.0 && confidence < 1.0) {
+        return None;
+    }
+    let z = Normal::standard().inverse_cdf(1.0 - (1.0 - confidence) / 2.0);
+    let se = (hi.ln_1p() - lo.ln_1p()) / (2.0 * z);
+    Some(se / (1.0 / n1 as f64 + 1.0 / n2 as f64).sqrt())
+}
+
 /// P(T' > t) for a noncentral t with `df` degrees of freedom and noncentrality `lambda`,
 /// by integrating P(Z + λ > t·√(V/df)) over V ~ χ²(df) with Simpson's rule.
 fn noncentral_t_sf(t: f64, df: f64, lambda: f64) -> f64 {
@@ -190,9 +204,20 @@ fn solve_noncentrality(df: f64, alpha: f64, power: f64, two_sided: bool) -> Opti
 }
 
 /// The minimum detectable relative change (0.02 is 2 %) for a one-sided test at `alpha` with
-/// 80 % power, from the observed log-scale noise of both samples.
-pub fn min_detectable_change(base: &[f64], head: &[f64], alpha: f64) -> Option<f64> {
-    let sigma = pooled_log_noise(base, head)?;
+/// 80 % power, from the observed noise of both samples: the larger of the robust log-scale
+/// noise and, when given, the noise implied by the comparison's interval (`ci` at
+/// `confidence`), so that a few spikes cannot make the figure optimistic.
+pub fn min_detectable_change(
+    base: &[f64],
+    head: &[f64],
+    alpha: f64,
+    interval: Option<([f64; 2], f64)>,
+) -> Option<f64> {
+    let robust = pooled_log_noise(base, head)?;
+    let implied = interval
+        .and_then(|(ci, confidence)| noise_from_interval(ci, confidence, base.len(), head.len()))
+        .unwrap_or(0.0);
+    let sigma = robust.max(implied);
     min_detectable_shift(sigma, base.len(), head.len(), alpha, MDE_POWER, false).map(f64::exp_m1)
 }
 
@@ -440,6 +465,22 @@ mod tests {
         close(h.upper_limit(0.977), 121.4609034715276, 1e-9);
         close(h.p_above(121.4609034715276), 0.023, 1e-6);
         assert!(History::new(&[1.0]).is_none());
+    }
+
+    #[test]
+    fn noise_from_an_interval_inverts_the_normal_interval() {
+        // A 99 % interval ±z·σ·√(2/10) around 0 on the log scale gives σ back.
+        let sigma = 0.01;
+        let z = Normal::standard().inverse_cdf(0.995);
+        let half = z * sigma * (0.2f64).sqrt();
+        let ci = [(-half).exp_m1(), half.exp_m1()];
+        close(noise_from_interval(ci, 0.99, 10, 10).unwrap(), sigma, 1e-12);
+        assert_eq!(noise_from_interval([-1.5, 0.1], 0.99, 10, 10), None);
+        // Spikes: the interval-implied noise wins over the robust one.
+        let calm: Vec<f64> = (0..10).map(|i| 100.0 + f64::from(i) * 0.05).collect();
+        let robust = min_detectable_change(&calm, &calm, 0.005, None).unwrap();
+        let wide = min_detectable_change(&calm, &calm, 0.005, Some((ci, 0.99))).unwrap();
+        assert!(wide > robust, "{wide} vs {robust}");
     }
 
     #[test]
