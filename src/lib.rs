@@ -2,7 +2,8 @@
 //!
 //! The pipeline runs one way, one module per stage:
 //! [`config`] → [`plan`] → [`runner`] (with [`capture`] and [`protocol`]) → [`results`] →
-//! [`compare`] (with [`stats`]) → [`render`]. [`import`] feeds results from files written
+//! [`compare`] (with [`stats`] and [`inference`]) → [`render`]; [`calibrate`] sizes the gate
+//! from A/A runs. [`import`] feeds results from files written
 //! elsewhere; [`baseline`] and [`worktree`] supply what is compared against. The command-line
 //! layer ([`cli`], [`commands`]) only parses flags and calls into these.
 
