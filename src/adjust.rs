@@ -51,6 +51,12 @@ pub fn mark_skipped(report: &mut Report, skipped: &[String], base: Option<&RunRe
                         p_value: None,
                         waived: false,
                         waiver: None,
+                        p_regression: None,
+                        p_improvement: None,
+                        p_adjusted: None,
+                        equivalence_margin: None,
+                        equivalence_ci: None,
+                        mde: None,
                     })
                     .collect()
             })

@@ -57,6 +57,28 @@ pub enum Commands {
     Ci(CiArgs),
     /// Post a JSON report (from `check --format json`) as the sticky PR comment.
     Comment(CommentArgs),
+    /// Measure this machine's noise with A/A runs (the work tree interleaved against itself)
+    /// and suggest a threshold and a repetition count.
+    Calibrate(CalibrateArgs),
+}
+
+/// Output formats of `kgate calibrate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CalibrateFormat {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    #[command(flatten)]
+    pub selection: RunSelection,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CalibrateFormat::Table)]
+    pub format: CalibrateFormat,
+    /// Write the calibration here instead of to stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// Flags shared by everything that runs benchmarks.
@@ -140,6 +162,10 @@ pub struct CheckArgs {
     /// Also append the candidate's results to the history under `.kgate/history/`.
     #[arg(long)]
     pub record: bool,
+    /// Results of earlier jobs (repeatable): with a stored baseline, noisy metrics are then
+    /// decided by a prediction interval over the jobs' medians.
+    #[arg(long, value_name = "FILE", conflicts_with = "against")]
+    pub history: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -159,6 +185,10 @@ pub struct CompareArgs {
     /// Compare even when the two files come from different environments; the report says so.
     #[arg(long)]
     pub allow_fingerprint_mismatch: bool,
+    /// Results of earlier jobs (repeatable): the baseline is then treated as stored by another
+    /// job and noisy metrics are decided by a prediction interval over the jobs' medians.
+    #[arg(long, value_name = "FILE")]
+    pub history: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

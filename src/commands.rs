@@ -13,7 +13,8 @@ mod scale;
 
 use crate::baseline;
 use crate::cli::{
-    BaselineCommand, CheckArgs, Cli, Commands, CompareArgs, ImportArgs, ReportArgs, RunSelection,
+    BaselineCommand, CalibrateArgs, CalibrateFormat, CheckArgs, Cli, Commands, CompareArgs,
+    ImportArgs, ReportArgs, RunSelection,
 };
 use crate::compare::{self, ComparePolicy, Design, Report, RunVerdict};
 use crate::config::{self, LoadedConfig};
@@ -105,6 +106,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         }
         Commands::Ci(args) => ci(&cli.config, args),
         Commands::Comment(args) => comment(args),
+        Commands::Calibrate(args) => calibrate(&cli.config, args),
         Commands::Validate => {
             let loaded = load_config(&cli.config)?;
             println!(
@@ -239,8 +241,17 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
                 root: loaded.root.clone(),
                 label: Some("head"),
             };
-            let (base, head) =
-                runner::run_interleaved(&plan, &base_rev, &head_rev, progress.as_mut())?;
+            let adaptive = runner::Adaptive {
+                policy: policy.clone(),
+                time_budget: loaded.config.gate.time_budget.map(|d| d.0),
+            };
+            let (base, head) = runner::run_interleaved_adaptive(
+                &plan,
+                &base_rev,
+                &head_rev,
+                progress.as_mut(),
+                Some(&adaptive),
+            )?;
             (
                 compare::compare(&base, &head, &policy, Design::Interleaved),
                 head,
@@ -288,8 +299,15 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
                 Some(reference) => scale::baseline_at_ref(&loaded.root, &path, reference)?,
                 None => RunResults::load(&path).context("cannot read the stored baseline")?,
             };
+            let history = load_history(&args.history)?;
             let head = run_selected(&selection)?;
-            let mut report = compare::compare(&base, &head, &policy, Design::StoredBaseline);
+            let mut report = compare::compare_with_history(
+                &base,
+                &head,
+                &history,
+                &policy,
+                Design::StoredBaseline,
+            );
             scale::check_environments(
                 &base,
                 &head,
@@ -355,7 +373,13 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
         }
         policy.alpha = alpha;
     }
-    let mut report = compare::compare(&base, &head, &policy, Design::Files);
+    let history = load_history(&args.history)?;
+    let design = if history.is_empty() {
+        Design::Files
+    } else {
+        Design::StoredBaseline
+    };
+    let mut report = compare::compare_with_history(&base, &head, &history, &policy, design);
     scale::check_environments(
         &base,
         &head,
@@ -388,6 +412,44 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
     let results = import::import(args.format, &args.files, &policies)?;
     emit_results(&results, args.output.as_deref())?;
     Ok(ExitStatus::PASS)
+}
+
+/// Earlier jobs' results for the prediction-interval model.
+fn load_history(paths: &[std::path::PathBuf]) -> Result<Vec<RunResults>> {
+    paths
+        .iter()
+        .map(|p| {
+            RunResults::load(p).with_context(|| format!("cannot read history file {}", p.display()))
+        })
+        .collect()
+}
+
+/// `kgate calibrate`: the work tree interleaved against itself, then the noise table.
+fn calibrate(config_path: &Path, args: CalibrateArgs) -> Result<u8> {
+    let loaded = load_config(config_path)?;
+    let policy = ComparePolicy::from(&loaded.config.gate);
+    let plan = Plan::new(&loaded.config, &overrides(&args.selection))?;
+    let mut progress = progress::for_stderr(args.selection.no_progress);
+    let side = |label| Revision {
+        root: loaded.root.clone(),
+        label: Some(label),
+    };
+    let (a, b) = runner::run_interleaved(&plan, &side("A"), &side("B"), progress.as_mut())?;
+    let failures = report_failures(&a).max(report_failures(&b));
+    let calibration = crate::calibrate::analyse(&a, &b, &policy);
+    let text = match args.format {
+        CalibrateFormat::Table => crate::calibrate::render_table(&calibration),
+        CalibrateFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&calibration)?;
+            s.push('\n');
+            s
+        }
+    };
+    match &args.output {
+        Some(path) => fsutil::write_atomic(path, text.as_bytes(), Overwrite::Allow)?,
+        None => write_stdout(&text)?,
+    }
+    Ok(failures)
 }
 
 /// Whether an error chain holds an interruption.
@@ -730,6 +792,7 @@ fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
         allow_fingerprint_mismatch: false,
         changed_since: None,
         record: false,
+        history: Vec::new(),
     };
     let checked = check(config_path, check_args);
     let status = match checked {

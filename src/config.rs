@@ -79,6 +79,18 @@ pub struct GatePolicy {
     /// driver, clocks, tool versions) with a warning instead of refusing (default false).
     #[serde(default)]
     pub allow_fingerprint_mismatch: bool,
+    /// Adjustment of p-values across the gated metrics of a run: `bh` (Benjamini–Hochberg,
+    /// default) or `holm`.
+    #[serde(default)]
+    pub correction: crate::inference::Correction,
+    /// Margin of the equivalence claim behind "unchanged", such as `1%` (default: each
+    /// metric's threshold).
+    #[serde(default)]
+    pub equivalence_margin: Option<Percent>,
+    /// Wall-clock budget for adaptive repetitions in `kgate check --against`: no further look
+    /// starts once it is spent (default: none, looks run until `repetitions.max`).
+    #[serde(default)]
+    pub time_budget: Option<DurationSpec>,
 }
 
 fn default_alpha() -> f64 {
@@ -99,6 +111,9 @@ impl Default for GatePolicy {
             fail_on_inconclusive: false,
             sources: default_sources(),
             allow_fingerprint_mismatch: false,
+            correction: crate::inference::Correction::Bh,
+            equivalence_margin: None,
+            time_budget: None,
         }
     }
 }
@@ -632,6 +647,9 @@ fn hint_for(key_path: &str) -> Option<&'static str> {
             "sources are hardware, derived, timer, simulated, reported, estimate"
         }
         "alpha" => "`alpha` is a probability such as `0.01`",
+        "correction" => "`correction` is `bh` (Benjamini–Hochberg) or `holm`",
+        "equivalence_margin" => "`equivalence_margin` is a percentage, such as `1%`",
+        "time_budget" => "`time_budget` is a duration with a unit, such as `10m`",
         "env" | "parameters" => "a map of names to string values",
         "benchmarks" => "`benchmarks` is a list of entries with at least `name` and `command`",
         _ => return None,
@@ -777,14 +795,17 @@ version: 1
 
 defaults:
   warmup: 1            # discarded runs before measuring
-  repetitions: 10      # or {min: 10, max: 30}
+  repetitions: 10      # or {min: 10, max: 40}: more only while undecided (check --against)
   timeout: 60s         # the whole process group is killed at the limit
   captures: [timer]    # timer: process wall time; protocol: numbers the benchmark reports
 
 gate:
-  alpha: 0.01                 # significance level of the rank test
+  alpha: 0.01                 # false-alarm level of the whole gate (all metrics, all looks)
   threshold: 5%               # smallest change that counts as a regression
   fail_on_inconclusive: false # exit 3 instead of 0 when the evidence is inconclusive
+  # correction: bh            # across gated metrics: bh (default) or holm
+  # equivalence_margin: 1%    # "unchanged" needs the interval inside this (default: threshold)
+  # time_budget: 10m          # no adaptive look starts after this
 
 benchmarks:
   - name: example

@@ -2,13 +2,15 @@
 //!
 //! The pipeline runs one way, one module per stage:
 //! [`config`] → [`plan`] → [`runner`] (with [`capture`] and [`protocol`]) → [`results`] →
-//! [`compare`] (with [`stats`]) → [`render`]. [`import`] feeds results from files written
+//! [`compare`] (with [`stats`] and [`inference`]) → [`render`]; [`calibrate`] sizes the gate
+//! from A/A runs. [`import`] feeds results from files written
 //! elsewhere; [`baseline`] and [`worktree`] supply what is compared against. The command-line
 //! layer ([`cli`], [`commands`]) only parses flags and calls into these.
 
 pub mod accelerator;
 pub mod adjust;
 pub mod baseline;
+pub mod calibrate;
 pub mod capture;
 pub mod changepoint;
 pub mod cli;
@@ -25,6 +27,7 @@ pub mod github;
 pub mod gitref;
 pub mod history;
 pub mod import;
+pub mod inference;
 pub mod metric;
 pub mod perf;
 pub mod plan;

@@ -92,6 +92,12 @@ fn median_cell(s: &Option<crate::stats::Summary>, unit: &str) -> String {
         .unwrap_or_else(|| "–".into())
 }
 
+fn mde_cell(m: &MetricComparison) -> String {
+    m.mde
+        .map(|v| format_change(v).trim_start_matches('+').to_string())
+        .unwrap_or_else(|| "–".into())
+}
+
 fn p_cell(m: &MetricComparison) -> String {
     m.p_value.map(format_p).unwrap_or_else(|| "–".into())
 }
@@ -135,12 +141,14 @@ impl Exporter for TableExporter {
             "change",
             "CI",
             "p",
+            "MDE",
             "verdict",
         ]);
         for b in &report.benchmarks {
             if b.metrics.is_empty() {
                 table.add_row(vec![
                     Cell::new(&b.name),
+                    Cell::new("–"),
                     Cell::new("–"),
                     Cell::new("–"),
                     Cell::new("–"),
@@ -163,6 +171,7 @@ impl Exporter for TableExporter {
                     Cell::new(change_cell(m)),
                     Cell::new(ci_cell(m)),
                     Cell::new(p_cell(m)),
+                    Cell::new(mde_cell(m)),
                     if m.waived {
                         Cell::new(metric_verdict(m))
                     } else {
@@ -244,11 +253,11 @@ pub struct MarkdownExporter;
 impl MarkdownExporter {
     fn table(rows: &[(&str, &MetricComparison)]) -> String {
         let mut s = String::from(
-            "| benchmark | metric | base | head | change | CI | p | source | verdict |\n|---|---|---:|---:|---:|---:|---:|---|---|\n",
+            "| benchmark | metric | base | head | change | CI | p | MDE | source | verdict |\n|---|---|---:|---:|---:|---:|---:|---:|---|---|\n",
         );
         for (bench, m) in rows {
             s.push_str(&format!(
-                "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 escape_markdown(bench),
                 escape_markdown(&m.name),
                 if m.gates { "" } else { " (info)" },
@@ -257,6 +266,7 @@ impl MarkdownExporter {
                 change_cell(m),
                 ci_cell(m),
                 p_cell(m),
+                mde_cell(m),
                 m.source.as_str(),
                 escape_markdown(&metric_verdict(m)),
             ));
@@ -326,9 +336,16 @@ impl Exporter for MarkdownExporter {
         for w in &report.warnings {
             out.push_str(&format!("\n> [!NOTE]\n> {}\n", escape_markdown(w)));
         }
+        let model = match report.model {
+            crate::compare::Model::RankTest => "Rank test",
+            crate::compare::Model::PredictionInterval => "Prediction interval over stored jobs",
+        };
         out.push_str(&format!(
-            "\n<sub>Rank test at α = {}, intervals at {} % confidence; changes are head against base.</sub>\n",
+            "\n<sub>{model} at α = {} ({} correction, {} look{}), intervals at {} % confidence; changes are head against base; MDE is the smallest change this run would flag with 80 % power.</sub>\n",
             report.alpha,
+            report.correction.as_str(),
+            report.looks,
+            if report.looks == 1 { "" } else { "s" },
             (1.0 - report.alpha) * 100.0
         ));
         out

@@ -61,6 +61,25 @@ pub struct BenchmarkResult {
     pub kernel_windows: Vec<KernelWindow>,
     /// How the numbers were captured.
     pub provenance: Provenance,
+    /// The interim analyses of an adaptive interleaved run, in order: after how many
+    /// repetitions per side each look was taken and what it found. Empty when the repetitions
+    /// were fixed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub looks: Vec<Look>,
+}
+
+/// One interim analysis of an adaptive run (see `inference::LookPlan`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Look {
+    /// Repetitions per side at this look.
+    pub n: u32,
+    /// Number of looks planned; alpha was split equally over them.
+    pub of: u32,
+    /// Significance level this look was tested at (alpha / planned looks).
+    pub alpha: f64,
+    /// The benchmark's verdict at this look (`inconclusive` means more repetitions followed,
+    /// unless this was the last look or the time budget ran out).
+    pub verdict: crate::compare::Verdict,
 }
 
 impl BenchmarkResult {
@@ -77,6 +96,7 @@ impl BenchmarkResult {
             counters: Vec::new(),
             kernel_windows: Vec::new(),
             provenance,
+            looks: Vec::new(),
         }
     }
 

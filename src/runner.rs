@@ -494,13 +494,38 @@ pub fn run_plan(
 
 /// Runs two revisions interleaved in one job: for each benchmark, warm-ups and repetitions
 /// alternate between base and head, in A B B A order so that a linear drift (thermal, clock)
-/// affects both sides alike. Returns (base, head).
+/// affects both sides alike. Returns (base, head). Repetitions are fixed at `min`; see
+/// [`run_interleaved_adaptive`] for more repetitions while undecided.
 pub fn run_interleaved(
     plan: &Plan,
     base: &Revision,
     head: &Revision,
     progress: &mut dyn Progress,
 ) -> Result<(RunResults, RunResults), RunError> {
+    run_interleaved_adaptive(plan, base, head, progress, None)
+}
+
+/// How an interleaved run may add repetitions to undecided benchmarks.
+#[derive(Debug, Clone)]
+pub struct Adaptive {
+    /// The gate's decision rule, applied at each look.
+    pub policy: crate::compare::ComparePolicy,
+    /// No look starts after this much time since the run began.
+    pub time_budget: Option<Duration>,
+}
+
+/// Like [`run_interleaved`], but with `adaptive` a benchmark whose `repetitions.max` exceeds
+/// its `min` is analysed at fixed looks (min, 2·min, 4·min … max repetitions per side, see
+/// `inference::LookPlan`), each at alpha / looks, and only a benchmark still inconclusive gets
+/// the next look's repetitions. The looks taken are recorded with both results.
+pub fn run_interleaved_adaptive(
+    plan: &Plan,
+    base: &Revision,
+    head: &Revision,
+    progress: &mut dyn Progress,
+    adaptive: Option<&Adaptive>,
+) -> Result<(RunResults, RunResults), RunError> {
+    let started = Instant::now();
     let created = crate::results::now_rfc3339();
     let base_failures = run_builds(plan, base, progress)?;
     let head_failures = run_builds(plan, head, progress)?;
@@ -517,14 +542,47 @@ pub fn run_interleaved(
             name: &b.name,
             runs: 2 * u64::from(b.warmup + b.repetitions.min),
         });
-        let schedule = (0..b.warmup)
-            .map(|i| (i, false))
-            .chain((0..b.repetitions.min).map(|i| (i, true)));
-        for (i, measured) in schedule {
-            let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
+        let mut pair = |runs: &mut [BenchmarkRun<'_>; 2], i: u32, measured: bool| {
+            let order = if i.is_multiple_of(2) { [0, 1] } else { [1, 0] };
             for side in order {
                 runs[side].step(measured)?;
                 progress.event(Event::RunFinished);
+            }
+            Ok::<(), RunError>(())
+        };
+        for i in 0..b.warmup {
+            pair(&mut runs, i, false)?;
+        }
+        let looks = crate::inference::LookPlan::new(b.repetitions.min, b.repetitions.max);
+        let adaptive = adaptive.filter(|_| looks.count() > 1);
+        let mut done = 0;
+        let mut taken = Vec::new();
+        for (k, &n) in looks.looks.iter().enumerate() {
+            let over_budget = adaptive
+                .and_then(|a| a.time_budget)
+                .is_some_and(|budget| started.elapsed() >= budget);
+            if k > 0 && over_budget {
+                break;
+            }
+            while done < n {
+                pair(&mut runs, done, true)?;
+                done += 1;
+            }
+            let Some(adaptive) = adaptive else { break };
+            if runs.iter().any(|r| r.failed) {
+                break;
+            }
+            let look = interim_look(
+                &mut runs,
+                n,
+                &looks,
+                &adaptive.policy,
+                plan.benchmarks.len(),
+            );
+            let decided = look.verdict != crate::compare::Verdict::Inconclusive;
+            taken.push(look);
+            if decided {
+                break;
             }
         }
         let [base_run, head_run] = runs;
@@ -532,7 +590,8 @@ pub fn run_interleaved(
             (base_run, &mut base_results, base.label),
             (head_run, &mut head_results, head.label),
         ] {
-            let result = run.finish();
+            let mut result = run.finish();
+            result.looks = taken.clone();
             progress.event(Event::BenchmarkFinished {
                 result: &result,
                 revision: label,
@@ -544,6 +603,59 @@ pub fn run_interleaved(
         results_for(plan, base, base_results, created.clone()),
         results_for(plan, head, head_results, created),
     ))
+}
+
+/// One interim analysis: the gate's rule on the repetitions so far, at alpha / looks.
+fn interim_look(
+    runs: &mut [BenchmarkRun<'_>; 2],
+    n: u32,
+    looks: &crate::inference::LookPlan,
+    policy: &crate::compare::ComparePolicy,
+    benchmarks: usize,
+) -> crate::results::Look {
+    let mut snapshot = |i: usize| {
+        let mut r = runs[i].collector.result_mut().clone();
+        // Marks the plan so that the comparison tests at alpha / looks.
+        r.looks = vec![crate::results::Look {
+            n,
+            of: looks.count(),
+            alpha: looks.alpha_per_look(policy.alpha),
+            verdict: crate::compare::Verdict::Inconclusive,
+        }];
+        RunResults {
+            schema_version: RESULTS_SCHEMA_VERSION,
+            kgate_version: env!("CARGO_PKG_VERSION").to_string(),
+            created: String::new(),
+            environment: Fingerprint::default(),
+            benchmarks: vec![r],
+        }
+    };
+    let (base, head) = (snapshot(0), snapshot(1));
+    // As strict as the run-wide comparison: this benchmark's gated metrics times the number
+    // of benchmarks stands in for the whole family.
+    let gated = head.benchmarks[0]
+        .metrics
+        .iter()
+        .filter(|m| m.gate.gates && m.gate.tolerance.is_none())
+        .filter(|m| policy.gating_sources.contains(&m.source))
+        .count()
+        .max(1);
+    let policy = crate::compare::ComparePolicy {
+        family_hint: gated * benchmarks.max(1),
+        ..policy.clone()
+    };
+    let report =
+        crate::compare::compare(&base, &head, &policy, crate::compare::Design::Interleaved);
+    crate::results::Look {
+        n,
+        of: looks.count(),
+        alpha: looks.alpha_per_look(policy.alpha),
+        verdict: report
+            .benchmarks
+            .first()
+            .map(|b| b.verdict)
+            .unwrap_or(crate::compare::Verdict::Inconclusive),
+    }
 }
 
 fn results_for(
@@ -651,5 +763,61 @@ mod tests {
         assert!(o.stderr_tail.ends_with("line-1999"));
         assert!(o.stderr_tail.len() <= TAIL_BYTES);
         assert!(!o.stderr_tail.contains("line-0\n"));
+    }
+
+    #[test]
+    fn adaptive_looks_add_repetitions_only_while_undecided() {
+        let dir = tempfile::tempdir().unwrap();
+        // Both sides report the same value per repetition: undecidable at 2 and 4 per side
+        // (no interval of the needed confidence exists), "unchanged" at 8.
+        let yaml = r#"
+defaults: {warmup: 0, repetitions: {min: 2, max: 8}, captures: [protocol]}
+benchmarks:
+  - name: same
+    command: 'echo "{\"metric\": \"kernel_time\", \"value\": $((1000 + KGATE_REPETITION)), \"unit\": \"ns\", \"source\": \"timer\"}" >> "$KGATE_PROTOCOL_FILE"'
+"#;
+        let config = crate::config::parse(yaml, "kgate.yaml").unwrap();
+        let plan = Plan::new(&config, &crate::plan::Overrides::default()).unwrap();
+        let rev = |label| Revision {
+            root: dir.path().to_path_buf(),
+            label: Some(label),
+        };
+        let adaptive = Adaptive {
+            policy: crate::compare::ComparePolicy::default(),
+            time_budget: None,
+        };
+        let (base, head) = run_interleaved_adaptive(
+            &plan,
+            &rev("base"),
+            &rev("head"),
+            &mut crate::progress::Silent,
+            Some(&adaptive),
+        )
+        .unwrap();
+        let h = &head.benchmarks[0];
+        assert_eq!(h.repetitions, 8, "{h:?}");
+        let looks: Vec<(u32, crate::compare::Verdict)> =
+            h.looks.iter().map(|l| (l.n, l.verdict)).collect();
+        use crate::compare::Verdict::{Inconclusive, Unchanged};
+        assert_eq!(
+            looks,
+            vec![(2, Inconclusive), (4, Inconclusive), (8, Unchanged)]
+        );
+        assert!(
+            h.looks
+                .iter()
+                .all(|l| l.of == 3 && (l.alpha - 0.01 / 3.0).abs() < 1e-15)
+        );
+        assert_eq!(base.benchmarks[0].looks, h.looks);
+        // Without the adaptive policy, `min` repetitions and no looks.
+        let (_, head) = run_interleaved(
+            &plan,
+            &rev("base"),
+            &rev("head"),
+            &mut crate::progress::Silent,
+        )
+        .unwrap();
+        assert_eq!(head.benchmarks[0].repetitions, 2);
+        assert!(head.benchmarks[0].looks.is_empty());
     }
 }

@@ -191,7 +191,26 @@ fn sigma_u(n1: usize, n2: usize, ties: &[usize]) -> f64 {
 /// which stays within [0, 1] and so cannot overflow. The distribution is the
 /// same for (m, n) and (n, m); the outer loop runs over the larger size so
 /// memory is about max * min^2 / 2 values.
-fn exact_null_pmf(m: usize, n: usize) -> Vec<f64> {
+fn exact_null_pmf(m: usize, n: usize) -> std::rc::Rc<Vec<f64>> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    use std::rc::Rc;
+    type Cache = RefCell<HashMap<(usize, usize), Rc<Vec<f64>>>>;
+    thread_local! {
+        // The gate asks for the same few (m, n) many times per run (p-values in both
+        // directions, intervals at two levels, every look), so distributions are kept.
+        static CACHE: Cache = RefCell::new(HashMap::new());
+    }
+    let key = (m.max(n), m.min(n));
+    if let Some(hit) = CACHE.with(|c| c.borrow().get(&key).cloned()) {
+        return hit;
+    }
+    let pmf = Rc::new(compute_null_pmf(m, n));
+    CACHE.with(|c| c.borrow_mut().insert(key, Rc::clone(&pmf)));
+    pmf
+}
+
+fn compute_null_pmf(m: usize, n: usize) -> Vec<f64> {
     let (big, small) = if m >= n { (m, n) } else { (n, m) };
     // row[b] holds the distribution for (a, b) once the inner loop has passed b.
     let mut row: Vec<Vec<f64>> = vec![vec![1.0]; small + 1];

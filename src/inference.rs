@@ -1,0 +1,528 @@
+//! Inference around the rank tests: multiplicity, power, history and repetition plans.
+//!
+//! A gate makes many decisions per run and may look at the data more than once, so a single
+//! test's level says little about how often the gate cries wolf. This module holds the pieces
+//! that turn per-test p-values into a gate whose false-alarm rate is bounded: the Holm and
+//! Benjamini–Hochberg adjustments across a run's gated metrics, the look schedule whose
+//! levels split alpha (Bonferroni over looks), the minimum detectable effect that says what a
+//! run could have seen, and Bencher's prediction interval for baselines stored by other jobs.
+//! Formulas and test vectors: statistics.md sections 3.4, 7, 8 and 12 of the project's
+//! reference, restated in `docs/statistics.md`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ChiSquared, Continuous, ContinuousCDF, Normal, StudentsT};
+
+/// Scale factor that turns a median absolute deviation into a normal standard deviation.
+pub const MAD_TO_SIGMA: f64 = 1.482_602_218_505_602;
+
+/// Power at which the minimum detectable effect is stated.
+pub const MDE_POWER: f64 = 0.8;
+
+/// How p-values are adjusted across the gated metrics of a run.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Correction {
+    /// Benjamini–Hochberg step-up: controls the false discovery rate (and, when nothing
+    /// regressed, the chance that the gate fails) under independence or positive dependence.
+    #[default]
+    Bh,
+    /// Holm step-down: controls the family-wise error rate under any dependence.
+    Holm,
+}
+
+impl Correction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Correction::Bh => "bh",
+            Correction::Holm => "holm",
+        }
+    }
+}
+
+/// Adjusted p-values, in the input order; compare them with the family level. NaN inputs are
+/// treated as 1.
+pub fn adjust(p: &[f64], correction: Correction) -> Vec<f64> {
+    let m = p.len();
+    let clean: Vec<f64> = p
+        .iter()
+        .map(|v| if v.is_nan() { 1.0 } else { v.clamp(0.0, 1.0) })
+        .collect();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| clean[a].total_cmp(&clean[b]));
+    let mut out = vec![1.0; m];
+    match correction {
+        Correction::Holm => {
+            let mut running: f64 = 0.0;
+            for (k, &i) in order.iter().enumerate() {
+                running = running.max(((m - k) as f64 * clean[i]).min(1.0));
+                out[i] = running;
+            }
+        }
+        Correction::Bh => {
+            let mut running: f64 = 1.0;
+            for (k, &i) in order.iter().enumerate().rev() {
+                running = running.min((m as f64 * clean[i] / (k + 1) as f64).min(1.0));
+                out[i] = running;
+            }
+        }
+    }
+    out
+}
+
+/// Robust noise of a sample on the log scale: 1.4826 × MAD of ln(values), falling back to the
+/// sample standard deviation of the logs when more than half the values are equal. None when
+/// fewer than two values or a value is not positive.
+pub fn log_noise(values: &[f64]) -> Option<f64> {
+    if values.len() < 2 || values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+        return None;
+    }
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let s = crate::stats::summarize(&logs)?;
+    Some(if s.mad > 0.0 {
+        MAD_TO_SIGMA * s.mad
+    } else {
+        s.std_dev
+    })
+}
+
+/// Pooled log-scale noise of two samples (root mean square of the two).
+pub fn pooled_log_noise(a: &[f64], b: &[f64]) -> Option<f64> {
+    let (x, y) = (log_noise(a)?, log_noise(b)?);
+    Some(((x * x + y * y) / 2.0).sqrt())
+}
+
+/// The log-scale noise implied by the width of a two-sided interval for a relative change
+/// (`[lo, hi]` at `confidence`, from n1 and n2 values): the interval's standard error,
+/// (ln(1+hi) − ln(1+lo)) / (2·z), divided by √(1/n1 + 1/n2). It sees what a robust scale
+/// estimate ignores: a minority of spiky repetitions still widens a rank interval.
+pub fn noise_from_interval(ci: [f64; 2], confidence: f64, n1: usize, n2: usize) -> Option<f64> {
+    let [lo, hi] = ci;
+    if lo <= -1.0 || hi < lo || n1 == 0 || n2 == 0 || !(confidence > 0.0 && confidence < 1.0) {
+        return None;
+    }
+    let z = Normal::standard().inverse_cdf(1.0 - (1.0 - confidence) / 2.0);
+    let se = (hi.ln_1p() - lo.ln_1p()) / (2.0 * z);
+    Some(se / (1.0 / n1 as f64 + 1.0 / n2 as f64).sqrt())
+}
+
+/// P(T' > t) for a noncentral t with `df` degrees of freedom and noncentrality `lambda`,
+/// by integrating P(Z + λ > t·√(V/df)) over V ~ χ²(df) with Simpson's rule.
+fn noncentral_t_sf(t: f64, df: f64, lambda: f64) -> f64 {
+    let chi = ChiSquared::new(df).expect("df > 0");
+    let normal = Normal::standard();
+    let upper = df + 14.0 * (2.0 * df).sqrt() + 30.0;
+    let steps = 4000;
+    let h = upper / steps as f64;
+    let f = |v: f64| {
+        let density = if v == 0.0 {
+            if df == 2.0 { 0.5 } else { 0.0 }
+        } else {
+            chi.pdf(v)
+        };
+        density * normal.sf(t * (v / df).sqrt() - lambda)
+    };
+    let mut sum = f(0.0) + f(upper);
+    for i in 1..steps {
+        let w = if i % 2 == 1 { 4.0 } else { 2.0 };
+        sum += w * f(i as f64 * h);
+    }
+    (sum * h / 3.0).clamp(0.0, 1.0)
+}
+
+/// Smallest true shift (log scale) that a level-`alpha` t-test on samples of sizes `n1`, `n2`
+/// with noise `sigma` (log scale) detects with probability `power`: the exact noncentral-t
+/// computation of statistics.md §12.1 (pooled df = n1 + n2 − 2). `two_sided` splits alpha over
+/// both tails. None for fewer than two values per side or levels outside (0, 1).
+pub fn min_detectable_shift(
+    sigma: f64,
+    n1: usize,
+    n2: usize,
+    alpha: f64,
+    power: f64,
+    two_sided: bool,
+) -> Option<f64> {
+    if n1 < 2 || n2 < 2 || !(alpha > 0.0 && alpha < 1.0) || !(power > 0.0 && power < 1.0) {
+        return None;
+    }
+    if !(sigma.is_finite() && sigma >= 0.0) {
+        return None;
+    }
+    let lambda = noncentrality_for_power(n1 + n2 - 2, alpha, power, two_sided)?;
+    Some(lambda * sigma * (1.0 / n1 as f64 + 1.0 / n2 as f64).sqrt())
+}
+
+/// The noncentrality at which the t-test with `df` degrees of freedom reaches `power`;
+/// cached, since it depends on neither the noise nor the data.
+fn noncentrality_for_power(df: usize, alpha: f64, power: f64, two_sided: bool) -> Option<f64> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    type Key = (usize, u64, u64, bool);
+    thread_local! {
+        static CACHE: RefCell<HashMap<Key, Option<f64>>> = RefCell::new(HashMap::new());
+    }
+    let key = (df, alpha.to_bits(), power.to_bits(), two_sided);
+    if let Some(hit) = CACHE.with(|c| c.borrow().get(&key).copied()) {
+        return hit;
+    }
+    let value = solve_noncentrality(df as f64, alpha, power, two_sided);
+    CACHE.with(|c| c.borrow_mut().insert(key, value));
+    value
+}
+
+fn solve_noncentrality(df: f64, alpha: f64, power: f64, two_sided: bool) -> Option<f64> {
+    let tail = if two_sided { alpha / 2.0 } else { alpha };
+    let t = StudentsT::new(0.0, 1.0, df).ok()?;
+    let crit = t.inverse_cdf(1.0 - tail);
+    let reject = |lambda: f64| {
+        let upper = noncentral_t_sf(crit, df, lambda);
+        if two_sided {
+            // The far tail adds a negligible amount for any useful power; included for exactness.
+            upper + noncentral_t_sf(crit, df, -lambda)
+        } else {
+            upper
+        }
+    };
+    let (mut lo, mut hi) = (0.0, 1.0);
+    while reject(hi) < power {
+        hi *= 2.0;
+        if hi > 1e4 {
+            return None;
+        }
+    }
+    for _ in 0..60 {
+        let mid = (lo + hi) / 2.0;
+        if reject(mid) < power {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some((lo + hi) / 2.0)
+}
+
+/// The minimum detectable relative change (0.02 is 2 %) for a one-sided test at `alpha` with
+/// 80 % power, from the observed noise of both samples: the larger of the robust log-scale
+/// noise and, when given, the noise implied by the comparison's interval (`ci` at
+/// `confidence`), so that a few spikes cannot make the figure optimistic.
+pub fn min_detectable_change(
+    base: &[f64],
+    head: &[f64],
+    alpha: f64,
+    interval: Option<([f64; 2], f64)>,
+) -> Option<f64> {
+    let robust = pooled_log_noise(base, head)?;
+    let implied = interval
+        .and_then(|(ci, confidence)| noise_from_interval(ci, confidence, base.len(), head.len()))
+        .unwrap_or(0.0);
+    let sigma = robust.max(implied);
+    min_detectable_shift(sigma, base.len(), head.len(), alpha, MDE_POWER, false).map(f64::exp_m1)
+}
+
+/// A Bencher-style prediction interval for one new job's summary, given the summaries of K
+/// earlier jobs: mean ± t_{K−1}(level) · s · √(1 + 1/K), so the job-to-job spread is part of
+/// the width (statistics.md §3.4).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct History {
+    pub mean: f64,
+    pub sd: f64,
+    pub jobs: usize,
+}
+
+impl History {
+    /// None with fewer than two jobs (no spread to estimate) or non-finite values.
+    pub fn new(jobs: &[f64]) -> Option<History> {
+        if jobs.len() < 2 || jobs.iter().any(|v| !v.is_finite()) {
+            return None;
+        }
+        let s = crate::stats::summarize(jobs)?;
+        Some(History {
+            mean: s.mean,
+            sd: s.std_dev,
+            jobs: jobs.len(),
+        })
+    }
+
+    fn t(&self) -> StudentsT {
+        StudentsT::new(0.0, 1.0, (self.jobs - 1) as f64).expect("jobs >= 2")
+    }
+
+    /// Standard error of a new job's distance from the history mean.
+    pub fn scale(&self) -> f64 {
+        self.sd * (1.0 + 1.0 / self.jobs as f64).sqrt()
+    }
+
+    /// Upper prediction limit at one-sided `level` (e.g. 0.99).
+    pub fn upper_limit(&self, level: f64) -> f64 {
+        self.mean + self.t().inverse_cdf(level) * self.scale()
+    }
+
+    /// Lower prediction limit at one-sided `level`.
+    pub fn lower_limit(&self, level: f64) -> f64 {
+        self.mean - self.t().inverse_cdf(level) * self.scale()
+    }
+
+    /// One-sided p-value of a new value being above the history (P(T ≥ t)); 1 − it for below.
+    pub fn p_above(&self, value: f64) -> f64 {
+        let scale = self.scale();
+        if scale <= 0.0 {
+            return if value > self.mean { 0.0 } else { 1.0 };
+        }
+        self.t().sf((value - self.mean) / scale)
+    }
+
+    /// Half-width of the two-sided interval for `value − mean` at `confidence`.
+    pub fn half_width(&self, confidence: f64) -> f64 {
+        self.t().inverse_cdf(1.0 - (1.0 - confidence) / 2.0) * self.scale()
+    }
+
+    /// Smallest shift of one new job that the one-sided prediction test at `alpha` detects
+    /// with 80 % power (Student quantiles; the noncentral correction is ignored here).
+    pub fn min_detectable_shift(&self, alpha: f64) -> f64 {
+        let t = self.t();
+        (t.inverse_cdf(1.0 - alpha) + t.inverse_cdf(MDE_POWER)) * self.scale()
+    }
+}
+
+/// The fixed looks of an adaptive run: after `min` repetitions per side, then 2·min, 4·min …
+/// capped at `max` (which is always the last look). Alpha is split equally over the looks
+/// (Bonferroni), which is valid for any stopping rule and any dependence (statistics.md §7.2a).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LookPlan {
+    pub looks: Vec<u32>,
+}
+
+impl LookPlan {
+    pub fn new(min: u32, max: u32) -> LookPlan {
+        let min = min.max(1);
+        let max = max.max(min);
+        let mut looks = vec![min];
+        let mut n = min;
+        while n < max {
+            n = n.saturating_mul(2).min(max);
+            looks.push(n);
+        }
+        LookPlan { looks }
+    }
+
+    /// Number of looks K.
+    pub fn count(&self) -> u32 {
+        self.looks.len() as u32
+    }
+
+    /// The level each look is tested at.
+    pub fn alpha_per_look(&self, alpha: f64) -> f64 {
+        alpha / self.looks.len() as f64
+    }
+}
+
+/// Smallest one-sided p-value a Mann–Whitney test can reach with n1 and n2 values:
+/// 1 / C(n1 + n2, n1).
+pub fn mwu_floor(n1: usize, n2: usize) -> f64 {
+    let (a, b) = (n1.min(n2), n1.max(n2));
+    let mut p = 1.0;
+    for i in 1..=a {
+        p *= i as f64 / (b + i) as f64;
+    }
+    p
+}
+
+/// Small deterministic random source (xorshift64*) with normal draws, for seeded simulations.
+#[derive(Debug, Clone)]
+pub struct Xorshift {
+    state: u64,
+    spare: Option<f64>,
+}
+
+impl Xorshift {
+    pub fn new(seed: u64) -> Xorshift {
+        Xorshift {
+            state: seed.max(1),
+            spare: None,
+        }
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.state;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.state = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in (0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    /// Standard normal (Box–Muller).
+    pub fn normal(&mut self) -> f64 {
+        if let Some(z) = self.spare.take() {
+            return z;
+        }
+        let (u, v) = (self.uniform(), self.uniform());
+        let r = (-2.0 * u.ln()).sqrt();
+        let theta = std::f64::consts::TAU * v;
+        self.spare = Some(r * theta.sin());
+        r * theta.cos()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(got: f64, want: f64, tol: f64) {
+        assert!(
+            (got - want).abs() <= tol * want.abs().max(1e-300),
+            "got {got}, want {want}"
+        );
+    }
+
+    // statistics.md §8.3 / TV-MT-1 (Benjamini & Hochberg 1995 data).
+    const BH95: [f64; 15] = [
+        0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262,
+        0.5719, 0.6528, 0.7590, 1.0000,
+    ];
+
+    #[test]
+    fn tv_mt_1_holm_and_bh() {
+        let holm = [
+            0.0015, 0.0056, 0.0247, 0.114, 0.2211, 0.278, 0.278, 0.278, 0.3213, 1.0, 1.0, 1.0, 1.0,
+            1.0, 1.0,
+        ];
+        let bh = [
+            0.0015, 0.003, 0.0095, 0.035625, 0.0603, 0.063857, 0.063857, 0.0645, 0.0765, 0.486,
+            0.581182, 0.714875, 0.753231, 0.813214, 1.0,
+        ];
+        for (got, want) in adjust(&BH95, Correction::Holm).iter().zip(holm) {
+            close(*got, want, 1e-9);
+        }
+        for (got, want) in adjust(&BH95, Correction::Bh).iter().zip(bh) {
+            close(*got, want, 1e-5);
+        }
+        let rejected = |c| adjust(&BH95, c).iter().filter(|p| **p <= 0.05).count();
+        assert_eq!(rejected(Correction::Holm), 3);
+        assert_eq!(rejected(Correction::Bh), 4);
+        // Input order is kept.
+        let shuffled = [0.5, 0.01, 0.04];
+        assert_eq!(adjust(&shuffled, Correction::Bh), vec![0.5, 0.03, 0.06]);
+        assert!(adjust(&[], Correction::Holm).is_empty());
+    }
+
+    #[test]
+    fn tv_pwr_1_exact_mde_table() {
+        // statistics.md §12.2, α = 0.01 two-sided, power 0.8: standardised effect d.
+        for (n, d) in [(5, 2.7445), (10, 1.6861), (30, 0.9085), (100, 0.4874)] {
+            let got = min_detectable_shift(1.0, n, n, 0.01, 0.8, true).unwrap();
+            close(got, d, 2e-4);
+        }
+        // c = 1 %: 2.78 %, 1.70 %, 0.91 %, 0.49 % (two-sided) and 2.46 %, 1.55 % (one-sided).
+        let sigma = (1.0f64 + 0.01 * 0.01).ln().sqrt();
+        let pct = |n, two| {
+            (min_detectable_shift(sigma, n, n, 0.01, 0.8, two)
+                .unwrap()
+                .exp_m1()
+                * 1e4)
+                .round()
+                / 100.0
+        };
+        assert_eq!(
+            [pct(5, true), pct(10, true), pct(30, true), pct(100, true)],
+            [2.78, 1.70, 0.91, 0.49]
+        );
+        assert_eq!([pct(5, false), pct(10, false)], [2.46, 1.55]);
+        // Recommended design (one-sided 6.67e-5 per look), c = 1 %: 2.65 %, 1.64 %, 1.10 %.
+        let design = |n| {
+            (min_detectable_shift(sigma, n, n, 0.01 / 50.0 / 3.0, 0.8, false)
+                .unwrap()
+                .exp_m1()
+                * 1e4)
+                .round()
+                / 100.0
+        };
+        assert_eq!([design(10), design(20), design(40)], [2.65, 1.64, 1.10]);
+        assert_eq!(min_detectable_shift(1.0, 1, 5, 0.01, 0.8, true), None);
+    }
+
+    #[test]
+    fn tv_b_1_and_3_prediction_limits() {
+        // Mean 0, sd 1, K = 6 (sd of these six values is exactly 1 after scaling).
+        let raw = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let s = crate::stats::summarize(&raw).unwrap();
+        let jobs: Vec<f64> = raw.iter().map(|v| (v - s.mean) / s.std_dev).collect();
+        let h = History::new(&jobs).unwrap();
+        close(h.upper_limit(0.85), 1.2483714094976244, 1e-9);
+        close(-h.lower_limit(0.85), 1.2483714094976244, 1e-9);
+        let h = History {
+            mean: 100.0,
+            sd: 10.0,
+            jobs: 25,
+        };
+        close(h.upper_limit(0.977), 121.4609034715276, 1e-9);
+        close(h.p_above(121.4609034715276), 0.023, 1e-6);
+        assert!(History::new(&[1.0]).is_none());
+    }
+
+    #[test]
+    fn noise_from_an_interval_inverts_the_normal_interval() {
+        // A 99 % interval ±z·σ·√(2/10) around 0 on the log scale gives σ back.
+        let sigma = 0.01;
+        let z = Normal::standard().inverse_cdf(0.995);
+        let half = z * sigma * (0.2f64).sqrt();
+        let ci = [(-half).exp_m1(), half.exp_m1()];
+        close(noise_from_interval(ci, 0.99, 10, 10).unwrap(), sigma, 1e-12);
+        assert_eq!(noise_from_interval([-1.5, 0.1], 0.99, 10, 10), None);
+        // Spikes: the interval-implied noise wins over the robust one.
+        let calm: Vec<f64> = (0..10).map(|i| 100.0 + f64::from(i) * 0.05).collect();
+        let robust = min_detectable_change(&calm, &calm, 0.005, None).unwrap();
+        let wide = min_detectable_change(&calm, &calm, 0.005, Some((ci, 0.99))).unwrap();
+        assert!(wide > robust, "{wide} vs {robust}");
+    }
+
+    #[test]
+    fn look_plans_double_until_max() {
+        assert_eq!(LookPlan::new(10, 40).looks, vec![10, 20, 40]);
+        assert_eq!(LookPlan::new(10, 30).looks, vec![10, 20, 30]);
+        assert_eq!(LookPlan::new(10, 10).looks, vec![10]);
+        assert_eq!(LookPlan::new(10, 10).alpha_per_look(0.01), 0.01);
+        close(
+            LookPlan::new(10, 40).alpha_per_look(0.01),
+            0.01 / 3.0,
+            1e-15,
+        );
+    }
+
+    #[test]
+    fn mwu_floor_matches_section_2_6() {
+        close(mwu_floor(5, 5), 0.003968, 1e-3);
+        close(mwu_floor(10, 10), 5.41e-6, 1e-3);
+        close(mwu_floor(4, 5), 1.0 / 126.0, 1e-12);
+    }
+
+    #[test]
+    fn log_noise_is_robust_to_one_spike() {
+        let calm = [
+            100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9, 100.3,
+        ];
+        let mut spiky = calm;
+        spiky[3] = 150.0;
+        let (a, b) = (log_noise(&calm).unwrap(), log_noise(&spiky).unwrap());
+        assert!((a - b).abs() / a < 0.5, "{a} vs {b}");
+        assert!(log_noise(&[1.0, -1.0]).is_none());
+    }
+
+    #[test]
+    fn xorshift_normals_have_unit_variance() {
+        let mut r = Xorshift::new(7);
+        let xs: Vec<f64> = (0..20000).map(|_| r.normal()).collect();
+        let s = crate::stats::summarize(&xs).unwrap();
+        assert!(
+            s.mean.abs() < 0.03 && (s.std_dev - 1.0).abs() < 0.03,
+            "{s:?}"
+        );
+    }
+}
