@@ -11,10 +11,12 @@ use anyhow::{Context, Result, bail};
 
 use crate::baseline;
 use crate::cli::{
-    BaselineCommand, CheckArgs, Cli, Commands, CompareArgs, ImportArgs, ReportArgs, RunSelection,
+    BaselineCommand, CheckArgs, Cli, Commands, CompareArgs, ImportArgs, RenderArgs, ReportArgs,
+    RunSelection,
 };
 use crate::compare::{self, ComparePolicy, Design, Report, RunVerdict};
 use crate::config::{self, LoadedConfig};
+use crate::evidence::Evidence;
 use crate::exit::ExitStatus;
 use crate::fsutil::{self, Overwrite};
 use crate::import;
@@ -37,6 +39,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Commands::Check(args) => check(&cli.config, args),
         Commands::Compare(args) => compare_files(&cli.config, args),
         Commands::Import(args) => import_files(&cli.config, args),
+        Commands::Report(args) => render_stored(args),
         Commands::Baseline(BaselineCommand::Save(args)) => {
             let loaded = load_config(&cli.config)?;
             let results = match &args.results {
@@ -207,10 +210,9 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
             };
             let (base, head) =
                 runner::run_interleaved(&plan, &base_rev, &head_rev, progress.as_mut())?;
-            (
-                compare::compare(&base, &head, &policy, Design::Interleaved),
-                head,
-            )
+            let mut report = compare::compare(&base, &head, &policy, Design::Interleaved);
+            report.evidence = Some(Evidence::from_runs(Some(&base), &head));
+            (report, head)
         }
         None => {
             let path = baseline::resolve(&loaded.root, &args.baseline)?;
@@ -221,17 +223,17 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
                     path.display()
                 );
                 eprintln!("error: {reason}");
-                let report = compare::no_baseline(&head, &policy, reason);
+                let mut report = compare::no_baseline(&head, &policy, reason);
+                report.evidence = Some(Evidence::from_runs(None, &head));
                 save_candidate(&head, &args)?;
                 let status = emit_report(&report, &args.report, fail_on_inconclusive)?;
                 return Ok(report_failures(&head).max(status));
             }
             let base = RunResults::load(&path).context("cannot read the stored baseline")?;
             let head = run_suite(&loaded, &args.selection)?;
-            (
-                compare::compare(&base, &head, &policy, Design::StoredBaseline),
-                head,
-            )
+            let mut report = compare::compare(&base, &head, &policy, Design::StoredBaseline);
+            report.evidence = Some(Evidence::from_runs(Some(&base), &head));
+            (report, head)
         }
     };
     save_candidate(&head, &args)?;
@@ -271,7 +273,8 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
         }
         policy.alpha = alpha;
     }
-    let report = compare::compare(&base, &head, &policy, Design::Files);
+    let mut report = compare::compare(&base, &head, &policy, Design::Files);
+    report.evidence = Some(Evidence::from_runs(Some(&base), &head));
     emit_report(
         &report,
         &args.report,
@@ -295,6 +298,25 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
     let policies = import::Policies::new(policies, MetricPolicy::permissive(threshold));
     let results = import::import(args.format, &args.files, &policies)?;
     emit_results(&results, args.output.as_deref())?;
+    Ok(ExitStatus::PASS)
+}
+
+/// `kgate report FILE`: renders a stored JSON report again. The exit status is 0 whatever the
+/// verdict: the gate already spoke when the report was made.
+fn render_stored(args: RenderArgs) -> Result<u8> {
+    let report = render::stored::load_report(&args.file)?;
+    let color =
+        args.output.is_none() && args.format == Format::Table && render::stdout_wants_color();
+    let text = match (args.format, args.max_chars) {
+        (Format::Markdown, Some(max)) => render::render_markdown_limited(&report, max),
+        (_, Some(_)) => bail!("--max-chars applies to --format markdown only"),
+        (format, None) => render::exporter(format, color).render(&report),
+    };
+    match &args.output {
+        Some(path) => fsutil::write_atomic(path, text.as_bytes(), Overwrite::Allow)
+            .with_context(|| format!("cannot write the report to {}", path.display()))?,
+        None => write_stdout(&text)?,
+    }
     Ok(ExitStatus::PASS)
 }
 

@@ -104,6 +104,10 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// One entry per benchmark.
     pub benchmarks: Vec<BenchmarkComparison>,
+    /// The samples, counter readings and artifacts behind the verdicts, for charts and diffs
+    /// (see docs/reports.md); absent when the report was built without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::evidence::Evidence>,
 }
 
 /// Benchmark counts by verdict.
@@ -151,6 +155,9 @@ pub struct MetricComparison {
     pub ci: Option<[f64; 2]>,
     /// Two-sided p-value of the rank test.
     pub p_value: Option<f64>,
+    /// minimum detectable relative effect
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mde: Option<f64>,
 }
 
 /// What decides verdicts and which sources may fail the build.
@@ -236,6 +243,7 @@ pub fn compare(
         head_commit: head.environment.git.as_ref().map(|g| g.commit.clone()),
         warnings,
         benchmarks,
+        evidence: None,
     }
 }
 
@@ -261,6 +269,7 @@ pub fn no_baseline(head: &RunResults, policy: &ComparePolicy, reason: String) ->
         head_commit: head.environment.git.as_ref().map(|g| g.commit.clone()),
         warnings: vec![reason],
         benchmarks,
+        evidence: None,
     }
 }
 
@@ -381,6 +390,7 @@ fn blank(m: &MetricSamples, policy: &ComparePolicy) -> MetricComparison {
         change: None,
         ci: None,
         p_value: None,
+        mde: None,
     }
 }
 

@@ -128,6 +128,10 @@ pub struct BenchmarkConfig {
     /// Per-metric gate settings, by metric name.
     #[serde(default)]
     pub metrics: BTreeMap<String, MetricConfig>,
+    /// Text files the benchmark writes (lowered IR, PTX, MLIR), by a name of your choice: paths
+    /// relative to the working directory. Reports show a diff when one changed.
+    #[serde(default)]
+    pub artifacts: BTreeMap<String, PathBuf>,
 }
 
 /// Gate settings of one metric.

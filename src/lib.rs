@@ -12,6 +12,7 @@ pub mod cli;
 pub mod commands;
 pub mod compare;
 pub mod config;
+pub mod evidence;
 pub mod exit;
 pub mod fingerprint;
 pub mod fsutil;

@@ -57,6 +57,8 @@ pub struct BenchmarkPlan {
     /// Index into [`Plan::builds`] of the step this benchmark needs.
     pub build: Option<usize>,
     pub metrics: MetricPolicy,
+    /// Artifact files to keep after the last repetition, relative to `cwd`.
+    pub artifacts: BTreeMap<String, PathBuf>,
 }
 
 /// Overrides from the command line.
@@ -180,6 +182,7 @@ fn resolve_benchmark(
         captures,
         parameters: b.parameters.clone(),
         build,
+        artifacts: b.artifacts.clone(),
     }
 }
 

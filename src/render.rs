@@ -6,6 +6,14 @@
 
 use std::io::IsTerminal;
 
+pub mod html;
+pub mod junit;
+pub mod markdown_details;
+pub mod markdown_limits;
+pub mod stored;
+
+pub use markdown_limits::render_markdown_limited;
+
 use comfy_table::{Cell, Color, ContentArrangement, Table, presets};
 
 use crate::compare::{MetricComparison, Report, RunVerdict, Verdict, format_p};
@@ -17,6 +25,10 @@ pub enum Format {
     Table,
     Markdown,
     Json,
+    /// A self-contained HTML page with SVG plots.
+    Html,
+    /// JUnit XML: a test case per benchmark and metric.
+    Junit,
 }
 
 /// Renders a report in one format.
@@ -30,6 +42,8 @@ pub fn exporter(format: Format, color: bool) -> Box<dyn Exporter> {
         Format::Table => Box::new(TableExporter { color }),
         Format::Markdown => Box::new(MarkdownExporter),
         Format::Json => Box::new(JsonExporter),
+        Format::Html => Box::new(html::HtmlExporter),
+        Format::Junit => Box::new(junit::JunitExporter),
     }
 }
 
@@ -62,7 +76,7 @@ pub fn summary_line(report: &Report) -> String {
     )
 }
 
-fn verdict_word(v: RunVerdict) -> &'static str {
+pub(crate) fn verdict_word(v: RunVerdict) -> &'static str {
     match v {
         RunVerdict::Pass => "PASS",
         RunVerdict::Regressed => "REGRESSED",
@@ -88,6 +102,13 @@ fn median_cell(s: &Option<crate::stats::Summary>, unit: &str) -> String {
 
 fn p_cell(m: &MetricComparison) -> String {
     m.p_value.map(format_p).unwrap_or_else(|| "–".into())
+}
+
+/// The minimum detectable effect, where the comparison computed one.
+fn mde_cell(m: &MetricComparison) -> String {
+    m.mde
+        .map(|d| format!("±{:.2} %", d * 100.0))
+        .unwrap_or_else(|| "–".into())
 }
 
 fn verdict_color(v: Verdict) -> Color {
@@ -223,11 +244,11 @@ pub struct MarkdownExporter;
 impl MarkdownExporter {
     fn table(rows: &[(&str, &MetricComparison)]) -> String {
         let mut s = String::from(
-            "| benchmark | metric | base | head | change | CI | p | source | verdict |\n|---|---|---:|---:|---:|---:|---:|---|---|\n",
+            "| benchmark | metric | base | head | change | CI | p | MDE | source | verdict |\n|---|---|---:|---:|---:|---:|---:|---:|---|---|\n",
         );
         for (bench, m) in rows {
             s.push_str(&format!(
-                "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 escape_markdown(bench),
                 escape_markdown(&m.name),
                 if m.gates { "" } else { " (info)" },
@@ -236,6 +257,7 @@ impl MarkdownExporter {
                 change_cell(m),
                 ci_cell(m),
                 p_cell(m),
+                mde_cell(m),
                 m.source.as_str(),
                 m.verdict.as_str(),
             ));
@@ -296,6 +318,7 @@ impl Exporter for MarkdownExporter {
             out.push_str(&Self::table(&all));
             out.push_str("\n</details>\n");
         }
+        out.push_str(&markdown_details::benchmark_sections(report));
         for w in &report.warnings {
             out.push_str(&format!("\n> [!NOTE]\n> {}\n", escape_markdown(w)));
         }
