@@ -238,6 +238,7 @@ fn strip_plot(pair: &SamplePair) -> Option<String> {
                 }
             })
             .x_desc(unit.clone())
+            .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
             .disable_y_mesh()
             .draw()
             .ok()?;
@@ -296,6 +297,7 @@ fn timeline_plot(c: &CounterPair) -> Option<String> {
         chart
             .configure_mesh()
             .x_desc(format!("time ({time_unit})"))
+            .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
             .draw()
             .ok()?;
         for (side, color) in [(&c.base, BASE_COLOR), (&c.head, HEAD_COLOR)] {

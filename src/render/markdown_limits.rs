@@ -12,8 +12,7 @@ use crate::render::{Exporter, MarkdownExporter};
 
 /// GitHub's limit on a pull-request comment, in characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
-/// GitHub's limit on a job's step summary, in bytes (UTF-8; fitting the bytes fits the
-/// characters).
+/// GitHub's limit on a job's step summary, in bytes: use [`render_markdown_limited_bytes`].
 pub const GITHUB_STEP_SUMMARY_LIMIT: usize = 1024 * 1024;
 
 /// Where the reader is told to find the full report when this one was cut.
@@ -24,10 +23,19 @@ pub fn render_markdown_limited(report: &Report, max_chars: usize) -> String {
     render_markdown_limited_with_hint(report, max_chars, DEFAULT_FULL_REPORT_HINT)
 }
 
+/// The Markdown report, cut to at most `max_bytes` bytes of UTF-8 (for a job summary).
+pub fn render_markdown_limited_bytes(report: &Report, max_bytes: usize, hint: &str) -> String {
+    limited(report, max_bytes, hint, str::len)
+}
+
 /// As [`render_markdown_limited`], naming where the full report is (a URL, an artifact name).
 pub fn render_markdown_limited_with_hint(report: &Report, max_chars: usize, hint: &str) -> String {
+    limited(report, max_chars, hint, chars)
+}
+
+fn limited(report: &Report, max_chars: usize, hint: &str, size: fn(&str) -> usize) -> String {
     let full = MarkdownExporter.render(report);
-    if chars(&full) <= max_chars {
+    if size(&full) <= max_chars {
         return full;
     }
     let mut trimmed = report.clone();
@@ -38,13 +46,13 @@ pub fn render_markdown_limited_with_hint(report: &Report, max_chars: usize, hint
                 b.artifacts.clear();
             }
             cut.push("artifact diffs".into());
-            if let Some(text) = fits(&trimmed, &cut, max_chars, hint) {
+            if let Some(text) = fits(&trimmed, &cut, max_chars, hint, size) {
                 return text;
             }
         }
         trimmed.evidence = None;
         cut.push("charts and counter tables".into());
-        if let Some(text) = fits(&trimmed, &cut, max_chars, hint) {
+        if let Some(text) = fits(&trimmed, &cut, max_chars, hint, size) {
             return text;
         }
     }
@@ -88,7 +96,7 @@ pub fn render_markdown_limited_with_hint(report: &Report, max_chars: usize, hint
     while lo <= hi {
         let mid = (lo + hi) / 2;
         let (r, what) = keep(mid);
-        match fits(&r, &what, max_chars, hint) {
+        match fits(&r, &what, max_chars, hint, size) {
             Some(text) => {
                 best = Some(text);
                 lo = mid + 1;
@@ -103,10 +111,10 @@ pub fn render_markdown_limited_with_hint(report: &Report, max_chars: usize, hint
     // Even the verdict alone is too long (huge warnings, or a tiny limit): cut the text.
     let (r, what) = keep(0);
     let text = with_note(&MarkdownExporter.render(&r), &what, hint);
-    hard_cut(&text, max_chars)
+    hard_cut(&text, max_chars, size)
 }
 
-/// Lower is dropped first.
+/// Lower is kept longer: regressions stay to the end, unchanged benchmarks go first.
 fn importance(v: Verdict) -> u8 {
     match v {
         Verdict::Regressed => 0,
@@ -133,20 +141,44 @@ fn with_note(text: &str, cut: &[String], hint: &str) -> String {
     let note = note(cut, hint);
     // The note goes right after the verdict line, where nobody misses it.
     match text.find("\n\n") {
-        Some(i) => format!("{}\n{}{}", &text[..i + 1], note, &text[i + 1..]),
+        Some(i) => format!(
+            "{}{}\n{}",
+            &text[..i + 2],
+            note.trim_start(),
+            &text[i + 2..]
+        ),
         None => format!("{text}{note}"),
     }
 }
 
-fn fits(report: &Report, cut: &[String], max_chars: usize, hint: &str) -> Option<String> {
+fn fits(
+    report: &Report,
+    cut: &[String],
+    max: usize,
+    hint: &str,
+    size: fn(&str) -> usize,
+) -> Option<String> {
     let text = with_note(&MarkdownExporter.render(report), cut, hint);
-    (chars(&text) <= max_chars).then_some(text)
+    (size(&text) <= max).then_some(text)
 }
 
-fn hard_cut(text: &str, max_chars: usize) -> String {
+/// Cuts text to `max` (as `size` measures) at a character boundary, ending in an ellipsis.
+fn hard_cut(text: &str, max: usize, size: fn(&str) -> usize) -> String {
     const ELLIPSIS: &str = "\n…\n";
-    let keep = max_chars.saturating_sub(chars(ELLIPSIS));
-    let mut out: String = text.chars().take(keep).collect();
-    out.push_str(ELLIPSIS);
-    out.chars().take(max_chars).collect()
+    let budget = max.saturating_sub(size(ELLIPSIS));
+    let mut out = String::new();
+    let mut used = 0;
+    let mut buf = [0u8; 4];
+    for c in text.chars() {
+        let n = size(c.encode_utf8(&mut buf));
+        if used + n > budget {
+            break;
+        }
+        used += n;
+        out.push(c);
+    }
+    if used + size(ELLIPSIS) <= max {
+        out.push_str(ELLIPSIS);
+    }
+    out
 }
