@@ -448,18 +448,28 @@ fn a_stored_report_renders_again() {
     );
 }
 
-/// Artifacts declared in the configuration are kept in the results and diffed in the report.
+/// Artifacts declared in the configuration and counters reported through the protocol travel
+/// from a real run into the results, then into the report's counter table, timeline chart and
+/// artifact diff.
 #[test]
-fn declared_artifacts_travel_from_the_run_into_the_report() {
+fn artifacts_and_counters_travel_from_the_run_into_the_report() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let config = |ir: &str| {
-        format!(
-            "version: 1\nbenchmarks:\n  - name: k\n    command: \"printf '{ir}' > out.ll\"\n    repetitions: 3\n    warmup: 0\n    captures: [timer]\n    artifacts:\n      ir: out.ll\n"
-        )
-    };
-    let run = |ir: &str, out: &str| {
-        std::fs::write(d.join("kgate.yaml"), config(ir)).unwrap();
+    std::fs::write(
+        d.join("kgate.yaml"),
+        "version: 1\nbenchmarks:\n  - name: k\n    command: [sh, bench.sh]\n    repetitions: 3\n    warmup: 0\n    captures: [protocol]\n    metrics:\n      kernel_time: {source: timer}\n    artifacts:\n      ir: out.ll\n",
+    )
+    .unwrap();
+    let run = |op: &str, micros: u32, util: [u32; 3], out: &str| {
+        let script = format!(
+            "printf 'define @f\\n  {op}\\n' > out.ll\n\
+             printf '%s\\n' '{{\"metric\": \"kernel_time\", \"value\": {micros}, \"unit\": \"us\"}}' \
+             '{{\"counter\": \"sm_util\", \"t_ns\": 0, \"value\": {}, \"unit\": \"%\"}}' \
+             '{{\"counter\": \"sm_util\", \"t_ns\": 1000, \"value\": {}, \"unit\": \"%\"}}' \
+             '{{\"counter\": \"sm_util\", \"t_ns\": 2000, \"value\": {}, \"unit\": \"%\"}}' > \"$KGATE_PROTOCOL_FILE\"\n",
+            util[0], util[1], util[2]
+        );
+        std::fs::write(d.join("bench.sh"), script).unwrap();
         let status = assert_cmd::cargo::cargo_bin_cmd!("kgate")
             .current_dir(d)
             .env("NO_COLOR", "1")
@@ -468,25 +478,54 @@ fn declared_artifacts_travel_from_the_run_into_the_report() {
             .unwrap();
         assert_eq!(status.status.code(), Some(0), "{status:?}");
     };
-    run("define @f\\n  add\\n", "base.json");
-    run("define @f\\n  mul\\n", "head.json");
+    run("add", 5, [10, 90, 80], "base.json");
+    run("mul", 9, [10, 50, 30], "head.json");
     let head: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("head.json")).unwrap()).unwrap();
-    assert_eq!(
-        head["benchmarks"][0]["artifacts"]["ir"]["text"],
-        "define @f\n  mul\n"
-    );
-    assert_eq!(head["benchmarks"][0]["artifacts"]["ir"]["path"], "out.ll");
+    let artifact = &head["benchmarks"][0]["artifacts"]["ir"];
+    assert_eq!(artifact["text"], "define @f\n  mul\n");
+    assert_eq!(artifact["path"], "out.ll");
     let out = assert_cmd::cargo::cargo_bin_cmd!("kgate")
         .current_dir(d)
         .args(["compare", "base.json", "head.json", "--format", "markdown"])
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
+    // Three repetitions cannot reach significance at α = 0.01: inconclusive, so charts show.
+    assert!(text.contains("<b>k</b>: inconclusive"), "{text}");
+    assert!(
+        text.contains("| sm\\_util | 60.00 % | 30.00 % | -50.0 % |"),
+        "{text}"
+    );
+    assert!(
+        text.contains("title \"sm_util over the first repetition"),
+        "{text}"
+    );
+    assert!(text.contains("x-axis \"time (µs)\" 0 --> 2\n"), "{text}");
     assert!(
         text.contains(
             "--- base/out.ll\n+++ head/out.ll\n@@ -1,2 +1,2 @@\n define @f\n-  add\n+  mul\n"
         ),
         "{text}"
     );
+    // The stored report renders the same Markdown again.
+    assert_cmd::cargo::cargo_bin_cmd!("kgate")
+        .current_dir(d)
+        .args([
+            "compare",
+            "base.json",
+            "head.json",
+            "--format",
+            "json",
+            "-o",
+            "report.json",
+        ])
+        .assert()
+        .code(0);
+    let again = assert_cmd::cargo::cargo_bin_cmd!("kgate")
+        .current_dir(d)
+        .args(["report", "report.json", "--format", "markdown"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), text);
 }

@@ -9,7 +9,7 @@
 
 use similar::TextDiff;
 
-use crate::compare::{BenchmarkComparison, Report};
+use crate::compare::{BenchmarkComparison, Report, Verdict};
 use crate::evidence::{ArtifactPair, BenchmarkEvidence, CounterPair};
 use crate::render::escape_markdown;
 use crate::render::html::escape_html;
@@ -45,12 +45,18 @@ fn benchmark_section(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> String {
         body.push_str(&counter_table(&e.counters));
         body.push('\n');
     }
-    if let Some(chart) = repetition_chart(b, e) {
-        body.push_str(&chart);
-    }
-    for c in &e.counters {
-        if let Some(chart) = timeline_chart(c) {
+    // Charts where a verdict needs a picture; an unchanged benchmark keeps its tables only.
+    if matches!(
+        b.verdict,
+        Verdict::Regressed | Verdict::Improved | Verdict::Inconclusive
+    ) {
+        if let Some(chart) = repetition_chart(b, e) {
             body.push_str(&chart);
+        }
+        for c in &e.counters {
+            if let Some(chart) = timeline_chart(c) {
+                body.push_str(&chart);
+            }
         }
     }
     for a in e.artifacts.iter().filter(|a| a.changed()) {
