@@ -41,6 +41,8 @@ pub enum Commands {
     Compare(CompareArgs),
     /// Build results from files produced elsewhere.
     Import(ImportArgs),
+    /// Render a stored JSON report again in another format, without re-running anything.
+    Report(RenderArgs),
     /// Manage stored baselines.
     #[command(subcommand)]
     Baseline(BaselineCommand),
@@ -202,6 +204,22 @@ pub struct ImportArgs {
     /// Write the results here instead of to stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// A JSON report written by `kgate compare|check --format json -o FILE`.
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Write the output here instead of to stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Cut Markdown to at most this many characters (GitHub: 65536 for a comment, 1048576 for
+    /// a job summary), dropping the least important parts first.
+    #[arg(long, value_name = "CHARS")]
+    pub max_chars: Option<usize>,
 }
 
 #[derive(Debug, Subcommand)]

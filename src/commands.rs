@@ -14,10 +14,11 @@ mod scale;
 use crate::baseline;
 use crate::cli::{
     BaselineCommand, CalibrateArgs, CalibrateFormat, CheckArgs, Cli, Commands, CompareArgs,
-    ImportArgs, ReportArgs, RunSelection,
+    ImportArgs, RenderArgs, ReportArgs, RunSelection,
 };
 use crate::compare::{self, ComparePolicy, Design, Report, RunVerdict};
 use crate::config::{self, LoadedConfig};
+use crate::evidence::Evidence;
 use crate::exit::ExitStatus;
 use crate::fsutil::{self, Overwrite};
 use crate::import;
@@ -70,6 +71,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Commands::Check(args) => check(&cli.config, args),
         Commands::Compare(args) => compare_files(&cli.config, args),
         Commands::Import(args) => import_files(&cli.config, args),
+        Commands::Report(args) => render_stored(args),
         Commands::Baseline(BaselineCommand::Save(args)) => {
             let loaded = load_config(&cli.config)?;
             let results = match &args.results {
@@ -252,10 +254,9 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
                 progress.as_mut(),
                 Some(&adaptive),
             )?;
-            (
-                compare::compare(&base, &head, &policy, Design::Interleaved),
-                head,
-            )
+            let mut report = compare::compare(&base, &head, &policy, Design::Interleaved);
+            report.evidence = Some(Evidence::from_runs(Some(&base), &head));
+            (report, head)
         }
         None => {
             let path = baseline::resolve(&loaded.root, &args.baseline)?;
@@ -291,6 +292,7 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
                         "skipped: not affected by the changed files",
                     );
                 }
+                report.evidence = Some(Evidence::from_runs(None, &head));
                 save_candidate(&head, &args)?;
                 let status = emit_report(&report, &args.report, fail_on_inconclusive)?;
                 return Ok(report_failures(&head).max(status));
@@ -321,6 +323,7 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
                 );
                 crate::adjust::mark_skipped(&mut report, &skipped, Some(&base), &why);
             }
+            report.evidence = Some(Evidence::from_runs(Some(&base), &head));
             (report, head)
         }
     };
@@ -388,6 +391,7 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
         &mut report,
     )?;
     scale::apply_waivers(&root, &mut report)?;
+    report.evidence = Some(Evidence::from_runs(Some(&base), &head));
     emit_report(
         &report,
         &args.report,
@@ -450,6 +454,25 @@ fn calibrate(config_path: &Path, args: CalibrateArgs) -> Result<u8> {
         None => write_stdout(&text)?,
     }
     Ok(failures)
+}
+
+/// `kgate report FILE`: renders a stored JSON report again. The exit status is 0 whatever the
+/// verdict: the gate already spoke when the report was made.
+fn render_stored(args: RenderArgs) -> Result<u8> {
+    let report = render::stored::load_report(&args.file)?;
+    let color =
+        args.output.is_none() && args.format == Format::Table && render::stdout_wants_color();
+    let text = match (args.format, args.max_chars) {
+        (Format::Markdown, Some(max)) => render::render_markdown_limited(&report, max),
+        (_, Some(_)) => bail!("--max-chars applies to --format markdown only"),
+        (format, None) => render::exporter(format, color).render(&report),
+    };
+    match &args.output {
+        Some(path) => fsutil::write_atomic(path, text.as_bytes(), Overwrite::Allow)
+            .with_context(|| format!("cannot write the report to {}", path.display()))?,
+        None => write_stdout(&text)?,
+    }
+    Ok(ExitStatus::PASS)
 }
 
 /// Whether an error chain holds an interruption.

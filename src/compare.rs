@@ -139,6 +139,10 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// One entry per benchmark.
     pub benchmarks: Vec<BenchmarkComparison>,
+    /// The samples, counter readings and artifacts behind the verdicts, for charts and diffs
+    /// (see docs/reports.md); absent when the report was built without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::evidence::Evidence>,
 }
 
 fn one() -> u32 {
@@ -391,6 +395,7 @@ pub fn compare_with_history(
         head_commit: head.environment.git.as_ref().map(|g| g.commit.clone()),
         warnings,
         benchmarks,
+        evidence: None,
     }
 }
 
@@ -419,6 +424,7 @@ pub fn no_baseline(head: &RunResults, policy: &ComparePolicy, reason: String) ->
         head_commit: head.environment.git.as_ref().map(|g| g.commit.clone()),
         warnings: vec![reason],
         benchmarks,
+        evidence: None,
     }
 }
 

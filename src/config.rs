@@ -159,6 +159,10 @@ pub struct BenchmarkConfig {
     /// `src/matmul/**`); `kgate check --changed-since REF` skips it when none changed.
     #[serde(default)]
     pub paths: Option<Vec<String>>,
+    /// Text files the benchmark writes (lowered IR, PTX, MLIR), by a name of your choice: paths
+    /// relative to the working directory. Reports show a diff when one changed.
+    #[serde(default)]
+    pub artifacts: BTreeMap<String, PathBuf>,
 }
 
 /// Settings of the `perf` capture.

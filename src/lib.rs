@@ -20,6 +20,7 @@ pub mod config;
 pub mod cpu;
 pub mod derived;
 pub mod envkey;
+pub mod evidence;
 pub mod exit;
 pub mod fingerprint;
 pub mod fsutil;

@@ -63,6 +63,8 @@ pub struct BenchmarkPlan {
     pub toggle_collect: Option<String>,
     /// Derived metrics: the built-ins, then the configuration's.
     pub derived: Vec<crate::derived::Definition>,
+    /// Artifact files to keep after the last repetition, relative to `cwd`.
+    pub artifacts: BTreeMap<String, PathBuf>,
 }
 
 /// Overrides from the command line.
@@ -217,6 +219,7 @@ fn resolve_benchmark(
             }),
         toggle_collect: b.valgrind.as_ref().and_then(|v| v.toggle_collect.clone()),
         derived,
+        artifacts: b.artifacts.clone(),
     }
 }
 

@@ -6,6 +6,14 @@
 
 use std::io::IsTerminal;
 
+pub mod html;
+pub mod junit;
+pub mod markdown_details;
+pub mod markdown_limits;
+pub mod stored;
+
+pub use markdown_limits::render_markdown_limited;
+
 use comfy_table::{Cell, Color, ContentArrangement, Table, presets};
 
 use crate::compare::{MetricComparison, Report, RunVerdict, Verdict, format_p};
@@ -17,6 +25,10 @@ pub enum Format {
     Table,
     Markdown,
     Json,
+    /// A self-contained HTML page with SVG plots.
+    Html,
+    /// JUnit XML: a test case per benchmark and metric.
+    Junit,
 }
 
 /// Renders a report in one format.
@@ -30,6 +42,8 @@ pub fn exporter(format: Format, color: bool) -> Box<dyn Exporter> {
         Format::Table => Box::new(TableExporter { color }),
         Format::Markdown => Box::new(MarkdownExporter),
         Format::Json => Box::new(JsonExporter),
+        Format::Html => Box::new(html::HtmlExporter),
+        Format::Junit => Box::new(junit::JunitExporter),
     }
 }
 
@@ -68,7 +82,7 @@ pub fn summary_line(report: &Report) -> String {
     )
 }
 
-fn verdict_word(v: RunVerdict) -> &'static str {
+pub(crate) fn verdict_word(v: RunVerdict) -> &'static str {
     match v {
         RunVerdict::Pass => "PASS",
         RunVerdict::Regressed => "REGRESSED",
@@ -333,6 +347,7 @@ impl Exporter for MarkdownExporter {
             out.push_str(&Self::table(&all));
             out.push_str("\n</details>\n");
         }
+        out.push_str(&markdown_details::benchmark_sections(report));
         for w in &report.warnings {
             out.push_str(&format!("\n> [!NOTE]\n> {}\n", escape_markdown(w)));
         }

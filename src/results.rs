@@ -61,6 +61,10 @@ pub struct BenchmarkResult {
     pub kernel_windows: Vec<KernelWindow>,
     /// How the numbers were captured.
     pub provenance: Provenance,
+    /// Text files the benchmark wrote (lowered IR, PTX, MLIR), by the name the configuration
+    /// gives them; each is capped at [`ARTIFACT_MAX_BYTES`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub artifacts: BTreeMap<String, Artifact>,
     /// The interim analyses of an adaptive interleaved run, in order: after how many
     /// repetitions per side each look was taken and what it found. Empty when the repetitions
     /// were fixed.
@@ -82,6 +86,43 @@ pub struct Look {
     pub verdict: crate::compare::Verdict,
 }
 
+/// The most bytes of one artifact kept in the results; the rest is cut at a line boundary.
+pub const ARTIFACT_MAX_BYTES: usize = 256 * 1024;
+
+/// A text file a benchmark wrote, kept so that a comparison can show how it changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Artifact {
+    /// The path as declared, relative to the benchmark's working directory.
+    pub path: String,
+    /// The text (lossily decoded as UTF-8), at most [`ARTIFACT_MAX_BYTES`].
+    pub text: String,
+    /// Whether the file was longer and `text` holds only its start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+impl Artifact {
+    /// Reads an artifact file, capping it at [`ARTIFACT_MAX_BYTES`] on a line boundary.
+    pub fn read(path: &Path, declared: &str) -> std::io::Result<Artifact> {
+        let bytes = std::fs::read(path)?;
+        let mut text = String::from_utf8_lossy(&bytes).into_owned();
+        let truncated = text.len() > ARTIFACT_MAX_BYTES;
+        if truncated {
+            let mut cut = ARTIFACT_MAX_BYTES;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let cut = text[..cut].rfind('\n').map(|i| i + 1).unwrap_or(cut);
+            text.truncate(cut);
+        }
+        Ok(Artifact {
+            path: declared.to_string(),
+            text,
+            truncated,
+        })
+    }
+}
+
 impl BenchmarkResult {
     /// An empty result to be filled by a capture.
     pub fn new(name: &str, provenance: Provenance) -> BenchmarkResult {
@@ -97,6 +138,7 @@ impl BenchmarkResult {
             kernel_windows: Vec::new(),
             provenance,
             looks: Vec::new(),
+            artifacts: BTreeMap::new(),
         }
     }
 

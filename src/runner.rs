@@ -23,7 +23,8 @@ use crate::plan::{BUILD_TIMEOUT, BenchmarkPlan, Plan};
 use crate::progress::{Event, Progress};
 use crate::protocol;
 use crate::results::{
-    BenchmarkResult, Failure, FailureKind, Provenance, RESULTS_SCHEMA_VERSION, RunResults, Status,
+    Artifact, BenchmarkResult, Failure, FailureKind, Provenance, RESULTS_SCHEMA_VERSION,
+    RunResults, Status,
 };
 
 /// How many bytes of a benchmark's stderr are kept for error reports.
@@ -450,8 +451,31 @@ impl<'p> BenchmarkRun<'p> {
         Ok(())
     }
 
-    fn finish(self) -> BenchmarkResult {
+    fn finish(mut self) -> BenchmarkResult {
+        if !self.failed {
+            self.read_artifacts();
+        }
         self.collector.finish()
+    }
+
+    /// Keeps the declared artifact files; one that is missing is a warning, not a failure.
+    fn read_artifacts(&mut self) {
+        for (name, path) in &self.plan.artifacts {
+            let full = self.cwd.join(path);
+            match Artifact::read(&full, &path.display().to_string()) {
+                Ok(artifact) => {
+                    self.collector
+                        .result_mut()
+                        .artifacts
+                        .insert(name.clone(), artifact);
+                }
+                Err(e) => eprintln!(
+                    "warning: benchmark `{}` declares artifact `{name}` at `{}`, which cannot be read: {e}",
+                    self.plan.name,
+                    full.display()
+                ),
+            }
+        }
     }
 }
 

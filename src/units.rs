@@ -55,6 +55,21 @@ pub fn format_value(value: f64, unit: &str) -> String {
     if unit == "%" {
         return format!("{} %", significant(value));
     }
+    if unit == "bytes" || unit == "B" {
+        let abs = value.abs();
+        let (scaled, suffix) = if abs >= 1e12 {
+            (value / 1e12, "TB")
+        } else if abs >= 1e9 {
+            (value / 1e9, "GB")
+        } else if abs >= 1e6 {
+            (value / 1e6, "MB")
+        } else if abs >= 1e3 {
+            (value / 1e3, "kB")
+        } else {
+            (value, "B")
+        };
+        return format!("{} {suffix}", significant(scaled));
+    }
     if unit.is_empty() {
         return significant(value);
     }
@@ -114,6 +129,8 @@ mod tests {
         assert_eq!(format_value(2.5e9, "ns"), "2.500 s");
         assert_eq!(format_value(1234.0, "cycles"), "1234 cycles");
         assert_eq!(format_value(10.0, "%"), "10.00 %");
+        assert_eq!(format_value(1.5e9, "bytes"), "1.500 GB");
+        assert_eq!(format_value(512.0, "B"), "512.0 B");
         assert_eq!(format_change(0.0512), "+5.12 %");
         assert_eq!(format_change(-0.42), "-42.0 %");
         assert_eq!(format_change(3.12), "+312 %");

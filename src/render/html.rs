@@ -1,0 +1,313 @@
+//! A self-contained HTML report with SVG plots, for reading a comparison offline.
+//!
+//! One file, no scripts, no web fonts, no external style sheets: CI systems keep it as an
+//! artifact and people open it from a zip on a plane. The plots are drawn with `plotters`' SVG
+//! backend and inlined: per benchmark, the samples of base and head on one axis (a strip plot,
+//! so a shift or a bimodal side is visible at a glance), and each counter's timeline over the
+//! first repetition, base against head.
+
+use plotters::prelude::*;
+
+use crate::compare::{BenchmarkComparison, MetricComparison, Report};
+use crate::evidence::{BenchmarkEvidence, CounterPair, SamplePair};
+use crate::render::markdown_details::{display_unit, unified_diff};
+use crate::render::{Exporter, summary_line, verdict_word};
+use crate::units::{format_change, format_value};
+
+const BASE_COLOR: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
+const HEAD_COLOR: RGBColor = RGBColor(0xd6, 0x27, 0x28);
+const PLOT_WIDTH: u32 = 640;
+const STRIP_HEIGHT: u32 = 200;
+const TIMELINE_HEIGHT: u32 = 240;
+
+/// Escapes text for HTML and XML content and attribute values; control characters that XML
+/// 1.0 forbids are dropped, and `@` cannot mention anyone when the text is pasted on.
+pub fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '@' => out.push_str("&#64;"),
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The HTML report.
+pub struct HtmlExporter;
+
+const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em;color:#222;max-width:1100px}\
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right;white-space:nowrap}\
+td:first-child,th:first-child,td.l{text-align:left}.regressed{color:#b00020;font-weight:600}\
+.improved{color:#1b7f3b;font-weight:600}.inconclusive{color:#9a6700}.missing,.new{color:#0969da}\
+section{border-top:1px solid #ddd;margin-top:1.5em}pre{background:#f6f8fa;padding:.5em;overflow:auto}\
+.legend span{display:inline-block;width:1em;height:.6em;margin:0 .3em 0 1em}figure{margin:.5em 0}";
+
+impl Exporter for HtmlExporter {
+    fn render(&self, report: &Report) -> String {
+        let mut out = String::from(
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>kgate report</title>\n<style>",
+        );
+        out.push_str(STYLE);
+        out.push_str("</style>\n</head>\n<body>\n");
+        out.push_str(&format!(
+            "<h1>kgate: {}</h1>\n<p class=\"summary\">{}</p>\n",
+            verdict_word(report.verdict),
+            escape_html(&summary_line(report))
+        ));
+        if let (Some(b), Some(h)) = (&report.base_commit, &report.head_commit) {
+            out.push_str(&format!(
+                "<p>base <code>{}</code>, head <code>{}</code></p>\n",
+                escape_html(b),
+                escape_html(h)
+            ));
+        }
+        for w in &report.warnings {
+            out.push_str(&format!("<p class=\"warning\">⚠ {}</p>\n", escape_html(w)));
+        }
+        out.push_str(&format!(
+            "<p class=\"legend\">Plots:<span style=\"background:{}\"></span>base<span style=\"background:{}\"></span>head</p>\n",
+            css(BASE_COLOR),
+            css(HEAD_COLOR)
+        ));
+        for b in &report.benchmarks {
+            let evidence = report.evidence.as_ref().and_then(|e| e.benchmark(&b.name));
+            out.push_str(&benchmark_section(b, evidence));
+        }
+        out.push_str(&format!(
+            "<p><small>Rank test at α = {}; changes are head against base.</small></p>\n</body>\n</html>\n",
+            report.alpha
+        ));
+        out
+    }
+}
+
+fn css(c: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
+
+fn benchmark_section(b: &BenchmarkComparison, e: Option<&BenchmarkEvidence>) -> String {
+    let mut s = format!(
+        "<section>\n<h2>{} <span class=\"{}\">{}</span></h2>\n",
+        escape_html(&b.name),
+        b.verdict.as_str(),
+        b.verdict.as_str()
+    );
+    if !b.explanation.is_empty() {
+        s.push_str(&format!("<p>{}</p>\n", escape_html(&b.explanation)));
+    }
+    if !b.metrics.is_empty() {
+        s.push_str("<table>\n<tr><th>metric</th><th>base</th><th>head</th><th>change</th><th>interval</th><th>p</th><th>MDE</th><th>source</th><th>verdict</th></tr>\n");
+        for m in &b.metrics {
+            s.push_str(&metric_row(m));
+        }
+        s.push_str("</table>\n");
+    }
+    if let Some(e) = e {
+        for pair in &e.metrics {
+            if let Some(svg) = strip_plot(pair) {
+                s.push_str(&figure(&svg, &format!("{}: samples", pair.name)));
+            }
+        }
+        for c in &e.counters {
+            if let Some(svg) = timeline_plot(c) {
+                s.push_str(&figure(&svg, &format!("{}: first repetition", c.name)));
+            }
+        }
+        for a in e.artifacts.iter().filter(|a| a.changed()) {
+            let (diff, added, removed) = unified_diff(a);
+            s.push_str(&format!(
+                "<details><summary>artifact <code>{}</code> changed: +{added} −{removed} lines</summary>\n<pre>{}</pre>\n</details>\n",
+                escape_html(&a.name),
+                escape_html(&diff)
+            ));
+        }
+    }
+    s.push_str("</section>\n");
+    s
+}
+
+fn figure(svg: &str, caption: &str) -> String {
+    format!(
+        "<figure>\n{svg}\n<figcaption>{}</figcaption>\n</figure>\n",
+        escape_html(caption)
+    )
+}
+
+fn metric_row(m: &MetricComparison) -> String {
+    let summary = |s: &Option<crate::stats::Summary>| {
+        s.as_ref()
+            .map(|s| format!("{} (n={})", format_value(s.median, &m.unit), s.n))
+            .unwrap_or_else(|| "–".into())
+    };
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "–".into());
+    format!(
+        "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l {}\">{}</td></tr>\n",
+        escape_html(&m.name),
+        if m.gates { "" } else { " (info)" },
+        summary(&m.base),
+        summary(&m.head),
+        opt(m.change.map(format_change)),
+        opt(m
+            .ci
+            .map(|[lo, hi]| format!("{} … {}", format_change(lo), format_change(hi)))),
+        opt(m.p_value.map(crate::compare::format_p)),
+        opt(m.mde.map(|d| format!("±{:.2} %", d * 100.0))),
+        m.source.as_str(),
+        m.verdict.as_str(),
+        m.verdict.as_str()
+    )
+}
+
+/// Draws into an SVG string; a drawing error (which the SVG backend does not produce for
+/// finite data) yields no plot rather than a broken page.
+fn draw_svg(
+    width: u32,
+    height: u32,
+    draw: impl FnOnce(&DrawingArea<SVGBackend, plotters::coord::Shift>) -> Option<()>,
+) -> Option<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).ok()?;
+        draw(&root)?;
+        root.present().ok()?;
+    }
+    Some(svg)
+}
+
+fn padded_range(values: impl Iterator<Item = f64> + Clone) -> Option<(f64, f64)> {
+    let lo = values.clone().fold(f64::INFINITY, f64::min);
+    let hi = values.fold(f64::NEG_INFINITY, f64::max);
+    if !lo.is_finite() || !hi.is_finite() {
+        return None;
+    }
+    let pad = if hi > lo {
+        (hi - lo) * 0.08
+    } else {
+        lo.abs().max(1.0) * 0.05
+    };
+    Some((lo - pad, hi + pad))
+}
+
+/// Base and head samples of one metric on one value axis, each side in its own row with a
+/// deterministic jitter, medians marked.
+fn strip_plot(pair: &SamplePair) -> Option<String> {
+    if pair.base.is_empty() && pair.head.is_empty() {
+        return None;
+    }
+    let typical = crate::stats::summarize(&pair.head)
+        .or(crate::stats::summarize(&pair.base))
+        .map(|s| s.median)
+        .unwrap_or_default();
+    let (factor, unit) = display_unit(&pair.unit, typical);
+    let scaled = |v: &[f64]| {
+        v.iter()
+            .map(|x| x * factor)
+            .filter(|x| x.is_finite())
+            .collect::<Vec<_>>()
+    };
+    let base = scaled(&pair.base);
+    let head = scaled(&pair.head);
+    let (lo, hi) = padded_range(base.iter().chain(&head).copied())?;
+    draw_svg(PLOT_WIDTH, STRIP_HEIGHT, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(format!("{} ({unit})", pair.name), ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(30)
+            .y_label_area_size(50)
+            .build_cartesian_2d(lo..hi, -0.5f64..1.5f64)
+            .ok()?;
+        chart
+            .configure_mesh()
+            .y_labels(3)
+            .y_label_formatter(&|y| {
+                if (y - 0.0).abs() < 1e-9 {
+                    "base".into()
+                } else if (y - 1.0).abs() < 1e-9 {
+                    "head".into()
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc(unit.clone())
+            .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
+            .disable_y_mesh()
+            .draw()
+            .ok()?;
+        for (row, values, color) in [(0.0, &base, BASE_COLOR), (1.0, &head, HEAD_COLOR)] {
+            let jitter = |i: usize| ((i * 37) % 17) as f64 / 17.0 * 0.5 - 0.25;
+            chart
+                .draw_series(
+                    values.iter().enumerate().map(|(i, &x)| {
+                        Circle::new((x, row + jitter(i)), 3, color.mix(0.6).filled())
+                    }),
+                )
+                .ok()?;
+            if let Some(s) = crate::stats::summarize(values) {
+                chart
+                    .draw_series(LineSeries::new(
+                        [(s.median, row - 0.4), (s.median, row + 0.4)],
+                        color.stroke_width(2),
+                    ))
+                    .ok()?;
+            }
+        }
+        Some(())
+    })
+}
+
+/// A counter's readings over the first repetition, base and head as two lines.
+fn timeline_plot(c: &CounterPair) -> Option<String> {
+    if c.base.timeline.len() < 2 && c.head.timeline.len() < 2 {
+        return None;
+    }
+    let all = || c.base.timeline.iter().chain(&c.head.timeline);
+    let end = all().map(|p| p[0]).fold(0.0_f64, f64::max);
+    let (factor, time_unit) = display_unit("ns", end);
+    let (x_lo, x_hi) = padded_range(all().map(|p| p[0] * factor))?;
+    let (y_lo, y_hi) = padded_range(all().map(|p| p[1]))?;
+    let y_lo = if c.unit == "%" { y_lo.min(0.0) } else { y_lo };
+    draw_svg(PLOT_WIDTH, TIMELINE_HEIGHT, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                format!(
+                    "{} over time{}",
+                    c.name,
+                    if c.unit.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", c.unit)
+                    }
+                ),
+                ("sans-serif", 16),
+            )
+            .margin(8)
+            .x_label_area_size(30)
+            .y_label_area_size(50)
+            .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)
+            .ok()?;
+        chart
+            .configure_mesh()
+            .x_desc(format!("time ({time_unit})"))
+            .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
+            .draw()
+            .ok()?;
+        for (side, color) in [(&c.base, BASE_COLOR), (&c.head, HEAD_COLOR)] {
+            chart
+                .draw_series(LineSeries::new(
+                    side.timeline.iter().map(|p| (p[0] * factor, p[1])),
+                    color.stroke_width(2),
+                ))
+                .ok()?;
+        }
+        Some(())
+    })
+}

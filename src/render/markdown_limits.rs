@@ -1,0 +1,185 @@
+//! Fitting the Markdown report into GitHub's limits: 65,536 characters for a pull-request
+//! comment, 1 MiB for a job summary.
+//!
+//! The report is already folded (everything but the verdict table sits in `<details>`), so
+//! what is left is cutting, from the least to the most important: artifact diffs, then charts
+//! and counter tables, then whole benchmarks (unchanged first, regressions last, each group
+//! from the end of the list). The verdict line and the summary counts always stay, and a
+//! line says what was cut and where the full report is.
+
+use crate::compare::{Report, Verdict};
+use crate::render::{Exporter, MarkdownExporter};
+
+/// GitHub's limit on a pull-request comment, in characters.
+pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
+/// GitHub's limit on a job's step summary, in bytes: use [`render_markdown_limited_bytes`].
+pub const GITHUB_STEP_SUMMARY_LIMIT: usize = 1024 * 1024;
+
+/// Where the reader is told to find the full report when this one was cut.
+pub const DEFAULT_FULL_REPORT_HINT: &str = "the job's JSON report (render it with `kgate report FILE --format markdown` or `--format html`)";
+
+/// The Markdown report, cut to at most `max_chars` characters.
+pub fn render_markdown_limited(report: &Report, max_chars: usize) -> String {
+    render_markdown_limited_with_hint(report, max_chars, DEFAULT_FULL_REPORT_HINT)
+}
+
+/// The Markdown report, cut to at most `max_bytes` bytes of UTF-8 (for a job summary).
+pub fn render_markdown_limited_bytes(report: &Report, max_bytes: usize, hint: &str) -> String {
+    limited(report, max_bytes, hint, str::len)
+}
+
+/// As [`render_markdown_limited`], naming where the full report is (a URL, an artifact name).
+pub fn render_markdown_limited_with_hint(report: &Report, max_chars: usize, hint: &str) -> String {
+    limited(report, max_chars, hint, chars)
+}
+
+fn limited(report: &Report, max_chars: usize, hint: &str, size: fn(&str) -> usize) -> String {
+    let full = MarkdownExporter.render(report);
+    if size(&full) <= max_chars {
+        return full;
+    }
+    let mut trimmed = report.clone();
+    let mut cut: Vec<String> = Vec::new();
+    if let Some(e) = &mut trimmed.evidence {
+        if e.benchmarks.iter().any(|b| !b.artifacts.is_empty()) {
+            for b in &mut e.benchmarks {
+                b.artifacts.clear();
+            }
+            cut.push("artifact diffs".into());
+            if let Some(text) = fits(&trimmed, &cut, max_chars, hint, size) {
+                return text;
+            }
+        }
+        trimmed.evidence = None;
+        cut.push("charts and counter tables".into());
+        if let Some(text) = fits(&trimmed, &cut, max_chars, hint, size) {
+            return text;
+        }
+    }
+    // Keep the k most important benchmarks, in their original order; find the largest k that
+    // fits by bisection (rendering is linear, so this stays fast for large suites).
+    let mut order: Vec<usize> = (0..trimmed.benchmarks.len()).collect();
+    order.sort_by_key(|&i| (importance(trimmed.benchmarks[i].verdict), i));
+    let keep = |k: usize| -> (Report, Vec<String>) {
+        let mut kept: Vec<usize> = order[..k].to_vec();
+        kept.sort_unstable();
+        let mut r = trimmed.clone();
+        r.benchmarks = kept
+            .iter()
+            .map(|&i| trimmed.benchmarks[i].clone())
+            .collect();
+        let mut what = cut.clone();
+        let dropped = trimmed.benchmarks.len() - k;
+        if dropped > 0 {
+            let mut by_verdict: Vec<(Verdict, usize)> = Vec::new();
+            for &i in &order[k..] {
+                let v = trimmed.benchmarks[i].verdict;
+                match by_verdict.iter_mut().find(|(w, _)| *w == v) {
+                    Some((_, n)) => *n += 1,
+                    None => by_verdict.push((v, 1)),
+                }
+            }
+            let parts: Vec<String> = by_verdict
+                .iter()
+                .map(|(v, n)| format!("{n} {}", v.as_str()))
+                .collect();
+            what.push(format!(
+                "{dropped} of {} benchmarks ({})",
+                trimmed.benchmarks.len(),
+                parts.join(", ")
+            ));
+        }
+        (r, what)
+    };
+    let (mut lo, mut hi) = (0usize, trimmed.benchmarks.len());
+    let mut best = None;
+    while lo <= hi {
+        let mid = (lo + hi) / 2;
+        let (r, what) = keep(mid);
+        match fits(&r, &what, max_chars, hint, size) {
+            Some(text) => {
+                best = Some(text);
+                lo = mid + 1;
+            }
+            None if mid == 0 => break,
+            None => hi = mid - 1,
+        }
+    }
+    if let Some(text) = best {
+        return text;
+    }
+    // Even the verdict alone is too long (huge warnings, or a tiny limit): cut the text.
+    let (r, what) = keep(0);
+    let text = with_note(&MarkdownExporter.render(&r), &what, hint);
+    hard_cut(&text, max_chars, size)
+}
+
+/// Lower is kept longer: regressions stay to the end, unchanged benchmarks go first.
+fn importance(v: Verdict) -> u8 {
+    match v {
+        Verdict::Regressed => 0,
+        Verdict::Missing => 1,
+        Verdict::Inconclusive => 2,
+        Verdict::Improved => 3,
+        Verdict::New => 4,
+        Verdict::Unchanged => 5,
+        Verdict::Skipped => 6,
+    }
+}
+
+fn chars(text: &str) -> usize {
+    text.chars().count()
+}
+
+fn note(cut: &[String], hint: &str) -> String {
+    format!(
+        "\n> [!NOTE]\n> This report was cut to fit GitHub's size limit; left out: {}. The full report is in {hint}.\n",
+        cut.join("; ")
+    )
+}
+
+fn with_note(text: &str, cut: &[String], hint: &str) -> String {
+    let note = note(cut, hint);
+    // The note goes right after the verdict line, where nobody misses it.
+    match text.find("\n\n") {
+        Some(i) => format!(
+            "{}{}\n{}",
+            &text[..i + 2],
+            note.trim_start(),
+            &text[i + 2..]
+        ),
+        None => format!("{text}{note}"),
+    }
+}
+
+fn fits(
+    report: &Report,
+    cut: &[String],
+    max: usize,
+    hint: &str,
+    size: fn(&str) -> usize,
+) -> Option<String> {
+    let text = with_note(&MarkdownExporter.render(report), cut, hint);
+    (size(&text) <= max).then_some(text)
+}
+
+/// Cuts text to `max` (as `size` measures) at a character boundary, ending in an ellipsis.
+fn hard_cut(text: &str, max: usize, size: fn(&str) -> usize) -> String {
+    const ELLIPSIS: &str = "\n…\n";
+    let budget = max.saturating_sub(size(ELLIPSIS));
+    let mut out = String::new();
+    let mut used = 0;
+    let mut buf = [0u8; 4];
+    for c in text.chars() {
+        let n = size(c.encode_utf8(&mut buf));
+        if used + n > budget {
+            break;
+        }
+        used += n;
+        out.push(c);
+    }
+    if used + size(ELLIPSIS) <= max {
+        out.push_str(ELLIPSIS);
+    }
+    out
+}

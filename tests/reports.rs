@@ -1,0 +1,543 @@
+//! Snapshot tests of every report format over one fixed, hand-built comparison that covers
+//! every verdict, an explanation, counters with a utilization timeline, an artifact diff,
+//! names that need escaping, and the size-limit path. Snapshots live in `tests/snapshots/`;
+//! review changes with `cargo insta review` (CI runs with `CI=true`, so it never writes them).
+
+use kgate::compare::{
+    BenchmarkComparison, Counts, Design, Method, MetricComparison, Report, RunVerdict, Verdict,
+};
+use kgate::evidence::{
+    ArtifactPair, BenchmarkEvidence, CounterPair, CounterSide, Evidence, SamplePair,
+};
+use kgate::metric::{Direction, Source};
+use kgate::render::{self, Format};
+
+const NASTY: &str = "matmul|fp16 <tile=128> @team `v2`";
+
+/// Deterministic samples around `center` with a relative spread.
+fn samples(center: f64, spread: f64, n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| center * (1.0 + spread * (((i * 7) % 11) as f64 / 10.0 - 0.5)))
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn metric(
+    name: &str,
+    unit: &str,
+    source: Source,
+    verdict: Verdict,
+    reason: &str,
+    base: &[f64],
+    head: &[f64],
+    stats: Option<(f64, [f64; 2], f64)>,
+    mde: Option<f64>,
+) -> MetricComparison {
+    MetricComparison {
+        name: name.into(),
+        unit: unit.into(),
+        source,
+        direction: Direction::Lower,
+        gates: source != Source::Reported,
+        verdict,
+        reason: reason.into(),
+        method: if stats.is_some() {
+            Method::RankTest
+        } else {
+            Method::None
+        },
+        threshold: 0.05,
+        base: kgate::stats::summarize(base),
+        head: kgate::stats::summarize(head),
+        change: stats.map(|s| s.0),
+        ci: stats.map(|s| s.1),
+        p_value: stats.map(|s| s.2),
+        mde,
+        p_regression: None,
+        p_improvement: None,
+        p_adjusted: None,
+        equivalence_margin: None,
+        equivalence_ci: None,
+        waived: false,
+        waiver: None,
+    }
+}
+
+fn timeline(levels: &[f64], step_ns: f64) -> Vec<[f64; 2]> {
+    levels
+        .iter()
+        .enumerate()
+        .map(|(i, v)| [i as f64 * step_ns, *v])
+        .collect()
+}
+
+/// The fixed comparison.
+fn fixture() -> Report {
+    let mm_base = samples(100_000.0, 0.04, 12);
+    let mm_head = samples(112_000.0, 0.04, 12);
+    let red_base = samples(40_000.0, 0.03, 10);
+    let red_head = samples(32_000.0, 0.03, 10);
+    let soft = samples(2_500_000.0, 0.02, 10);
+    let soft_head = samples(2_502_000.0, 0.02, 10);
+    let ln_base = samples(9_000.0, 0.3, 8);
+    let ln_head = samples(9_400.0, 0.3, 8);
+    let printed = samples(512.0, 0.0, 10);
+    let benchmarks = vec![
+        BenchmarkComparison {
+            name: NASTY.into(),
+            verdict: Verdict::Regressed,
+            explanation: "kernel_time: +12.0 % (99 % CI +10.1 % … +14.0 %), beyond the 5 % threshold; sm_util fell while dram_read rose: the <tile> change made it memory-bound".into(),
+            metrics: vec![metric(
+                "kernel_time",
+                "ns",
+                Source::Timer,
+                Verdict::Regressed,
+                "+12.0 % (99 % CI +10.1 % … +14.0 %), p = 0.0001, beyond the 5 % threshold",
+                &mm_base,
+                &mm_head,
+                Some((0.12, [0.101, 0.14], 0.0001)),
+                Some(0.021),
+            )],
+        },
+        BenchmarkComparison {
+            name: "reduce".into(),
+            verdict: Verdict::Improved,
+            explanation: "kernel_time: -20.0 % (99 % CI -22.0 % … -18.1 %)".into(),
+            metrics: vec![metric(
+                "kernel_time",
+                "ns",
+                Source::Timer,
+                Verdict::Improved,
+                "-20.0 % (99 % CI -22.0 % … -18.1 %), p = 0.0002",
+                &red_base,
+                &red_head,
+                Some((-0.2, [-0.22, -0.181], 0.0002)),
+                Some(0.018),
+            )],
+        },
+        BenchmarkComparison {
+            name: "softmax".into(),
+            verdict: Verdict::Unchanged,
+            explanation: "wall_time: +0.08 %, interval inside ±5 %".into(),
+            metrics: vec![
+                metric(
+                    "wall_time",
+                    "ns",
+                    Source::Timer,
+                    Verdict::Unchanged,
+                    "+0.08 % (99 % CI -1.2 % … +1.3 %), interval inside ±5 %",
+                    &soft,
+                    &soft_head,
+                    Some((0.0008, [-0.012, 0.013], 0.91)),
+                    None,
+                ),
+                metric(
+                    "gflops",
+                    "GB/s",
+                    Source::Reported,
+                    Verdict::Unchanged,
+                    "source `reported` may not fail the build (gate.sources); identical",
+                    &printed,
+                    &printed,
+                    None,
+                    None,
+                ),
+            ],
+        },
+        BenchmarkComparison {
+            name: "layernorm".into(),
+            verdict: Verdict::Inconclusive,
+            explanation: "kernel_time: +4.4 % (99 % CI -9.0 % … +19.5 %) straddles the 5 % threshold".into(),
+            metrics: vec![metric(
+                "kernel_time",
+                "ns",
+                Source::Timer,
+                Verdict::Inconclusive,
+                "+4.4 % (99 % CI -9.0 % … +19.5 %) straddles the 5 % threshold",
+                &ln_base,
+                &ln_head,
+                Some((0.044, [-0.09, 0.195], 0.38)),
+                Some(0.16),
+            )],
+        },
+        BenchmarkComparison {
+            name: "conv2d".into(),
+            verdict: Verdict::New,
+            explanation: "not in the baseline; this run's numbers become its reference once saved".into(),
+            metrics: Vec::new(),
+        },
+        BenchmarkComparison {
+            name: "attention `flash` <v2>".into(),
+            verdict: Verdict::Missing,
+            explanation: "failed in the candidate: exited with status 1".into(),
+            metrics: Vec::new(),
+        },
+    ];
+    let evidence = Evidence {
+        benchmarks: vec![
+            BenchmarkEvidence {
+                name: NASTY.into(),
+                metrics: vec![SamplePair {
+                    name: "kernel_time".into(),
+                    unit: "ns".into(),
+                    base: mm_base,
+                    head: mm_head,
+                }],
+                counters: vec![
+                    CounterPair {
+                        name: "sm_util".into(),
+                        unit: "%".into(),
+                        base: CounterSide {
+                            timeline: timeline(&[10.0, 85.0, 92.0, 93.0, 91.0, 90.0, 40.0], 15_000.0),
+                            repetition_means: vec![71.5, 72.0, 70.9],
+                        },
+                        head: CounterSide {
+                            timeline: timeline(
+                                &[10.0, 55.0, 61.0, 60.0, 58.0, 62.0, 59.0, 35.0],
+                                15_000.0,
+                            ),
+                            repetition_means: vec![50.0, 51.2, 49.5],
+                        },
+                    },
+                    CounterPair {
+                        name: "dram_read|bytes".into(),
+                        unit: "bytes".into(),
+                        base: CounterSide {
+                            timeline: Vec::new(),
+                            repetition_means: vec![1.0e9, 1.0e9, 1.0e9],
+                        },
+                        head: CounterSide {
+                            timeline: Vec::new(),
+                            repetition_means: vec![1.5e9, 1.5e9, 1.5e9],
+                        },
+                    },
+                ],
+                artifacts: vec![ArtifactPair {
+                    name: "ptx".into(),
+                    path: "build/matmul.ptx".into(),
+                    base: Some(
+                        "// tile 64\nld.shared.f16 %h1, [%r1];\nmma.sync.aligned.m16n8k16 ...;\nst.global.f16 [%r2], %h1;\n".into(),
+                    ),
+                    head: Some(
+                        "// tile 128 ```fence``` <script>@x</script>\nld.global.f16 %h1, [%r1];\nmma.sync.aligned.m16n8k16 ...;\nst.global.f16 [%r2], %h1;\n".into(),
+                    ),
+                    truncated: false,
+                }],
+            },
+            BenchmarkEvidence {
+                name: "reduce".into(),
+                metrics: vec![SamplePair {
+                    name: "kernel_time".into(),
+                    unit: "ns".into(),
+                    base: red_base,
+                    head: red_head,
+                }],
+                counters: Vec::new(),
+                artifacts: vec![ArtifactPair {
+                    name: "ir".into(),
+                    path: "reduce.ll".into(),
+                    base: Some("same\n".into()),
+                    head: Some("same\n".into()),
+                    truncated: false,
+                }],
+            },
+        ],
+    };
+    Report {
+        schema_version: kgate::compare::REPORT_SCHEMA_VERSION,
+        verdict: RunVerdict::Regressed,
+        summary: Counts {
+            regressed: 1,
+            improved: 1,
+            unchanged: 1,
+            inconclusive: 1,
+            new: 1,
+            missing: 1,
+            skipped: 0,
+            waived: 0,
+            total: 6,
+        },
+        design: Design::Interleaved,
+        alpha: 0.01,
+        correction: Default::default(),
+        looks: 1,
+        model: Default::default(),
+        base_commit: Some("1111111111111111111111111111111111111111".into()),
+        head_commit: Some("2222222222222222222222222222222222222222".into()),
+        warnings: vec![
+            "baseline and candidate ran on different environments: cpu `A` vs `B`".into(),
+        ],
+        benchmarks,
+        evidence: Some(evidence),
+    }
+}
+
+fn render(format: Format) -> String {
+    render::exporter(format, false).render(&fixture())
+}
+
+#[test]
+fn table_snapshot() {
+    insta::assert_snapshot!("table", render(Format::Table));
+}
+
+#[test]
+fn table_colours_only_when_asked() {
+    let plain = render(Format::Table);
+    let coloured = render::exporter(Format::Table, true).render(&fixture());
+    assert!(!plain.contains('\u{1b}'));
+    // Red for the regression, green for the improvement.
+    assert!(
+        coloured.contains("\u{1b}[38;5;9m") || coloured.contains("\u{1b}[31m"),
+        "{coloured}"
+    );
+    assert!(plain.starts_with(
+        "REGRESSED: 1 regression, 1 improvement, 1 unchanged, 1 inconclusive, 1 new, 1 missing of 6 benchmarks\n"
+    ));
+}
+
+#[test]
+fn markdown_snapshot() {
+    let text = render(Format::Markdown);
+    // Repository text never reaches Markdown or HTML raw.
+    assert!(!text.contains("<tile"), "unescaped name");
+    assert!(!text.contains("@team"), "a mention slipped through");
+    // Raw HTML from an artifact appears only inside the diff's code fence, where it is text.
+    assert_eq!(text.matches("<script>").count(), 1);
+    assert!(
+        text.contains("\n+// tile 128 ```fence``` <script>&#64;x</script>\n")
+            || text.contains("\n+// tile 128 ```fence``` <script>@x</script>\n")
+    );
+    assert!(text.contains("```mermaid\nxychart-beta\n"));
+    // The artifact's own triple backticks cannot close the diff's fence.
+    assert!(text.contains("````diff\n"));
+    // An unchanged artifact shows no diff.
+    assert!(!text.contains("reduce.ll"));
+    insta::assert_snapshot!("markdown", text);
+}
+
+#[test]
+fn json_snapshot_round_trips() {
+    let text = render(Format::Json);
+    // What `kgate report` reads back renders to the same JSON again.
+    let back: Report = serde_json::from_str(&text).unwrap();
+    assert_eq!(render::exporter(Format::Json, false).render(&back), text);
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    insta::assert_json_snapshot!("json", value);
+}
+
+#[test]
+fn junit_snapshot() {
+    let text = render(Format::Junit);
+    assert!(text.contains(
+        "<testsuites name=\"kgate\" tests=\"7\" failures=\"1\" errors=\"1\" skipped=\"1\">"
+    ));
+    insta::assert_snapshot!("junit", text);
+}
+
+/// The SVG structure of the HTML report: one strip plot per benchmark with samples (a circle
+/// per sample), one timeline per counter with readings over time (two polylines), and nothing
+/// fetched from the network.
+#[test]
+fn html_is_self_contained_with_plots() {
+    let text = render(Format::Html);
+    assert!(text.starts_with("<!DOCTYPE html>"));
+    assert_eq!(
+        text.matches("<svg").count(),
+        3,
+        "two strip plots and one timeline"
+    );
+    assert_eq!(text.matches("<circle").count(), 12 + 12 + 10 + 10);
+    assert!(text.matches("<polyline").count() >= 2 + 2 + 2);
+    for external in ["<script", "<link", "http://", "https://", "@import", "url("] {
+        let allowed = "http://www.w3.org/2000/svg";
+        assert!(
+            !text.replace(allowed, "").contains(external),
+            "the HTML report must work offline, found {external}"
+        );
+    }
+    assert!(!text.contains("<tile"));
+    assert!(text.contains("<h2>matmul|fp16 &lt;tile=128&gt; &#64;team `v2` <span"));
+    insta::assert_snapshot!("html", text);
+}
+
+#[test]
+fn markdown_fits_github_limits_by_dropping_the_least_important_first() {
+    let report = fixture();
+    let full = render::exporter(Format::Markdown, false).render(&report);
+    // Fits: nothing is cut.
+    assert_eq!(
+        render::render_markdown_limited(&report, full.chars().count()),
+        full
+    );
+    // Diffs go first.
+    let without_diffs = render::render_markdown_limited(&report, full.chars().count() - 1);
+    assert!(without_diffs.contains("left out: artifact diffs."));
+    assert!(without_diffs.contains("```mermaid"));
+    // Then benchmarks, unchanged first; the regression stays to the end.
+    let tight = render::render_markdown_limited(&report, 2000);
+    assert!(tight.chars().count() <= 2000, "{}", tight.chars().count());
+    assert!(tight.starts_with("### ❌ kgate: REGRESSED: 1 regression"));
+    assert!(tight.contains("matmul&#124;fp16"));
+    assert!(!tight.contains("| softmax |"));
+    insta::assert_snapshot!("markdown_limited", tight);
+    // A limit below the verdict itself still yields no more than the limit.
+    let tiny = render::render_markdown_limited(&report, 100);
+    assert!(tiny.chars().count() <= 100);
+    assert!(tiny.starts_with("### ❌ kgate: REGRESSED"));
+    // A job summary counts bytes: µ, … and ❌ take more than one.
+    let summary =
+        render::markdown_limits::render_markdown_limited_bytes(&report, 2000, "the artifacts");
+    assert!(summary.len() <= 2000 && summary.contains("The full report is in the artifacts."));
+}
+
+/// A large suite: thousands of rows cut to a comment in well under a second.
+#[test]
+fn large_suites_are_cut_to_a_comment() {
+    let mut report = fixture();
+    let template = report.benchmarks[2].clone();
+    for i in 0..3000 {
+        let mut b = template.clone();
+        b.name = format!("case_{i:04}");
+        report.benchmarks.push(b);
+    }
+    let started = std::time::Instant::now();
+    let text =
+        render::render_markdown_limited(&report, render::markdown_limits::GITHUB_COMMENT_LIMIT);
+    assert!(text.chars().count() <= render::markdown_limits::GITHUB_COMMENT_LIMIT);
+    assert!(
+        text.contains("unchanged)"),
+        "the note counts what was dropped"
+    );
+    assert!(text.contains("matmul&#124;fp16"));
+    assert!(started.elapsed().as_secs() < 10);
+}
+
+#[test]
+fn a_stored_report_renders_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    std::fs::write(&path, render(Format::Json)).unwrap();
+    for (format, expected) in [
+        ("markdown", render(Format::Markdown)),
+        ("junit", render(Format::Junit)),
+        ("html", render(Format::Html)),
+    ] {
+        let out = assert_cmd::cargo::cargo_bin_cmd!("kgate")
+            .current_dir(dir.path())
+            .env("NO_COLOR", "1")
+            .args(["report", "report.json", "--format", format])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
+    }
+    let limited = assert_cmd::cargo::cargo_bin_cmd!("kgate")
+        .current_dir(dir.path())
+        .args([
+            "report",
+            "report.json",
+            "--format",
+            "markdown",
+            "--max-chars",
+            "2000",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8(limited.stdout).unwrap().chars().count() <= 2000);
+    std::fs::write(dir.path().join("results.json"), "{\"schema_version\": 1}").unwrap();
+    let out = assert_cmd::cargo::cargo_bin_cmd!("kgate")
+        .current_dir(dir.path())
+        .args(["report", "results.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`results.json` is not a kgate JSON report")
+            && err.contains("--format json -o FILE"),
+        "{err}"
+    );
+}
+
+/// Artifacts declared in the configuration and counters reported through the protocol travel
+/// from a real run into the results, then into the report's counter table, timeline chart and
+/// artifact diff.
+#[test]
+fn artifacts_and_counters_travel_from_the_run_into_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("kgate.yaml"),
+        "version: 1\nbenchmarks:\n  - name: k\n    command: [sh, bench.sh]\n    repetitions: 3\n    warmup: 0\n    captures: [protocol]\n    metrics:\n      kernel_time: {source: timer}\n    artifacts:\n      ir: out.ll\n",
+    )
+    .unwrap();
+    let run = |op: &str, micros: u32, util: [u32; 3], out: &str| {
+        let script = format!(
+            "printf 'define @f\\n  {op}\\n' > out.ll\n\
+             printf '%s\\n' '{{\"metric\": \"kernel_time\", \"value\": {micros}, \"unit\": \"us\"}}' \
+             '{{\"counter\": \"sm_util\", \"t_ns\": 0, \"value\": {}, \"unit\": \"%\"}}' \
+             '{{\"counter\": \"sm_util\", \"t_ns\": 1000, \"value\": {}, \"unit\": \"%\"}}' \
+             '{{\"counter\": \"sm_util\", \"t_ns\": 2000, \"value\": {}, \"unit\": \"%\"}}' > \"$KGATE_PROTOCOL_FILE\"\n",
+            util[0], util[1], util[2]
+        );
+        std::fs::write(d.join("bench.sh"), script).unwrap();
+        let status = assert_cmd::cargo::cargo_bin_cmd!("kgate")
+            .current_dir(d)
+            .env("NO_COLOR", "1")
+            .args(["run", "--no-progress", "-o", out])
+            .output()
+            .unwrap();
+        assert_eq!(status.status.code(), Some(0), "{status:?}");
+    };
+    run("add", 5, [10, 90, 80], "base.json");
+    run("mul", 9, [10, 50, 30], "head.json");
+    let head: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("head.json")).unwrap()).unwrap();
+    let artifact = &head["benchmarks"][0]["artifacts"]["ir"];
+    assert_eq!(artifact["text"], "define @f\n  mul\n");
+    assert_eq!(artifact["path"], "out.ll");
+    let out = assert_cmd::cargo::cargo_bin_cmd!("kgate")
+        .current_dir(d)
+        .args(["compare", "base.json", "head.json", "--format", "markdown"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Three repetitions cannot reach significance at α = 0.01: inconclusive, so charts show.
+    assert!(text.contains("<b>k</b>: inconclusive"), "{text}");
+    assert!(
+        text.contains("| sm\\_util | 60.00 % | 30.00 % | -50.0 % |"),
+        "{text}"
+    );
+    assert!(
+        text.contains("title \"sm_util over the first repetition"),
+        "{text}"
+    );
+    assert!(text.contains("x-axis \"time (µs)\" 0 --> 2\n"), "{text}");
+    assert!(
+        text.contains(
+            "--- base/out.ll\n+++ head/out.ll\n@@ -1,2 +1,2 @@\n define @f\n-  add\n+  mul\n"
+        ),
+        "{text}"
+    );
+    // The stored report renders the same Markdown again.
+    assert_cmd::cargo::cargo_bin_cmd!("kgate")
+        .current_dir(d)
+        .args([
+            "compare",
+            "base.json",
+            "head.json",
+            "--format",
+            "json",
+            "-o",
+            "report.json",
+        ])
+        .assert()
+        .code(0);
+    let again = assert_cmd::cargo::cargo_bin_cmd!("kgate")
+        .current_dir(d)
+        .args(["report", "report.json", "--format", "markdown"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), text);
+}
