@@ -90,6 +90,27 @@ impl<'a> Collector<'a> {
         Ok(measurements)
     }
 
+    /// Records one value a profiler or harness reported, already in its canonical unit, with
+    /// the source the importer knows it to be. Fails when the metric changes unit.
+    pub fn add_value(
+        &mut self,
+        repetition: u32,
+        name: &str,
+        unit: &str,
+        source: Source,
+        value: f64,
+    ) -> Result<(), String> {
+        let normalized = units::normalize(unit);
+        self.push(
+            name,
+            &normalized.unit,
+            source,
+            true,
+            repetition,
+            value * normalized.factor,
+        )
+    }
+
     fn push(
         &mut self,
         name: &str,

@@ -204,6 +204,10 @@ pub struct Provenance {
     /// Files the numbers were imported from, for `kgate import`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub imported_from: Vec<String>,
+    /// Facts a profiler reported about the capture: tool version (`ncu.version`), replay
+    /// passes (`ncu.replay_passes`), device, clock and cache control.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub details: BTreeMap<String, String>,
 }
 
 /// Result files that cannot be read.

@@ -275,6 +275,7 @@ impl<'p> BenchmarkRun<'p> {
                 .map(|c| c.as_str().to_string())
                 .collect(),
             imported_from: Vec::new(),
+            ..Provenance::default()
         };
         let mut collector = Collector::new(&plan.name, &plan.metrics, provenance);
         collector.result_mut().parameters = plan.parameters.clone();

@@ -14,6 +14,8 @@ use crate::plan::MetricPolicy;
 use crate::protocol::ProtocolError;
 use crate::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
 
+pub mod builder;
+pub mod ncu;
 pub mod protocol;
 
 /// Import formats (the names of DESIGN.md's contract).
@@ -21,6 +23,8 @@ pub mod protocol;
 pub enum ImportFormat {
     /// kgate protocol JSON lines.
     Protocol,
+    /// Nsight Compute `--csv` output, details or raw page (plus optional `ncu --version` text).
+    Ncu,
 }
 
 /// Import errors.
@@ -69,6 +73,7 @@ pub fn import(
 ) -> Result<RunResults, ImportError> {
     match format {
         ImportFormat::Protocol => protocol::import(files, policies),
+        ImportFormat::Ncu => ncu::import(files, policies),
     }
 }
 

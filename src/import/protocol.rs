@@ -40,6 +40,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
                     command: String::new(),
                     captures: vec!["protocol".into()],
                     imported_from: Vec::new(),
+                    ..Provenance::default()
                 };
                 let policy = policies.for_benchmark(&name);
                 collectors.insert(name.clone(), Collector::new(&name, policy, provenance));

@@ -1,0 +1,109 @@
+//! Shared assembly of imported benchmarks: profiler and harness files name benchmarks (kernels,
+//! test names, commands) in their own way, but all end as named samples in a [`Collector`].
+//! This keeps first-seen order, one collector per benchmark and the provenance bookkeeping in
+//! one place so each format module only says what it read.
+//!
+//! [`Collector`]: crate::capture::Collector
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::{ImportError, Policies, run_results};
+use crate::capture::Collector;
+use crate::metric::Source;
+use crate::results::{Provenance, RunResults};
+
+/// Benchmarks under construction, in the order they were first seen.
+pub struct Benchmarks<'p> {
+    policies: &'p Policies,
+    capture: &'static str,
+    order: Vec<String>,
+    collectors: BTreeMap<String, Collector<'p>>,
+}
+
+impl<'p> Benchmarks<'p> {
+    /// `capture` names the format in each benchmark's provenance (`ncu`, `gbench`).
+    pub fn new(policies: &'p Policies, capture: &'static str) -> Benchmarks<'p> {
+        Benchmarks {
+            policies,
+            capture,
+            order: Vec::new(),
+            collectors: BTreeMap::new(),
+        }
+    }
+
+    /// The collector of benchmark `name`, created on first use.
+    pub fn get(&mut self, name: &str) -> &mut Collector<'p> {
+        if !self.collectors.contains_key(name) {
+            self.order.push(name.to_string());
+            let provenance = Provenance {
+                captures: vec![self.capture.to_string()],
+                ..Provenance::default()
+            };
+            let policy = self.policies.for_benchmark(name);
+            self.collectors
+                .insert(name.to_string(), Collector::new(name, policy, provenance));
+        }
+        self.collectors.get_mut(name).expect("inserted above")
+    }
+
+    /// Records one sample of benchmark `name`; a unit clash is reported against `path`.
+    pub fn add(
+        &mut self,
+        path: &Path,
+        name: &str,
+        repetition: u32,
+        metric: &str,
+        unit: &str,
+        source: Source,
+        value: f64,
+    ) -> Result<(), ImportError> {
+        self.get(name)
+            .add_value(repetition, metric, unit, source, value)
+            .map_err(|message| ImportError::Content {
+                path: path.to_path_buf(),
+                message: format!("benchmark `{name}`: {message}"),
+            })
+    }
+
+    /// Notes that benchmark `name` took numbers from `path` and now holds `repetitions`.
+    pub fn imported(&mut self, name: &str, path: &Path, repetitions: u32) {
+        let result = self.get(name).result_mut();
+        let shown = path.display().to_string();
+        if !result.provenance.imported_from.contains(&shown) {
+            result.provenance.imported_from.push(shown);
+        }
+        result.repetitions = result.repetitions.max(repetitions);
+    }
+
+    /// Records a provenance detail on benchmark `name`.
+    pub fn detail(&mut self, name: &str, key: &str, value: &str) {
+        self.get(name)
+            .result_mut()
+            .provenance
+            .details
+            .insert(key.to_string(), value.to_string());
+    }
+
+    /// Names seen so far.
+    pub fn names(&self) -> &[String] {
+        &self.order
+    }
+
+    /// The results file; fails when nothing was imported.
+    pub fn finish(mut self, files: &[std::path::PathBuf]) -> Result<RunResults, ImportError> {
+        if self.order.is_empty() {
+            return Err(ImportError::Content {
+                path: files.first().cloned().unwrap_or_default(),
+                message: format!("no {} benchmark was found in the given files", self.capture),
+            });
+        }
+        let benchmarks = self
+            .order
+            .iter()
+            .filter_map(|n| self.collectors.remove(n))
+            .map(Collector::finish)
+            .collect();
+        Ok(run_results(benchmarks))
+    }
+}
