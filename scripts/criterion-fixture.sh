@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates tests/data/criterion/estimates.json: runs one tiny Criterion benchmark (a sum over
-# 1,000 integers) in a throw-away cargo project and copies the `estimates.json` Criterion wrote.
+# Regenerates tests/data/criterion/sum_1000/new/: runs one tiny Criterion 0.5 benchmark (a sum
+# over 1,000 integers) in a throw-away cargo project and copies the `estimates.json`,
+# `sample.json` and `benchmark.json` Criterion wrote, in Criterion's own folder layout.
 # Needs a Rust toolchain and network access to crates.io. Usage: scripts/criterion-fixture.sh
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,6 +38,9 @@ criterion_group! {
 criterion_main!(benches);
 RS
 (cd "$work" && cargo bench --bench sum -- --noplot)
-mkdir -p "$repo/tests/data/criterion"
-cp "$work/target/criterion/sum_1000/new/estimates.json" "$repo/tests/data/criterion/estimates.json"
-echo "wrote tests/data/criterion/estimates.json"
+out="$repo/tests/data/criterion/sum_1000/new"
+mkdir -p "$out"
+for f in estimates.json sample.json benchmark.json; do
+    cp "$work/target/criterion/sum_1000/new/$f" "$out/$f"
+done
+echo "wrote $out"

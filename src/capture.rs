@@ -5,7 +5,7 @@
 //! rule. The [`Collector`] is that place, shared by `kgate run` and `kgate import`, so units
 //! are normalized and checked for consistency once.
 
-use crate::metric::Source;
+use crate::metric::{Direction, Source};
 use crate::plan::MetricPolicy;
 use crate::protocol::{MeasurementLine, ProtocolLine};
 use crate::results::{BenchmarkResult, CounterReading, KernelWindow, MetricSamples, Provenance};
@@ -90,14 +90,16 @@ impl<'a> Collector<'a> {
         Ok(measurements)
     }
 
-    /// Records one value a profiler or harness reported, already in its canonical unit, with
-    /// the source the importer knows it to be. Fails when the metric changes unit.
+    /// Records one value a profiler or harness reported, with the source the importer knows it
+    /// to be and the direction its kind of number usually has (throughputs: higher), which the
+    /// configuration may override. Fails when the metric changes unit.
     pub fn add_value(
         &mut self,
         repetition: u32,
         name: &str,
         unit: &str,
         source: Source,
+        direction: Direction,
         value: f64,
     ) -> Result<(), String> {
         let normalized = units::normalize(unit);
@@ -108,7 +110,14 @@ impl<'a> Collector<'a> {
             true,
             repetition,
             value * normalized.factor,
-        )
+        )?;
+        let configured = self.policy.metrics.get(name).and_then(|c| c.direction);
+        if configured.is_none()
+            && let Some(m) = self.result.metrics.iter_mut().find(|m| m.name == name)
+        {
+            m.direction = direction;
+        }
+        Ok(())
     }
 
     fn push(

@@ -15,8 +15,14 @@ use crate::protocol::ProtocolError;
 use crate::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
 
 pub mod builder;
+pub mod criterion;
+pub mod gbench;
+pub mod hyperfine;
 pub mod ncu;
 pub mod protocol;
+pub mod proton;
+pub mod pytest_benchmark;
+pub mod rocprof;
 
 /// Import formats (the names of DESIGN.md's contract).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -25,6 +31,18 @@ pub enum ImportFormat {
     Protocol,
     /// Nsight Compute `--csv` output, details or raw page (plus optional `ncu --version` text).
     Ncu,
+    /// rocprof v1 results and counter CSV, rocprofv2 (Omniperf) and rocprofv3 counter CSV.
+    Rocprof,
+    /// Triton Proton hatchet JSON.
+    Proton,
+    /// google/benchmark JSON.
+    Gbench,
+    /// pytest-benchmark JSON.
+    PytestBenchmark,
+    /// hyperfine `--export-json` output.
+    Hyperfine,
+    /// Criterion.rs `estimates.json` (with `sample.json` beside it when present).
+    Criterion,
 }
 
 /// Import errors.
@@ -74,6 +92,12 @@ pub fn import(
     match format {
         ImportFormat::Protocol => protocol::import(files, policies),
         ImportFormat::Ncu => ncu::import(files, policies),
+        ImportFormat::Rocprof => rocprof::import(files, policies),
+        ImportFormat::Proton => proton::import(files, policies),
+        ImportFormat::Gbench => gbench::import(files, policies),
+        ImportFormat::PytestBenchmark => pytest_benchmark::import(files, policies),
+        ImportFormat::Hyperfine => hyperfine::import(files, policies),
+        ImportFormat::Criterion => criterion::import(files, policies),
     }
 }
 

@@ -204,7 +204,11 @@ fn read_details<R: Read>(
 /// How a raw-page column is used.
 enum RawColumn {
     Ignore,
-    Metric { name: String, unit: String, factor: f64 },
+    Metric {
+        name: String,
+        unit: String,
+        factor: f64,
+    },
     Passes(String),
     DeviceName,
 }
@@ -528,7 +532,15 @@ pub fn record_run(
             } else {
                 v.name.clone()
             };
-            benchmarks.add(path, name, repetition, &metric, &v.unit, source_of(&v.unit), v.value)?;
+            benchmarks.add(
+                path,
+                name,
+                repetition,
+                &metric,
+                &v.unit,
+                source_of(&v.unit),
+                v.value,
+            )?;
         }
     }
     annotate(report, benchmarks, name);
@@ -586,7 +598,9 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
     {
         return Err(ImportError::Content {
             path: path.clone(),
-            message: "holds only `ncu --version` output; pass it together with the ncu CSV it belongs to".into(),
+            message:
+                "holds only `ncu --version` output; pass it together with the ncu CSV it belongs to"
+                    .into(),
         });
     }
     if let Some(v) = version {
@@ -613,7 +627,11 @@ fn annotate(report: &NcuReport, benchmarks: &mut Benchmarks<'_>, name: &str) {
         benchmarks.detail(name, "ncu.device", &joined.join(", "));
     }
     if report.not_available > 0 {
-        benchmarks.detail(name, "ncu.not_available_cells", &report.not_available.to_string());
+        benchmarks.detail(
+            name,
+            "ncu.not_available_cells",
+            &report.not_available.to_string(),
+        );
     }
 }
 
