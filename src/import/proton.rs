@@ -90,14 +90,17 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
     let mut benchmarks = Benchmarks::new(policies, "proton");
     for path in files {
         let doc = read_json(path, false)?;
-        let parts = doc.as_array().filter(|a| !a.is_empty()).ok_or_else(|| {
-            ImportError::Content {
+        let parts =
+            doc.as_array()
+                .filter(|a| !a.is_empty())
+                .ok_or_else(|| {
+                    ImportError::Content {
                 path: path.clone(),
                 message:
                     "is not a Proton hatchet file: expected a JSON array [call tree, device table]"
                         .into(),
             }
-        })?;
+                })?;
         let mut kernels = BTreeMap::new();
         let mut order = Vec::new();
         walk(&parts[0], path, &mut kernels, &mut order)?;
