@@ -57,6 +57,8 @@ pub struct Defaults {
     pub timeout: Option<DurationSpec>,
     /// Capture backends (default `[timer]`).
     pub captures: Option<Vec<CaptureKind>>,
+    /// Nsight Compute settings for the `ncu` capture.
+    pub ncu: Option<crate::capture_ncu::NcuConfig>,
 }
 
 /// What decides a comparison and what fails the gate.
@@ -128,6 +130,9 @@ pub struct BenchmarkConfig {
     /// Per-metric gate settings, by metric name.
     #[serde(default)]
     pub metrics: BTreeMap<String, MetricConfig>,
+    /// Nsight Compute settings for the `ncu` capture (metrics, clock and cache control,
+    /// kernel filter, launch skip and count).
+    pub ncu: Option<crate::capture_ncu::NcuConfig>,
 }
 
 /// Gate settings of one metric.
@@ -156,6 +161,8 @@ pub enum CaptureKind {
     Timer,
     /// JSON lines written by the benchmark to the file named by `KGATE_PROTOCOL_FILE`.
     Protocol,
+    /// Each run under Nsight Compute (`ncu --csv --page raw`); every kernel launch a sample.
+    Ncu,
 }
 
 impl CaptureKind {
@@ -163,6 +170,7 @@ impl CaptureKind {
         match self {
             CaptureKind::Timer => "timer",
             CaptureKind::Protocol => "protocol",
+            CaptureKind::Ncu => "ncu",
         }
     }
 }
@@ -553,12 +561,14 @@ fn hint_for(key_path: &str) -> Option<&'static str> {
         "timeout" => "`timeout` is a duration with a unit, such as `30s`",
         "threshold" => "`threshold` is a percentage, such as `5%`",
         "tolerance" => "`tolerance` is `1%` (relative) or a number (absolute)",
-        "captures" => "`captures` lists capture backends: `timer`, `protocol`",
+        "captures" => "`captures` lists capture backends: `timer`, `protocol`, `ncu`",
         "direction" => "`direction` is `lower` or `higher`",
         "source" | "sources" => {
             "sources are hardware, derived, timer, simulated, reported, estimate"
         }
         "alpha" => "`alpha` is a probability such as `0.01`",
+        "clock_control" => "`clock_control` is `base`, `none`, `reset`, `boost` or `force-boost`",
+        "cache_control" => "`cache_control` is `all` or `none`",
         "env" | "parameters" => "a map of names to string values",
         "benchmarks" => "`benchmarks` is a list of entries with at least `name` and `command`",
         _ => return None,
@@ -777,7 +787,7 @@ benchmarks:
         let cases: &[(&str, &str)] = &[
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    wormup: 3\n",
-                "kgate.yaml:4:5: key `benchmarks[0].wormup`: unknown field `wormup`, expected one of name, command, build, cwd, env, warmup, repetitions, timeout, captures, parameters, metrics",
+                "kgate.yaml:4:5: key `benchmarks[0].wormup`: unknown field `wormup`, expected one of name, command, build, cwd, env, warmup, repetitions, timeout, captures, parameters, metrics, ncu",
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    warmup: lots\n",

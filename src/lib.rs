@@ -8,6 +8,7 @@
 
 pub mod baseline;
 pub mod capture;
+pub mod capture_ncu;
 pub mod cli;
 pub mod commands;
 pub mod compare;

@@ -57,6 +57,8 @@ pub struct BenchmarkPlan {
     /// Index into [`Plan::builds`] of the step this benchmark needs.
     pub build: Option<usize>,
     pub metrics: MetricPolicy,
+    /// Settings of the `ncu` capture.
+    pub ncu: crate::capture_ncu::NcuConfig,
 }
 
 /// Overrides from the command line.
@@ -157,6 +159,7 @@ fn resolve_benchmark(
         .or_else(|| d.captures.clone())
         .unwrap_or_else(|| vec![CaptureKind::Timer]);
     BenchmarkPlan {
+        ncu: b.ncu.clone().or_else(|| d.ncu.clone()).unwrap_or_default(),
         name: b.name.clone(),
         command: b.command.clone(),
         cwd,

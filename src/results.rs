@@ -122,6 +122,8 @@ pub enum FailureKind {
     Timeout,
     /// Its protocol output was invalid or missing.
     Protocol,
+    /// The profiler wrapping it (ncu) failed or wrote no usable output.
+    Profiler,
 }
 
 /// The samples of one metric.

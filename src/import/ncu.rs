@@ -514,39 +514,6 @@ impl<R: BufRead> Read for CsvLines<R> {
     }
 }
 
-/// Records the launches of one live run into benchmark `name`: every launch is a sample at
-/// `repetition`. When several kernels ran, a metric name is prefixed with its kernel
-/// (`kernel/metric`), so one kernel's numbers never mix with another's.
-pub fn record_run(
-    report: &NcuReport,
-    benchmarks: &mut Benchmarks<'_>,
-    path: &Path,
-    name: &str,
-    repetition: u32,
-) -> Result<(), ImportError> {
-    let kernels: BTreeSet<&str> = report.launches.iter().map(|l| l.kernel.as_str()).collect();
-    for launch in &report.launches {
-        for v in &launch.metrics {
-            let metric = if kernels.len() > 1 {
-                format!("{}/{}", launch.kernel, v.name)
-            } else {
-                v.name.clone()
-            };
-            benchmarks.add(
-                path,
-                name,
-                repetition,
-                &metric,
-                &v.unit,
-                source_of(&v.unit),
-                v.value,
-            )?;
-        }
-    }
-    annotate(report, benchmarks, name);
-    Ok(())
-}
-
 /// Imports ncu CSV files. A file holding `ncu --version` output is not a result: its version is
 /// recorded in the provenance of every benchmark. Launches continue their numbering across
 /// files, so each launch stays one sample.
@@ -613,24 +580,32 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
 
 /// Provenance details of a report on one benchmark.
 fn annotate(report: &NcuReport, benchmarks: &mut Benchmarks<'_>, name: &str) {
-    benchmarks.detail(name, "ncu.page", report.page);
-    if let Some(passes) = report.passes.get(REPLAY_PASSES) {
-        let joined: Vec<&str> = passes.iter().map(String::as_str).collect();
-        benchmarks.detail(name, "ncu.replay_passes", &joined.join(","));
-    }
-    for (column, values) in report.passes.iter().filter(|(c, _)| *c != REPLAY_PASSES) {
-        let joined: Vec<&str> = values.iter().map(String::as_str).collect();
-        benchmarks.detail(name, &format!("ncu.{column}"), &joined.join(","));
+    annotate_details(
+        report,
+        &mut benchmarks.get(name).result_mut().provenance.details,
+    );
+}
+
+/// Records what a report says about its capture: page, replay passes, device, `n/a` cells.
+pub fn annotate_details(report: &NcuReport, details: &mut BTreeMap<String, String>) {
+    let joined = |values: &BTreeSet<String>| values.iter().cloned().collect::<Vec<_>>().join(",");
+    details.insert("ncu.page".into(), report.page.into());
+    for (column, values) in &report.passes {
+        let key = if column == REPLAY_PASSES {
+            "ncu.replay_passes".to_string()
+        } else {
+            format!("ncu.{column}")
+        };
+        details.insert(key, joined(values));
     }
     if !report.devices.is_empty() {
-        let joined: Vec<&str> = report.devices.iter().map(String::as_str).collect();
-        benchmarks.detail(name, "ncu.device", &joined.join(", "));
+        let names: Vec<&str> = report.devices.iter().map(String::as_str).collect();
+        details.insert("ncu.device".into(), names.join(", "));
     }
     if report.not_available > 0 {
-        benchmarks.detail(
-            name,
-            "ncu.not_available_cells",
-            &report.not_available.to_string(),
+        details.insert(
+            "ncu.not_available_cells".into(),
+            report.not_available.to_string(),
         );
     }
 }
