@@ -5,6 +5,8 @@
 //! rule. The [`Collector`] is that place, shared by `kgate run` and `kgate import`, so units
 //! are normalized and checked for consistency once.
 
+use std::collections::HashMap;
+
 use crate::metric::{Direction, Source};
 use crate::plan::MetricPolicy;
 use crate::protocol::{MeasurementLine, ProtocolLine};
@@ -19,6 +21,9 @@ pub const WALL_TIME: &str = "wall_time";
 pub struct Collector<'a> {
     policy: &'a MetricPolicy,
     result: BenchmarkResult,
+    /// Position of each metric in `result.metrics`: a profiler import can carry thousands of
+    /// metrics, and a linear search per sample would make it quadratic.
+    index: HashMap<String, usize>,
 }
 
 impl<'a> Collector<'a> {
@@ -26,6 +31,7 @@ impl<'a> Collector<'a> {
         Collector {
             policy,
             result: BenchmarkResult::new(name, provenance),
+            index: HashMap::new(),
         }
     }
 
@@ -50,6 +56,7 @@ impl<'a> Collector<'a> {
             repetition,
             m.value * normalized.factor,
         )
+        .map(|_| ())
     }
 
     /// Records the lines of one repetition's protocol file. Lines naming another benchmark are
@@ -103,7 +110,7 @@ impl<'a> Collector<'a> {
         value: f64,
     ) -> Result<(), String> {
         let normalized = units::normalize(unit);
-        self.push(
+        let created = self.push(
             name,
             &normalized.unit,
             source,
@@ -112,10 +119,9 @@ impl<'a> Collector<'a> {
             value * normalized.factor,
         )?;
         let configured = self.policy.metrics.get(name).and_then(|c| c.direction);
-        if configured.is_none()
-            && let Some(m) = self.result.metrics.iter_mut().find(|m| m.name == name)
-        {
-            m.direction = direction;
+        if created && configured.is_none() {
+            let last = self.result.metrics.len() - 1;
+            self.result.metrics[last].direction = direction;
         }
         Ok(())
     }
@@ -128,8 +134,15 @@ impl<'a> Collector<'a> {
         from_protocol: bool,
         repetition: u32,
         value: f64,
-    ) -> Result<(), String> {
-        if let Some(existing) = self.result.metrics.iter_mut().find(|m| m.name == name) {
+    ) -> Result<bool, String> {
+        let found = match self.index.get(name) {
+            Some(&i) if self.result.metrics.get(i).is_some_and(|m| m.name == name) => Some(i),
+            // The index covers every metric unless the result was edited from outside.
+            None if self.index.len() == self.result.metrics.len() => None,
+            _ => self.result.metrics.iter().position(|m| m.name == name),
+        };
+        if let Some(i) = found {
+            let existing = &mut self.result.metrics[i];
             if existing.unit != unit {
                 return Err(format!(
                     "metric `{name}` was reported in `{}` and now in `{unit}`; one metric needs one unit",
@@ -138,7 +151,7 @@ impl<'a> Collector<'a> {
             }
             existing.values.push(value);
             existing.repetition.push(repetition);
-            return Ok(());
+            return Ok(false);
         }
         let resolved = self.policy.resolve(name, from_protocol);
         self.result.metrics.push(MetricSamples {
@@ -150,7 +163,9 @@ impl<'a> Collector<'a> {
             values: vec![value],
             repetition: vec![repetition],
         });
-        Ok(())
+        self.index
+            .insert(name.to_string(), self.result.metrics.len() - 1);
+        Ok(true)
     }
 
     /// The result so far, for status updates and failure recording.

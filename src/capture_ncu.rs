@@ -172,21 +172,14 @@ pub fn record(
     let kernels: std::collections::BTreeSet<&str> =
         report.launches.iter().map(|l| l.kernel.as_str()).collect();
     for launch in &report.launches {
-        for v in &launch.metrics {
+        for &(position, value) in &launch.values {
+            let m = &report.metrics[position];
             let name = if kernels.len() > 1 {
-                format!("{}/{}", launch.kernel, v.name)
+                format!("{}/{}", launch.kernel, m.name)
             } else {
-                v.name.clone()
+                m.name.clone()
             };
-            let direction = crate::import::builder::direction_of(&name, &v.unit);
-            collector.add_value(
-                repetition,
-                &name,
-                &v.unit,
-                ncu::source_of(&v.unit),
-                direction,
-                v.value,
-            )?;
+            collector.add_value(repetition, &name, &m.unit, m.source, m.direction, value)?;
         }
     }
     Ok(())

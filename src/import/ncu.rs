@@ -16,8 +16,9 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use super::builder::Benchmarks;
+use super::builder::direction_of;
 use super::{ImportError, Policies};
-use crate::metric::Source;
+use crate::metric::{Direction, Source};
 use crate::results::RunResults;
 
 /// The columns that identify a launch in both pages; everything else is a metric.
@@ -38,10 +39,15 @@ const IDENTITY_COLUMNS: [&str; 11] = [
 /// The replay-pass count ncu reports on the raw page; kept as provenance, not as a metric.
 pub const REPLAY_PASSES: &str = "profiler__replayer_passes";
 
-/// What ncu reported: launches in file order and facts about the capture.
+/// What ncu reported: the metrics seen, launches in file order (when collected) and facts
+/// about the capture.
 #[derive(Debug, Default)]
 pub struct NcuReport {
+    /// Every metric a launch refers to, by position.
+    pub metrics: Vec<MetricInfo>,
     pub launches: Vec<Launch>,
+    /// How many launches were read (also when they went to a callback).
+    pub launch_count: usize,
     /// `details` or `raw`.
     pub page: &'static str,
     /// Values of the replay-pass columns (unit `pass`), by column name.
@@ -54,20 +60,32 @@ pub struct NcuReport {
     pub regrouped_numbers: usize,
 }
 
-/// One kernel launch.
+/// A metric: its name, base unit, trust and usual direction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricInfo {
+    pub name: String,
+    pub unit: String,
+    pub source: Source,
+    pub direction: Direction,
+}
+
+impl MetricInfo {
+    fn new(name: String, unit: String) -> MetricInfo {
+        MetricInfo {
+            source: source_of(&unit),
+            direction: direction_of(&name, &unit),
+            name,
+            unit,
+        }
+    }
+}
+
+/// One kernel launch: values in base units, by position in [`NcuReport::metrics`].
 #[derive(Debug)]
 pub struct Launch {
     pub id: String,
     pub kernel: String,
-    pub metrics: Vec<Value>,
-}
-
-/// One metric value of a launch, in base units.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Value {
-    pub name: String,
-    pub unit: String,
-    pub value: f64,
+    pub values: Vec<(usize, f64)>,
 }
 
 /// Why ncu output could not be read.
@@ -89,13 +107,32 @@ pub fn source_of(unit: &str) -> Source {
     }
 }
 
-/// Reads ncu CSV output from a file.
+/// Reads ncu CSV output from a file, keeping every launch.
 pub fn parse_file(path: &Path) -> Result<NcuReport, NcuError> {
     parse(BufReader::with_capacity(1 << 20, File::open(path)?))
 }
 
 /// Reads ncu CSV output (details or raw page, with any log lines around it).
 pub fn parse<R: BufRead>(input: R) -> Result<NcuReport, NcuError> {
+    let mut launches = Vec::new();
+    let mut report = parse_each(input, &mut |_, launch| {
+        launches.push(launch);
+        Ok(())
+    })?;
+    report.launches = launches;
+    Ok(report)
+}
+
+/// What receives each launch as it is read; an error stops the parse.
+pub type OnLaunch<'a> = dyn FnMut(&[MetricInfo], Launch) -> Result<(), String> + 'a;
+
+/// Reads ncu CSV output and hands every launch to `on_launch` as soon as it is complete (each
+/// row of the raw page; the details page at the end), so memory does not grow with the
+/// number of launches. The returned report has no launches.
+pub fn parse_each<R: BufRead>(
+    input: R,
+    on_launch: &mut OnLaunch<'_>,
+) -> Result<NcuReport, NcuError> {
     let mut filter = CsvLines::new(input);
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
@@ -113,16 +150,16 @@ pub fn parse<R: BufRead>(input: R) -> Result<NcuReport, NcuError> {
         .map(|f| String::from_utf8_lossy(f).into_owned())
         .collect();
     let report = if header.iter().any(|h| h == "Metric Value") {
-        read_details(&mut reader, &header)?
+        read_details(&mut reader, &header, on_launch)?
     } else if header.iter().any(|h| h == "Average" || h == "Invocations") {
         return Err(NcuError::Content(
             "this is a `--print-summary` table, which holds only per-kernel aggregates; export per launch instead (`ncu --csv --page raw` or the details page without --print-summary)".into(),
         ));
     } else {
-        read_raw(&mut reader, &header)?
+        read_raw(&mut reader, &header, on_launch)?
     };
     drop(reader);
-    if report.launches.is_empty() {
+    if report.launch_count == 0 {
         return Err(NcuError::Content(format!(
             "the CSV header is there but no kernel launch follows it{}",
             filter.last_messages()
@@ -148,6 +185,7 @@ fn column(header: &[String], name: &str) -> Result<usize, NcuError> {
 fn read_details<R: Read>(
     reader: &mut csv::Reader<R>,
     header: &[String],
+    on_launch: &mut OnLaunch<'_>,
 ) -> Result<NcuReport, NcuError> {
     let id_col = column(header, "ID")?;
     let kernel_col = column(header, "Kernel Name")?;
@@ -159,7 +197,9 @@ fn read_details<R: Read>(
         page: "details",
         ..NcuReport::default()
     };
+    let mut launches: Vec<Launch> = Vec::new();
     let mut by_id: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut metric_index: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut seen: BTreeSet<(usize, String)> = BTreeSet::new();
     let mut record = csv::StringRecord::new();
     while reader.read_record(&mut record).map_err(csv_error)? {
@@ -171,15 +211,14 @@ fn read_details<R: Read>(
         }
         let key = (cell(id_col).to_string(), cell(kernel_col).to_string());
         let index = *by_id.entry(key.clone()).or_insert_with(|| {
-            report.launches.push(Launch {
+            launches.push(Launch {
                 id: key.0.clone(),
                 kernel: key.1.clone(),
-                metrics: Vec::new(),
+                values: Vec::new(),
             });
-            report.launches.len() - 1
+            launches.len() - 1
         });
-        let raw = cell(value_col);
-        let Some(number) = parse_number(raw, &mut report) else {
+        let Some(number) = parse_number(cell(value_col), &mut report) else {
             continue; // text such as `PolicySpread`, or n/a
         };
         let (unit, factor) = base_unit(cell(unit_col));
@@ -192,11 +231,18 @@ fn read_details<R: Read>(
                 continue;
             }
         }
-        report.launches[index].metrics.push(Value {
-            name,
-            unit,
-            value: number * factor,
-        });
+        let metrics = &mut report.metrics;
+        let position = *metric_index
+            .entry((name.clone(), unit.clone()))
+            .or_insert_with(|| {
+                metrics.push(MetricInfo::new(name, unit));
+                metrics.len() - 1
+            });
+        launches[index].values.push((position, number * factor));
+    }
+    report.launch_count = launches.len();
+    for launch in launches {
+        on_launch(&report.metrics, launch).map_err(NcuError::Content)?;
     }
     Ok(report)
 }
@@ -204,11 +250,7 @@ fn read_details<R: Read>(
 /// How a raw-page column is used.
 enum RawColumn {
     Ignore,
-    Metric {
-        name: String,
-        unit: String,
-        factor: f64,
-    },
+    Metric { position: usize, factor: f64 },
     Passes(String),
     DeviceName,
 }
@@ -217,6 +259,7 @@ enum RawColumn {
 fn read_raw<R: Read>(
     reader: &mut csv::Reader<R>,
     header: &[String],
+    on_launch: &mut OnLaunch<'_>,
 ) -> Result<NcuReport, NcuError> {
     let id_col = column(header, "ID")?;
     let kernel_col = column(header, "Kernel Name")?;
@@ -241,7 +284,7 @@ fn read_raw<R: Read>(
                 header
                     .iter()
                     .enumerate()
-                    .map(|(i, name)| classify(name, &unit_of(i)))
+                    .map(|(i, name)| classify(name, &unit_of(i), &mut report.metrics))
                     .collect(),
             );
             if units_row {
@@ -252,21 +295,17 @@ fn read_raw<R: Read>(
         let mut launch = Launch {
             id: id.into_owned(),
             kernel: String::from_utf8_lossy(record.get(kernel_col).unwrap_or(b"")).into_owned(),
-            metrics: Vec::new(),
+            values: Vec::with_capacity(report.metrics.len()),
         };
         for (field, col) in record.iter().zip(columns) {
             match col {
                 RawColumn::Ignore => {}
-                RawColumn::Metric { name, unit, factor } => {
+                RawColumn::Metric { position, factor } => {
                     if let Some(v) = std::str::from_utf8(field)
                         .ok()
                         .and_then(|s| parse_number(s, &mut report))
                     {
-                        launch.metrics.push(Value {
-                            name: name.clone(),
-                            unit: unit.clone(),
-                            value: v * factor,
-                        });
+                        launch.values.push((*position, v * factor));
                     }
                 }
                 RawColumn::Passes(name) => {
@@ -283,12 +322,13 @@ fn read_raw<R: Read>(
                 }
             }
         }
-        report.launches.push(launch);
+        report.launch_count += 1;
+        on_launch(&report.metrics, launch).map_err(NcuError::Content)?;
     }
     Ok(report)
 }
 
-fn classify(name: &str, unit: &str) -> RawColumn {
+fn classify(name: &str, unit: &str, metrics: &mut Vec<MetricInfo>) -> RawColumn {
     if IDENTITY_COLUMNS.contains(&name) {
         RawColumn::Ignore
     } else if name == "device__attribute_display_name" {
@@ -300,9 +340,9 @@ fn classify(name: &str, unit: &str) -> RawColumn {
         RawColumn::Ignore
     } else {
         let (unit, factor) = base_unit(unit);
+        metrics.push(MetricInfo::new(name.to_string(), unit));
         RawColumn::Metric {
-            name: name.to_string(),
-            unit,
+            position: metrics.len() - 1,
             factor,
         }
     }
@@ -526,7 +566,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
             version = Some(v);
             continue;
         }
-        let report = parse_file(path).map_err(|e| match e {
+        let to_import_error = |e: NcuError| match e {
             NcuError::Io(source) => ImportError::Read {
                 path: path.clone(),
                 source,
@@ -535,24 +575,26 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
                 path: path.clone(),
                 message,
             },
-        })?;
+        };
+        let file = File::open(path).map_err(|e| to_import_error(e.into()))?;
         let mut ordinal: BTreeMap<String, u32> = BTreeMap::new();
-        for launch in &report.launches {
-            let base = *offsets.get(&launch.kernel).unwrap_or(&0);
-            let n = ordinal.entry(launch.kernel.clone()).or_insert(0);
-            for v in &launch.metrics {
-                benchmarks.add(
-                    path,
-                    &launch.kernel,
-                    base + *n,
-                    &v.name,
-                    &v.unit,
-                    source_of(&v.unit),
-                    v.value,
-                )?;
-            }
-            *n += 1;
-        }
+        let report = parse_each(
+            BufReader::with_capacity(1 << 20, file),
+            &mut |metrics, launch| {
+                let base = *offsets.get(&launch.kernel).unwrap_or(&0);
+                let n = ordinal.entry(launch.kernel.clone()).or_insert(0);
+                let collector = benchmarks.get(&launch.kernel);
+                for (position, value) in launch.values {
+                    let m = &metrics[position];
+                    collector
+                        .add_value(base + *n, &m.name, &m.unit, m.source, m.direction, value)
+                        .map_err(|e| format!("kernel `{}`: {e}", launch.kernel))?;
+                }
+                *n += 1;
+                Ok(())
+            },
+        )
+        .map_err(to_import_error)?;
         for (kernel, n) in ordinal {
             let total = offsets.entry(kernel.clone()).or_insert(0);
             *total += n;
