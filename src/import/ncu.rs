@@ -578,19 +578,32 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
         };
         let file = File::open(path).map_err(|e| to_import_error(e.into()))?;
         let mut ordinal: BTreeMap<String, u32> = BTreeMap::new();
+        // Per kernel: report metric position → (collector slot, unit factor).
+        let mut slots: BTreeMap<String, Vec<Option<(usize, f64)>>> = BTreeMap::new();
         let report = parse_each(
             BufReader::with_capacity(1 << 20, file),
             &mut |metrics, launch| {
                 let base = *offsets.get(&launch.kernel).unwrap_or(&0);
                 let n = ordinal.entry(launch.kernel.clone()).or_insert(0);
-                let collector = benchmarks.get(&launch.kernel);
-                for (position, value) in launch.values {
-                    let m = &metrics[position];
-                    collector
-                        .add_value(base + *n, &m.name, &m.unit, m.source, m.direction, value)
-                        .map_err(|e| format!("kernel `{}`: {e}", launch.kernel))?;
-                }
+                let repetition = base + *n;
                 *n += 1;
+                let collector = benchmarks.get(&launch.kernel);
+                let cache = slots.entry(launch.kernel.clone()).or_default();
+                cache.resize(metrics.len(), None);
+                for (position, value) in launch.values {
+                    let (slot, factor) = match cache[position] {
+                        Some(s) => s,
+                        None => {
+                            let m = &metrics[position];
+                            let s = collector
+                                .slot(&m.name, &m.unit, m.source, m.direction)
+                                .map_err(|e| format!("kernel `{}`: {e}", launch.kernel))?;
+                            cache[position] = Some(s);
+                            s
+                        }
+                    };
+                    collector.push_at(slot, repetition, value * factor);
+                }
                 Ok(())
             },
         )
