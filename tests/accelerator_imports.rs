@@ -205,7 +205,10 @@ fn ncu_raw_page_aggregates_launches_per_kernel_with_units_row() {
     let alu = merge
         .metric("sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active")
         .unwrap();
-    assert_eq!((alu.values[0], alu.unit.as_str()), (6.28, "%"));
+    assert_eq!(
+        (alu.values[0], alu.unit.as_str()),
+        ("6.28".parse().unwrap(), "%")
+    );
     assert!(
         merge
             .metric("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active")
@@ -538,7 +541,8 @@ fn pytest_benchmark_corpus() {
         "the edited file keeps 4 rounds and a string"
     );
     let t = values(b, "time");
-    assert!((t[0] - 3.2153000000256783e-05 * 1e9).abs() < 1e-6, "{t:?}");
+    let first: f64 = "3.2153000000256783e-05".parse().unwrap();
+    assert_eq!(t[0], first * 1e9, "{t:?}");
     assert_eq!(
         b.provenance.details["pytest-benchmark.skipped_data"],
         "1 non-numeric entries in stats.data"

@@ -229,7 +229,11 @@ fn the_cuda_example_configuration_is_valid() {
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cuda/kgate.yaml");
     let mut cmd = cargo_bin_cmd!("kgate");
     let output = cmd.arg("validate").arg("-c").arg(&config).output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("valid, 2 benchmarks"), "{text}");
 }

@@ -6,7 +6,7 @@
 //! [`Collector`]: crate::capture::Collector
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{ImportError, Policies, run_results};
 use crate::capture::Collector;
@@ -19,6 +19,8 @@ pub struct Benchmarks<'p> {
     capture: &'static str,
     order: Vec<String>,
     collectors: BTreeMap<String, Collector<'p>>,
+    /// The file being read, named in errors.
+    file: PathBuf,
 }
 
 impl<'p> Benchmarks<'p> {
@@ -29,6 +31,7 @@ impl<'p> Benchmarks<'p> {
             capture,
             order: Vec::new(),
             collectors: BTreeMap::new(),
+            file: PathBuf::new(),
         }
     }
 
@@ -47,10 +50,15 @@ impl<'p> Benchmarks<'p> {
         self.collectors.get_mut(name).expect("inserted above")
     }
 
-    /// Records one sample of benchmark `name`; a unit clash is reported against `path`.
+    /// Sets the file that the following samples come from.
+    pub fn file(&mut self, path: &Path) {
+        self.file = path.to_path_buf();
+    }
+
+    /// Records one sample of benchmark `name`; a unit clash is reported against the current
+    /// file.
     pub fn add(
         &mut self,
-        path: &Path,
         name: &str,
         repetition: u32,
         metric: &str,
@@ -62,7 +70,7 @@ impl<'p> Benchmarks<'p> {
         self.get(name)
             .add_value(repetition, metric, unit, source, direction, value)
             .map_err(|message| ImportError::Content {
-                path: path.to_path_buf(),
+                path: self.file.clone(),
                 message: format!("benchmark `{name}`: {message}"),
             })
     }

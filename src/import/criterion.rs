@@ -54,6 +54,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
             given.clone()
         };
         let estimates = read_json(&path, false)?;
+        benchmarks.file(&path);
         let mean = estimates
             .pointer("/mean/point_estimate")
             .and_then(Value::as_f64)
@@ -69,6 +70,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
         let mut n = 0u32;
         if sample_path.exists() {
             let sample = read_json(&sample_path, false)?;
+            benchmarks.file(&sample_path);
             let iters = sample.get("iters").and_then(Value::as_array);
             let times = sample.get("times").and_then(Value::as_array);
             let (Some(iters), Some(times)) = (iters, times) else {
@@ -91,21 +93,13 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
                     ));
                 };
                 if i > 0.0 {
-                    benchmarks.add(
-                        &sample_path,
-                        &name,
-                        start + n,
-                        "time",
-                        "ns",
-                        Source::Timer,
-                        t / i,
-                    )?;
+                    benchmarks.add(&name, start + n, "time", "ns", Source::Timer, t / i)?;
                     n += 1;
                 }
             }
             benchmarks.imported(&name, &sample_path, start + n);
         } else {
-            benchmarks.add(&path, &name, start, "time", "ns", Source::Timer, mean)?;
+            benchmarks.add(&name, start, "time", "ns", Source::Timer, mean)?;
             n = 1;
             benchmarks.detail(
                 &name,

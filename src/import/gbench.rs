@@ -118,6 +118,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
     let mut benchmarks = Benchmarks::new(policies, "gbench");
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {
+        benchmarks.file(path);
         let doc = read_json(path, true)?;
         let runs = doc
             .get("benchmarks")
@@ -175,7 +176,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
             let rep = counts.entry(name.clone()).or_insert(0);
             for key in ["real_time", "cpu_time"] {
                 if let Some(v) = run.get(key).and_then(Value::as_f64) {
-                    benchmarks.add(path, &name, *rep, key, unit, Source::Timer, v)?;
+                    benchmarks.add(&name, *rep, key, unit, Source::Timer, v)?;
                 }
             }
             if let Some(map) = run.as_object() {
@@ -184,7 +185,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
                         continue;
                     }
                     if let Some(v) = value.as_f64() {
-                        benchmarks.add(path, &name, *rep, key, "", Source::Reported, v)?;
+                        benchmarks.add(&name, *rep, key, "", Source::Reported, v)?;
                     }
                 }
             }

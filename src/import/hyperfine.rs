@@ -20,6 +20,7 @@ use crate::results::{Failure, FailureKind, RunResults, Status};
 pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "hyperfine");
     for path in files {
+        benchmarks.file(path);
         let doc = read_json(path, false)?;
         let results = doc
             .get("results")
@@ -51,13 +52,13 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
                     message: format!("results[{i}].times[{k}] is not a number"),
                 })?;
                 let rep = start + k as u32;
-                benchmarks.add(path, &name, rep, "wall_time", "s", Source::Timer, v)?;
+                benchmarks.add(&name, rep, "wall_time", "s", Source::Timer, v)?;
                 if let Some(m) = r
                     .get("memory_usage_byte")
                     .and_then(|m| m.get(k))
                     .and_then(Value::as_f64)
                 {
-                    benchmarks.add(path, &name, rep, "max_rss", "byte", Source::Reported, m)?;
+                    benchmarks.add(&name, rep, "max_rss", "byte", Source::Reported, m)?;
                 }
             }
             benchmarks.imported(&name, path, start + times.len() as u32);

@@ -89,6 +89,7 @@ fn unit_of(key: &str) -> (&str, &str) {
 pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "proton");
     for path in files {
+        benchmarks.file(path);
         let doc = read_json(path, false)?;
         let parts =
             doc.as_array()
@@ -111,27 +112,11 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
                 continue;
             }
             let rep = benchmarks.get(&name).result_mut().repetitions;
-            benchmarks.add(
-                path,
-                &name,
-                rep,
-                "time",
-                "ns",
-                Source::Timer,
-                t.time_ns / t.count,
-            )?;
-            benchmarks.add(path, &name, rep, "count", "", Source::Reported, t.count)?;
+            benchmarks.add(&name, rep, "time", "ns", Source::Timer, t.time_ns / t.count)?;
+            benchmarks.add(&name, rep, "count", "", Source::Reported, t.count)?;
             for (key, total) in &t.others {
                 let (metric, unit) = unit_of(key);
-                benchmarks.add(
-                    path,
-                    &name,
-                    rep,
-                    metric,
-                    unit,
-                    Source::Reported,
-                    total / t.count,
-                )?;
+                benchmarks.add(&name, rep, metric, unit, Source::Reported, total / t.count)?;
             }
             benchmarks.imported(&name, path, rep + 1);
             benchmarks.detail(

@@ -21,6 +21,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
     let mut benchmarks = Benchmarks::new(policies, "pytest-benchmark");
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {
+        benchmarks.file(path);
         let doc = read_json(path, false)?;
         let list = doc
             .get("benchmarks")
@@ -59,7 +60,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
                         ),
                     }
                 })?;
-                benchmarks.add(path, &name, *rep, "time", "s", Source::Timer, median)?;
+                benchmarks.add(&name, *rep, "time", "s", Source::Timer, median)?;
                 *rep += 1;
                 benchmarks.detail(
                     &name,
@@ -68,7 +69,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
                 );
             } else {
                 for v in &rounds {
-                    benchmarks.add(path, &name, *rep, "time", "s", Source::Timer, *v)?;
+                    benchmarks.add(&name, *rep, "time", "s", Source::Timer, *v)?;
                     *rep += 1;
                 }
                 let skipped = data.map_or(0, Vec::len) - rounds.len();

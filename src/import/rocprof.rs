@@ -126,6 +126,13 @@ struct Companions {
     results_seen: bool,
 }
 
+/// One rocprofv3 dispatch: its counters summed over rows, and its duration.
+struct Dispatch {
+    kernel: String,
+    counters: BTreeMap<String, f64>,
+    time: Option<f64>,
+}
+
 /// What one file turned out to be.
 enum Kind {
     /// Per-dispatch rows (v1, v2), with the column indexes that matter.
@@ -184,6 +191,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
     let mut companions = Companions::default();
     let mut offsets: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {
+        benchmarks.file(path);
         let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read {
             path: path.clone(),
             source,
@@ -225,7 +233,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
             content(path, format!("unrecognized rocprof CSV header `{}…`; expected rocprof v1 (`Index,KernelName,…`), rocprofv2 (`Dispatch_ID,…,Kernel_Name,…`), rocprofv3 counter collection (`Counter_Name`, `Counter_Value`) or `--stats` output", header.iter().take(4).cloned().collect::<Vec<_>>().join(",")))
         })?;
         let mut counts: BTreeMap<String, u32> = BTreeMap::new();
-        let mut long: Vec<(String, String, BTreeMap<String, f64>, Option<f64>)> = Vec::new();
+        let mut long: Vec<Dispatch> = Vec::new();
         let mut long_index: BTreeMap<String, usize> = BTreeMap::new();
         for (row, record) in reader.records().enumerate() {
             let line = row + 2;
@@ -251,7 +259,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
                             content(path, format!("line {line}: `AverageNs` is not a number"))
                         })?;
                     let rep = offsets.entry(name.clone()).or_insert(0);
-                    benchmarks.add(path, &name, *rep, "kernel_time", "ns", Source::Timer, avg)?;
+                    benchmarks.add(&name, *rep, "kernel_time", "ns", Source::Timer, avg)?;
                     *rep += 1;
                     let n = *rep;
                     benchmarks.imported(&name, path, n);
@@ -291,22 +299,14 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
                         _ => None,
                     };
                     if let Some(t) = time {
-                        benchmarks.add(
-                            path,
-                            &name,
-                            rep,
-                            "kernel_time",
-                            "ns",
-                            Source::Timer,
-                            t as f64,
-                        )?;
+                        benchmarks.add(&name, rep, "kernel_time", "ns", Source::Timer, t as f64)?;
                     }
                     for (i, h) in header.iter().enumerate() {
                         if IDENTITY.contains(&h.as_str()) || h.is_empty() {
                             continue;
                         }
                         if let Some(v) = number(cell(i)) {
-                            benchmarks.add(path, &name, rep, h, "", Source::Hardware, v)?;
+                            benchmarks.add(&name, rep, h, "", Source::Hardware, v)?;
                         }
                     }
                 }
@@ -329,7 +329,11 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
                             }
                             _ => None,
                         };
-                        long.push((id, kernel_name(cell(kernel)), BTreeMap::new(), time));
+                        long.push(Dispatch {
+                            kernel: kernel_name(cell(kernel)),
+                            counters: BTreeMap::new(),
+                            time,
+                        });
                         long.len() - 1
                     });
                     let v = number(cell(value)).ok_or_else(|| {
@@ -342,23 +346,28 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
                         )
                     })?;
                     *long[index]
-                        .2
+                        .counters
                         .entry(cell(counter).to_string())
                         .or_insert(0.0) += v;
                 }
             }
         }
-        for (_, name, counters, time) in &long {
+        for Dispatch {
+            kernel: name,
+            counters,
+            time,
+        } in &long
+        {
             let base = *offsets.get(name).unwrap_or(&0);
             let n = counts.entry(name.clone()).or_insert(0);
             let rep = base + *n;
             *n += 1;
             if let Some(t) = time {
-                benchmarks.add(path, name, rep, "kernel_time", "ns", Source::Timer, *t)?;
+                benchmarks.add(name, rep, "kernel_time", "ns", Source::Timer, *t)?;
             }
             for (c, v) in counters {
                 if !IDENTITY_V3.contains(&c.as_str()) {
-                    benchmarks.add(path, name, rep, c, "", Source::Hardware, *v)?;
+                    benchmarks.add(name, rep, c, "", Source::Hardware, *v)?;
                 }
             }
         }
