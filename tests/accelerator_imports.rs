@@ -288,6 +288,10 @@ fn ncu_hand_made_edge_cases() {
     assert_eq!((bw.values[0], bw.unit.as_str()), (2.5e9, "byte/second"));
     assert!(k1.metric("Missing").is_none());
     assert_eq!(k1.provenance.details["ncu.not_available_cells"], "1");
+    assert_eq!(
+        k1.provenance.details["ncu.number_format"],
+        "2 values read with dots as grouping or a comma as decimal mark"
+    );
     let k2 = r.benchmark("k2").unwrap();
     assert_eq!(values(k2, "Duration"), vec![1_234_567.0]);
 

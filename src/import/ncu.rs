@@ -663,6 +663,15 @@ pub fn annotate_details(report: &NcuReport, details: &mut BTreeMap<String, Strin
             report.not_available.to_string(),
         );
     }
+    if report.regrouped_numbers > 0 {
+        details.insert(
+            "ncu.number_format".into(),
+            format!(
+                "{} values read with dots as grouping or a comma as decimal mark",
+                report.regrouped_numbers
+            ),
+        );
+    }
 }
 
 /// The version, when `path` holds `ncu --version` output (small and without CSV).
