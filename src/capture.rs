@@ -5,6 +5,8 @@
 //! rule. The [`Collector`] is that place, shared by `kgate run` and `kgate import`, so units
 //! are normalized and checked for consistency once.
 
+use std::collections::HashMap;
+
 use crate::metric::{Direction, Source, Tolerance};
 use crate::plan::MetricPolicy;
 use crate::protocol::{MeasurementLine, ProtocolLine};
@@ -24,6 +26,9 @@ pub const DEFAULT_SIMULATED_TOLERANCE: Tolerance = Tolerance::Relative(0.01);
 pub struct Collector<'a> {
     policy: &'a MetricPolicy,
     result: BenchmarkResult,
+    /// Position of each metric in `result.metrics`: a profiler import can carry thousands of
+    /// metrics, and a linear search per sample would make it quadratic.
+    index: HashMap<String, usize>,
 }
 
 impl<'a> Collector<'a> {
@@ -31,6 +36,7 @@ impl<'a> Collector<'a> {
         Collector {
             policy,
             result: BenchmarkResult::new(name, provenance),
+            index: HashMap::new(),
         }
     }
 
@@ -55,6 +61,7 @@ impl<'a> Collector<'a> {
             repetition,
             m.value * normalized.factor,
         )
+        .map(|_| ())
     }
 
     /// Records the lines of one repetition's protocol file. Lines naming another benchmark are
@@ -133,6 +140,86 @@ impl<'a> Collector<'a> {
         Ok(())
     }
 
+    /// Records one value a profiler or harness reported, with the source the importer knows it
+    /// to be and the direction its kind of number usually has (throughputs: higher), which the
+    /// configuration may override. Fails when the metric changes unit.
+    pub fn add_value(
+        &mut self,
+        repetition: u32,
+        name: &str,
+        unit: &str,
+        source: Source,
+        direction: Direction,
+        value: f64,
+    ) -> Result<(), String> {
+        let normalized = units::normalize(unit);
+        let created = self.push(
+            name,
+            &normalized.unit,
+            source,
+            true,
+            repetition,
+            value * normalized.factor,
+        )?;
+        let configured = self.policy.metrics.get(name).and_then(|c| c.direction);
+        if created && configured.is_none() {
+            let last = self.result.metrics.len() - 1;
+            self.result.metrics[last].direction = direction;
+        }
+        Ok(())
+    }
+
+    /// The position of metric `name` (created with `unit`, `source` and `direction` when
+    /// new) and the factor into its canonical unit, for [`Collector::push_at`]: a profiler
+    /// import with thousands of metrics then pays one lookup per metric instead of one per
+    /// sample. Fails when the metric exists with another unit.
+    pub fn slot(
+        &mut self,
+        name: &str,
+        unit: &str,
+        source: Source,
+        direction: Direction,
+    ) -> Result<(usize, f64), String> {
+        let normalized = units::normalize(unit);
+        let found = self
+            .index
+            .get(name)
+            .copied()
+            .filter(|&i| self.result.metrics.get(i).is_some_and(|m| m.name == name));
+        if let Some(i) = found {
+            let existing = &self.result.metrics[i];
+            if existing.unit != normalized.unit {
+                return Err(format!(
+                    "metric `{name}` was reported in `{}` and now in `{}`; one metric needs one unit",
+                    existing.unit, normalized.unit
+                ));
+            }
+            return Ok((i, normalized.factor));
+        }
+        let resolved = self.policy.resolve(name, true);
+        let configured = self.policy.metrics.get(name).and_then(|c| c.direction);
+        self.result.metrics.push(MetricSamples {
+            name: name.to_string(),
+            unit: normalized.unit,
+            source,
+            direction: configured.unwrap_or(direction),
+            gate: resolved.rule,
+            values: Vec::new(),
+            repetition: Vec::new(),
+        });
+        let i = self.result.metrics.len() - 1;
+        self.index.insert(name.to_string(), i);
+        Ok((i, normalized.factor))
+    }
+
+    /// Records a sample of the metric at `slot` (from [`Collector::slot`]), already in the
+    /// metric's canonical unit.
+    pub fn push_at(&mut self, slot: usize, repetition: u32, value: f64) {
+        let m = &mut self.result.metrics[slot];
+        m.values.push(value);
+        m.repetition.push(repetition);
+    }
+
     fn push(
         &mut self,
         name: &str,
@@ -141,8 +228,15 @@ impl<'a> Collector<'a> {
         from_protocol: bool,
         repetition: u32,
         value: f64,
-    ) -> Result<(), String> {
-        if let Some(existing) = self.result.metrics.iter_mut().find(|m| m.name == name) {
+    ) -> Result<bool, String> {
+        let found = match self.index.get(name) {
+            Some(&i) if self.result.metrics.get(i).is_some_and(|m| m.name == name) => Some(i),
+            // The index covers every metric unless the result was edited from outside.
+            None if self.index.len() == self.result.metrics.len() => None,
+            _ => self.result.metrics.iter().position(|m| m.name == name),
+        };
+        if let Some(i) = found {
+            let existing = &mut self.result.metrics[i];
             if existing.unit != unit {
                 return Err(format!(
                     "metric `{name}` was reported in `{}` and now in `{unit}`; one metric needs one unit",
@@ -151,7 +245,7 @@ impl<'a> Collector<'a> {
             }
             existing.values.push(value);
             existing.repetition.push(repetition);
-            return Ok(());
+            return Ok(false);
         }
         let resolved = self.policy.resolve(name, from_protocol);
         self.result.metrics.push(MetricSamples {
@@ -163,7 +257,9 @@ impl<'a> Collector<'a> {
             values: vec![value],
             repetition: vec![repetition],
         });
-        Ok(())
+        self.index
+            .insert(name.to_string(), self.result.metrics.len() - 1);
+        Ok(true)
     }
 
     /// The result so far, for status updates and failure recording.

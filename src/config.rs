@@ -57,6 +57,8 @@ pub struct Defaults {
     pub timeout: Option<DurationSpec>,
     /// Capture backends (default `[timer]`).
     pub captures: Option<Vec<CaptureKind>>,
+    /// Nsight Compute settings for the `ncu` capture.
+    pub ncu: Option<crate::capture_ncu::NcuConfig>,
 }
 
 /// What decides a comparison and what fails the gate.
@@ -163,6 +165,9 @@ pub struct BenchmarkConfig {
     /// relative to the working directory. Reports show a diff when one changed.
     #[serde(default)]
     pub artifacts: BTreeMap<String, PathBuf>,
+    /// Nsight Compute settings for the `ncu` capture (metrics, clock and cache control,
+    /// kernel filter, launch skip and count).
+    pub ncu: Option<crate::capture_ncu::NcuConfig>,
 }
 
 /// Settings of the `perf` capture.
@@ -230,6 +235,8 @@ pub enum CaptureKind {
     Callgrind,
     /// Valgrind's cachegrind with cache and branch simulation (deterministic).
     Cachegrind,
+    /// Each run under Nsight Compute (`ncu --csv --page raw`); every kernel launch a sample.
+    Ncu,
 }
 
 impl CaptureKind {
@@ -240,6 +247,7 @@ impl CaptureKind {
             CaptureKind::Perf => "perf",
             CaptureKind::Callgrind => "callgrind",
             CaptureKind::Cachegrind => "cachegrind",
+            CaptureKind::Ncu => "ncu",
         }
     }
 
@@ -317,7 +325,7 @@ impl<'de> Deserialize<'de> for CommandSpec {
 }
 
 /// Measured repetitions: `min` are always run; up to `max` may be run while the evidence is
-/// inconclusive (only in interleaved `kgate check --against`, under a two-look plan).
+/// inconclusive (only in interleaved `kgate check --against`, under the alpha-spending plan).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Repetitions {
     pub min: u32,
@@ -644,7 +652,7 @@ fn hint_for(key_path: &str) -> Option<&'static str> {
         "threshold" => "`threshold` is a percentage, such as `5%`",
         "tolerance" => "`tolerance` is `1%` (relative) or a number (absolute)",
         "captures" => {
-            "`captures` lists capture backends: `timer`, `protocol`, `perf`, `callgrind`, `cachegrind`"
+            "`captures` lists capture backends: `timer`, `protocol`, `perf`, `callgrind`, `cachegrind`, `ncu`"
         }
         "direction" => "`direction` is `lower` or `higher`",
         "source" | "sources" => {
@@ -654,6 +662,8 @@ fn hint_for(key_path: &str) -> Option<&'static str> {
         "correction" => "`correction` is `bh` (Benjamini–Hochberg) or `holm`",
         "equivalence_margin" => "`equivalence_margin` is a percentage, such as `1%`",
         "time_budget" => "`time_budget` is a duration with a unit, such as `10m`",
+        "clock_control" => "`clock_control` is `base`, `none`, `reset`, `boost` or `force-boost`",
+        "cache_control" => "`cache_control` is `all` or `none`",
         "env" | "parameters" => "a map of names to string values",
         "benchmarks" => "`benchmarks` is a list of entries with at least `name` and `command`",
         _ => return None,
@@ -740,12 +750,15 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
             check_repetitions(r).or_else(|m| fail(Some(&needle), key("repetitions"), m))?;
         }
         if let Some(c) = &b.captures
-            && c.iter().filter(|k| k.wraps()).count() > 1
+            && c.iter()
+                .filter(|k| k.wraps() || **k == CaptureKind::Ncu)
+                .count()
+                > 1
         {
             return fail(
                 Some(&needle),
                 key("captures"),
-                "`perf`, `callgrind` and `cachegrind` each run the benchmark under a tool; list at most one of them per benchmark (declare a second benchmark for another)".into(),
+                "`perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark (declare a second benchmark for another)".into(),
             );
         }
         for (name, d) in &b.derived {
@@ -893,7 +906,7 @@ benchmarks:
         let cases: &[(&str, &str)] = &[
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    wormup: 3\n",
-                "kgate.yaml:4:5: key `benchmarks[0].wormup`: unknown field `wormup`, expected one of name, command, build, cwd, env, warmup, repetitions, timeout, captures, parameters, metrics, perf, valgrind, derived",
+                "kgate.yaml:4:5: key `benchmarks[0].wormup`: unknown field `wormup`, expected one of name, command, build, cwd, env, warmup, repetitions, timeout, captures, parameters, metrics, perf, valgrind, derived, paths, artifacts, ncu",
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    warmup: lots\n",
@@ -949,7 +962,7 @@ benchmarks:
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    captures: [perf, cachegrind]\n",
-                "kgate.yaml:2: key `benchmarks[0].captures`: `perf`, `callgrind` and `cachegrind` each run the benchmark under a tool; list at most one of them per benchmark",
+                "kgate.yaml:2: key `benchmarks[0].captures`: `perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark",
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    derived:\n      r: {expr: \"Ir / / Dr\"}\n",

@@ -12,6 +12,7 @@ pub mod adjust;
 pub mod baseline;
 pub mod calibrate;
 pub mod capture;
+pub mod capture_ncu;
 pub mod changepoint;
 pub mod cli;
 pub mod commands;

@@ -65,6 +65,8 @@ pub struct BenchmarkPlan {
     pub derived: Vec<crate::derived::Definition>,
     /// Artifact files to keep after the last repetition, relative to `cwd`.
     pub artifacts: BTreeMap<String, PathBuf>,
+    /// Settings of the `ncu` capture.
+    pub ncu: crate::capture_ncu::NcuConfig,
 }
 
 /// Overrides from the command line.
@@ -187,6 +189,7 @@ fn resolve_benchmark(
             }),
     );
     BenchmarkPlan {
+        ncu: b.ncu.clone().or_else(|| d.ncu.clone()).unwrap_or_default(),
         name: b.name.clone(),
         command: b.command.clone(),
         cwd,

@@ -184,6 +184,8 @@ pub enum FailureKind {
     Timeout,
     /// Its protocol output was invalid or missing.
     Protocol,
+    /// The profiler wrapping it (ncu) failed or wrote no usable output.
+    Profiler,
 }
 
 /// The samples of one metric.
@@ -266,6 +268,10 @@ pub struct Provenance {
     /// Files the numbers were imported from, for `kgate import`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub imported_from: Vec<String>,
+    /// Facts a profiler reported about the capture: tool version (`ncu.version`), replay
+    /// passes (`ncu.replay_passes`), device, clock and cache control.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub details: BTreeMap<String, String>,
     /// Counters a capture asked for but could not measure (never recorded as zero).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unavailable: Vec<UnavailableCounter>,

@@ -367,6 +367,12 @@ impl<'p> BenchmarkRun<'p> {
                 env.push(("LC_ALL".into(), "C".into()));
             }
         }
+        let uses_ncu = self.plan.captures.contains(&CaptureKind::Ncu);
+        let ncu_log = protocol_path.with_extension("ncu.csv");
+        if uses_ncu {
+            argv = crate::capture_ncu::wrap(&self.plan.ncu, &argv, &ncu_log);
+            env.extend(crate::capture_ncu::ENV.map(|(k, v)| (k.to_string(), v.to_string())));
+        }
         let outcome = run_process(&ProcessSpec {
             argv: &argv,
             cwd: &self.cwd,
@@ -392,7 +398,10 @@ impl<'p> BenchmarkRun<'p> {
                 return Ok(());
             }
         };
-        if let Some(failure) = failure_of(&outcome, self.plan.timeout) {
+        if let Some(mut failure) = failure_of(&outcome, self.plan.timeout) {
+            if uses_ncu && let Some(said) = crate::capture_ncu::messages(&ncu_log) {
+                failure.message = format!("{}; ncu said: {said}", failure.message);
+            }
             self.fail(failure);
             return Ok(());
         }
@@ -446,6 +455,22 @@ impl<'p> BenchmarkRun<'p> {
                 }
             }
             let _ = std::fs::remove_file(&protocol_path);
+        }
+        if uses_ncu {
+            let collected = crate::capture_ncu::collect(
+                &ncu_log,
+                &self.plan.ncu,
+                repetition,
+                &mut self.collector,
+            );
+            if let Err(message) = collected {
+                self.fail(Failure {
+                    kind: FailureKind::Profiler,
+                    message,
+                    stderr_tail: outcome.stderr_tail,
+                });
+                return Ok(());
+            }
         }
         self.collector.result_mut().repetitions += 1;
         Ok(())

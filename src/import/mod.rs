@@ -15,8 +15,16 @@ use crate::plan::MetricPolicy;
 use crate::protocol::ProtocolError;
 use crate::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
 
+pub mod builder;
 pub mod counters;
+pub mod criterion;
+pub mod gbench;
+pub mod hyperfine;
+pub mod ncu;
 pub mod protocol;
+pub mod proton;
+pub mod pytest_benchmark;
+pub mod rocprof;
 
 /// Import formats (the names of DESIGN.md's contract).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -29,6 +37,20 @@ pub enum ImportFormat {
     Callgrind,
     /// Valgrind cachegrind output files.
     Cachegrind,
+    /// Nsight Compute `--csv` output, details or raw page (plus optional `ncu --version` text).
+    Ncu,
+    /// rocprof v1 results and counter CSV, rocprofv2 (Omniperf) and rocprofv3 counter CSV.
+    Rocprof,
+    /// Triton Proton hatchet JSON.
+    Proton,
+    /// google/benchmark JSON.
+    Gbench,
+    /// pytest-benchmark JSON.
+    PytestBenchmark,
+    /// hyperfine `--export-json` output.
+    Hyperfine,
+    /// Criterion.rs `estimates.json` (with `sample.json` beside it when present).
+    Criterion,
 }
 
 /// Import errors.
@@ -80,6 +102,13 @@ pub fn import(
         ImportFormat::PerfStat => counters::import(CaptureKind::Perf, files, policies),
         ImportFormat::Callgrind => counters::import(CaptureKind::Callgrind, files, policies),
         ImportFormat::Cachegrind => counters::import(CaptureKind::Cachegrind, files, policies),
+        ImportFormat::Ncu => ncu::import(files, policies),
+        ImportFormat::Rocprof => rocprof::import(files, policies),
+        ImportFormat::Proton => proton::import(files, policies),
+        ImportFormat::Gbench => gbench::import(files, policies),
+        ImportFormat::PytestBenchmark => pytest_benchmark::import(files, policies),
+        ImportFormat::Hyperfine => hyperfine::import(files, policies),
+        ImportFormat::Criterion => criterion::import(files, policies),
     }
 }
 

@@ -1,0 +1,104 @@
+//! `kgate import hyperfine`: `hyperfine --export-json` output.
+//!
+//! Each result is a benchmark named by its command (or its parameter values, when hyperfine
+//! ran a parameter scan); each entry of `times` (seconds) is one sample of `wall_time`, and
+//! `memory_usage_byte` (hyperfine ≥ 1.20) gives `max_rss`. A command that exited non-zero
+//! (`exit_codes`), or that older hyperfine marked `[ERROR]`, is recorded as a failed benchmark
+//! with its samples kept, so the report names it instead of comparing its meaningless times.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::builder::Benchmarks;
+use super::gbench::read_json;
+use super::{ImportError, Policies};
+use crate::metric::Source;
+use crate::results::{Failure, FailureKind, RunResults, Status};
+
+/// Imports hyperfine JSON files.
+pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
+    let mut benchmarks = Benchmarks::new(policies, "hyperfine");
+    for path in files {
+        benchmarks.file(path);
+        let doc = read_json(path, false)?;
+        let results = doc
+            .get("results")
+            .and_then(Value::as_array)
+            .ok_or_else(|| ImportError::Content {
+                path: path.clone(),
+                message: "has no `results` array; expected `hyperfine --export-json` output".into(),
+            })?;
+        for (i, r) in results.iter().enumerate() {
+            let command =
+                r.get("command")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| ImportError::Content {
+                        path: path.clone(),
+                        message: format!("results[{i}] has no `command`"),
+                    })?;
+            let name = command.trim_end_matches("[ERROR]").trim().to_string();
+            let times =
+                r.get("times")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| ImportError::Content {
+                        path: path.clone(),
+                        message: format!("results[{i}] (`{name}`) has no `times`"),
+                    })?;
+            let start = benchmarks.get(&name).result_mut().repetitions;
+            for (k, t) in times.iter().enumerate() {
+                let v = t.as_f64().ok_or_else(|| ImportError::Content {
+                    path: path.clone(),
+                    message: format!("results[{i}].times[{k}] is not a number"),
+                })?;
+                let rep = start + k as u32;
+                benchmarks.add(&name, rep, "wall_time", "s", Source::Timer, v)?;
+                if let Some(m) = r
+                    .get("memory_usage_byte")
+                    .and_then(|m| m.get(k))
+                    .and_then(Value::as_f64)
+                {
+                    benchmarks.add(&name, rep, "max_rss", "byte", Source::Reported, m)?;
+                }
+            }
+            benchmarks.imported(&name, path, start + times.len() as u32);
+            if let Some(params) = r.get("parameters").and_then(Value::as_object) {
+                let result = benchmarks.get(&name).result_mut();
+                for (k, v) in params {
+                    let shown = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                    result.parameters.insert(k.clone(), shown);
+                }
+            }
+            let bad_codes: Vec<String> = r
+                .get("exit_codes")
+                .and_then(Value::as_array)
+                .map(|codes| {
+                    codes
+                        .iter()
+                        .filter(|c| c.as_i64() != Some(0))
+                        .map(|c| c.to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let marked = command.trim_end().ends_with("[ERROR]");
+            if marked || !bad_codes.is_empty() {
+                let message = if bad_codes.is_empty() {
+                    "hyperfine marked the command `[ERROR]`: it exited non-zero (run with --ignore-failure)".to_string()
+                } else {
+                    format!(
+                        "hyperfine recorded exit codes {} (null: killed by a signal)",
+                        bad_codes.join(", ")
+                    )
+                };
+                let result = benchmarks.get(&name).result_mut();
+                result.status = Status::Failed;
+                result.failure = Some(Failure {
+                    kind: FailureKind::ExitStatus,
+                    message,
+                    stderr_tail: String::new(),
+                });
+            }
+        }
+    }
+    benchmarks.finish(files)
+}

@@ -1,0 +1,688 @@
+//! `kgate import ncu`: Nsight Compute CSV (details page and raw page), and the parser the `ncu`
+//! capture backend shares.
+//!
+//! ncu's CSV is rarely clean: `==PROF==` lines and the profiled program's own output surround
+//! it, Windows captures carry a byte-order mark and CRLF, en-US builds group thousands
+//! (`"134,221,568"`), rows of the details page are ragged, and a failed run writes no CSV at
+//! all. The reader therefore streams the file through a line filter that keeps only the CSV
+//! records (quoted lines from the `"ID",…` header on) and remembers the profiler's own
+//! messages, so a run without CSV is reported with ncu's words. Values are scaled to base units
+//! (`usecond` → ns, `Gbyte` → byte, `Mhz` → hz); each launch becomes one sample of the kernel
+//! it ran, and launches are aggregated per kernel name.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use super::builder::Benchmarks;
+use super::builder::direction_of;
+use super::{ImportError, Policies};
+use crate::metric::{Direction, Source};
+use crate::results::RunResults;
+
+/// The columns that identify a launch in both pages; everything else is a metric.
+const IDENTITY_COLUMNS: [&str; 11] = [
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+];
+
+/// The replay-pass count ncu reports on the raw page; kept as provenance, not as a metric.
+pub const REPLAY_PASSES: &str = "profiler__replayer_passes";
+
+/// What ncu reported: the metrics seen, launches in file order (when collected) and facts
+/// about the capture.
+#[derive(Debug, Default)]
+pub struct NcuReport {
+    /// Every metric a launch refers to, by position.
+    pub metrics: Vec<MetricInfo>,
+    pub launches: Vec<Launch>,
+    /// How many launches were read (also when they went to a callback).
+    pub launch_count: usize,
+    /// `details` or `raw`.
+    pub page: &'static str,
+    /// Values of the replay-pass columns (unit `pass`), by column name.
+    pub passes: BTreeMap<String, BTreeSet<String>>,
+    /// Device names (`device__attribute_display_name`).
+    pub devices: BTreeSet<String>,
+    /// How many cells held `n/a`.
+    pub not_available: usize,
+    /// Cells with a number in a locale that had to be guessed (`1.234,5`), for the record.
+    pub regrouped_numbers: usize,
+}
+
+/// A metric: its name, base unit, trust and usual direction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricInfo {
+    pub name: String,
+    pub unit: String,
+    pub source: Source,
+    pub direction: Direction,
+}
+
+impl MetricInfo {
+    fn new(name: String, unit: String) -> MetricInfo {
+        MetricInfo {
+            source: source_of(&unit),
+            direction: direction_of(&name, &unit),
+            name,
+            unit,
+        }
+    }
+}
+
+/// One kernel launch: values in base units, by position in [`NcuReport::metrics`].
+#[derive(Debug)]
+pub struct Launch {
+    pub id: String,
+    pub kernel: String,
+    pub values: Vec<(usize, f64)>,
+}
+
+/// Why ncu output could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum NcuError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Content(String),
+}
+
+/// Where a number is trusted from: a duration is a device timer, every other ncu value comes
+/// from the hardware counters (or ncu's arithmetic on them).
+pub fn source_of(unit: &str) -> Source {
+    if unit == "ns" {
+        Source::Timer
+    } else {
+        Source::Hardware
+    }
+}
+
+/// Reads ncu CSV output from a file, keeping every launch.
+pub fn parse_file(path: &Path) -> Result<NcuReport, NcuError> {
+    parse(BufReader::with_capacity(1 << 20, File::open(path)?))
+}
+
+/// Reads ncu CSV output (details or raw page, with any log lines around it).
+pub fn parse<R: BufRead>(input: R) -> Result<NcuReport, NcuError> {
+    let mut launches = Vec::new();
+    let mut report = parse_each(input, &mut |_, launch| {
+        launches.push(launch);
+        Ok(())
+    })?;
+    report.launches = launches;
+    Ok(report)
+}
+
+/// What receives each launch as it is read; an error stops the parse.
+pub type OnLaunch<'a> = dyn FnMut(&[MetricInfo], Launch) -> Result<(), String> + 'a;
+
+/// Reads ncu CSV output and hands every launch to `on_launch` as soon as it is complete (each
+/// row of the raw page; the details page at the end), so memory does not grow with the
+/// number of launches. The returned report has no launches.
+pub fn parse_each<R: BufRead>(
+    input: R,
+    on_launch: &mut OnLaunch<'_>,
+) -> Result<NcuReport, NcuError> {
+    let mut filter = CsvLines::new(input);
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .buffer_capacity(1 << 20)
+        .from_reader(&mut filter);
+    let mut header = csv::ByteRecord::new();
+    let has_header = reader.read_byte_record(&mut header).map_err(csv_error)?;
+    if !has_header {
+        drop(reader);
+        return Err(NcuError::Content(filter.no_csv_message()));
+    }
+    let header: Vec<String> = header
+        .iter()
+        .map(|f| String::from_utf8_lossy(f).into_owned())
+        .collect();
+    let report = if header.iter().any(|h| h == "Metric Value") {
+        read_details(&mut reader, &header, on_launch)?
+    } else if header.iter().any(|h| h == "Average" || h == "Invocations") {
+        return Err(NcuError::Content(
+            "this is a `--print-summary` table, which holds only per-kernel aggregates; export per launch instead (`ncu --csv --page raw` or the details page without --print-summary)".into(),
+        ));
+    } else {
+        read_raw(&mut reader, &header, on_launch)?
+    };
+    drop(reader);
+    if report.launch_count == 0 {
+        return Err(NcuError::Content(format!(
+            "the CSV header is there but no kernel launch follows it{}",
+            filter.last_messages()
+        )));
+    }
+    Ok(report)
+}
+
+fn csv_error(e: csv::Error) -> NcuError {
+    let line = e.position().map(|p| p.line()).unwrap_or(0);
+    NcuError::Content(format!("CSV record {line}: {e}"))
+}
+
+fn column(header: &[String], name: &str) -> Result<usize, NcuError> {
+    header.iter().position(|h| h == name).ok_or_else(|| {
+        NcuError::Content(format!(
+            "the CSV header has no `{name}` column; expected ncu `--csv` output (details or raw page)"
+        ))
+    })
+}
+
+/// The long format: one row per (launch, metric).
+fn read_details<R: Read>(
+    reader: &mut csv::Reader<R>,
+    header: &[String],
+    on_launch: &mut OnLaunch<'_>,
+) -> Result<NcuReport, NcuError> {
+    let id_col = column(header, "ID")?;
+    let kernel_col = column(header, "Kernel Name")?;
+    let section_col = column(header, "Section Name").ok();
+    let name_col = column(header, "Metric Name")?;
+    let unit_col = column(header, "Metric Unit")?;
+    let value_col = column(header, "Metric Value")?;
+    let mut report = NcuReport {
+        page: "details",
+        ..NcuReport::default()
+    };
+    let mut launches: Vec<Launch> = Vec::new();
+    let mut by_id: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut metric_index: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut seen: BTreeSet<(usize, String)> = BTreeSet::new();
+    let mut record = csv::StringRecord::new();
+    while reader.read_record(&mut record).map_err(csv_error)? {
+        // Ragged rows: fields missing at the end are empty.
+        let cell = |i: usize| record.get(i).unwrap_or("");
+        let metric = cell(name_col);
+        if metric.is_empty() {
+            continue; // a rule row
+        }
+        let key = (cell(id_col).to_string(), cell(kernel_col).to_string());
+        let index = *by_id.entry(key.clone()).or_insert_with(|| {
+            launches.push(Launch {
+                id: key.0.clone(),
+                kernel: key.1.clone(),
+                values: Vec::new(),
+            });
+            launches.len() - 1
+        });
+        let Some(number) = parse_number(cell(value_col), &mut report) else {
+            continue; // text such as `PolicySpread`, or n/a
+        };
+        let (unit, factor) = base_unit(cell(unit_col));
+        // Section labels can repeat across sections; the second one is qualified.
+        let mut name = metric.to_string();
+        if !seen.insert((index, name.clone())) {
+            let section = section_col.map(cell).unwrap_or("");
+            name = format!("{section}: {metric}");
+            if !seen.insert((index, name.clone())) {
+                continue;
+            }
+        }
+        let metrics = &mut report.metrics;
+        let position = *metric_index
+            .entry((name.clone(), unit.clone()))
+            .or_insert_with(|| {
+                metrics.push(MetricInfo::new(name, unit));
+                metrics.len() - 1
+            });
+        launches[index].values.push((position, number * factor));
+    }
+    report.launch_count = launches.len();
+    for launch in launches {
+        on_launch(&report.metrics, launch).map_err(NcuError::Content)?;
+    }
+    Ok(report)
+}
+
+/// How a raw-page column is used.
+enum RawColumn {
+    Ignore,
+    Metric { position: usize, factor: f64 },
+    Passes(String),
+    DeviceName,
+}
+
+/// The wide format: one row per launch, a units row after the header.
+fn read_raw<R: Read>(
+    reader: &mut csv::Reader<R>,
+    header: &[String],
+    on_launch: &mut OnLaunch<'_>,
+) -> Result<NcuReport, NcuError> {
+    let id_col = column(header, "ID")?;
+    let kernel_col = column(header, "Kernel Name")?;
+    let mut report = NcuReport {
+        page: "raw",
+        ..NcuReport::default()
+    };
+    let mut record = csv::ByteRecord::new();
+    let mut columns: Option<Vec<RawColumn>> = None;
+    while reader.read_byte_record(&mut record).map_err(csv_error)? {
+        let id = String::from_utf8_lossy(record.get(id_col).unwrap_or(b""));
+        if columns.is_none() {
+            let units_row = id.is_empty();
+            let unit_of = |i: usize| {
+                if units_row {
+                    String::from_utf8_lossy(record.get(i).unwrap_or(b"")).into_owned()
+                } else {
+                    String::new()
+                }
+            };
+            columns = Some(
+                header
+                    .iter()
+                    .enumerate()
+                    .map(|(i, name)| classify(name, &unit_of(i), &mut report.metrics))
+                    .collect(),
+            );
+            if units_row {
+                continue;
+            }
+        }
+        let columns = columns.as_ref().expect("set above");
+        let mut launch = Launch {
+            id: id.into_owned(),
+            kernel: String::from_utf8_lossy(record.get(kernel_col).unwrap_or(b"")).into_owned(),
+            values: Vec::with_capacity(report.metrics.len()),
+        };
+        for (field, col) in record.iter().zip(columns) {
+            match col {
+                RawColumn::Ignore => {}
+                RawColumn::Metric { position, factor } => {
+                    if let Some(v) = std::str::from_utf8(field)
+                        .ok()
+                        .and_then(|s| parse_number(s, &mut report))
+                    {
+                        launch.values.push((*position, v * factor));
+                    }
+                }
+                RawColumn::Passes(name) => {
+                    let v = String::from_utf8_lossy(field).trim().to_string();
+                    if !v.is_empty() {
+                        report.passes.entry(name.clone()).or_default().insert(v);
+                    }
+                }
+                RawColumn::DeviceName => {
+                    let v = String::from_utf8_lossy(field).trim().to_string();
+                    if !v.is_empty() {
+                        report.devices.insert(v);
+                    }
+                }
+            }
+        }
+        report.launch_count += 1;
+        on_launch(&report.metrics, launch).map_err(NcuError::Content)?;
+    }
+    Ok(report)
+}
+
+fn classify(name: &str, unit: &str, metrics: &mut Vec<MetricInfo>) -> RawColumn {
+    if IDENTITY_COLUMNS.contains(&name) {
+        RawColumn::Ignore
+    } else if name == "device__attribute_display_name" {
+        RawColumn::DeviceName
+    } else if unit == "pass" || name.starts_with(REPLAY_PASSES) {
+        RawColumn::Passes(name.to_string())
+    } else if name.starts_with("device__attribute_") {
+        // Constants of the device, not of the kernel: hundreds of them, none a measurement.
+        RawColumn::Ignore
+    } else {
+        let (unit, factor) = base_unit(unit);
+        metrics.push(MetricInfo::new(name.to_string(), unit));
+        RawColumn::Metric {
+            position: metrics.len() - 1,
+            factor,
+        }
+    }
+}
+
+/// Parses one ncu number. `None` for empty cells, `n/a` and text. Accepts grouping in the
+/// en-US style (`1,234,567.5`) and, when a value shows it unambiguously, the European one
+/// (`27.595.520`, `1.234,5`); a single separator followed by exactly three digits is read
+/// as grouping when it is a comma and as a decimal point when it is a dot (C locale).
+fn parse_number(raw: &str, report: &mut NcuReport) -> Option<f64> {
+    let s = raw.trim();
+    if s.is_empty() {
+        return None;
+    }
+    if let Ok(v) = s.parse::<f64>() {
+        return Some(v);
+    }
+    if s.eq_ignore_ascii_case("n/a") {
+        report.not_available += 1;
+        return None;
+    }
+    let first = s.as_bytes()[0];
+    if !(first.is_ascii_digit() || first == b'-' || first == b'+' || first == b'.') {
+        return None;
+    }
+    let commas = s.matches(',').count();
+    let dots = s.matches('.').count();
+    let cleaned = if dots >= 2 || (commas == 1 && dots >= 1 && s.rfind(',') > s.rfind('.')) {
+        // European: dots group, a comma is the decimal mark.
+        report.regrouped_numbers += 1;
+        s.replace('.', "").replace(',', ".")
+    } else if commas == 1 && dots == 0 && s.len() - s.rfind(',')? - 1 != 3 {
+        report.regrouped_numbers += 1;
+        s.replace(',', ".")
+    } else {
+        s.replace(',', "")
+    };
+    cleaned.parse::<f64>().ok()
+}
+
+/// Maps an ncu unit onto kgate's base unit and the factor into it: times to `ns` (kgate's
+/// time unit), frequencies to `hz`, byte multiples to `byte` (ncu's prefixes are decimal),
+/// SI prefixes on counts (`Kinst`, `Mcycle`) removed, and rates per time unit to `/second`.
+pub fn base_unit(unit: &str) -> (String, f64) {
+    let unit = unit.trim();
+    if let Some((num, den)) = unit.split_once('/') {
+        let (num_unit, num_factor) = base_unit(num);
+        if let Some(seconds) = seconds_of(den) {
+            return (format!("{num_unit}/second"), num_factor / seconds);
+        }
+        return (format!("{num_unit}/{den}"), num_factor);
+    }
+    if let Some(seconds) = seconds_of(unit) {
+        return ("ns".into(), seconds * 1e9);
+    }
+    match unit.to_ascii_lowercase().as_str() {
+        "hz" => return ("hz".into(), 1.0),
+        "khz" => return ("hz".into(), 1e3),
+        "mhz" => return ("hz".into(), 1e6),
+        "ghz" => return ("hz".into(), 1e9),
+        _ => {}
+    }
+    const BASES: [&str; 12] = [
+        "byte",
+        "inst",
+        "cycle",
+        "sector",
+        "request",
+        "warp",
+        "thread",
+        "block",
+        "wavefront",
+        "transaction",
+        "instruction",
+        "cluster",
+    ];
+    for (prefix, factor) in [("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)] {
+        if let Some(rest) = unit.strip_prefix(prefix)
+            && BASES.contains(&rest)
+        {
+            return (rest.to_string(), factor);
+        }
+    }
+    (unit.to_string(), 1.0)
+}
+
+/// Seconds in one of a time unit, for the spellings ncu uses across versions.
+fn seconds_of(unit: &str) -> Option<f64> {
+    Some(match unit {
+        "ns" | "nsecond" | "nsec" => 1e-9,
+        "us" | "usecond" | "usec" | "µs" => 1e-6,
+        "ms" | "msecond" | "msec" => 1e-3,
+        "s" | "second" | "sec" => 1.0,
+        _ => return None,
+    })
+}
+
+/// Finds the version in `ncu --version` output (`Version 2026.2.1.0 (build 38283040) …`).
+pub fn parse_version(text: &str) -> Option<String> {
+    if !text.contains("Nsight Compute") {
+        return None;
+    }
+    text.lines()
+        .map(|l| l.trim_start_matches('\u{feff}').trim())
+        .find_map(|l| l.strip_prefix("Version "))
+        .map(|v| v.trim().to_string())
+}
+
+/// A `Read` over only the CSV records of an ncu log: from the `"ID",…` header on, quoted lines
+/// and the continuation lines of a quoted field that spans lines. Everything else (`==PROF==`,
+/// `==ERROR==`, the application's own output, a byte-order mark) is dropped; ncu's messages
+/// are kept for error reports.
+struct CsvLines<R> {
+    inner: R,
+    line: Vec<u8>,
+    pos: usize,
+    started: bool,
+    in_quotes: bool,
+    messages: Vec<String>,
+}
+
+impl<R: BufRead> CsvLines<R> {
+    fn new(inner: R) -> CsvLines<R> {
+        CsvLines {
+            inner,
+            line: Vec::new(),
+            pos: 0,
+            started: false,
+            in_quotes: false,
+            messages: Vec::new(),
+        }
+    }
+
+    /// Loads the next line that belongs to the CSV; false at the end of the input.
+    fn next_csv_line(&mut self) -> std::io::Result<bool> {
+        loop {
+            self.line.clear();
+            self.pos = 0;
+            if self.inner.read_until(b'\n', &mut self.line)? == 0 {
+                return Ok(false);
+            }
+            if self.line.starts_with("\u{feff}".as_bytes()) {
+                self.line.drain(..3);
+            }
+            let keep = if self.in_quotes {
+                true
+            } else if self.started {
+                self.line.first() == Some(&b'"')
+            } else if self.line.starts_with(b"\"ID\",") {
+                self.started = true;
+                true
+            } else {
+                false
+            };
+            if keep {
+                let quotes = self.line.iter().filter(|&&b| b == b'"').count();
+                if quotes % 2 == 1 {
+                    self.in_quotes = !self.in_quotes;
+                }
+                if self.line.last() != Some(&b'\n') {
+                    self.line.push(b'\n');
+                }
+                return Ok(true);
+            }
+            if self.line.starts_with(b"==") {
+                let text = String::from_utf8_lossy(&self.line).trim_end().to_string();
+                if self.messages.len() >= 64 {
+                    self.messages.remove(0);
+                }
+                self.messages.push(text);
+            }
+        }
+    }
+
+    fn no_csv_message(&self) -> String {
+        let errors: Vec<&str> = self
+            .messages
+            .iter()
+            .filter(|m| m.starts_with("==ERROR==") || m.starts_with("==WARNING=="))
+            .map(String::as_str)
+            .collect();
+        if errors.is_empty() {
+            format!(
+                "ncu wrote no CSV (no `\"ID\",…` header): no kernel was profiled; check that the program launches a kernel, and ncu's --kernel-name, --launch-skip and --target-processes{}",
+                self.last_messages()
+            )
+        } else {
+            format!("ncu wrote no CSV; it said: {}", errors.join(" "))
+        }
+    }
+
+    fn last_messages(&self) -> String {
+        match self.messages.last() {
+            Some(m) => format!(" (ncu's last message: `{m}`)"),
+            None => String::new(),
+        }
+    }
+}
+
+impl<R: BufRead> Read for CsvLines<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos >= self.line.len() && !self.next_csv_line()? {
+            return Ok(0);
+        }
+        let n = buf.len().min(self.line.len() - self.pos);
+        buf[..n].copy_from_slice(&self.line[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// Imports ncu CSV files. A file holding `ncu --version` output is not a result: its version is
+/// recorded in the provenance of every benchmark. Launches continue their numbering across
+/// files, so each launch stays one sample.
+pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
+    let mut benchmarks = Benchmarks::new(policies, "ncu");
+    let mut version = None;
+    let mut offsets: BTreeMap<String, u32> = BTreeMap::new();
+    for path in files {
+        if let Some(v) = version_file(path) {
+            version = Some(v);
+            continue;
+        }
+        let to_import_error = |e: NcuError| match e {
+            NcuError::Io(source) => ImportError::Read {
+                path: path.clone(),
+                source,
+            },
+            NcuError::Content(message) => ImportError::Content {
+                path: path.clone(),
+                message,
+            },
+        };
+        let file = File::open(path).map_err(|e| to_import_error(e.into()))?;
+        let mut ordinal: BTreeMap<String, u32> = BTreeMap::new();
+        // Per kernel: report metric position → (collector slot, unit factor).
+        let mut slots: BTreeMap<String, Vec<Option<(usize, f64)>>> = BTreeMap::new();
+        let report = parse_each(
+            BufReader::with_capacity(1 << 20, file),
+            &mut |metrics, launch| {
+                let base = *offsets.get(&launch.kernel).unwrap_or(&0);
+                let n = ordinal.entry(launch.kernel.clone()).or_insert(0);
+                let repetition = base + *n;
+                *n += 1;
+                let collector = benchmarks.get(&launch.kernel);
+                let cache = slots.entry(launch.kernel.clone()).or_default();
+                cache.resize(metrics.len(), None);
+                for (position, value) in launch.values {
+                    let (slot, factor) = match cache[position] {
+                        Some(s) => s,
+                        None => {
+                            let m = &metrics[position];
+                            let s = collector
+                                .slot(&m.name, &m.unit, m.source, m.direction)
+                                .map_err(|e| format!("kernel `{}`: {e}", launch.kernel))?;
+                            cache[position] = Some(s);
+                            s
+                        }
+                    };
+                    collector.push_at(slot, repetition, value * factor);
+                }
+                Ok(())
+            },
+        )
+        .map_err(to_import_error)?;
+        for (kernel, n) in ordinal {
+            let total = offsets.entry(kernel.clone()).or_insert(0);
+            *total += n;
+            benchmarks.imported(&kernel, path, *total);
+            annotate(&report, &mut benchmarks, &kernel);
+        }
+    }
+    if benchmarks.names().is_empty()
+        && let (Some(_), Some(path)) = (&version, files.first())
+    {
+        return Err(ImportError::Content {
+            path: path.clone(),
+            message:
+                "holds only `ncu --version` output; pass it together with the ncu CSV it belongs to"
+                    .into(),
+        });
+    }
+    if let Some(v) = version {
+        for name in benchmarks.names().to_vec() {
+            benchmarks.detail(&name, "ncu.version", &v);
+        }
+    }
+    benchmarks.finish(files)
+}
+
+/// Provenance details of a report on one benchmark.
+fn annotate(report: &NcuReport, benchmarks: &mut Benchmarks<'_>, name: &str) {
+    annotate_details(
+        report,
+        &mut benchmarks.get(name).result_mut().provenance.details,
+    );
+}
+
+/// Records what a report says about its capture: page, replay passes, device, `n/a` cells.
+pub fn annotate_details(report: &NcuReport, details: &mut BTreeMap<String, String>) {
+    let joined = |values: &BTreeSet<String>| values.iter().cloned().collect::<Vec<_>>().join(",");
+    details.insert("ncu.page".into(), report.page.into());
+    for (column, values) in &report.passes {
+        let key = if column == REPLAY_PASSES {
+            "ncu.replay_passes".to_string()
+        } else {
+            format!("ncu.{column}")
+        };
+        details.insert(key, joined(values));
+    }
+    if !report.devices.is_empty() {
+        let names: Vec<&str> = report.devices.iter().map(String::as_str).collect();
+        details.insert("ncu.device".into(), names.join(", "));
+    }
+    if report.not_available > 0 {
+        details.insert(
+            "ncu.not_available_cells".into(),
+            report.not_available.to_string(),
+        );
+    }
+    if report.regrouped_numbers > 0 {
+        details.insert(
+            "ncu.number_format".into(),
+            format!(
+                "{} values read with dots as grouping or a comma as decimal mark",
+                report.regrouped_numbers
+            ),
+        );
+    }
+}
+
+/// The version, when `path` holds `ncu --version` output (small and without CSV).
+fn version_file(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.len() > 4096 {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    if text.contains("\"ID\",") {
+        return None;
+    }
+    parse_version(&text)
+}

@@ -1,0 +1,92 @@
+//! `kgate import pytest-benchmark`: `--benchmark-json` output and `.benchmarks/` storage files.
+//!
+//! Every number in these files is seconds per iteration. Each round in `stats.data` is one
+//! sample of `time`; files edited to stay small hold strings among the rounds (`"... omitted
+//! …"`), which are skipped and noted. Files written without `--benchmark-save-data` (and the
+//! 2015 schema) hold no rounds: the median is then the one sample, and the provenance says so.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::builder::Benchmarks;
+use super::gbench::read_json;
+use super::{ImportError, Policies};
+use crate::metric::Source;
+use crate::results::RunResults;
+
+/// Imports pytest-benchmark JSON files.
+pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
+    let mut benchmarks = Benchmarks::new(policies, "pytest-benchmark");
+    let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+    for path in files {
+        benchmarks.file(path);
+        let doc = read_json(path, false)?;
+        let list = doc
+            .get("benchmarks")
+            .and_then(Value::as_array)
+            .ok_or_else(|| ImportError::Content {
+                path: path.clone(),
+                message: "has no `benchmarks` array; expected `pytest --benchmark-json` output"
+                    .into(),
+            })?;
+        let version = doc.get("version").and_then(Value::as_str);
+        for (i, b) in list.iter().enumerate() {
+            let name = b
+                .get("fullname")
+                .or_else(|| b.get("name"))
+                .and_then(Value::as_str)
+                .ok_or_else(|| ImportError::Content {
+                    path: path.clone(),
+                    message: format!("benchmarks[{i}] has no `name`"),
+                })?
+                .to_string();
+            let stats = b.get("stats").ok_or_else(|| ImportError::Content {
+                path: path.clone(),
+                message: format!("benchmark `{name}` has no `stats`"),
+            })?;
+            let rep = counts.entry(name.clone()).or_insert(0);
+            let data = stats.get("data").and_then(Value::as_array);
+            let rounds: Vec<f64> = data
+                .map(|d| d.iter().filter_map(Value::as_f64).collect())
+                .unwrap_or_default();
+            if rounds.is_empty() {
+                let median = stats.get("median").and_then(Value::as_f64).ok_or_else(|| {
+                    ImportError::Content {
+                        path: path.clone(),
+                        message: format!(
+                            "benchmark `{name}` has neither `stats.data` nor `stats.median`"
+                        ),
+                    }
+                })?;
+                benchmarks.add(&name, *rep, "time", "s", Source::Timer, median)?;
+                *rep += 1;
+                benchmarks.detail(
+                    &name,
+                    "pytest-benchmark.samples",
+                    "median only (no stats.data)",
+                );
+            } else {
+                for v in &rounds {
+                    benchmarks.add(&name, *rep, "time", "s", Source::Timer, *v)?;
+                    *rep += 1;
+                }
+                let skipped = data.map_or(0, Vec::len) - rounds.len();
+                if skipped > 0 {
+                    benchmarks.detail(
+                        &name,
+                        "pytest-benchmark.skipped_data",
+                        &format!("{skipped} non-numeric entries in stats.data"),
+                    );
+                }
+            }
+            let n = *rep;
+            benchmarks.imported(&name, path, n);
+            if let Some(v) = version {
+                benchmarks.detail(&name, "pytest-benchmark.version", v);
+            }
+        }
+    }
+    benchmarks.finish(files)
+}

@@ -1,0 +1,396 @@
+//! `kgate import rocprof`: AMD rocprof CSV in its three generations.
+//!
+//! - rocprof v1: one row per dispatch (`Index,KernelName,…`), counters as columns, timestamps
+//!   `BeginNs`/`EndNs` (and `DurationNs` in ROCm 5.x `results.csv`); `--stats` writes a
+//!   per-kernel summary (`Name,Calls,TotalDurationNs,AverageNs,Percentage`).
+//! - rocprofv2 as Omniperf 2 normalizes it: `Dispatch_ID,…,Kernel_Name,Start_Timestamp,
+//!   End_Timestamp,Correlation_ID,<counters>`.
+//! - rocprofv3 `counter_collection.csv`: long format, one row per (dispatch, counter).
+//!
+//! Every dispatch is one sample of its kernel: `kernel_time` (ns, End − Begin, computed in
+//! integers because the timestamps exceed f64's exact range) and one metric per counter. Kernel
+//! names lose the code-object suffixes (`.kd`, ` [clone .kd]`, ` (.kd)`) that differ between
+//! versions, so one kernel keeps one name. Companion files are provenance, not results: an
+//! input file (`pmc: …`), Omniperf's `sysinfo.csv`, and a one-line command file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::builder::Benchmarks;
+use super::{ImportError, Policies};
+use crate::metric::Source;
+use crate::results::RunResults;
+
+/// Columns that describe a dispatch rather than measure it, in all generations.
+const IDENTITY: [&str; 45] = [
+    "Index",
+    "KernelName",
+    "gpu-id",
+    "queue-id",
+    "queue-index",
+    "pid",
+    "tid",
+    "grd",
+    "wgr",
+    "lds",
+    "scr",
+    "vgpr",
+    "sgpr",
+    "fbar",
+    "sig",
+    "obj",
+    "arch_vgpr",
+    "accum_vgpr",
+    "wave_size",
+    "DispatchNs",
+    "BeginNs",
+    "EndNs",
+    "CompleteNs",
+    "DurationNs",
+    "Dispatch_ID",
+    "GPU_ID",
+    "Queue_ID",
+    "PID",
+    "TID",
+    "Grid_Size",
+    "Workgroup_Size",
+    "LDS_Per_Workgroup",
+    "Scratch_Per_Workitem",
+    "Arch_VGPR",
+    "Accum_VGPR",
+    "SGPR",
+    "Wave_Size",
+    "Kernel_Name",
+    "Start_Timestamp",
+    "End_Timestamp",
+    "Correlation_ID",
+    "Correlation_Id",
+    "Dispatch_Id",
+    "Agent_Id",
+    "Kernel_Id",
+];
+
+/// Further rocprofv3 identity columns.
+const IDENTITY_V3: [&str; 9] = [
+    "Queue_Id",
+    "Process_Id",
+    "Thread_Id",
+    "LDS_Block_Size",
+    "Scratch_Size",
+    "VGPR_Count",
+    "Accum_VGPR_Count",
+    "SGPR_Count",
+    "Kernel-Name",
+];
+
+/// Omniperf `sysinfo.csv` columns kept as provenance.
+const SYSINFO_KEYS: [&str; 7] = [
+    "gpu_model",
+    "gpu_arch",
+    "cu_per_gpu",
+    "max_sclk",
+    "cur_sclk",
+    "rocm_version",
+    "wave_size",
+];
+
+/// `vecCopy(double*) (.kd)`, `f(short) [clone .kd]`, `__amd_rocclr_fillBuffer.kd` → without
+/// the suffix.
+pub fn kernel_name(raw: &str) -> String {
+    let s = raw.trim();
+    let s = s
+        .strip_suffix(" [clone .kd]")
+        .or_else(|| s.strip_suffix(" (.kd)"))
+        .or_else(|| s.strip_suffix(".kd"))
+        .unwrap_or(s);
+    s.trim().to_string()
+}
+
+fn content(path: &Path, message: String) -> ImportError {
+    ImportError::Content {
+        path: path.to_path_buf(),
+        message,
+    }
+}
+
+/// A value in rocprof's notations (`496419.0`, `6.8125000000`, `4.34259040e-02`).
+fn number(cell: &str) -> Option<f64> {
+    let v: f64 = cell.trim().parse().ok()?;
+    v.is_finite().then_some(v)
+}
+
+/// Provenance found in companion files, applied to every benchmark at the end.
+#[derive(Default)]
+struct Companions {
+    details: BTreeMap<String, String>,
+    results_seen: bool,
+}
+
+/// One rocprofv3 dispatch: its counters summed over rows, and its duration.
+struct Dispatch {
+    kernel: String,
+    counters: BTreeMap<String, f64>,
+    time: Option<f64>,
+}
+
+/// What one file turned out to be.
+enum Kind {
+    /// Per-dispatch rows (v1, v2), with the column indexes that matter.
+    Wide {
+        kernel: usize,
+        begin: Option<usize>,
+        end: Option<usize>,
+        duration: Option<usize>,
+    },
+    /// rocprofv3 long format.
+    Long {
+        dispatch: usize,
+        kernel: usize,
+        counter: usize,
+        value: usize,
+        begin: Option<usize>,
+        end: Option<usize>,
+    },
+    /// `--stats` summary.
+    Stats,
+    Sysinfo,
+}
+
+fn classify(header: &[String]) -> Option<Kind> {
+    let col = |name: &str| header.iter().position(|h| h == name);
+    if col("Counter_Name").is_some() && col("Counter_Value").is_some() {
+        return Some(Kind::Long {
+            dispatch: col("Dispatch_Id").or_else(|| col("Correlation_Id"))?,
+            kernel: col("Kernel_Name")?,
+            counter: col("Counter_Name")?,
+            value: col("Counter_Value")?,
+            begin: col("Start_Timestamp"),
+            end: col("End_Timestamp"),
+        });
+    }
+    if let Some(kernel) = col("KernelName").or_else(|| col("Kernel_Name")) {
+        return Some(Kind::Wide {
+            kernel,
+            begin: col("BeginNs").or_else(|| col("Start_Timestamp")),
+            end: col("EndNs").or_else(|| col("End_Timestamp")),
+            duration: col("DurationNs"),
+        });
+    }
+    if col("Name").is_some() && col("AverageNs").is_some() {
+        return Some(Kind::Stats);
+    }
+    if col("gpu_model").is_some() || col("max_sclk").is_some() {
+        return Some(Kind::Sysinfo);
+    }
+    None
+}
+
+/// Imports rocprof files.
+pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
+    let mut benchmarks = Benchmarks::new(policies, "rocprof");
+    let mut companions = Companions::default();
+    let mut offsets: BTreeMap<String, u32> = BTreeMap::new();
+    for path in files {
+        benchmarks.file(path);
+        let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        if text.lines().any(|l| l.trim_start().starts_with("pmc:")) {
+            for line in text.lines().filter_map(|l| l.trim().strip_prefix("pmc:")) {
+                let counters = line.split_whitespace().collect::<Vec<_>>().join(" ");
+                companions
+                    .details
+                    .entry("rocprof.pmc".into())
+                    .and_modify(|v| {
+                        v.push_str("; ");
+                        v.push_str(&counters);
+                    })
+                    .or_insert(counters);
+            }
+            continue;
+        }
+        if !first.contains(',') {
+            if text.trim().lines().count() == 1 {
+                companions
+                    .details
+                    .insert("rocprof.command".into(), first.trim().to_string());
+                continue;
+            }
+            return Err(content(path, "is not rocprof CSV: expected a header such as `Index,KernelName,…`, `Dispatch_ID,…`, `\"Correlation_Id\",…` or `\"Name\",\"Calls\",…`".into()));
+        }
+        let mut reader = csv::ReaderBuilder::new()
+            .flexible(true)
+            .from_reader(text.as_bytes());
+        let header: Vec<String> = reader
+            .headers()
+            .map_err(|e| content(path, format!("unreadable CSV header: {e}")))?
+            .iter()
+            .map(|h| h.trim().to_string())
+            .collect();
+        let kind = classify(&header).ok_or_else(|| {
+            content(path, format!("unrecognized rocprof CSV header `{}…`; expected rocprof v1 (`Index,KernelName,…`), rocprofv2 (`Dispatch_ID,…,Kernel_Name,…`), rocprofv3 counter collection (`Counter_Name`, `Counter_Value`) or `--stats` output", header.iter().take(4).cloned().collect::<Vec<_>>().join(",")))
+        })?;
+        let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+        let mut long: Vec<Dispatch> = Vec::new();
+        let mut long_index: BTreeMap<String, usize> = BTreeMap::new();
+        for (row, record) in reader.records().enumerate() {
+            let line = row + 2;
+            let record = record.map_err(|e| content(path, format!("line {line}: {e}")))?;
+            let cell = |i: usize| record.get(i).unwrap_or("").trim();
+            match kind {
+                Kind::Sysinfo => {
+                    for key in SYSINFO_KEYS {
+                        if let Some(i) = header.iter().position(|h| h == key)
+                            && !cell(i).is_empty()
+                        {
+                            companions
+                                .details
+                                .insert(format!("rocprof.{key}"), cell(i).to_string());
+                        }
+                    }
+                }
+                Kind::Stats => {
+                    let col = |n: &str| header.iter().position(|h| h == n);
+                    let name = kernel_name(cell(col("Name").expect("classified")));
+                    let avg =
+                        number(cell(col("AverageNs").expect("classified"))).ok_or_else(|| {
+                            content(path, format!("line {line}: `AverageNs` is not a number"))
+                        })?;
+                    let rep = offsets.entry(name.clone()).or_insert(0);
+                    benchmarks.add(&name, *rep, "kernel_time", "ns", Source::Timer, avg)?;
+                    *rep += 1;
+                    let n = *rep;
+                    benchmarks.imported(&name, path, n);
+                    if let Some(c) = col("Calls") {
+                        benchmarks.detail(
+                            &name,
+                            "rocprof.summary",
+                            &format!("mean of {} calls (--stats)", cell(c)),
+                        );
+                    }
+                }
+                Kind::Wide {
+                    kernel,
+                    begin,
+                    end,
+                    duration,
+                } => {
+                    let name = kernel_name(cell(kernel));
+                    let base = *offsets.get(&name).unwrap_or(&0);
+                    let n = counts.entry(name.clone()).or_insert(0);
+                    let rep = base + *n;
+                    *n += 1;
+                    let time = match (duration, begin, end) {
+                        (Some(d), _, _) => cell(d).parse::<u64>().ok(),
+                        (None, Some(b), Some(e)) => {
+                            match (cell(b).parse::<u64>(), cell(e).parse::<u64>()) {
+                                (Ok(b), Ok(e)) if e >= b => Some(e - b),
+                                (Ok(_), Ok(_)) => {
+                                    return Err(content(
+                                        path,
+                                        format!("line {line}: the dispatch ends before it begins"),
+                                    ));
+                                }
+                                _ => None,
+                            }
+                        }
+                        _ => None,
+                    };
+                    if let Some(t) = time {
+                        benchmarks.add(&name, rep, "kernel_time", "ns", Source::Timer, t as f64)?;
+                    }
+                    for (i, h) in header.iter().enumerate() {
+                        if IDENTITY.contains(&h.as_str()) || h.is_empty() {
+                            continue;
+                        }
+                        if let Some(v) = number(cell(i)) {
+                            benchmarks.add(&name, rep, h, "", Source::Hardware, v)?;
+                        }
+                    }
+                }
+                Kind::Long {
+                    dispatch,
+                    kernel,
+                    counter,
+                    value,
+                    begin,
+                    end,
+                } => {
+                    let id = cell(dispatch).to_string();
+                    let index = *long_index.entry(id.clone()).or_insert_with(|| {
+                        let time = match (begin, end) {
+                            (Some(b), Some(e)) => {
+                                match (cell(b).parse::<u64>(), cell(e).parse::<u64>()) {
+                                    (Ok(b), Ok(e)) if e >= b => Some((e - b) as f64),
+                                    _ => None,
+                                }
+                            }
+                            _ => None,
+                        };
+                        long.push(Dispatch {
+                            kernel: kernel_name(cell(kernel)),
+                            counters: BTreeMap::new(),
+                            time,
+                        });
+                        long.len() - 1
+                    });
+                    let v = number(cell(value)).ok_or_else(|| {
+                        content(
+                            path,
+                            format!(
+                                "line {line}: `Counter_Value` `{}` is not a number",
+                                cell(value)
+                            ),
+                        )
+                    })?;
+                    *long[index]
+                        .counters
+                        .entry(cell(counter).to_string())
+                        .or_insert(0.0) += v;
+                }
+            }
+        }
+        for Dispatch {
+            kernel: name,
+            counters,
+            time,
+        } in &long
+        {
+            let base = *offsets.get(name).unwrap_or(&0);
+            let n = counts.entry(name.clone()).or_insert(0);
+            let rep = base + *n;
+            *n += 1;
+            if let Some(t) = time {
+                benchmarks.add(name, rep, "kernel_time", "ns", Source::Timer, *t)?;
+            }
+            for (c, v) in counters {
+                if !IDENTITY_V3.contains(&c.as_str()) {
+                    benchmarks.add(name, rep, c, "", Source::Hardware, *v)?;
+                }
+            }
+        }
+        for (name, n) in counts {
+            let total = offsets.entry(name.clone()).or_insert(0);
+            *total += n;
+            let t = *total;
+            benchmarks.imported(&name, path, t);
+        }
+        if !matches!(kind, Kind::Sysinfo) {
+            companions.results_seen = true;
+        }
+    }
+    if !companions.results_seen {
+        return Err(content(
+            files.first().map(PathBuf::as_path).unwrap_or(Path::new("")),
+            "holds no rocprof results, only companion information (input file, sysinfo or command); pass it together with the results CSV".into(),
+        ));
+    }
+    for name in benchmarks.names().to_vec() {
+        for (k, v) in &companions.details {
+            benchmarks.detail(&name, k, v);
+        }
+    }
+    benchmarks.finish(files)
+}
