@@ -14,13 +14,28 @@ use crate::plan::MetricPolicy;
 use crate::protocol::ProtocolError;
 use crate::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
 
+pub mod chrome_trace;
 pub mod protocol;
+pub mod trace;
+pub mod xplane;
+mod xplane_proto;
 
 /// Import formats (the names of DESIGN.md's contract).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ImportFormat {
     /// kgate protocol JSON lines.
     Protocol,
+    /// Chrome Trace Event Format JSON (`.json`, `.json.gz`): Kineto, XProf, Perfetto JSON.
+    ChromeTrace,
+    /// XProf / TensorFlow profiler XSpace protobuf (`*.xplane.pb`).
+    Xplane,
+}
+
+impl ImportFormat {
+    /// Whether the format takes a kernel selection (`--kernel`, `--pid`, `--tid`).
+    pub fn is_trace(self) -> bool {
+        matches!(self, ImportFormat::ChromeTrace | ImportFormat::Xplane)
+    }
 }
 
 /// Import errors.
@@ -69,6 +84,23 @@ pub fn import(
 ) -> Result<RunResults, ImportError> {
     match format {
         ImportFormat::Protocol => protocol::import(files, policies),
+        ImportFormat::ChromeTrace | ImportFormat::Xplane => {
+            import_trace(format, files, policies, &trace::TraceSelection::default())
+        }
+    }
+}
+
+/// Imports profiler traces with a kernel selection (formats for which `is_trace` holds).
+pub fn import_trace(
+    format: ImportFormat,
+    files: &[PathBuf],
+    policies: &Policies,
+    selection: &trace::TraceSelection,
+) -> Result<RunResults, ImportError> {
+    match format {
+        ImportFormat::ChromeTrace => chrome_trace::import(files, policies, selection),
+        ImportFormat::Xplane => xplane::import(files, policies, selection),
+        other => import(other, files, policies),
     }
 }
 
