@@ -312,3 +312,15 @@ fn cli_reports_an_empty_selection_and_misplaced_options() {
         .code(2)
         .stderr(predicates::str::contains("apply to chrome-trace and xplane imports only"));
 }
+
+#[test]
+fn accelerator_example_configurations_are_valid() {
+    for config in ["examples/triton/kgate.yaml", "examples/pallas/kgate.yaml"] {
+        Command::cargo_bin("kgate")
+            .unwrap()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["-c", config, "validate"])
+            .assert()
+            .success();
+    }
+}
