@@ -294,15 +294,21 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
     };
     let policies = import::Policies::new(policies, MetricPolicy::permissive(threshold));
     let results = if args.format.is_trace() {
-        let selection =
-            import::trace::TraceSelection::new(&args.kernel, &args.kernel_glob, args.pid, args.tid)?;
+        let selection = import::trace::TraceSelection::new(
+            &args.kernel,
+            &args.kernel_glob,
+            args.pid,
+            args.tid,
+        )?;
         import::import_trace(args.format, &args.files, &policies, &selection)?
     } else {
         if !(args.kernel.is_empty() && args.kernel_glob.is_empty())
             || args.pid.is_some()
             || args.tid.is_some()
         {
-            bail!("--kernel, --kernel-glob, --pid and --tid apply to chrome-trace and xplane imports only");
+            bail!(
+                "--kernel, --kernel-glob, --pid and --tid apply to chrome-trace and xplane imports only"
+            );
         }
         import::import(args.format, &args.files, &policies)?
     };

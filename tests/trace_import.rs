@@ -26,7 +26,13 @@ fn corpus() -> Option<PathBuf> {
 
 fn select(kernel: &[&str], pid: Option<&str>, tid: Option<&str>) -> TraceSelection {
     let kernel: Vec<String> = kernel.iter().map(|s| s.to_string()).collect();
-    TraceSelection::new(&kernel, &[], pid.map(str::to_string), tid.map(str::to_string)).unwrap()
+    TraceSelection::new(
+        &kernel,
+        &[],
+        pid.map(str::to_string),
+        tid.map(str::to_string),
+    )
+    .unwrap()
 }
 
 fn chrome(dir: &Path, file: &str, selection: &TraceSelection) -> TraceSamples {
@@ -91,7 +97,11 @@ fn kineto_v100_2021_and_its_counter_tracks() {
     );
     assert_eq!(plain.kernels.len(), 13);
     assert_eq!(total_samples(&plain), 30);
-    assert!(plain.kernels[0].0.starts_with("void gemmSN_TN_kernel_64addr<float, 128, 16, 2, 4,"));
+    assert!(
+        plain.kernels[0]
+            .0
+            .starts_with("void gemmSN_TN_kernel_64addr<float, 128, 16, 2, 4,")
+    );
     assert_eq!(plain.kernels[0].1, [3000.0, 2000.0]);
     assert!(plain.counters.is_empty());
 
@@ -128,7 +138,10 @@ fn catapult_begin_end_traces_in_both_forms() {
     let trivial = chrome(&dir, "catapult_trivial_trace.json", &all);
     assert_eq!(
         trivial.kernels,
-        vec![("a".to_string(), vec![36_000.0]), ("b".to_string(), vec![2_000.0])]
+        vec![
+            ("a".to_string(), vec![36_000.0]),
+            ("b".to_string(), vec![2_000.0])
+        ]
     );
     let ns = chrome(&dir, "catapult_nanoseconds.json", &all);
     assert_eq!(ns.kernels.len(), 8);
@@ -148,18 +161,29 @@ fn catapult_begin_end_traces_in_both_forms() {
     );
     assert_eq!(simple.kernel("Asub").unwrap(), [3_000.0]);
     assert_eq!(simple.counters.len(), 5);
-    assert_eq!(simple.counters[0], ("counter.value".to_string(), 826_000.0, 10.0));
+    assert_eq!(
+        simple.counters[0],
+        ("counter.value".to_string(), 826_000.0, 10.0)
+    );
 
     let asynchronous = chrome(&dir, "catapult_async_begin_end.json", &all);
     assert_eq!(asynchronous.kernel("BE1").unwrap(), [50_000.0, 130_000.0]);
     assert_eq!(asynchronous.kernel("BE2").unwrap(), [40_000.0]);
-    assert_eq!(asynchronous.kernels.len(), 2, "async S/T/F/b events are not durations");
+    assert_eq!(
+        asynchronous.kernels.len(),
+        2,
+        "async S/T/F/b events are not durations"
+    );
 }
 
 #[test]
 fn catapult_counters_with_ids() {
     let Some(dir) = corpus() else { return };
-    let s = chrome(&dir, "catapult_instance_counters.json", &TraceSelection::default());
+    let s = chrome(
+        &dir,
+        "catapult_instance_counters.json",
+        &TraceSelection::default(),
+    );
     assert!(s.kernels.is_empty(), "no kernel-category events");
     let got: Vec<(&str, f64, f64)> = s
         .counters
@@ -176,9 +200,17 @@ fn catapult_counters_with_ids() {
 #[test]
 fn real_chrome_browser_trace_by_process_and_thread_name() {
     let Some(dir) = corpus() else { return };
-    let s = chrome(&dir, "catapult_x_event_trace.json", &select(&["."], None, None));
+    let s = chrome(
+        &dir,
+        "catapult_x_event_trace.json",
+        &select(&["."], None, None),
+    );
     assert_eq!(s.kernels.len(), 74);
-    assert_eq!(total_samples(&s), 3241, "2799 complete + 442 begin/end pairs");
+    assert_eq!(
+        total_samples(&s),
+        3241,
+        "2799 complete + 442 begin/end pairs"
+    );
     assert_eq!(s.counters.len(), 42);
     assert_eq!(
         s.counters[0],
@@ -191,7 +223,11 @@ fn real_chrome_browser_trace_by_process_and_thread_name() {
     let tiles = chrome(
         &dir,
         "catapult_x_event_trace.json",
-        &select(&["^TileManager::ManageTiles$"], Some("Renderer"), Some("Compositor")),
+        &select(
+            &["^TileManager::ManageTiles$"],
+            Some("Renderer"),
+            Some("Compositor"),
+        ),
     );
     let d = tiles.kernel("TileManager::ManageTiles").unwrap();
     assert_eq!(d.len(), 42);
@@ -200,7 +236,11 @@ fn real_chrome_browser_trace_by_process_and_thread_name() {
     let elsewhere = chrome(
         &dir,
         "catapult_x_event_trace.json",
-        &select(&["^TileManager::ManageTiles$"], None, Some("CrRendererMain")),
+        &select(
+            &["^TileManager::ManageTiles$"],
+            None,
+            Some("CrRendererMain"),
+        ),
     );
     assert!(elsewhere.kernels.is_empty());
 }
@@ -211,7 +251,10 @@ fn broken_rocprof_fragment_is_refused_clearly() {
     let path = dir.join("chrome_trace/rocprof_v1_results_json_BROKEN_fragment.json");
     let err = chrome_trace::read_file(&path, &TraceSelection::default()).unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("rocprof_v1_results_json_BROKEN_fragment.json"), "{text}");
+    assert!(
+        text.contains("rocprof_v1_results_json_BROKEN_fragment.json"),
+        "{text}"
+    );
     assert!(text.contains("not a Chrome trace"), "{text}");
     assert!(text.contains("found `,` at byte 0"), "{text}");
 }
@@ -219,14 +262,19 @@ fn broken_rocprof_fragment_is_refused_clearly() {
 #[test]
 fn tensorflow_gpu_xplane_stream_kernels() {
     let Some(dir) = corpus() else { return };
-    let path = dir.join("xplane/tf_gpu_multi_worker_34.83.195.179_6003.device_planes_only.xplane.pb");
+    let path =
+        dir.join("xplane/tf_gpu_multi_worker_34.83.195.179_6003.device_planes_only.xplane.pb");
     let s = xplane::read_file(&path, &TraceSelection::default()).unwrap();
     assert_eq!(s.kernels.len(), 13);
     assert_eq!(s.kernels[0].0, "MemcpyH2D");
     assert_eq!(s.kernels[0].1.len(), 202);
     assert_eq!(s.kernels[0].1.iter().sum::<f64>(), 394_397.0);
     let philox = &s.kernels[1];
-    assert!(philox.0.starts_with("void tensorflow::functor::FillPhiloxRandomKernelLaunch<"));
+    assert!(
+        philox
+            .0
+            .starts_with("void tensorflow::functor::FillPhiloxRandomKernelLaunch<")
+    );
     assert_eq!(philox.1.len(), 194);
     assert_eq!(philox.1[..3], [57_343.0, 52_224.0, 52_224.0]);
     assert_eq!(philox.1.iter().sum::<f64>(), 7_908_309.0);
@@ -247,9 +295,11 @@ fn tensorflow_gpu_xplane_stream_kernels() {
 
 #[test]
 fn jax_cpu_profile_both_formats_agree() {
-    let from_xplane = xplane::read_file(&data("jax_cpu.xplane.pb"), &TraceSelection::default()).unwrap();
+    let from_xplane =
+        xplane::read_file(&data("jax_cpu.xplane.pb"), &TraceSelection::default()).unwrap();
     let from_json =
-        chrome_trace::read_file(&data("jax_cpu.trace.json.gz"), &TraceSelection::default()).unwrap();
+        chrome_trace::read_file(&data("jax_cpu.trace.json.gz"), &TraceSelection::default())
+            .unwrap();
     let fusion = [17_709.0, 8_102.0, 46_722.0, 19_110.0, 49_100.0];
     let add = [2_684.0, 2_176.0, 3_075.0, 2_210.0, 3_436.0];
     for s in [&from_xplane, &from_json] {
@@ -304,13 +354,25 @@ fn cli_reports_an_empty_selection_and_misplaced_options() {
         .args(["--kernel", "^no_such_kernel$"])
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("no kernel events or counter tracks matched --kernel ^no_such_kernel$"));
+        .stderr(predicates::str::contains(
+            "no kernel events or counter tracks matched --kernel ^no_such_kernel$",
+        ));
     Command::cargo_bin("kgate")
         .unwrap()
-        .args(["-c", "absent.yaml", "import", "protocol", "x.jsonl", "--pid", "1"])
+        .args([
+            "-c",
+            "absent.yaml",
+            "import",
+            "protocol",
+            "x.jsonl",
+            "--pid",
+            "1",
+        ])
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("apply to chrome-trace and xplane imports only"));
+        .stderr(predicates::str::contains(
+            "apply to chrome-trace and xplane imports only",
+        ));
 }
 
 #[test]

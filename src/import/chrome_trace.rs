@@ -1,11 +1,13 @@
 //! `kgate import chrome-trace`: kernel durations and counter tracks from Chrome Trace Event
 //! Format JSON (PyTorch/Kineto, XProf trace viewer, Perfetto JSON, chrome://tracing).
 //!
-//! Traces run to gigabytes, so the file is never held in memory: serde_json streams it and a
-//! hand-written `Visitor::visit_seq` over `traceEvents` folds each event into per-kernel
-//! aggregates as it arrives, reusing one scratch event. Memory is proportional to the distinct
-//! kernel names and threads, plus the samples kept, not to the events read. Event names and
-//! keys are copied into reused buffers, so events that are not kept cost no allocation.
+//! Traces run to gigabytes, so the file is never held in memory: it is read in chunks, a
+//! scanner cuts out one event at a time, and serde_json parses each event from its slice with
+//! a hand-written visitor that fills one reused scratch event, folded into per-kernel
+//! aggregates as it arrives. (serde_json's own streaming reader goes byte by byte and was
+//! several times slower.) Memory is proportional to the distinct kernel names and threads,
+//! plus the samples kept, not to the events read. Names and keys are copied into reused
+//! buffers, so events that are not kept cost no allocation.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -63,10 +65,8 @@ pub fn read_file(path: &Path, selection: &TraceSelection) -> Result<TraceSamples
         message,
     };
     if n == 2 && magic == [0x1f, 0x8b] {
-        let gz = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
-            1 << 16,
-            head.chain(file),
-        ));
+        let gz =
+            flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, head.chain(file)));
         read_trace(gz, selection).map_err(content_err)
     } else {
         read_trace(head.chain(file), selection).map_err(content_err)
@@ -277,7 +277,10 @@ impl<R: Read> Splitter<R> {
             let key: String = serde_json::from_slice(&self.buf[a..b])
                 .map_err(|e| format!("invalid key at byte {at}: {e}"))?;
             if self.skip_whitespace()? != Some(b':') {
-                return Err(format!("expected `:` after key `{key}` at byte {}", self.offset()));
+                return Err(format!(
+                    "expected `:` after key `{key}` at byte {}",
+                    self.offset()
+                ));
             }
             self.pos += 1;
             let next = self.skip_whitespace()?;
@@ -466,6 +469,8 @@ struct Scratch {
     arg_name: Option<String>,
     /// Whether `args` has `hlo_op` (an XLA op, as JAX and XProf write them).
     has_hlo_op: bool,
+    /// Whether the selection was given (then categories and `hlo_op` do not matter); set once.
+    explicit_selection: bool,
     /// XProf's grouped counter rows, flattened; `entry_widths` gives each row's length.
     entries: Vec<f64>,
     entry_widths: Vec<usize>,
@@ -490,13 +495,20 @@ impl Scratch {
         self.entry_widths.clear();
     }
 
+    /// Whether `args` can be skipped: a duration event whose selection does not hang on
+    /// `hlo_op` (its category already says kernel, or the selection is explicit).
+    fn args_not_needed(&self) -> bool {
+        matches!(self.ph.as_bytes().first(), Some(b'X' | b'B' | b'E'))
+            && (self.explicit_selection || self.is_kernel_category())
+    }
+
     /// What the default selection takes: kernels by category, XLA ops by their `hlo_op`.
     fn is_kernel_category(&self) -> bool {
         self.has_hlo_op
             || self
                 .cat
-            .split(',')
-            .any(|c| c.trim().eq_ignore_ascii_case("kernel"))
+                .split(',')
+                .any(|c| c.trim().eq_ignore_ascii_case("kernel"))
     }
 }
 
@@ -532,7 +544,10 @@ impl<'s> Aggregator<'s> {
     fn new(selection: &'s TraceSelection) -> Aggregator<'s> {
         Aggregator {
             selection,
-            scratch: Scratch::default(),
+            scratch: Scratch {
+                explicit_selection: selection.is_explicit(),
+                ..Scratch::default()
+            },
             kernels: HashMap::new(),
             open: HashMap::new(),
             counters: Vec::new(),
@@ -572,7 +587,8 @@ impl<'s> Aggregator<'s> {
                 // An end closes the innermost open begin on its thread, whatever its name.
                 let begin = self.open.get_mut(&key).and_then(Vec::pop);
                 if let (Some(begin), Some(ts)) = (begin, self.scratch.ts) {
-                    let kernel_category = begin.kernel_category || self.scratch.is_kernel_category();
+                    let kernel_category =
+                        begin.kernel_category || self.scratch.is_kernel_category();
                     self.add_duration(&begin.name, kernel_category, (ts - begin.ts) * 1000.0);
                 }
             }
@@ -662,7 +678,9 @@ impl<'s> Aggregator<'s> {
     /// may come anywhere) and orders kernels by first appearance.
     fn finish(self) -> TraceSamples {
         let selection = self.selection;
-        let pid_ok = |pid: &Id| selection.pid_matches(&pid.text(), self.process_names.get(pid).map(String::as_str));
+        let pid_ok = |pid: &Id| {
+            selection.pid_matches(&pid.text(), self.process_names.get(pid).map(String::as_str))
+        };
         let mut kernels: Vec<(u64, String, Vec<f64>)> = Vec::new();
         for (name, entry) in self.kernels {
             let mut threads = entry.threads;
@@ -670,7 +688,9 @@ impl<'s> Aggregator<'s> {
             let mut durations = Vec::new();
             for ((pid, tid), values) in threads {
                 let thread_name = self.thread_names.get(&(pid.clone(), tid.clone()));
-                if pid_ok(&pid) && selection.tid_matches(&tid.text(), thread_name.map(String::as_str)) {
+                if pid_ok(&pid)
+                    && selection.tid_matches(&tid.text(), thread_name.map(String::as_str))
+                {
                     durations.extend(values);
                 }
             }
@@ -756,6 +776,11 @@ impl<'de> Visitor<'de> for EventSeed<'_> {
                 Field::Dur => s.dur = map.next_value_seed(Number)?,
                 Field::Pid => s.pid = map.next_value_seed(IdSeed)?,
                 Field::Tid => s.tid = map.next_value_seed(IdSeed)?,
+                // Durations need no args once the event is known to be selected by its
+                // category (or the selection ignores categories): skip them unparsed.
+                Field::Args if s.args_not_needed() => {
+                    map.next_value::<IgnoredAny>()?;
+                }
                 Field::Args => map.next_value_seed(ArgsSeed { scratch: s })?,
                 Field::Entries => map.next_value_seed(EntriesSeed { scratch: s })?,
                 Field::Other => {
@@ -1008,7 +1033,12 @@ impl<'de> Visitor<'de> for EntriesSeed<'_> {
         f.write_str("an array of counter rows `[ts, value, ...]`")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(RowSeed { scratch: self.scratch })?.is_some() {}
+        while seq
+            .next_element_seed(RowSeed {
+                scratch: self.scratch,
+            })?
+            .is_some()
+        {}
         Ok(())
     }
 }
@@ -1075,7 +1105,10 @@ mod tests {
         assert_eq!(s.kernel("a").unwrap(), [1000.0, 2000.0]);
         let cut = "[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 1},\n{\"ph\": \"X\", \"na";
         let err = parse(cut, &kernels_named("a")).unwrap_err();
-        assert!(err.contains("ends inside a trace event") && err.contains("after 1 events"), "{err}");
+        assert!(
+            err.contains("ends inside a trace event") && err.contains("after 1 events"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -1111,10 +1144,16 @@ mod tests {
             {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "stream 2"}}
         ]"#;
         let by_process = TraceSelection::new(&[], &[], Some("gpu".into()), None).unwrap();
-        assert_eq!(parse(text, &by_process).unwrap().kernel("k").unwrap(), [1000.0, 2000.0]);
+        assert_eq!(
+            parse(text, &by_process).unwrap().kernel("k").unwrap(),
+            [1000.0, 2000.0]
+        );
         let by_thread =
             TraceSelection::new(&[], &[], Some("1".into()), Some("stream 2".into())).unwrap();
-        assert_eq!(parse(text, &by_thread).unwrap().kernel("k").unwrap(), [2000.0]);
+        assert_eq!(
+            parse(text, &by_thread).unwrap().kernel("k").unwrap(),
+            [2000.0]
+        );
     }
 
     /// Hands out one byte per read, so every value straddles buffer refills.
@@ -1150,13 +1189,22 @@ mod tests {
     fn bad_documents_get_clear_errors() {
         let err = parse(",{\"ph\":\"M\"}", &TraceSelection::default()).unwrap_err();
         assert!(err.starts_with("not a Chrome trace"), "{err}");
-        let err = parse("{\"displayTimeUnit\": \"s\", \"traceEvents\": []}", &TraceSelection::default())
-            .unwrap_err();
+        let err = parse(
+            "{\"displayTimeUnit\": \"s\", \"traceEvents\": []}",
+            &TraceSelection::default(),
+        )
+        .unwrap_err();
         assert!(err.contains("`displayTimeUnit` is `s`"), "{err}");
         let err = parse("[{\"ph\": \"X\" \"name\": 1}]", &TraceSelection::default()).unwrap_err();
-        assert!(err.starts_with("invalid trace event at byte 1 (after 0 events)"), "{err}");
+        assert!(
+            err.starts_with("invalid trace event at byte 1 (after 0 events)"),
+            "{err}"
+        );
         let err = parse("{\"traceEvents\": 5}", &TraceSelection::default()).unwrap_err();
-        assert!(err.contains("`traceEvents` at byte 16 is not an array"), "{err}");
+        assert!(
+            err.contains("`traceEvents` at byte 16 is not an array"),
+            "{err}"
+        );
         let err = parse("[] x", &TraceSelection::default()).unwrap_err();
         assert!(err.contains("unexpected `x` at byte 3"), "{err}");
     }

@@ -265,7 +265,10 @@ mod tests {
         assert!(s.name_matches("relu_kernel"));
         assert!(!s.name_matches("my_relu_kernel"));
         let err = TraceSelection::new(&["(".into()], &[], None, None).unwrap_err();
-        assert!(err.to_string().starts_with("invalid --kernel pattern"), "{err}");
+        assert!(
+            err.to_string().starts_with("invalid --kernel pattern"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -302,7 +305,14 @@ mod tests {
         assert_eq!(m.repetition, [0, 0, 1]);
         assert_eq!(m.source, Source::Timer);
         assert_eq!(k.repetitions, 2);
-        assert_eq!(r.benchmark("j").unwrap().metric(KERNEL_TIME).unwrap().repetition, [0]);
+        assert_eq!(
+            r.benchmark("j")
+                .unwrap()
+                .metric(KERNEL_TIME)
+                .unwrap()
+                .repetition,
+            [0]
+        );
         let c = r.benchmark(COUNTERS_BENCHMARK).unwrap();
         assert_eq!(c.counters[0].counter, "util.value");
         assert_eq!(c.counters[0].t_ns, 5.0);

@@ -87,8 +87,8 @@ pub fn samples(space: &XSpace, selection: &TraceSelection) -> TraceSamples {
             if !line_selected {
                 continue;
             }
-            let kernel_line = device_plane
-                && (line.name == "XLA Ops" || line.name.starts_with("Stream #"));
+            let kernel_line =
+                device_plane && (line.name == "XLA Ops" || line.name.starts_with("Stream #"));
             for event in &line.events {
                 let Some(x_event::Data::OffsetPs(offset_ps)) = event.data else {
                     continue; // aggregated events carry no time of their own
@@ -104,8 +104,7 @@ pub fn samples(space: &XSpace, selection: &TraceSelection) -> TraceSamples {
                     continue;
                 }
                 let default_kernel = kernel_line || stats.has_hlo_op(event);
-                if !(default_kernel || selection.is_explicit()) || !selection.name_matches(name)
-                {
+                if !(default_kernel || selection.is_explicit()) || !selection.name_matches(name) {
                     continue;
                 }
                 let nanos = event.duration_ps as f64 / 1000.0;
@@ -243,8 +242,9 @@ mod tests {
 
     #[test]
     fn explicit_selection_by_line_and_name() {
-        let steps = TraceSelection::new(&[], &[], Some("/device:TPU:0".into()), Some("Steps".into()))
-            .unwrap();
+        let steps =
+            TraceSelection::new(&[], &[], Some("/device:TPU:0".into()), Some("Steps".into()))
+                .unwrap();
         let s = samples(&tpu_space(), &steps);
         assert_eq!(s.kernel("fusion.1").unwrap(), [9_000.0]);
         let copies = TraceSelection::new(&[], &["copy*".into()], None, Some("1".into())).unwrap();

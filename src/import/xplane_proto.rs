@@ -91,6 +91,8 @@ pub struct XStat {
 }
 
 pub mod x_stat {
+    /// Variant names are the `.proto` field names, as prost-build would generate them.
+    #[allow(clippy::enum_variant_names)]
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Value {
         #[prost(double, tag = "2")]
