@@ -4,7 +4,11 @@ fixtures for `kgate import xplane` and `kgate import chrome-trace`.
 
 Usage (from the repository root, with `pip install jax` done):
 
-    JAX_PLATFORMS=cpu python3 scripts/gen_jax_trace.py tests/data/jax
+    JAX_PLATFORMS=cpu python3 -c 'import runpy; runpy.run_path("scripts/gen_jax_trace.py", run_name="__main__")' tests/data/jax
+
+(`runpy` keeps the script's path relative: XLA records the Python stack of each op in the
+profile, and a script run directly has an absolute `__file__`, which would put this machine's
+folder into the fixtures.)
 
 Writes `<out>/jax_cpu.xplane.pb` and `<out>/jax_cpu.trace.json.gz` (the two files
 `jax.profiler.trace` writes under `plugins/profile/<run>/`) and `<out>/README.md` with the
@@ -34,7 +38,10 @@ def main() -> None:
     b = jnp.full((64, 64), 0.5, jnp.float32)
     step(a, b).block_until_ready()  # compile outside the trace
     with tempfile.TemporaryDirectory() as logdir:
-        with jax.profiler.trace(logdir, create_perfetto_trace=True):
+        # No Python tracer: its events carry this script's absolute path.
+        options = jax.profiler.ProfileOptions()
+        options.python_tracer_level = 0
+        with jax.profiler.trace(logdir, create_perfetto_trace=True, profiler_options=options):
             for _ in range(5):
                 step(a, b).block_until_ready()
         xplanes = glob.glob(os.path.join(logdir, "plugins/profile/*/*.xplane.pb"))
@@ -53,9 +60,11 @@ def main() -> None:
         f.write(
             "# JAX CPU profile fixtures\n\n"
             "Written by `scripts/gen_jax_trace.py` (a jitted 64x64 matmul + tanh, 5 runs) with\n\n"
-            "    JAX_PLATFORMS=cpu python3 scripts/gen_jax_trace.py tests/data/jax\n\n"
+            "    JAX_PLATFORMS=cpu python3 -c 'import runpy; runpy.run_path(\"scripts/gen_jax_trace.py\", "
+            "run_name=\"__main__\")' tests/data/jax\n\n"
             f"jax {jax.__version__}, jaxlib {jax.lib.__version__ if hasattr(jax.lib, '__version__') else 'same'}, CPU backend.\n"
         )
+
 
 
 if __name__ == "__main__":

@@ -300,8 +300,8 @@ fn jax_cpu_profile_both_formats_agree() {
     let from_json =
         chrome_trace::read_file(&data("jax_cpu.trace.json.gz"), &TraceSelection::default())
             .unwrap();
-    let fusion = [17_709.0, 8_102.0, 46_722.0, 19_110.0, 49_100.0];
-    let add = [2_684.0, 2_176.0, 3_075.0, 2_210.0, 3_436.0];
+    let fusion = [31_916.0, 18_136.0, 14_414.0, 31_475.0, 23_836.0];
+    let add = [3_317.0, 2_130.0, 2_019.0, 2_490.0, 2_218.0];
     for s in [&from_xplane, &from_json] {
         assert_eq!(s.kernels.len(), 2);
         let mut f = s.kernel("ynn_fusion").unwrap().to_vec();
