@@ -204,6 +204,18 @@ pub struct ImportArgs {
     /// Write the results here instead of to stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// chrome-trace, xplane: take kernels whose name matches this regex (repeatable).
+    #[arg(long = "kernel", value_name = "REGEX")]
+    pub kernel: Vec<String>,
+    /// chrome-trace, xplane: take kernels whose whole name matches this glob (repeatable).
+    #[arg(long = "kernel-glob", value_name = "GLOB")]
+    pub kernel_glob: Vec<String>,
+    /// chrome-trace: only this process (pid or process name); xplane: this plane (id or name).
+    #[arg(long, value_name = "ID|NAME")]
+    pub pid: Option<String>,
+    /// chrome-trace: only this thread (tid or thread name); xplane: this line (id or name).
+    #[arg(long, value_name = "ID|NAME")]
+    pub tid: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -413,7 +413,25 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
         (BTreeMap::new(), 0.05)
     };
     let policies = import::Policies::new(policies, MetricPolicy::permissive(threshold));
-    let results = import::import(args.format, &args.files, &policies)?;
+    let results = if args.format.is_trace() {
+        let selection = import::trace::TraceSelection::new(
+            &args.kernel,
+            &args.kernel_glob,
+            args.pid,
+            args.tid,
+        )?;
+        import::import_trace(args.format, &args.files, &policies, &selection)?
+    } else {
+        if !(args.kernel.is_empty() && args.kernel_glob.is_empty())
+            || args.pid.is_some()
+            || args.tid.is_some()
+        {
+            bail!(
+                "--kernel, --kernel-glob, --pid and --tid apply to chrome-trace and xplane imports only"
+            );
+        }
+        import::import(args.format, &args.files, &policies)?
+    };
     emit_results(&results, args.output.as_deref())?;
     Ok(ExitStatus::PASS)
 }

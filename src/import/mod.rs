@@ -16,6 +16,7 @@ use crate::protocol::ProtocolError;
 use crate::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
 
 pub mod builder;
+pub mod chrome_trace;
 pub mod counters;
 pub mod criterion;
 pub mod gbench;
@@ -25,6 +26,9 @@ pub mod protocol;
 pub mod proton;
 pub mod pytest_benchmark;
 pub mod rocprof;
+pub mod trace;
+pub mod xplane;
+mod xplane_proto;
 
 /// Import formats (the names of DESIGN.md's contract).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -51,6 +55,17 @@ pub enum ImportFormat {
     Hyperfine,
     /// Criterion.rs `estimates.json` (with `sample.json` beside it when present).
     Criterion,
+    /// Chrome Trace Event Format JSON (`.json`, `.json.gz`): Kineto, XProf, Perfetto JSON.
+    ChromeTrace,
+    /// XProf / TensorFlow profiler XSpace protobuf (`*.xplane.pb`).
+    Xplane,
+}
+
+impl ImportFormat {
+    /// Whether the format takes a kernel selection (`--kernel`, `--pid`, `--tid`).
+    pub fn is_trace(self) -> bool {
+        matches!(self, ImportFormat::ChromeTrace | ImportFormat::Xplane)
+    }
 }
 
 /// Import errors.
@@ -109,6 +124,23 @@ pub fn import(
         ImportFormat::PytestBenchmark => pytest_benchmark::import(files, policies),
         ImportFormat::Hyperfine => hyperfine::import(files, policies),
         ImportFormat::Criterion => criterion::import(files, policies),
+        ImportFormat::ChromeTrace | ImportFormat::Xplane => {
+            import_trace(format, files, policies, &trace::TraceSelection::default())
+        }
+    }
+}
+
+/// Imports profiler traces with a kernel selection (formats for which `is_trace` holds).
+pub fn import_trace(
+    format: ImportFormat,
+    files: &[PathBuf],
+    policies: &Policies,
+    selection: &trace::TraceSelection,
+) -> Result<RunResults, ImportError> {
+    match format {
+        ImportFormat::ChromeTrace => chrome_trace::import(files, policies, selection),
+        ImportFormat::Xplane => xplane::import(files, policies, selection),
+        other => import(other, files, policies),
     }
 }
 

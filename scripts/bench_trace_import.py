@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Speed and memory of `kgate import chrome-trace` beside the same extraction in Python.
+
+Generates a Kineto-like Chrome trace of at least --size-mb megabytes (CPU ops, runtime calls,
+kernels with their args, counter events, metadata) in a temporary folder, then runs, one after
+the other on the same file:
+
+  * kgate (release build): `kgate import chrome-trace FILE`, default selection;
+  * Python: `json.load` and the same extraction (durations per kernel name of the `kernel`
+    category events, counter readings).
+
+Each is run under `/usr/bin/time -v` for its wall time and peak resident memory. The trace is
+deleted afterwards. Usage (from the repository root):
+
+    cargo build --release
+    python3 scripts/bench_trace_import.py [--size-mb 500] [--kgate target/release/kgate]
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+PYTHON_EXTRACT = r"""
+import json, sys
+with open(sys.argv[1]) as f:
+    doc = json.load(f)
+events = doc["traceEvents"] if isinstance(doc, dict) else doc
+kernels, counters = {}, []
+for e in events:
+    ph = e.get("ph")
+    if ph == "X" and any(c.strip().lower() == "kernel" for c in str(e.get("cat", "")).split(",")):
+        kernels.setdefault(e["name"], []).append(e["dur"] * 1000.0)
+    elif ph == "C":
+        for k, v in e.get("args", {}).items():
+            counters.append((e["name"] + "." + k, e["ts"] * 1000.0, v))
+print(len(kernels), sum(len(v) for v in kernels.values()), len(counters))
+"""
+
+KERNELS = [
+    "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>, "
+    "at::detail::Array<char*, 3> >(int, at::native::AddFunctor<float>, at::detail::Array<char*, 3>)",
+    "volta_scudnn_128x64_relu_medium_nn_v1",
+    "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>(cudnnTensorStruct, float const*)",
+    "ampere_sgemm_128x64_nn",
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float> > >",
+]
+OPS = ["aten::conv2d", "aten::add_", "aten::batch_norm", "aten::relu_", "aten::mm"]
+
+
+def generate(path: str, size_bytes: int) -> tuple[int, int, int]:
+    """Writes the trace; returns (events, kernel events, counter events)."""
+    rng = random.Random(7)
+    events = kernels = counters = 0
+    ts = 1_700_000_000_000.0
+    with open(path, "w") as f:
+        f.write('{"schemaVersion": 1, "displayTimeUnit": "ms", "deviceProperties": '
+                '[{"id": 0, "name": "NVIDIA H100", "numSms": 132}], "traceEvents": [\n')
+        f.write('{"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "python"}},\n')
+        f.write('{"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7"}}')
+        written = f.tell()
+        chunk = []
+        while written < size_bytes:
+            for _ in range(2000):
+                ts += rng.uniform(1.0, 5.0)
+                r = rng.random()
+                corr = events
+                if r < 0.45:
+                    op = OPS[corr % len(OPS)]
+                    chunk.append(
+                        f'{{"ph": "X", "cat": "cpu_op", "name": "{op}", "pid": 4512, "tid": 4512, '
+                        f'"ts": {ts:.3f}, "dur": {rng.uniform(2, 90):.3f}, "args": {{"External id": {corr}, '
+                        f'"Sequence number": {corr // 3}, "Fwd thread id": 0, "Record function id": 0, '
+                        f'"Ev Idx": {corr}}}}}')
+                elif r < 0.65:
+                    chunk.append(
+                        f'{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 4512, '
+                        f'"tid": 4512, "ts": {ts:.3f}, "dur": {rng.uniform(2, 9):.3f}, '
+                        f'"args": {{"External id": {corr}, "cbid": 211, "correlation": {corr}}}}}')
+                elif r < 0.98:
+                    name = KERNELS[corr % len(KERNELS)]
+                    chunk.append(
+                        f'{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, '
+                        f'"ts": {ts:.3f}, "dur": {rng.uniform(1, 600):.3f}, "args": {{"queued": 0, '
+                        f'"device": 0, "context": 1, "stream": 7, "correlation": {corr}, '
+                        f'"registers per thread": 32, "shared memory": 0, "blocks per SM": 7.757576, '
+                        f'"warps per SM": 31.030304, "grid": [1024, 1, 1], "block": [128, 1, 1], '
+                        f'"est. achieved occupancy %": 48}}}}')
+                    kernels += 1
+                else:
+                    chunk.append(
+                        f'{{"ph": "C", "name": "GPU 0 Utilization", "pid": 0, "ts": {ts:.3f}, '
+                        f'"args": {{"GPU Utilization": {rng.random():.4f}}}}}')
+                    counters += 1
+                events += 1
+            text = ",\n" + ",\n".join(chunk)
+            chunk.clear()
+            f.write(text)
+            written += len(text)
+        f.write('\n], "traceName": "bench.pt.trace.json"}\n')
+    return events, kernels, counters
+
+
+def measure(cmd: list[str]) -> tuple[float, float, str]:
+    """Runs under /usr/bin/time -v; returns (wall seconds, peak RSS in MB, stdout)."""
+    start = time.monotonic()
+    p = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True)
+    wall = time.monotonic() - start
+    if p.returncode != 0:
+        sys.exit(f"{cmd[0]} failed:\n{p.stderr[-2000:]}")
+    rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr).group(1))
+    return wall, rss_kb / 1024, p.stdout
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mb", type=float, default=500)
+    ap.add_argument("--kgate", default="target/release/kgate")
+    ap.add_argument("--skip-python", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kgate-trace-bench-") as tmp:
+        trace = os.path.join(tmp, "bench.pt.trace.json")
+        t0 = time.monotonic()
+        events, kernels, counters = generate(trace, int(args.size_mb * 1e6))
+        size_mb = os.path.getsize(trace) / 1e6
+        print(f"trace: {size_mb:.0f} MB, {events} events ({kernels} kernels, {counters} counters), "
+              f"generated in {time.monotonic() - t0:.0f} s")
+        out = os.path.join(tmp, "results.json")
+        wall, rss, _ = measure([args.kgate, "-c", os.path.join(tmp, "none.yaml"), "import",
+                                "chrome-trace", trace, "-o", out])
+        with open(out) as f:
+            results = json.load(f)
+        samples = sum(len(m["values"]) for b in results["benchmarks"] for m in b["metrics"])
+        kgate_counters = sum(len(b.get("counters", [])) for b in results["benchmarks"])
+        assert samples == kernels and kgate_counters == counters, (samples, kgate_counters)
+        rows = [("kgate import chrome-trace", wall, rss)]
+        if not args.skip_python:
+            script = os.path.join(tmp, "extract.py")
+            with open(script, "w") as f:
+                f.write(PYTHON_EXTRACT)
+            pwall, prss, pout = measure([sys.executable, script, trace])
+            assert pout.split()[1:] == [str(kernels), str(counters)], pout
+            rows.append((f"python3 json.load + loop ({sys.version.split()[0]})", pwall, prss))
+        print(f"\n| tool | wall (s) | throughput (MB/s) | peak RSS (MB) |")
+        print(f"|---|---:|---:|---:|")
+        for name, w, r in rows:
+            print(f"| {name} | {w:.1f} | {size_mb / w:.0f} | {r:.0f} |")
+        if len(rows) == 2:
+            print(f"\nkgate: {rows[1][1] / rows[0][1]:.1f}x Python's throughput, "
+                  f"{rows[1][2] / rows[0][2]:.0f}x less peak memory")
+
+
+if __name__ == "__main__":
+    main()

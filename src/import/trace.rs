@@ -1,0 +1,320 @@
+//! What the trace imports (`chrome-trace`, `xplane`) share: which events count as kernels, and
+//! how kernel durations and counter tracks become benchmarks.
+//!
+//! A profiler trace holds every launch of every kernel, so it maps to results the same way for
+//! both formats: one benchmark per kernel name with a `kernel_time` metric (one sample per
+//! launch, source `timer`, each file one repetition), and the counter tracks as raw counter
+//! readings on a benchmark named [`COUNTERS_BENCHMARK`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use regex::RegexSet;
+
+use super::{ImportError, Policies, run_results};
+use crate::capture::Collector;
+use crate::metric::Source;
+use crate::protocol::MeasurementLine;
+use crate::results::{BenchmarkResult, CounterReading, Provenance, RunResults};
+
+/// Metric that holds one kernel launch's device time per sample.
+pub const KERNEL_TIME: &str = "kernel_time";
+/// Benchmark that receives a trace's counter tracks.
+pub const COUNTERS_BENCHMARK: &str = "counters";
+
+/// Which events of a trace are kernels: a name pattern and a process/thread (Chrome trace) or
+/// plane/line (XPlane). Unset parts select everything; with nothing set, each format uses its
+/// own default (Chrome trace: events of category `kernel`; XPlane: device stream and XLA-op
+/// lines).
+#[derive(Debug, Clone, Default)]
+pub struct TraceSelection {
+    regexes: Option<RegexSet>,
+    globs: Option<GlobSet>,
+    /// Process id or name (Chrome trace), plane id or name (XPlane).
+    pub pid: Option<String>,
+    /// Thread id or name (Chrome trace), line id or name (XPlane).
+    pub tid: Option<String>,
+}
+
+/// A selection option that does not compile.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid {option} pattern: {message}")]
+pub struct SelectionError {
+    pub option: &'static str,
+    pub message: String,
+}
+
+impl TraceSelection {
+    /// Builds a selection from `--kernel` regexes, `--kernel-glob` globs, `--pid` and `--tid`.
+    pub fn new(
+        regexes: &[String],
+        globs: &[String],
+        pid: Option<String>,
+        tid: Option<String>,
+    ) -> Result<TraceSelection, SelectionError> {
+        let regexes = if regexes.is_empty() {
+            None
+        } else {
+            Some(RegexSet::new(regexes).map_err(|e| SelectionError {
+                option: "--kernel",
+                message: e.to_string(),
+            })?)
+        };
+        let globs = if globs.is_empty() {
+            None
+        } else {
+            let mut builder = GlobSetBuilder::new();
+            for g in globs {
+                builder.add(Glob::new(g).map_err(|e| SelectionError {
+                    option: "--kernel-glob",
+                    message: e.to_string(),
+                })?);
+            }
+            Some(builder.build().map_err(|e| SelectionError {
+                option: "--kernel-glob",
+                message: e.to_string(),
+            })?)
+        };
+        Ok(TraceSelection {
+            regexes,
+            globs,
+            pid,
+            tid,
+        })
+    }
+
+    /// Whether any part was set (the format's default applies otherwise).
+    pub fn is_explicit(&self) -> bool {
+        self.has_name_pattern() || self.pid.is_some() || self.tid.is_some()
+    }
+
+    pub fn has_name_pattern(&self) -> bool {
+        self.regexes.is_some() || self.globs.is_some()
+    }
+
+    /// Whether a kernel name passes the name patterns (a regex search or a whole-name glob).
+    pub fn name_matches(&self, name: &str) -> bool {
+        if !self.has_name_pattern() {
+            return true;
+        }
+        self.regexes.as_ref().is_some_and(|r| r.is_match(name))
+            || self.globs.as_ref().is_some_and(|g| g.is_match(name))
+    }
+
+    /// Whether a process (plane) passes `--pid`, by id or by name.
+    pub fn pid_matches(&self, id: &str, name: Option<&str>) -> bool {
+        matches_id(self.pid.as_deref(), id, name)
+    }
+
+    /// Whether a thread (line) passes `--tid`, by id or by name.
+    pub fn tid_matches(&self, id: &str, name: Option<&str>) -> bool {
+        matches_id(self.tid.as_deref(), id, name)
+    }
+
+    /// The selection in words, for "nothing selected" errors.
+    pub fn describe(&self, default: &str) -> String {
+        if !self.is_explicit() {
+            return format!("the default selection ({default})");
+        }
+        let mut parts = Vec::new();
+        if let Some(r) = &self.regexes {
+            parts.push(format!("--kernel {}", r.patterns().join(" --kernel ")));
+        }
+        if self.globs.is_some() {
+            parts.push("--kernel-glob".to_string());
+        }
+        if let Some(p) = &self.pid {
+            parts.push(format!("--pid {p}"));
+        }
+        if let Some(t) = &self.tid {
+            parts.push(format!("--tid {t}"));
+        }
+        parts.join(" ")
+    }
+}
+
+fn matches_id(wanted: Option<&str>, id: &str, name: Option<&str>) -> bool {
+    match wanted {
+        None => true,
+        Some(w) => w == id || name == Some(w),
+    }
+}
+
+/// What one trace file yielded after selection.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct TraceSamples {
+    /// Kernel name → launch durations in nanoseconds, in order of first appearance.
+    pub kernels: Vec<(String, Vec<f64>)>,
+    /// Counter readings: name, time (ns), value.
+    pub counters: Vec<(String, f64, f64)>,
+}
+
+impl TraceSamples {
+    pub fn is_empty(&self) -> bool {
+        self.kernels.is_empty() && self.counters.is_empty()
+    }
+
+    /// Durations of one kernel, for tests and tools.
+    pub fn kernel(&self, name: &str) -> Option<&[f64]> {
+        self.kernels
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_slice())
+    }
+}
+
+/// Turns per-file samples into results: one benchmark per kernel name, each file one
+/// repetition, plus the counter benchmark when a file had counter tracks.
+pub fn build_results(
+    capture: &str,
+    files: Vec<(PathBuf, TraceSamples)>,
+    policies: &Policies,
+) -> Result<RunResults, ImportError> {
+    let mut order: Vec<String> = Vec::new();
+    let mut collectors: BTreeMap<String, (Collector<'_>, u32)> = BTreeMap::new();
+    let mut entry = |name: &str| {
+        if !collectors.contains_key(name) {
+            order.push(name.to_string());
+            let provenance = Provenance {
+                command: String::new(),
+                captures: vec![capture.to_string()],
+                ..Provenance::default()
+            };
+            let collector = Collector::new(name, policies.for_benchmark(name), provenance);
+            collectors.insert(name.to_string(), (collector, 0));
+        }
+    };
+    // Benchmarks in order of first appearance across the files.
+    for (_, samples) in &files {
+        for (kernel, _) in &samples.kernels {
+            entry(kernel);
+        }
+        if !samples.counters.is_empty() {
+            entry(COUNTERS_BENCHMARK);
+        }
+    }
+    for (path, samples) in files {
+        for (kernel, durations) in samples.kernels {
+            let (collector, rep) = collectors.get_mut(&kernel).expect("entry created above");
+            for value in durations {
+                collector
+                    .add_measurement(
+                        *rep,
+                        MeasurementLine {
+                            metric: KERNEL_TIME.to_string(),
+                            value,
+                            unit: "ns".to_string(),
+                            source: Some(Source::Timer),
+                            benchmark: None,
+                        },
+                    )
+                    .map_err(|message| ImportError::Content {
+                        path: path.clone(),
+                        message,
+                    })?;
+            }
+            finish_repetition(collector, rep, &path);
+        }
+        if !samples.counters.is_empty() {
+            let (collector, rep) = collectors
+                .get_mut(COUNTERS_BENCHMARK)
+                .expect("entry created above");
+            let result = collector.result_mut();
+            for (counter, t_ns, value) in samples.counters {
+                result.counters.push(CounterReading {
+                    repetition: *rep,
+                    counter,
+                    t_ns,
+                    value,
+                    unit: String::new(),
+                    bits: None,
+                    core: None,
+                });
+            }
+            finish_repetition(collector, rep, &path);
+        }
+    }
+    let benchmarks: Vec<BenchmarkResult> = order
+        .iter()
+        .filter_map(|n| collectors.remove(n))
+        .map(|(c, _)| c.finish())
+        .collect();
+    Ok(run_results(benchmarks))
+}
+
+fn finish_repetition(collector: &mut Collector<'_>, rep: &mut u32, path: &std::path::Path) {
+    let result = collector.result_mut();
+    result.repetitions += 1;
+    result
+        .provenance
+        .imported_from
+        .push(path.display().to_string());
+    *rep += 1;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::MetricPolicy;
+
+    #[test]
+    fn regexes_search_and_globs_match_whole_names() {
+        let s = TraceSelection::new(&["gemm".into()], &["relu_*".into()], None, None).unwrap();
+        assert!(s.name_matches("volta_sgemm_128x64_nn"));
+        assert!(s.name_matches("relu_kernel"));
+        assert!(!s.name_matches("my_relu_kernel"));
+        let err = TraceSelection::new(&["(".into()], &[], None, None).unwrap_err();
+        assert!(
+            err.to_string().starts_with("invalid --kernel pattern"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn pid_and_tid_match_by_id_or_name() {
+        let s = TraceSelection::new(&[], &[], Some("python".into()), Some("7".into())).unwrap();
+        assert!(s.pid_matches("12", Some("python")));
+        assert!(!s.pid_matches("12", Some("java")));
+        assert!(s.tid_matches("7", None));
+        assert!(!TraceSelection::default().is_explicit());
+    }
+
+    #[test]
+    fn each_file_is_a_repetition_of_its_kernels() {
+        let a = TraceSamples {
+            kernels: vec![("k".into(), vec![1.0, 2.0])],
+            counters: vec![("util.value".into(), 5.0, 0.5)],
+        };
+        let b = TraceSamples {
+            kernels: vec![("k".into(), vec![3.0]), ("j".into(), vec![4.0])],
+            counters: Vec::new(),
+        };
+        let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
+        let r = build_results(
+            "chrome-trace",
+            vec![("a.json".into(), a), ("b.json".into(), b)],
+            &policies,
+        )
+        .unwrap();
+        let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["k", "counters", "j"]);
+        let k = r.benchmark("k").unwrap();
+        let m = k.metric(KERNEL_TIME).unwrap();
+        assert_eq!(m.values, [1.0, 2.0, 3.0]);
+        assert_eq!(m.repetition, [0, 0, 1]);
+        assert_eq!(m.source, Source::Timer);
+        assert_eq!(k.repetitions, 2);
+        assert_eq!(
+            r.benchmark("j")
+                .unwrap()
+                .metric(KERNEL_TIME)
+                .unwrap()
+                .repetition,
+            [0]
+        );
+        let c = r.benchmark(COUNTERS_BENCHMARK).unwrap();
+        assert_eq!(c.counters[0].counter, "util.value");
+        assert_eq!(c.counters[0].t_ns, 5.0);
+    }
+}

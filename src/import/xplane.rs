@@ -1,0 +1,262 @@
+//! `kgate import xplane`: device time and performance counters from XProf / TensorFlow
+//! profiler XSpace files (`*.xplane.pb`, written by `jax.profiler` and XProf).
+//!
+//! The XSpace is the profiler's own record, before any viewer samples or caps it, so it is the
+//! most faithful source of device time on TPUs and GPUs. Events are read from each line:
+//! start = line `timestamp_ns` + event `offset_ps`, duration = `duration_ps`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use prost::Message;
+
+use super::trace::{TraceSamples, TraceSelection, build_results};
+use super::xplane_proto::{XEvent, XPlane, XSpace, x_event, x_stat};
+use super::{ImportError, Policies};
+use crate::results::RunResults;
+
+/// What the default selection takes, in words.
+const DEFAULT_SELECTION: &str = "events on the `XLA Ops` and `Stream #…` lines of `/device:` \
+                                 planes, and events with an `hlo_op` stat";
+
+/// Imports XSpace files, each one repetition.
+pub fn import(
+    files: &[PathBuf],
+    policies: &Policies,
+    selection: &TraceSelection,
+) -> Result<RunResults, ImportError> {
+    let mut per_file = Vec::with_capacity(files.len());
+    for path in files {
+        let samples = read_file(path, selection)?;
+        if samples.is_empty() {
+            return Err(ImportError::Content {
+                path: path.clone(),
+                message: format!(
+                    "no kernel events or counter events matched {}; choose kernels with \
+                     --kernel REGEX, --kernel-glob GLOB, --pid PLANE and --tid LINE",
+                    selection.describe(DEFAULT_SELECTION)
+                ),
+            });
+        }
+        per_file.push((path.clone(), samples));
+    }
+    build_results("xplane", per_file, policies)
+}
+
+/// Reads and decodes one XSpace file.
+pub fn read_file(path: &Path, selection: &TraceSelection) -> Result<TraceSamples, ImportError> {
+    let bytes = std::fs::read(path).map_err(|source| ImportError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let space = XSpace::decode(bytes.as_slice()).map_err(|e| ImportError::Content {
+        path: path.to_path_buf(),
+        message: format!(
+            "not an XSpace protobuf (`*.xplane.pb` as written by jax.profiler or XProf): {e}"
+        ),
+    })?;
+    Ok(samples(&space, selection))
+}
+
+/// Kernel durations and counter readings of a decoded XSpace. Counter times count from the
+/// earliest line start in the space (epoch nanoseconds do not fit an f64 exactly).
+pub fn samples(space: &XSpace, selection: &TraceSelection) -> TraceSamples {
+    let origin_ns = space
+        .planes
+        .iter()
+        .flat_map(|p| &p.lines)
+        .map(|l| l.timestamp_ns)
+        .min()
+        .unwrap_or(0);
+    let mut out = TraceSamples::default();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for plane in &space.planes {
+        if !selection.pid_matches(&plane.id.to_string(), Some(&plane.name)) {
+            continue;
+        }
+        let stats = StatIds::of(plane);
+        let device_plane = plane.name.starts_with("/device:");
+        for line in &plane.lines {
+            let line_name = if line.display_name.is_empty() {
+                &line.name
+            } else {
+                &line.display_name
+            };
+            let line_selected = selection.tid_matches(&line.id.to_string(), Some(&line.name))
+                || selection.tid_matches(&line.id.to_string(), Some(line_name));
+            if !line_selected {
+                continue;
+            }
+            let kernel_line =
+                device_plane && (line.name == "XLA Ops" || line.name.starts_with("Stream #"));
+            for event in &line.events {
+                let Some(x_event::Data::OffsetPs(offset_ps)) = event.data else {
+                    continue; // aggregated events carry no time of their own
+                };
+                let name = plane
+                    .event_metadata
+                    .get(&event.metadata_id)
+                    .map(|m| m.name.as_str())
+                    .unwrap_or("");
+                if let Some(value) = stats.counter_value(event) {
+                    let t_ns = (line.timestamp_ns - origin_ns) as f64 + offset_ps as f64 / 1000.0;
+                    out.counters.push((name.to_string(), t_ns, value));
+                    continue;
+                }
+                let default_kernel = kernel_line || stats.has_hlo_op(event);
+                if !(default_kernel || selection.is_explicit()) || !selection.name_matches(name) {
+                    continue;
+                }
+                let nanos = event.duration_ps as f64 / 1000.0;
+                match index.get(name) {
+                    Some(&i) => out.kernels[i].1.push(nanos),
+                    None => {
+                        index.insert(name.to_string(), out.kernels.len());
+                        out.kernels.push((name.to_string(), vec![nanos]));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The ids a plane gave the stats kgate reads.
+struct StatIds {
+    counter_value: Option<i64>,
+    hlo_op: Option<i64>,
+}
+
+impl StatIds {
+    fn of(plane: &XPlane) -> StatIds {
+        let find = |wanted: &str| {
+            plane
+                .stat_metadata
+                .values()
+                .find(|m| m.name == wanted)
+                .map(|m| m.id)
+        };
+        StatIds {
+            counter_value: find("counter_value"),
+            hlo_op: find("hlo_op"),
+        }
+    }
+
+    fn counter_value(&self, event: &XEvent) -> Option<f64> {
+        let id = self.counter_value?;
+        let stat = event.stats.iter().find(|s| s.metadata_id == id)?;
+        match stat.value.as_ref()? {
+            x_stat::Value::DoubleValue(v) => Some(*v),
+            x_stat::Value::Uint64Value(v) => Some(*v as f64),
+            x_stat::Value::Int64Value(v) => Some(*v as f64),
+            _ => None,
+        }
+    }
+
+    fn has_hlo_op(&self, event: &XEvent) -> bool {
+        self.hlo_op
+            .is_some_and(|id| event.stats.iter().any(|s| s.metadata_id == id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::xplane_proto::{XEventMetadata, XLine, XStat, XStatMetadata};
+
+    fn event(metadata_id: i64, offset_ps: i64, duration_ps: i64, stats: Vec<XStat>) -> XEvent {
+        XEvent {
+            metadata_id,
+            data: Some(x_event::Data::OffsetPs(offset_ps)),
+            duration_ps,
+            stats,
+        }
+    }
+
+    fn tpu_space() -> XSpace {
+        let mut plane = XPlane {
+            id: 3,
+            name: "/device:TPU:0".into(),
+            ..Default::default()
+        };
+        for (id, name) in [(1, "fusion.1"), (2, "CYCLES"), (3, "copy.2")] {
+            plane.event_metadata.insert(
+                id,
+                XEventMetadata {
+                    id,
+                    name: name.into(),
+                    ..Default::default()
+                },
+            );
+        }
+        plane.stat_metadata.insert(
+            7,
+            XStatMetadata {
+                id: 7,
+                name: "counter_value".into(),
+                ..Default::default()
+            },
+        );
+        let counter = |v| XStat {
+            metadata_id: 7,
+            value: Some(x_stat::Value::Uint64Value(v)),
+        };
+        plane.lines.push(XLine {
+            id: 1,
+            name: "XLA Ops".into(),
+            timestamp_ns: 1_000,
+            events: vec![
+                event(1, 0, 2_500_000, vec![]),
+                event(3, 3_000_000, 1_000, vec![]),
+                event(1, 5_000_000, 2_000_000, vec![]),
+            ],
+            ..Default::default()
+        });
+        plane.lines.push(XLine {
+            id: 2,
+            name: "Steps".into(),
+            timestamp_ns: 1_000,
+            events: vec![event(1, 0, 9_000_000, vec![])],
+            ..Default::default()
+        });
+        plane.lines.push(XLine {
+            id: 3,
+            name: "TC counters".into(),
+            timestamp_ns: 2_000,
+            events: vec![event(2, 4_500, 0, vec![counter(123)])],
+            ..Default::default()
+        });
+        XSpace {
+            planes: vec![plane],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn xla_op_events_and_counter_values() {
+        let s = samples(&tpu_space(), &TraceSelection::default());
+        assert_eq!(s.kernel("fusion.1").unwrap(), [2_500.0, 2_000.0]);
+        assert_eq!(s.kernel("copy.2").unwrap(), [1.0]);
+        assert_eq!(s.counters, vec![("CYCLES".to_string(), 1_004.5, 123.0)]);
+    }
+
+    #[test]
+    fn explicit_selection_by_line_and_name() {
+        let steps =
+            TraceSelection::new(&[], &[], Some("/device:TPU:0".into()), Some("Steps".into()))
+                .unwrap();
+        let s = samples(&tpu_space(), &steps);
+        assert_eq!(s.kernel("fusion.1").unwrap(), [9_000.0]);
+        let copies = TraceSelection::new(&[], &["copy*".into()], None, Some("1".into())).unwrap();
+        let s = samples(&tpu_space(), &copies);
+        assert_eq!(s.kernels.len(), 1);
+        assert_eq!(s.kernel("copy.2").unwrap(), [1.0]);
+    }
+
+    #[test]
+    fn round_trips_through_the_wire_format() {
+        let bytes = tpu_space().encode_to_vec();
+        let decoded = XSpace::decode(bytes.as_slice()).unwrap();
+        assert_eq!(decoded, tpu_space());
+    }
+}

@@ -1,0 +1,388 @@
+//! Chrome trace and XPlane imports on real files: every file of the corpus folders
+//! `chrome_trace` and `xplane`, and the JAX CPU profile committed under `tests/data/jax`.
+//! Expected numbers were read from the files themselves.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use kgate::import::trace::{COUNTERS_BENCHMARK, KERNEL_TIME, TraceSamples, TraceSelection};
+use kgate::import::{chrome_trace, xplane};
+
+/// The corpus folder, or `None` (with a note) where it is absent outside CI.
+fn corpus() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("KGATE_CORPUS") {
+        return Some(PathBuf::from(dir));
+    }
+    let fallback = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    if fallback.exists() {
+        return Some(fallback);
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("the profiler corpus is missing: set KGATE_CORPUS to its folder");
+    }
+    eprintln!("note: corpus not found (set KGATE_CORPUS); skipping");
+    None
+}
+
+fn select(kernel: &[&str], pid: Option<&str>, tid: Option<&str>) -> TraceSelection {
+    let kernel: Vec<String> = kernel.iter().map(|s| s.to_string()).collect();
+    TraceSelection::new(
+        &kernel,
+        &[],
+        pid.map(str::to_string),
+        tid.map(str::to_string),
+    )
+    .unwrap()
+}
+
+fn chrome(dir: &Path, file: &str, selection: &TraceSelection) -> TraceSamples {
+    chrome_trace::read_file(&dir.join("chrome_trace").join(file), selection).unwrap()
+}
+
+fn total_samples(s: &TraceSamples) -> usize {
+    s.kernels.iter().map(|(_, v)| v.len()).sum()
+}
+
+fn data(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/jax")
+        .join(file)
+}
+
+#[test]
+fn kineto_resnet50_gzip_trace() {
+    let Some(dir) = corpus() else { return };
+    let s = chrome(
+        &dir,
+        "kineto_v100_resnet50_worker0.pt.trace.json.gz",
+        &TraceSelection::default(),
+    );
+    assert_eq!(s.kernels.len(), 67);
+    assert_eq!(total_samples(&s), 8772);
+    assert_eq!(
+        s.kernels[0].0,
+        "cask_cudnn::computeOffsetsKernel(cask_cudnn::ComputeOffsetsParams)"
+    );
+    assert_eq!(s.kernels[0].1.len(), 138);
+    assert_eq!(s.kernels[0].1.iter().sum::<f64>(), 342_000.0);
+    let add = s
+        .kernel("void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>, at::detail::Array<char*, 3> >(int, at::native::AddFunctor<float>, at::detail::Array<char*, 3>)")
+        .unwrap();
+    assert_eq!(add.len(), 3090);
+    assert_eq!(add[..3], [376_000.0, 377_000.0, 376_000.0]);
+    assert_eq!(add.iter().sum::<f64>(), 39_814_000.0);
+    assert!(s.counters.is_empty());
+}
+
+#[test]
+fn kineto_h100_traces_new_schema() {
+    let Some(dir) = corpus() else { return };
+    for file in [
+        "kineto_h100_before_fix_trace.json",
+        "kineto_h100_after_fix_trace.json",
+    ] {
+        let s = chrome(&dir, file, &TraceSelection::default());
+        assert_eq!(s.kernels.len(), 1, "{file}");
+        assert_eq!(s.kernel("Kernel").unwrap(), [20.0], "{file}: dur 0.02 us");
+    }
+}
+
+#[test]
+fn kineto_v100_2021_and_its_counter_tracks() {
+    let Some(dir) = corpus() else { return };
+    let plain = chrome(
+        &dir,
+        "kineto_v100_2021_gpu_metrics_input.json",
+        &TraceSelection::default(),
+    );
+    assert_eq!(plain.kernels.len(), 13);
+    assert_eq!(total_samples(&plain), 30);
+    assert!(
+        plain.kernels[0]
+            .0
+            .starts_with("void gemmSN_TN_kernel_64addr<float, 128, 16, 2, 4,")
+    );
+    assert_eq!(plain.kernels[0].1, [3000.0, 2000.0]);
+    assert!(plain.counters.is_empty());
+
+    let with_counters = chrome(
+        &dir,
+        "tb_plugin_v100_gpu_metrics_expected_with_C_events.json",
+        &TraceSelection::default(),
+    );
+    assert_eq!(with_counters.kernels, plain.kernels);
+    assert_eq!(with_counters.counters.len(), 78);
+    let utilization: Vec<_> = with_counters
+        .counters
+        .iter()
+        .filter(|(n, ..)| n == "GPU 0 Utilization.GPU Utilization")
+        .collect();
+    assert_eq!(utilization.len(), 16);
+    assert_eq!(
+        with_counters.counters[0],
+        (
+            "GPU 0 Utilization.GPU Utilization".to_string(),
+            1_621_401_187_223_005_000.0,
+            1.0
+        )
+    );
+    let last = with_counters.counters.last().unwrap();
+    assert_eq!(last.0, "GPU 0 Est. SM Efficiency.Est. SM Efficiency");
+    assert_eq!((last.1, last.2), (1_621_401_187_236_502_000.0, 0.0));
+}
+
+#[test]
+fn catapult_begin_end_traces_in_both_forms() {
+    let Some(dir) = corpus() else { return };
+    let all = select(&["."], None, None);
+    let trivial = chrome(&dir, "catapult_trivial_trace.json", &all);
+    assert_eq!(
+        trivial.kernels,
+        vec![
+            ("a".to_string(), vec![36_000.0]),
+            ("b".to_string(), vec![2_000.0])
+        ]
+    );
+    let ns = chrome(&dir, "catapult_nanoseconds.json", &all);
+    assert_eq!(ns.kernels.len(), 8);
+    let us1 = ns.kernel("us1").unwrap();
+    assert!((us1[0] - 1100.0).abs() < 1e-9, "{us1:?}");
+    let us2 = ns.kernel("us2").unwrap();
+    assert!((us2[0] - 200.0).abs() < 1e-9, "{us2:?}");
+
+    let simple = chrome(&dir, "catapult_simple_trace.json", &all);
+    assert_eq!(simple.kernels.len(), 12);
+    assert_eq!(total_samples(&simple), 12);
+    assert_eq!(simple.kernel("Long X type").unwrap(), [15_000.0]);
+    // An end closes the innermost begin whatever its name.
+    assert_eq!(
+        simple.kernel("Asub with a name that wont fit").unwrap(),
+        [1_000.0]
+    );
+    assert_eq!(simple.kernel("Asub").unwrap(), [3_000.0]);
+    assert_eq!(simple.counters.len(), 5);
+    assert_eq!(
+        simple.counters[0],
+        ("counter.value".to_string(), 826_000.0, 10.0)
+    );
+
+    let asynchronous = chrome(&dir, "catapult_async_begin_end.json", &all);
+    assert_eq!(asynchronous.kernel("BE1").unwrap(), [50_000.0, 130_000.0]);
+    assert_eq!(asynchronous.kernel("BE2").unwrap(), [40_000.0]);
+    assert_eq!(
+        asynchronous.kernels.len(),
+        2,
+        "async S/T/F/b events are not durations"
+    );
+}
+
+#[test]
+fn catapult_counters_with_ids() {
+    let Some(dir) = corpus() else { return };
+    let s = chrome(
+        &dir,
+        "catapult_instance_counters.json",
+        &TraceSelection::default(),
+    );
+    assert!(s.kernels.is_empty(), "no kernel-category events");
+    let got: Vec<(&str, f64, f64)> = s
+        .counters
+        .iter()
+        .map(|(n, t, v)| (n.as_str(), *t, *v))
+        .collect();
+    assert_eq!(got.len(), 8);
+    assert_eq!(got[0], ("counter[123].value", 9_524_000.0, 2.0));
+    assert_eq!(got[5], ("counter[123].value", 9_631_000.0, 10.0));
+    assert_eq!(got[6], ("counter[b].value", 9_524_000.0, 10.0));
+    assert_eq!(got[7], ("counter[b].value", 9_631_000.0, 0.0));
+}
+
+#[test]
+fn real_chrome_browser_trace_by_process_and_thread_name() {
+    let Some(dir) = corpus() else { return };
+    let s = chrome(
+        &dir,
+        "catapult_x_event_trace.json",
+        &select(&["."], None, None),
+    );
+    assert_eq!(s.kernels.len(), 74);
+    assert_eq!(
+        total_samples(&s),
+        3241,
+        "2799 complete + 442 begin/end pairs"
+    );
+    assert_eq!(s.counters.len(), 42);
+    assert_eq!(
+        s.counters[0],
+        (
+            "unused_memory_bytes[0xaf5adc4cfdc05dcc].value".to_string(),
+            172_187_584_989_000.0,
+            34_570_240.0
+        )
+    );
+    let tiles = chrome(
+        &dir,
+        "catapult_x_event_trace.json",
+        &select(
+            &["^TileManager::ManageTiles$"],
+            Some("Renderer"),
+            Some("Compositor"),
+        ),
+    );
+    let d = tiles.kernel("TileManager::ManageTiles").unwrap();
+    assert_eq!(d.len(), 42);
+    assert_eq!(d[..3], [610_000.0, 488_000.0, 977_000.0]);
+    assert_eq!(d.iter().sum::<f64>(), 34_273_000.0);
+    let elsewhere = chrome(
+        &dir,
+        "catapult_x_event_trace.json",
+        &select(
+            &["^TileManager::ManageTiles$"],
+            None,
+            Some("CrRendererMain"),
+        ),
+    );
+    assert!(elsewhere.kernels.is_empty());
+}
+
+#[test]
+fn broken_rocprof_fragment_is_refused_clearly() {
+    let Some(dir) = corpus() else { return };
+    let path = dir.join("chrome_trace/rocprof_v1_results_json_BROKEN_fragment.json");
+    let err = chrome_trace::read_file(&path, &TraceSelection::default()).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("rocprof_v1_results_json_BROKEN_fragment.json"),
+        "{text}"
+    );
+    assert!(text.contains("not a Chrome trace"), "{text}");
+    assert!(text.contains("found `,` at byte 0"), "{text}");
+}
+
+#[test]
+fn tensorflow_gpu_xplane_stream_kernels() {
+    let Some(dir) = corpus() else { return };
+    let path =
+        dir.join("xplane/tf_gpu_multi_worker_34.83.195.179_6003.device_planes_only.xplane.pb");
+    let s = xplane::read_file(&path, &TraceSelection::default()).unwrap();
+    assert_eq!(s.kernels.len(), 13);
+    assert_eq!(s.kernels[0].0, "MemcpyH2D");
+    assert_eq!(s.kernels[0].1.len(), 202);
+    assert_eq!(s.kernels[0].1.iter().sum::<f64>(), 394_397.0);
+    let philox = &s.kernels[1];
+    assert!(
+        philox
+            .0
+            .starts_with("void tensorflow::functor::FillPhiloxRandomKernelLaunch<")
+    );
+    assert_eq!(philox.1.len(), 194);
+    assert_eq!(philox.1[..3], [57_343.0, 52_224.0, 52_224.0]);
+    assert_eq!(philox.1.iter().sum::<f64>(), 7_908_309.0);
+    let d2h = s.kernel("MemcpyD2H").unwrap();
+    assert_eq!((d2h.len(), d2h.iter().sum::<f64>()), (24, 76_960.0));
+    assert!(s.counters.is_empty(), "a GPU profile without PM sampling");
+
+    let gpu4 = select(&["^Memcpy"], Some("/device:GPU:4"), None);
+    let s4 = xplane::read_file(&path, &gpu4).unwrap();
+    let h2d = s4.kernel("MemcpyH2D").unwrap();
+    assert_eq!((h2d.len(), h2d.iter().sum::<f64>()), (82, 158_973.0));
+    assert_eq!(s4.kernel("MemcpyD2H").unwrap().len(), 12);
+    let one_stream = select(&[], Some("/device:GPU:4"), Some("Stream #63(MemcpyH2D)"));
+    let s63 = xplane::read_file(&path, &one_stream).unwrap();
+    assert_eq!(s63.kernels.len(), 1);
+    assert_eq!(s63.kernel("MemcpyH2D").unwrap().len(), 2);
+}
+
+#[test]
+fn jax_cpu_profile_both_formats_agree() {
+    let from_xplane =
+        xplane::read_file(&data("jax_cpu.xplane.pb"), &TraceSelection::default()).unwrap();
+    let from_json =
+        chrome_trace::read_file(&data("jax_cpu.trace.json.gz"), &TraceSelection::default())
+            .unwrap();
+    let fusion = [31_916.0, 18_136.0, 14_414.0, 31_475.0, 23_836.0];
+    let add = [3_317.0, 2_130.0, 2_019.0, 2_490.0, 2_218.0];
+    for s in [&from_xplane, &from_json] {
+        assert_eq!(s.kernels.len(), 2);
+        let mut f = s.kernel("ynn_fusion").unwrap().to_vec();
+        let mut a = s.kernel("broadcast_add_fusion").unwrap().to_vec();
+        f.sort_by(f64::total_cmp);
+        a.sort_by(f64::total_cmp);
+        let (mut ef, mut ea) = (fusion.to_vec(), add.to_vec());
+        ef.sort_by(f64::total_cmp);
+        ea.sort_by(f64::total_cmp);
+        for (got, want) in f.iter().zip(&ef).chain(a.iter().zip(&ea)) {
+            assert!((got - want).abs() < 1e-6, "{got} vs {want}");
+        }
+        assert_eq!((f.len(), a.len()), (5, 5));
+    }
+}
+
+#[test]
+fn cli_imports_traces_into_results() {
+    let out = Command::cargo_bin("kgate")
+        .unwrap()
+        .args(["-c", "absent.yaml", "import", "xplane"])
+        .arg(data("jax_cpu.xplane.pb"))
+        .arg(data("jax_cpu.xplane.pb"))
+        .args(["--kernel", "^ynn_"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let results: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let benchmarks = results["benchmarks"].as_array().unwrap();
+    assert_eq!(benchmarks.len(), 1);
+    assert_eq!(benchmarks[0]["name"], "ynn_fusion");
+    assert_eq!(benchmarks[0]["repetitions"], 2);
+    let metric = &benchmarks[0]["metrics"][0];
+    assert_eq!(metric["name"], KERNEL_TIME);
+    assert_eq!(metric["source"], "timer");
+    assert_eq!(metric["unit"], "ns");
+    assert_eq!(metric["values"].as_array().unwrap().len(), 10);
+    assert_eq!(metric["repetition"][9], 1);
+    assert_ne!(benchmarks[0]["name"], COUNTERS_BENCHMARK);
+}
+
+#[test]
+fn cli_reports_an_empty_selection_and_misplaced_options() {
+    Command::cargo_bin("kgate")
+        .unwrap()
+        .args(["-c", "absent.yaml", "import", "chrome-trace"])
+        .arg(data("jax_cpu.trace.json.gz"))
+        .args(["--kernel", "^no_such_kernel$"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "no kernel events or counter tracks matched --kernel ^no_such_kernel$",
+        ));
+    Command::cargo_bin("kgate")
+        .unwrap()
+        .args([
+            "-c",
+            "absent.yaml",
+            "import",
+            "protocol",
+            "x.jsonl",
+            "--pid",
+            "1",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "apply to chrome-trace and xplane imports only",
+        ));
+}
+
+#[test]
+fn accelerator_example_configurations_are_valid() {
+    for config in ["examples/triton/kgate.yaml", "examples/pallas/kgate.yaml"] {
+        Command::cargo_bin("kgate")
+            .unwrap()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["-c", config, "validate"])
+            .assert()
+            .success();
+    }
+}
