@@ -303,10 +303,19 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
             };
             let history = load_history(&args.history)?;
             let head = run_selected(&selection)?;
-            let mut report = compare::compare_with_history(
+            // Earlier jobs for the prediction-interval model: the files given with --history,
+            // else the history store's records of this environment (kept by --record).
+            let medians = if history.is_empty() {
+                let key = crate::envkey::baseline_key(&head.environment);
+                let records = crate::history::load(&loaded.root, &key)?;
+                crate::history::job_medians(&records)
+            } else {
+                compare::job_medians(std::iter::once(&base).chain(&history))
+            };
+            let mut report = compare::compare_with_job_medians(
                 &base,
                 &head,
-                &history,
+                &medians,
                 &policy,
                 Design::StoredBaseline,
             );

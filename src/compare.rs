@@ -304,14 +304,52 @@ pub fn compare_with_history(
     policy: &ComparePolicy,
     design: Design,
 ) -> Report {
+    let medians = if history.is_empty() {
+        JobMedians::new()
+    } else {
+        job_medians(std::iter::once(base).chain(history))
+    };
+    compare_with_job_medians(base, head, &medians, policy, design)
+}
+
+/// Log-scale medians of earlier jobs per (benchmark, metric): the input of the
+/// prediction-interval model, from result files or from the history store.
+pub type JobMedians = std::collections::BTreeMap<(String, String), Vec<f64>>;
+
+/// The job medians of result files.
+pub fn job_medians<'r>(runs: impl IntoIterator<Item = &'r RunResults>) -> JobMedians {
+    let mut out = JobMedians::new();
+    for r in runs {
+        for b in &r.benchmarks {
+            for m in &b.metrics {
+                if let Some(median) = job_summary(r, &b.name, &m.name) {
+                    out.entry((b.name.clone(), m.name.clone()))
+                        .or_default()
+                        .push(median);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// [`compare_with_history`] with the earlier jobs given as log-scale medians (the stored
+/// baseline's own median included by the caller where it counts as a job).
+pub fn compare_with_job_medians(
+    base: &RunResults,
+    head: &RunResults,
+    medians: &JobMedians,
+    policy: &ComparePolicy,
+    design: Design,
+) -> Report {
     let looks = planned_looks(head);
     let ctx = Context {
         policy,
         alpha_look: policy.alpha / f64::from(looks),
-        history: if design == Design::StoredBaseline && !history.is_empty() {
-            std::iter::once(base).chain(history).collect()
+        history: if design == Design::StoredBaseline {
+            medians.clone()
         } else {
-            Vec::new()
+            JobMedians::new()
         },
     };
     let mut benchmarks = Vec::new();
@@ -368,7 +406,7 @@ pub fn compare_with_history(
         }
     }
     if design == Design::StoredBaseline && !used_history {
-        warnings.push("the baseline was stored by another job; job-to-job offsets are not visible to a within-job test, so small changes may be machine noise (run `kgate check --against REF` to interleave both revisions, or give earlier result files with `--history` for a prediction interval)".into());
+        warnings.push("the baseline was stored by another job; job-to-job offsets are not visible to a within-job test, so small changes may be machine noise (run `kgate check --against REF` to interleave both revisions, or keep a history with `kgate check --record` (or give earlier result files with `--history`) for a prediction interval)".into());
     }
     let summary = count(&benchmarks);
     let verdict = if summary.regressed > 0 {
@@ -452,8 +490,9 @@ struct Context<'a> {
     policy: &'a ComparePolicy,
     /// Level of one look: alpha / planned looks.
     alpha_look: f64,
-    /// Jobs for the prediction-interval model (the stored baseline first); empty otherwise.
-    history: Vec<&'a RunResults>,
+    /// Job medians for the prediction-interval model (the stored baseline's included); empty
+    /// otherwise.
+    history: JobMedians,
 }
 
 /// Test results of a noisy metric waiting for the run-wide multiplicity adjustment.
@@ -618,7 +657,7 @@ pub fn compare_metric(
     let ctx = Context {
         policy,
         alpha_look: policy.alpha,
-        history: Vec::new(),
+        history: JobMedians::new(),
     };
     let (mut out, evidence) = gather_metric("", base, head, &ctx);
     if let Some(e) = evidence {
@@ -801,9 +840,9 @@ fn prediction_evidence(
     }
     let jobs: Vec<f64> = ctx
         .history
-        .iter()
-        .filter_map(|r| job_summary(r, benchmark, metric))
-        .collect();
+        .get(&(benchmark.to_string(), metric.to_string()))
+        .cloned()
+        .unwrap_or_default();
     let history = History::new(&jobs)?;
     if history.scale().is_nan() || history.scale() <= 0.0 {
         // Jobs that agree exactly give a zero-width interval; the rank test decides instead.

@@ -250,6 +250,24 @@ pub fn job_summaries(
     Ok(series(&load(root, key)?, benchmark, metric))
 }
 
+/// Log-scale job medians per (benchmark, metric) from the records of a key, oldest first: what
+/// the prediction-interval model of [`crate::compare`] reads when no result files are given.
+pub fn job_medians(records: &[HistoryRecord]) -> crate::compare::JobMedians {
+    let mut out = crate::compare::JobMedians::new();
+    for (benchmark, metric) in metric_pairs(records) {
+        let medians: Vec<f64> = series(records, &benchmark, &metric)
+            .into_iter()
+            .map(|j| j.summary.median)
+            .filter(|m| m.is_finite() && *m > 0.0)
+            .map(f64::ln)
+            .collect();
+        if !medians.is_empty() {
+            out.insert((benchmark, metric), medians);
+        }
+    }
+    out
+}
+
 /// The most recent recorded duration of each benchmark (ns).
 pub fn latest_durations(records: &[HistoryRecord]) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();

@@ -904,3 +904,46 @@ fn waived_regressions_are_labelled_in_the_table_and_markdown() {
     );
     assert!(!md.contains("<b>trade-off</b>"), "{md}");
 }
+
+/// With a stored baseline and recorded history of the same environment, `check` decides noisy
+/// metrics by a prediction interval over the recorded jobs, and says so.
+#[test]
+fn recorded_history_feeds_the_prediction_interval_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    write(
+        dir,
+        "kgate.yaml",
+        "defaults: {warmup: 0, repetitions: 5}\ngate: {threshold: 400%}\nbenchmarks:\n  - {name: a, command: [true]}\n",
+    );
+    kgate(dir)
+        .args(["baseline", "save", "--no-progress"])
+        .assert()
+        .success();
+    let out = kgate(dir)
+        .args(["check", "--no-progress", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        stdout_json(&out)["model"],
+        "rank-test",
+        "{}",
+        stderr_of(&out)
+    );
+    for _ in 0..3 {
+        kgate(dir)
+            .args(["check", "--no-progress", "--record", "--format", "json"])
+            .assert()
+            .success();
+    }
+    let out = kgate(dir)
+        .args(["check", "--no-progress", "--format", "json"])
+        .output()
+        .unwrap();
+    let report = stdout_json(&out);
+    assert_eq!(report["model"], "prediction-interval", "{report}");
+    assert_eq!(
+        report["benchmarks"][0]["metrics"][0]["method"],
+        "prediction-interval"
+    );
+}
