@@ -305,9 +305,9 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
             let head = run_selected(&selection)?;
             // Earlier jobs for the prediction-interval model: the files given with --history,
             // else the history store's records of this environment (kept by --record).
+            let key = crate::envkey::baseline_key(&head.environment);
+            let records = crate::history::load(&loaded.root, &key)?;
             let medians = if history.is_empty() {
-                let key = crate::envkey::baseline_key(&head.environment);
-                let records = crate::history::load(&loaded.root, &key)?;
                 crate::history::job_medians(&records)
             } else {
                 compare::job_medians(std::iter::once(&base).chain(&history))
@@ -332,7 +332,9 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
                 );
                 crate::adjust::mark_skipped(&mut report, &skipped, Some(&base), &why);
             }
-            report.evidence = Some(Evidence::from_runs(Some(&base), &head));
+            let mut evidence = Evidence::from_runs(Some(&base), &head);
+            evidence.add_history(&records);
+            report.evidence = Some(evidence);
             (report, head)
         }
     };

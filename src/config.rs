@@ -761,6 +761,18 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
                 "`perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark (declare a second benchmark for another)".into(),
             );
         }
+        let captures = b.captures.as_ref().or(config.defaults.captures.as_ref());
+        if b.valgrind
+            .as_ref()
+            .is_some_and(|v| v.toggle_collect.is_some())
+            && !captures.is_some_and(|c| c.contains(&CaptureKind::Callgrind))
+        {
+            return fail(
+                Some(&needle),
+                key("valgrind.toggle_collect"),
+                "`toggle_collect` restricts callgrind's counting to a function, and this benchmark has no `callgrind` capture (cachegrind counts the whole program); add `callgrind` to `captures` or remove the key".into(),
+            );
+        }
         for (name, d) in &b.derived {
             if let Err(e) = crate::derived::check(name, &d.expr) {
                 return fail(
@@ -951,6 +963,10 @@ benchmarks:
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    repetitions: {min: 10, max: 3}\n",
                 "kgate.yaml:2: key `benchmarks[0].repetitions`: max (3) is smaller than min (10); max is the most repetitions to run",
+            ),
+            (
+                "benchmarks:\n  - name: a\n    command: ./a\n    captures: [cachegrind]\n    valgrind: {toggle_collect: 'k::*'}\n",
+                "kgate.yaml:2: key `benchmarks[0].valgrind.toggle_collect`: `toggle_collect` restricts callgrind's counting to a function, and this benchmark has no `callgrind` capture",
             ),
             (
                 "benchmarks: []\n",

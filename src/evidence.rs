@@ -44,6 +44,10 @@ pub struct SamplePair {
     pub base: Vec<f64>,
     #[serde(default)]
     pub head: Vec<f64>,
+    /// Medians of the jobs recorded in the history store for this environment, oldest first
+    /// (`kgate check --record`), for a trend chart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<f64>,
 }
 
 /// A counter's readings on both sides: `[t_ns, value]` pairs of the first repetition that
@@ -109,6 +113,18 @@ impl Evidence {
             }
         }
         Evidence { benchmarks }
+    }
+
+    /// Adds the medians of recorded jobs (oldest first) to every metric that has any.
+    pub fn add_history(&mut self, records: &[crate::history::HistoryRecord]) {
+        for b in &mut self.benchmarks {
+            for m in &mut b.metrics {
+                m.history = crate::history::series(records, &b.name, &m.name)
+                    .into_iter()
+                    .map(|j| j.summary.median)
+                    .collect();
+            }
+        }
     }
 
     /// The evidence of a benchmark, by name.

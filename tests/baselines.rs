@@ -946,4 +946,6 @@ fn recorded_history_feeds_the_prediction_interval_model() {
         report["benchmarks"][0]["metrics"][0]["method"],
         "prediction-interval"
     );
+    let history = &report["evidence"]["benchmarks"][0]["metrics"][0]["history"];
+    assert_eq!(history.as_array().map(Vec::len), Some(3), "{report}");
 }

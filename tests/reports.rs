@@ -182,6 +182,7 @@ fn fixture() -> Report {
                     unit: "ns".into(),
                     base: mm_base,
                     head: mm_head,
+                    history: vec![99_000.0, 100_500.0, 99_800.0, 100_200.0],
                 }],
                 counters: vec![
                     CounterPair {
@@ -231,6 +232,7 @@ fn fixture() -> Report {
                     unit: "ns".into(),
                     base: red_base,
                     head: red_head,
+                    history: Vec::new(),
                 }],
                 counters: Vec::new(),
                 artifacts: vec![ArtifactPair {

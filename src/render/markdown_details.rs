@@ -53,6 +53,9 @@ fn benchmark_section(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> String {
         if let Some(chart) = repetition_chart(b, e) {
             body.push_str(&chart);
         }
+        if let Some(chart) = trend_chart(b, e) {
+            body.push_str(&chart);
+        }
         for c in &e.counters {
             if let Some(chart) = timeline_chart(c) {
                 body.push_str(&chart);
@@ -158,6 +161,35 @@ fn number_list(values: &[f64]) -> String {
 }
 
 /// The first gating metric's samples by repetition, base then head.
+/// The gating metric's median over the recorded jobs of this environment, with this run's
+/// median as the last point: is the change a step, or part of a drift?
+fn trend_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<String> {
+    let metric = b
+        .metrics
+        .iter()
+        .find(|m| m.gates)
+        .map(|m| m.name.as_str())?;
+    let pair = e.metrics.iter().find(|m| m.name == metric)?;
+    if pair.history.len() < 2 {
+        return None;
+    }
+    let mut medians = pair.history.clone();
+    medians.extend(median(&pair.head));
+    let typical = median(&medians).unwrap_or_default();
+    let (factor, unit) = display_unit(&pair.unit, typical);
+    let points: Vec<f64> = thin(&medians, MAX_CHART_POINTS)
+        .iter()
+        .map(|x| x * factor)
+        .collect();
+    Some(format!(
+        "```mermaid\nxychart-beta\n    title \"{} median per recorded job; last point: this run\"\n    x-axis \"job\" 1 --> {}\n    y-axis \"{}\"\n    line {}\n```\n\n",
+        mermaid_label(&pair.name),
+        points.len(),
+        mermaid_label(&unit),
+        number_list(&points)
+    ))
+}
+
 fn repetition_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<String> {
     let metric = b
         .metrics
