@@ -2,7 +2,7 @@
 //! waivers or diff-aware selection changed benchmark verdicts, and skipped benchmarks added.
 
 use crate::compare::{
-    self, BenchmarkComparison, Method, MetricComparison, Report, RunVerdict, Verdict,
+    self, BenchmarkComparison, ComparePolicy, MetricComparison, Report, RunVerdict, Verdict,
 };
 use crate::results::RunResults;
 use crate::stats;
@@ -35,28 +35,11 @@ pub fn mark_skipped(report: &mut Report, skipped: &[String], base: Option<&RunRe
                 b.metrics
                     .iter()
                     .map(|m| MetricComparison {
-                        name: m.name.clone(),
-                        unit: m.unit.clone(),
-                        source: m.source,
-                        direction: m.direction,
                         gates: false,
                         verdict: Verdict::Skipped,
                         reason: "not run; the baseline value stands".into(),
-                        method: Method::None,
-                        threshold: m.gate.threshold,
                         base: stats::summarize(&m.values),
-                        head: None,
-                        change: None,
-                        ci: None,
-                        p_value: None,
-                        waived: false,
-                        waiver: None,
-                        p_regression: None,
-                        p_improvement: None,
-                        p_adjusted: None,
-                        equivalence_margin: None,
-                        equivalence_ci: None,
-                        mde: None,
+                        ..compare::blank(m, &ComparePolicy::default())
                     })
                     .collect()
             })

@@ -620,7 +620,7 @@ fn aggregate(cmp: &mut BenchmarkComparison) {
 }
 
 /// The parts of a metric comparison that do not depend on the test.
-fn blank(m: &MetricSamples, policy: &ComparePolicy) -> MetricComparison {
+pub(crate) fn blank(m: &MetricSamples, policy: &ComparePolicy) -> MetricComparison {
     MetricComparison {
         name: m.name.clone(),
         unit: m.unit.clone(),

@@ -48,7 +48,8 @@ fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, GitError> {
     }
 }
 
-fn git_text(dir: &Path, args: &[&str]) -> Result<String, GitError> {
+/// Runs git in `dir` and returns its trimmed standard output.
+pub fn git_text(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     git(dir, args).map(|b| String::from_utf8_lossy(&b).trim().to_string())
 }
 
