@@ -341,6 +341,7 @@ pub fn compare_with_history(
     for b in &mut benchmarks {
         if b.verdict != Verdict::New {
             aggregate(b);
+            crate::explain::annotate(b);
         }
     }
     for b in &base.benchmarks {
