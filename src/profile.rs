@@ -37,6 +37,10 @@ pub struct CounterSpec {
     /// Bytes per increment of a `beats` counter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_per_unit: Option<f64>,
+    /// Which way is better for the counter's utilization: `higher` for busy counters
+    /// (default), `lower` for stall counters such as `sync_wait`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<crate::metric::Direction>,
 }
 
 /// A named formula over counter increments (XProf's utilization formulas and the like).

@@ -264,7 +264,7 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
                 &format!("util.{name}"),
                 "%",
                 Source::Derived,
-                Direction::Higher,
+                spec.direction.unwrap_or(Direction::Higher),
                 rep,
                 u * 100.0,
             );
@@ -291,6 +291,7 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
     }
     roofline(result, profile, &mut out);
     result.provenance.notes.extend(refused);
+    result.provenance.notes.append(&mut out.notes);
     result.provenance.unavailable.extend(out.unavailable);
     for (name, m) in out.metrics {
         let mut m = m;
@@ -409,7 +410,13 @@ const TIMES: [&str; 3] = ["kernel_time", "time", "wall_time"];
 /// Arithmetic intensity against the attainable bound min(AI × peak bandwidth, peak FLOP/s).
 /// The source is the least trusted of the inputs: cost-model FLOPs give an `estimate`.
 fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &mut Recorder) {
-    let (Some(flops), Some(bytes)) = (result.metric(FLOPS), result.metric(BYTES)) else {
+    let measured_or_estimate = |name: &str| {
+        result.metric(name).or_else(|| {
+            result.metric(&format!("{name}{}", crate::explain::ESTIMATE_SUFFIX))
+        })
+    };
+    let (Some(flops), Some(bytes)) = (measured_or_estimate(FLOPS), measured_or_estimate(BYTES))
+    else {
         return;
     };
     let Some(bw) = &profile.memory_bandwidth else {
@@ -439,6 +446,15 @@ fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &mut Recorde
         }
         let intensity = f / b;
         let attainable = (intensity * bw.value).min(peak.value);
+        if out.notes.is_empty() {
+            let ridge = peak.value / bw.value;
+            out.notes.push(format!(
+                "roofline ({} {precision}): intensity {intensity:.1} FLOP/B against a ridge of {ridge:.1} FLOP/B: {}-bound{}",
+                profile.name,
+                if intensity < ridge { "memory" } else { "compute" },
+                if source == Source::Estimate { " (from estimates)" } else { "" }
+            ));
+        }
         out.push(
             "roofline.intensity",
             "FLOP/B",
@@ -488,6 +504,7 @@ pub fn ridge(profile: &DeviceProfile, precision: &str) -> Option<f64> {
 struct Recorder {
     metrics: Vec<(String, MetricSamples)>,
     unavailable: Vec<UnavailableCounter>,
+    notes: Vec<String>,
 }
 
 impl Recorder {
