@@ -154,6 +154,18 @@ pub fn causes<'a>(rules: &'a [Rule], moved: &[Moved]) -> Vec<(&'a Rule, Vec<Move
     out
 }
 
+/// The marker after a metric's name in every report: ` (estimate)` for a figure from a cost
+/// model (it never fails the build), ` (info)` for another metric that does not gate.
+pub fn marker(m: &MetricComparison) -> &'static str {
+    if m.source == Source::Estimate {
+        " (estimate)"
+    } else if m.gates {
+        ""
+    } else {
+        " (info)"
+    }
+}
+
 fn pct(change: f64) -> String {
     format!("{:+.0} %", change * 100.0).replace('-', "−")
 }
@@ -246,7 +258,8 @@ pub fn side_by_side(metrics: &[MetricComparison]) -> Vec<String> {
             let measured = m.head.as_ref()?.median;
             let estimate = e.head.as_ref()?.median;
             let off = if measured != 0.0 {
-                format!(" ({} off)", pct((estimate - measured) / measured.abs()))
+                let off = (estimate - measured) / measured.abs() * 100.0;
+                format!(" (estimate {off:+.1} %)").replace('-', "−")
             } else {
                 String::new()
             };

@@ -215,7 +215,7 @@ fn roofline_and_estimates_side_by_side() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let explanation = report["benchmarks"][0]["explanation"].as_str().unwrap();
     assert!(
-        explanation.contains("flops: hardware 6.8719e10 vs estimate 7.0000e10 (+2 % off)"),
+        explanation.contains("flops: hardware 6.8719e10 vs estimate 7.0000e10 (estimate +1.9 %)"),
         "{explanation}"
     );
     assert!(
@@ -227,4 +227,15 @@ fn roofline_and_estimates_side_by_side() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&html.stdout).contains("vs estimate"));
+    for format in ["table", "markdown", "html", "junit"] {
+        let out = kgate(dir.path())
+            .args(["compare", "r.json", "r.json", "--format", format])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("(estimate)"),
+            "{format} marks the estimate: {text}"
+        );
+    }
 }
