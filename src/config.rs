@@ -738,7 +738,10 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
     }
     for b in &config.benchmarks {
         if let Some(c) = &b.counters {
-            if c.mode.as_deref().is_some_and(|m| m != "cumulative" && m != "interval") {
+            if c.mode
+                .as_deref()
+                .is_some_and(|m| m != "cumulative" && m != "interval")
+            {
                 return fail(
                     Some("mode:"),
                     format!("benchmarks[{}].counters.mode", b.name),

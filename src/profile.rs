@@ -231,7 +231,10 @@ mod tests {
             assert_eq!(p.name, name);
             assert!(p.clock_hz.value > 0.0 && !p.clock_hz.source.is_empty());
             for s in p.flops.values().chain(p.units.values()) {
-                assert!(!s.source.is_empty(), "{name}: every number names its source");
+                assert!(
+                    !s.source.is_empty(),
+                    "{name}: every number names its source"
+                );
             }
         }
         let v7x = builtin("tpu-v7x").unwrap();

@@ -246,7 +246,12 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
                 .iter()
                 .filter(|w| w.end_ns > w.start_ns)
                 .map(|w| {
-                    utilization(w.delta, w.end_ns - w.start_ns, profile.clock_hz.value, lanes)
+                    utilization(
+                        w.delta,
+                        w.end_ns - w.start_ns,
+                        profile.clock_hz.value,
+                        lanes,
+                    )
                 })
                 .fold(0.0, f64::max);
             let u = utilization(delta, span, profile.clock_hz.value, lanes);
@@ -362,7 +367,10 @@ fn formulas(
 ) {
     for (name, f) in &profile.formulas {
         let Ok(expr) = exmex::parse::<f64>(&f.expr) else {
-            refused.push(format!("formula `{name}` of profile `{}` does not parse", profile.name));
+            refused.push(format!(
+                "formula `{name}` of profile `{}` does not parse",
+                profile.name
+            ));
             continue;
         };
         use exmex::Express;
@@ -411,9 +419,9 @@ const TIMES: [&str; 3] = ["kernel_time", "time", "wall_time"];
 /// The source is the least trusted of the inputs: cost-model FLOPs give an `estimate`.
 fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &mut Recorder) {
     let measured_or_estimate = |name: &str| {
-        result.metric(name).or_else(|| {
-            result.metric(&format!("{name}{}", crate::explain::ESTIMATE_SUFFIX))
-        })
+        result
+            .metric(name)
+            .or_else(|| result.metric(&format!("{name}{}", crate::explain::ESTIMATE_SUFFIX)))
     };
     let (Some(flops), Some(bytes)) = (measured_or_estimate(FLOPS), measured_or_estimate(BYTES))
     else {
@@ -559,7 +567,12 @@ impl Recorder {
         let floor = profile
             .sampling_floor_ns
             .as_ref()
-            .map(|f| format!(" (periodic sampling cannot go below {} ns on {})", f.value, profile.name))
+            .map(|f| {
+                format!(
+                    " (periodic sampling cannot go below {} ns on {})",
+                    f.value, profile.name
+                )
+            })
             .unwrap_or_default();
         self.unavailable.push(UnavailableCounter {
             counter: name,
@@ -584,7 +597,11 @@ mod tests {
     #[test]
     fn wrap_around_is_exact_at_every_width() {
         for bits in [8u8, 16, 32, 64] {
-            let max = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+            let max = if bits == 64 {
+                u64::MAX
+            } else {
+                (1u64 << bits) - 1
+            };
             assert_eq!(counter_delta(max - 2, 4, bits).unwrap(), 7, "{bits} bits");
             assert_eq!(counter_delta(max, 0, bits).unwrap(), 1, "{bits} bits");
             assert_eq!(counter_delta(5, 5, bits).unwrap(), 0, "{bits} bits");
@@ -668,6 +685,9 @@ mod tests {
         );
         assert!(result.metric("util.mxu_busy_0").is_none());
         assert!(result.provenance.notes[0].contains("exceeds 100 %"));
-        assert_eq!(result.metric("counter.mxu_busy_0").unwrap().values, [3000.0]);
+        assert_eq!(
+            result.metric("counter.mxu_busy_0").unwrap().values,
+            [3000.0]
+        );
     }
 }

@@ -76,7 +76,8 @@ fn single_buffered_matmul_regresses_and_the_explanation_names_the_memory_stall()
     assert!(explanation.contains("counter.sync_wait +"), "{explanation}");
     assert!(explanation.contains("avg_mxu_busy −"), "{explanation}");
     assert!(
-        explanation.contains("memory stall: the compute units wait on memory (HBM); check buffering"),
+        explanation
+            .contains("memory stall: the compute units wait on memory (HBM); check buffering"),
         "{explanation}"
     );
     // Utilization metrics are compared but only explain: they do not gate by default.
@@ -193,18 +194,27 @@ fn roofline_and_estimates_side_by_side() {
         std::fs::write(&p, text).unwrap();
     }
     kgate(dir.path())
-        .args(["import", "protocol", "r0.jsonl", "r1.jsonl", "r2.jsonl", "-o", "r.json"])
+        .args([
+            "import", "protocol", "r0.jsonl", "r1.jsonl", "r2.jsonl", "-o", "r.json",
+        ])
         .assert()
         .success();
     let r = json(&dir.path().join("r.json"));
     // 2·8192·1024·4096 FLOP over the case study's 176 MiB: 372.4 FLOP/B, above H100's BF16
     // ridge of 989.4 TFLOP/s / 3.35 TB/s = 295.3 FLOP/B, so the bound is the peak.
-    let ai = metric(&r, "roofline.intensity")["values"][0].as_f64().unwrap();
+    let ai = metric(&r, "roofline.intensity")["values"][0]
+        .as_f64()
+        .unwrap();
     assert!((ai - 68719476736.0 / 184549376.0).abs() < 1e-9);
     assert_eq!(metric(&r, "roofline.attainable")["values"][0], 9.894e14);
     assert_eq!(metric(&r, "roofline.intensity")["source"], "derived");
-    let eff = metric(&r, "roofline.efficiency")["values"][0].as_f64().unwrap();
-    assert!((eff - 100.0 * 68719476736.0 / 88e-6 / 9.894e14).abs() < 1e-9, "{eff}");
+    let eff = metric(&r, "roofline.efficiency")["values"][0]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (eff - 100.0 * 68719476736.0 / 88e-6 / 9.894e14).abs() < 1e-9,
+        "{eff}"
+    );
     let notes = r["benchmarks"][0]["provenance"]["notes"].to_string();
     assert!(notes.contains("compute-bound"), "{notes}");
 
@@ -219,7 +229,8 @@ fn roofline_and_estimates_side_by_side() {
         "{explanation}"
     );
     assert!(
-        explanation.contains("estimate-based (annotate only, never fail the build): flops_estimate"),
+        explanation
+            .contains("estimate-based (annotate only, never fail the build): flops_estimate"),
         "{explanation}"
     );
     let html = kgate(dir.path())

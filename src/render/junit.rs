@@ -26,7 +26,11 @@ fn metric_case(b: &BenchmarkComparison, m: &MetricComparison, tally: &mut Tally)
     let detail = format!(
         "{}{}: base {}, head {}, change {}{}",
         m.verdict.as_str(),
-        crate::explain::marker(m),
+        if m.source == crate::metric::Source::Estimate {
+            " (estimate)"
+        } else {
+            ""
+        },
         m.base
             .as_ref()
             .map(|s| format_value(s.median, &m.unit))
