@@ -338,6 +338,11 @@ pub fn compare_with_history(
         .iter()
         .any(|(_, _, e)| e.method == Method::PredictionInterval);
     decide_all(&mut benchmarks, pending, &ctx);
+    for cmp in &mut benchmarks {
+        if let (Some(b), Some(h)) = (base.benchmark(&cmp.name), head.benchmark(&cmp.name)) {
+            crate::utilization::refuse_mixed(b, h, cmp);
+        }
+    }
     for b in &mut benchmarks {
         if b.verdict != Verdict::New {
             aggregate(b);

@@ -295,6 +295,32 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
         formulas(profile, *rep, counters, &mut out, &mut refused);
     }
     roofline(result, profile, &mut out);
+    let config = format!(
+        "profile {}, {} samples, scaling {}, passes [{}]",
+        profile.name,
+        match opts.mode {
+            SampleMode::Cumulative => "cumulative",
+            SampleMode::Interval => "interval",
+        },
+        opts.scaling,
+        opts.passes
+            .iter()
+            .map(|p| p.join(","))
+            .collect::<Vec<_>>()
+            .join("] [")
+    );
+    result
+        .provenance
+        .details
+        .insert(CONFIG_DETAIL.into(), config);
+    result.provenance.details.insert(
+        METRICS_DETAIL.into(),
+        out.metrics
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+    );
     result.provenance.notes.extend(refused);
     result.provenance.notes.append(&mut out.notes);
     result.provenance.unavailable.extend(out.unavailable);
@@ -341,6 +367,45 @@ pub fn apply_to_import(results: &mut crate::results::RunResults, plan: &crate::p
                     );
                 }
             }
+        }
+    }
+}
+
+/// Provenance detail describing how counters were collected and normalized.
+pub const CONFIG_DETAIL: &str = "counters.config";
+/// Provenance detail listing the metrics computed from counters.
+pub const METRICS_DETAIL: &str = "counters.metrics";
+
+/// Refuses to compare counter-derived metrics collected under different configurations
+/// (another profile, sample mode, scaling or pass plan): they become informational and
+/// inconclusive, with the reason.
+pub fn refuse_mixed(
+    base: &BenchmarkResult,
+    head: &BenchmarkResult,
+    cmp: &mut crate::compare::BenchmarkComparison,
+) {
+    let (b, h) = (
+        base.provenance.details.get(CONFIG_DETAIL),
+        head.provenance.details.get(CONFIG_DETAIL),
+    );
+    if b == h {
+        return;
+    }
+    let names: Vec<&str> = [base, head]
+        .iter()
+        .filter_map(|r| r.provenance.details.get(METRICS_DETAIL))
+        .flat_map(|s| s.split(','))
+        .collect();
+    let show = |c: Option<&String>| c.cloned().unwrap_or_else(|| "none".into());
+    for m in cmp.metrics.iter_mut() {
+        if names.contains(&m.name.as_str()) {
+            m.gates = false;
+            m.verdict = crate::compare::Verdict::Inconclusive;
+            m.reason = format!(
+                "counters collected under different configurations (baseline: {}; this run: {}); not compared",
+                show(b),
+                show(h)
+            );
         }
     }
 }

@@ -250,3 +250,41 @@ fn roofline_and_estimates_side_by_side() {
         );
     }
 }
+
+#[test]
+fn counters_from_different_configurations_are_not_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("kgate.yaml"), config(3)).unwrap();
+    kgate(dir.path())
+        .args(["run", "-o", "base.json"])
+        .assert()
+        .success();
+    let other = config(3).replace(
+        "device: tpu-v7x\n",
+        "device: v7x-mine\nprofiles:\n  v7x-mine: {base: tpu-v7x}\n",
+    );
+    std::fs::write(dir.path().join("kgate.yaml"), other).unwrap();
+    kgate(dir.path())
+        .args(["run", "-o", "head.json"])
+        .assert()
+        .success();
+    let out = kgate(dir.path())
+        .args(["compare", "base.json", "head.json", "--format", "json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let metrics = report["benchmarks"][0]["metrics"].as_array().unwrap();
+    for name in ["avg_mxu_busy", "util.mxu_busy_2", "counter.sync_wait"] {
+        let m = metrics.iter().find(|m| m["name"] == name).unwrap();
+        assert_eq!(m["verdict"], "inconclusive", "{name}");
+        let reason = m["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with(
+                "counters collected under different configurations (baseline: profile tpu-v7x"
+            ) && reason.contains("this run: profile v7x-mine"),
+            "{reason}"
+        );
+    }
+    let time = metrics.iter().find(|m| m["name"] == "kernel_time").unwrap();
+    assert_ne!(time["reason"].as_str().unwrap_or(""), "");
+}
