@@ -166,6 +166,15 @@ pub fn marker(m: &MetricComparison) -> &'static str {
     }
 }
 
+/// The counter a metric is computed from: `util.sync_wait.peak_window` → `sync_wait`.
+fn family(name: &str) -> &str {
+    let name = ["counter.", "util.", "bandwidth."]
+        .iter()
+        .find_map(|p| name.strip_prefix(p))
+        .unwrap_or(name);
+    name.strip_suffix(".peak_window").unwrap_or(name)
+}
+
 fn pct(change: f64) -> String {
     format!("{:+.0} %", change * 100.0).replace('-', "−")
 }
@@ -230,6 +239,14 @@ pub fn explain_regression(metrics: &[MetricComparison]) -> Option<String> {
     }
     // Strongest first, as ranked.
     shown.sort_by(|a, b| b.z.abs().total_cmp(&a.z.abs()).then(a.name.cmp(&b.name)));
+    // One entry per counter: `counter.X`, `util.X` and `util.X.peak_window` say the same thing.
+    let mut families: Vec<&str> = Vec::new();
+    shown.retain(|m| {
+        let family = family(&m.name);
+        let fresh = !families.contains(&family);
+        families.push(family);
+        fresh
+    });
     let evidence = shown
         .iter()
         .take(4)

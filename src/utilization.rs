@@ -45,7 +45,7 @@ pub fn counter_delta(prev: u64, cur: u64, bits: u8) -> Result<u64, String> {
 /// Utilization (a fraction) of a unit that was busy `busy_cycles` in a window of `window_ns`
 /// at `clock_hz`, summed over `lanes` pipes.
 pub fn utilization(busy_cycles: f64, window_ns: f64, clock_hz: f64, lanes: u32) -> f64 {
-    busy_cycles / (window_ns * 1e-9 * clock_hz * f64::from(lanes.max(1)))
+    busy_cycles * 1e9 / (window_ns * clock_hz * f64::from(lanes.max(1)))
 }
 
 /// How a counter's samples are reported.
@@ -166,6 +166,8 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
     let mut out = Recorder::default();
     let mut refused: Vec<String> = Vec::new();
     let mut per_rep: BTreeMap<u32, BTreeMap<String, (f64, usize)>> = BTreeMap::new();
+    // Bytes moved and the window they moved in, per repetition.
+    let mut memory: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
     for ((rep, name), mut readings) in series {
         readings.sort_by(|a, b| a.t_ns.total_cmp(&b.t_ns));
         let base = readings[0].counter.clone();
@@ -219,6 +221,17 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
             }
             total
         };
+        // The sampling windows the kernel-window figure was computed from.
+        let used: Vec<&Window> = wins
+            .iter()
+            .filter(|w| {
+                w.end_ns > w.start_ns
+                    && (kernels.is_empty()
+                        || kernels
+                            .iter()
+                            .any(|(_, s, e)| w.start_ns >= *s && w.end_ns <= *e))
+            })
+            .collect();
         let spec = profile.counters.get(&base).cloned().unwrap_or_default();
         let unit = if readings[0].unit.is_empty() {
             spec.unit.clone()
@@ -265,13 +278,33 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
                 ));
                 continue;
             }
+            let direction = spec.direction.unwrap_or(Direction::Higher);
             out.push(
                 &format!("util.{name}"),
                 "%",
                 Source::Derived,
-                spec.direction.unwrap_or(Direction::Higher),
+                direction,
                 rep,
                 u * 100.0,
+            );
+            let peak = used
+                .iter()
+                .map(|w| {
+                    utilization(
+                        w.delta,
+                        w.end_ns - w.start_ns,
+                        profile.clock_hz.value,
+                        lanes,
+                    )
+                })
+                .fold(0.0, f64::max);
+            out.push(
+                &format!("util.{name}.peak_window"),
+                "%",
+                Source::Derived,
+                direction,
+                rep,
+                peak * 100.0,
             );
         }
         let bytes_per_unit = match unit.as_str() {
@@ -280,7 +313,7 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
             _ => None,
         };
         if let Some(bpu) = bytes_per_unit {
-            let rate = delta * bpu / (span * 1e-9);
+            let rate = delta * bpu * 1e9 / span;
             out.push(
                 &format!("bandwidth.{name}"),
                 "B/s",
@@ -288,6 +321,32 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
                 Direction::Higher,
                 rep,
                 rate,
+            );
+            let traffic = memory.entry(rep).or_insert((0.0, 0.0));
+            traffic.0 += delta * bpu;
+            traffic.1 = f64::max(traffic.1, span);
+        }
+    }
+    // XProf's "HBM Rd+Wr": all memory traffic against the peak bandwidth.
+    if let Some(bw) = &profile.memory_bandwidth {
+        for (rep, (bytes, span)) in &memory {
+            let u = bytes * 1e9 / (span * bw.value);
+            if u > 1.0 + 1e-9 {
+                refused.push(format!(
+                    "util.memory: {:.1} % in repetition {rep} exceeds the peak bandwidth of {} ({}); not reported",
+                    u * 100.0,
+                    profile.name,
+                    bw.source
+                ));
+                continue;
+            }
+            out.push(
+                "util.memory",
+                "%",
+                Source::Derived,
+                Direction::Higher,
+                *rep,
+                u * 100.0,
             );
         }
     }
@@ -655,7 +714,7 @@ mod tests {
 
     #[test]
     fn hundred_cycles_in_500_ns_at_2_ghz_is_ten_percent() {
-        assert!((utilization(100.0, 500.0, 2.0e9, 1) - 0.10).abs() < 1e-15);
+        assert_eq!(utilization(100.0, 500.0, 2.0e9, 1), 0.10);
         assert!((utilization(200.0, 500.0, 2.0e9, 2) - 0.10).abs() < 1e-15);
     }
 
@@ -730,6 +789,48 @@ mod tests {
         let u = &result.provenance.unavailable[0];
         assert!(u.reason.starts_with("unresolved: kernel `tiny` ran 500 ns"));
         assert!(u.hint.contains("external trigger"));
+    }
+
+    #[test]
+    fn beats_give_bandwidth_and_memory_utilization() {
+        let profile = crate::profile::builtin("tpu-v7x").unwrap();
+        let mut result = BenchmarkResult::new("k", Default::default());
+        for (counter, values) in [
+            ("hbm_rd_beats", [0.0, 40_000.0, 80_000.0]),
+            ("hbm_wr_beats", [0.0, 10_000.0, 20_000.0]),
+            ("cycles", [0.0, 1900.0, 3800.0]),
+        ] {
+            for (i, v) in values.iter().enumerate() {
+                result.counters.push(CounterReading {
+                    repetition: 0,
+                    counter: counter.into(),
+                    t_ns: 1000.0 * i as f64,
+                    value: *v,
+                    unit: String::new(),
+                    bits: Some(32),
+                    core: None,
+                });
+            }
+        }
+        apply(
+            &mut result,
+            Options {
+                profile: &profile,
+                policy: None,
+                mode: SampleMode::Cumulative,
+                scaling: 0,
+                passes: &[],
+            },
+        );
+        // 80 000 read beats × 32 B in 2 µs = 1.28e12 B/s; with the writes, 3.2 MB in 2 µs
+        // against 3433 GiB/s is 43.4 %.
+        let bw = result.metric("bandwidth.hbm_rd_beats").unwrap();
+        assert_eq!(bw.values, [1.28e12]);
+        let util = result.metric("util.memory").unwrap().values[0];
+        assert!((util - 100.0 * 1.6e12 / (3433.0 * 1073741824.0)).abs() < 1e-9);
+        assert_eq!(result.metric("hbm_bytes").unwrap().values, [3_200_000.0]);
+        // `cycles` is the clock itself, not a busy counter: no utilization for it.
+        assert!(result.metric("util.cycles").is_none());
     }
 
     #[test]
