@@ -443,6 +443,12 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
         }
         import::import(args.format, &args.files, &policies)?
     };
+    let mut results = results;
+    if config_path.exists() {
+        let loaded = load_config(config_path)?;
+        let plan = Plan::new(&loaded.config, &Overrides::default())?;
+        crate::utilization::apply_to_import(&mut results, &plan);
+    }
     emit_results(&results, args.output.as_deref())?;
     Ok(ExitStatus::PASS)
 }

@@ -376,9 +376,15 @@ pub fn compare_with_job_medians(
         .iter()
         .any(|(_, _, e)| e.method == Method::PredictionInterval);
     decide_all(&mut benchmarks, pending, &ctx);
+    for cmp in &mut benchmarks {
+        if let (Some(b), Some(h)) = (base.benchmark(&cmp.name), head.benchmark(&cmp.name)) {
+            crate::utilization::refuse_mixed(b, h, cmp);
+        }
+    }
     for b in &mut benchmarks {
         if b.verdict != Verdict::New {
             aggregate(b);
+            crate::explain::annotate(b);
         }
     }
     for b in &base.benchmarks {

@@ -39,6 +39,14 @@ pub struct Config {
     pub gate: GatePolicy,
     /// The benchmarks.
     pub benchmarks: Vec<BenchmarkConfig>,
+    /// Device profile that counter readings are normalized with (`tpu-v7x`, `tpu-v6e`, `h100`,
+    /// `h200`, `b200`, `mi300x`, `cpu`, or a name under `profiles:`); see docs/utilization.md.
+    #[serde(default)]
+    pub device: Option<String>,
+    /// Overrides of built-in device profiles and new profiles (with `base:` naming the profile
+    /// they extend), by name.
+    #[serde(default)]
+    pub profiles: BTreeMap<String, serde_json::Value>,
 }
 
 fn default_version() -> u32 {
@@ -168,9 +176,28 @@ pub struct BenchmarkConfig {
     /// Nsight Compute settings for the `ncu` capture (metrics, clock and cache control,
     /// kernel filter, launch skip and count).
     pub ncu: Option<crate::capture_ncu::NcuConfig>,
+    /// How the benchmark samples hardware counters through the protocol (requested counters,
+    /// cumulative or per-interval samples, right-shift scaling); see docs/utilization.md.
+    pub counters: Option<CounterSampling>,
 }
 
-/// Settings of the `perf` capture.
+/// How a benchmark samples hardware counters.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CounterSampling {
+    /// Counters to sample; when they exceed the device's counters per pass, kgate splits them
+    /// into the fewest passes and tells each repetition its pass through `KGATE_COUNTER_PASS`
+    /// and `KGATE_COUNTERS`.
+    #[serde(default)]
+    pub request: Vec<String>,
+    /// `cumulative` (default: each sample is a running total) or `interval` (each sample is
+    /// the increase since the previous one).
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// Right-shift bits the device applied to every sample (0–63, default 0).
+    #[serde(default)]
+    pub scaling: u8,
+}
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PerfConfig {
@@ -703,6 +730,32 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
                 config.version
             ),
         );
+    }
+    if let Some(device) = &config.device
+        && let Err(e) = crate::profile::resolve(device, &config.profiles)
+    {
+        return fail(Some("device:"), "device".into(), e.to_string());
+    }
+    for b in &config.benchmarks {
+        if let Some(c) = &b.counters {
+            if c.mode
+                .as_deref()
+                .is_some_and(|m| m != "cumulative" && m != "interval")
+            {
+                return fail(
+                    Some("mode:"),
+                    format!("benchmarks[{}].counters.mode", b.name),
+                    "must be `cumulative` or `interval`".into(),
+                );
+            }
+            if c.scaling > 63 {
+                return fail(
+                    Some("scaling:"),
+                    format!("benchmarks[{}].counters.scaling", b.name),
+                    "right-shift scaling is 0–63 bits".into(),
+                );
+            }
+        }
     }
     if !(config.gate.alpha > 0.0 && config.gate.alpha < 0.5) {
         return fail(

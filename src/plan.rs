@@ -67,6 +67,48 @@ pub struct BenchmarkPlan {
     pub artifacts: BTreeMap<String, PathBuf>,
     /// Settings of the `ncu` capture.
     pub ncu: crate::capture_ncu::NcuConfig,
+    /// Device profile for counter normalization (`device:` in the configuration).
+    pub device: Option<crate::profile::DeviceProfile>,
+    /// How the benchmark samples counters.
+    pub counters: crate::config::CounterSampling,
+    /// Counter passes planned from `counters.request` and the profile's counters per pass.
+    pub counter_passes: Vec<Vec<String>>,
+}
+
+impl BenchmarkPlan {
+    /// Utilization settings, when a device profile is configured.
+    pub fn utilization(&self) -> Option<crate::utilization::Options<'_>> {
+        Some(crate::utilization::Options {
+            profile: self.device.as_ref()?,
+            policy: Some(&self.metrics),
+            mode: if self.counters.mode.as_deref() == Some("interval") {
+                crate::utilization::SampleMode::Interval
+            } else {
+                crate::utilization::SampleMode::Cumulative
+            },
+            scaling: self.counters.scaling,
+            passes: if self.counter_passes.len() > 1 {
+                &self.counter_passes
+            } else {
+                &[]
+            },
+        })
+    }
+
+    /// Environment of counter pass of `repetition` (empty without requested counters).
+    pub fn counter_env(&self, repetition: u32) -> Vec<(String, String)> {
+        if self.counter_passes.is_empty() {
+            return Vec::new();
+        }
+        let k = repetition as usize % self.counter_passes.len();
+        vec![
+            (crate::utilization::PASS_ENV.into(), k.to_string()),
+            (
+                crate::utilization::COUNTERS_ENV.into(),
+                self.counter_passes[k].join(","),
+            ),
+        ]
+    }
 }
 
 /// Overrides from the command line.
@@ -188,6 +230,12 @@ fn resolve_benchmark(
                 direction: c.direction.unwrap_or_default(),
             }),
     );
+    // Checked when the configuration was loaded.
+    let device = config
+        .device
+        .as_ref()
+        .and_then(|d| crate::profile::resolve(d, &config.profiles).ok());
+    let counters = b.counters.clone().unwrap_or_default();
     BenchmarkPlan {
         ncu: b.ncu.clone().or_else(|| d.ncu.clone()).unwrap_or_default(),
         name: b.name.clone(),
@@ -223,6 +271,15 @@ fn resolve_benchmark(
         toggle_collect: b.valgrind.as_ref().and_then(|v| v.toggle_collect.clone()),
         derived,
         artifacts: b.artifacts.clone(),
+        counter_passes: crate::profile::plan_passes(
+            &counters.request,
+            device
+                .as_ref()
+                .and_then(|d| d.counters_per_pass.as_ref())
+                .map(|c| c.value as u32),
+        ),
+        device,
+        counters,
     }
 }
 

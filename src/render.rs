@@ -174,9 +174,7 @@ impl Exporter for TableExporter {
             }
             for m in &b.metrics {
                 let mut metric = m.name.clone();
-                if !m.gates {
-                    metric.push_str(" (info)");
-                }
+                metric.push_str(crate::explain::marker(m));
                 table.add_row(vec![
                     Cell::new(&b.name),
                     Cell::new(metric),
@@ -274,7 +272,7 @@ impl MarkdownExporter {
                 "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 escape_markdown(bench),
                 escape_markdown(&m.name),
-                if m.gates { "" } else { " (info)" },
+                crate::explain::marker(m),
                 median_cell(&m.base, &m.unit),
                 median_cell(&m.head, &m.unit),
                 change_cell(m),

@@ -335,6 +335,7 @@ impl<'p> BenchmarkRun<'p> {
             if measured { "0" } else { "1" }.into(),
         ));
         env.push(("KGATE_REPETITION".into(), repetition.to_string()));
+        env.extend(self.plan.counter_env(repetition));
         if uses_protocol {
             env.push((
                 "KGATE_PROTOCOL_FILE".into(),
@@ -480,7 +481,11 @@ impl<'p> BenchmarkRun<'p> {
         if !self.failed {
             self.read_artifacts();
         }
-        self.collector.finish()
+        let mut result = self.collector.finish();
+        if let Some(opts) = self.plan.utilization() {
+            crate::utilization::apply(&mut result, opts);
+        }
+        result
     }
 
     /// Keeps the declared artifact files; one that is missing is a warning, not a failure.

@@ -151,7 +151,7 @@ fn metric_row(m: &MetricComparison) -> String {
     format!(
         "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l {}\">{}</td></tr>\n",
         escape_html(&m.name),
-        if m.gates { "" } else { " (info)" },
+        crate::explain::marker(m),
         summary(&m.base),
         summary(&m.head),
         opt(m.change.map(format_change)),

@@ -24,8 +24,13 @@ struct Tally {
 fn metric_case(b: &BenchmarkComparison, m: &MetricComparison, tally: &mut Tally) -> String {
     tally.tests += 1;
     let detail = format!(
-        "{}: base {}, head {}, change {}{}",
+        "{}{}: base {}, head {}, change {}{}",
         m.verdict.as_str(),
+        if m.source == crate::metric::Source::Estimate {
+            " (estimate)"
+        } else {
+            ""
+        },
         m.base
             .as_ref()
             .map(|s| format_value(s.median, &m.unit))

@@ -1,0 +1,284 @@
+//! Device profiles: the clocks, peak rates and counter definitions that turn raw counter
+//! increments into utilization.
+//!
+//! A utilization is only as good as the clock and peak it divides by, so these numbers are
+//! data, not code: YAML files shipped with kgate (`profiles/*.yaml`), each number with the
+//! source it was taken from, which `kgate.yaml` can select (`device:`), override and extend
+//! (`profiles:`).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A number and where it comes from (a datasheet, a profiler's source file, a measurement).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Sourced {
+    pub value: f64,
+    /// Where the number was taken from.
+    pub source: String,
+}
+
+/// One hardware counter a device exposes.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CounterSpec {
+    /// The profiler's index for the counter (TPU TensorCore counter index), for reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<u32>,
+    /// What one increment counts: `cycles` (a busy-cycle counter, which gives a utilization),
+    /// `beats` or `bytes` (memory traffic, which gives a bandwidth), or anything else.
+    #[serde(default)]
+    pub unit: String,
+    /// Parallel pipes the counter sums over (its utilization divides by them; default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lanes: Option<u32>,
+    /// Bytes per increment of a `beats` counter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_unit: Option<f64>,
+    /// Which way is better for the counter's utilization: `higher` for busy counters
+    /// (default), `lower` for stall counters such as `sync_wait`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<crate::metric::Direction>,
+}
+
+/// A named formula over counter increments (XProf's utilization formulas and the like).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Formula {
+    /// Arithmetic over counter names (evaluated by the `exmex` crate).
+    pub expr: String,
+    #[serde(default)]
+    pub unit: String,
+    /// Where the formula comes from.
+    #[serde(default)]
+    pub source: String,
+}
+
+/// A device's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceProfile {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// The clock busy-cycle counters count in, in Hz.
+    pub clock_hz: Sourced,
+    /// Peak memory (HBM or DRAM) bandwidth in bytes per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bandwidth: Option<Sourced>,
+    /// Peak FLOP rates per precision (`bf16`, `fp8`, `fp32`…), in FLOP per second.
+    #[serde(default)]
+    pub flops: BTreeMap<String, Sourced>,
+    /// Units per core (MXUs, SMs, CUs).
+    #[serde(default)]
+    pub units: BTreeMap<String, Sourced>,
+    /// Hardware counters one pass can collect; absent where no limit is documented.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters_per_pass: Option<Sourced>,
+    /// Shortest periodic sampling interval, in nanoseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_floor_ns: Option<Sourced>,
+    /// Counters by the name benchmarks report them under.
+    #[serde(default)]
+    pub counters: BTreeMap<String, CounterSpec>,
+    /// Derived metrics computed from counter increments, by name.
+    #[serde(default)]
+    pub formulas: BTreeMap<String, Formula>,
+}
+
+/// The profiles shipped with kgate, as (name, YAML).
+pub const BUILTIN: [(&str, &str); 7] = [
+    ("tpu-v6e", include_str!("../profiles/tpu-v6e.yaml")),
+    ("tpu-v7x", include_str!("../profiles/tpu-v7x.yaml")),
+    ("h100", include_str!("../profiles/h100.yaml")),
+    ("h200", include_str!("../profiles/h200.yaml")),
+    ("b200", include_str!("../profiles/b200.yaml")),
+    ("mi300x", include_str!("../profiles/mi300x.yaml")),
+    ("cpu", include_str!("../profiles/cpu.yaml")),
+];
+
+/// A profile that cannot be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("key `device`: no device profile named `{name}`; known: {known}")]
+    Unknown { name: String, known: String },
+    #[error("key `profiles.{name}`: {message}")]
+    Invalid { name: String, message: String },
+}
+
+/// The names of the built-in profiles.
+pub fn builtin_names() -> Vec<&'static str> {
+    BUILTIN.iter().map(|(n, _)| *n).collect()
+}
+
+fn builtin_value(name: &str) -> Option<serde_json::Value> {
+    let text = BUILTIN.iter().find(|(n, _)| *n == name)?.1;
+    Some(serde_saphyr::from_str(text).expect("built-in profiles are valid YAML"))
+}
+
+/// A built-in profile by name.
+pub fn builtin(name: &str) -> Option<DeviceProfile> {
+    resolve(name, &BTreeMap::new()).ok()
+}
+
+/// Resolves profile `name` with the configuration's `profiles:` overrides. An override of a
+/// built-in name changes only the keys it sets; a new name starts from the profile named by
+/// its `base:` key (or from nothing, and must then set every required key).
+pub fn resolve(
+    name: &str,
+    overrides: &BTreeMap<String, serde_json::Value>,
+) -> Result<DeviceProfile, ProfileError> {
+    let mut seen = Vec::new();
+    let value = resolve_value(name, overrides, &mut seen)?;
+    serde_json::from_value(value).map_err(|e| ProfileError::Invalid {
+        name: name.to_string(),
+        message: format!("{e}; a profile needs `clock_hz: {{value, source}}`"),
+    })
+}
+
+fn resolve_value(
+    name: &str,
+    overrides: &BTreeMap<String, serde_json::Value>,
+    seen: &mut Vec<String>,
+) -> Result<serde_json::Value, ProfileError> {
+    if seen.iter().any(|s| s == name) {
+        return Err(ProfileError::Invalid {
+            name: name.to_string(),
+            message: format!("`base` chain loops: {}", seen.join(" → ")),
+        });
+    }
+    seen.push(name.to_string());
+    let Some(over) = overrides.get(name) else {
+        return builtin_value(name).ok_or_else(|| ProfileError::Unknown {
+            name: name.to_string(),
+            known: known(overrides),
+        });
+    };
+    let mut over = over.clone();
+    let base = match over.as_object_mut() {
+        Some(map) => map.remove("base"),
+        None => {
+            return Err(ProfileError::Invalid {
+                name: name.to_string(),
+                message: "must be a map of profile keys".into(),
+            });
+        }
+    };
+    let mut value = match base {
+        Some(serde_json::Value::String(b)) => resolve_value(&b, overrides, seen)?,
+        Some(_) => {
+            return Err(ProfileError::Invalid {
+                name: name.to_string(),
+                message: "`base` must name a profile".into(),
+            });
+        }
+        None => builtin_value(name).unwrap_or_else(|| serde_json::json!({})),
+    };
+    merge(&mut value, over);
+    value["name"] = serde_json::Value::String(name.to_string());
+    Ok(value)
+}
+
+fn known(overrides: &BTreeMap<String, serde_json::Value>) -> String {
+    let mut names: Vec<String> = builtin_names().iter().map(|s| s.to_string()).collect();
+    names.extend(overrides.keys().cloned());
+    names.sort();
+    names.dedup();
+    names.join(", ")
+}
+
+/// Deep merge: maps merge key by key, anything else replaces.
+fn merge(into: &mut serde_json::Value, from: serde_json::Value) {
+    match (into, from) {
+        (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(serde_json::Value::Null), v);
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+/// Splits `requested` counters into the fewest passes of at most `per_pass` counters each,
+/// keeping their order (without per-block constraints, ⌈n / per_pass⌉ passes are optimal).
+/// `per_pass` of `None` or 0 means no documented limit: one pass.
+pub fn plan_passes(requested: &[String], per_pass: Option<u32>) -> Vec<Vec<String>> {
+    let mut unique: Vec<String> = Vec::new();
+    for c in requested {
+        if !unique.contains(c) {
+            unique.push(c.clone());
+        }
+    }
+    match per_pass {
+        Some(n) if n > 0 && unique.len() > n as usize => {
+            unique.chunks(n as usize).map(<[String]>::to_vec).collect()
+        }
+        _ if unique.is_empty() => Vec::new(),
+        _ => vec![unique],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_parses_and_names_its_sources() {
+        for name in builtin_names() {
+            let p = builtin(name).unwrap_or_else(|| panic!("profile {name} parses"));
+            assert_eq!(p.name, name);
+            assert!(p.clock_hz.value > 0.0 && !p.clock_hz.source.is_empty());
+            for s in p.flops.values().chain(p.units.values()) {
+                assert!(
+                    !s.source.is_empty(),
+                    "{name}: every number names its source"
+                );
+            }
+        }
+        let v7x = builtin("tpu-v7x").unwrap();
+        assert_eq!(v7x.clock_hz.value, 1.9e9);
+        assert_eq!(
+            v7x.memory_bandwidth.unwrap().value,
+            3433.0 * 1024.0 * 1024.0 * 1024.0
+        );
+        assert_eq!(v7x.counters["sync_wait"].index, Some(105));
+        let v6e = builtin("tpu-v6e").unwrap();
+        assert_eq!(v6e.clock_hz.value, 1.75e9);
+        assert_eq!(
+            v6e.memory_bandwidth.unwrap().value,
+            1525.5 * 1024.0 * 1024.0 * 1024.0
+        );
+    }
+
+    #[test]
+    fn overrides_change_only_what_they_set_and_new_profiles_extend_a_base() {
+        let overrides: BTreeMap<String, serde_json::Value> = serde_saphyr::from_str(
+            "h100: {clock_hz: {value: 1.755e9, source: locked with nvidia-smi -lgc}}\nmine: {base: tpu-v7x, counters_per_pass: {value: 8, source: measured}}\n",
+        )
+        .unwrap();
+        let h100 = resolve("h100", &overrides).unwrap();
+        assert_eq!(h100.clock_hz.value, 1.755e9);
+        assert_eq!(h100.memory_bandwidth.unwrap().value, 3.35e12);
+        let mine = resolve("mine", &overrides).unwrap();
+        assert_eq!(mine.name, "mine");
+        assert_eq!(mine.counters_per_pass.unwrap().value, 8.0);
+        assert_eq!(mine.clock_hz.value, 1.9e9);
+        let err = resolve("nope", &overrides).unwrap_err().to_string();
+        assert!(err.contains("no device profile named `nope`") && err.contains("tpu-v7x"));
+    }
+
+    #[test]
+    fn passes_are_the_fewest_and_keep_order() {
+        let names: Vec<String> = ["a", "b", "c", "d", "e", "a"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let passes = plan_passes(&names, Some(2));
+        assert_eq!(passes, vec![vec!["a", "b"], vec!["c", "d"], vec!["e"]]);
+        assert_eq!(plan_passes(&names, None).len(), 1);
+        assert_eq!(plan_passes(&names, Some(5)).len(), 1);
+        assert!(plan_passes(&[], Some(4)).is_empty());
+    }
+}

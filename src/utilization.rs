@@ -1,0 +1,859 @@
+//! Register-derived utilization: raw counter readings turned into busy fractions, bandwidths,
+//! XProf's named formulas and a roofline position.
+//!
+//! A counter track is not a percentage: it is a register that counts cycles (or beats) and may
+//! be narrow, wrap, be right-shifted, and be sampled cumulatively or per interval. Utilization
+//! over a window is Δcount / (Δt × f_clock × lanes), with the clock from the device profile.
+//! A value above 100 % means the clock or the counter setup is wrong and is flagged, not
+//! reported; a kernel shorter than the sampling interval has no measurable window and is
+//! "unresolved", with the fix.
+
+use std::collections::BTreeMap;
+
+use crate::metric::{Direction, GateRule, Source};
+use crate::plan::MetricPolicy;
+use crate::profile::DeviceProfile;
+use crate::results::{BenchmarkResult, CounterReading, MetricSamples, UnavailableCounter};
+
+/// Environment variable telling a benchmark which counter pass this repetition is (0-based).
+pub const PASS_ENV: &str = "KGATE_COUNTER_PASS";
+/// Environment variable listing the counters to sample in this repetition, comma-separated.
+pub const COUNTERS_ENV: &str = "KGATE_COUNTERS";
+
+/// The increase of a `bits`-wide counter from `prev` to `cur`, wrapping at 2^bits; exact at
+/// every width (8, 16, 32, 64). Values must fit the width.
+pub fn counter_delta(prev: u64, cur: u64, bits: u8) -> Result<u64, String> {
+    if !matches!(bits, 8 | 16 | 32 | 64) {
+        return Err(format!(
+            "counter width {bits} bits is not one of 8, 16, 32, 64"
+        ));
+    }
+    if bits < 64 {
+        let limit = 1u64 << bits;
+        if prev >= limit || cur >= limit {
+            return Err(format!(
+                "value {} does not fit a {bits}-bit counter",
+                prev.max(cur)
+            ));
+        }
+        Ok(cur.wrapping_sub(prev) & (limit - 1))
+    } else {
+        Ok(cur.wrapping_sub(prev))
+    }
+}
+
+/// Utilization (a fraction) of a unit that was busy `busy_cycles` in a window of `window_ns`
+/// at `clock_hz`, summed over `lanes` pipes.
+pub fn utilization(busy_cycles: f64, window_ns: f64, clock_hz: f64, lanes: u32) -> f64 {
+    busy_cycles * 1e9 / (window_ns * clock_hz * f64::from(lanes.max(1)))
+}
+
+/// How a counter's samples are reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SampleMode {
+    /// Each sample is the running total since the counter was cleared.
+    Cumulative,
+    /// Each sample is the increase since the previous sample.
+    Interval,
+}
+
+/// One sampling window of a counter: the increase between two consecutive samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Window {
+    pub start_ns: f64,
+    pub end_ns: f64,
+    /// The increase, with the right-shift scaling restored.
+    pub delta: f64,
+}
+
+/// The sampling windows of one counter's readings (sorted by time). Cumulative samples are
+/// differenced with wrap-around at the reading's width; interval samples are taken as they are.
+/// Right-shift `scaling` is restored (value << scaling). Integral values use integer
+/// arithmetic (exact up to 2^53, the precision of a JSON number).
+pub fn windows(
+    readings: &[&CounterReading],
+    mode: SampleMode,
+    scaling: u8,
+) -> Result<Vec<Window>, String> {
+    let mut out = Vec::new();
+    for pair in readings.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        let raw = match mode {
+            SampleMode::Interval => b.value,
+            SampleMode::Cumulative => match (as_count(a.value), as_count(b.value)) {
+                (Some(p), Some(c)) => counter_delta(p, c, b.bits.unwrap_or(64))
+                    .map_err(|e| format!("counter `{}` at {} ns: {e}", b.counter, b.t_ns))?
+                    as f64,
+                _ => b.value - a.value,
+            },
+        };
+        let delta = match as_count(raw) {
+            Some(v) if scaling > 0 => ((v as u128) << scaling) as f64,
+            _ => raw * 2f64.powi(i32::from(scaling)),
+        };
+        out.push(Window {
+            start_ns: a.t_ns,
+            end_ns: b.t_ns,
+            delta,
+        });
+    }
+    Ok(out)
+}
+
+fn as_count(v: f64) -> Option<u64> {
+    (v >= 0.0 && v.fract() == 0.0 && v < 18_446_744_073_709_551_616.0).then_some(v as u64)
+}
+
+/// Increase of a counter inside `[start, end]`: the windows that lie within it. `None` when
+/// no window does (the kernel is shorter than the sampling interval).
+pub fn in_window(windows: &[Window], start_ns: f64, end_ns: f64) -> Option<(f64, f64)> {
+    let inside: Vec<&Window> = windows
+        .iter()
+        .filter(|w| w.start_ns >= start_ns && w.end_ns <= end_ns)
+        .collect();
+    if inside.is_empty() {
+        return None;
+    }
+    let delta = inside.iter().map(|w| w.delta).sum();
+    let span = inside.iter().map(|w| w.end_ns - w.start_ns).sum();
+    Some((delta, span))
+}
+
+/// Settings for [`apply`].
+#[derive(Debug, Clone, Copy)]
+pub struct Options<'a> {
+    pub profile: &'a DeviceProfile,
+    /// Metric settings from the configuration: a derived metric listed there follows it;
+    /// others are informational (they explain, they do not gate).
+    pub policy: Option<&'a MetricPolicy>,
+    pub mode: SampleMode,
+    /// Right-shift bits the device applied to every sample.
+    pub scaling: u8,
+    /// Counter passes (from [`crate::profile::plan_passes`]); repetition r ran pass
+    /// r mod passes. Empty when every counter was sampled in every repetition.
+    pub passes: &'a [Vec<String>],
+}
+
+/// Computes counter totals, utilizations, bandwidths, the profile's formulas and the roofline
+/// position for every repetition, and records them as metrics of `result`. Problems (a window
+/// above 100 %, a kernel shorter than the sampling interval) go to the provenance.
+pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
+    let profile = opts.profile;
+    result
+        .provenance
+        .details
+        .insert("device.profile".into(), profile.name.clone());
+    result.provenance.details.insert(
+        "device.clock_hz".into(),
+        format!("{} ({})", profile.clock_hz.value, profile.clock_hz.source),
+    );
+    for (k, pass) in opts.passes.iter().enumerate() {
+        for c in pass {
+            result
+                .provenance
+                .details
+                .insert(format!("counter_pass.{c}"), k.to_string());
+        }
+    }
+    let mut series: BTreeMap<(u32, String), Vec<&CounterReading>> = BTreeMap::new();
+    for r in &result.counters {
+        let name = match r.core {
+            Some(core) => format!("{}.core{core}", r.counter),
+            None => r.counter.clone(),
+        };
+        series.entry((r.repetition, name)).or_default().push(r);
+    }
+    let mut out = Recorder::default();
+    let mut refused: Vec<String> = Vec::new();
+    let mut per_rep: BTreeMap<u32, BTreeMap<String, (f64, usize)>> = BTreeMap::new();
+    // Bytes moved and the window they moved in, per repetition.
+    let mut memory: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
+    for ((rep, name), mut readings) in series {
+        readings.sort_by(|a, b| a.t_ns.total_cmp(&b.t_ns));
+        let base = readings[0].counter.clone();
+        let pass = pass_of(opts.passes, &base);
+        if let Some(p) = pass
+            && !opts.passes.is_empty()
+            && rep as usize % opts.passes.len() != p
+        {
+            refused.push(format!(
+                "counter `{base}` was reported in repetition {rep}, which ran pass {} without it; ignored",
+                rep as usize % opts.passes.len()
+            ));
+            continue;
+        }
+        let wins = match windows(&readings, opts.mode, opts.scaling) {
+            Ok(w) => w,
+            Err(e) => {
+                refused.push(e);
+                continue;
+            }
+        };
+        let interval = median_interval(&wins);
+        let kernels: Vec<(String, f64, f64)> = result
+            .kernel_windows
+            .iter()
+            .filter(|k| k.repetition == rep)
+            .map(|k| (k.kernel.clone(), k.start_ns, k.end_ns))
+            .collect();
+        let (delta, span) = if kernels.is_empty() {
+            match (wins.first(), wins.last()) {
+                (Some(f), Some(l)) => (wins.iter().map(|w| w.delta).sum(), l.end_ns - f.start_ns),
+                _ => continue,
+            }
+        } else {
+            let mut total = (0.0, 0.0);
+            let mut unresolved = false;
+            for (kernel, start, end) in &kernels {
+                match in_window(&wins, *start, *end) {
+                    Some((d, s)) => {
+                        total.0 += d;
+                        total.1 += s;
+                    }
+                    None => {
+                        unresolved = true;
+                        out.unresolved(kernel, &name, end - start, interval, profile);
+                    }
+                }
+            }
+            if unresolved {
+                continue;
+            }
+            total
+        };
+        // The sampling windows the kernel-window figure was computed from.
+        let used: Vec<&Window> = wins
+            .iter()
+            .filter(|w| {
+                w.end_ns > w.start_ns
+                    && (kernels.is_empty()
+                        || kernels
+                            .iter()
+                            .any(|(_, s, e)| w.start_ns >= *s && w.end_ns <= *e))
+            })
+            .collect();
+        let spec = profile.counters.get(&base).cloned().unwrap_or_default();
+        let unit = if readings[0].unit.is_empty() {
+            spec.unit.clone()
+        } else {
+            readings[0].unit.clone()
+        };
+        out.push(
+            &format!("counter.{name}"),
+            &unit,
+            Source::Hardware,
+            Direction::Lower,
+            rep,
+            delta,
+        );
+        per_rep
+            .entry(rep)
+            .or_default()
+            .insert(name.clone(), (delta, pass.unwrap_or(0)));
+        if span <= 0.0 {
+            continue;
+        }
+        if unit == "cycles" && base != "cycles" {
+            let lanes = spec.lanes.unwrap_or(1);
+            let max_window = wins
+                .iter()
+                .filter(|w| w.end_ns > w.start_ns)
+                .map(|w| {
+                    utilization(
+                        w.delta,
+                        w.end_ns - w.start_ns,
+                        profile.clock_hz.value,
+                        lanes,
+                    )
+                })
+                .fold(0.0, f64::max);
+            let u = utilization(delta, span, profile.clock_hz.value, lanes);
+            if u > 1.0 + 1e-9 || max_window > 1.0 + 1e-9 {
+                refused.push(format!(
+                    "util.{name}: {:.1} % (highest window {:.1} %) in repetition {rep} exceeds 100 %: the clock ({} Hz, {}) or the counter's width, scaling or lanes is inconsistent; not reported",
+                    u * 100.0,
+                    max_window * 100.0,
+                    profile.clock_hz.value,
+                    profile.name
+                ));
+                continue;
+            }
+            let direction = spec.direction.unwrap_or(Direction::Higher);
+            out.push(
+                &format!("util.{name}"),
+                "%",
+                Source::Derived,
+                direction,
+                rep,
+                u * 100.0,
+            );
+            let peak = used
+                .iter()
+                .map(|w| {
+                    utilization(
+                        w.delta,
+                        w.end_ns - w.start_ns,
+                        profile.clock_hz.value,
+                        lanes,
+                    )
+                })
+                .fold(0.0, f64::max);
+            out.push(
+                &format!("util.{name}.peak_window"),
+                "%",
+                Source::Derived,
+                direction,
+                rep,
+                peak * 100.0,
+            );
+        }
+        let bytes_per_unit = match unit.as_str() {
+            "bytes" | "B" => Some(1.0),
+            "beats" => spec.bytes_per_unit,
+            _ => None,
+        };
+        if let Some(bpu) = bytes_per_unit {
+            let rate = delta * bpu * 1e9 / span;
+            out.push(
+                &format!("bandwidth.{name}"),
+                "B/s",
+                Source::Derived,
+                Direction::Higher,
+                rep,
+                rate,
+            );
+            let traffic = memory.entry(rep).or_insert((0.0, 0.0));
+            traffic.0 += delta * bpu;
+            traffic.1 = f64::max(traffic.1, span);
+        }
+    }
+    // XProf's "HBM Rd+Wr": all memory traffic against the peak bandwidth.
+    if let Some(bw) = &profile.memory_bandwidth {
+        for (rep, (bytes, span)) in &memory {
+            let u = bytes * 1e9 / (span * bw.value);
+            if u > 1.0 + 1e-9 {
+                refused.push(format!(
+                    "util.memory: {:.1} % in repetition {rep} exceeds the peak bandwidth of {} ({}); not reported",
+                    u * 100.0,
+                    profile.name,
+                    bw.source
+                ));
+                continue;
+            }
+            out.push(
+                "util.memory",
+                "%",
+                Source::Derived,
+                Direction::Higher,
+                *rep,
+                u * 100.0,
+            );
+        }
+    }
+    for (rep, counters) in &per_rep {
+        formulas(profile, *rep, counters, &mut out, &mut refused);
+    }
+    roofline(result, profile, &mut out);
+    let config = format!(
+        "profile {}, {} samples, scaling {}, passes [{}]",
+        profile.name,
+        match opts.mode {
+            SampleMode::Cumulative => "cumulative",
+            SampleMode::Interval => "interval",
+        },
+        opts.scaling,
+        opts.passes
+            .iter()
+            .map(|p| p.join(","))
+            .collect::<Vec<_>>()
+            .join("] [")
+    );
+    result
+        .provenance
+        .details
+        .insert(CONFIG_DETAIL.into(), config);
+    result.provenance.details.insert(
+        METRICS_DETAIL.into(),
+        out.metrics
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+    result.provenance.notes.extend(refused);
+    result.provenance.notes.append(&mut out.notes);
+    result.provenance.unavailable.extend(out.unavailable);
+    for (name, m) in out.metrics {
+        let mut m = m;
+        if let Some(policy) = opts.policy
+            && policy.metrics.contains_key(&name)
+        {
+            let r = policy.resolve(&name, false);
+            m.gate = r.rule;
+            m.direction = r.direction;
+        }
+        if let Some(existing) = result.metrics.iter_mut().find(|e| e.name == name) {
+            // Recomputed (an import of a result that already had them): replace.
+            *existing = m;
+        } else {
+            result.metrics.push(m);
+        }
+    }
+}
+
+/// Applies [`apply`] to imported benchmarks: those the plan declares use their own settings,
+/// the others the configuration's device profile with default settings.
+pub fn apply_to_import(results: &mut crate::results::RunResults, plan: &crate::plan::Plan) {
+    let fallback = plan.benchmarks.iter().find_map(|b| b.device.clone());
+    for result in &mut results.benchmarks {
+        match plan.benchmarks.iter().find(|b| b.name == result.name) {
+            Some(b) => {
+                if let Some(opts) = b.utilization() {
+                    apply(result, opts);
+                }
+            }
+            None => {
+                if let Some(profile) = &fallback {
+                    apply(
+                        result,
+                        Options {
+                            profile,
+                            policy: None,
+                            mode: SampleMode::Cumulative,
+                            scaling: 0,
+                            passes: &[],
+                        },
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Provenance detail describing how counters were collected and normalized.
+pub const CONFIG_DETAIL: &str = "counters.config";
+/// Provenance detail listing the metrics computed from counters.
+pub const METRICS_DETAIL: &str = "counters.metrics";
+
+/// Refuses to compare counter-derived metrics collected under different configurations
+/// (another profile, sample mode, scaling or pass plan): they become informational and
+/// inconclusive, with the reason.
+pub fn refuse_mixed(
+    base: &BenchmarkResult,
+    head: &BenchmarkResult,
+    cmp: &mut crate::compare::BenchmarkComparison,
+) {
+    let (b, h) = (
+        base.provenance.details.get(CONFIG_DETAIL),
+        head.provenance.details.get(CONFIG_DETAIL),
+    );
+    if b == h {
+        return;
+    }
+    let names: Vec<&str> = [base, head]
+        .iter()
+        .filter_map(|r| r.provenance.details.get(METRICS_DETAIL))
+        .flat_map(|s| s.split(','))
+        .collect();
+    let show = |c: Option<&String>| c.cloned().unwrap_or_else(|| "none".into());
+    for m in cmp.metrics.iter_mut() {
+        if names.contains(&m.name.as_str()) {
+            m.gates = false;
+            m.verdict = crate::compare::Verdict::Inconclusive;
+            m.reason = format!(
+                "counters collected under different configurations (baseline: {}; this run: {}); not compared",
+                show(b),
+                show(h)
+            );
+        }
+    }
+}
+
+fn pass_of(passes: &[Vec<String>], counter: &str) -> Option<usize> {
+    passes.iter().position(|p| p.iter().any(|c| c == counter))
+}
+
+fn median_interval(wins: &[Window]) -> f64 {
+    let mut d: Vec<f64> = wins.iter().map(|w| w.end_ns - w.start_ns).collect();
+    if d.is_empty() {
+        return f64::INFINITY;
+    }
+    d.sort_by(f64::total_cmp);
+    d[d.len() / 2]
+}
+
+fn formulas(
+    profile: &DeviceProfile,
+    rep: u32,
+    counters: &BTreeMap<String, (f64, usize)>,
+    out: &mut Recorder,
+    refused: &mut Vec<String>,
+) {
+    for (name, f) in &profile.formulas {
+        let Ok(expr) = exmex::parse::<f64>(&f.expr) else {
+            refused.push(format!(
+                "formula `{name}` of profile `{}` does not parse",
+                profile.name
+            ));
+            continue;
+        };
+        use exmex::Express;
+        let vars = expr.var_names().to_vec();
+        let Some(inputs) = vars
+            .iter()
+            .map(|v| counters.get(v).copied())
+            .collect::<Option<Vec<_>>>()
+        else {
+            continue;
+        };
+        if inputs.iter().any(|(_, p)| *p != inputs[0].1) {
+            refused.push(format!(
+                "formula `{name}` mixes counters from different passes (different configurations); not computed"
+            ));
+            continue;
+        }
+        let values: Vec<f64> = inputs.iter().map(|(v, _)| *v).collect();
+        let Ok(value) = expr.eval(&values) else {
+            continue;
+        };
+        if !value.is_finite() {
+            continue;
+        }
+        if f.unit == "%" && value > 100.0 + 1e-7 {
+            refused.push(format!(
+                "{name}: {value:.1} % in repetition {rep} exceeds 100 %: inconsistent counters; not reported"
+            ));
+            continue;
+        }
+        let direction = if f.unit == "%" {
+            Direction::Higher
+        } else {
+            Direction::Lower
+        };
+        out.push(name, &f.unit, Source::Derived, direction, rep, value);
+    }
+}
+
+/// Names of the metrics the roofline reads: work, traffic, and the time candidates in order.
+const FLOPS: &str = "flops";
+const BYTES: &str = "bytes";
+const TIMES: [&str; 3] = ["kernel_time", "time", "wall_time"];
+
+/// Arithmetic intensity against the attainable bound min(AI × peak bandwidth, peak FLOP/s).
+/// The source is the least trusted of the inputs: cost-model FLOPs give an `estimate`.
+fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &mut Recorder) {
+    let measured_or_estimate = |name: &str| {
+        result
+            .metric(name)
+            .or_else(|| result.metric(&format!("{name}{}", crate::explain::ESTIMATE_SUFFIX)))
+    };
+    let (Some(flops), Some(bytes)) = (measured_or_estimate(FLOPS), measured_or_estimate(BYTES))
+    else {
+        return;
+    };
+    let Some(bw) = &profile.memory_bandwidth else {
+        return;
+    };
+    let precision = result
+        .parameters
+        .get("dtype")
+        .cloned()
+        .unwrap_or_else(|| "bf16".into());
+    let Some(peak) = profile
+        .flops
+        .get(&precision)
+        .or_else(|| profile.flops.values().next())
+    else {
+        return;
+    };
+    let time = TIMES.iter().find_map(|t| result.metric(t));
+    let source = flops.source.max(bytes.source).max(Source::Derived);
+    for (i, &rep) in flops.repetition.iter().enumerate() {
+        let Some(b) = value_at(bytes, rep) else {
+            continue;
+        };
+        let f = flops.values[i];
+        if b <= 0.0 {
+            continue;
+        }
+        let intensity = f / b;
+        let attainable = (intensity * bw.value).min(peak.value);
+        if out.notes.is_empty() {
+            let ridge = peak.value / bw.value;
+            out.notes.push(format!(
+                "roofline ({} {precision}): intensity {intensity:.1} FLOP/B against a ridge of {ridge:.1} FLOP/B: {}-bound{}",
+                profile.name,
+                if intensity < ridge { "memory" } else { "compute" },
+                if source == Source::Estimate { " (from estimates)" } else { "" }
+            ));
+        }
+        out.push(
+            "roofline.intensity",
+            "FLOP/B",
+            source,
+            Direction::Higher,
+            rep,
+            intensity,
+        );
+        out.push(
+            "roofline.attainable",
+            "FLOP/s",
+            source,
+            Direction::Higher,
+            rep,
+            attainable,
+        );
+        if let Some(t) = time.and_then(|t| value_at(t, rep).map(|v| (v, t)))
+            && t.0 > 0.0
+            && t.1.unit == "ns"
+        {
+            let achieved = f / (t.0 * 1e-9);
+            out.push(
+                "roofline.efficiency",
+                "%",
+                source.max(t.1.source),
+                Direction::Higher,
+                rep,
+                100.0 * achieved / attainable,
+            );
+        }
+    }
+}
+
+fn value_at(m: &MetricSamples, rep: u32) -> Option<f64> {
+    m.repetition
+        .iter()
+        .position(|r| *r == rep)
+        .map(|i| m.values[i])
+}
+
+/// Ridge point of a profile: the intensity (FLOP/B) above which a kernel is compute-bound.
+pub fn ridge(profile: &DeviceProfile, precision: &str) -> Option<f64> {
+    Some(profile.flops.get(precision)?.value / profile.memory_bandwidth.as_ref()?.value)
+}
+
+#[derive(Default)]
+struct Recorder {
+    metrics: Vec<(String, MetricSamples)>,
+    unavailable: Vec<UnavailableCounter>,
+    notes: Vec<String>,
+}
+
+impl Recorder {
+    fn push(
+        &mut self,
+        name: &str,
+        unit: &str,
+        source: Source,
+        direction: Direction,
+        rep: u32,
+        value: f64,
+    ) {
+        let idx = match self.metrics.iter().position(|(n, _)| n == name) {
+            Some(i) => i,
+            None => {
+                self.metrics.push((
+                    name.to_string(),
+                    MetricSamples {
+                        name: name.to_string(),
+                        unit: unit.to_string(),
+                        source,
+                        direction,
+                        gate: GateRule {
+                            gates: false,
+                            ..GateRule::default()
+                        },
+                        values: Vec::new(),
+                        repetition: Vec::new(),
+                    },
+                ));
+                self.metrics.len() - 1
+            }
+        };
+        let m = &mut self.metrics[idx].1;
+        m.source = m.source.max(source);
+        m.values.push(value);
+        m.repetition.push(rep);
+    }
+
+    fn unresolved(
+        &mut self,
+        kernel: &str,
+        counter: &str,
+        duration_ns: f64,
+        interval_ns: f64,
+        profile: &DeviceProfile,
+    ) {
+        let name = format!("util.{counter}");
+        if self.unavailable.iter().any(|u| u.counter == name) {
+            return;
+        }
+        let floor = profile
+            .sampling_floor_ns
+            .as_ref()
+            .map(|f| {
+                format!(
+                    " (periodic sampling cannot go below {} ns on {})",
+                    f.value, profile.name
+                )
+            })
+            .unwrap_or_default();
+        self.unavailable.push(UnavailableCounter {
+            counter: name,
+            reason: format!(
+                "unresolved: kernel `{kernel}` ran {duration_ns} ns, shorter than the sampling interval of {interval_ns} ns{floor}; no sampling window lies inside it"
+            ),
+            hint: "sample on an external trigger at the kernel's start and end (XProf: `is_external_trigger: true`), or time a longer launch (several iterations) inside one kernel window".into(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hundred_cycles_in_500_ns_at_2_ghz_is_ten_percent() {
+        assert_eq!(utilization(100.0, 500.0, 2.0e9, 1), 0.10);
+        assert!((utilization(200.0, 500.0, 2.0e9, 2) - 0.10).abs() < 1e-15);
+    }
+
+    #[test]
+    fn wrap_around_is_exact_at_every_width() {
+        for bits in [8u8, 16, 32, 64] {
+            let max = if bits == 64 {
+                u64::MAX
+            } else {
+                (1u64 << bits) - 1
+            };
+            assert_eq!(counter_delta(max - 2, 4, bits).unwrap(), 7, "{bits} bits");
+            assert_eq!(counter_delta(max, 0, bits).unwrap(), 1, "{bits} bits");
+            assert_eq!(counter_delta(5, 5, bits).unwrap(), 0, "{bits} bits");
+            assert_eq!(counter_delta(0, max, bits).unwrap(), max, "{bits} bits");
+        }
+        assert!(counter_delta(0, 256, 8).unwrap_err().contains("8-bit"));
+        assert!(counter_delta(0, 1, 12).unwrap_err().contains("12 bits"));
+    }
+
+    fn reading(t: f64, v: f64, bits: Option<u8>) -> CounterReading {
+        CounterReading {
+            repetition: 0,
+            counter: "mxu_busy_0".into(),
+            t_ns: t,
+            value: v,
+            unit: "cycles".into(),
+            bits,
+            core: None,
+        }
+    }
+
+    #[test]
+    fn cumulative_wraps_and_interval_and_scaling_are_restored() {
+        let r = [
+            reading(0.0, 65_000.0, Some(16)),
+            reading(1000.0, 100.0, Some(16)),
+            reading(2000.0, 600.0, Some(16)),
+        ];
+        let refs: Vec<&CounterReading> = r.iter().collect();
+        let w = windows(&refs, SampleMode::Cumulative, 0).unwrap();
+        assert_eq!(w[0].delta, 636.0); // 65536 − 65000 + 100
+        assert_eq!(w[1].delta, 500.0);
+        let w = windows(&refs, SampleMode::Cumulative, 2).unwrap();
+        assert_eq!(w[1].delta, 2000.0);
+        let w = windows(&refs, SampleMode::Interval, 1).unwrap();
+        assert_eq!(w[1].delta, 1200.0);
+    }
+
+    #[test]
+    fn a_kernel_between_two_samples_is_unresolved_with_the_fix() {
+        let profile = crate::profile::builtin("tpu-v7x").unwrap();
+        let mut result = BenchmarkResult::new("k", Default::default());
+        result.counters = vec![reading(0.0, 0.0, None), reading(1000.0, 500.0, None)];
+        result.kernel_windows = vec![crate::results::KernelWindow {
+            repetition: 0,
+            kernel: "tiny".into(),
+            start_ns: 100.0,
+            end_ns: 600.0,
+        }];
+        apply(
+            &mut result,
+            Options {
+                profile: &profile,
+                policy: None,
+                mode: SampleMode::Cumulative,
+                scaling: 0,
+                passes: &[],
+            },
+        );
+        assert!(result.metric("util.mxu_busy_0").is_none());
+        let u = &result.provenance.unavailable[0];
+        assert!(u.reason.starts_with("unresolved: kernel `tiny` ran 500 ns"));
+        assert!(u.hint.contains("external trigger"));
+    }
+
+    #[test]
+    fn beats_give_bandwidth_and_memory_utilization() {
+        let profile = crate::profile::builtin("tpu-v7x").unwrap();
+        let mut result = BenchmarkResult::new("k", Default::default());
+        for (counter, values) in [
+            ("hbm_rd_beats", [0.0, 40_000.0, 80_000.0]),
+            ("hbm_wr_beats", [0.0, 10_000.0, 20_000.0]),
+            ("cycles", [0.0, 1900.0, 3800.0]),
+        ] {
+            for (i, v) in values.iter().enumerate() {
+                result.counters.push(CounterReading {
+                    repetition: 0,
+                    counter: counter.into(),
+                    t_ns: 1000.0 * i as f64,
+                    value: *v,
+                    unit: String::new(),
+                    bits: Some(32),
+                    core: None,
+                });
+            }
+        }
+        apply(
+            &mut result,
+            Options {
+                profile: &profile,
+                policy: None,
+                mode: SampleMode::Cumulative,
+                scaling: 0,
+                passes: &[],
+            },
+        );
+        // 80 000 read beats × 32 B in 2 µs = 1.28e12 B/s; with the writes, 3.2 MB in 2 µs
+        // against 3433 GiB/s is 43.4 %.
+        let bw = result.metric("bandwidth.hbm_rd_beats").unwrap();
+        assert_eq!(bw.values, [1.28e12]);
+        let util = result.metric("util.memory").unwrap().values[0];
+        assert!((util - 100.0 * 1.6e12 / (3433.0 * 1073741824.0)).abs() < 1e-9);
+        assert_eq!(result.metric("hbm_bytes").unwrap().values, [3_200_000.0]);
+        // `cycles` is the clock itself, not a busy counter: no utilization for it.
+        assert!(result.metric("util.cycles").is_none());
+    }
+
+    #[test]
+    fn above_one_hundred_percent_is_flagged_not_reported() {
+        let profile = crate::profile::builtin("tpu-v7x").unwrap();
+        let mut result = BenchmarkResult::new("k", Default::default());
+        // 3000 busy cycles in 1 µs at 1.9 GHz: 158 %.
+        result.counters = vec![reading(0.0, 0.0, None), reading(1000.0, 3000.0, None)];
+        apply(
+            &mut result,
+            Options {
+                profile: &profile,
+                policy: None,
+                mode: SampleMode::Cumulative,
+                scaling: 0,
+                passes: &[],
+            },
+        );
+        assert!(result.metric("util.mxu_busy_0").is_none());
+        assert!(result.provenance.notes[0].contains("exceeds 100 %"));
+        assert_eq!(
+            result.metric("counter.mxu_busy_0").unwrap().values,
+            [3000.0]
+        );
+    }
+}
