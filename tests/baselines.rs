@@ -2,30 +2,13 @@
 //! from git refs at the merge-base, change points in a recorded history, waivers, shards and
 //! merge, diff-aware selection and `baseline update`.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::{kgate, stderr_of, write};
+
+use std::path::Path;
 use std::process::Command;
 
-use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::{Value, json};
-
-fn kgate(dir: &Path) -> assert_cmd::Command {
-    let mut cmd = cargo_bin_cmd!("kgate");
-    cmd.current_dir(dir).env_remove("CI").env("NO_COLOR", "1");
-    cmd
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).unwrap();
-    }
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn stderr_of(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).to_string()
-}
 
 fn stdout_json(out: &std::process::Output) -> Value {
     serde_json::from_slice(&out.stdout)

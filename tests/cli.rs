@@ -1,30 +1,13 @@
 //! End-to-end tests of the `kgate` binary: exit codes, messages and files, as a user sees them.
 
+mod common;
+use common::{kgate, stderr_of, write};
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::Value;
-
-fn kgate(dir: &Path) -> assert_cmd::Command {
-    let mut cmd = cargo_bin_cmd!("kgate");
-    cmd.current_dir(dir).env_remove("CI").env("NO_COLOR", "1");
-    cmd
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).unwrap();
-    }
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn stderr_of(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).to_string()
-}
 
 fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()

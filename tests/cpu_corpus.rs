@@ -1,26 +1,11 @@
 //! The CPU counter parsers on every perf stat, callgrind and cachegrind file of the
 //! conformance corpus, with exact expected totals.
 
-use std::path::PathBuf;
+mod common;
+use common::corpus;
 
 use kgate::perf;
 use kgate::valgrind::{self, Tool, TotalsFrom};
-
-/// The corpus folder: `KGATE_CORPUS`, else `../shared/corpus` beside the crate.
-fn corpus() -> Option<PathBuf> {
-    if let Ok(dir) = std::env::var("KGATE_CORPUS") {
-        return Some(PathBuf::from(dir));
-    }
-    let beside = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    if beside.is_dir() {
-        return Some(beside);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("the conformance corpus is missing: set KGATE_CORPUS to its folder");
-    }
-    eprintln!("note: conformance corpus not found (set KGATE_CORPUS); skipping");
-    None
-}
 
 fn files(dir: &str) -> Vec<String> {
     let root = corpus().unwrap().join(dir);

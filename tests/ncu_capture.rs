@@ -2,28 +2,14 @@
 //! the arguments it got, runs the wrapped program, and writes a real ncu raw-page CSV (from the
 //! corpus) to the `--log-file` it was given, as ncu does.
 
+mod common;
+use common::corpus;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::Value;
-
-fn corpus() -> Option<PathBuf> {
-    let dir = std::env::var_os("KGATE_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("the profiler corpus is missing: set KGATE_CORPUS to its folder");
-    }
-    eprintln!(
-        "note: corpus not found at {}; set KGATE_CORPUS to run this test",
-        dir.display()
-    );
-    None
-}
 
 /// A stand-in for ncu: options until the first non-option word, then the program. It answers
 /// `--version` like ncu 2026.2.1 and copies `$FAKE_NCU_CSV` to the log file.

@@ -2,27 +2,14 @@
 //! `chrome_trace` and `xplane`, and the JAX CPU profile committed under `tests/data/jax`.
 //! Expected numbers were read from the files themselves.
 
+mod common;
+use common::corpus;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use kgate::import::trace::{COUNTERS_BENCHMARK, KERNEL_TIME, TraceSamples, TraceSelection};
 use kgate::import::{chrome_trace, xplane};
-
-/// The corpus folder, or `None` (with a note) where it is absent outside CI.
-fn corpus() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("KGATE_CORPUS") {
-        return Some(PathBuf::from(dir));
-    }
-    let fallback = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    if fallback.exists() {
-        return Some(fallback);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("the profiler corpus is missing: set KGATE_CORPUS to its folder");
-    }
-    eprintln!("note: corpus not found (set KGATE_CORPUS); skipping");
-    None
-}
 
 fn select(kernel: &[&str], pid: Option<&str>, tid: Option<&str>) -> TraceSelection {
     let kernel: Vec<String> = kernel.iter().map(|s| s.to_string()).collect();

@@ -1,16 +1,12 @@
 //! Acceptance scenarios of register-derived utilization: the tiled-matmul case study through
 //! `kgate run` and `kgate compare`, and the same counter streams through `kgate import`.
 
+mod common;
+use common::kgate;
+
 use std::path::{Path, PathBuf};
 
-use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::Value;
-
-fn kgate(dir: &Path) -> assert_cmd::Command {
-    let mut cmd = cargo_bin_cmd!("kgate");
-    cmd.current_dir(dir).env_remove("CI").env("NO_COLOR", "1");
-    cmd
-}
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/utilization/tiled_matmul.sh")

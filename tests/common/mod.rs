@@ -1,0 +1,49 @@
+//! Helpers shared by the integration tests: the binary under test, files in a temporary folder,
+//! and the conformance corpus.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::cargo::cargo_bin_cmd;
+
+/// `kgate` run in `dir`, with CI detection and colour off so output is stable.
+pub fn kgate(dir: &Path) -> assert_cmd::Command {
+    let mut cmd = cargo_bin_cmd!("kgate");
+    cmd.current_dir(dir).env_remove("CI").env("NO_COLOR", "1");
+    cmd
+}
+
+/// Writes `text` to `dir/name`, creating folders on the way; returns the path.
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A process's stderr as text.
+pub fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+/// The conformance corpus: `KGATE_CORPUS`, else `../shared/corpus` beside the crate. `None`
+/// (with a note) when neither exists, so a developer without it can still run the rest; under
+/// CI a missing corpus is a failure.
+pub fn corpus() -> Option<PathBuf> {
+    let dir = std::env::var_os("KGATE_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("the conformance corpus is missing: set KGATE_CORPUS to its folder");
+    }
+    eprintln!(
+        "note: corpus not found at {}; set KGATE_CORPUS to run this test",
+        dir.display()
+    );
+    None
+}
