@@ -1,11 +1,16 @@
 //! kgate: a performance-regression gate for compute kernels.
 //!
 //! The pipeline runs one way, one module per stage:
-//! [`config`] → [`plan`] → [`runner`] (with [`capture`] and [`protocol`]) → [`results`] →
-//! [`compare`] (with [`stats`] and [`inference`]) → [`render`]; [`calibrate`] sizes the gate
-//! from A/A runs. [`import`] feeds results from files written
-//! elsewhere; [`baseline`] and [`worktree`] supply what is compared against. The command-line
-//! layer ([`cli`], [`commands`]) only parses flags and calls into these.
+//! [`config`] → [`plan`] → [`runner`] (captures: [`capture`], [`protocol`], [`cpu`] with
+//! [`perf`] and [`valgrind`], [`capture_ncu`]) → [`results`] (then [`derived`] and
+//! [`utilization`] with device [`profile`]s) → [`compare`] (with [`stats`], [`inference`],
+//! [`explain`], [`waivers`]) → [`render`] → [`github`].
+//!
+//! Inputs besides a live run: [`import`] reads files that profilers and harnesses wrote
+//! elsewhere; [`baseline`], [`gitref`], [`worktree`] and [`history`] supply what is compared
+//! against; [`shard`] and [`selection`] split and narrow a suite. [`fingerprint`],
+//! [`accelerator`] and [`envkey`] describe the machine. [`calibrate`] sizes the gate from A/A
+//! runs. The command-line layer ([`cli`], [`commands`]) only parses flags and calls into these.
 
 pub mod accelerator;
 pub mod adjust;
