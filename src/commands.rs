@@ -555,6 +555,33 @@ impl Poster {
     }
 }
 
+impl Poster {
+    /// Starts the job's check run ("in progress") on `head_sha`; a failure, or no commit to
+    /// attach it to, is recorded in `errors` (posting never decides the gate).
+    fn start_check_run(
+        &self,
+        job_id: &str,
+        head_sha: Option<&str>,
+        no_sha: &str,
+        errors: &mut Vec<anyhow::Error>,
+    ) -> Option<u64> {
+        let Some(sha) = head_sha else {
+            errors.push(anyhow::anyhow!("{no_sha}, so no check run"));
+            return None;
+        };
+        match self
+            .runtime
+            .block_on(self.client.start_check_run(&check_run_name(job_id), sha))
+        {
+            Ok(id) => Some(id),
+            Err(e) => {
+                errors.push(e.into());
+                None
+            }
+        }
+    }
+}
+
 fn check_run_name(job_id: &str) -> String {
     if job_id == "default" {
         "kgate".to_string()
@@ -815,18 +842,12 @@ fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
     // The check run shows "in progress" while the benchmarks run.
     let mut check_run = None;
     if let (Some(p), Some(ctx), true) = (&poster, &ctx, args.post.check_run) {
-        match ctx.head_sha() {
-            Some(sha) => match p
-                .runtime
-                .block_on(p.client.start_check_run(&check_run_name(&job_id), sha))
-            {
-                Ok(id) => check_run = Some(id),
-                Err(e) => post_errors.push(e.into()),
-            },
-            None => post_errors.push(anyhow::anyhow!(
-                "no head commit in the event or GITHUB_SHA, so no check run"
-            )),
-        }
+        check_run = p.start_check_run(
+            &job_id,
+            ctx.head_sha(),
+            "no head commit in the event or GITHUB_SHA",
+            &mut post_errors,
+        );
     }
     let against = if args.against_pr_base {
         let loaded = load_config(config_path)?;
@@ -1003,18 +1024,12 @@ fn comment(args: CommentArgs) -> Result<u8> {
     }
     let mut check_run = None;
     if args.post.check_run {
-        match &head_sha {
-            Some(sha) => match poster
-                .runtime
-                .block_on(poster.client.start_check_run(&check_run_name(&job_id), sha))
-            {
-                Ok(id) => check_run = Some(id),
-                Err(e) => errors.push(e.into()),
-            },
-            None => errors.push(anyhow::anyhow!(
-                "no head commit (--head-sha, the event or GITHUB_SHA), so no check run"
-            )),
-        }
+        check_run = poster.start_check_run(
+            &job_id,
+            head_sha.as_deref(),
+            "no head commit (--head-sha, the event or GITHUB_SHA)",
+            &mut errors,
+        );
     }
     let conclusion = match report.verdict {
         RunVerdict::Pass => Conclusion::Success,

@@ -712,6 +712,20 @@ impl Recorder {
 mod tests {
     use super::*;
 
+    /// `apply` with cumulative samples, no scaling, no policy and one pass.
+    fn apply_cumulative(result: &mut BenchmarkResult, profile: &crate::profile::DeviceProfile) {
+        apply(
+            result,
+            Options {
+                profile,
+                policy: None,
+                mode: SampleMode::Cumulative,
+                scaling: 0,
+                passes: &[],
+            },
+        );
+    }
+
     #[test]
     fn hundred_cycles_in_500_ns_at_2_ghz_is_ten_percent() {
         assert_eq!(utilization(100.0, 500.0, 2.0e9, 1), 0.10);
@@ -775,16 +789,7 @@ mod tests {
             start_ns: 100.0,
             end_ns: 600.0,
         }];
-        apply(
-            &mut result,
-            Options {
-                profile: &profile,
-                policy: None,
-                mode: SampleMode::Cumulative,
-                scaling: 0,
-                passes: &[],
-            },
-        );
+        apply_cumulative(&mut result, &profile);
         assert!(result.metric("util.mxu_busy_0").is_none());
         let u = &result.provenance.unavailable[0];
         assert!(u.reason.starts_with("unresolved: kernel `tiny` ran 500 ns"));
@@ -812,16 +817,7 @@ mod tests {
                 });
             }
         }
-        apply(
-            &mut result,
-            Options {
-                profile: &profile,
-                policy: None,
-                mode: SampleMode::Cumulative,
-                scaling: 0,
-                passes: &[],
-            },
-        );
+        apply_cumulative(&mut result, &profile);
         // 80 000 read beats × 32 B in 2 µs = 1.28e12 B/s; with the writes, 3.2 MB in 2 µs
         // against 3433 GiB/s is 43.4 %.
         let bw = result.metric("bandwidth.hbm_rd_beats").unwrap();
@@ -839,16 +835,7 @@ mod tests {
         let mut result = BenchmarkResult::new("k", Default::default());
         // 3000 busy cycles in 1 µs at 1.9 GHz: 158 %.
         result.counters = vec![reading(0.0, 0.0, None), reading(1000.0, 3000.0, None)];
-        apply(
-            &mut result,
-            Options {
-                profile: &profile,
-                policy: None,
-                mode: SampleMode::Cumulative,
-                scaling: 0,
-                passes: &[],
-            },
-        );
+        apply_cumulative(&mut result, &profile);
         assert!(result.metric("util.mxu_busy_0").is_none());
         assert!(result.provenance.notes[0].contains("exceeds 100 %"));
         assert_eq!(

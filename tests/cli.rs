@@ -1,7 +1,7 @@
 //! End-to-end tests of the `kgate` binary: exit codes, messages and files, as a user sees them.
 
 mod common;
-use common::{kgate, stderr_of, write};
+use common::{copy_tree, kgate, stderr_of, write};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -430,23 +430,6 @@ fn git(dir: &Path, args: &[&str]) {
         .status()
         .unwrap();
     assert!(status.success(), "git {args:?}");
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name();
-        if name == "target" {
-            continue;
-        }
-        let (src, dst) = (entry.path(), to.join(&name));
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&dst).unwrap();
-            copy_tree(&src, &dst);
-        } else {
-            std::fs::copy(&src, &dst).unwrap();
-        }
-    }
 }
 
 /// The bundled suite end to end: an unchanged tree passes; flipping a variant fails `check`

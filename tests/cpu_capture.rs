@@ -7,6 +7,9 @@ use std::process::Command;
 
 use assert_cmd::cargo::cargo_bin_cmd;
 
+mod common;
+use common::copy_tree;
+
 fn have(tool: &str) -> bool {
     Command::new(tool)
         .arg("--version")
@@ -85,23 +88,6 @@ fn perf_capture_records_counters_or_says_they_are_unavailable() {
                 text.contains("spin: counter `instructions` unavailable (not supported)"),
                 "{text}"
             );
-        }
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name();
-        if name == "target" {
-            continue;
-        }
-        let (src, dst) = (entry.path(), to.join(&name));
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&dst).unwrap();
-            copy_tree(&src, &dst);
-        } else {
-            std::fs::copy(&src, &dst).unwrap();
         }
     }
 }
