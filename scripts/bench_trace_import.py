@@ -9,11 +9,13 @@ the other on the same file:
   * Python: `json.load` and the same extraction (durations per kernel name of the `kernel`
     category events, counter readings).
 
-Each is run under `/usr/bin/time -v` for its wall time and peak resident memory. The trace is
-deleted afterwards. Usage (from the repository root):
+Each is run --runs times (default 3), one after the other, under `/usr/bin/time -v`; the
+table gives the median wall time and the largest peak resident memory. The trace is written
+first, so both read it from the page cache, and deleted afterwards. Usage (from the
+repository root):
 
     cargo build --release
-    python3 scripts/bench_trace_import.py [--size-mb 500] [--kgate target/release/kgate]
+    python3 scripts/bench_trace_import.py [--size-mb 500] [--runs 3] [--kgate target/release/kgate]
 """
 
 import argparse
@@ -21,6 +23,7 @@ import json
 import os
 import random
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -117,10 +120,18 @@ def measure(cmd: list[str]) -> tuple[float, float, str]:
     return wall, rss_kb / 1024, p.stdout
 
 
+def repeat(runs: int, cmd: list[str]) -> tuple[float, float, str]:
+    """Median wall time, largest peak RSS and the last stdout of `runs` runs."""
+    results = [measure(cmd) for _ in range(runs)]
+    return (statistics.median(r[0] for r in results), max(r[1] for r in results),
+            results[-1][2])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=float, default=500)
     ap.add_argument("--kgate", default="target/release/kgate")
+    ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip-python", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kgate-trace-bench-") as tmp:
@@ -131,8 +142,8 @@ def main() -> None:
         print(f"trace: {size_mb:.0f} MB, {events} events ({kernels} kernels, {counters} counters), "
               f"generated in {time.monotonic() - t0:.0f} s")
         out = os.path.join(tmp, "results.json")
-        wall, rss, _ = measure([args.kgate, "-c", os.path.join(tmp, "none.yaml"), "import",
-                                "chrome-trace", trace, "-o", out])
+        wall, rss, _ = repeat(args.runs, [args.kgate, "-c", os.path.join(tmp, "none.yaml"),
+                                          "import", "chrome-trace", trace, "-o", out])
         with open(out) as f:
             results = json.load(f)
         samples = sum(len(m["values"]) for b in results["benchmarks"] for m in b["metrics"])
@@ -143,13 +154,13 @@ def main() -> None:
             script = os.path.join(tmp, "extract.py")
             with open(script, "w") as f:
                 f.write(PYTHON_EXTRACT)
-            pwall, prss, pout = measure([sys.executable, script, trace])
+            pwall, prss, pout = repeat(args.runs, [sys.executable, script, trace])
             assert pout.split()[1:] == [str(kernels), str(counters)], pout
             rows.append((f"python3 json.load + loop ({sys.version.split()[0]})", pwall, prss))
-        print(f"\n| tool | wall (s) | throughput (MB/s) | peak RSS (MB) |")
+        print(f"\n| tool (median of {args.runs}) | wall (s) | throughput (MB/s) | peak RSS (MB) |")
         print(f"|---|---:|---:|---:|")
         for name, w, r in rows:
-            print(f"| {name} | {w:.1f} | {size_mb / w:.0f} | {r:.0f} |")
+            print(f"| {name} | {w:.2f} | {size_mb / w:.0f} | {r:.0f} |")
         if len(rows) == 2:
             print(f"\nkgate: {rows[1][1] / rows[0][1]:.1f}x Python's throughput, "
                   f"{rows[1][2] / rows[0][2]:.0f}x less peak memory")

@@ -1,23 +1,26 @@
 //! `kgate import chrome-trace`: kernel durations and counter tracks from Chrome Trace Event
 //! Format JSON (PyTorch/Kineto, XProf trace viewer, Perfetto JSON, chrome://tracing).
 //!
-//! Traces run to gigabytes, so the file is never held in memory: it is read in chunks, a
-//! scanner cuts out one event at a time, and serde_json parses each event from its slice with
-//! a hand-written visitor that fills one reused scratch event, folded into per-kernel
-//! aggregates as it arrives. (serde_json's own streaming reader goes byte by byte and was
-//! several times slower.) Memory is proportional to the distinct kernel names and threads,
-//! plus the samples kept, not to the events read. Names and keys are copied into reused
-//! buffers, so events that are not kept cost no allocation.
+//! Traces run to gigabytes, so the file is never held in memory: it is read in chunks, and a
+//! scanner (`json_scan`) walks each event once, noting where its fields stand.
+//! Only what the event's phase and category call for is then decoded (most events are CPU
+//! ops that need no number parsed) and folded into per-kernel aggregates. Memory is
+//! proportional to the distinct kernel names and threads, plus the samples kept, not to the
+//! events read. Large uncompressed files are read by one thread per core from guessed event
+//! boundaries, merged in file order so that the result is the one a single reader gets
+//! (`read_parallel` says how a wrong guess is caught).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
-use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use rustc_hash::FxHashMap;
 
+use super::json_scan::{Kind, RawStr, Scanner, Stop, Value};
 use super::trace::{TraceSamples, TraceSelection, build_results};
 use super::{ImportError, Policies};
 use crate::results::RunResults;
@@ -67,7 +70,12 @@ pub fn read_file(path: &Path, selection: &TraceSelection) -> Result<TraceSamples
     if n == 2 && magic == [0x1f, 0x8b] {
         let gz =
             flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, head.chain(file)));
-        read_trace(gz, selection).map_err(content_err)
+        return read_trace(gz, selection).map_err(content_err);
+    }
+    let size = file.metadata().map_err(read_err)?.len();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if workers > 1 && size >= PARALLEL_MIN_BYTES {
+        read_parallel(path, size, workers, selection).map_err(content_err)
     } else {
         read_trace(head.chain(file), selection).map_err(content_err)
     }
@@ -86,74 +94,226 @@ fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
 
 /// Parses a trace from any reader. Errors are messages that say where and what.
 pub fn read_trace<R: Read>(reader: R, selection: &TraceSelection) -> Result<TraceSamples, String> {
-    let mut aggregator = Aggregator::new(selection);
-    let mut splitter = Splitter::new(reader);
-    match splitter.skip_whitespace()? {
-        Some(b'[') => {
-            splitter.pos += 1;
-            if splitter.events(&mut aggregator)? {
-                splitter.expect_end()?;
-            }
-        }
-        Some(b'{') => {
-            splitter.pos += 1;
-            splitter.document(&mut aggregator)?;
-        }
-        Some(other) => {
-            return Err(format!(
-                "not a Chrome trace: expected a JSON array of trace events or an object with \
-                 `traceEvents`, found `{}` at byte {}",
-                char::from(other).escape_default(),
-                splitter.offset()
-            ));
-        }
-        None => return Err("the file is empty; expected a Chrome trace".into()),
-    }
-    if let Some(unit) = &aggregator.display_time_unit
-        && unit != "ms"
-        && unit != "ns"
-    {
-        return Err(format!(
-            "`displayTimeUnit` is `{unit}`; the Trace Event Format allows `ms` or `ns`"
-        ));
-    }
-    Ok(aggregator.finish())
+    let mut aggregator = Aggregator::new(selection, false);
+    Input::new(reader, 0, Vec::new()).walk(&mut aggregator, Start::Document)?;
+    aggregator.finish()
 }
 
-/// Cuts the input into top-level pieces (keys, values, events) without parsing them, so that
-/// each event is parsed by serde_json from a borrowed slice: several times faster than
-/// serde_json's byte-at-a-time reader, and the buffer only ever holds one chunk (or one
-/// event, when an event is larger).
-struct Splitter<R> {
+/// Where a walk over the input begins.
+#[derive(Debug, Clone, Copy)]
+enum Start {
+    /// At the first byte of the file.
+    Document,
+    /// At an event inside `traceEvents` (of the top-level object, or of a bare array).
+    InsideEvents { object: bool },
+}
+
+/// Where a walk over the input ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walked {
+    /// At the end of the document (or of the input).
+    End,
+    /// At the event starting at this cut, where another worker began.
+    Cut(u64),
+}
+
+/// How a run of events ended.
+enum EventsEnd {
+    /// At the array's `]`.
+    Closed,
+    InputEnded,
+    AtCut(u64),
+}
+
+/// Files at least this large are read by several threads.
+const PARALLEL_MIN_BYTES: u64 = 32 << 20;
+
+/// Reads an uncompressed trace with `workers` threads. The file is cut at guessed event
+/// boundaries, each worker walks from its cut, and the first worker walks from the start.
+/// A guess is only trusted once the worker before it lands exactly on it (an event ends
+/// right there): then the two aggregates are merged in order. A worker that does not land
+/// on the next cut (it was inside a string, say) reads on past it, and a later worker
+/// whose piece cannot stand alone (an end event whose begin came before its cut) is
+/// redone in order; either way the result is the one a single reader gets.
+fn read_parallel(
+    path: &Path,
+    size: u64,
+    workers: usize,
+    selection: &TraceSelection,
+) -> Result<TraceSamples, String> {
+    let open = || File::open(path).map_err(|e| format!("cannot open: {e}"));
+    let mut file = open()?;
+    let object = match first_byte(&mut file)? {
+        Some(b'{') => true,
+        Some(b'[') => false,
+        // Not a trace: let the plain reader say why.
+        _ => return read_trace(open()?, selection),
+    };
+    let cuts = guess_cuts(&mut file, size, workers)?;
+    if cuts.is_empty() {
+        return read_trace(open()?, selection);
+    }
+    let walk_from = |index: usize| -> Result<(Aggregator<'_>, Walked), String> {
+        let start = if index == 0 { 0 } else { cuts[index - 1] };
+        let mut file = open()?;
+        file.seek(SeekFrom::Start(start))
+            .map_err(|e| format!("cannot seek to byte {start}: {e}"))?;
+        let later_cuts = cuts[index..].to_vec();
+        let mut agg = Aggregator::new(selection, index > 0);
+        let from = if index == 0 {
+            Start::Document
+        } else {
+            Start::InsideEvents { object }
+        };
+        let walked = Input::new(file, start, later_cuts).walk(&mut agg, from)?;
+        Ok((agg, walked))
+    };
+    let results: Vec<Result<(Aggregator<'_>, Walked), String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (1..=cuts.len())
+            .map(|i| scope.spawn(move || walk_from(i)))
+            .collect();
+        let mut results = vec![walk_from(0)];
+        for handle in handles {
+            results.push(
+                handle
+                    .join()
+                    .unwrap_or_else(|_| Err("a reader thread failed".into())),
+            );
+        }
+        results
+    });
+    let mut results = results.into_iter().map(Some).collect::<Vec<_>>();
+    let (mut total, mut walked) = results[0].take().expect("the first walk")?;
+    while let Walked::Cut(cut) = walked {
+        let index = cuts.iter().position(|&c| c == cut).expect("a known cut") + 1;
+        match results[index].take().expect("each walk is taken once") {
+            Ok((piece, next)) if !piece.orphan_end => {
+                total.absorb(piece);
+                walked = next;
+            }
+            // The piece failed or needs what came before it: read it again in order.
+            _ => {
+                let mut file = open()?;
+                file.seek(SeekFrom::Start(cut))
+                    .map_err(|e| format!("cannot seek to byte {cut}: {e}"))?;
+                let mut input = Input::new(file, cut, cuts[index..].to_vec());
+                walked = input.walk(&mut total, Start::InsideEvents { object })?;
+            }
+        }
+    }
+    total.finish()
+}
+
+/// The first byte that is not whitespace.
+fn first_byte(file: &mut File) -> Result<Option<u8>, String> {
+    let mut head = [0u8; 4096];
+    let n = read_up_to(file, &mut head).map_err(|e| format!("read failed: {e}"))?;
+    Ok(head[..n]
+        .iter()
+        .copied()
+        .find(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t')))
+}
+
+/// For each worker after the first, the start of an event near its share of the file: the
+/// `{` of the first `}` `,` `{` (whitespace allowed) after the share's first byte. Only a
+/// guess: the pattern may sit inside a string or a nested array, which the walk detects.
+fn guess_cuts(file: &mut File, size: u64, workers: usize) -> Result<Vec<u64>, String> {
+    const WINDOW: usize = 1 << 16;
+    let mut window = vec![0u8; WINDOW];
+    let mut cuts: Vec<u64> = Vec::new();
+    for i in 1..workers as u64 {
+        let from = size * i / workers as u64;
+        file.seek(SeekFrom::Start(from))
+            .map_err(|e| format!("cannot seek to byte {from}: {e}"))?;
+        let n = read_up_to(file, &mut window).map_err(|e| format!("read failed: {e}"))?;
+        let Some(at) = event_boundary(&window[..n]) else {
+            continue;
+        };
+        let cut = from + at as u64;
+        if cuts.last().is_none_or(|&last| cut > last) {
+            cuts.push(cut);
+        }
+    }
+    Ok(cuts)
+}
+
+/// The offset of the `{` in the first `}`, `,`, `{` sequence (whitespace between allowed).
+fn event_boundary(bytes: &[u8]) -> Option<usize> {
+    let is_space = |b: &u8| matches!(b, b' ' | b'\n' | b'\r' | b'\t');
+    let mut from = 0;
+    while let Some(k) = memchr::memchr(b'}', &bytes[from..]) {
+        let close = from + k;
+        let mut i = close + 1;
+        while bytes.get(i).is_some_and(is_space) {
+            i += 1;
+        }
+        if bytes.get(i) == Some(&b',') {
+            i += 1;
+            while bytes.get(i).is_some_and(is_space) {
+                i += 1;
+            }
+            if bytes.get(i) == Some(&b'{') {
+                return Some(i);
+            }
+        }
+        from = close + 1;
+    }
+    None
+}
+
+/// The input, read in chunks into one buffer that only ever holds the value being scanned
+/// (a chunk, or more when one value is larger).
+struct Input<R> {
     reader: R,
     buf: Vec<u8>,
     /// Next unread byte in `buf`.
     pos: usize,
     /// End of the valid bytes in `buf`.
     end: usize,
-    /// Bytes dropped from the front of `buf` so far.
+    /// Input offset of `buf[0]`: where reading began plus the bytes dropped since.
     dropped: u64,
     eof: bool,
+    /// Offsets where other workers began, ascending, and the next one not yet passed.
+    cuts: Vec<u64>,
+    next_cut: usize,
 }
 
 const CHUNK: usize = 1 << 20;
 
-/// A value scanned but not yet taken: its start in `buf` and the scanner's state.
-#[derive(Debug, Clone, Copy)]
-enum Scan {
-    Complete(usize),
-    Incomplete,
+/// Why a value could not be scanned.
+enum Failure {
+    /// Not JSON at this byte of the input: what was expected there.
+    Invalid {
+        expected: &'static str,
+        offset: u64,
+    },
+    Read(String),
 }
 
-impl<R: Read> Splitter<R> {
-    fn new(reader: R) -> Splitter<R> {
-        Splitter {
+impl Failure {
+    /// The failure as a message, after `context` ("invalid trace event at byte 5").
+    fn describe(self, context: impl fmt::Display) -> String {
+        match self {
+            Failure::Invalid { expected, offset } => {
+                format!("{context}: expected {expected} at byte {offset}")
+            }
+            Failure::Read(message) => message,
+        }
+    }
+}
+
+impl<R: Read> Input<R> {
+    /// Input read from `reader`, whose first byte is at offset `start` of the file.
+    fn new(reader: R, start: u64, cuts: Vec<u64>) -> Input<R> {
+        Input {
             reader,
             buf: vec![0; CHUNK],
             pos: 0,
             end: 0,
-            dropped: 0,
+            dropped: start,
             eof: false,
+            cuts,
+            next_cut: 0,
         }
     }
 
@@ -162,97 +322,85 @@ impl<R: Read> Splitter<R> {
         self.dropped + self.pos as u64
     }
 
-    /// Reads more input, keeping `buf[keep..end]`; false at end of input.
-    fn fill(&mut self, keep: usize) -> Result<bool, String> {
+    /// Moves the unread bytes to the front and reads until the buffer is full (doubling it
+    /// when the unread bytes already fill it) or the input ends; false at end of input.
+    /// Filling the whole buffer keeps rescans of a value that straddles reads rare.
+    fn fill(&mut self) -> Result<bool, Failure> {
         if self.eof {
             return Ok(false);
         }
+        let keep = self.pos;
         if keep > 0 {
             self.buf.copy_within(keep..self.end, 0);
             self.dropped += keep as u64;
             self.end -= keep;
-            self.pos -= keep;
+            self.pos = 0;
         }
         if self.end == self.buf.len() {
             self.buf.resize(self.buf.len() * 2, 0);
         }
-        loop {
+        let before = self.end;
+        while self.end < self.buf.len() {
             match self.reader.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     self.eof = true;
-                    return Ok(false);
+                    break;
                 }
-                Ok(n) => {
-                    self.end += n;
-                    return Ok(true);
-                }
+                Ok(n) => self.end += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("read failed at byte {}: {e}", self.offset())),
+                Err(e) => {
+                    let at = self.dropped + self.end as u64;
+                    return Err(Failure::Read(format!("read failed at byte {at}: {e}")));
+                }
+            }
+        }
+        Ok(self.end > before)
+    }
+
+    /// Runs `step` over the unread input and consumes what it scanned. When the input ends
+    /// inside, reads more and runs it again from the same place; `None` when the input ends
+    /// for good first.
+    fn scan<T>(
+        &mut self,
+        mut step: impl FnMut(&mut Scanner<'_>) -> Result<T, Stop>,
+    ) -> Result<Option<T>, Failure> {
+        loop {
+            let mut scanner = Scanner::new(&self.buf[..self.end], self.pos);
+            match step(&mut scanner) {
+                Ok(value) => {
+                    self.pos = scanner.pos;
+                    return Ok(Some(value));
+                }
+                Err(Stop::Invalid { expected, at }) => {
+                    return Err(Failure::Invalid {
+                        expected,
+                        offset: self.dropped + at as u64,
+                    });
+                }
+                Err(Stop::Incomplete) => {
+                    if !self.fill()? {
+                        return Ok(None);
+                    }
+                }
             }
         }
     }
 
     /// The next byte that is not whitespace, left unconsumed; `None` at end of input.
-    fn skip_whitespace(&mut self) -> Result<Option<u8>, String> {
-        loop {
-            while self.pos < self.end {
-                let b = self.buf[self.pos];
-                if !matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
-                    return Ok(Some(b));
-                }
-                self.pos += 1;
-            }
-            if !self.fill(self.pos)? {
-                return Ok(None);
-            }
-        }
-    }
-
-    /// Scans the JSON value starting at `pos`, reading more input as needed, and returns its
-    /// range in `buf` (valid until the next call). `None` when the input ends inside it.
-    fn take_value(&mut self) -> Result<Option<(usize, usize)>, String> {
-        let mut depth = 0usize;
-        let mut in_string = false;
-        let mut escaped = false;
-        let mut i = self.pos;
-        let first = self.buf[i];
-        let scalar = !matches!(first, b'{' | b'[' | b'"');
-        loop {
-            let found = scan(
-                &self.buf[..self.end],
-                &mut i,
-                &mut depth,
-                &mut in_string,
-                &mut escaped,
-                scalar,
-            );
-            if let Scan::Complete(stop) = found {
-                let start = self.pos;
-                self.pos = stop;
-                return Ok(Some((start, stop)));
-            }
-            let keep = self.pos;
-            if !self.fill(keep)? {
-                if scalar && i > self.pos {
-                    let start = self.pos;
-                    self.pos = self.end;
-                    return Ok(Some((start, self.end)));
-                }
-                return Ok(None);
-            }
-            i -= keep;
-        }
+    fn peek(&mut self) -> Result<Option<u8>, String> {
+        self.scan(|s| s.peek())
+            .map_err(|f| f.describe("invalid trace"))
     }
 
     /// The body of `{ ... }` after its `{`: `traceEvents` is streamed, `displayTimeUnit` kept,
     /// other keys skipped.
-    fn document(&mut self, agg: &mut Aggregator<'_>) -> Result<(), String> {
-        let mut saw_events = false;
+    fn document(&mut self, agg: &mut Aggregator<'_>, after_events: bool) -> Result<Walked, String> {
+        let mut saw_events = after_events;
         loop {
-            match self.skip_whitespace()? {
+            match self.peek()? {
                 Some(b'}') => {
                     self.pos += 1;
-                    return self.expect_end();
+                    return self.expect_end().map(|()| Walked::End);
                 }
                 Some(b',') => {
                     self.pos += 1;
@@ -267,95 +415,148 @@ impl<R: Read> Splitter<R> {
                     ));
                 }
                 // A trace cut off after its events keeps them.
-                None if saw_events => return Ok(()),
+                None if saw_events => return Ok(Walked::End),
                 None => return Err("the file ends inside the trace object".into()),
             }
             let at = self.offset();
-            let (a, b) = self
-                .take_value()?
+            let key = self
+                .scan(|s| {
+                    let at = s.pos;
+                    let key = s.key()?.text().map_err(|e| invalid(e, at))?;
+                    Ok(key.into_owned())
+                })
+                .map_err(|f| f.describe(format_args!("invalid key at byte {at}")))?
                 .ok_or_else(|| format!("the file ends inside a key at byte {at}"))?;
-            let key: String = serde_json::from_slice(&self.buf[a..b])
-                .map_err(|e| format!("invalid key at byte {at}: {e}"))?;
-            if self.skip_whitespace()? != Some(b':') {
-                return Err(format!(
-                    "expected `:` after key `{key}` at byte {}",
-                    self.offset()
-                ));
-            }
-            self.pos += 1;
-            let next = self.skip_whitespace()?;
+            let next = self.peek()?;
             if key == "traceEvents" && next == Some(b'[') {
                 self.pos += 1;
                 saw_events = true;
-                if !self.events(agg)? {
-                    return Ok(()); // cut off between two events
+                match self.events(agg)? {
+                    EventsEnd::Closed => continue,
+                    // Cut off between two events: the events read count.
+                    EventsEnd::InputEnded => return Ok(Walked::End),
+                    EventsEnd::AtCut(cut) => return Ok(Walked::Cut(cut)),
                 }
-                continue;
             }
             if next.is_none() {
                 return Err(format!("the file ends before the value of `{key}`"));
             }
             let at = self.offset();
-            let (a, b) = self
-                .take_value()?
-                .ok_or_else(|| format!("the file ends inside the value of `{key}` (byte {at})"))?;
-            let value = &self.buf[a..b];
+            let ends_inside = || format!("the file ends inside the value of `{key}` (byte {at})");
             if key == "displayTimeUnit" {
-                let unit: String = serde_json::from_slice(value)
-                    .map_err(|e| format!("`displayTimeUnit` at byte {at}: {e}"))?;
+                let unit = self
+                    .scan(|s| {
+                        let at = s.pos;
+                        let text = s.string()?.text().map_err(|e| invalid(e, at))?;
+                        Ok(text.into_owned())
+                    })
+                    .map_err(|f| f.describe(format_args!("`displayTimeUnit` at byte {at}")))?
+                    .ok_or_else(ends_inside)?;
                 agg.display_time_unit = Some(unit);
             } else if key == "traceEvents" {
                 return Err(format!("`traceEvents` at byte {at} is not an array"));
             } else {
-                serde_json::from_slice::<IgnoredAny>(value)
-                    .map_err(|e| format!("invalid value of `{key}` at byte {at}: {e}"))?;
+                self.scan(|s| s.skip_value())
+                    .map_err(|f| f.describe(format_args!("invalid value of `{key}` at byte {at}")))?
+                    .ok_or_else(ends_inside)?;
             }
         }
     }
 
-    /// The events of an array after its `[`. Returns false when the input ends between two
-    /// events (the array form may omit its `]`), true after the `]`.
-    fn events(&mut self, agg: &mut Aggregator<'_>) -> Result<bool, String> {
+    /// The events of an array after its `[`, up to its `]`, the end of the input (the array
+    /// form may omit its `]`), or a cut where another worker took over.
+    fn events(&mut self, agg: &mut Aggregator<'_>) -> Result<EventsEnd, String> {
         loop {
-            match self.skip_whitespace()? {
+            match self.peek()? {
                 Some(b']') => {
                     self.pos += 1;
-                    return Ok(true);
+                    return Ok(EventsEnd::Closed);
                 }
                 Some(b',') => {
                     self.pos += 1;
                     continue;
                 }
                 Some(_) => {}
-                None => return Ok(false),
+                None => return Ok(EventsEnd::InputEnded),
             }
             let at = self.offset();
-            let Some((a, b)) = self.take_value()? else {
+            if let Some(cut) = self.reached_cut(at) {
+                return Ok(EventsEnd::AtCut(cut));
+            }
+            let parsed = self
+                .scan(|s| Event::scan(s, |event| agg.take_event(event)))
+                .map_err(|f| {
+                    f.describe(format_args!(
+                        "invalid trace event at byte {at} (after {} events)",
+                        agg.events
+                    ))
+                })?;
+            if parsed.is_none() {
                 return Err(format!(
                     "the file ends inside a trace event (byte {at}, after {} events)",
                     agg.events
                 ));
-            };
-            agg.scratch.clear();
-            let mut de = serde_json::Deserializer::from_slice(&self.buf[a..b]);
-            EventSeed {
-                scratch: &mut agg.scratch,
             }
-            .deserialize(&mut de)
-            .and_then(|()| de.end())
-            .map_err(|e| {
-                format!(
-                    "invalid trace event at byte {at} (after {} events): {e}",
-                    agg.events
-                )
-            })?;
-            agg.take_event();
+        }
+    }
+
+    /// Whether an event starting at `at` starts at a cut (passed cuts are dropped: the
+    /// worker that began there guessed wrong, and this one reads on).
+    #[inline]
+    fn reached_cut(&mut self, at: u64) -> Option<u64> {
+        while let Some(&cut) = self.cuts.get(self.next_cut) {
+            if cut > at {
+                return None;
+            }
+            self.next_cut += 1;
+            if cut == at {
+                return Some(cut);
+            }
+        }
+        None
+    }
+
+    /// Walks the input from `start` to the end of the document or to a cut.
+    fn walk(&mut self, agg: &mut Aggregator<'_>, start: Start) -> Result<Walked, String> {
+        match start {
+            Start::Document => match self.peek()? {
+                Some(b'[') => {
+                    self.pos += 1;
+                    self.array_rest(agg)
+                }
+                Some(b'{') => {
+                    self.pos += 1;
+                    self.document(agg, false)
+                }
+                Some(other) => Err(format!(
+                    "not a Chrome trace: expected a JSON array of trace events or an object \
+                     with `traceEvents`, found `{}` at byte {}",
+                    char::from(other).escape_default(),
+                    self.offset()
+                )),
+                None => Err("the file is empty; expected a Chrome trace".into()),
+            },
+            Start::InsideEvents { object: false } => self.array_rest(agg),
+            Start::InsideEvents { object: true } => match self.events(agg)? {
+                EventsEnd::Closed => self.document(agg, true),
+                EventsEnd::InputEnded => Ok(Walked::End),
+                EventsEnd::AtCut(cut) => Ok(Walked::Cut(cut)),
+            },
+        }
+    }
+
+    /// The rest of a bare array of events.
+    fn array_rest(&mut self, agg: &mut Aggregator<'_>) -> Result<Walked, String> {
+        match self.events(agg)? {
+            EventsEnd::Closed => self.expect_end().map(|()| Walked::End),
+            EventsEnd::InputEnded => Ok(Walked::End),
+            EventsEnd::AtCut(cut) => Ok(Walked::Cut(cut)),
         }
     }
 
     /// Only whitespace may follow the document.
     fn expect_end(&mut self) -> Result<(), String> {
-        match self.skip_whitespace()? {
+        match self.peek()? {
             None => Ok(()),
             Some(other) => Err(format!(
                 "unexpected `{}` at byte {} after the end of the trace",
@@ -364,70 +565,6 @@ impl<R: Read> Splitter<R> {
             )),
         }
     }
-}
-
-/// Advances `i` over `buf` through one JSON value; `Complete(end)` once it ends. The state
-/// (`depth`, `in_string`, `escaped`) carries over when more input must be read first.
-#[inline]
-fn scan(
-    buf: &[u8],
-    i: &mut usize,
-    depth: &mut usize,
-    in_string: &mut bool,
-    escaped: &mut bool,
-    scalar: bool,
-) -> Scan {
-    if scalar {
-        while *i < buf.len() {
-            if matches!(buf[*i], b',' | b']' | b'}' | b' ' | b'\n' | b'\r' | b'\t') {
-                return Scan::Complete(*i);
-            }
-            *i += 1;
-        }
-        return Scan::Incomplete;
-    }
-    while *i < buf.len() {
-        if *in_string {
-            if *escaped {
-                *escaped = false;
-                *i += 1;
-                continue;
-            }
-            // Jump to the next quote or backslash.
-            match memchr::memchr2(b'"', b'\\', &buf[*i..]) {
-                None => {
-                    *i = buf.len();
-                    return Scan::Incomplete;
-                }
-                Some(k) => {
-                    *i += k + 1;
-                    if buf[*i - 1] == b'\\' {
-                        *escaped = true;
-                    } else {
-                        *in_string = false;
-                        if *depth == 0 {
-                            return Scan::Complete(*i);
-                        }
-                    }
-                }
-            }
-            continue;
-        }
-        let b = buf[*i];
-        *i += 1;
-        match b {
-            b'"' => *in_string = true,
-            b'{' | b'[' => *depth += 1,
-            b'}' | b']' => {
-                *depth = depth.saturating_sub(1);
-                if *depth == 0 {
-                    return Scan::Complete(*i);
-                }
-            }
-            _ => {}
-        }
-    }
-    Scan::Incomplete
 }
 
 /// A process or thread id: a number or a string (Kineto writes `"stream 7"`).
@@ -449,66 +586,165 @@ impl Id {
     }
 }
 
-/// The fields of one event, reused from event to event.
-#[derive(Debug, Default)]
-struct Scratch {
-    name: String,
-    ph: String,
-    cat: String,
-    id: String,
-    has_id: bool,
-    event_stats: String,
-    ts: Option<f64>,
-    dur: Option<f64>,
-    pid: Id,
-    tid: Id,
-    /// Numeric args; `args[..args_len]` are this event's.
-    args: Vec<(String, f64)>,
-    args_len: usize,
-    /// `args.name` when it is a string (metadata events).
-    arg_name: Option<String>,
-    /// Whether `args` has `hlo_op` (an XLA op, as JAX and XProf write them).
-    has_hlo_op: bool,
-    /// Whether the selection was given (then categories and `hlo_op` do not matter); set once.
-    explicit_selection: bool,
-    /// XProf's grouped counter rows, flattened; `entry_widths` gives each row's length.
-    entries: Vec<f64>,
-    entry_widths: Vec<usize>,
+/// Finds `"hlo_op"` in an event's `args`.
+static HLO_OP: LazyLock<memchr::memmem::Finder<'static>> =
+    LazyLock::new(|| memchr::memmem::Finder::new(b"\"hlo_op\""));
+
+fn invalid(expected: &'static str, at: usize) -> Stop {
+    Stop::Invalid { expected, at }
 }
 
-impl Scratch {
-    fn clear(&mut self) {
-        self.name.clear();
-        self.ph.clear();
-        self.cat.clear();
-        self.id.clear();
-        self.has_id = false;
-        self.event_stats.clear();
-        self.ts = None;
-        self.dur = None;
-        self.pid = Id::Absent;
-        self.tid = Id::Absent;
-        self.args_len = 0;
-        self.arg_name = None;
-        self.has_hlo_op = false;
-        self.entries.clear();
-        self.entry_widths.clear();
+/// One event's fields as they stand in the buffer. Nothing is decoded or parsed until the
+/// event's phase shows it is needed, so the events that are not kept cost one scan.
+#[derive(Default)]
+struct Event<'a> {
+    /// The buffer the event was scanned from (for error offsets and `args`).
+    base: &'a [u8],
+    name: Value<'a>,
+    ph: u8,
+    cat: Value<'a>,
+    id: Value<'a>,
+    event_stats: Value<'a>,
+    ts: Value<'a>,
+    dur: Value<'a>,
+    pid: Value<'a>,
+    tid: Value<'a>,
+    args: Value<'a>,
+    entries: Value<'a>,
+}
+
+impl<'a> Event<'a> {
+    /// Scans one event object, noting where the fields kgate reads stand, and hands it to
+    /// `take` (by reference: the event stays in this frame, not copied out).
+    fn scan(
+        s: &mut Scanner<'a>,
+        take: impl FnOnce(&Event<'a>) -> Result<(), Stop>,
+    ) -> Result<(), Stop> {
+        let mut ev = Event {
+            base: s.buf,
+            ..Event::default()
+        };
+        s.expect(b'{', "a trace event object `{`")?;
+        if !s.first_member()? {
+            return take(&ev);
+        }
+        loop {
+            let key = s.key()?;
+            let value = s.value()?;
+            match key.bytes {
+                b"name" => ev.name = value,
+                b"ph" if value.is_str() => ev.ph = value.bytes.first().copied().unwrap_or(0),
+                b"cat" => ev.cat = value,
+                b"id" => ev.id = value,
+                b"event_stats" => ev.event_stats = value,
+                b"ts" => ev.ts = value,
+                b"dur" => ev.dur = value,
+                b"pid" => ev.pid = value,
+                b"tid" => ev.tid = value,
+                b"args" => ev.args = value,
+                b"entries" => ev.entries = value,
+                _ => {}
+            }
+            if !s.more(b'}', "`,` or `}` after a member of the event")? {
+                return take(&ev);
+            }
+        }
     }
 
-    /// Whether `args` can be skipped: a duration event whose selection does not hang on
-    /// `hlo_op` (its category already says kernel, or the selection is explicit).
-    fn args_not_needed(&self) -> bool {
-        matches!(self.ph.as_bytes().first(), Some(b'X' | b'B' | b'E'))
-            && (self.explicit_selection || self.is_kernel_category())
+    fn ts(&self) -> Result<Option<f64>, Stop> {
+        self.ts.number()
     }
 
-    /// What the default selection takes: kernels by category, XLA ops by their `hlo_op`.
-    fn is_kernel_category(&self) -> bool {
-        self.has_hlo_op
-            || self
-                .cat
+    /// A field's text: a string, or a number as written; absent and `null` read as empty.
+    fn text(value: &Value<'a>) -> Result<Cow<'a, str>, Stop> {
+        value.text().ok_or_else(|| invalid("a string", value.at))
+    }
+
+    /// The id a `pid` or `tid` field names.
+    fn id(value: &Value<'a>) -> Result<Id, Stop> {
+        Ok(match value.kind {
+            Kind::Absent | Kind::Null => Id::Absent,
+            Kind::Num => {
+                let text = Self::text(value)?;
+                text.parse()
+                    .map_or_else(|_| Id::Text(text.into_owned()), Id::Num)
+            }
+            Kind::Str | Kind::EscapedStr => Id::Text(Self::text(value)?.into_owned()),
+            _ => return Err(invalid("a process or thread id", value.at)),
+        })
+    }
+
+    fn pid(&self) -> Result<Id, Stop> {
+        Self::id(&self.pid)
+    }
+
+    fn thread(&self) -> Result<(Id, Id), Stop> {
+        Ok((self.pid()?, Self::id(&self.tid)?))
+    }
+
+    /// Calls `visit` with each member of `args` (anything but an object has none).
+    fn walk_args(
+        &self,
+        mut visit: impl FnMut(RawStr<'a>, Value<'a>) -> Result<(), Stop>,
+    ) -> Result<(), Stop> {
+        if self.args.kind != Kind::Container {
+            return Ok(());
+        }
+        let mut s = Scanner::new(self.base, self.args.at);
+        if s.peek()? != b'{' {
+            return Ok(());
+        }
+        s.pos += 1;
+        if !s.first_member()? {
+            return Ok(());
+        }
+        loop {
+            let key = s.key()?;
+            let value = s.value()?;
+            visit(key, value)?;
+            if !s.more(b'}', "`,` or `}` after a member of `args`")? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// What the default selection takes: kernels by category, XLA ops by an `hlo_op`
+    /// argument.
+    fn is_kernel_category(&self) -> Result<bool, Stop> {
+        let is_kernel = |c: &[u8]| c.trim_ascii().eq_ignore_ascii_case(b"kernel");
+        let kernel_category = match self.cat.kind {
+            // Compared as bytes: `kernel` is ASCII, so no UTF-8 check is needed.
+            Kind::Str => self.cat.bytes.split(|&b| b == b',').any(is_kernel),
+            Kind::Absent => false,
+            _ => Self::text(&self.cat)?
                 .split(',')
-                .any(|c| c.trim().eq_ignore_ascii_case("kernel"))
+                .any(|c| is_kernel(c.as_bytes())),
+        };
+        if kernel_category {
+            return Ok(true);
+        }
+        // Most events have no `hlo_op`: a substring search rules them out cheaply.
+        if self.args.kind != Kind::Container || HLO_OP.find(self.args.bytes).is_none() {
+            return Ok(false);
+        }
+        let mut found = false;
+        self.walk_args(|key, value| {
+            found |= key.bytes == b"hlo_op" && value.is_str();
+            Ok(())
+        })?;
+        Ok(found)
+    }
+
+    /// `args.name` when it is a string (the name a metadata event gives).
+    fn arg_name(&self) -> Result<Option<String>, Stop> {
+        let mut name = None;
+        self.walk_args(|key, value| {
+            if key.bytes == b"name" && value.is_str() {
+                name = Some(Self::text(&value)?.into_owned());
+            }
+            Ok(())
+        })?;
+        Ok(name)
     }
 }
 
@@ -530,8 +766,13 @@ struct KernelEntry {
 
 struct Aggregator<'s> {
     selection: &'s TraceSelection,
-    scratch: Scratch,
-    kernels: HashMap<String, KernelEntry>,
+    /// Whether this aggregate starts at a cut rather than at the start of the file.
+    from_cut: bool,
+    /// Whether, starting at a cut, an end event found no begin (it came before the cut).
+    orphan_end: bool,
+    /// Whether the selection was given (then categories and `hlo_op` do not matter).
+    explicit_selection: bool,
+    kernels: FxHashMap<String, KernelEntry>,
     open: HashMap<(Id, Id), Vec<Open>>,
     counters: Vec<(Id, String, f64, f64)>,
     process_names: HashMap<Id, String>,
@@ -541,14 +782,13 @@ struct Aggregator<'s> {
 }
 
 impl<'s> Aggregator<'s> {
-    fn new(selection: &'s TraceSelection) -> Aggregator<'s> {
+    fn new(selection: &'s TraceSelection, from_cut: bool) -> Aggregator<'s> {
         Aggregator {
             selection,
-            scratch: Scratch {
-                explicit_selection: selection.is_explicit(),
-                ..Scratch::default()
-            },
-            kernels: HashMap::new(),
+            from_cut,
+            orphan_end: false,
+            explicit_selection: selection.is_explicit(),
+            kernels: FxHashMap::default(),
             open: HashMap::new(),
             counters: Vec::new(),
             process_names: HashMap::new(),
@@ -558,50 +798,52 @@ impl<'s> Aggregator<'s> {
         }
     }
 
-    /// Folds the event in `scratch` into the aggregates.
-    fn take_event(&mut self) {
+    /// Folds one event into the aggregates. Errors carry buffer offsets where known.
+    fn take_event(&mut self, ev: &Event<'_>) -> Result<(), Stop> {
         self.events += 1;
-        let ph = self.scratch.ph.as_bytes().first().copied().unwrap_or(0);
-        match ph {
+        match ev.ph {
             b'X' => {
-                if let (Some(_), Some(dur)) = (self.scratch.ts, self.scratch.dur) {
-                    let kernel_category = self.scratch.is_kernel_category();
-                    let name = std::mem::take(&mut self.scratch.name);
-                    self.add_duration(&name, kernel_category, dur * 1000.0);
-                    self.scratch.name = name;
+                // Selection first: most complete events (CPU ops, runtime calls) are not
+                // kernels, and need no numbers parsed.
+                if !(self.explicit_selection || ev.is_kernel_category()?) {
+                    return Ok(());
+                }
+                if let (Some(dur), Some(_)) = (ev.dur.number()?, ev.ts()?) {
+                    let name = Event::text(&ev.name)?;
+                    self.add_duration(&name, ev.thread()?, dur * 1000.0);
                 }
             }
             b'B' => {
-                if let Some(ts) = self.scratch.ts {
-                    let key = (self.scratch.pid.clone(), self.scratch.tid.clone());
+                if let Some(ts) = ev.ts()? {
                     let open = Open {
-                        name: self.scratch.name.clone(),
+                        name: Event::text(&ev.name)?.into_owned(),
                         ts,
-                        kernel_category: self.scratch.is_kernel_category(),
+                        kernel_category: ev.is_kernel_category()?,
                     };
-                    self.open.entry(key).or_default().push(open);
+                    self.open.entry(ev.thread()?).or_default().push(open);
                 }
             }
             b'E' => {
-                let key = (self.scratch.pid.clone(), self.scratch.tid.clone());
+                let thread = ev.thread()?;
                 // An end closes the innermost open begin on its thread, whatever its name.
-                let begin = self.open.get_mut(&key).and_then(Vec::pop);
-                if let (Some(begin), Some(ts)) = (begin, self.scratch.ts) {
-                    let kernel_category =
-                        begin.kernel_category || self.scratch.is_kernel_category();
-                    self.add_duration(&begin.name, kernel_category, (ts - begin.ts) * 1000.0);
+                let begin = self.open.get_mut(&thread).and_then(Vec::pop);
+                self.orphan_end |= self.from_cut && begin.is_none();
+                if let (Some(begin), Some(ts)) = (begin, ev.ts()?) {
+                    let kernel_category = begin.kernel_category || ev.is_kernel_category()?;
+                    if kernel_category || self.explicit_selection {
+                        self.add_duration(&begin.name, thread, (ts - begin.ts) * 1000.0);
+                    }
                 }
             }
-            b'C' => self.take_counter(),
+            b'C' => self.take_counter(ev)?,
             b'M' => {
-                if let Some(name) = self.scratch.arg_name.take() {
-                    match self.scratch.name.as_str() {
+                if let Some(name) = ev.arg_name()? {
+                    match Event::text(&ev.name)?.as_ref() {
                         "process_name" => {
-                            self.process_names.insert(self.scratch.pid.clone(), name);
+                            self.process_names.insert(ev.pid()?, name);
                         }
                         "thread_name" => {
-                            let key = (self.scratch.pid.clone(), self.scratch.tid.clone());
-                            self.thread_names.insert(key, name);
+                            self.thread_names.insert(ev.thread()?, name);
                         }
                         _ => {}
                     }
@@ -609,9 +851,10 @@ impl<'s> Aggregator<'s> {
             }
             _ => {}
         }
+        Ok(())
     }
 
-    fn add_duration(&mut self, name: &str, kernel_category: bool, nanos: f64) {
+    fn add_duration(&mut self, name: &str, thread: (Id, Id), nanos: f64) {
         let events = self.events;
         let selection = self.selection;
         let entry = match self.kernels.get_mut(name) {
@@ -625,58 +868,97 @@ impl<'s> Aggregator<'s> {
                     threads: Vec::new(),
                 }),
         };
-        if !entry.name_matches || !(kernel_category || selection.is_explicit()) {
+        if !entry.name_matches {
             return;
         }
-        let (pid, tid) = (&self.scratch.pid, &self.scratch.tid);
-        match entry
-            .threads
-            .iter_mut()
-            .find(|((p, t), _)| p == pid && t == tid)
-        {
+        match entry.threads.iter_mut().find(|(t, _)| *t == thread) {
             Some((_, durations)) => durations.push(nanos),
-            None => entry
-                .threads
-                .push(((pid.clone(), tid.clone()), vec![nanos])),
+            None => entry.threads.push((thread, vec![nanos])),
         }
     }
 
-    fn take_counter(&mut self) {
-        let s = &self.scratch;
-        let mut base = s.name.clone();
-        if s.has_id {
-            base = format!("{base}[{}]", s.id);
+    fn take_counter(&mut self, ev: &Event<'_>) -> Result<(), Stop> {
+        let pid = ev.pid()?;
+        let mut base = Event::text(&ev.name)?.into_owned();
+        if ev.id.is_present() {
+            let id = &ev.id;
+            base = format!("{base}[{}]", Event::text(id)?);
         }
-        if !s.entry_widths.is_empty() {
+        if ev.entries.kind == Kind::Container {
             // XProf's grouped form: rows of [ts_us, v1, v2, ...].
-            let mut offset = 0;
-            for &width in &s.entry_widths {
-                let row = &s.entries[offset..offset + width];
-                offset += width;
+            let stats = Event::text(&ev.event_stats)?;
+            return walk_entries(Scanner::new(ev.base, ev.entries.at), |row| {
                 let Some((&ts, values)) = row.split_first() else {
-                    continue;
+                    return;
                 };
                 for (i, &v) in values.iter().enumerate() {
-                    let counter = match (i, s.event_stats.is_empty()) {
+                    let counter = match (i, stats.is_empty()) {
                         (0, true) => base.clone(),
-                        (0, false) => format!("{base}.{}", s.event_stats),
+                        (0, false) => format!("{base}.{stats}"),
                         (i, _) => format!("{base}.{i}"),
                     };
-                    self.counters.push((s.pid.clone(), counter, ts * 1000.0, v));
+                    self.counters.push((pid.clone(), counter, ts * 1000.0, v));
+                }
+            });
+        }
+        let Some(ts) = ev.ts()? else { return Ok(()) };
+        let args_at = ev.args.at;
+        ev.walk_args(|key, value| {
+            // Strings that are not numbers (notes, names) are not counter readings.
+            if let Ok(Some(v)) = value.number() {
+                let key = key.text().map_err(|e| invalid(e, args_at))?;
+                self.counters
+                    .push((pid.clone(), format!("{base}.{key}"), ts * 1000.0, v));
+            }
+            Ok(())
+        })
+    }
+
+    /// Appends the aggregate of the piece that follows this one in the file.
+    fn absorb(&mut self, later: Aggregator<'_>) {
+        let offset = self.events;
+        for (name, entry) in later.kernels {
+            match self.kernels.get_mut(&name) {
+                Some(mine) => {
+                    for (thread, durations) in entry.threads {
+                        match mine.threads.iter_mut().find(|(t, _)| *t == thread) {
+                            Some((_, existing)) => existing.extend(durations),
+                            None => mine.threads.push((thread, durations)),
+                        }
+                    }
+                }
+                None => {
+                    let entry = KernelEntry {
+                        first_seen: entry.first_seen + offset,
+                        ..entry
+                    };
+                    self.kernels.insert(name, entry);
                 }
             }
-            return;
         }
-        let Some(ts) = s.ts else { return };
-        for (key, value) in &s.args[..s.args_len] {
-            self.counters
-                .push((s.pid.clone(), format!("{base}.{key}"), ts * 1000.0, *value));
+        for (thread, opens) in later.open {
+            self.open.entry(thread).or_default().extend(opens);
         }
+        self.counters.extend(later.counters);
+        self.process_names.extend(later.process_names);
+        self.thread_names.extend(later.thread_names);
+        if later.display_time_unit.is_some() {
+            self.display_time_unit = later.display_time_unit;
+        }
+        self.events += later.events;
     }
 
     /// Applies the process/thread selection (names are only known at the end: metadata events
     /// may come anywhere) and orders kernels by first appearance.
-    fn finish(self) -> TraceSamples {
+    fn finish(self) -> Result<TraceSamples, String> {
+        if let Some(unit) = &self.display_time_unit
+            && unit != "ms"
+            && unit != "ns"
+        {
+            return Err(format!(
+                "`displayTimeUnit` is `{unit}`; the Trace Event Format allows `ms` or `ns`"
+            ));
+        }
         let selection = self.selection;
         let pid_ok = |pid: &Id| {
             selection.pid_matches(&pid.text(), self.process_names.get(pid).map(String::as_str))
@@ -705,368 +987,39 @@ impl<'s> Aggregator<'s> {
             .filter(|(pid, ..)| pid_ok(pid))
             .map(|(_, name, t, v)| (name, t, v))
             .collect();
-        TraceSamples {
+        Ok(TraceSamples {
             kernels: kernels.into_iter().map(|(_, n, d)| (n, d)).collect(),
             counters,
-        }
+        })
     }
 }
 
-#[derive(Deserialize)]
-#[serde(field_identifier)]
-enum Field {
-    #[serde(rename = "name")]
-    Name,
-    #[serde(rename = "ph")]
-    Ph,
-    #[serde(rename = "cat")]
-    Cat,
-    #[serde(rename = "ts")]
-    Ts,
-    #[serde(rename = "dur")]
-    Dur,
-    #[serde(rename = "pid")]
-    Pid,
-    #[serde(rename = "tid")]
-    Tid,
-    #[serde(rename = "id")]
-    Id,
-    #[serde(rename = "args")]
-    Args,
-    #[serde(rename = "entries")]
-    Entries,
-    #[serde(rename = "event_stats")]
-    EventStats,
-    #[serde(other)]
-    Other,
-}
-
-/// One event, read into the scratch.
-struct EventSeed<'a> {
-    scratch: &'a mut Scratch,
-}
-
-impl<'de> DeserializeSeed<'de> for EventSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
+/// XProf's `entries` at the scanner: an array of `[ts_us, v1, v2, ...]` rows, each handed to
+/// `row`.
+fn walk_entries(mut s: Scanner<'_>, mut row: impl FnMut(&[f64])) -> Result<(), Stop> {
+    const ROW: &str = "a counter row `[ts, value, ...]`";
+    s.expect(b'[', "an array of counter rows `[ts, value, ...]`")?;
+    if s.peek()? == b']' {
+        return Ok(());
     }
-}
-
-impl<'de> Visitor<'de> for EventSeed<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a trace event object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let s = self.scratch;
-        while let Some(field) = map.next_key::<Field>()? {
-            match field {
-                Field::Name => map.next_value_seed(TextInto(&mut s.name))?,
-                Field::Ph => map.next_value_seed(TextInto(&mut s.ph))?,
-                Field::Cat => map.next_value_seed(TextInto(&mut s.cat))?,
-                Field::Id => {
-                    map.next_value_seed(TextInto(&mut s.id))?;
-                    s.has_id = true;
-                }
-                Field::EventStats => map.next_value_seed(TextInto(&mut s.event_stats))?,
-                Field::Ts => s.ts = map.next_value_seed(Number)?,
-                Field::Dur => s.dur = map.next_value_seed(Number)?,
-                Field::Pid => s.pid = map.next_value_seed(IdSeed)?,
-                Field::Tid => s.tid = map.next_value_seed(IdSeed)?,
-                // Durations need no args once the event is known to be selected by its
-                // category (or the selection ignores categories): skip them unparsed.
-                Field::Args if s.args_not_needed() => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-                Field::Args => map.next_value_seed(ArgsSeed { scratch: s })?,
-                Field::Entries => map.next_value_seed(EntriesSeed { scratch: s })?,
-                Field::Other => {
-                    map.next_value::<IgnoredAny>()?;
+    let mut values = Vec::new();
+    loop {
+        s.expect(b'[', ROW)?;
+        values.clear();
+        if s.peek()? == b']' {
+            s.pos += 1;
+        } else {
+            loop {
+                values.push(s.value()?.number()?.unwrap_or(f64::NAN));
+                if !s.more(b']', "`,` or `]` in a counter row")? {
+                    break;
                 }
             }
         }
-        Ok(())
-    }
-}
-
-/// A string (or a number, written out) copied into a reused buffer.
-struct TextInto<'a>(&'a mut String);
-
-impl<'de> DeserializeSeed<'de> for TextInto<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for TextInto<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a string")
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
-        self.0.clear();
-        self.0.push_str(v);
-        Ok(())
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
-        self.0.clear();
-        self.0.push_str(&v.to_string());
-        Ok(())
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
-        self.0.clear();
-        self.0.push_str(&v.to_string());
-        Ok(())
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        self.0.clear();
-        self.0.push_str(&v.to_string());
-        Ok(())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        self.0.clear();
-        Ok(())
-    }
-}
-
-/// A number, also when written as a string (XProf writes big integers and NaN that way).
-/// Anything else reads as absent.
-struct Number;
-
-impl<'de> DeserializeSeed<'de> for Number {
-    type Value = Option<f64>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<f64>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Number {
-    type Value = Option<f64>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a number")
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Option<f64>, E> {
-        Ok(Some(v))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Option<f64>, E> {
-        Ok(Some(v as f64))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<f64>, E> {
-        Ok(Some(v as f64))
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<f64>, E> {
-        Ok(v.trim().parse().ok())
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<f64>, E> {
-        Ok(None)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Option<f64>, E> {
-        Ok(None)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<f64>, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<f64>, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-}
-
-struct IdSeed;
-
-impl<'de> DeserializeSeed<'de> for IdSeed {
-    type Value = Id;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Id, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for IdSeed {
-    type Value = Id;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a process or thread id")
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
-        Ok(i64::try_from(v).map_or_else(|_| Id::Text(v.to_string()), Id::Num))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Id, E> {
-        Ok(Id::Num(v))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Id, E> {
-        Ok(Id::Text(v.to_string()))
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
-        Ok(Id::Text(v.to_string()))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Id, E> {
-        Ok(Id::Absent)
-    }
-}
-
-/// `args`: numeric values kept (counter series), `name` kept when a string (metadata).
-struct ArgsSeed<'a> {
-    scratch: &'a mut Scratch,
-}
-
-impl<'de> DeserializeSeed<'de> for ArgsSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ArgsSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an args object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let s = self.scratch;
-        s.args_len = 0;
-        loop {
-            if s.args_len == s.args.len() {
-                s.args.push((String::new(), 0.0));
-            }
-            let slot = &mut s.args[s.args_len];
-            if map.next_key_seed(TextInto(&mut slot.0))?.is_none() {
-                break;
-            }
-            match map.next_value_seed(ArgValue)? {
-                Arg::Number(v) => {
-                    slot.1 = v;
-                    s.args_len += 1;
-                }
-                Arg::Text(text) if slot.0 == "name" => s.arg_name = Some(text),
-                Arg::Text(_) if slot.0 == "hlo_op" => s.has_hlo_op = true,
-                // XProf writes big integers and NaN as strings.
-                Arg::Text(text) => {
-                    if let Ok(v) = text.trim().parse::<f64>() {
-                        slot.1 = v;
-                        s.args_len += 1;
-                    }
-                }
-                Arg::Other => {}
-            }
+        row(&values);
+        if !s.more(b']', "`,` or `]` between counter rows")? {
+            return Ok(());
         }
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(())
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-}
-
-enum Arg {
-    Number(f64),
-    Text(String),
-    Other,
-}
-
-struct ArgValue;
-
-impl<'de> DeserializeSeed<'de> for ArgValue {
-    type Value = Arg;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Arg, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ArgValue {
-    type Value = Arg;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an argument value")
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Arg, E> {
-        Ok(Arg::Number(v))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Arg, E> {
-        Ok(Arg::Number(v as f64))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Arg, E> {
-        Ok(Arg::Number(v as f64))
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Arg, E> {
-        Ok(Arg::Text(v.to_string()))
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Arg, E> {
-        Ok(Arg::Other)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Arg, E> {
-        Ok(Arg::Other)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Arg, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Arg::Other)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Arg, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Arg::Other)
-    }
-}
-
-/// XProf's `entries`: an array of `[ts_us, v1, v2, ...]` rows.
-struct EntriesSeed<'a> {
-    scratch: &'a mut Scratch,
-}
-
-impl<'de> DeserializeSeed<'de> for EntriesSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for EntriesSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an array of counter rows `[ts, value, ...]`")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq
-            .next_element_seed(RowSeed {
-                scratch: self.scratch,
-            })?
-            .is_some()
-        {}
-        Ok(())
-    }
-}
-
-struct RowSeed<'a> {
-    scratch: &'a mut Scratch,
-}
-
-impl<'de> DeserializeSeed<'de> for RowSeed<'_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for RowSeed<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a counter row `[ts, value, ...]`")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut width = 0;
-        while let Some(v) = seq.next_element_seed(Number)? {
-            self.scratch.entries.push(v.unwrap_or(f64::NAN));
-            width += 1;
-        }
-        self.scratch.entry_widths.push(width);
-        Ok(())
     }
 }
 
@@ -1207,5 +1160,121 @@ mod tests {
         );
         let err = parse("[] x", &TraceSelection::default()).unwrap_err();
         assert!(err.contains("unexpected `x` at byte 3"), "{err}");
+    }
+
+    /// A trace with what makes a cut hard: strings and nested arrays holding `},{`, begin
+    /// and end events far apart, counters, metadata at the end, keys after the events.
+    fn awkward_trace(events: usize, object: bool, seed: u64) -> String {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let mut parts = Vec::new();
+        let mut open_begins = 0;
+        for i in 0..events {
+            let ts = i as f64 * 1.5;
+            let event = match rng.u8(..10) {
+                0 => format!(
+                    r#"{{"ph": "X", "cat": "kernel", "name": "k}},{{{}", "pid": 1, "tid": 2, "ts": {ts}, "dur": {}}}"#,
+                    i % 3,
+                    rng.u32(1..50)
+                ),
+                1 => format!(
+                    r#"{{"ph": "X", "cat": "cpu_op", "name": "op", "ts": {ts}, "dur": 2, "args": {{"list": [{{"a": 1}},{{"b": "}}, {{"}}]}}}}"#
+                ),
+                2 => {
+                    open_begins += 1;
+                    format!(
+                        r#"{{"ph": "B", "cat": "kernel", "name": "span{}", "pid": 1, "tid": 3, "ts": {ts}}}"#,
+                        i % 4
+                    )
+                }
+                3 if open_begins > 0 => {
+                    open_begins -= 1;
+                    format!(r#"{{"ph": "E", "pid": 1, "tid": 3, "ts": {ts}}}"#)
+                }
+                4 => format!(
+                    r#"{{"ph": "C", "name": "util", "pid": 1, "ts": {ts}, "args": {{"busy": {}, "note": "x"}}}}"#,
+                    rng.u32(0..100)
+                ),
+                5 => format!(
+                    r#"{{"ph": "X", "name": "xla", "pid": 2, "tid": 1, "ts": {ts}, "dur": 3, "args": {{"hlo_op": "fusion.{}"}}}}"#,
+                    i % 5
+                ),
+                _ => format!(
+                    r#"{{"ph":"X","cat":"kernel","name":"gemm","pid":1,"tid":{},"ts":{ts},"dur":{}.25}}"#,
+                    rng.u8(1..3),
+                    rng.u32(1..900)
+                ),
+            };
+            parts.push(event);
+        }
+        parts.push(
+            r#"{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "gpu"}}"#.into(),
+        );
+        let events = parts.join(",\n");
+        if object {
+            format!(
+                r#"{{"schemaVersion": 1, "traceEvents": [{events}], "displayTimeUnit": "ns", "otherData": {{"list": [{{"a": 1}},{{"b": 2}}]}}}}"#
+            )
+        } else {
+            format!("[{events}]")
+        }
+    }
+
+    #[test]
+    fn parallel_reading_gives_what_a_single_reader_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        let selections = [
+            TraceSelection::default(),
+            kernels_named("."),
+            TraceSelection::new(&[], &[], Some("gpu".into()), None).unwrap(),
+        ];
+        for (seed, object) in [(1, true), (2, false), (3, true)] {
+            let text = awkward_trace(3000, object, seed);
+            let path = dir.path().join(format!("trace{seed}.json"));
+            std::fs::write(&path, &text).unwrap();
+            for selection in &selections {
+                let single = read_trace(text.as_bytes(), selection).unwrap();
+                assert!(!single.is_empty());
+                for workers in 2..=16 {
+                    let parallel =
+                        read_parallel(&path, text.len() as u64, workers, selection).unwrap();
+                    assert_eq!(parallel, single, "seed {seed}, {workers} workers");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn parallel_reading_survives_cuts_inside_strings_and_reports_errors_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        // The middle of the file is one long name full of `},{`: every guess there is wrong.
+        let trap = "}, {".repeat(5000);
+        let text = format!(
+            r#"[{{"ph": "X", "cat": "kernel", "name": "a", "ts": 1, "dur": 1}}, {{"ph": "X", "cat": "kernel", "name": "{trap}", "ts": 2, "dur": 2}}, {{"ph": "X", "cat": "kernel", "name": "a", "ts": 3, "dur": 3}}]"#
+        );
+        let path = dir.path().join("trap.json");
+        std::fs::write(&path, &text).unwrap();
+        let selection = TraceSelection::default();
+        let single = read_trace(text.as_bytes(), &selection).unwrap();
+        assert_eq!(single.kernel("a").unwrap(), [1000.0, 3000.0]);
+        for workers in 2..=6 {
+            assert_eq!(
+                read_parallel(&path, text.len() as u64, workers, &selection).unwrap(),
+                single
+            );
+        }
+        // An error in a later piece is found by the in-order reread, with its event count.
+        let mut broken = awkward_trace(2000, true, 4);
+        let at = broken.len() * 3 / 4;
+        let at = at + broken[at..].find("\"ts\"").unwrap();
+        broken.replace_range(at..at + 4, "\"ts\" 5");
+        let path = dir.path().join("broken.json");
+        std::fs::write(&path, &broken).unwrap();
+        let single = read_trace(broken.as_bytes(), &selection).unwrap_err();
+        assert!(single.contains("expected `:` after the key"), "{single}");
+        for workers in 2..=6 {
+            let parallel =
+                read_parallel(&path, broken.len() as u64, workers, &selection).unwrap_err();
+            assert_eq!(parallel, single);
+        }
     }
 }

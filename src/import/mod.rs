@@ -21,6 +21,7 @@ pub mod counters;
 pub mod criterion;
 pub mod gbench;
 pub mod hyperfine;
+mod json_scan;
 pub mod ncu;
 pub mod protocol;
 pub mod proton;

@@ -14,8 +14,7 @@ use regex::RegexSet;
 
 use super::{ImportError, Policies, run_results};
 use crate::capture::Collector;
-use crate::metric::Source;
-use crate::protocol::MeasurementLine;
+use crate::metric::{Direction, Source};
 use crate::results::{BenchmarkResult, CounterReading, Provenance, RunResults};
 
 /// Metric that holds one kernel launch's device time per sample.
@@ -197,22 +196,15 @@ pub fn build_results(
     for (path, samples) in files {
         for (kernel, durations) in samples.kernels {
             let (collector, rep) = collectors.get_mut(&kernel).expect("entry created above");
+            // One lookup per kernel, not per launch: a trace holds millions of launches.
+            let (slot, factor) = collector
+                .slot(KERNEL_TIME, "ns", Source::Timer, Direction::default())
+                .map_err(|message| ImportError::Content {
+                    path: path.clone(),
+                    message,
+                })?;
             for value in durations {
-                collector
-                    .add_measurement(
-                        *rep,
-                        MeasurementLine {
-                            metric: KERNEL_TIME.to_string(),
-                            value,
-                            unit: "ns".to_string(),
-                            source: Some(Source::Timer),
-                            benchmark: None,
-                        },
-                    )
-                    .map_err(|message| ImportError::Content {
-                        path: path.clone(),
-                        message,
-                    })?;
+                collector.push_at(slot, *rep, value * factor);
             }
             finish_repetition(collector, rep, &path);
         }
