@@ -417,6 +417,19 @@ fn rocprofv3_counter_collection() {
     assert_eq!(values(b, "SQ_WAVES"), vec![16384.0, 16384.0]);
     assert_eq!(values(b, "SQ_INSTS_VALU"), vec![0.0434259040, 2.5e5]);
     assert_eq!(values(b, "kernel_time"), vec![10240.0, 9600.0]);
+
+    // Later rocprofv3 releases name the agent (`"Agent 1"`) instead of numbering it.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/rocprofv3/counter_collection_agent_names.csv");
+    let r = run(ImportFormat::Rocprof, &[path]);
+    let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["stencil_step", "halo_exchange"]);
+    let step = r.benchmark("stencil_step").unwrap();
+    assert_eq!(values(step, "VALUBusy"), vec![31.25, 29.7851562]);
+    assert_eq!(values(step, "kernel_time"), vec![12500.0, 12000.0]);
+    assert_eq!(step.metric("VALUBusy").unwrap().source, Source::Hardware);
+    let halo = r.benchmark("halo_exchange").unwrap();
+    assert_eq!(values(halo, "VALUBusy"), vec![0.0122070312]);
 }
 
 #[test]
