@@ -549,31 +549,28 @@ fn assert_gbench_sum_shape(r: &RunResults) {
     assert_eq!(values(large, "elements"), [4096.0; 3]);
     // Summing 64 times more elements takes longer, whatever the machine.
     let slowest_small = values(small, "real_time").into_iter().fold(0.0, f64::max);
-    let fastest_large = values(large, "real_time").into_iter().fold(f64::MAX, f64::min);
+    let fastest_large = values(large, "real_time")
+        .into_iter()
+        .fold(f64::MAX, f64::min);
     assert!(fastest_large > slowest_small);
 }
 
 #[test]
 fn gbench_output_of_a_real_run() {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gbench/sum_repetitions.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gbench/sum_repetitions.json");
     let r = run(ImportFormat::Gbench, &[path]);
     assert_gbench_sum_shape(&r);
     let b = r.benchmark("BM_sum/64").unwrap();
     assert_eq!(
         values(b, "real_time"),
-        [
-            2.1313146757302267e+01,
-            2.1911798150077122e+01,
-            2.1674444404587224e+01
-        ]
+        [21.313146757302267, 21.91179815007712, 21.674444404587224]
     );
     assert_eq!(
         values(b, "items_per_second"),
         [
-            3.0082734529287319e+09,
-            2.9206827236010685e+09,
-            2.9527147978868895e+09
+            3_008_273_452.928_732,
+            2_920_682_723.601_068_5,
+            2_952_714_797.886_889_5
         ]
     );
 }

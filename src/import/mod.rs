@@ -19,6 +19,7 @@ pub mod builder;
 pub mod chrome_trace;
 pub mod counters;
 pub mod criterion;
+mod decimal;
 pub mod gbench;
 pub mod hyperfine;
 mod json_scan;

@@ -357,6 +357,9 @@ fn parse_number(raw: &str, report: &mut NcuReport) -> Option<f64> {
     if s.is_empty() {
         return None;
     }
+    if let Some(v) = super::decimal::parse_plain(s.as_bytes()) {
+        return Some(v);
+    }
     if let Ok(v) = s.parse::<f64>() {
         return Some(v);
     }
