@@ -1277,4 +1277,134 @@ mod tests {
             assert_eq!(parallel, single);
         }
     }
+
+    /// A random JSON value of the kinds traces hold, with strings that hold brackets, quotes,
+    /// escapes and non-ASCII text.
+    fn random_value(rng: &mut fastrand::Rng, depth: u32) -> serde_json::Value {
+        use serde_json::{Value as J, json};
+        let strings = [
+            "k",
+            "}, {",
+            "a\"b",
+            "back\\slash",
+            "tab\t",
+            "\u{e9}t\u{e9}",
+            "[x]",
+            "",
+        ];
+        match rng.u8(..if depth > 2 { 5 } else { 7 }) {
+            0 => J::Null,
+            1 => J::Bool(rng.bool()),
+            2 => json!(rng.i64(-1_000_000..1_000_000)),
+            3 => json!(rng.f64() * 10f64.powi(rng.i32(-8..14))),
+            4 => J::String(strings[rng.usize(..strings.len())].to_string()),
+            5 => J::Array(
+                (0..rng.usize(..4))
+                    .map(|_| random_value(rng, depth + 1))
+                    .collect(),
+            ),
+            _ => J::Object(
+                (0..rng.usize(..4))
+                    .map(|i| {
+                        (
+                            format!("{}{i}", strings[rng.usize(..strings.len())]),
+                            random_value(rng, depth + 1),
+                        )
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Whitespace JSON allows, of random length, between every token.
+    fn loosen(text: &str, rng: &mut fastrand::Rng) -> String {
+        let mut out = String::new();
+        let mut in_string = false;
+        let mut escaped = false;
+        for c in text.chars() {
+            out.push(c);
+            if in_string {
+                match (escaped, c) {
+                    (true, _) => escaped = false,
+                    (false, '\\') => escaped = true,
+                    (false, '"') => in_string = false,
+                    _ => {}
+                }
+            } else if c == '"' {
+                in_string = true;
+            } else if matches!(c, ',' | ':' | '{' | '[') {
+                for _ in 0..rng.usize(..3) {
+                    out.push([' ', '\n', '\t', '\r'][rng.usize(..4)]);
+                }
+            }
+        }
+        out
+    }
+
+    /// The scanner sees in each event what serde_json sees, and a cut-off event is always
+    /// "incomplete", never "invalid".
+    #[test]
+    fn event_scanner_agrees_with_serde_json() {
+        let mut rng = fastrand::Rng::with_seed(3);
+        for _ in 0..3000 {
+            let mut object = serde_json::Map::new();
+            for key in [
+                "name", "ph", "cat", "ts", "dur", "pid", "tid", "args", "extra",
+            ] {
+                if rng.u8(..4) > 0 {
+                    object.insert(key.to_string(), random_value(&mut rng, 0));
+                }
+            }
+            let expected = serde_json::Value::Object(object);
+            let text = loosen(&expected.to_string(), &mut rng);
+            let mut s = Scanner::new(text.as_bytes(), 0);
+            let mut seen = Vec::new();
+            Event::scan(&mut s, |ev| {
+                for (key, value) in [
+                    ("name", &ev.name),
+                    ("cat", &ev.cat),
+                    ("ts", &ev.ts),
+                    ("dur", &ev.dur),
+                    ("pid", &ev.pid),
+                    ("tid", &ev.tid),
+                    ("args", &ev.args),
+                ] {
+                    seen.push((key, *value));
+                }
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{e:?}: {text}"));
+            assert_eq!(s.pos, text.len(), "{text}");
+            for (key, value) in seen {
+                let want = &expected[key];
+                match want {
+                    serde_json::Value::Null if !expected.as_object().unwrap().contains_key(key) => {
+                        assert_eq!(value.kind, Kind::Absent, "{key} in {text}");
+                    }
+                    serde_json::Value::String(w) => {
+                        assert_eq!(value.text().as_deref(), Some(w.as_str()), "{key} in {text}");
+                    }
+                    serde_json::Value::Number(n) => {
+                        assert_eq!(value.number(), Ok(n.as_f64()), "{key} in {text}");
+                    }
+                    serde_json::Value::Array(_) | serde_json::Value::Object(_) => {
+                        assert_eq!(value.kind, Kind::Container);
+                        let inner: serde_json::Value = serde_json::from_slice(value.bytes).unwrap();
+                        assert_eq!(&inner, want, "{key} in {text}");
+                    }
+                    serde_json::Value::Bool(b) => {
+                        assert_eq!(value.kind, if *b { Kind::True } else { Kind::False });
+                    }
+                    serde_json::Value::Null => assert_eq!(value.kind, Kind::Null),
+                }
+            }
+            let cut = rng.usize(..text.len());
+            let mut s = Scanner::new(&text.as_bytes()[..cut], 0);
+            assert_eq!(
+                Event::scan(&mut s, |_| Ok(())),
+                Err(Stop::Incomplete),
+                "cut at {cut}: {text}"
+            );
+        }
+    }
 }
