@@ -420,11 +420,7 @@ impl<R: Read> Input<R> {
             }
             let at = self.offset();
             let key = self
-                .scan(|s| {
-                    let at = s.pos;
-                    let key = s.key()?.text().map_err(|e| invalid(e, at))?;
-                    Ok(key.into_owned())
-                })
+                .scan(|s| owned_text(s, |s| s.key()))
                 .map_err(|f| f.describe(format_args!("invalid key at byte {at}")))?
                 .ok_or_else(|| format!("the file ends inside a key at byte {at}"))?;
             let next = self.peek()?;
@@ -445,11 +441,7 @@ impl<R: Read> Input<R> {
             let ends_inside = || format!("the file ends inside the value of `{key}` (byte {at})");
             if key == "displayTimeUnit" {
                 let unit = self
-                    .scan(|s| {
-                        let at = s.pos;
-                        let text = s.string()?.text().map_err(|e| invalid(e, at))?;
-                        Ok(text.into_owned())
-                    })
+                    .scan(|s| owned_text(s, |s| s.string()))
                     .map_err(|f| f.describe(format_args!("`displayTimeUnit` at byte {at}")))?
                     .ok_or_else(ends_inside)?;
                 agg.display_time_unit = Some(unit);
@@ -589,6 +581,16 @@ impl Id {
 /// Finds `"hlo_op"` in an event's `args`.
 static HLO_OP: LazyLock<memchr::memmem::Finder<'static>> =
     LazyLock::new(|| memchr::memmem::Finder::new(b"\"hlo_op\""));
+
+/// The decoded text of the string (or key) that `read` scans.
+fn owned_text<'a>(
+    s: &mut Scanner<'a>,
+    read: impl FnOnce(&mut Scanner<'a>) -> Result<RawStr<'a>, Stop>,
+) -> Result<String, Stop> {
+    let at = s.pos;
+    let raw = read(s)?;
+    raw.text().map(Cow::into_owned).map_err(|e| invalid(e, at))
+}
 
 fn invalid(expected: &'static str, at: usize) -> Stop {
     Stop::Invalid { expected, at }
