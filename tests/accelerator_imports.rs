@@ -280,6 +280,40 @@ fn ncu_hand_made_edge_cases() {
     let k2 = r.benchmark("k2").unwrap();
     assert_eq!(values(k2, "Duration"), vec![1_234_567.0]);
 
+    // Raw page: plain cells, grouping, exponents, padding and n/a in one row.
+    let raw = dir.path().join("raw.csv");
+    std::fs::write(
+        &raw,
+        "\"ID\",\"Kernel Name\",\"a.sum\",\"b.sum\",\"c.sum\",\"d.sum\",\"e.sum\"\n\
+         \"\",\"\",\"byte\",\"\",\"\",\"usecond\",\"\"\n\
+         \"0\",\"k3\",\"1,234\",\"3e3\",\" 12.5 \",\"2\",\"n/a\"\n\
+         \"1\",\"k3\",\"7\",\"-0.25\",\"1.234,5\",\"0.5\",\"n/a\"\n",
+    )
+    .unwrap();
+    let r = run(ImportFormat::Ncu, std::slice::from_ref(&raw));
+    let k3 = r.benchmark("k3").unwrap();
+    assert_eq!(values(k3, "a.sum"), vec![1234.0, 7.0]);
+    assert_eq!(values(k3, "b.sum"), vec![3000.0, -0.25]);
+    assert_eq!(values(k3, "c.sum"), vec![12.5, 1234.5]);
+    assert_eq!(values(k3, "d.sum"), vec![2000.0, 500.0]);
+    assert!(k3.metric("e.sum").is_none());
+    assert_eq!(k3.provenance.details["ncu.not_available_cells"], "2");
+
+    // One kernel's metric in two units across files: the import stops and says where.
+    let other_unit = dir.path().join("raw_bytes_as_cycles.csv");
+    std::fs::write(
+        &other_unit,
+        "\"ID\",\"Kernel Name\",\"a.sum\"\n\"\",\"\",\"cycle\"\n\"0\",\"k3\",\"5\"\n",
+    )
+    .unwrap();
+    let e = error(ImportFormat::Ncu, &[raw, other_unit]);
+    assert!(
+        e.contains("raw_bytes_as_cycles.csv")
+            && e.contains("kernel `k3`")
+            && e.contains("one metric needs one unit"),
+        "{e}"
+    );
+
     // A per-kernel summary is refused with what to do instead.
     let summary = dir.path().join("summary.csv");
     std::fs::write(&summary, "\"ID\",\"Kernel Name\",\"Invocations\",\"Metric Name\",\"Metric Unit\",\"Minimum\",\"Maximum\",\"Average\"\n\"0\",\"k\",\"100\",\"gpu__time_duration.sum\",\"nsecond\",\"1\",\"2\",\"1.5\"\n").unwrap();

@@ -301,10 +301,13 @@ fn read_raw<R: Read>(
             match col {
                 RawColumn::Ignore => {}
                 RawColumn::Metric { position, factor } => {
-                    if let Some(v) = std::str::from_utf8(field)
-                        .ok()
-                        .and_then(|s| parse_number(s, &mut report))
-                    {
+                    // Most cells are plain decimals: no UTF-8 check or general parse needed.
+                    let plain = super::decimal::parse_plain(field.trim_ascii());
+                    if let Some(v) = plain.or_else(|| {
+                        std::str::from_utf8(field)
+                            .ok()
+                            .and_then(|s| parse_number(s, &mut report))
+                    }) {
                         launch.values.push((*position, v * factor));
                     }
                 }
@@ -583,9 +586,9 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
         let mut ordinal: BTreeMap<String, u32> = BTreeMap::new();
         // Per kernel: report metric position → (collector slot, unit factor).
         let mut slots: BTreeMap<String, Vec<Option<(usize, f64)>>> = BTreeMap::new();
-        let report = parse_each(
+        let report = parse_alongside(
             BufReader::with_capacity(1 << 20, file),
-            &mut |metrics, launch| {
+            |metrics, launch| {
                 let base = *offsets.get(&launch.kernel).unwrap_or(&0);
                 let n = ordinal.entry(launch.kernel.clone()).or_insert(0);
                 let repetition = base + *n;
@@ -634,6 +637,52 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
         }
     }
     benchmarks.finish(files)
+}
+
+/// [`parse_each`] on a thread of its own, handing each launch to `on_launch` on this one:
+/// splitting the CSV and parsing its numbers overlap with storing the samples, which for a
+/// raw page of thousands of metrics take about as long. An error of `on_launch` stops the
+/// parse and is the one returned.
+fn parse_alongside<R: BufRead + Send>(
+    input: R,
+    mut on_launch: impl FnMut(&[MetricInfo], Launch) -> Result<(), String>,
+) -> Result<NcuReport, NcuError> {
+    type Message = (Option<std::sync::Arc<Vec<MetricInfo>>>, Launch);
+    std::thread::scope(|scope| {
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<Message>(8);
+        let parser = scope.spawn(move || {
+            let mut sent = None;
+            parse_each(input, &mut |metrics, launch| {
+                // The metric list only grows; it is sent again when it has.
+                let fresh = (sent != Some(metrics.len())).then(|| {
+                    sent = Some(metrics.len());
+                    std::sync::Arc::new(metrics.to_vec())
+                });
+                sender
+                    .send((fresh, launch))
+                    .map_err(|_| "stopped by an earlier error".to_string())
+            })
+        });
+        let mut metrics = std::sync::Arc::new(Vec::new());
+        let mut failure = None;
+        for (fresh, launch) in receiver.iter() {
+            if let Some(fresh) = fresh {
+                metrics = fresh;
+            }
+            if let Err(e) = on_launch(&metrics, launch) {
+                failure = Some(e);
+                break;
+            }
+        }
+        drop(receiver);
+        let report = parser
+            .join()
+            .unwrap_or_else(|_| Err(NcuError::Content("the CSV reading thread failed".into())));
+        match failure {
+            Some(message) => Err(NcuError::Content(message)),
+            None => report,
+        }
+    })
 }
 
 /// Provenance details of a report on one benchmark.
