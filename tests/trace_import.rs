@@ -373,3 +373,30 @@ fn accelerator_example_configurations_are_valid() {
             .success();
     }
 }
+
+/// The example scripts need a GPU or TPU to run, but their syntax is checked everywhere
+/// (parsed, not imported: jax and triton need not be installed).
+#[test]
+fn accelerator_example_scripts_parse() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for script in [
+        "examples/triton/bench_softmax.py",
+        "examples/pallas/bench_matmul.py",
+        "scripts/gen_jax_trace.py",
+        "scripts/bench_trace_import.py",
+    ] {
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])",
+            ])
+            .arg(root.join(script))
+            .output()
+            .expect("python3 runs");
+        assert!(
+            out.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
