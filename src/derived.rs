@@ -70,6 +70,13 @@ pub fn builtins() -> Vec<Definition> {
     ]
 }
 
+/// The value of `expr` at `inputs` (in the order of its variable names, each with a tag the
+/// caller keeps alongside), when it evaluates to a finite number.
+pub(crate) fn finite_value<T>(expr: &FlatEx<f64>, inputs: &[(f64, T)]) -> Option<f64> {
+    let values: Vec<f64> = inputs.iter().map(|(v, _)| *v).collect();
+    expr.eval(&values).ok().filter(|v| v.is_finite())
+}
+
 /// The variable name of a counter in expressions: every character that is not a letter, digit
 /// or `_` becomes `_` (`branch-misses` → `branch_misses`, `cpu_core/cycles/` →
 /// `cpu_core_cycles_`).
@@ -138,13 +145,9 @@ pub fn evaluate(
         else {
             continue;
         };
-        let values: Vec<f64> = inputs.iter().map(|(v, _)| *v).collect();
-        let Ok(value) = expr.eval(&values) else {
+        let Some(value) = finite_value(&expr, &inputs) else {
             continue;
         };
-        if !value.is_finite() {
-            continue;
-        }
         let source = if inputs.iter().any(|(_, s)| *s == Source::Simulated) {
             Source::Simulated
         } else {

@@ -134,6 +134,20 @@ pub struct Options<'a> {
     pub passes: &'a [Vec<String>],
 }
 
+impl<'a> Options<'a> {
+    /// Cumulative samples, no scaling, no configured policy, every counter in every
+    /// repetition: what a counter trace imported without a configuration gives.
+    pub fn cumulative(profile: &'a DeviceProfile) -> Options<'a> {
+        Options {
+            profile,
+            policy: None,
+            mode: SampleMode::Cumulative,
+            scaling: 0,
+            passes: &[],
+        }
+    }
+}
+
 /// Computes counter totals, utilizations, bandwidths, the profile's formulas and the roofline
 /// position for every repetition, and records them as metrics of `result`. Problems (a window
 /// above 100 %, a kernel shorter than the sampling interval) go to the provenance.
@@ -255,18 +269,19 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
         }
         if unit == "cycles" && base != "cycles" {
             let lanes = spec.lanes.unwrap_or(1);
-            let max_window = wins
-                .iter()
-                .filter(|w| w.end_ns > w.start_ns)
-                .map(|w| {
-                    utilization(
-                        w.delta,
-                        w.end_ns - w.start_ns,
-                        profile.clock_hz.value,
-                        lanes,
-                    )
-                })
-                .fold(0.0, f64::max);
+            let highest = |windows: &mut dyn Iterator<Item = &Window>| {
+                windows
+                    .map(|w| {
+                        utilization(
+                            w.delta,
+                            w.end_ns - w.start_ns,
+                            profile.clock_hz.value,
+                            lanes,
+                        )
+                    })
+                    .fold(0.0, f64::max)
+            };
+            let max_window = highest(&mut wins.iter().filter(|w| w.end_ns > w.start_ns));
             let u = utilization(delta, span, profile.clock_hz.value, lanes);
             if u > 1.0 + 1e-9 || max_window > 1.0 + 1e-9 {
                 refused.push(format!(
@@ -287,17 +302,7 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
                 rep,
                 u * 100.0,
             );
-            let peak = used
-                .iter()
-                .map(|w| {
-                    utilization(
-                        w.delta,
-                        w.end_ns - w.start_ns,
-                        profile.clock_hz.value,
-                        lanes,
-                    )
-                })
-                .fold(0.0, f64::max);
+            let peak = highest(&mut used.iter().copied());
             out.push(
                 &format!("util.{name}.peak_window"),
                 "%",
@@ -414,16 +419,7 @@ pub fn apply_to_import(results: &mut crate::results::RunResults, plan: &crate::p
             }
             None => {
                 if let Some(profile) = &fallback {
-                    apply(
-                        result,
-                        Options {
-                            profile,
-                            policy: None,
-                            mode: SampleMode::Cumulative,
-                            scaling: 0,
-                            passes: &[],
-                        },
-                    );
+                    apply(result, Options::cumulative(profile));
                 }
             }
         }
@@ -512,13 +508,9 @@ fn formulas(
             ));
             continue;
         }
-        let values: Vec<f64> = inputs.iter().map(|(v, _)| *v).collect();
-        let Ok(value) = expr.eval(&values) else {
+        let Some(value) = crate::derived::finite_value(&expr, &inputs) else {
             continue;
         };
-        if !value.is_finite() {
-            continue;
-        }
         if f.unit == "%" && value > 100.0 + 1e-7 {
             refused.push(format!(
                 "{name}: {value:.1} % in repetition {rep} exceeds 100 %: inconsistent counters; not reported"
@@ -714,16 +706,7 @@ mod tests {
 
     /// `apply` with cumulative samples, no scaling, no policy and one pass.
     fn apply_cumulative(result: &mut BenchmarkResult, profile: &crate::profile::DeviceProfile) {
-        apply(
-            result,
-            Options {
-                profile,
-                policy: None,
-                mode: SampleMode::Cumulative,
-                scaling: 0,
-                passes: &[],
-            },
-        );
+        apply(result, Options::cumulative(profile));
     }
 
     #[test]

@@ -3,32 +3,15 @@
 //! merge, diff-aware selection and `baseline update`.
 
 mod common;
-use common::{kgate, stderr_of, write};
+use common::{git, kgate, stderr_of, write};
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value, json};
 
 fn stdout_json(out: &std::process::Output) -> Value {
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args([
-            "-c",
-            "user.name=kgate",
-            "-c",
-            "user.email=kgate@example.invalid",
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", stderr_of(&out));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 fn init_repo(dir: &Path) {
@@ -68,6 +51,20 @@ const BASE: [f64; 10] = [
 const SLOW: [f64; 10] = [
     120.2, 121.1, 119.8, 120.5, 120.9, 120.1, 120.4, 119.9, 120.7, 120.3,
 ];
+
+/// `base.json` and `head.json` of one benchmark, `mm`, that got about 20 % slower.
+fn write_mm_regression(dir: &Path) {
+    write(
+        dir,
+        "base.json",
+        &results("cpu", "a", "2026-01-01T00:00:00Z", &[("mm", &BASE)]),
+    );
+    write(
+        dir,
+        "head.json",
+        &results("cpu", "b", "2026-01-02T00:00:00Z", &[("mm", &SLOW)]),
+    );
+}
 
 #[test]
 fn different_fingerprints_are_refused_by_field_unless_overridden() {
@@ -443,16 +440,7 @@ fn a_waiver_until_a_commit_expires_once_the_commit_is_in_history() {
     git(dir, &["commit", "-qam", "the fix"]);
     let fix = git(dir, &["rev-parse", "HEAD"]);
     git(dir, &["checkout", "-q", "main"]);
-    write(
-        dir,
-        "base.json",
-        &results("cpu", "a", "2026-01-01T00:00:00Z", &[("mm", &BASE)]),
-    );
-    write(
-        dir,
-        "head.json",
-        &results("cpu", "b", "2026-01-02T00:00:00Z", &[("mm", &SLOW)]),
-    );
+    write_mm_regression(dir);
     write(
         dir,
         ".kgate/waivers.yaml",
@@ -848,16 +836,7 @@ fn check_refuses_a_foreign_baseline_reads_one_from_a_ref_and_records_history() {
 fn waived_regressions_are_labelled_in_the_table_and_markdown() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
-    write(
-        dir,
-        "base.json",
-        &results("cpu", "a", "2026-01-01T00:00:00Z", &[("mm", &BASE)]),
-    );
-    write(
-        dir,
-        "head.json",
-        &results("cpu", "b", "2026-01-02T00:00:00Z", &[("mm", &SLOW)]),
-    );
+    write_mm_regression(dir);
     write(
         dir,
         ".kgate/waivers.yaml",

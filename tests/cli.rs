@@ -1,7 +1,7 @@
 //! End-to-end tests of the `kgate` binary: exit codes, messages and files, as a user sees them.
 
 mod common;
-use common::{copy_tree, kgate, stderr_of, write};
+use common::{copy_example_suite, git, kgate, stderr_of, use_naive_matmul, write};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -417,31 +417,13 @@ fn baselines_are_never_overwritten_silently_and_missing_ones_exit_4() {
         .success();
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .current_dir(dir)
-        .args([
-            "-c",
-            "user.name=kgate",
-            "-c",
-            "user.email=kgate@example.invalid",
-        ])
-        .args(args)
-        .status()
-        .unwrap();
-    assert!(status.success(), "git {args:?}");
-}
-
 /// The bundled suite end to end: an unchanged tree passes; flipping a variant fails `check`
 /// against the stored baseline and against the previous commit, naming benchmark and change.
 #[test]
 fn example_suite_round_trip() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::copy(repo.join("kgate.yaml"), d.join("kgate.yaml")).unwrap();
-    std::fs::create_dir_all(d.join("examples/kernels")).unwrap();
-    copy_tree(&repo.join("examples/kernels"), &d.join("examples/kernels"));
+    copy_example_suite(d);
     write(d, ".gitignore", "target/\n.kgate/results/\n");
     git(d, &["init", "-q", "-b", "main"]);
     git(d, &["add", "-A"]);
@@ -462,13 +444,7 @@ fn example_suite_round_trip() {
         String::from_utf8_lossy(&out.stdout)
     );
 
-    let variants = d.join("examples/kernels/src/variants.rs");
-    let text = std::fs::read_to_string(&variants).unwrap();
-    std::fs::write(
-        &variants,
-        text.replace("MATMUL: &str = \"blocked\"", "MATMUL: &str = \"naive\""),
-    )
-    .unwrap();
+    use_naive_matmul(d);
 
     let out = kgate(d).args(["check", "--no-progress"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

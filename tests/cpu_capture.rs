@@ -8,13 +8,23 @@ use std::process::Command;
 use assert_cmd::cargo::cargo_bin_cmd;
 
 mod common;
-use common::copy_tree;
+use common::{copy_example_suite, use_naive_matmul};
 
-fn have(tool: &str) -> bool {
-    Command::new(tool)
+/// Whether `tool` runs. Without it the test is skipped with a note, except under CI, where
+/// `.ci/run` installs `package` and a missing tool is a failure.
+fn have(tool: &str, package: &str) -> bool {
+    let runs = Command::new(tool)
         .arg("--version")
         .output()
-        .is_ok_and(|o| o.status.success())
+        .is_ok_and(|o| o.status.success());
+    if !runs {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{tool} is missing; .ci/run installs {package}"
+        );
+        eprintln!("note: {tool} not installed; skipping");
+    }
+    runs
 }
 
 fn results(path: &Path) -> serde_json::Value {
@@ -31,12 +41,7 @@ fn metric<'a>(bench: &'a serde_json::Value, name: &str) -> Option<&'a serde_json
 
 #[test]
 fn perf_capture_records_counters_or_says_they_are_unavailable() {
-    if !have("perf") {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "perf is missing; .ci/run installs linux-perf"
-        );
-        eprintln!("note: perf not installed; skipping");
+    if !have("perf", "linux-perf") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -94,20 +99,12 @@ fn perf_capture_records_counters_or_says_they_are_unavailable() {
 
 #[test]
 fn cachegrind_gate_catches_the_slow_matmul() {
-    if !have("valgrind") {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "valgrind is missing; .ci/run installs it"
-        );
-        eprintln!("note: valgrind not installed; skipping");
+    if !have("valgrind", "valgrind") {
         return;
     }
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::copy(repo.join("kgate.yaml"), d.join("kgate.yaml")).unwrap();
-    std::fs::create_dir_all(d.join("examples/kernels")).unwrap();
-    copy_tree(&repo.join("examples/kernels"), &d.join("examples/kernels"));
+    copy_example_suite(d);
     let kgate = || {
         let mut c = cargo_bin_cmd!("kgate");
         c.current_dir(d);
@@ -128,13 +125,7 @@ fn cachegrind_gate_catches_the_slow_matmul() {
         .args(["baseline", "save", "fast.json", "--no-progress"])
         .assert()
         .success();
-    let variants = d.join("examples/kernels/src/variants.rs");
-    let text = std::fs::read_to_string(&variants).unwrap();
-    std::fs::write(
-        &variants,
-        text.replace("MATMUL: &str = \"blocked\"", "MATMUL: &str = \"naive\""),
-    )
-    .unwrap();
+    use_naive_matmul(d);
     kgate()
         .args([
             "run",

@@ -2,12 +2,14 @@
 //! the requests octocrab really sends, retries, error messages, the event payloads of the four
 //! events kgate reads, and the environment files `kgate ci` writes.
 
+mod common;
+use common::git;
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::cargo_bin_cmd;
 use kgate::github::body::{self, CommentPolicy};
 use kgate::github::client::{
     ACTIONS_BOT, CommentOutcome, Conclusion, GithubClient, GithubError, RetryPolicy,
@@ -36,6 +38,26 @@ fn payload(name: &str) -> Value {
 }
 
 /// A complete issue comment as the API returns it (octocrab needs every required field).
+/// Expects one POST of a new comment to `at`, answered as GitHub does: the comment, with
+/// `id`, by the Actions bot, holding the body that was sent.
+async fn expect_one_comment_post(server: &MockServer, at: impl Into<String>, id: u64) {
+    let uri = server.uri();
+    Mock::given(method("POST"))
+        .and(path(at.into()))
+        .respond_with(move |req: &Request| {
+            let sent: Value = serde_json::from_slice(&req.body).unwrap();
+            ResponseTemplate::new(201).set_body_json(fake_comment(
+                &uri,
+                id,
+                ACTIONS_BOT,
+                sent["body"].as_str().unwrap(),
+            ))
+        })
+        .expect(1)
+        .mount(server)
+        .await;
+}
+
 fn fake_comment(base: &str, id: u64, login: &str, body: &str) -> Value {
     let user = format!("{base}/users/{login}");
     json!({
@@ -108,21 +130,7 @@ fn creates_the_comment_when_none_exists() {
             .expect(1)
             .mount(&server)
             .await;
-        let uri = server.uri();
-        Mock::given(method("POST"))
-            .and(path(COMMENTS))
-            .respond_with(move |req: &Request| {
-                let sent: Value = serde_json::from_slice(&req.body).unwrap();
-                ResponseTemplate::new(201).set_body_json(fake_comment(
-                    &uri,
-                    99,
-                    ACTIONS_BOT,
-                    sent["body"].as_str().unwrap(),
-                ))
-            })
-            .expect(1)
-            .mount(&server)
-            .await;
+        expect_one_comment_post(&server, COMMENTS, 99).await;
         let outcome = client(&server)
             .upsert_comment(
                 7,
@@ -762,12 +770,10 @@ fn job_ids_cannot_break_the_marker() {
 
 // ---- end to end: the binary against the fake API ----
 
+/// [`common::kgate`] without any of the GitHub environment of the machine running the tests.
 fn kgate(dir: &Path) -> assert_cmd::Command {
-    let mut cmd = cargo_bin_cmd!("kgate");
-    cmd.current_dir(dir)
-        .env_remove("CI")
-        .env("NO_COLOR", "1")
-        .env_remove("GITHUB_TOKEN")
+    let mut cmd = common::kgate(dir);
+    cmd.env_remove("GITHUB_TOKEN")
         .env_remove("GITHUB_ACTIONS")
         .env_remove("KGATE_JOB_ID");
     for (k, _) in std::env::vars() {
@@ -783,26 +789,12 @@ fn comment_command_posts_and_never_prints_the_token() {
     let server = std::thread::spawn(|| {
         block_on(async {
             let server = MockServer::start().await;
-            let uri = server.uri();
             Mock::given(method("GET"))
                 .and(path("/repos/octo-org/kernels/issues/42/comments"))
                 .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
                 .mount(&server)
                 .await;
-            Mock::given(method("POST"))
-                .and(path("/repos/octo-org/kernels/issues/42/comments"))
-                .respond_with(move |req: &Request| {
-                    let sent: Value = serde_json::from_slice(&req.body).unwrap();
-                    ResponseTemplate::new(201).set_body_json(fake_comment(
-                        &uri,
-                        7,
-                        ACTIONS_BOT,
-                        sent["body"].as_str().unwrap(),
-                    ))
-                })
-                .expect(1)
-                .mount(&server)
-                .await;
+            expect_one_comment_post(&server, "/repos/octo-org/kernels/issues/42/comments", 7).await;
             server
         })
     })
@@ -900,22 +892,6 @@ fn posting_failures_warn_unless_asked_to_fail() {
     );
     let out = run(&["--fail-on-post-error"]);
     assert_eq!(out.status.code(), Some(2));
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 #[test]
@@ -1041,7 +1017,6 @@ fn ci_on_a_pull_request_starts_a_check_run_then_comments_and_completes_it() {
     let server = std::thread::spawn(|| {
         block_on(async {
             let server = MockServer::start().await;
-            let uri = server.uri();
             let repo = "/repos/octo-org/kernels";
             Mock::given(method("GET"))
                 .and(path("/user"))
@@ -1079,20 +1054,7 @@ fn ci_on_a_pull_request_starts_a_check_run_then_comments_and_completes_it() {
                 .expect(1)
                 .mount(&server)
                 .await;
-            Mock::given(method("POST"))
-                .and(path(format!("{repo}/issues/42/comments")))
-                .respond_with(move |req: &Request| {
-                    let sent: Value = serde_json::from_slice(&req.body).unwrap();
-                    ResponseTemplate::new(201).set_body_json(fake_comment(
-                        &uri,
-                        8,
-                        ACTIONS_BOT,
-                        sent["body"].as_str().unwrap(),
-                    ))
-                })
-                .expect(1)
-                .mount(&server)
-                .await;
+            expect_one_comment_post(&server, format!("{repo}/issues/42/comments"), 8).await;
             server
         })
     })

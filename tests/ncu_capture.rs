@@ -7,6 +7,7 @@ use common::corpus;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use serde_json::Value;
@@ -59,25 +60,32 @@ fn setup(dir: &Path, command: &str) -> (PathBuf, PathBuf) {
     (PathBuf::from(path), dir.join("args.txt"))
 }
 
+/// `kgate run` in `dir` with the stand-in ncu first on `PATH`, the benchmark running
+/// `command` and ncu "writing" `csv`. Returns the process output, the file of arguments ncu
+/// got, and the results file.
+fn run_under_fake_ncu(dir: &Path, command: &str, csv: &Path) -> (Output, PathBuf, PathBuf) {
+    let (path, args) = setup(dir, command);
+    let out = dir.join("results.json");
+    let output = cargo_bin_cmd!("kgate")
+        .current_dir(dir)
+        .env_remove("CI")
+        .env_remove("KGATE_NCU")
+        .env("PATH", &path)
+        .env("FAKE_NCU_CSV", csv)
+        .env("FAKE_NCU_ARGS", &args)
+        .args(["run", "--no-progress", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    (output, args, out)
+}
+
 #[test]
 fn kgate_run_wraps_the_benchmark_in_ncu_and_reads_its_csv() {
     let Some(c) = corpus() else { return };
     let csv = c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv");
     let dir = tempfile::tempdir().unwrap();
-    let (path, args) = setup(dir.path(), "[sh, -c, \"exit 0\"]");
-    let out = dir.path().join("results.json");
-    let mut cmd = cargo_bin_cmd!("kgate");
-    let assert = cmd
-        .current_dir(dir.path())
-        .env_remove("CI")
-        .env_remove("KGATE_NCU")
-        .env("PATH", &path)
-        .env("FAKE_NCU_CSV", &csv)
-        .env("FAKE_NCU_ARGS", &args)
-        .args(["run", "--no-progress", "-o"])
-        .arg(&out)
-        .assert();
-    let output = assert.get_output();
+    let (output, args, out) = run_under_fake_ncu(dir.path(), "[sh, -c, \"exit 0\"]", &csv);
     assert!(
         output.status.success(),
         "{}",
@@ -154,20 +162,7 @@ fn a_failing_program_under_ncu_fails_its_benchmark_with_ncus_words() {
     let Some(c) = corpus() else { return };
     let csv = c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv");
     let dir = tempfile::tempdir().unwrap();
-    let (path, args) = setup(dir.path(), "[sh, -c, \"exit 3\"]");
-    let out = dir.path().join("results.json");
-    let mut cmd = cargo_bin_cmd!("kgate");
-    let output = cmd
-        .current_dir(dir.path())
-        .env_remove("CI")
-        .env_remove("KGATE_NCU")
-        .env("PATH", &path)
-        .env("FAKE_NCU_CSV", &csv)
-        .env("FAKE_NCU_ARGS", &args)
-        .args(["run", "--no-progress", "-o"])
-        .arg(&out)
-        .output()
-        .unwrap();
+    let (output, _, out) = run_under_fake_ncu(dir.path(), "[sh, -c, \"exit 3\"]", &csv);
     assert_eq!(output.status.code(), Some(2));
     let results: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let failure = &results["benchmarks"][0]["failure"];
@@ -183,20 +178,7 @@ fn a_run_where_ncu_writes_no_csv_is_a_profiler_failure() {
     let Some(c) = corpus() else { return };
     let csv = c.join("ncu/meinie_only_prof_lines_no_csv.ncu.csv");
     let dir = tempfile::tempdir().unwrap();
-    let (path, args) = setup(dir.path(), "[sh, -c, \"exit 0\"]");
-    let out = dir.path().join("results.json");
-    let mut cmd = cargo_bin_cmd!("kgate");
-    let output = cmd
-        .current_dir(dir.path())
-        .env_remove("CI")
-        .env_remove("KGATE_NCU")
-        .env("PATH", &path)
-        .env("FAKE_NCU_CSV", &csv)
-        .env("FAKE_NCU_ARGS", &args)
-        .args(["run", "--no-progress", "-o"])
-        .arg(&out)
-        .output()
-        .unwrap();
+    let (output, _, out) = run_under_fake_ncu(dir.path(), "[sh, -c, \"exit 0\"]", &csv);
     assert_eq!(output.status.code(), Some(2));
     let results: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let failure = &results["benchmarks"][0]["failure"];

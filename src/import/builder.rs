@@ -100,20 +100,25 @@ impl<'p> Benchmarks<'p> {
     }
 
     /// The results file; fails when nothing was imported.
-    pub fn finish(mut self, files: &[std::path::PathBuf]) -> Result<RunResults, ImportError> {
+    pub fn finish(self, files: &[std::path::PathBuf]) -> Result<RunResults, ImportError> {
         if self.order.is_empty() {
             return Err(ImportError::Content {
                 path: files.first().cloned().unwrap_or_default(),
                 message: format!("no {} benchmark was found in the given files", self.capture),
             });
         }
+        Ok(self.into_results())
+    }
+
+    /// The results file, in first-seen order, whatever was imported.
+    pub fn into_results(mut self) -> RunResults {
         let benchmarks = self
             .order
             .iter()
             .filter_map(|n| self.collectors.remove(n))
             .map(Collector::finish)
             .collect();
-        Ok(run_results(benchmarks))
+        run_results(benchmarks)
     }
 }
 

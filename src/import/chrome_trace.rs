@@ -22,7 +22,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use rustc_hash::FxHashMap;
 
 use super::json_scan::{Kind, RawStr, Scanner, Stop, Value};
-use super::trace::{TraceSamples, TraceSelection, build_results};
+use super::trace::{TraceSamples, TraceSelection, import_files};
 use super::{ImportError, Policies};
 use crate::results::RunResults;
 
@@ -36,22 +36,19 @@ pub fn import(
     policies: &Policies,
     selection: &TraceSelection,
 ) -> Result<RunResults, ImportError> {
-    let mut per_file = Vec::with_capacity(files.len());
-    for path in files {
-        let samples = read_file(path, selection)?;
-        if samples.is_empty() {
-            return Err(ImportError::Content {
-                path: path.clone(),
-                message: format!(
-                    "no kernel events or counter tracks matched {}; choose kernels with \
-                     --kernel REGEX, --kernel-glob GLOB, --pid and --tid",
-                    selection.describe(DEFAULT_SELECTION)
-                ),
-            });
-        }
-        per_file.push((path.clone(), samples));
-    }
-    build_results("chrome-trace", per_file, policies)
+    import_files(
+        "chrome-trace",
+        files,
+        policies,
+        |path| read_file(path, selection),
+        || {
+            format!(
+                "no kernel events or counter tracks matched {}; choose kernels with \
+                 --kernel REGEX, --kernel-glob GLOB, --pid and --tid",
+                selection.describe(DEFAULT_SELECTION)
+            )
+        },
+    )
 }
 
 /// Reads one trace file (plain or gzip, told apart by the gzip magic bytes).

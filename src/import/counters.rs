@@ -4,15 +4,14 @@
 //! `matmul`); a perf stat file holding several blocks for different commands yields one
 //! benchmark per command (`FILE: COMMAND`), and repeated blocks of one command are repetitions.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::{ImportError, Policies, run_results};
-use crate::capture::Collector;
+use super::builder::Benchmarks;
+use super::{ImportError, Policies};
 use crate::config::CaptureKind;
 use crate::cpu::{self, Reading};
 use crate::derived;
-use crate::results::{BenchmarkResult, Provenance, RunResults};
+use crate::results::RunResults;
 use crate::valgrind;
 
 /// Imports counter files of one capture kind.
@@ -21,8 +20,7 @@ pub fn import(
     files: &[PathBuf],
     policies: &Policies,
 ) -> Result<RunResults, ImportError> {
-    let mut order: Vec<String> = Vec::new();
-    let mut collectors: BTreeMap<String, Collector<'_>> = BTreeMap::new();
+    let mut benchmarks = Benchmarks::new(policies, kind.as_str());
     let definitions = derived::builtins();
     for path in files {
         // The readers name the file themselves; the error adds it once.
@@ -58,18 +56,7 @@ pub fn import(
             }
         };
         for (name, reading) in readings {
-            if !collectors.contains_key(&name) {
-                order.push(name.clone());
-                let provenance = Provenance {
-                    captures: vec![kind.as_str().to_string()],
-                    ..Provenance::default()
-                };
-                collectors.insert(
-                    name.clone(),
-                    Collector::new(&name, policies.for_benchmark(&name), provenance),
-                );
-            }
-            let c = collectors.get_mut(&name).expect("inserted above");
+            let c = benchmarks.get(&name);
             let rep = c.result_mut().repetitions;
             cpu::record(c, rep, reading, &definitions).map_err(content)?;
             let r = c.result_mut();
@@ -80,10 +67,5 @@ pub fn import(
             }
         }
     }
-    let benchmarks: Vec<BenchmarkResult> = order
-        .iter()
-        .filter_map(|n| collectors.remove(n))
-        .map(Collector::finish)
-        .collect();
-    Ok(run_results(benchmarks))
+    Ok(benchmarks.into_results())
 }

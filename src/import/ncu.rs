@@ -218,7 +218,7 @@ fn read_details<R: Read>(
             });
             launches.len() - 1
         });
-        let Some(number) = parse_number(cell(value_col), &mut report) else {
+        let Some(number) = parse_number(cell(value_col).as_bytes(), &mut report) else {
             continue; // text such as `PolicySpread`, or n/a
         };
         let (unit, factor) = base_unit(cell(unit_col));
@@ -301,13 +301,7 @@ fn read_raw<R: Read>(
             match col {
                 RawColumn::Ignore => {}
                 RawColumn::Metric { position, factor } => {
-                    // Most cells are plain decimals: no UTF-8 check or general parse needed.
-                    let plain = super::decimal::parse_plain(field.trim_ascii());
-                    if let Some(v) = plain.or_else(|| {
-                        std::str::from_utf8(field)
-                            .ok()
-                            .and_then(|s| parse_number(s, &mut report))
-                    }) {
+                    if let Some(v) = parse_number(field, &mut report) {
                         launch.values.push((*position, v * factor));
                     }
                 }
@@ -355,13 +349,14 @@ fn classify(name: &str, unit: &str, metrics: &mut Vec<MetricInfo>) -> RawColumn 
 /// en-US style (`1,234,567.5`) and, when a value shows it unambiguously, the European one
 /// (`27.595.520`, `1.234,5`); a single separator followed by exactly three digits is read
 /// as grouping when it is a comma and as a decimal point when it is a dot (C locale).
-fn parse_number(raw: &str, report: &mut NcuReport) -> Option<f64> {
-    let s = raw.trim();
+/// Most cells are plain decimals, read without a UTF-8 check or the general float parser.
+fn parse_number(raw: &[u8], report: &mut NcuReport) -> Option<f64> {
+    if let Some(v) = super::decimal::parse_plain(raw.trim_ascii()) {
+        return Some(v);
+    }
+    let s = std::str::from_utf8(raw).ok()?.trim();
     if s.is_empty() {
         return None;
-    }
-    if let Some(v) = super::decimal::parse_plain(s.as_bytes()) {
-        return Some(v);
     }
     if let Ok(v) = s.parse::<f64>() {
         return Some(v);

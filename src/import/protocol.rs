@@ -3,18 +3,17 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{ImportError, Policies, run_results};
-use crate::capture::Collector;
+use super::builder::Benchmarks;
+use super::{ImportError, Policies};
 use crate::protocol;
-use crate::results::{BenchmarkResult, Provenance, RunResults};
+use crate::results::RunResults;
 
 /// Builds results from protocol files. Lines with a `benchmark` key go to that benchmark;
 /// lines without it go to a benchmark named after the file (its stem). Each file counts as one
 /// repetition of the benchmarks it holds. `policies` gives per-benchmark metric settings (from
 /// a configuration); others get `fallback`.
 pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
-    let mut order: Vec<String> = Vec::new();
-    let mut collectors: BTreeMap<String, Collector<'_>> = BTreeMap::new();
+    let mut benchmarks = Benchmarks::new(policies, "protocol");
     let mut reps: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {
         let lines = protocol::read_file(path)?;
@@ -34,17 +33,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
             });
         }
         for (name, lines) in by_benchmark {
-            if !collectors.contains_key(&name) {
-                order.push(name.clone());
-                let provenance = Provenance {
-                    command: String::new(),
-                    captures: vec!["protocol".into()],
-                    ..Provenance::default()
-                };
-                let policy = policies.for_benchmark(&name);
-                collectors.insert(name.clone(), Collector::new(&name, policy, provenance));
-            }
-            let collector = collectors.get_mut(&name).expect("inserted above");
+            let collector = benchmarks.get(&name);
             let rep = reps.entry(name.clone()).or_insert(0);
             let recorded = collector
                 .add_protocol(*rep, lines, false)
@@ -63,12 +52,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
             }
         }
     }
-    let benchmarks: Vec<BenchmarkResult> = order
-        .iter()
-        .filter_map(|n| collectors.remove(n))
-        .map(Collector::finish)
-        .collect();
-    Ok(run_results(benchmarks))
+    Ok(benchmarks.into_results())
 }
 
 /// `out/matmul.jsonl` → `matmul`.

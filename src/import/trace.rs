@@ -6,16 +6,16 @@
 //! launch, source `timer`, each file one repetition), and the counter tracks as raw counter
 //! readings on a benchmark named [`COUNTERS_BENCHMARK`].
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
-use super::{ImportError, Policies, run_results};
+use super::builder::Benchmarks;
+use super::{ImportError, Policies};
 use crate::capture::Collector;
 use crate::metric::{Direction, Source};
-use crate::results::{BenchmarkResult, CounterReading, Provenance, RunResults};
+use crate::results::{CounterReading, RunResults};
 
 /// Metric that holds one kernel launch's device time per sample.
 pub const KERNEL_TIME: &str = "kernel_time";
@@ -163,39 +163,51 @@ impl TraceSamples {
     }
 }
 
+/// Reads each file with `read` (each file one repetition) and builds the results. A file in
+/// which nothing matched the selection is an error carrying `nothing_matched`, which says
+/// what was looked for and how to choose otherwise.
+pub fn import_files(
+    capture: &'static str,
+    files: &[PathBuf],
+    policies: &Policies,
+    read: impl Fn(&Path) -> Result<TraceSamples, ImportError>,
+    nothing_matched: impl Fn() -> String,
+) -> Result<RunResults, ImportError> {
+    let mut per_file = Vec::with_capacity(files.len());
+    for path in files {
+        let samples = read(path)?;
+        if samples.is_empty() {
+            return Err(ImportError::Content {
+                path: path.clone(),
+                message: nothing_matched(),
+            });
+        }
+        per_file.push((path.clone(), samples));
+    }
+    build_results(capture, per_file, policies)
+}
+
 /// Turns per-file samples into results: one benchmark per kernel name, each file one
 /// repetition, plus the counter benchmark when a file had counter tracks.
-pub fn build_results(
-    capture: &str,
+fn build_results(
+    capture: &'static str,
     files: Vec<(PathBuf, TraceSamples)>,
     policies: &Policies,
 ) -> Result<RunResults, ImportError> {
-    let mut order: Vec<String> = Vec::new();
-    let mut collectors: BTreeMap<String, (Collector<'_>, u32)> = BTreeMap::new();
-    let mut entry = |name: &str| {
-        if !collectors.contains_key(name) {
-            order.push(name.to_string());
-            let provenance = Provenance {
-                command: String::new(),
-                captures: vec![capture.to_string()],
-                ..Provenance::default()
-            };
-            let collector = Collector::new(name, policies.for_benchmark(name), provenance);
-            collectors.insert(name.to_string(), (collector, 0));
-        }
-    };
+    let mut benchmarks = Benchmarks::new(policies, capture);
     // Benchmarks in order of first appearance across the files.
     for (_, samples) in &files {
         for (kernel, _) in &samples.kernels {
-            entry(kernel);
+            benchmarks.get(kernel);
         }
         if !samples.counters.is_empty() {
-            entry(COUNTERS_BENCHMARK);
+            benchmarks.get(COUNTERS_BENCHMARK);
         }
     }
     for (path, samples) in files {
         for (kernel, durations) in samples.kernels {
-            let (collector, rep) = collectors.get_mut(&kernel).expect("entry created above");
+            let collector = benchmarks.get(&kernel);
+            let rep = collector.result_mut().repetitions;
             // One lookup per kernel, not per launch: a trace holds millions of launches.
             let (slot, factor) = collector
                 .slot(KERNEL_TIME, "ns", Source::Timer, Direction::default())
@@ -204,18 +216,17 @@ pub fn build_results(
                     message,
                 })?;
             for value in durations {
-                collector.push_at(slot, *rep, value * factor);
+                collector.push_at(slot, rep, value * factor);
             }
-            finish_repetition(collector, rep, &path);
+            finish_repetition(collector, &path);
         }
         if !samples.counters.is_empty() {
-            let (collector, rep) = collectors
-                .get_mut(COUNTERS_BENCHMARK)
-                .expect("entry created above");
+            let collector = benchmarks.get(COUNTERS_BENCHMARK);
             let result = collector.result_mut();
+            let rep = result.repetitions;
             for (counter, t_ns, value) in samples.counters {
                 result.counters.push(CounterReading {
-                    repetition: *rep,
+                    repetition: rep,
                     counter,
                     t_ns,
                     value,
@@ -224,25 +235,20 @@ pub fn build_results(
                     core: None,
                 });
             }
-            finish_repetition(collector, rep, &path);
+            finish_repetition(collector, &path);
         }
     }
-    let benchmarks: Vec<BenchmarkResult> = order
-        .iter()
-        .filter_map(|n| collectors.remove(n))
-        .map(|(c, _)| c.finish())
-        .collect();
-    Ok(run_results(benchmarks))
+    Ok(benchmarks.into_results())
 }
 
-fn finish_repetition(collector: &mut Collector<'_>, rep: &mut u32, path: &std::path::Path) {
+/// Counts the file just read as one more repetition of the benchmark, imported from `path`.
+fn finish_repetition(collector: &mut Collector<'_>, path: &Path) {
     let result = collector.result_mut();
     result.repetitions += 1;
     result
         .provenance
         .imported_from
         .push(path.display().to_string());
-    *rep += 1;
 }
 
 #[cfg(test)]
@@ -282,7 +288,7 @@ mod tests {
             kernels: vec![("k".into(), vec![3.0]), ("j".into(), vec![4.0])],
             counters: Vec::new(),
         };
-        let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
+        let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
         let r = build_results(
             "chrome-trace",
             vec![("a.json".into(), a), ("b.json".into(), b)],

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use prost::Message;
 
-use super::trace::{TraceSamples, TraceSelection, build_results};
+use super::trace::{TraceSamples, TraceSelection, import_files};
 use super::xplane_proto::{XEvent, XPlane, XSpace, x_event, x_stat};
 use super::{ImportError, Policies};
 use crate::results::RunResults;
@@ -25,22 +25,19 @@ pub fn import(
     policies: &Policies,
     selection: &TraceSelection,
 ) -> Result<RunResults, ImportError> {
-    let mut per_file = Vec::with_capacity(files.len());
-    for path in files {
-        let samples = read_file(path, selection)?;
-        if samples.is_empty() {
-            return Err(ImportError::Content {
-                path: path.clone(),
-                message: format!(
-                    "no kernel events or counter events matched {}; choose kernels with \
-                     --kernel REGEX, --kernel-glob GLOB, --pid PLANE and --tid LINE",
-                    selection.describe(DEFAULT_SELECTION)
-                ),
-            });
-        }
-        per_file.push((path.clone(), samples));
-    }
-    build_results("xplane", per_file, policies)
+    import_files(
+        "xplane",
+        files,
+        policies,
+        |path| read_file(path, selection),
+        || {
+            format!(
+                "no kernel events or counter events matched {}; choose kernels with \
+                 --kernel REGEX, --kernel-glob GLOB, --pid PLANE and --tid LINE",
+                selection.describe(DEFAULT_SELECTION)
+            )
+        },
+    )
 }
 
 /// Reads and decodes one XSpace file.

@@ -23,6 +23,24 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// Runs git in `dir` with a throw-away identity; asserts success and returns its trimmed
+/// stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=kgate",
+            "-c",
+            "user.email=kgate@example.invalid",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", stderr_of(&out));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// A process's stderr as text.
 pub fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).to_string()
@@ -64,4 +82,24 @@ pub fn copy_tree(from: &Path, to: &Path) {
             std::fs::copy(&src, &dst).unwrap();
         }
     }
+}
+
+/// The bundled example suite (`kgate.yaml` and `examples/kernels/`) copied into `dir`.
+pub fn copy_example_suite(dir: &Path) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::copy(repo.join("kgate.yaml"), dir.join("kgate.yaml")).unwrap();
+    std::fs::create_dir_all(dir.join("examples/kernels")).unwrap();
+    copy_tree(
+        &repo.join("examples/kernels"),
+        &dir.join("examples/kernels"),
+    );
+}
+
+/// Switches the example suite in `dir` to its slow matmul, the regression the tests catch.
+pub fn use_naive_matmul(dir: &Path) {
+    let variants = dir.join("examples/kernels/src/variants.rs");
+    let text = std::fs::read_to_string(&variants).unwrap();
+    let slow = text.replace("MATMUL: &str = \"blocked\"", "MATMUL: &str = \"naive\"");
+    assert_ne!(slow, text, "variants.rs no longer names the blocked matmul");
+    std::fs::write(&variants, slow).unwrap();
 }
