@@ -51,8 +51,16 @@ impl<'a> Collector<'a> {
     /// Records a measurement line. Fails when the metric changes unit dimension.
     pub fn add_measurement(&mut self, repetition: u32, m: MeasurementLine) -> Result<(), String> {
         let resolved = self.policy.resolve(&m.metric, true);
-        let source = m.source.or(resolved.source).unwrap_or(Source::Reported);
         let normalized = units::normalize(&m.unit);
+        // A time the benchmark measured itself (CUDA events, `do_bench`, `Instant`) is a timer
+        // reading; any other number it prints is `reported` unless the line or the
+        // configuration says what it is.
+        let default_source = if normalized.is_time() {
+            Source::Timer
+        } else {
+            Source::Reported
+        };
+        let source = m.source.or(resolved.source).unwrap_or(default_source);
         self.push(
             &m.metric,
             &normalized.unit,
@@ -309,7 +317,27 @@ mod tests {
         assert_eq!(m.unit, "ns");
         assert_eq!(m.values, vec![88_000.0, 90_000.0]);
         assert_eq!(m.repetition, vec![0, 0]);
-        assert_eq!(m.source, Source::Reported);
+        // A time the benchmark measured itself is a timer reading.
+        assert_eq!(m.source, Source::Timer);
+    }
+
+    #[test]
+    fn protocol_numbers_without_a_time_unit_stay_reported() {
+        let policy = MetricPolicy::permissive(0.05);
+        let mut c = Collector::new("mm", &policy, Provenance::default());
+        c.add_protocol(
+            0,
+            lines("{\"metric\": \"tflops\", \"value\": 88, \"unit\": \"TFLOP/s\"}\n{\"metric\": \"t\", \"value\": 3, \"unit\": \"ms\", \"source\": \"reported\"}"),
+            true,
+        )
+        .unwrap();
+        let r = c.finish();
+        assert_eq!(r.metric("tflops").unwrap().source, Source::Reported);
+        assert_eq!(
+            r.metric("t").unwrap().source,
+            Source::Reported,
+            "the line's own source wins"
+        );
     }
 
     #[test]

@@ -322,7 +322,10 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
             scale::check_environments(
                 &base,
                 &head,
-                args.allow_fingerprint_mismatch || loaded.config.gate.allow_fingerprint_mismatch,
+                scale::allowance(
+                    args.allow_fingerprint_mismatch,
+                    loaded.config.gate.allow_fingerprint_mismatch,
+                ),
                 &mut report,
             )?;
             if !skipped.is_empty() {
@@ -397,8 +400,10 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
     scale::check_environments(
         &base,
         &head,
-        args.allow_fingerprint_mismatch
-            || gate.as_ref().is_some_and(|g| g.allow_fingerprint_mismatch),
+        scale::allowance(
+            args.allow_fingerprint_mismatch,
+            gate.as_ref().is_some_and(|g| g.allow_fingerprint_mismatch),
+        ),
         &mut report,
     )?;
     scale::apply_waivers(&root, &mut report)?;

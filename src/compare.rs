@@ -19,13 +19,21 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::inference::{self, Correction, History};
-use crate::metric::{Direction, Source, Tolerance};
+use crate::metric::{Direction, NoisyMetrics, Source, Tolerance};
 use crate::results::{BenchmarkResult, MetricSamples, RunResults, Status};
 use crate::stats::{self, Alternative, Summary};
 use crate::units::format_change;
 
 /// Version of the report format.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
+
+/// How the report's line on differing environments begins.
+pub const ENVIRONMENTS_DIFFER: &str = "baseline and candidate ran on different environments";
+
+/// The widest interval a reader calls "no change": "unchanged" needs the equivalence interval
+/// inside ±1 % (or ±the threshold, when that is smaller) unless `gate.equivalence_margin` says
+/// otherwise. A change inside a wider threshold is `within-threshold`, not `unchanged`.
+pub const DEFAULT_EQUIVALENCE_MARGIN: f64 = 0.01;
 
 /// The outcome of a whole comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -46,7 +54,13 @@ pub enum Verdict {
     Regressed,
     Inconclusive,
     Improved,
+    /// A change smaller than the threshold that is not small enough to call "unchanged": the
+    /// equivalence interval lies within ±threshold but not within ±the equivalence margin.
+    WithinThreshold,
     Unchanged,
+    /// None of the benchmark's metrics may fail the build (their rule, their source or the
+    /// environments say so); never counted as unchanged.
+    NotGated,
     New,
     Missing,
     /// Not run because no changed file matches its `paths` (`kgate check --changed-since`).
@@ -59,7 +73,9 @@ impl Verdict {
             Verdict::Regressed => "regressed",
             Verdict::Inconclusive => "inconclusive",
             Verdict::Improved => "improved",
+            Verdict::WithinThreshold => "within-threshold",
             Verdict::Unchanged => "unchanged",
+            Verdict::NotGated => "not-gated",
             Verdict::New => "new",
             Verdict::Missing => "missing",
             Verdict::Skipped => "skipped",
@@ -155,7 +171,13 @@ pub struct Counts {
     pub regressed: usize,
     pub improved: usize,
     pub unchanged: usize,
+    /// Benchmarks whose worst gating change is smaller than its threshold but not "unchanged".
+    #[serde(default)]
+    pub within_threshold: usize,
     pub inconclusive: usize,
+    /// Benchmarks none of whose metrics may fail the build.
+    #[serde(default)]
+    pub not_gated: usize,
     pub new: usize,
     pub missing: usize,
     /// Benchmarks not run by diff-aware selection.
@@ -184,8 +206,13 @@ pub struct MetricComparison {
     pub unit: String,
     pub source: Source,
     pub direction: Direction,
-    /// Whether this metric can fail the gate (its rule gates and its source is allowed to).
+    /// Whether this metric can fail the gate (its rule gates, its source is allowed to, and the
+    /// environments allow a metric of its kind to).
     pub gates: bool,
+    /// Why a metric whose rule gates may not fail the build in this comparison (its source is
+    /// not in `gate.sources`, or baseline and candidate ran on different environments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_gating: Option<String>,
     pub verdict: Verdict,
     /// Why this verdict.
     pub reason: String,
@@ -195,10 +222,17 @@ pub struct MetricComparison {
     pub threshold: f64,
     pub base: Option<Summary>,
     pub head: Option<Summary>,
-    /// Estimated relative change, head against base (0.05 is +5 %).
+    /// Estimated relative change, head against base (0.05 is +5 %): the Hodges–Lehmann shift
+    /// where a test ran, else the change between the medians (always shown when both sides
+    /// have values).
     pub change: Option<f64>,
-    /// Confidence interval of the change on the same scale, at level 1 − alpha.
+    /// Confidence interval of the change on the same scale, at level `ci_level`: the level the
+    /// verdict was decided at (after the multiplicity adjustment and the looks), so that a
+    /// regression's interval always excludes no change. Absent when no test was possible.
     pub ci: Option<[f64; 2]>,
+    /// Two-sided confidence level of `ci` (0.98 is 98 %).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_level: Option<f64>,
     /// Two-sided p-value of the test (rank test or prediction interval).
     pub p_value: Option<f64>,
     /// A regression accepted by a waiver in `.kgate/waivers.yaml`; it does not fail the gate.
@@ -240,8 +274,11 @@ pub struct ComparePolicy {
     pub gating_sources: Vec<Source>,
     /// Adjustment across the gated metrics of a run.
     pub correction: Correction,
-    /// Equivalence margin; `None` uses each metric's threshold.
+    /// Equivalence margin behind "unchanged"; `None` uses the smaller of
+    /// [`DEFAULT_EQUIVALENCE_MARGIN`] and each metric's threshold.
     pub equivalence_margin: Option<f64>,
+    /// When noisy (non-deterministic) metrics may fail the build.
+    pub noisy_metrics: NoisyMetrics,
     /// Size the gated family is assumed to have at least (0: its actual size). The interim
     /// looks of an adaptive run analyse one benchmark at a time; this makes them as strict as
     /// the final comparison of the whole run, so that a benchmark does not stop at a look whose
@@ -256,6 +293,7 @@ impl Default for ComparePolicy {
             gating_sources: Source::DEFAULT_GATING.to_vec(),
             correction: Correction::Bh,
             equivalence_margin: None,
+            noisy_metrics: NoisyMetrics::default(),
             family_hint: 0,
         }
     }
@@ -268,6 +306,7 @@ impl From<&crate::config::GatePolicy> for ComparePolicy {
             gating_sources: p.sources.clone(),
             correction: p.correction,
             equivalence_margin: p.equivalence_margin.map(|m| m.0),
+            noisy_metrics: p.noisy_metrics,
             family_hint: 0,
         }
     }
@@ -316,9 +355,11 @@ pub fn compare_with_history(
 /// prediction-interval model, from result files or from the history store.
 pub type JobMedians = std::collections::BTreeMap<(String, String), Vec<f64>>;
 
-/// The job medians of result files.
+/// The job medians of result files, oldest first (by their `created` time).
 pub fn job_medians<'r>(runs: impl IntoIterator<Item = &'r RunResults>) -> JobMedians {
     let mut out = JobMedians::new();
+    let mut runs: Vec<&RunResults> = runs.into_iter().collect();
+    runs.sort_by(|a, b| a.created.cmp(&b.created));
     for r in runs {
         for b in &r.benchmarks {
             for m in &b.metrics {
@@ -351,6 +392,9 @@ pub fn compare_with_job_medians(
         } else {
             JobMedians::new()
         },
+        design,
+        environments_differ: !crate::envkey::key_differences(&base.environment, &head.environment)
+            .is_empty(),
     };
     let mut benchmarks = Vec::new();
     let mut pending: Vec<(usize, usize, Evidence)> = Vec::new();
@@ -397,12 +441,8 @@ pub fn compare_with_job_medians(
             });
         }
     }
-    let mut warnings: Vec<String> = base
-        .environment
-        .differences(&head.environment)
-        .into_iter()
-        .map(|d| format!("baseline and candidate ran on different environments: {d}"))
-        .collect();
+    let mut warnings = environment_warnings(base, head, &benchmarks, policy);
+    warnings.extend(not_gating_warnings(&benchmarks));
     for b in &head.benchmarks {
         for u in &b.provenance.unavailable {
             warnings.push(format!(
@@ -411,7 +451,10 @@ pub fn compare_with_job_medians(
             ));
         }
     }
-    if design == Design::StoredBaseline && !used_history {
+    if design == Design::StoredBaseline
+        && !used_history
+        && policy.noisy_metrics != NoisyMetrics::SameJob
+    {
         warnings.push("the baseline was stored by another job; job-to-job offsets are not visible to a within-job test, so small changes may be machine noise (run `kgate check --against REF` to interleave both revisions, or keep a history with `kgate check --record` (or give earlier result files with `--history`) for a prediction interval)".into());
     }
     let summary = count(&benchmarks);
@@ -482,6 +525,8 @@ pub fn count(benchmarks: &[BenchmarkComparison]) -> Counts {
             Verdict::Regressed => c.regressed += 1,
             Verdict::Improved => c.improved += 1,
             Verdict::Unchanged => c.unchanged += 1,
+            Verdict::WithinThreshold => c.within_threshold += 1,
+            Verdict::NotGated => c.not_gated += 1,
             Verdict::Inconclusive => c.inconclusive += 1,
             Verdict::New => c.new += 1,
             Verdict::Missing => c.missing += 1,
@@ -499,20 +544,83 @@ struct Context<'a> {
     /// Job medians for the prediction-interval model (the stored baseline's included); empty
     /// otherwise.
     history: JobMedians,
+    design: Design,
+    /// The two sides' environments differ in a field of the baseline key.
+    environments_differ: bool,
+}
+
+/// One line on the environments when they differ: which fields, and which metrics could not
+/// gate because of it (the key fields decide; the kernel release and the like are named too).
+fn environment_warnings(
+    base: &RunResults,
+    head: &RunResults,
+    benchmarks: &[BenchmarkComparison],
+    policy: &ComparePolicy,
+) -> Vec<String> {
+    let key = crate::envkey::key_differences(&base.environment, &head.environment);
+    if key.is_empty() {
+        return base
+            .environment
+            .differences(&head.environment)
+            .into_iter()
+            .map(|d| format!("baseline and candidate ran on different environments: {d}"))
+            .collect();
+    }
+    let held_back = benchmarks
+        .iter()
+        .flat_map(|b| &b.metrics)
+        .filter(|m| {
+            m.not_gating
+                .as_deref()
+                .is_some_and(|w| w.contains("environments"))
+        })
+        .count();
+    let consequence = if policy.noisy_metrics == NoisyMetrics::Always {
+        "every metric gates anyway (`gate.noisy_metrics: always`); the numbers may reflect the machines, not the change".to_string()
+    } else {
+        let (metrics, verbs) = if held_back == 1 {
+            ("metric is", "does")
+        } else {
+            ("metrics are", "do")
+        };
+        format!(
+            "a timing or hardware counter from another machine says nothing about the change, so {held_back} such {metrics} reported but {verbs} not gate; deterministic counts (valgrind) still gate. Set `gate.noisy_metrics: always` if the runners are alike"
+        )
+    };
+    vec![format!(
+        "{ENVIRONMENTS_DIFFER} ({}): {consequence}",
+        key.join("; ")
+    )]
+}
+
+/// A warning for each metric that would have regressed but may not gate.
+fn not_gating_warnings(benchmarks: &[BenchmarkComparison]) -> Vec<String> {
+    benchmarks
+        .iter()
+        .flat_map(|b| b.metrics.iter().map(move |m| (b, m)))
+        .filter(|(_, m)| m.verdict == Verdict::Regressed && !m.gates)
+        .filter_map(|(b, m)| {
+            let why = m.not_gating.as_deref()?;
+            Some(format!(
+                "{}: {} {} would regress, but {why}",
+                b.name,
+                m.name,
+                m.change.map(format_change).unwrap_or_default()
+            ))
+        })
+        .collect()
 }
 
 /// Test results of a noisy metric waiting for the run-wide multiplicity adjustment.
 struct Evidence {
     method: Method,
     change: f64,
-    ci: [f64; 2],
-    ci_level: f64,
     equivalence_ci: Option<[f64; 2]>,
     p_two: f64,
     p_reg: f64,
     p_imp: f64,
-    /// Log-scale noise and sizes for the minimum detectable effect, or the prediction
-    /// history.
+    /// Log-scale noise and sizes for the minimum detectable effect and the interval at the
+    /// decision's level, or the prediction history.
     power: Power,
     /// What the test compared, for the reason ("10 vs 10 repetitions", "3 stored jobs").
     basis: String,
@@ -520,11 +628,30 @@ struct Evidence {
 
 enum Power {
     /// Two-sample rank test: base and head values.
-    Samples {
-        base: Vec<f64>,
-        head: Vec<f64>,
-    },
-    Prediction(History),
+    Samples { base: Vec<f64>, head: Vec<f64> },
+    /// Prediction interval: the jobs' history and this job's log-scale distance from its mean.
+    Prediction { history: History, distance: f64 },
+}
+
+impl Evidence {
+    /// The two-sided interval of the change at `confidence`, when it can be computed.
+    fn interval(&self, confidence: f64) -> Option<[f64; 2]> {
+        match &self.power {
+            Power::Samples { base, head } => relative_shift(base, head, confidence).map(|s| s.1),
+            Power::Prediction { history, distance } => {
+                let w = history.half_width(confidence);
+                Some([(distance - w).exp_m1(), (distance + w).exp_m1()])
+            }
+        }
+    }
+}
+
+/// The unadjusted one-sided levels the run's decisions were taken at, per direction (see
+/// [`inference::decision_level`]).
+#[derive(Debug, Clone, Copy)]
+struct Levels {
+    regression: f64,
+    improvement: f64,
 }
 
 /// Compares one benchmark's metrics; noisy metrics come back undecided with their evidence,
@@ -600,21 +727,9 @@ fn aggregate(cmp: &mut BenchmarkComparison) {
         .collect();
     let pick = |v: Verdict| gating.iter().filter(move |m| m.verdict == v);
     let (verdict, explanation) = if gating.is_empty() {
-        (
-            Verdict::Unchanged,
-            "no metric of this benchmark gates; see the metric rows".to_string(),
-        )
+        (Verdict::NotGated, not_gated_explanation(&cmp.metrics))
     } else {
-        let order = [
-            Verdict::Regressed,
-            Verdict::Inconclusive,
-            Verdict::Improved,
-            Verdict::Unchanged,
-        ];
-        let verdict = order
-            .into_iter()
-            .find(|v| pick(*v).next().is_some())
-            .unwrap_or(Verdict::Unchanged);
+        let verdict = worst_verdict(gating.iter().map(|m| m.verdict)).unwrap_or(Verdict::Unchanged);
         let explanation = pick(verdict)
             .map(|m| format!("{}: {}", m.name, m.reason))
             .collect::<Vec<_>>()
@@ -625,6 +740,43 @@ fn aggregate(cmp: &mut BenchmarkComparison) {
     cmp.explanation = explanation;
 }
 
+/// The benchmark verdict a set of gating metric verdicts adds up to: the worst of regressed,
+/// inconclusive, improved, within-threshold and unchanged (None when none of these occurs).
+pub fn worst_verdict(verdicts: impl IntoIterator<Item = Verdict>) -> Option<Verdict> {
+    const ORDER: [Verdict; 5] = [
+        Verdict::Regressed,
+        Verdict::Inconclusive,
+        Verdict::Improved,
+        Verdict::WithinThreshold,
+        Verdict::Unchanged,
+    ];
+    let seen: Vec<Verdict> = verdicts.into_iter().collect();
+    ORDER.into_iter().find(|v| seen.contains(v))
+}
+
+/// Why a benchmark is not gated, naming any metric that would have regressed.
+fn not_gated_explanation(metrics: &[MetricComparison]) -> String {
+    let would: Vec<String> = metrics
+        .iter()
+        .filter(|m| m.verdict == Verdict::Regressed)
+        .map(|m| {
+            let change = m.change.map(format_change).unwrap_or_default();
+            match &m.not_gating {
+                Some(why) => format!("{} {change} would regress, but {why}", m.name),
+                None => format!(
+                    "{} {change} would regress, but it is informational (`gate: false`)",
+                    m.name
+                ),
+            }
+        })
+        .collect();
+    if would.is_empty() {
+        "no metric of this benchmark may fail the build; see the metric rows".into()
+    } else {
+        would.join("; ")
+    }
+}
+
 /// The parts of a metric comparison that do not depend on the test.
 pub(crate) fn blank(m: &MetricSamples, policy: &ComparePolicy) -> MetricComparison {
     MetricComparison {
@@ -633,6 +785,13 @@ pub(crate) fn blank(m: &MetricSamples, policy: &ComparePolicy) -> MetricComparis
         source: m.source,
         direction: m.direction,
         gates: m.gate.gates && policy.gating_sources.contains(&m.source),
+        not_gating: (m.gate.gates && !policy.gating_sources.contains(&m.source)).then(|| {
+            format!(
+                "its source `{}` is not allowed to gate; set `source: timer` (or the source it really is) on the metric, or add `{}` to `gate.sources`",
+                m.source.as_str(),
+                m.source.as_str()
+            )
+        }),
         verdict: Verdict::Inconclusive,
         reason: String::new(),
         method: Method::None,
@@ -641,6 +800,7 @@ pub(crate) fn blank(m: &MetricSamples, policy: &ComparePolicy) -> MetricComparis
         head: None,
         change: None,
         ci: None,
+        ci_level: None,
         p_value: None,
         waived: false,
         waiver: None,
@@ -664,13 +824,72 @@ pub fn compare_metric(
         policy,
         alpha_look: policy.alpha,
         history: JobMedians::new(),
+        design: Design::Files,
+        environments_differ: false,
     };
     let (mut out, evidence) = gather_metric("", base, head, &ctx);
     if let Some(e) = evidence {
+        let levels = Levels {
+            regression: ctx.alpha_look,
+            improvement: ctx.alpha_look,
+        };
         let (p_reg, p_imp) = (e.p_reg, e.p_imp);
-        decide(&mut out, e, p_reg, p_imp, 1, &ctx);
+        decide(&mut out, e, p_reg, p_imp, 1, levels, &ctx);
     }
     out
+}
+
+/// The relative change between two medians: a ratio for positive values, else relative to
+/// the baseline's magnitude.
+fn point_change(base: f64, head: f64) -> f64 {
+    if base > 0.0 && head > 0.0 {
+        head / base - 1.0
+    } else if base != 0.0 {
+        (head - base) / base.abs()
+    } else if head == 0.0 {
+        0.0
+    } else {
+        f64::INFINITY.copysign(head)
+    }
+}
+
+/// Why a noisy metric may not gate in this comparison, or None when it may. Deterministic
+/// counts (`simulated`) mean the same on every machine and always may.
+fn noisy_block(source: Source, method: Method, ctx: &Context<'_>) -> Option<String> {
+    if source == Source::Simulated || ctx.policy.noisy_metrics == NoisyMetrics::Always {
+        return None;
+    }
+    if ctx.environments_differ {
+        return Some(format!(
+            "baseline and candidate ran on different environments, and a `{}` metric from another machine says nothing about the change; set `gate.noisy_metrics: always` if the runners are alike",
+            source.as_str()
+        ));
+    }
+    let same_job = ctx.design == Design::Interleaved || method == Method::PredictionInterval;
+    (ctx.policy.noisy_metrics == NoisyMetrics::SameJob && !same_job).then(|| {
+        format!(
+            "the baseline was measured by another job and `gate.noisy_metrics: same-job` lets a `{}` metric gate only when both sides ran in this job (`kgate check --against REF`) or against a recorded history",
+            source.as_str()
+        )
+    })
+}
+
+/// Marks a metric that may not gate here, saying why.
+fn hold_back(out: &mut MetricComparison, source: Source, ctx: &Context<'_>) {
+    if out.gates
+        && let Some(why) = noisy_block(source, out.method, ctx)
+    {
+        out.gates = false;
+        out.not_gating = Some(why);
+    }
+}
+
+/// The smallest equal number of repetitions per side whose smallest attainable one-sided
+/// p-value reaches `level`.
+fn repetitions_needed(level: f64) -> usize {
+    (1..=64)
+        .find(|n| inference::mwu_floor(*n, *n) <= level)
+        .unwrap_or(64)
 }
 
 /// Summaries, and either a final decision (tolerance, no test possible) or the evidence of a
@@ -686,11 +905,8 @@ fn gather_metric(
         head: stats::summarize(&head.values),
         ..blank(head, ctx.policy)
     };
-    if head.gate.gates && !out.gates {
-        out.reason = format!(
-            "source `{}` may not fail the build (gate.sources); ",
-            head.source.as_str()
-        );
+    if let Some(why) = &out.not_gating {
+        out.reason = format!("may not fail the build: {why}; ");
     }
     let fail = |out: &mut MetricComparison, reason: String, method: Method| {
         out.verdict = Verdict::Inconclusive;
@@ -716,33 +932,82 @@ fn gather_metric(
         );
         return (out, None);
     };
+    let (b_median, h_median) = (b.median, h.median);
+    // The point change is always shown, whether or not a test is possible.
+    out.change = Some(point_change(b_median, h_median));
     if let Some(tol) = head.gate.tolerance {
-        let d = by_tolerance(b.median, h.median, tol, head.direction);
+        let margin = ctx
+            .policy
+            .equivalence_margin
+            .unwrap_or(DEFAULT_EQUIVALENCE_MARGIN);
+        let d = by_tolerance(b_median, h_median, tol, head.direction, margin);
         out.verdict = d.verdict;
         out.reason.push_str(&d.reason);
         out.method = Method::Tolerance;
         out.change = Some(d.change);
+        hold_back(&mut out, head.source, ctx);
         return (out, None);
     }
-    let margin = ctx.policy.equivalence_margin.unwrap_or(head.gate.threshold);
+    let margin = ctx
+        .policy
+        .equivalence_margin
+        .unwrap_or(DEFAULT_EQUIVALENCE_MARGIN.min(head.gate.threshold));
     out.equivalence_margin = Some(margin);
-    let evidence = prediction_evidence(benchmark, &head.name, &head.values, head.direction, ctx)
-        .map(Ok)
-        .unwrap_or_else(|| rank_evidence(&base.values, &head.values, head.direction, ctx));
+    let (prediction, note) =
+        prediction_evidence(benchmark, &head.name, &head.values, head.direction, ctx);
+    if let Some(note) = note {
+        out.reason.push_str(&note);
+    }
+    let evidence = match prediction {
+        Some(e) => Ok(e),
+        None => {
+            let (nb, nh) = (base.values.len(), head.values.len());
+            let floor = inference::mwu_floor(nb, nh);
+            if floor > ctx.alpha_look {
+                // No outcome of the rank test could reach the level: report the point change
+                // and claim nothing else (no interval, no p-value).
+                let medians = format!(
+                    "{} ({} → {})",
+                    format_change(out.change.unwrap_or(0.0)),
+                    crate::units::format_value(b_median, &head.unit),
+                    crate::units::format_value(h_median, &head.unit)
+                );
+                let advice = format!(
+                    "raise `repetitions` (at least {} per side at alpha {}), or give the metric a `tolerance` if it is deterministic",
+                    repetitions_needed(ctx.alpha_look),
+                    ctx.alpha_look
+                );
+                let reason = if nb == 1 && nh == 1 {
+                    format!("{medians}: one sample per side cannot be tested; {advice}")
+                } else {
+                    format!(
+                        "{medians}: too few samples ({nb} baseline, {nh} candidate) to test: the smallest attainable p is {}, above the level {}; {advice}",
+                        format_p(floor),
+                        format_p(ctx.alpha_look)
+                    )
+                };
+                fail(&mut out, reason, Method::None);
+                hold_back(&mut out, head.source, ctx);
+                return (out, None);
+            }
+            rank_evidence(&base.values, &head.values, head.direction, ctx)
+        }
+    };
     match evidence {
         Ok(e) => {
             out.method = e.method;
             out.change = Some(e.change);
-            out.ci = Some(e.ci);
             out.equivalence_ci = e.equivalence_ci;
             out.p_value = Some(e.p_two);
             out.p_regression = Some(e.p_reg);
             out.p_improvement = Some(e.p_imp);
+            hold_back(&mut out, head.source, ctx);
             (out, Some(e))
         }
         Err((reason, p_two)) => {
             fail(&mut out, reason, Method::RankTest);
             out.p_value = p_two;
+            hold_back(&mut out, head.source, ctx);
             (out, None)
         }
     }
@@ -775,12 +1040,13 @@ fn relative_shift(base: &[f64], head: &[f64], confidence: f64) -> Option<(f64, [
     }
 }
 
+/// A confidence level as a percentage with up to three decimals: `99`, `99.95`.
 fn percent_level(confidence: f64) -> String {
     format!("{}", (confidence * 100.0 * 1000.0).round() / 1000.0)
 }
 
-/// The two-sample rank test: Mann–Whitney p-values and Hodges–Lehmann intervals. Err carries
-/// the reason no decision is possible and the two-sided p-value when there is one.
+/// The two-sample rank test: Mann–Whitney p-values and the Hodges–Lehmann estimate. Err
+/// carries the reason no decision is possible and the two-sided p-value when there is one.
 fn rank_evidence(
     base: &[f64],
     head: &[f64],
@@ -788,24 +1054,19 @@ fn rank_evidence(
     ctx: &Context<'_>,
 ) -> Result<Evidence, (String, Option<f64>)> {
     let ps = directional(head, base, direction);
-    let confidence = 1.0 - ctx.policy.alpha;
-    let shift = relative_shift(base, head, confidence);
-    let (Some((p_reg, p_imp, p_two)), Some((change, ci))) = (ps, shift) else {
-        let n = base.len().min(head.len());
+    let estimate = relative_shift(base, head, 1.0 - ctx.alpha_look);
+    let (Some((p_reg, p_imp, p_two)), Some((change, _))) = (ps, estimate) else {
         let reason = format!(
-            "too few samples ({} baseline, {} candidate) for a {} % interval; raise `repetitions` (at least 5 per side at alpha 0.01)",
+            "no test possible on these samples ({} baseline, {} candidate): the rank test or the Hodges–Lehmann estimate is undefined for them",
             base.len(),
-            head.len(),
-            percent_level(confidence)
-        ) + if n == 0 { " (a side is empty)" } else { "" };
+            head.len()
+        );
         return Err((reason, ps.map(|p| p.2)));
     };
     let equivalence_ci = relative_shift(base, head, 1.0 - 2.0 * ctx.alpha_look).map(|s| s.1);
     Ok(Evidence {
         method: Method::RankTest,
         change,
-        ci,
-        ci_level: confidence,
         equivalence_ci,
         p_two,
         p_reg,
@@ -832,53 +1093,77 @@ fn job_summary(results: &RunResults, benchmark: &str, metric: &str) -> Option<f6
     stats::median(&logs)
 }
 
+/// The stored jobs that describe the current regime: those since the last change point of
+/// the series (E-divisive means, as `kgate history` finds them). Returns the jobs and, when a
+/// change point cut the series, a note for the reason.
+fn jobs_since_change_point(jobs: &[f64]) -> (&[f64], Option<(usize, usize)>) {
+    let points = crate::changepoint::e_divisive(jobs, &crate::changepoint::Settings::default());
+    match points.last() {
+        Some(last) => (&jobs[last.index..], Some((last.index + 1, jobs.len()))),
+        None => (jobs, None),
+    }
+}
+
 /// Bencher's model: the candidate job's median (log scale) against a Student prediction
-/// interval over the stored jobs' medians. None when fewer than two jobs hold the metric.
+/// interval over the stored jobs' medians since their last change point. None (with a note
+/// when the history existed) when fewer than two such jobs hold the metric.
 fn prediction_evidence(
     benchmark: &str,
     metric: &str,
     head: &[f64],
     direction: Direction,
     ctx: &Context<'_>,
-) -> Option<Evidence> {
+) -> (Option<Evidence>, Option<String>) {
     if ctx.history.is_empty() || head.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
-        return None;
+        return (None, None);
     }
-    let jobs: Vec<f64> = ctx
+    let all: Vec<f64> = ctx
         .history
         .get(&(benchmark.to_string(), metric.to_string()))
         .cloned()
         .unwrap_or_default();
-    let history = History::new(&jobs)?;
+    let (jobs, cut) = jobs_since_change_point(&all);
+    let Some(history) = History::new(jobs) else {
+        let note = cut.map(|(at, of)| {
+            format!(
+                "the stored jobs change level at job {at} of {of} and fewer than 2 jobs follow, so the rank test against the baseline decides instead of a prediction interval; "
+            )
+        });
+        return (None, note);
+    };
     if history.scale().is_nan() || history.scale() <= 0.0 {
         // Jobs that agree exactly give a zero-width interval; the rank test decides instead.
-        return None;
+        return (None, None);
     }
     let logs: Vec<f64> = head.iter().map(|v| v.ln()).collect();
-    let y = stats::median(&logs)?;
-    let d = y - history.mean;
+    let Some(y) = stats::median(&logs) else {
+        return (None, None);
+    };
+    let distance = y - history.mean;
     let above = history.p_above(y);
     let (p_reg, p_imp) = match direction {
         Direction::Lower => (above, 1.0 - above),
         Direction::Higher => (1.0 - above, above),
     };
-    let interval = |confidence: f64| {
-        let w = history.half_width(confidence);
-        [(d - w).exp_m1(), (d + w).exp_m1()]
+    let w = history.half_width(1.0 - 2.0 * ctx.alpha_look);
+    let basis = match cut {
+        Some((at, of)) => format!(
+            "this job's median against {} stored jobs since the change point at job {at} of {of}",
+            jobs.len()
+        ),
+        None => format!("this job's median against {} stored jobs", jobs.len()),
     };
-    let confidence = 1.0 - ctx.policy.alpha;
-    Some(Evidence {
+    let evidence = Evidence {
         method: Method::PredictionInterval,
-        change: d.exp_m1(),
-        ci: interval(confidence),
-        ci_level: confidence,
-        equivalence_ci: Some(interval(1.0 - 2.0 * ctx.alpha_look)),
+        change: distance.exp_m1(),
+        equivalence_ci: Some([(distance - w).exp_m1(), (distance + w).exp_m1()]),
         p_two: (2.0 * above.min(1.0 - above)).min(1.0),
         p_reg,
         p_imp,
-        power: Power::Prediction(history),
-        basis: format!("this job's median against {} stored jobs", jobs.len()),
-    })
+        power: Power::Prediction { history, distance },
+        basis,
+    };
+    (Some(evidence), None)
 }
 
 /// Adjusts the regression- and improvement-direction p-values within each family (gating
@@ -908,20 +1193,34 @@ fn decide_all(
         };
         let reg = padded(family.iter().map(|(_, _, e)| e.p_reg).collect());
         let imp = padded(family.iter().map(|(_, _, e)| e.p_imp).collect());
+        let levels = Levels {
+            regression: inference::decision_level(&reg, ctx.alpha_look, ctx.policy.correction),
+            improvement: inference::decision_level(&imp, ctx.alpha_look, ctx.policy.correction),
+        };
         for (((b, m, e), r), i) in family.into_iter().zip(reg).zip(imp) {
-            decide(&mut benchmarks[b].metrics[m], e, r, i, size, ctx);
+            decide(&mut benchmarks[b].metrics[m], e, r, i, size, levels, ctx);
         }
     }
 }
 
-/// The decision rule of statistics.md §13.3 for one noisy metric, given its adjusted p-values
-/// and the size of its family.
+/// Whether an interval lies entirely on the side of no change that `bad` names.
+fn beyond_zero(ci: [f64; 2], bad_side_is_up: bool) -> bool {
+    if bad_side_is_up {
+        ci[0] > 0.0
+    } else {
+        ci[1] < 0.0
+    }
+}
+
+/// The decision rule of statistics.md §13.3 for one noisy metric, given its adjusted p-values,
+/// the size of its family and the levels the family's decisions were taken at.
 fn decide(
     out: &mut MetricComparison,
     e: Evidence,
     p_reg_adj: f64,
     p_imp_adj: f64,
     family: usize,
+    levels: Levels,
     ctx: &Context<'_>,
 ) {
     let alpha = ctx.alpha_look;
@@ -935,45 +1234,76 @@ fn decide(
             let floor = inference::mwu_floor(base.len(), head.len());
             (floor > single).then_some(floor)
         }
-        _ => None,
+        Power::Prediction { .. } => None,
     };
-    out.mde = match (&e.power, floor_blocks) {
-        (_, Some(_)) => None,
-        (Power::Samples { base, head }, None) => {
-            inference::min_detectable_change(base, head, single, Some((e.ci, e.ci_level)))
+    let bad = worse(e.change, out.direction);
+    // The interval is shown at the level the test in the estimate's direction was decided at,
+    // so that it agrees with the verdict.
+    let up_is_bad = out.direction == Direction::Lower;
+    let level = if bad {
+        levels.regression
+    } else {
+        levels.improvement
+    };
+    let ci_level = 1.0 - 2.0 * level;
+    let ci = if floor_blocks.is_some() {
+        None
+    } else {
+        e.interval(ci_level)
+    };
+    out.ci = ci;
+    out.ci_level = ci.map(|_| ci_level);
+    out.mde = match (&e.power, floor_blocks, ci) {
+        (_, Some(_), _) => None,
+        (Power::Samples { base, head }, None, ci) => {
+            inference::min_detectable_change(base, head, single, ci.map(|c| (c, ci_level)))
         }
-        (Power::Prediction(h), None) => Some(h.min_detectable_shift(single).exp_m1()),
+        (Power::Prediction { history, .. }, None, _) => {
+            Some(history.min_detectable_shift(single).exp_m1())
+        }
     };
-    let described = format!(
-        "{} ({} % CI {} … {}, p = {}, {})",
-        format_change(e.change),
-        percent_level(e.ci_level),
-        format_change(e.ci[0]),
-        format_change(e.ci[1]),
-        format_p(e.p_two),
-        e.basis
-    );
+    let described = match ci {
+        Some(ci) => format!(
+            "{} ({} % CI {} … {}, p = {}, {})",
+            format_change(e.change),
+            percent_level(ci_level),
+            format_change(ci[0]),
+            format_change(ci[1]),
+            format_p(e.p_two),
+            e.basis
+        ),
+        None => format!(
+            "{} (p = {}, {})",
+            format_change(e.change),
+            format_p(e.p_two),
+            e.basis
+        ),
+    };
     let thr = format_change(threshold).trim_start_matches('+').to_string();
     let mar = format_change(margin).trim_start_matches('+').to_string();
-    let bad = worse(e.change, out.direction);
     let material = e.change.abs() >= threshold;
-    let significant_reg = p_reg_adj <= alpha;
-    let significant_imp = p_imp_adj <= alpha;
-    let equivalent = e
-        .equivalence_ci
-        .is_some_and(|[lo, hi]| lo > -margin && hi < margin);
-    let (verdict, reason) = if significant_reg && bad && material {
+    // Significance needs the adjusted p-value and the interval at the decision's level to
+    // agree (they are dual; ties can make them part at the boundary, and then neither is
+    // claimed).
+    let significant_reg = p_reg_adj <= alpha && ci.is_some_and(|c| beyond_zero(c, up_is_bad));
+    let significant_imp = p_imp_adj <= alpha && ci.is_some_and(|c| beyond_zero(c, !up_is_bad));
+    let inside = |m: f64| e.equivalence_ci.is_some_and(|[lo, hi]| lo > -m && hi < m);
+    let (verdict, reason) = if let Some(floor) = floor_blocks {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "{described}: too few repetitions to detect anything: the smallest attainable p is {}, above the level {}; raise `repetitions`",
+                format_p(floor),
+                format_p(single)
+            ),
+        )
+    } else if significant_reg && bad && material {
         (
             Verdict::Regressed,
             format!(
                 "{described}: beyond the {thr} threshold (adjusted one-sided p = {})",
                 format_p(p_reg_adj)
             ),
-        )
-    } else if equivalent {
-        (
-            Verdict::Unchanged,
-            format!("{described}: the equivalence interval lies within ±{mar}"),
         )
     } else if significant_imp && !bad && material {
         (
@@ -983,13 +1313,21 @@ fn decide(
                 format_p(p_imp_adj)
             ),
         )
-    } else if let Some(floor) = floor_blocks {
+    } else if inside(margin) {
         (
-            Verdict::Inconclusive,
+            Verdict::Unchanged,
+            format!("{described}: the equivalence interval lies within ±{mar}"),
+        )
+    } else if inside(threshold) {
+        let kind = if significant_reg || significant_imp {
+            "a real change"
+        } else {
+            "no significant change"
+        };
+        (
+            Verdict::WithinThreshold,
             format!(
-                "{described}: too few repetitions to detect anything: the smallest attainable p is {}, above the level {}; raise `repetitions`",
-                format_p(floor),
-                format_p(single)
+                "{described}: {kind}, within the {thr} threshold (the equivalence interval lies within ±{thr}, not within the ±{mar} that \"unchanged\" needs)"
             ),
         )
     } else if significant_reg || significant_imp {
@@ -1003,7 +1341,7 @@ fn decide(
         (
             Verdict::Inconclusive,
             format!(
-                "{described}: not enough evidence either way; the equivalence interval is wider than ±{mar}"
+                "{described}: not enough evidence either way; the equivalence interval is wider than ±{thr}"
             ),
         )
     };
@@ -1030,14 +1368,9 @@ fn by_tolerance(
     head: f64,
     tolerance: Tolerance,
     direction: Direction,
+    margin: f64,
 ) -> ToleranceDecision {
-    let change = if base != 0.0 {
-        (head - base) / base.abs()
-    } else if head == 0.0 {
-        0.0
-    } else {
-        f64::INFINITY.copysign(head)
-    };
+    let change = point_change(base, head);
     let (exceeds, limit) = match tolerance {
         Tolerance::Relative(t) => (
             change.abs() > t,
@@ -1046,7 +1379,8 @@ fn by_tolerance(
         Tolerance::Absolute(t) => ((head - base).abs() > t, format!("±{t}")),
     };
     let verdict = match (exceeds, worse(change, direction)) {
-        (false, _) => Verdict::Unchanged,
+        (false, _) if change.abs() <= margin => Verdict::Unchanged,
+        (false, _) => Verdict::WithinThreshold,
         (true, true) => Verdict::Regressed,
         (true, false) => Verdict::Improved,
     };
@@ -1119,13 +1453,19 @@ mod tests {
         let m = verdict(&BASE, &NEW, 0.01);
         assert_eq!(m.verdict, Verdict::Regressed, "{}", m.reason);
         assert!((m.p_value.unwrap() - 1.082508822446903e-05).abs() < 1e-12);
-        // Hodges–Lehmann on logs (statistics.md TV-HL-4): ratio 1.01694, 99 % CI 1.01096 … 1.02289.
+        // Hodges–Lehmann on logs (statistics.md TV-HL-4): ratio 1.01694.
         assert!((m.change.unwrap() - 0.016_940_711_694_322_8).abs() < 1e-9);
+        // The interval is the one the one-sided test at alpha 0.01 was decided at: 98 %
+        // two-sided, whose lower bound is the one-sided 99 % bound.
+        assert_eq!(m.ci_level, Some(0.98));
+        let logs = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<_>>();
+        let want = stats::hodges_lehmann(&logs(&NEW), &logs(&BASE), 0.98).unwrap();
         let ci = m.ci.unwrap();
         assert!(
-            (ci[0] - 0.010_956_175_298_804).abs() < 1e-9
-                && (ci[1] - 0.022_885_572_139_303_8).abs() < 1e-9
+            (ci[0] - want.low.exp_m1()).abs() < 1e-12 && (ci[1] - want.high.exp_m1()).abs() < 1e-12,
+            "{ci:?}"
         );
+        assert!(ci[0] > 0.0);
         assert!(
             m.reason.contains("beyond the 1.00 % threshold"),
             "{}",
@@ -1134,9 +1474,22 @@ mod tests {
     }
 
     #[test]
-    fn a_significant_shift_below_a_wide_threshold_is_unchanged() {
+    fn a_significant_shift_below_a_wide_threshold_is_within_it_not_unchanged() {
+        // +1.7 % with a 5 % threshold: real, but smaller than what counts. "Unchanged" would
+        // tell a reader there was no change.
         let m = verdict(&BASE, &NEW, 0.05);
-        assert_eq!(m.verdict, Verdict::Unchanged, "{}", m.reason);
+        assert_eq!(m.verdict, Verdict::WithinThreshold, "{}", m.reason);
+        assert!(
+            m.reason
+                .contains("a real change, within the 5.00 % threshold"),
+            "{}",
+            m.reason
+        );
+        assert!(
+            m.reason.contains("±1.00 %"),
+            "the margin is stated: {}",
+            m.reason
+        );
     }
 
     #[test]
@@ -1181,10 +1534,45 @@ mod tests {
         assert_eq!(m.verdict, Verdict::Inconclusive);
         assert!(
             m.reason
-                .starts_with("too few samples (3 baseline, 3 candidate)"),
+                .contains("too few samples (3 baseline, 3 candidate) to test"),
             "{}",
             m.reason
         );
+        assert!(
+            m.reason.contains("at least 5 per side at alpha 0.01"),
+            "{}",
+            m.reason
+        );
+        // The point change is shown; no interval or p-value is claimed.
+        assert!((m.change.unwrap() - 9.0).abs() < 1e-12);
+        assert_eq!((m.ci, m.ci_level, m.p_value), (None, None, None));
+    }
+
+    #[test]
+    fn one_sample_per_side_shows_the_change_and_claims_nothing() {
+        // Two equal values are not "unchanged with a 99 % interval".
+        let m = verdict(&[5.0], &[5.0], 0.05);
+        assert_eq!(m.verdict, Verdict::Inconclusive, "{}", m.reason);
+        assert_eq!(m.change, Some(0.0));
+        assert_eq!((m.ci, m.p_value, m.equivalence_ci), (None, None, None));
+        assert!(
+            m.reason.contains("one sample per side cannot be tested"),
+            "{}",
+            m.reason
+        );
+        // A 100x slowdown is shown as +9900 %, not hidden behind "too few samples".
+        let m = verdict(&[5.0], &[500.0], 0.05);
+        assert_eq!(m.verdict, Verdict::Inconclusive);
+        assert!((m.change.unwrap() - 99.0).abs() < 1e-12);
+        assert!(
+            m.reason.starts_with("+9900 % (5.000 ns → 500.0 ns)"),
+            "{}",
+            m.reason
+        );
+        // One sample against many cannot reach the level either.
+        let m = verdict(&[5.0], &BASE, 0.05);
+        assert_eq!(m.verdict, Verdict::Inconclusive);
+        assert!(m.change.is_some() && m.ci.is_none());
     }
 
     #[test]
@@ -1205,10 +1593,11 @@ mod tests {
             compare_metric(&b, &h, &ComparePolicy::default()).verdict,
             Verdict::Improved
         );
+        // -10 % inside an absolute tolerance of 150 is within it, but not "unchanged".
         h.gate.tolerance = Some(Tolerance::Absolute(150.0));
         assert_eq!(
             compare_metric(&b, &h, &ComparePolicy::default()).verdict,
-            Verdict::Unchanged
+            Verdict::WithinThreshold
         );
     }
 
@@ -1266,10 +1655,29 @@ mod tests {
         assert_eq!(m.verdict, Verdict::Regressed);
         assert!(!m.gates);
         assert!(
-            m.reason
-                .starts_with("source `reported` may not fail the build"),
+            m.reason.starts_with(
+                "may not fail the build: its source `reported` is not allowed to gate"
+            ),
             "{}",
             m.reason
+        );
+        // A benchmark none of whose metrics may gate is never "unchanged": it has its own
+        // verdict and count, and the regression it would have had is a warning.
+        assert_eq!(r.benchmarks[0].verdict, Verdict::NotGated);
+        assert_eq!((r.summary.not_gated, r.summary.unchanged), (1, 1));
+        assert!(
+            r.benchmarks[0]
+                .explanation
+                .starts_with("kernel_time +1.69 % would regress, but its source `reported`"),
+            "{}",
+            r.benchmarks[0].explanation
+        );
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.starts_with("a: kernel_time +1.69 % would regress, but its source `reported` is not allowed to gate; set `source: timer`")),
+            "{:?}",
+            r.warnings
         );
     }
 
@@ -1320,7 +1728,8 @@ mod tests {
     fn equivalence_margin_and_mde_are_reported() {
         let m = verdict(&BASE, &SAME, 0.05);
         assert_eq!(m.verdict, Verdict::Unchanged);
-        assert_eq!(m.equivalence_margin, Some(0.05));
+        // The default margin is what a reader calls no change: 1 %, not the 5 % threshold.
+        assert_eq!(m.equivalence_margin, Some(0.01));
         let eq = m.equivalence_ci.unwrap();
         // 98 % (1 − 2·alpha) Hodges–Lehmann interval of ln(SAME) − ln(BASE).
         assert!(eq[0] > -0.01 && eq[1] < 0.01, "{eq:?}");
@@ -1332,8 +1741,14 @@ mod tests {
             ..ComparePolicy::default()
         };
         let m = compare_metric(&samples(&BASE, 0.05), &samples(&SAME, 0.05), &policy);
-        assert_eq!(m.verdict, Verdict::Inconclusive, "{}", m.reason);
-        assert!(m.reason.contains("wider than ±0.10 %"), "{}", m.reason);
+        assert_eq!(m.verdict, Verdict::WithinThreshold, "{}", m.reason);
+        assert!(
+            m.reason
+                .contains("no significant change, within the 5.00 % threshold"),
+            "{}",
+            m.reason
+        );
+        assert!(m.reason.contains("±0.10 %"), "{}", m.reason);
     }
 
     #[test]
@@ -1404,5 +1819,248 @@ mod tests {
         );
         assert_eq!(r.model, Model::RankTest);
         assert!(r.warnings.iter().any(|w| w.contains("job-to-job offsets")));
+    }
+
+    /// `n` draws of 100 · exp(N(0, sd)) scaled by `scale`.
+    fn lognormal(rng: &mut inference::Xorshift, n: usize, sd: f64, scale: f64) -> Vec<f64> {
+        (0..n)
+            .map(|_| 100.0 * scale * (sd * rng.normal()).exp())
+            .collect()
+    }
+
+    #[test]
+    fn a_regression_interval_never_includes_no_change() {
+        // Shifts near the edge of significance, alone and among other gated benchmarks: every
+        // regression's interval (at its stated level) must lie above zero, and the old 99 %
+        // two-sided interval would have included zero for some of them.
+        let mut rng = inference::Xorshift::new(7);
+        let (mut regressions, mut old_interval_contradicted) = (0, 0);
+        for trial in 0..300 {
+            let shift = 1.0 + 0.01 * f64::from(trial % 5 + 1);
+            let others = trial % 3 * 4;
+            let mut base = vec![bench(
+                "a",
+                samples(&lognormal(&mut rng, 10, 0.02, 1.0), 0.005),
+            )];
+            let mut head = vec![bench(
+                "a",
+                samples(&lognormal(&mut rng, 10, 0.02, shift), 0.005),
+            )];
+            for i in 0..others {
+                base.push(bench(
+                    &format!("o{i}"),
+                    samples(&lognormal(&mut rng, 10, 0.02, 1.0), 0.005),
+                ));
+                head.push(bench(
+                    &format!("o{i}"),
+                    samples(&lognormal(&mut rng, 10, 0.02, 1.0), 0.005),
+                ));
+            }
+            let (base, head) = (run(base), run(head));
+            let r = compare(&base, &head, &ComparePolicy::default(), Design::Files);
+            for (b, m) in r
+                .benchmarks
+                .iter()
+                .flat_map(|b| b.metrics.iter().map(move |m| (b, m)))
+            {
+                if m.verdict != Verdict::Regressed {
+                    continue;
+                }
+                regressions += 1;
+                let ci = m.ci.expect("a regression has an interval");
+                assert!(
+                    ci[0] > 0.0,
+                    "trial {trial}: {} {ci:?}: {}",
+                    b.name,
+                    m.reason
+                );
+                let level = format!("{} % CI", percent_level(m.ci_level.unwrap()));
+                assert!(m.reason.contains(&level), "{}", m.reason);
+                let logs = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<_>>();
+                let (bv, hv) = (
+                    &base.benchmark(&b.name).unwrap().metrics[0].values,
+                    &head.benchmark(&b.name).unwrap().metrics[0].values,
+                );
+                let old = stats::hodges_lehmann(&logs(hv), &logs(bv), 0.99).unwrap();
+                if old.low <= 0.0 {
+                    old_interval_contradicted += 1;
+                }
+            }
+        }
+        assert!(regressions > 50, "{regressions}");
+        assert!(
+            old_interval_contradicted > 0,
+            "the case this guards against occurred"
+        );
+    }
+
+    #[test]
+    fn a_small_real_change_inside_a_wide_threshold_is_within_threshold() {
+        // The bundled suite's case: +5 % against a 50 % threshold is a real change, reported
+        // as such, and the benchmark is not counted as unchanged.
+        let head: Vec<f64> = BASE.iter().map(|v| v * 1.05).collect();
+        let r = compare(
+            &run(vec![bench("reduce", samples(&BASE, 0.5))]),
+            &run(vec![bench("reduce", samples(&head, 0.5))]),
+            &ComparePolicy::default(),
+            Design::Files,
+        );
+        let b = &r.benchmarks[0];
+        assert_eq!(b.verdict, Verdict::WithinThreshold, "{}", b.explanation);
+        assert!(
+            b.explanation
+                .contains("a real change, within the 50.0 % threshold"),
+            "{}",
+            b.explanation
+        );
+        assert_eq!((r.summary.within_threshold, r.summary.unchanged), (1, 0));
+        assert_eq!(r.verdict, RunVerdict::Pass);
+    }
+
+    #[test]
+    fn the_prediction_interval_uses_only_the_jobs_since_the_last_change_point() {
+        // Six jobs at 1.00, then six at 1.10 (a change `kgate history` finds); a candidate at
+        // 1.11 is in line with the current regime. Pooling all twelve jobs would make it look
+        // far off their mean.
+        let job = |scale: f64, at: usize| {
+            let mut r = run(vec![bench("a", samples(&BASE.map(|v| v * scale), 0.02))]);
+            r.created = format!("2026-01-{:02}T00:00:00Z", at + 1);
+            r
+        };
+        let wiggle = [1.0, 1.004, 0.997, 1.002, 0.999, 1.003];
+        let mut jobs: Vec<RunResults> = Vec::new();
+        for (i, w) in wiggle.iter().enumerate() {
+            jobs.push(job(*w, i));
+        }
+        for (i, w) in wiggle.iter().enumerate() {
+            jobs.push(job(1.10 * w, 6 + i));
+        }
+        let base = jobs.pop().unwrap();
+        let head = job(1.11, 20);
+        let r = compare_with_history(
+            &base,
+            &head,
+            &jobs,
+            &ComparePolicy::default(),
+            Design::StoredBaseline,
+        );
+        let m = &r.benchmarks[0].metrics[0];
+        assert_eq!(m.method, Method::PredictionInterval);
+        assert!(
+            m.reason
+                .contains("against 6 stored jobs since the change point at job 7 of 12"),
+            "{}",
+            m.reason
+        );
+        assert!(m.change.unwrap().abs() < 0.02, "{:?}", m.change);
+        assert_ne!(m.verdict, Verdict::Regressed, "{}", m.reason);
+    }
+
+    fn machine(cpu: &str) -> Fingerprint {
+        Fingerprint {
+            cpu_model: cpu.into(),
+            cores: 2,
+            arch: "x86_64".into(),
+            ..Fingerprint::default()
+        }
+    }
+
+    #[test]
+    fn across_environments_only_deterministic_counts_gate() {
+        let mut counts = samples(&[1000.0], 0.05);
+        counts.name = "Ir".into();
+        counts.source = Source::Simulated;
+        counts.gate.tolerance = Some(Tolerance::Relative(0.01));
+        let mut more = counts.clone();
+        more.values = vec![1100.0];
+        let slow: Vec<f64> = BASE.iter().map(|v| v * 3.0).collect();
+        let side = |cpu: &str, timer: &[f64], ir: &MetricSamples| {
+            let mut t = bench("mm", samples(timer, 0.05));
+            t.metrics.push(ir.clone());
+            let mut r = run(vec![t]);
+            r.environment = machine(cpu);
+            r
+        };
+        // A 3x slower timer on another CPU model does not gate; the deterministic count does.
+        let base = side("Xeon", &BASE, &counts);
+        let r = compare(
+            &base,
+            &side("EPYC", &slow, &counts),
+            &ComparePolicy::default(),
+            Design::StoredBaseline,
+        );
+        let timer = &r.benchmarks[0].metrics[0];
+        assert_eq!(timer.verdict, Verdict::Regressed);
+        assert!(!timer.gates);
+        assert!(
+            timer
+                .not_gating
+                .as_deref()
+                .unwrap()
+                .contains("different environments"),
+            "{:?}",
+            timer.not_gating
+        );
+        assert_eq!(
+            r.benchmarks[0].verdict,
+            Verdict::Unchanged,
+            "{}",
+            r.benchmarks[0].explanation
+        );
+        assert_eq!(r.verdict, RunVerdict::Pass);
+        let env: Vec<&String> = r
+            .warnings
+            .iter()
+            .filter(|w| w.starts_with(ENVIRONMENTS_DIFFER))
+            .collect();
+        assert_eq!(
+            env.len(),
+            1,
+            "one line on the environments: {:?}",
+            r.warnings
+        );
+        assert!(
+            env[0].contains("cpu_model: `Xeon` vs `EPYC`") && env[0].contains("1 such metric is"),
+            "{}",
+            env[0]
+        );
+        // The deterministic count still fails the build.
+        let r = compare(
+            &base,
+            &side("EPYC", &BASE, &more),
+            &ComparePolicy::default(),
+            Design::StoredBaseline,
+        );
+        assert_eq!(r.verdict, RunVerdict::Regressed);
+        // `gate.noisy_metrics: always` opts back in.
+        let always = ComparePolicy {
+            noisy_metrics: NoisyMetrics::Always,
+            ..ComparePolicy::default()
+        };
+        let r = compare(
+            &base,
+            &side("EPYC", &slow, &counts),
+            &always,
+            Design::StoredBaseline,
+        );
+        assert_eq!(r.verdict, RunVerdict::Regressed);
+        // `same-job`: on the same machine a stored baseline does not gate timers either, but
+        // an interleaved run does.
+        let same_job = ComparePolicy {
+            noisy_metrics: NoisyMetrics::SameJob,
+            ..ComparePolicy::default()
+        };
+        let head = side("Xeon", &slow, &counts);
+        let r = compare(&base, &head, &same_job, Design::StoredBaseline);
+        assert_eq!(r.verdict, RunVerdict::Pass);
+        assert!(
+            r.benchmarks[0].metrics[0]
+                .not_gating
+                .as_deref()
+                .unwrap()
+                .contains("same-job")
+        );
+        let r = compare(&base, &head, &same_job, Design::Interleaved);
+        assert_eq!(r.verdict, RunVerdict::Regressed);
     }
 }

@@ -89,12 +89,18 @@ pub struct GatePolicy {
     /// driver, clocks, tool versions) with a warning instead of refusing (default false).
     #[serde(default)]
     pub allow_fingerprint_mismatch: bool,
+    /// When noisy metrics (timer, hardware, derived) may fail the build: `same-environment`
+    /// (default: not when baseline and candidate ran on different environments), `same-job`
+    /// (only when both sides ran in this job, or against a recorded history) or `always`.
+    /// Deterministic counts (valgrind) gate in every case.
+    #[serde(default)]
+    pub noisy_metrics: crate::metric::NoisyMetrics,
     /// Adjustment of p-values across the gated metrics of a run: `bh` (Benjamini–Hochberg,
     /// default) or `holm`.
     #[serde(default)]
     pub correction: crate::inference::Correction,
-    /// Margin of the equivalence claim behind "unchanged", such as `1%` (default: each
-    /// metric's threshold).
+    /// Margin of the equivalence claim behind "unchanged", such as `1%` (default: the smaller
+    /// of 1 % and each metric's threshold).
     #[serde(default)]
     pub equivalence_margin: Option<Percent>,
     /// Wall-clock budget for adaptive repetitions in `kgate check --against`: no further look
@@ -121,6 +127,7 @@ impl Default for GatePolicy {
             fail_on_inconclusive: false,
             sources: default_sources(),
             allow_fingerprint_mismatch: false,
+            noisy_metrics: crate::metric::NoisyMetrics::default(),
             correction: crate::inference::Correction::Bh,
             equivalence_margin: None,
             time_budget: None,

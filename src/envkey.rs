@@ -109,22 +109,38 @@ pub struct FingerprintMismatch {
     pub hint: String,
 }
 
-/// Refuses differing environments unless `allow`; with `allow` returns the warning the report
-/// must carry.
+/// Who allowed a comparison across environments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allowance {
+    /// `--allow-fingerprint-mismatch` on the command line.
+    Flag,
+    /// `gate.allow_fingerprint_mismatch: true` in the configuration.
+    Config,
+}
+
+impl Allowance {
+    /// The flag or key, as the user wrote it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Allowance::Flag => "--allow-fingerprint-mismatch was given",
+            Allowance::Config => "the configuration sets `gate.allow_fingerprint_mismatch: true`",
+        }
+    }
+}
+
+/// Refuses differing environments unless allowed; when allowed, returns why, for the report's
+/// one line on the environments (the comparison itself says which metrics still gate).
 pub fn check_comparable(
     base: &Fingerprint,
     head: &Fingerprint,
-    allow: bool,
-) -> Result<Option<String>, FingerprintMismatch> {
+    allowance: Option<Allowance>,
+) -> Result<Option<Allowance>, FingerprintMismatch> {
     let differences = key_differences(base, head);
     if differences.is_empty() {
         return Ok(None);
     }
-    if allow {
-        return Ok(Some(format!(
-            "compared across different environments because --allow-fingerprint-mismatch was given ({}); the numbers may reflect the machines, not the change",
-            differences.join("; ")
-        )));
+    if let Some(allowance) = allowance {
+        return Ok(Some(allowance));
     }
     Err(FingerprintMismatch {
         differences,
@@ -187,7 +203,7 @@ mod tests {
         let a = machine("EPYC 7763");
         let mut b = machine("EPYC 9V74");
         b.driver = Some("570.86".into());
-        let err = check_comparable(&a, &b, false).unwrap_err();
+        let err = check_comparable(&a, &b, None).unwrap_err();
         assert_eq!(
             err.differences,
             vec![
@@ -196,8 +212,10 @@ mod tests {
             ]
         );
         assert!(err.to_string().contains("--allow-fingerprint-mismatch"));
-        let warning = check_comparable(&a, &b, true).unwrap().unwrap();
-        assert!(warning.contains("cpu_model"), "{warning}");
-        assert_eq!(check_comparable(&a, &a, false).unwrap(), None);
+        assert_eq!(
+            check_comparable(&a, &b, Some(Allowance::Config)).unwrap(),
+            Some(Allowance::Config)
+        );
+        assert_eq!(check_comparable(&a, &a, None).unwrap(), None);
     }
 }

@@ -72,6 +72,21 @@ pub fn adjust(p: &[f64], correction: Correction) -> Vec<f64> {
     out
 }
 
+/// The unadjusted one-sided level behind the decisions of a family of `m` tests whose adjusted
+/// p-values are `adjusted`: with `R` of them at most `alpha`, every rejected test has a raw p
+/// at most `alpha · R / m` (Benjamini–Hochberg) or `alpha / (m − R + 1)` (Holm). With no
+/// rejection it is the level a single rejection would face, `alpha / m` for both. Intervals
+/// shown at two-sided level `1 − 2 × this` agree with the verdicts: a rejected regression's
+/// interval excludes no change (for BH these are Benjamini–Yekutieli's FCR-adjusted intervals).
+pub fn decision_level(adjusted: &[f64], alpha: f64, correction: Correction) -> f64 {
+    let m = adjusted.len().max(1) as f64;
+    let rejected = adjusted.iter().filter(|p| **p <= alpha).count().max(1) as f64;
+    match correction {
+        Correction::Bh => alpha * rejected / m,
+        Correction::Holm => alpha / (m - rejected + 1.0),
+    }
+}
+
 /// Robust noise of a sample on the log scale: 1.4826 × MAD of ln(values), falling back to the
 /// sample standard deviation of the logs when more than half the values are equal. None when
 /// fewer than two values or a value is not positive.
@@ -411,6 +426,28 @@ mod tests {
         let shuffled = [0.5, 0.01, 0.04];
         assert_eq!(adjust(&shuffled, Correction::Bh), vec![0.5, 0.03, 0.06]);
         assert!(adjust(&[], Correction::Holm).is_empty());
+    }
+
+    #[test]
+    fn decision_levels_are_what_the_rejected_tests_cleared() {
+        // BH rejects 4 of 15 at 0.05: each rejected raw p is at most 0.05 · 4 / 15.
+        let bh = adjust(&BH95, Correction::Bh);
+        let level = decision_level(&bh, 0.05, Correction::Bh);
+        close(level, 0.05 * 4.0 / 15.0, 1e-12);
+        for (raw, adj) in BH95.iter().zip(&bh) {
+            assert_eq!(*adj <= 0.05, *raw <= level, "raw {raw}");
+        }
+        // Holm rejects 3: the third rejection needed p ≤ 0.05 / 13.
+        let holm = adjust(&BH95, Correction::Holm);
+        close(
+            decision_level(&holm, 0.05, Correction::Holm),
+            0.05 / 13.0,
+            1e-12,
+        );
+        // Nothing rejected: the level a single rejection faces, alpha / m.
+        let none = adjust(&[0.5, 0.9], Correction::Bh);
+        close(decision_level(&none, 0.01, Correction::Bh), 0.005, 1e-12);
+        close(decision_level(&none, 0.01, Correction::Holm), 0.005, 1e-12);
     }
 
     #[test]

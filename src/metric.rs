@@ -48,6 +48,35 @@ impl Source {
     }
 }
 
+/// When noisy metrics (timers, hardware counters) may fail the build. Deterministic counts
+/// (valgrind's `simulated` metrics, whose cache geometry kgate pins) mean the same on every
+/// machine and gate whatever this says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NoisyMetrics {
+    /// Unless baseline and candidate ran on different environments (different CPU or
+    /// accelerator model, driver, clocks or tool versions): a timing from another machine says
+    /// nothing about the change.
+    #[default]
+    SameEnvironment,
+    /// Only when both sides were measured in this job (`kgate check --against`) or a stored
+    /// baseline is judged against a recorded history (the prediction interval): a single
+    /// baseline stored by another job carries that job's offset.
+    SameJob,
+    /// Always, even across environments: for runners known to be alike.
+    Always,
+}
+
+impl NoisyMetrics {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoisyMetrics::SameEnvironment => "same-environment",
+            NoisyMetrics::SameJob => "same-job",
+            NoisyMetrics::Always => "always",
+        }
+    }
+}
+
 /// Which way is better for a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

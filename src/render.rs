@@ -63,6 +63,31 @@ pub fn summary_line(report: &Report) -> String {
         format!("{} unchanged", s.unchanged),
         format!("{} inconclusive", s.inconclusive),
     ];
+    if s.within_threshold > 0 {
+        parts.push(format!("{} within threshold", s.within_threshold));
+    }
+    if s.not_gated > 0 {
+        // A benchmark that cannot gate is never counted as unchanged, and one that would have
+        // regressed is named here, not only in its row.
+        let would: Vec<&str> = report
+            .benchmarks
+            .iter()
+            .filter(|b| {
+                b.verdict == Verdict::NotGated
+                    && b.metrics.iter().any(|m| m.verdict == Verdict::Regressed)
+            })
+            .map(|b| b.name.as_str())
+            .collect();
+        let mut part = format!("{} not gated", s.not_gated);
+        if !would.is_empty() {
+            part.push_str(&format!(
+                " ({} would regress: {})",
+                would.len(),
+                would.join(", ")
+            ));
+        }
+        parts.push(part);
+    }
     if s.new > 0 {
         parts.push(format!("{} new", s.new));
     }
@@ -121,8 +146,8 @@ fn verdict_color(v: Verdict) -> Color {
         Verdict::Regressed => Color::Red,
         Verdict::Improved => Color::Green,
         Verdict::Inconclusive => Color::Yellow,
-        Verdict::Unchanged => Color::Reset,
-        Verdict::New | Verdict::Missing | Verdict::Skipped => Color::Cyan,
+        Verdict::Unchanged | Verdict::WithinThreshold => Color::Reset,
+        Verdict::NotGated | Verdict::New | Verdict::Missing | Verdict::Skipped => Color::Cyan,
     }
 }
 
@@ -197,7 +222,11 @@ impl Exporter for TableExporter {
         for b in &report.benchmarks {
             if matches!(
                 b.verdict,
-                Verdict::Regressed | Verdict::Inconclusive | Verdict::Improved | Verdict::Missing
+                Verdict::Regressed
+                    | Verdict::Inconclusive
+                    | Verdict::Improved
+                    | Verdict::Missing
+                    | Verdict::NotGated
             ) {
                 out.push_str(&format!(
                     "{} {}: {}\n",
@@ -298,7 +327,7 @@ impl Exporter for MarkdownExporter {
         let mut out = format!(
             "### {icon} kgate: {}: {}\n\n",
             verdict_word(report.verdict),
-            summary_line(report)
+            escape_markdown(&summary_line(report))
         );
         let notable: Vec<(&str, &MetricComparison)> = report
             .benchmarks
@@ -319,7 +348,7 @@ impl Exporter for MarkdownExporter {
         for b in &report.benchmarks {
             if matches!(
                 b.verdict,
-                Verdict::Regressed | Verdict::Inconclusive | Verdict::Missing
+                Verdict::Regressed | Verdict::Inconclusive | Verdict::Missing | Verdict::NotGated
             ) {
                 out.push_str(&format!(
                     "- **{}** {}: {}\n",

@@ -11,6 +11,13 @@ pub struct Normalized {
     pub factor: f64,
 }
 
+impl Normalized {
+    /// Whether the unit is a time (stored in `ns`).
+    pub fn is_time(&self) -> bool {
+        self.unit == "ns"
+    }
+}
+
 /// Maps a reported unit onto kgate's canonical unit. Time units become `ns`; a bare `%` and
 /// every other unit (counts, cycles, bytes, GB/s) are kept as written.
 pub fn normalize(unit: &str) -> Normalized {

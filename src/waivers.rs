@@ -289,9 +289,7 @@ pub fn apply(report: &mut Report, waivers: &[Waiver], clock: &Clock<'_>) {
                 m.gates && !m.waived && !matches!(m.verdict, Verdict::New | Verdict::Missing)
             })
             .collect();
-        let verdict = [Verdict::Regressed, Verdict::Inconclusive, Verdict::Improved]
-            .into_iter()
-            .find(|v| rest.iter().any(|m| m.verdict == *v))
+        let verdict = crate::compare::worst_verdict(rest.iter().map(|m| m.verdict))
             .unwrap_or(Verdict::Unchanged);
         if verdict != Verdict::Regressed {
             waived_benchmarks += 1;

@@ -44,13 +44,38 @@ pub fn baseline_at_ref(root: &Path, path: &Path, reference: &str) -> Result<RunR
 pub fn check_environments(
     base: &RunResults,
     head: &RunResults,
-    allow: bool,
+    allowance: Option<envkey::Allowance>,
     report: &mut Report,
 ) -> Result<()> {
-    if let Some(warning) = envkey::check_comparable(&base.environment, &head.environment, allow)? {
-        report.warnings.insert(0, warning);
+    if let Some(allowance) =
+        envkey::check_comparable(&base.environment, &head.environment, allowance)?
+    {
+        // The comparison wrote one line on the environments; say who allowed it there.
+        let line = report
+            .warnings
+            .iter()
+            .position(|w| w.starts_with(crate::compare::ENVIRONMENTS_DIFFER));
+        let note = format!("compared anyway because {}", allowance.as_str());
+        match line {
+            Some(i) => {
+                let rest = report.warnings.remove(i);
+                report.warnings.insert(0, format!("{rest} ({note})"));
+            }
+            None => report.warnings.insert(0, note),
+        }
     }
     Ok(())
+}
+
+/// Who allowed a comparison across environments: the flag wins over the configuration.
+pub fn allowance(flag: bool, config: bool) -> Option<envkey::Allowance> {
+    if flag {
+        Some(envkey::Allowance::Flag)
+    } else if config {
+        Some(envkey::Allowance::Config)
+    } else {
+        None
+    }
 }
 
 /// Applies `.kgate/waivers.yaml` (when present) to a report.

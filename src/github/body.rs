@@ -59,8 +59,10 @@ fn importance(m: &MetricComparison) -> (u8, u64) {
         Verdict::Missing => 2,
         Verdict::Improved => 3,
         Verdict::New => 4,
-        Verdict::Unchanged => 5,
-        Verdict::Skipped => 6,
+        Verdict::WithinThreshold => 5,
+        Verdict::Unchanged => 6,
+        Verdict::NotGated => 7,
+        Verdict::Skipped => 8,
     };
     let gating = if m.gates { 0 } else { 10 };
     // Larger changes first: sort on the negated magnitude, as an integer key.

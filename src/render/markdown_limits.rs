@@ -122,8 +122,10 @@ fn importance(v: Verdict) -> u8 {
         Verdict::Inconclusive => 2,
         Verdict::Improved => 3,
         Verdict::New => 4,
-        Verdict::Unchanged => 5,
-        Verdict::Skipped => 6,
+        Verdict::WithinThreshold => 5,
+        Verdict::NotGated => 6,
+        Verdict::Unchanged => 7,
+        Verdict::Skipped => 8,
     }
 }
 
