@@ -449,6 +449,20 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
         import::import(args.format, &args.files, &policies)?
     };
     let mut results = results;
+    let files: Vec<String> = args
+        .files
+        .iter()
+        .map(|f| format!("`{}`", f.display()))
+        .collect();
+    results
+        .require_measurements(&format!(
+            "the {} import of {}",
+            clap::ValueEnum::to_possible_value(&args.format)
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default(),
+            files.join(", ")
+        ))
+        .map_err(anyhow::Error::msg)?;
     if config_path.exists() {
         let loaded = load_config(config_path)?;
         let plan = Plan::new(&loaded.config, &Overrides::default())?;

@@ -726,7 +726,12 @@ fn aggregate(cmp: &mut BenchmarkComparison) {
         .filter(|m| m.gates && !matches!(m.verdict, Verdict::New | Verdict::Missing))
         .collect();
     let pick = |v: Verdict| gating.iter().filter(move |m| m.verdict == v);
-    let (verdict, explanation) = if gating.is_empty() {
+    let (verdict, explanation) = if cmp.metrics.is_empty() {
+        (
+            Verdict::NotGated,
+            "no measurement on either side: nothing to gate".to_string(),
+        )
+    } else if gating.is_empty() {
         (Verdict::NotGated, not_gated_explanation(&cmp.metrics))
     } else {
         let verdict = worst_verdict(gating.iter().map(|m| m.verdict)).unwrap_or(Verdict::Unchanged);
@@ -756,9 +761,22 @@ pub fn worst_verdict(verdicts: impl IntoIterator<Item = Verdict>) -> Option<Verd
 
 /// Why a benchmark is not gated, naming any metric that would have regressed.
 fn not_gated_explanation(metrics: &[MetricComparison]) -> String {
-    let would: Vec<String> = metrics
+    // Metrics meant to gate come first; informational ones are named only when none of those
+    // would have regressed.
+    let meant: Vec<&MetricComparison> = metrics
         .iter()
-        .filter(|m| m.verdict == Verdict::Regressed)
+        .filter(|m| m.verdict == Verdict::Regressed && m.not_gating.is_some())
+        .collect();
+    let regressed: Vec<&MetricComparison> = if meant.is_empty() {
+        metrics
+            .iter()
+            .filter(|m| m.verdict == Verdict::Regressed)
+            .collect()
+    } else {
+        meant
+    };
+    let would: Vec<String> = regressed
+        .into_iter()
         .map(|m| {
             let change = m.change.map(format_change).unwrap_or_default();
             match &m.not_gating {
@@ -770,11 +788,26 @@ fn not_gated_explanation(metrics: &[MetricComparison]) -> String {
             }
         })
         .collect();
-    if would.is_empty() {
-        "no metric of this benchmark may fail the build; see the metric rows".into()
-    } else {
-        would.join("; ")
+    if !would.is_empty() {
+        return would.join("; ");
     }
+    // Nothing would have regressed: say why nothing may gate, once per distinct reason.
+    let mut reasons: Vec<(String, Vec<&str>)> = Vec::new();
+    for m in metrics {
+        let why = m
+            .not_gating
+            .clone()
+            .unwrap_or_else(|| "informational (`gate: false`)".to_string());
+        match reasons.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, names)) => names.push(&m.name),
+            None => reasons.push((why, vec![&m.name])),
+        }
+    }
+    reasons
+        .into_iter()
+        .map(|(why, names)| format!("{}: {why}", names.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The parts of a metric comparison that do not depend on the test.

@@ -34,6 +34,16 @@ const HEADLINE: &[&str] = &[
 /// and an 8 MiB 16-way last level, all with 64-byte lines.
 pub const VALGRIND_CACHES: [&str; 3] = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"];
 
+/// Where the pinned geometry is recorded: a benchmark's `provenance.details` and the
+/// environment's `tools` (so that it is part of the baseline key: counts simulated with
+/// another geometry are not comparable).
+pub const VALGRIND_CACHES_KEY: &str = "valgrind.caches";
+
+/// The pinned geometry as recorded: `--I1=… --D1=… --LL=…`.
+pub fn valgrind_caches() -> String {
+    VALGRIND_CACHES.join(" ")
+}
+
 /// One value ready for the collector.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CounterValue {
@@ -204,7 +214,15 @@ pub fn record_file(
     definitions: &[Definition],
 ) -> Result<(), String> {
     let reading = match valgrind_tool(kind) {
-        Some(tool) => valgrind_reading(&valgrind::read(path, tool)?),
+        Some(tool) => {
+            // The simulated cache geometry is part of what the counts mean.
+            collector
+                .result_mut()
+                .provenance
+                .details
+                .insert(VALGRIND_CACHES_KEY.into(), valgrind_caches());
+            valgrind_reading(&valgrind::read(path, tool)?)
+        }
         None => {
             let blocks = perf::read(path)?;
             let mut r = Reading::default();

@@ -25,7 +25,9 @@ pub struct MeasurementLine {
     /// Unit: `ns`, `us`, `ms`, `s` (times are stored in nanoseconds), or any other unit.
     #[serde(default)]
     pub unit: String,
-    /// Where the number comes from (default: what the config says, else `reported`).
+    /// Where the number comes from (default: what the config says; else `timer` for a time
+    /// unit, since a time the benchmark measured itself is a timer reading, and `reported` for
+    /// any other unit).
     #[serde(default)]
     pub source: Option<Source>,
     /// Benchmark the sample belongs to, when one file holds several.

@@ -74,7 +74,9 @@ pub fn summary_line(report: &Report) -> String {
             .iter()
             .filter(|b| {
                 b.verdict == Verdict::NotGated
-                    && b.metrics.iter().any(|m| m.verdict == Verdict::Regressed)
+                    && b.metrics
+                        .iter()
+                        .any(|m| m.verdict == Verdict::Regressed && m.not_gating.is_some())
             })
             .map(|b| b.name.as_str())
             .collect();

@@ -315,6 +315,39 @@ pub enum ResultsError {
 }
 
 impl RunResults {
+    /// Refuses results in which no benchmark holds a single measured value (an import of a
+    /// file with no benchmark entries, or only errored ones): such a file gates nothing, and
+    /// writing it would only produce rows with nothing in them. The error lists the failures.
+    pub fn require_measurements(&self, what: &str) -> Result<(), String> {
+        let measured = self
+            .benchmarks
+            .iter()
+            .any(|b| b.status == Status::Ok && b.metrics.iter().any(|m| !m.values.is_empty()));
+        if measured {
+            return Ok(());
+        }
+        let failures: Vec<String> = self
+            .benchmarks
+            .iter()
+            .filter_map(|b| {
+                b.failure
+                    .as_ref()
+                    .map(|f| format!("`{}`: {}", b.name, f.message))
+            })
+            .collect();
+        Err(if failures.is_empty() {
+            format!(
+                "{what} holds no measurement in any of its {} benchmark(s); there is nothing to gate (check that the harness ran its benchmarks and wrote their results)",
+                self.benchmarks.len()
+            )
+        } else {
+            format!(
+                "{what} holds no measurement: every benchmark failed ({}); fix the benchmarks and import again",
+                failures.join("; ")
+            )
+        })
+    }
+
     /// Reads and checks a results file.
     pub fn load(path: &Path) -> Result<RunResults, ResultsError> {
         let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read {

@@ -733,6 +733,10 @@ fn results_for(
     }
     if captures.iter().any(|c| c.deterministic()) {
         programs.push("valgrind".into());
+        environment.tools.insert(
+            crate::cpu::VALGRIND_CACHES_KEY.into(),
+            crate::cpu::valgrind_caches(),
+        );
     }
     programs.extend(plan.builds.iter().filter_map(|b| build_program(&b.command)));
     for program in programs {

@@ -146,6 +146,14 @@ fn cachegrind_gate_catches_the_slow_matmul() {
         assert_eq!(m["gate"]["tolerance"]["relative"], 0.01);
         m["values"][0].as_f64().unwrap()
     };
+    // The simulated cache geometry is pinned, and recorded with the counts and in the
+    // environment (so it is part of the baseline key): misses mean the same on every CPU.
+    let geometry = "--I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64";
+    assert_eq!(fast["environment"]["tools"]["valgrind.caches"], geometry);
+    assert_eq!(
+        fast["benchmarks"][0]["provenance"]["details"]["valgrind.caches"],
+        geometry
+    );
     assert!(value(&slow, "D1_misses") > 5.0 * value(&fast, "D1_misses"));
     assert!(value(&slow, "Ir") > 2.0 * value(&fast, "Ir"));
     assert!(value(&slow, "estimated_cycles") > value(&fast, "estimated_cycles"));

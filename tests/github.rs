@@ -972,7 +972,7 @@ benchmarks:
     );
     assert!(
         stdout.contains(
-            "::error title=kgate%3A a%2Cb%3A kernel regressed::kernel_time: +200 %25 (99 %25 CI"
+            "::error title=kgate%3A a%2Cb%3A kernel regressed::kernel_time: +200 %25 (98 %25 CI"
         ),
         "{stdout}"
     );
@@ -1064,7 +1064,7 @@ fn ci_on_a_pull_request_starts_a_check_run_then_comments_and_completes_it() {
     let d = dir.path();
     std::fs::write(
         d.join("kgate.yaml"),
-        r#"defaults: {warmup: 0, repetitions: 4, captures: [protocol]}
+        r#"defaults: {warmup: 0, repetitions: 5, captures: [protocol]}
 benchmarks:
   - name: steady
     command: 'echo "{\"metric\": \"kernel_time\", \"value\": 100, \"unit\": \"us\", \"source\": \"timer\"}" >> "$KGATE_PROTOCOL_FILE"'
