@@ -140,18 +140,24 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub report: ReportArgs,
     /// Baseline name in `.kgate/baselines/` or a results file.
-    #[arg(long, value_name = "NAME|FILE", default_value = crate::baseline::DEFAULT_NAME, conflicts_with = "against")]
+    #[arg(long, value_name = "NAME|FILE", default_value = crate::baseline::DEFAULT_NAME, conflicts_with_all = ["against", "against_tip"])]
     pub baseline: String,
-    /// Measure this git revision (branch, tag, commit) interleaved with the work tree instead
-    /// of using a stored baseline.
-    #[arg(long, value_name = "REF")]
+    /// Measure the merge-base of this git revision (branch, tag, commit) and HEAD interleaved
+    /// with the work tree instead of using a stored baseline: the commit your branch started
+    /// from, so that only your branch's changes are measured. For a REF that HEAD contains
+    /// (`HEAD`, `HEAD~1`) that is REF itself.
+    #[arg(long, value_name = "REF", conflicts_with = "against_tip")]
     pub against: Option<String>,
+    /// Like --against, but measure REF's tip itself, even when REF moved on after HEAD
+    /// branched off (its newer commits then count as changes of the work tree).
+    #[arg(long, value_name = "REF")]
+    pub against_tip: Option<String>,
     /// Also write the candidate's results here.
     #[arg(long, value_name = "FILE")]
     pub save_results: Option<PathBuf>,
     /// Read the baseline file as committed at the merge-base of REF and HEAD (for a pull
     /// request, the commit it forked from), without checking anything out.
-    #[arg(long, value_name = "REF", conflicts_with = "against")]
+    #[arg(long, value_name = "REF", conflicts_with_all = ["against", "against_tip"])]
     pub baseline_ref: Option<String>,
     /// Compare even when baseline and candidate come from different environments; the report
     /// says so.
@@ -159,14 +165,14 @@ pub struct CheckArgs {
     pub allow_fingerprint_mismatch: bool,
     /// Run only benchmarks whose `paths` match a file changed since REF (REF...HEAD plus
     /// uncommitted changes); report the others as skipped with their baseline values.
-    #[arg(long, value_name = "REF", conflicts_with = "against")]
+    #[arg(long, value_name = "REF", conflicts_with_all = ["against", "against_tip"])]
     pub changed_since: Option<String>,
     /// Also append the candidate's results to the history under `.kgate/history/`.
     #[arg(long)]
     pub record: bool,
     /// Results of earlier jobs (repeatable): with a stored baseline, noisy metrics are then
     /// decided by a prediction interval over the jobs' medians.
-    #[arg(long, value_name = "FILE", conflicts_with = "against")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["against", "against_tip"])]
     pub history: Vec<PathBuf>,
 }
 
@@ -178,7 +184,8 @@ pub struct CompareArgs {
     pub head: PathBuf,
     #[command(flatten)]
     pub report: ReportArgs,
-    /// Significance level (default: the configuration's when -c is given, else 0.01).
+    /// Significance level (default: `gate.alpha` of the configuration, `-c FILE` or
+    /// ./kgate.yaml when that exists; else 0.01).
     #[arg(long)]
     pub alpha: Option<f64>,
     /// Read BASE (a path in the repository) as committed at the merge-base of REF and HEAD.
@@ -357,9 +364,13 @@ pub struct CiArgs {
     /// Baseline name in `.kgate/baselines/` or a results file.
     #[arg(long, value_name = "NAME|FILE", default_value = crate::baseline::DEFAULT_NAME)]
     pub baseline: String,
-    /// Measure this git revision interleaved with the work tree instead of a stored baseline.
-    #[arg(long, value_name = "REF", conflicts_with_all = ["baseline", "against_pr_base"])]
+    /// Measure the merge-base of this git revision and HEAD interleaved with the work tree
+    /// instead of a stored baseline (REF itself when HEAD contains it).
+    #[arg(long, value_name = "REF", conflicts_with_all = ["baseline", "against_pr_base", "against_tip"])]
     pub against: Option<String>,
+    /// Like --against, but measure REF's tip itself.
+    #[arg(long, value_name = "REF", conflicts_with_all = ["baseline", "against_pr_base"])]
+    pub against_tip: Option<String>,
     /// For pull requests, measure the merge-base of the head and the base branch interleaved
     /// (needs the history: `fetch-depth: 0`).
     #[arg(long, conflicts_with = "baseline")]

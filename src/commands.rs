@@ -226,12 +226,18 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
     let loaded = load_config(config_path)?;
     let policy = ComparePolicy::from(&loaded.config.gate);
     let fail_on_inconclusive = loaded.config.gate.fail_on_inconclusive;
-    let (report, head) = match &args.against {
-        Some(reference) => {
+    let against = match (&args.against, &args.against_tip) {
+        (Some(reference), _) => Some((reference.as_str(), false)),
+        (None, Some(reference)) => Some((reference.as_str(), true)),
+        (None, None) => None,
+    };
+    let (report, head) = match against {
+        Some((reference, tip)) => {
             let plan = Plan::new(&loaded.config, &overrides(&args.selection))?;
-            let tree = Worktree::checkout(&loaded.root, reference)?;
+            let (commit, what) = against_commit(&loaded.root, reference, tip)?;
+            let tree = Worktree::checkout(&loaded.root, &commit)?;
             eprintln!(
-                "measuring {reference} ({}) interleaved with the work tree",
+                "measuring {what} ({}) interleaved with the work tree",
                 &tree.commit[..12.min(tree.commit.len())]
             );
             let mut progress = progress::for_stderr(args.selection.no_progress);
@@ -295,7 +301,7 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
                 report.evidence = Some(Evidence::from_runs(None, &head));
                 save_candidate(&head, &args)?;
                 let status = emit_report(&report, &args.report, fail_on_inconclusive)?;
-                return Ok(report_failures(&head).max(status));
+                return Ok(ExitStatus::combine(report_failures(&head), status));
             }
             let base = match &args.baseline_ref {
                 Some(reference) => scale::baseline_at_ref(&loaded.root, &path, reference)?,
@@ -348,13 +354,27 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
     }
     save_candidate(&head, &args)?;
     let status = emit_report(&report, &args.report, fail_on_inconclusive)?;
-    let failures = report_failures(&head);
     // A benchmark that could not run is an error, whatever the others did.
-    Ok(if failures == ExitStatus::ERROR {
-        ExitStatus::ERROR
+    Ok(ExitStatus::combine(report_failures(&head), status))
+}
+
+/// The commit `check --against REF` measures, and how to name it: the merge-base of REF and
+/// HEAD (what the branch started from, so that commits REF gained since do not count as the
+/// branch's changes), or REF itself with `--against-tip`. When HEAD contains REF (`HEAD`,
+/// `HEAD~1`, an ancestor branch) the two are the same commit.
+fn against_commit(root: &Path, reference: &str, tip: bool) -> Result<(String, String)> {
+    let top = crate::gitref::toplevel(root)?;
+    let commit = crate::gitref::resolve(&top, reference)?;
+    if tip {
+        return Ok((commit, reference.to_string()));
+    }
+    let base = crate::gitref::merge_base(&top, reference)?;
+    let what = if base == commit {
+        reference.to_string()
     } else {
-        status
-    })
+        format!("the merge-base of {reference} and HEAD")
+    };
+    Ok((base, what))
 }
 
 fn save_candidate(head: &RunResults, args: &CheckArgs) -> Result<()> {
@@ -493,7 +513,7 @@ fn calibrate(config_path: &Path, args: CalibrateArgs) -> Result<u8> {
         label: Some(label),
     };
     let (a, b) = runner::run_interleaved(&plan, &side("A"), &side("B"), progress.as_mut())?;
-    let failures = report_failures(&a).max(report_failures(&b));
+    let failures = ExitStatus::combine(report_failures(&a), report_failures(&b));
     let calibration = crate::calibrate::analyse(&a, &b, &policy);
     let text = match args.format {
         CalibrateFormat::Table => crate::calibrate::render_table(&calibration),
@@ -673,7 +693,7 @@ fn post_report(
                                 eprintln!("kgate: updated the comment on #{pr}: {url}")
                             }
                             crate::github::client::CommentOutcome::Skipped => eprintln!(
-                                "kgate: no comment on #{pr}: the `{:?}` policy does not call for one",
+                                "kgate: no comment on #{pr}: the `{}` policy does not call for one",
                                 post.comment
                             ),
                         }
@@ -724,7 +744,7 @@ fn settle_post_errors(posted: &Posted, post: &PostArgs, status: u8) -> u8 {
         }
     }
     if post.fail_on_post_error && !posted.errors.is_empty() {
-        ExitStatus::ERROR.max(status)
+        ExitStatus::combine(ExitStatus::ERROR, status)
     } else {
         status
     }
@@ -868,13 +888,14 @@ fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
             &mut post_errors,
         );
     }
-    let against = if args.against_pr_base {
+    // The pull request's merge-base is already the commit to measure: taken as it is.
+    let (against, against_tip) = if args.against_pr_base {
         let loaded = load_config(config_path)?;
         let base = pr_merge_base(ctx.as_ref(), &loaded.root)?;
         eprintln!("kgate: comparing against the merge-base {base}");
-        Some(base)
+        (None, Some(base))
     } else {
-        args.against.clone()
+        (args.against.clone(), args.against_tip.clone())
     };
     let check_args = CheckArgs {
         selection: args.selection.clone(),
@@ -885,6 +906,7 @@ fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
         },
         baseline: args.baseline.clone(),
         against,
+        against_tip,
         save_results: args.save_results.clone(),
         baseline_ref: None,
         allow_fingerprint_mismatch: false,

@@ -149,6 +149,7 @@ pub struct BenchmarkConfig {
     pub cwd: Option<PathBuf>,
     /// Extra environment variables.
     #[serde(default)]
+    #[schemars(schema_with = "scalar_text_map")]
     pub env: BTreeMap<String, String>,
     /// Warm-up runs discarded before measuring.
     pub warmup: Option<u32>,
@@ -161,6 +162,7 @@ pub struct BenchmarkConfig {
     pub captures: Option<Vec<CaptureKind>>,
     /// Free-form parameters recorded with the results (shape, dtype).
     #[serde(default)]
+    #[schemars(schema_with = "scalar_text_map")]
     pub parameters: BTreeMap<String, String>,
     /// Per-metric gate settings, by metric name.
     #[serde(default)]
@@ -299,8 +301,22 @@ impl CaptureKind {
     }
 }
 
+/// YAML scalars where the loader wants text: `n: 384` is read as the text `384`, so the
+/// schema takes numbers and booleans there too (YAML-to-JSON tools type them).
+fn scalar_text(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": ["string", "number", "boolean"] })
+}
+
+fn scalar_text_map(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "additionalProperties": scalar_text(generator),
+        "default": {}
+    })
+}
+
 /// A command: a shell string or an argument list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum CommandSpec {
     /// Run with `sh -c`.
@@ -324,6 +340,29 @@ impl CommandSpec {
             CommandSpec::Shell(s) => s.clone(),
             CommandSpec::Argv(v) => v.join(" "),
         }
+    }
+}
+
+/// As the loader reads it: a non-blank string, or a list whose first item names the program
+/// (items may be YAML numbers, read as text: `[./bench, --n, 384]`).
+impl JsonSchema for CommandSpec {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CommandSpec".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A command: a shell string (run with `sh -c`) or an argument list (run directly, without a shell).",
+            "anyOf": [
+                { "description": "Run with `sh -c`.", "type": "string", "pattern": "\\S" },
+                {
+                    "description": "Run directly, without a shell; the first item is the program.",
+                    "type": "array",
+                    "prefixItems": [{ "type": ["string", "number", "boolean"], "pattern": "\\S" }],
+                    "items": scalar_text(generator),
+                    "minItems": 1
+                }
+            ]
+        })
     }
 }
 
@@ -360,10 +399,35 @@ impl<'de> Deserialize<'de> for CommandSpec {
 
 /// Measured repetitions: `min` are always run; up to `max` may be run while the evidence is
 /// inconclusive (only in interleaved `kgate check --against`, under the alpha-spending plan).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Repetitions {
     pub min: u32,
     pub max: u32,
+}
+
+/// As the loader reads it: a number, or `{min}` / `{min, max}` (the derived schema would
+/// demand the object with both keys).
+impl JsonSchema for Repetitions {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Repetitions".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Measured repetitions: a number such as `10`, or `{min: 10, max: 30}`: `min` are always run; up to `max` (default `min`) may be run while the evidence is inconclusive (only in interleaved `kgate check --against`, under the alpha-spending plan).",
+            "oneOf": [
+                { "type": "integer", "minimum": 1, "maximum": u32::MAX },
+                {
+                    "type": "object",
+                    "properties": {
+                        "min": { "type": "integer", "minimum": 1, "maximum": u32::MAX },
+                        "max": { "type": "integer", "minimum": 1, "maximum": u32::MAX }
+                    },
+                    "required": ["min"],
+                    "additionalProperties": false
+                }
+            ]
+        })
+    }
 }
 
 impl<'de> Deserialize<'de> for Repetitions {
@@ -448,6 +512,13 @@ impl<'de> Deserialize<'de> for DurationSpec {
     }
 }
 
+/// What humantime (the duration loader) reads: numbers, fractions included, each with one of
+/// its units (`1h 30m`, `1.5s`, `500ms`).
+const DURATION_PATTERN: &str = "^\\s*([0-9]+(\\.[0-9]*)?\\s*(nanos|nsec|ns|usec|us|µs|millis|msec|ms|seconds|second|secs|sec|s|minutes|minute|mins|min|m|hours|hour|hrs|hr|h|days|day|d|weeks|week|wks|wk|w|months|month|M|years|year|yrs|yr|y)\\s*)+$";
+
+/// What `parse_percent` reads: a decimal number (as Rust's float parser takes it) and `%`.
+const PERCENT_PATTERN: &str = "^\\s*\\+?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][+-]?[0-9]+)?\\s*%\\s*$";
+
 impl JsonSchema for DurationSpec {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         "Duration".into()
@@ -456,7 +527,7 @@ impl JsonSchema for DurationSpec {
         schemars::json_schema!({
             "type": "string",
             "description": "A duration with a unit, such as `30s`, `500ms` or `2m`.",
-            "pattern": "^\\s*[0-9][0-9.]*\\s*[a-zµ]+(\\s*[0-9][0-9.]*\\s*[a-zµ]+)*\\s*$"
+            "pattern": DURATION_PATTERN
         })
     }
 }
@@ -515,7 +586,7 @@ impl JsonSchema for Percent {
         schemars::json_schema!({
             "type": "string",
             "description": "A percentage with a percent sign, such as `5%`.",
-            "pattern": "^\\s*[0-9]+(\\.[0-9]+)?\\s*%\\s*$"
+            "pattern": PERCENT_PATTERN
         })
     }
 }
@@ -564,7 +635,7 @@ impl JsonSchema for ToleranceSpec {
         schemars::json_schema!({
             "description": "`1%` (relative) or a number ≥ 0 (absolute, in the metric's unit).",
             "oneOf": [
-                { "type": "string", "pattern": "^\\s*[0-9]+(\\.[0-9]+)?\\s*%\\s*$" },
+                { "type": "string", "pattern": PERCENT_PATTERN },
                 { "type": "number", "minimum": 0 }
             ]
         })

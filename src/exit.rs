@@ -1,7 +1,9 @@
 //! Named exit codes: the one place the process status contract of DESIGN.md lives.
 //!
 //! CI systems branch on these numbers, so they are constants with documentation rather than
-//! literals scattered through the command handlers.
+//! literals scattered through the command handlers. When a command has several outcomes at
+//! once (a benchmark failed *and* the verdict says no baseline), [`ExitStatus::combine`] picks
+//! the one that is reported, so every handler follows the same precedence.
 
 /// Documented exit statuses of `kgate`.
 pub enum ExitStatus {}
@@ -19,4 +21,45 @@ impl ExitStatus {
     pub const NO_BASELINE: u8 = 4;
     /// Interrupted by SIGINT or SIGTERM; nothing was written (128 + SIGINT, as shells report it).
     pub const INTERRUPTED: u8 = 130;
+
+    /// The status to exit with when a command has two outcomes: the one that takes precedence.
+    ///
+    /// Precedence, strongest first: interrupted, error, regression, no baseline, inconclusive,
+    /// pass. An error wins over every verdict (DESIGN.md's contract: a gate that could not run a
+    /// benchmark must not report that benchmark's absence as a verdict). Note that the numeric
+    /// order is not the precedence (`4 > 2`), so `max` is wrong here. A code outside the
+    /// documented set counts as an error.
+    pub fn combine(a: u8, b: u8) -> u8 {
+        if Self::rank(b) > Self::rank(a) { b } else { a }
+    }
+
+    fn rank(code: u8) -> u8 {
+        match code {
+            Self::PASS => 0,
+            Self::INCONCLUSIVE => 1,
+            Self::NO_BASELINE => 2,
+            Self::REGRESSION => 3,
+            Self::INTERRUPTED => 5,
+            _ => 4, // ERROR and anything undocumented
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ExitStatus as E;
+
+    #[test]
+    fn an_error_wins_over_every_verdict_in_either_order() {
+        for verdict in [E::PASS, E::REGRESSION, E::INCONCLUSIVE, E::NO_BASELINE] {
+            assert_eq!(E::combine(E::ERROR, verdict), E::ERROR);
+            assert_eq!(E::combine(verdict, E::ERROR), E::ERROR);
+            assert_eq!(E::combine(verdict, verdict), verdict);
+            assert_eq!(E::combine(verdict, E::PASS), verdict);
+            assert_eq!(E::combine(E::INTERRUPTED, verdict), E::INTERRUPTED);
+        }
+        assert_eq!(E::combine(E::INCONCLUSIVE, E::REGRESSION), E::REGRESSION);
+        assert_eq!(E::combine(E::NO_BASELINE, E::INCONCLUSIVE), E::NO_BASELINE);
+        assert_eq!(E::combine(E::INTERRUPTED, E::ERROR), E::INTERRUPTED);
+    }
 }

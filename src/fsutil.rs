@@ -3,6 +3,14 @@
 //! Results, reports and baselines are the gate's memory: a crash or Ctrl-C half-way through
 //! writing one must never leave a truncated file behind. Everything is written to a temporary
 //! file in the destination folder and renamed into place, which is atomic on POSIX filesystems.
+//!
+//! Permissions: results, reports and baselines are meant to be shared (with CI artifacts, a
+//! team's server, the web server that serves an HTML report), so a new file gets the mode any
+//! other tool would give it, `0666 & !umask` (0644 under the usual umask 022), not the
+//! temporary file's private 0600. Replacing an existing file keeps that file's permission
+//! bits, as `sed -i` and editors do, so a mode someone chose (`chmod 600 report.json`) survives
+//! a rewrite; a file that earlier kgate versions wrote with 0600 keeps 0600 until it is
+//! `chmod`ed or removed.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -42,10 +50,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8], overwrite: Overwrite) -> Result<(
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&dir).map_err(io_err)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".kgate-tmp-")
-        .tempfile_in(&dir)
-        .map_err(io_err)?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".kgate-tmp-");
+    // Created as 0666 and so masked by the umask, like any new file (the default is 0600).
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let mut tmp = builder.tempfile_in(&dir).map_err(io_err)?;
+    if overwrite == Overwrite::Allow
+        && let Ok(existing) = std::fs::metadata(path)
+        && existing.is_file()
+    {
+        tmp.as_file()
+            .set_permissions(existing.permissions())
+            .map_err(io_err)?;
+    }
     tmp.write_all(bytes).map_err(io_err)?;
     tmp.as_file().sync_all().map_err(io_err)?;
     match overwrite {

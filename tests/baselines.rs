@@ -250,6 +250,83 @@ fn baselines_are_read_from_the_merge_base_of_a_ref_without_checkout() {
     );
 }
 
+/// `check --against main` on a branch measures what the branch started from, not main's tip:
+/// main got faster after the branch forked, and the branch itself changed nothing, so only
+/// `--against-tip` (which measures the tip) sees a "regression".
+#[test]
+fn check_against_a_ref_measures_its_merge_base_and_against_tip_its_tip() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    init_repo(dir);
+    write(
+        dir,
+        "kgate.yaml",
+        "defaults: {warmup: 0, repetitions: 8, captures: [protocol]}\n\
+         benchmarks:\n  - name: mm\n    command: [sh, bench.sh]\n    \
+         metrics: {kernel_time: {threshold: 5%, source: timer}}\n",
+    );
+    // The kernel time is the committed `speed.txt`, with a little spread.
+    write(
+        dir,
+        "bench.sh",
+        "v=$(cat speed.txt)\nprintf '{\"metric\": \"kernel_time\", \"value\": %d, \"unit\": \"us\", \"source\": \"timer\"}\\n' $((v + KGATE_REPETITION % 3)) >> \"$KGATE_PROTOCOL_FILE\"\n",
+    );
+    write(dir, "speed.txt", "100\n");
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", "kernel at 100 us"]);
+    let fork = git(dir, &["rev-parse", "HEAD"]);
+    git(dir, &["checkout", "-qb", "feature"]);
+    write(dir, "notes.txt", "the branch does not touch the kernel\n");
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", "feature"]);
+    let feature = git(dir, &["rev-parse", "HEAD"]);
+    git(dir, &["checkout", "-q", "main"]);
+    write(dir, "speed.txt", "60\n");
+    git(dir, &["commit", "-qam", "main: kernel at 60 us"]);
+    let tip = git(dir, &["rev-parse", "HEAD"]);
+    git(dir, &["checkout", "-q", "feature"]);
+
+    let check = |flags: &[&str]| {
+        kgate(dir)
+            .args(["check", "--no-progress", "--format", "json"])
+            .args(flags)
+            .output()
+            .unwrap()
+    };
+    let out = check(&["--against", "main"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(stdout_json(&out)["base_commit"], fork.as_str());
+    assert!(
+        stderr_of(&out).contains(&format!(
+            "measuring the merge-base of main and HEAD ({}) interleaved with the work tree",
+            &fork[..12]
+        )),
+        "{}",
+        stderr_of(&out)
+    );
+
+    let out = check(&["--against-tip", "main"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    assert_eq!(stdout_json(&out)["base_commit"], tip.as_str());
+    assert!(
+        stderr_of(&out).contains(&format!("measuring main ({})", &tip[..12])),
+        "{}",
+        stderr_of(&out)
+    );
+
+    // A ref that HEAD contains is its own merge-base: `--against HEAD` is unchanged.
+    let out = check(&["--against", "HEAD"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(stdout_json(&out)["base_commit"], feature.as_str());
+    assert!(
+        stderr_of(&out).contains(&format!("measuring HEAD ({})", &feature[..12])),
+        "{}",
+        stderr_of(&out)
+    );
+    let out = check(&["--against", "main", "--against-tip", "main"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+}
+
 #[test]
 fn history_finds_a_planted_step_at_the_commit_that_made_it() {
     let d = tempfile::tempdir().unwrap();

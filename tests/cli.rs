@@ -417,6 +417,100 @@ fn baselines_are_never_overwritten_silently_and_missing_ones_exit_4() {
         .success();
 }
 
+/// A benchmark with a bimodal kernel time (protocol, source timer): against itself, always
+/// inconclusive; and one that always fails.
+const NOISY_AND_FAILING: &str = r#"defaults: {warmup: 0, repetitions: 10, captures: [protocol]}
+benchmarks:
+  - name: noisy
+    command: 'if [ $((KGATE_REPETITION % 2)) = 0 ]; then v=700; else v=1400; fi; echo "{\"metric\": \"kernel_time\", \"value\": $((v + KGATE_REPETITION)), \"unit\": \"us\", \"source\": \"timer\"}" >> "$KGATE_PROTOCOL_FILE"'
+    metrics: {kernel_time: {source: timer}}
+  - name: fails
+    command: "echo broken >&2; exit 3"
+"#;
+
+/// An error (exit 2) outranks every verdict: no baseline (4) and inconclusive (3) included.
+#[test]
+fn a_failed_benchmark_is_an_error_whatever_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "kgate.yaml", NOISY_AND_FAILING);
+    let out = kgate(d).args(["check", "--no-progress"]).output().unwrap();
+    let err = stderr_of(&out);
+    assert!(err.contains("error: no baseline at"), "{err}");
+    assert!(
+        err.contains("error: benchmark `fails` failed: exited with status 3"),
+        "{err}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{err}");
+
+    kgate(d)
+        .args(["baseline", "save", "--no-progress", "--bench", "noisy"])
+        .assert()
+        .success();
+    // The verdict alone: inconclusive, which fails with --fail-on-inconclusive.
+    kgate(d)
+        .args(["check", "--no-progress", "--bench", "noisy"])
+        .args(["--fail-on-inconclusive"])
+        .assert()
+        .code(3);
+    let out = kgate(d)
+        .args(["check", "--no-progress", "--fail-on-inconclusive"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+}
+
+/// Output files get the mode the umask gives any new file (not a temporary file's 0600); a
+/// replaced file keeps its mode.
+#[cfg(unix)]
+#[test]
+fn written_files_honour_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "kgate.yaml",
+        "defaults: {warmup: 0, repetitions: 2}\nbenchmarks:\n  - {name: a, command: [true]}\n",
+    );
+    let mode = |name: &str| {
+        std::fs::metadata(d.join(name))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let under_umask = |umask: &str, args: &str| {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("umask {umask}; exec \"$KGATE\" {args}"))
+            .env("KGATE", env!("CARGO_BIN_EXE_kgate"))
+            .env_remove("CI")
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args}: {}", stderr_of(&out));
+    };
+    under_umask("022", "run --no-progress -o shared.json");
+    assert_eq!(mode("shared.json"), 0o644);
+    under_umask("077", "run --no-progress -o private.json");
+    assert_eq!(mode("private.json"), 0o600);
+    under_umask("022", "-c new.yaml init");
+    assert_eq!(mode("new.yaml"), 0o644);
+    under_umask("022", "baseline save --no-progress");
+    assert_eq!(mode(".kgate/baselines/default.json"), 0o644);
+    // Replacing a file keeps the mode it has, whatever the umask.
+    std::fs::set_permissions(
+        d.join("shared.json"),
+        std::fs::Permissions::from_mode(0o640),
+    )
+    .unwrap();
+    under_umask("077", "run --no-progress -o shared.json");
+    assert_eq!(mode("shared.json"), 0o640);
+    under_umask("022", "run --no-progress -o private.json");
+    assert_eq!(mode("private.json"), 0o600);
+}
+
 /// The bundled suite end to end: an unchanged tree passes; flipping a variant fails `check`
 /// against the stored baseline and against the previous commit, naming benchmark and change.
 #[test]

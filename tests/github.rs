@@ -894,6 +894,113 @@ fn posting_failures_warn_unless_asked_to_fail() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// `--fail-on-post-error` makes a posting failure an error, and an error (2) outranks the
+/// verdict's status even where that is the larger number: no baseline (4), inconclusive (3).
+#[test]
+fn a_posting_error_outranks_no_baseline_and_inconclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Bimodal kernel times: against themselves, inconclusive.
+    std::fs::write(
+        d.join("kgate.yaml"),
+        r#"defaults: {warmup: 0, repetitions: 10, captures: [protocol]}
+benchmarks:
+  - name: noisy
+    command: 'if [ $((KGATE_REPETITION % 2)) = 0 ]; then v=700; else v=1400; fi; echo "{\"metric\": \"kernel_time\", \"value\": $((v + KGATE_REPETITION)), \"unit\": \"us\", \"source\": \"timer\"}" >> "$KGATE_PROTOCOL_FILE"'
+    metrics: {kernel_time: {source: timer}}
+"#,
+    )
+    .unwrap();
+    // A pull request and no token: the comment cannot be posted.
+    let ci = |extra: &[&str]| {
+        kgate(d)
+            .args(["ci", "--no-progress"])
+            .args(extra)
+            .env("GITHUB_REPOSITORY", "octo-org/kernels")
+            .env("GITHUB_EVENT_NAME", "pull_request")
+            .env("GITHUB_EVENT_PATH", fixture("pull_request.json"))
+            .output()
+            .unwrap()
+    };
+    let out = ci(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("warning: no GitHub token"), "{stderr}");
+    let out = ci(&["--fail-on-post-error"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    kgate(d)
+        .args(["baseline", "save", "--no-progress"])
+        .assert()
+        .success();
+    let out = ci(&["--fail-on", "inconclusive"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = ci(&["--fail-on", "inconclusive", "--fail-on-post-error"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A policy that calls for no comment is named as users write it (`on-change`), not as the Rust
+/// variant (`OnChange`).
+#[test]
+fn a_skipped_comment_names_the_policy_as_users_write_it() {
+    let server = std::thread::spawn(|| {
+        block_on(async {
+            let server = MockServer::start().await;
+            Mock::given(method("GET"))
+                .and(path("/repos/octo-org/kernels/issues/42/comments"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+                .mount(&server)
+                .await;
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(500))
+                .expect(0)
+                .mount(&server)
+                .await;
+            server
+        })
+    })
+    .join()
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Nothing changed, so neither policy creates a comment.
+    std::fs::write(d.join("report.json"), report_json(0, 1).to_string()).unwrap();
+    for policy in ["on-change", "on-regression"] {
+        let out = kgate(d)
+            .args(["comment", "report.json", "--comment", policy])
+            .args(["--comment-author", ACTIONS_BOT])
+            .env("GITHUB_REPOSITORY", "octo-org/kernels")
+            .env("GITHUB_EVENT_NAME", "pull_request")
+            .env("GITHUB_EVENT_PATH", fixture("pull_request.json"))
+            .env("GITHUB_API_URL", server.uri())
+            .env("GITHUB_TOKEN", "t")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "kgate: no comment on #42: the `{policy}` policy does not call for one"
+            )),
+            "{stderr}"
+        );
+    }
+}
+
 #[test]
 fn comment_refuses_an_untrusted_pull_request_target_checkout() {
     let dir = tempfile::tempdir().unwrap();

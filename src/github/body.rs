@@ -224,6 +224,17 @@ pub enum CommentPolicy {
     Never,
 }
 
+/// The name users write (`on-change`), as `--comment` and the action's `comment` input take it.
+impl std::fmt::Display for CommentPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use clap::ValueEnum;
+        match self.to_possible_value() {
+            Some(value) => f.write_str(value.get_name()),
+            None => Ok(()),
+        }
+    }
+}
+
 impl CommentPolicy {
     /// Whether a new comment may be created for this report. An existing comment is updated
     /// whenever the policy is not `never`, so that it never shows a stale verdict.
