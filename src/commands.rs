@@ -428,11 +428,14 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
     )?;
     scale::apply_waivers(&root, &mut report)?;
     report.evidence = Some(Evidence::from_runs(Some(&base), &head));
-    emit_report(
+    let status = emit_report(
         &report,
         &args.report,
         gate.is_some_and(|g| g.fail_on_inconclusive),
-    )
+    )?;
+    // A benchmark that failed on either side is an error, as in `check`.
+    let failures = ExitStatus::combine(report_failures(&base), report_failures(&head));
+    Ok(ExitStatus::combine(failures, status))
 }
 
 fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {

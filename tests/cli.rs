@@ -458,6 +458,22 @@ fn a_failed_benchmark_is_an_error_whatever_the_verdict() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+
+    // `compare` of results holding a failed benchmark is an error too, not a pass.
+    kgate(d)
+        .args(["run", "--no-progress", "-o", "with-failure.json"])
+        .assert()
+        .code(2);
+    let out = kgate(d)
+        .args(["compare", "with-failure.json", "with-failure.json"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("error: benchmark `fails` failed: exited with status 3"),
+        "{err}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{err}");
 }
 
 /// Output files get the mode the umask gives any new file (not a temporary file's 0600); a
