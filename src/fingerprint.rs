@@ -3,7 +3,8 @@
 //! A timing means little without the machine it came from. Every result records the CPU model
 //! and core count, the OS and kernel, kgate's version, the git revision (with a dirty flag) and
 //! the versions of the tools used, so that comparisons across machines can be refused or at
-//! least flagged.
+//! least flagged. Imported results take their device from the files instead
+//! (`import::device`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -42,7 +43,16 @@ pub struct Fingerprint {
     /// Accelerator clocks (such as `sm_max_mhz`, `mem_max_mhz`), where detected.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub clocks: BTreeMap<String, String>,
+    /// The results were imported (`kgate import`) from files written elsewhere. The
+    /// accelerator, driver, clocks and tools are then the ones the files name (absent where
+    /// they name none, never this machine's), and the host fields are `unknown` (or what the
+    /// files say) when the files name a device; see docs/accelerators.md.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub imported: bool,
 }
+
+/// The value of a host field that the imported files do not name.
+pub const UNKNOWN: &str = "unknown";
 
 /// A git revision and whether the work tree had uncommitted changes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -56,6 +66,12 @@ pub struct GitRevision {
 impl Fingerprint {
     /// Reads the fingerprint of this machine; `repo` is a folder inside the measured work tree.
     pub fn capture(repo: &Path) -> Fingerprint {
+        Fingerprint::capture_host(repo).with_accelerator(crate::accelerator::detect())
+    }
+
+    /// This machine's fingerprint without its accelerator (`nvidia-smi` is not asked): the
+    /// base of imported results, whose device comes from the files.
+    pub fn capture_host(repo: &Path) -> Fingerprint {
         Fingerprint {
             cpu_model: cpu_model(),
             cores: std::thread::available_parallelism()
@@ -70,7 +86,6 @@ impl Fingerprint {
             tools: BTreeMap::new(),
             ..Fingerprint::default()
         }
-        .with_accelerator(crate::accelerator::detect())
     }
 
     fn with_accelerator(mut self, found: Option<crate::accelerator::Accelerator>) -> Fingerprint {

@@ -746,6 +746,13 @@ fn results_for(
             environment.tools.insert(program, v);
         }
     }
+    // ncu's first line of `--version` is its name, not its version: the parsed version, as
+    // the import records it from the same output.
+    if captures.contains(&CaptureKind::Ncu)
+        && let Some(v) = crate::capture_ncu::version()
+    {
+        environment.tools.insert("ncu".into(), v);
+    }
     RunResults {
         schema_version: RESULTS_SCHEMA_VERSION,
         kgate_version: env!("CARGO_PKG_VERSION").to_string(),

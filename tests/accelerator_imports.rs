@@ -738,3 +738,165 @@ fn criterion_fixture_from_a_real_run() {
         vec![est["mean"]["point_estimate"].as_f64().unwrap()]
     );
 }
+
+#[test]
+fn imports_record_the_device_their_files_name() {
+    let Some(c) = corpus() else { return };
+    let unknown = kgate::fingerprint::UNKNOWN;
+    // ncu raw page: the display name and the clock attributes (kHz) of the device.
+    let r = run(
+        ImportFormat::Ncu,
+        &[c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv")],
+    );
+    let env = &r.environment;
+    assert!(env.imported);
+    assert_eq!(env.accelerator.as_deref(), Some("NVIDIA B200"));
+    assert_eq!(env.clocks["sm_max_mhz"], "1965");
+    assert_eq!(env.clocks["mem_max_mhz"], "3996");
+    assert_eq!(env.driver, None);
+    assert!(env.tools.is_empty(), "no `ncu --version` output was given");
+    assert_eq!((env.cpu_model.as_str(), env.cores), (unknown, 0));
+    assert_eq!((env.arch.as_str(), env.os.as_str()), (unknown, unknown));
+
+    // The details page names only the compute capability; ncu's version comes from the
+    // `ncu --version` output given alongside.
+    let r = run(
+        ImportFormat::Ncu,
+        &[
+            c.join("ncu/olajide_ncu_version.txt"),
+            c.join("ncu/olajide_rtx5070_saxpy_metrics.csv"),
+            c.join("ncu/olajide_rtx5070_gemm_tiled_metrics.csv"),
+        ],
+    );
+    let env = &r.environment;
+    assert_eq!(env.accelerator.as_deref(), Some("compute capability 12.0"));
+    assert_eq!(
+        env.tools["ncu"],
+        "2026.2.1.0 (build 38283040) (public-release)"
+    );
+    assert_eq!(env.cpu_model, unknown);
+    let r = run(
+        ImportFormat::Ncu,
+        &[c.join("ncu/superbenchmark_cublaslt_ncu.log")],
+    );
+    assert_eq!(
+        r.environment.accelerator.as_deref(),
+        Some("compute capability 10.0")
+    );
+
+    // Omniperf's sysinfo names the GPU, its clocks, ROCm and the host it ran on.
+    let dir = c.join("rocprof");
+    let r = run(
+        ImportFormat::Rocprof,
+        &[
+            dir.join("omniperf2_rocprofv2_mi300x_SQ_LEVEL_WAVES.csv"),
+            dir.join("omniperf2_mi300x_sysinfo.csv"),
+        ],
+    );
+    let env = &r.environment;
+    assert_eq!(env.accelerator.as_deref(), Some("MI300X_A1"));
+    assert_eq!(env.clocks["sm_max_mhz"], "2100");
+    assert_eq!(env.clocks["mem_max_mhz"], "1300");
+    assert_eq!(env.tools["rocm"], "6.2.0-13611");
+    assert_eq!(env.cpu_model, "AMD Ryzen 9 7950X 16-Core Processor");
+    assert_eq!(env.os, "Ubuntu 22.04.4 LTS");
+    assert_eq!(env.kernel, "5.18.2-mi300-build-140423-ubuntu-22.04+");
+    assert_eq!((env.arch.as_str(), env.cores), (unknown, 0));
+    // rocprof v1 CSV names no device: the importing host stays, without an accelerator.
+    let r = run(
+        ImportFormat::Rocprof,
+        &[dir.join("rocprof_v1_mi100_timestamps.csv")],
+    );
+    let env = &r.environment;
+    assert!(env.imported);
+    assert_eq!(env.accelerator, None);
+    assert!(env.clocks.is_empty() && env.driver.is_none());
+    assert_eq!(env.arch, std::env::consts::ARCH);
+    assert_ne!(env.cpu_model, unknown);
+
+    // Proton: the devices the kernels ran on, from the device table.
+    let r = run(
+        ImportFormat::Proton,
+        &[c.join("proton/proton_test_examples_triton.json")],
+    );
+    let env = &r.environment;
+    assert_eq!(env.accelerator.as_deref(), Some("CUDA arch 86, 16 SMs"));
+    assert_eq!(env.clocks["sm_max_mhz"], "1140");
+    assert_eq!(env.clocks["mem_max_mhz"], "5501");
+    let r = run(
+        ImportFormat::Proton,
+        &[c.join("proton/proton_test_examples_cuda.json")],
+    );
+    assert_eq!(
+        r.environment.accelerator.as_deref(),
+        Some("CUDA arch 89, 128 SMs; CUDA arch 90, 132 SMs"),
+        "foo1 ran on device 0, foo0 on device 1"
+    );
+    assert_eq!(r.environment.clocks["sm_max_mhz"], "1980; 2625");
+}
+
+#[test]
+fn files_from_different_devices_are_not_samples_of_one_result() {
+    let Some(c) = corpus() else { return };
+    let e = error(
+        ImportFormat::Ncu,
+        &[
+            c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv"),
+            c.join("ncu/olajide_rtx5070_saxpy_metrics.csv"),
+        ],
+    );
+    assert!(e.contains("olajide_rtx5070_saxpy_metrics.csv"), "{e}");
+    assert!(
+        e.contains(
+            "names accelerator `compute capability 12.0` where the files before it name `NVIDIA B200`"
+        ),
+        "{e}"
+    );
+    let e = error(
+        ImportFormat::Proton,
+        &[
+            c.join("proton/proton_test_examples_triton.json"),
+            c.join("proton/proton_test_examples_hip.json"),
+        ],
+    );
+    assert!(e.contains("names accelerator `HIP arch gfx90a"), "{e}");
+}
+
+/// Through the command line, on a machine whose own GPU (its `nvidia-smi`) is an H200: an
+/// import names the device of its files, or none, never this one.
+#[test]
+fn imports_never_claim_the_importing_machines_gpu() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = common::path_with_fake_nvidia_smi(tmp.path());
+    let import = |format: &str, file: &Path| -> serde_json::Value {
+        let out = common::kgate(tmp.path())
+            .env("PATH", &path)
+            .args(["-c", "absent.yaml", "import", format])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::stderr_of(&out));
+        let results: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        results["environment"].clone()
+    };
+    let gbench =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gbench/sum_repetitions.json");
+    let env = import("gbench", &gbench);
+    for field in ["accelerator", "driver", "clocks"] {
+        assert!(env.get(field).is_none(), "{field}: {env}");
+    }
+    assert_eq!(env["imported"], true);
+    assert_ne!(
+        env["cpu_model"],
+        kgate::fingerprint::UNKNOWN,
+        "a CPU benchmark keeps the host"
+    );
+    let Some(c) = corpus() else { return };
+    let env = import(
+        "ncu",
+        &c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv"),
+    );
+    assert_eq!(env["accelerator"], "NVIDIA B200");
+    assert!(env.get("driver").is_none(), "{env}");
+    assert_eq!(env["clocks"]["sm_max_mhz"], "1965");
+}

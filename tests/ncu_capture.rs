@@ -205,3 +205,40 @@ fn the_cuda_example_configuration_is_valid() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("valid, 2 benchmarks"), "{text}");
 }
+
+/// ncu's version is part of the environment key, as perf's and valgrind's are: a live run
+/// records it in the fingerprint's tools, and results of another ncu version are refused.
+#[test]
+fn the_ncu_version_is_recorded_in_the_environment_and_keys_it() {
+    let Some(c) = corpus() else { return };
+    let csv = c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv");
+    let dir = tempfile::tempdir().unwrap();
+    let (output, _, out) = run_under_fake_ncu(dir.path(), "[sh, -c, \"exit 0\"]", &csv);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut results: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(
+        results["environment"]["tools"]["ncu"], "2026.2.1.0 (build 38283040) (public-release)",
+        "the parsed version, not the first line of `ncu --version`"
+    );
+    results["environment"]["tools"]["ncu"] = "2025.1.0.0 (build 35237751) (public-release)".into();
+    let older = dir.path().join("older-ncu.json");
+    std::fs::write(&older, results.to_string()).unwrap();
+    let compared = cargo_bin_cmd!("kgate")
+        .current_dir(dir.path())
+        .env_remove("CI")
+        .arg("compare")
+        .arg(&older)
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&compared.stderr);
+    assert_eq!(compared.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("tools.ncu: `2025.1.0.0 (build 35237751) (public-release)` vs `2026.2.1.0 (build 38283040) (public-release)`"),
+        "{stderr}"
+    );
+}

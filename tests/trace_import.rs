@@ -3,11 +3,12 @@
 //! Expected numbers were read from the files themselves.
 
 mod common;
-use common::corpus;
+use common::{corpus, path_with_fake_nvidia_smi, stderr_of};
 
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use kgate::fingerprint::{Fingerprint, UNKNOWN};
 use kgate::import::trace::{COUNTERS_BENCHMARK, KERNEL_TIME, TraceSamples, TraceSelection};
 use kgate::import::{chrome_trace, xplane};
 
@@ -399,4 +400,199 @@ fn accelerator_example_scripts_parse() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// The environment that results imported from a file of these samples get.
+fn environment(s: &TraceSamples) -> Fingerprint {
+    s.device.environment(Path::new("."))
+}
+
+#[test]
+fn traces_name_their_device_driver_and_tools() {
+    let Some(dir) = corpus() else { return };
+    for file in [
+        "kineto_h100_before_fix_trace.json",
+        "kineto_h100_after_fix_trace.json",
+    ] {
+        let env = environment(&chrome(&dir, file, &TraceSelection::default()));
+        assert!(env.imported, "{file}");
+        assert_eq!(env.accelerator.as_deref(), Some("NVIDIA H100"), "{file}");
+        assert_eq!(
+            env.driver.as_deref(),
+            Some("CUDA 13.0"),
+            "{file}: cuda_driver_version 13000"
+        );
+        assert_eq!(env.tools["cuda_runtime"], "12.9", "{file}: 12090");
+        assert_eq!(env.tools["cupti"], "28", "{file}");
+        assert_eq!(env.tools.len(), 2, "{file}");
+        // The trace names its GPU, so this machine's CPU and OS say nothing about it.
+        assert_eq!((env.cpu_model.as_str(), env.cores), (UNKNOWN, 0), "{file}");
+        assert_eq!((env.arch.as_str(), env.os.as_str()), (UNKNOWN, UNKNOWN));
+    }
+    // Eight identical GPUs are one device; the 2021 schema says `computeProperties`.
+    for file in [
+        "kineto_v100_resnet50_worker0.pt.trace.json.gz",
+        "kineto_v100_2021_gpu_metrics_input.json",
+    ] {
+        let env = environment(&chrome(&dir, file, &TraceSelection::default()));
+        assert_eq!(
+            env.accelerator.as_deref(),
+            Some("Tesla V100-DGXS-32GB"),
+            "{file}"
+        );
+        assert_eq!(env.driver, None, "{file}");
+        assert!(env.tools.is_empty(), "{file}");
+    }
+    // A browser trace names no device: the importing host stays, with no accelerator.
+    let all = select(&["."], None, None);
+    let env = environment(&chrome(&dir, "catapult_x_event_trace.json", &all));
+    assert_eq!(env.accelerator, None);
+    assert_eq!(env.arch, std::env::consts::ARCH);
+    assert_ne!(env.cpu_model, UNKNOWN);
+
+    let path =
+        dir.join("xplane/tf_gpu_multi_worker_34.83.195.179_6003.device_planes_only.xplane.pb");
+    let env = environment(&xplane::read_file(&path, &TraceSelection::default()).unwrap());
+    assert_eq!(
+        env.accelerator.as_deref(),
+        Some("GPU (compute capability 7.0, 80 cores)"),
+        "eight `/device:GPU:n` planes of V100s, which name no model"
+    );
+    assert_eq!(env.clocks["sm_max_mhz"], "1530", "clock_rate 1530000 kHz");
+    assert_eq!(env.cpu_model, UNKNOWN);
+
+    // The JAX CPU profile names no device, but the JAX version that wrote it.
+    let s = xplane::read_file(&data("jax_cpu.xplane.pb"), &TraceSelection::default()).unwrap();
+    let env = environment(&s);
+    assert_eq!(env.accelerator, None);
+    assert_eq!(env.tools["jax"], "0.10.2");
+    assert_eq!(env.tools["jaxlib"], "0.10.2");
+    assert_eq!(env.arch, std::env::consts::ARCH);
+}
+
+/// A trace as libkineto writes it, reduced to what the import reads: `deviceProperties` of
+/// one GPU, optionally the CUDA versions, and one `kernel` event per launch (durations in µs).
+fn kineto_trace(gpu: &str, cuda: bool, durations_us: &[f64]) -> String {
+    let mut ts = 1_000.0;
+    let events: Vec<serde_json::Value> = durations_us
+        .iter()
+        .map(|dur| {
+            let event = serde_json::json!({
+                "ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7,
+                "ts": ts, "dur": dur, "args": {"device": 0, "stream": 7}
+            });
+            ts += dur + 5.0;
+            event
+        })
+        .collect();
+    let mut doc = serde_json::json!({
+        "schemaVersion": 1,
+        "deviceProperties": [{"id": 0, "name": gpu, "computeMajor": 9, "computeMinor": 0, "numSms": 132}],
+        "displayTimeUnit": "ms",
+        "traceEvents": events,
+    });
+    if cuda {
+        doc["cuda_driver_version"] = 13000.into();
+        doc["cuda_runtime_version"] = 12090.into();
+        doc["cupti_version"] = 28.into();
+    }
+    doc.to_string()
+}
+
+/// `kgate import chrome-trace FILE -o OUT` in `dir`, on a machine whose own GPU is an H200.
+fn import_trace(dir: &Path, file: &str, out: &str) -> serde_json::Value {
+    Command::cargo_bin("kgate")
+        .unwrap()
+        .current_dir(dir)
+        .env("PATH", path_with_fake_nvidia_smi(dir))
+        .args([
+            "-c",
+            "absent.yaml",
+            "import",
+            "chrome-trace",
+            file,
+            "-o",
+            out,
+        ])
+        .assert()
+        .success();
+    serde_json::from_str(&std::fs::read_to_string(dir.join(out)).unwrap()).unwrap()
+}
+
+#[test]
+fn compare_refuses_imports_from_different_devices_and_compares_the_same_device() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let h100_us = [100.0, 101.0, 99.0, 100.5, 100.2, 99.8, 100.1, 100.3];
+    let slower: Vec<f64> = h100_us.iter().map(|t| t * 1.27).collect();
+    common::write(
+        dir,
+        "h100.json",
+        &kineto_trace("NVIDIA H100", true, &h100_us),
+    );
+    common::write(
+        dir,
+        "h100_slower.json",
+        &kineto_trace("NVIDIA H100", true, &slower),
+    );
+    common::write(
+        dir,
+        "mi300x.json",
+        &kineto_trace("AMD Instinct MI300X", false, &slower),
+    );
+    let h100 = import_trace(dir, "h100.json", "h100.results.json");
+    assert_eq!(
+        h100["environment"]["accelerator"], "NVIDIA H100",
+        "not this machine's H200"
+    );
+    assert_eq!(h100["environment"]["driver"], "CUDA 13.0");
+    assert_eq!(h100["environment"]["imported"], true);
+    assert_eq!(h100["environment"]["cpu_model"], UNKNOWN);
+    let mi300x = import_trace(dir, "mi300x.json", "mi300x.results.json");
+    assert_eq!(mi300x["environment"]["accelerator"], "AMD Instinct MI300X");
+    assert!(
+        mi300x["environment"].get("driver").is_none(),
+        "the trace names no driver, and this machine's is not the trace's"
+    );
+    import_trace(dir, "h100_slower.json", "h100_slower.results.json");
+
+    let refused = Command::cargo_bin("kgate")
+        .unwrap()
+        .current_dir(dir)
+        .args([
+            "-c",
+            "absent.yaml",
+            "compare",
+            "h100.results.json",
+            "mi300x.results.json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = stderr_of(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("accelerator: `NVIDIA H100` vs `AMD Instinct MI300X`"),
+        "{stderr}"
+    );
+
+    // Two imports naming the same GPU compare (here: a regression), whichever machine imported
+    // them.
+    let compared = Command::cargo_bin("kgate")
+        .unwrap()
+        .current_dir(dir)
+        .args([
+            "-c",
+            "absent.yaml",
+            "compare",
+            "h100.results.json",
+            "h100_slower.results.json",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(compared.status.code(), Some(1), "{}", stderr_of(&compared));
+    let report: serde_json::Value = serde_json::from_slice(&compared.stdout).unwrap();
+    assert_eq!(report["verdict"], "regressed");
+    assert_eq!(report["benchmarks"][0]["name"], "gemm_kernel");
 }

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::device::Device;
 use super::{ImportError, Policies, run_results};
 use crate::capture::Collector;
 use crate::metric::{Direction, Source};
@@ -21,6 +22,8 @@ pub struct Benchmarks<'p> {
     collectors: BTreeMap<String, Collector<'p>>,
     /// The file being read, named in errors.
     file: PathBuf,
+    /// What the files read so far say about the device they were measured on.
+    device: Device,
 }
 
 impl<'p> Benchmarks<'p> {
@@ -32,6 +35,7 @@ impl<'p> Benchmarks<'p> {
             order: Vec::new(),
             collectors: BTreeMap::new(),
             file: PathBuf::new(),
+            device: Device::default(),
         }
     }
 
@@ -94,6 +98,17 @@ impl<'p> Benchmarks<'p> {
             .insert(key.to_string(), value.to_string());
     }
 
+    /// Records the device that `path` names (an empty [`Device`] names none); a device other
+    /// than the one earlier files named is an error.
+    pub fn device(&mut self, path: &Path, found: Device) -> Result<(), ImportError> {
+        self.device
+            .merge(found)
+            .map_err(|message| ImportError::Content {
+                path: path.to_path_buf(),
+                message,
+            })
+    }
+
     /// Names seen so far.
     pub fn names(&self) -> &[String] {
         &self.order
@@ -118,7 +133,7 @@ impl<'p> Benchmarks<'p> {
             .filter_map(|n| self.collectors.remove(n))
             .map(Collector::finish)
             .collect();
-        run_results(benchmarks)
+        run_results(benchmarks, &self.device)
     }
 }
 

@@ -21,6 +21,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 
 use rustc_hash::FxHashMap;
 
+use super::device::{Device, cuda_version};
 use super::json_scan::{Kind, RawStr, Scanner, Stop, Value};
 use super::trace::{TraceSamples, TraceSelection, import_files};
 use super::{ImportError, Policies};
@@ -458,8 +459,8 @@ impl<R: Read> Input<R> {
             .map_err(|f| f.describe("invalid trace"))
     }
 
-    /// The body of `{ ... }` after its `{`: `traceEvents` is streamed, `displayTimeUnit` kept,
-    /// other keys skipped.
+    /// The body of `{ ... }` after its `{`: `traceEvents` is streamed, `displayTimeUnit` and
+    /// what names the device (`deviceProperties`, `*_version`) kept, other keys skipped.
     fn document(&mut self, agg: &mut Aggregator<'_>, after_events: bool) -> Result<Walked, String> {
         let mut saw_events = after_events;
         loop {
@@ -511,6 +512,18 @@ impl<R: Read> Input<R> {
                     .map_err(|f| f.describe(format_args!("`displayTimeUnit` at byte {at}")))?
                     .ok_or_else(ends_inside)?;
                 agg.display_time_unit = Some(unit);
+            } else if names_device(&key) {
+                let raw = self
+                    .scan(|s| {
+                        let start = s.pos;
+                        s.skip_value()?;
+                        Ok(s.buf[start..s.pos].to_vec())
+                    })
+                    .map_err(|f| f.describe(format_args!("invalid value of `{key}` at byte {at}")))?
+                    .ok_or_else(ends_inside)?;
+                if let Ok(value) = serde_json::from_slice(&raw) {
+                    agg.metadata.push((key, value));
+                }
             } else if key == "traceEvents" {
                 return Err(format!("`traceEvents` at byte {at} is not an array"));
             } else {
@@ -623,6 +636,60 @@ impl<R: Read> Input<R> {
             )),
         }
     }
+}
+
+/// Whether a top-level key says what the trace was measured on: Kineto's `deviceProperties`
+/// (`computeProperties` in 2021 traces) and versions (`cuda_driver_version`,
+/// `cuda_runtime_version`, `cupti_version`).
+fn names_device(key: &str) -> bool {
+    key == "deviceProperties" || key == "computeProperties" || key.ends_with("_version")
+}
+
+/// The device that a trace's top-level keys name: each listed GPU's `name` (its compute
+/// capability where it has none), the CUDA driver as the driver, and the other versions
+/// (`cuda_runtime`, `cupti`, …) as tools. CUDA's encoded versions (`12090`) are written out
+/// (`12.9`).
+fn trace_device(metadata: &[(String, serde_json::Value)]) -> Device {
+    use serde_json::Value as Json;
+    let text = |v: &Json| match v {
+        Json::String(s) => Some(s.clone()),
+        Json::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    let mut device = Device::default();
+    for (key, value) in metadata {
+        match key.as_str() {
+            "deviceProperties" | "computeProperties" => {
+                for props in value.as_array().into_iter().flatten() {
+                    let number =
+                        |keys: [&str; 2]| keys.iter().find_map(|k| props.get(*k)?.as_i64());
+                    match props.get("name").and_then(Json::as_str) {
+                        Some(name) if !name.trim().is_empty() => device.accelerator(name),
+                        _ => {
+                            if let Some(major) = number(["computeMajor", "major"]) {
+                                let minor = number(["computeMinor", "minor"]).unwrap_or(0);
+                                device.accelerator(&format!("compute capability {major}.{minor}"));
+                            }
+                        }
+                    }
+                }
+            }
+            "cuda_driver_version" => match value.as_i64() {
+                Some(v) => device.driver(&format!("CUDA {}", cuda_version(v))),
+                None => device.driver(&text(value).unwrap_or_default()),
+            },
+            "cuda_runtime_version" => match value.as_i64() {
+                Some(v) => device.tool("cuda_runtime", &cuda_version(v)),
+                None => device.tool("cuda_runtime", &text(value).unwrap_or_default()),
+            },
+            other => {
+                if let (Some(name), Some(v)) = (other.strip_suffix("_version"), text(value)) {
+                    device.tool(name, &v);
+                }
+            }
+        }
+    }
+    device
 }
 
 /// A process or thread id: a number or a string (Kineto writes `"stream 7"`).
@@ -846,6 +913,8 @@ struct Aggregator<'s> {
     process_names: HashMap<Id, String>,
     thread_names: HashMap<(Id, Id), String>,
     display_time_unit: Option<String>,
+    /// Top-level values that name the device, by key (see [`names_device`]).
+    metadata: Vec<(String, serde_json::Value)>,
     events: u64,
 }
 
@@ -862,6 +931,7 @@ impl<'s> Aggregator<'s> {
             process_names: HashMap::new(),
             thread_names: HashMap::new(),
             display_time_unit: None,
+            metadata: Vec::new(),
             events: 0,
         }
     }
@@ -1013,6 +1083,7 @@ impl<'s> Aggregator<'s> {
         if later.display_time_unit.is_some() {
             self.display_time_unit = later.display_time_unit;
         }
+        self.metadata.extend(later.metadata);
         self.events += later.events;
     }
 
@@ -1058,6 +1129,7 @@ impl<'s> Aggregator<'s> {
         Ok(TraceSamples {
             kernels: kernels.into_iter().map(|(_, n, d)| (n, d)).collect(),
             counters,
+            device: trace_device(&self.metadata),
         })
     }
 }

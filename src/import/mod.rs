@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::CaptureKind;
-use crate::fingerprint::Fingerprint;
 use crate::plan::MetricPolicy;
 use crate::protocol::ProtocolError;
 use crate::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
@@ -20,6 +19,7 @@ pub mod chrome_trace;
 pub mod counters;
 pub mod criterion;
 mod decimal;
+pub mod device;
 pub mod gbench;
 pub mod hyperfine;
 mod json_scan;
@@ -146,13 +146,14 @@ pub fn import_trace(
     }
 }
 
-/// Wraps imported benchmarks in a results file of this machine's fingerprint.
-pub fn run_results(benchmarks: Vec<BenchmarkResult>) -> RunResults {
+/// Wraps imported benchmarks in a results file whose environment is the device the files
+/// name ([`device::Device::environment`]), never this machine's accelerator.
+pub fn run_results(benchmarks: Vec<BenchmarkResult>, device: &device::Device) -> RunResults {
     RunResults {
         schema_version: RESULTS_SCHEMA_VERSION,
         kgate_version: env!("CARGO_PKG_VERSION").to_string(),
         created: crate::results::now_rfc3339(),
-        environment: Fingerprint::capture(Path::new(".")),
+        environment: device.environment(Path::new(".")),
         benchmarks,
     }
 }

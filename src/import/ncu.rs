@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use super::builder::Benchmarks;
 use super::builder::direction_of;
+use super::device::{Device, MEM_MAX_MHZ, SM_MAX_MHZ};
 use super::{ImportError, Policies};
 use crate::metric::{Direction, Source};
 use crate::results::RunResults;
@@ -39,6 +40,15 @@ const IDENTITY_COLUMNS: [&str; 11] = [
 /// The replay-pass count ncu reports on the raw page; kept as provenance, not as a metric.
 pub const REPLAY_PASSES: &str = "profiler__replayer_passes";
 
+/// Columns (raw page) or metric names (details page, text values) that name the device.
+const DEVICE_NAME: [&str; 2] = ["device__attribute_display_name", "Device Name"];
+
+/// Device attributes (kHz) kept as the environment's clocks: column → clock key.
+const DEVICE_CLOCKS: [(&str, &str); 2] = [
+    ("device__attribute_clock_rate", SM_MAX_MHZ),
+    ("device__attribute_memory_clock_rate", MEM_MAX_MHZ),
+];
+
 /// What ncu reported: the metrics seen, launches in file order (when collected) and facts
 /// about the capture.
 #[derive(Debug, Default)]
@@ -54,6 +64,10 @@ pub struct NcuReport {
     pub passes: BTreeMap<String, BTreeSet<String>>,
     /// Device names (`device__attribute_display_name`).
     pub devices: BTreeSet<String>,
+    /// Compute capabilities (the `CC` column, `10.0`).
+    pub compute_capabilities: BTreeSet<String>,
+    /// Clock attributes of the device (kHz), by column name.
+    pub device_clocks: BTreeMap<String, BTreeSet<String>>,
     /// How many cells held `n/a`.
     pub not_available: usize,
     /// Cells with a number in a locale that had to be guessed (`1.234,5`), for the record.
@@ -190,6 +204,7 @@ fn read_details<R: Read>(
     let id_col = column(header, "ID")?;
     let kernel_col = column(header, "Kernel Name")?;
     let section_col = column(header, "Section Name").ok();
+    let cc_col = column(header, "CC").ok();
     let name_col = column(header, "Metric Name")?;
     let unit_col = column(header, "Metric Unit")?;
     let value_col = column(header, "Metric Value")?;
@@ -208,6 +223,16 @@ fn read_details<R: Read>(
         let metric = cell(name_col);
         if metric.is_empty() {
             continue; // a rule row
+        }
+        if let Some(cc) = cc_col.map(cell).filter(|c| !c.trim().is_empty()) {
+            report.compute_capabilities.insert(cc.trim().to_string());
+        }
+        if DEVICE_NAME.contains(&metric) {
+            let name = cell(value_col).trim();
+            if !name.is_empty() {
+                report.devices.insert(name.to_string());
+            }
+            continue;
         }
         let key = (cell(id_col).to_string(), cell(kernel_col).to_string());
         let index = *by_id.entry(key.clone()).or_insert_with(|| {
@@ -253,6 +278,8 @@ enum RawColumn {
     Metric { position: usize, factor: f64 },
     Passes(String),
     DeviceName,
+    ComputeCapability,
+    DeviceClock(String),
 }
 
 /// The wide format: one row per launch, a units row after the header.
@@ -317,6 +344,22 @@ fn read_raw<R: Read>(
                         report.devices.insert(v);
                     }
                 }
+                RawColumn::ComputeCapability => {
+                    let v = String::from_utf8_lossy(field).trim().to_string();
+                    if !v.is_empty() {
+                        report.compute_capabilities.insert(v);
+                    }
+                }
+                RawColumn::DeviceClock(name) => {
+                    let v = String::from_utf8_lossy(field).trim().to_string();
+                    if !v.is_empty() {
+                        report
+                            .device_clocks
+                            .entry(name.clone())
+                            .or_default()
+                            .insert(v);
+                    }
+                }
             }
         }
         report.launch_count += 1;
@@ -326,10 +369,14 @@ fn read_raw<R: Read>(
 }
 
 fn classify(name: &str, unit: &str, metrics: &mut Vec<MetricInfo>) -> RawColumn {
-    if IDENTITY_COLUMNS.contains(&name) {
+    if name == "CC" {
+        RawColumn::ComputeCapability
+    } else if IDENTITY_COLUMNS.contains(&name) {
         RawColumn::Ignore
-    } else if name == "device__attribute_display_name" {
+    } else if DEVICE_NAME.contains(&name) {
         RawColumn::DeviceName
+    } else if DEVICE_CLOCKS.iter().any(|(column, _)| *column == name) {
+        RawColumn::DeviceClock(name.to_string())
     } else if unit == "pass" || name.starts_with(REPLAY_PASSES) {
         RawColumn::Passes(name.to_string())
     } else if name.starts_with("device__attribute_") {
@@ -556,15 +603,16 @@ impl<R: BufRead> Read for CsvLines<R> {
 }
 
 /// Imports ncu CSV files. A file holding `ncu --version` output is not a result: its version is
-/// recorded in the provenance of every benchmark. Launches continue their numbering across
-/// files, so each launch stays one sample.
+/// recorded in the provenance of every benchmark and as the environment's `tools.ncu`. The
+/// device each file names goes to the environment ([`device`]). Launches continue their
+/// numbering across files, so each launch stays one sample.
 pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "ncu");
     let mut version = None;
     let mut offsets: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {
         if let Some(v) = version_file(path) {
-            version = Some(v);
+            version = Some((v, path));
             continue;
         }
         let to_import_error = |e: NcuError| match e {
@@ -615,6 +663,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
             benchmarks.imported(&kernel, path, *total);
             annotate(&report, &mut benchmarks, &kernel);
         }
+        benchmarks.device(path, device(&report))?;
     }
     if benchmarks.names().is_empty()
         && let (Some(_), Some(path)) = (&version, files.first())
@@ -626,12 +675,37 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
                     .into(),
         });
     }
-    if let Some(v) = version {
+    if let Some((v, path)) = version {
         for name in benchmarks.names().to_vec() {
             benchmarks.detail(&name, "ncu.version", &v);
         }
+        let mut tool = Device::default();
+        tool.tool("ncu", &v);
+        benchmarks.device(path, tool)?;
     }
     benchmarks.finish(files)
+}
+
+/// The device a report names: the device name (or, on a details page that has none, the
+/// compute capability of the `CC` column), and the clock attributes of the raw page.
+pub fn device(report: &NcuReport) -> Device {
+    let mut device = Device::default();
+    if report.devices.is_empty() {
+        for cc in &report.compute_capabilities {
+            device.accelerator(&format!("compute capability {cc}"));
+        }
+    }
+    for name in &report.devices {
+        device.accelerator(name);
+    }
+    for (column, clock) in DEVICE_CLOCKS {
+        for khz in report.device_clocks.get(column).into_iter().flatten() {
+            if let Ok(khz) = khz.parse::<f64>() {
+                device.clock_khz(clock, khz);
+            }
+        }
+    }
+    device
 }
 
 /// [`parse_each`] on a thread of its own, handing each launch to `on_launch` on this one:

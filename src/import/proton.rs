@@ -5,7 +5,8 @@
 //! `count` launches and no distribution, so each kernel yields one sample per file, the mean
 //! time per launch (`time`, ns, a device timer), plus `count` and the launch-metadata metrics
 //! (`flops8`…`flops64`, `bytes`) per launch. Kernel nodes are the ones carrying
-//! `device_type`; a kernel reached along several paths is summed before dividing.
+//! `device_type`; a kernel reached along several paths is summed before dividing. The
+//! devices the kernels ran on, from the device table, are the results' accelerator.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::builder::Benchmarks;
+use super::device::{Device, MEM_MAX_MHZ, SM_MAX_MHZ};
 use super::gbench::read_json;
 use super::{ImportError, Policies};
 use crate::metric::Source;
@@ -106,6 +108,7 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
         let mut order = Vec::new();
         walk(&parts[0], path, &mut kernels, &mut order)?;
         let devices = parts.last().filter(|_| parts.len() > 1);
+        let mut device = Device::default();
         for name in order {
             let t = &kernels[&name];
             if t.count <= 0.0 {
@@ -141,8 +144,19 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
                     "proton.device",
                     &format!("{kind} {id}: arch {arch}, {sms} SMs"),
                 );
+                // The environment names each device a kernel ran on, without its index.
+                device.accelerator(&format!("{kind} arch {arch}, {sms} SMs"));
+                for (key, clock) in [
+                    ("clock_rate", SM_MAX_MHZ),
+                    ("memory_clock_rate", MEM_MAX_MHZ),
+                ] {
+                    if let Some(khz) = info.get(key).and_then(Value::as_f64) {
+                        device.clock_khz(clock, khz);
+                    }
+                }
             }
         }
+        benchmarks.device(path, device)?;
     }
     benchmarks.finish(files)
 }

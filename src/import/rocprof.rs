@@ -11,12 +11,14 @@
 //! integers because the timestamps exceed f64's exact range) and one metric per counter. Kernel
 //! names lose the code-object suffixes (`.kd`, ` [clone .kd]`, ` (.kd)`) that differ between
 //! versions, so one kernel keeps one name. Companion files are provenance, not results: an
-//! input file (`pmc: …`), Omniperf's `sysinfo.csv`, and a one-line command file.
+//! input file (`pmc: …`), Omniperf's `sysinfo.csv` (which also names the device and host of
+//! the results' environment), and a one-line command file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::builder::Benchmarks;
+use super::device::{Device, HostField, MEM_MAX_MHZ, SM_MAX_MHZ};
 use super::{ImportError, Policies};
 use crate::metric::Source;
 use crate::results::RunResults;
@@ -93,6 +95,37 @@ const SYSINFO_KEYS: [&str; 7] = [
     "rocm_version",
     "wave_size",
 ];
+
+/// The machine that Omniperf's `sysinfo.csv` describes: the GPU model (its architecture where
+/// the model is missing), the amdgpu driver, the maximum shader and memory clocks (MHz), the
+/// ROCm version, and the host's CPU, distribution and kernel release.
+fn sysinfo_device<'a>(named: &dyn Fn(&str) -> Option<&'a str>) -> Device {
+    let mut device = Device::default();
+    if let Some(model) = named("gpu_model").or_else(|| named("gpu_arch")) {
+        device.accelerator(model);
+    }
+    if let Some(driver) = named("amd_gpu_kernel_version") {
+        device.driver(driver);
+    }
+    for (key, clock) in [("max_sclk", SM_MAX_MHZ), ("max_mclk", MEM_MAX_MHZ)] {
+        if let Some(mhz) = named(key).and_then(number) {
+            device.clock_mhz(clock, mhz);
+        }
+    }
+    if let Some(v) = named("rocm_version") {
+        device.tool("rocm", v);
+    }
+    for (key, field) in [
+        ("cpu_model", HostField::CpuModel),
+        ("linux_distro", HostField::Os),
+        ("linux_kernel_version", HostField::Kernel),
+    ] {
+        if let Some(v) = named(key) {
+            device.host(field, v);
+        }
+    }
+    device
+}
 
 /// `vecCopy(double*) (.kd)`, `f(short) [clone .kd]`, `__amd_rocclr_fillBuffer.kd` → without
 /// the suffix.
@@ -250,6 +283,14 @@ pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, Impo
                                 .insert(format!("rocprof.{key}"), cell(i).to_string());
                         }
                     }
+                    let named = |key: &str| {
+                        header
+                            .iter()
+                            .position(|h| h == key)
+                            .map(cell)
+                            .filter(|v| !v.is_empty())
+                    };
+                    benchmarks.device(path, sysinfo_device(&named))?;
                 }
                 Kind::Stats => {
                     let col = |n: &str| header.iter().position(|h| h == n);

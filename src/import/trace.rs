@@ -12,6 +12,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
 use super::builder::Benchmarks;
+use super::device::Device;
 use super::{ImportError, Policies};
 use crate::capture::Collector;
 use crate::metric::{Direction, Source};
@@ -147,6 +148,8 @@ pub struct TraceSamples {
     pub kernels: Vec<(String, Vec<f64>)>,
     /// Counter readings: name, time (ns), value.
     pub counters: Vec<(String, f64, f64)>,
+    /// The device (driver, clocks, tool versions) the file names, whatever was selected.
+    pub device: Device,
 }
 
 impl TraceSamples {
@@ -205,6 +208,7 @@ fn build_results(
         }
     }
     for (path, samples) in files {
+        benchmarks.device(&path, samples.device)?;
         for (kernel, durations) in samples.kernels {
             let collector = benchmarks.get(&kernel);
             let rep = collector.result_mut().repetitions;
@@ -283,10 +287,11 @@ mod tests {
         let a = TraceSamples {
             kernels: vec![("k".into(), vec![1.0, 2.0])],
             counters: vec![("util.value".into(), 5.0, 0.5)],
+            ..TraceSamples::default()
         };
         let b = TraceSamples {
             kernels: vec![("k".into(), vec![3.0]), ("j".into(), vec![4.0])],
-            counters: Vec::new(),
+            ..TraceSamples::default()
         };
         let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
         let r = build_results(

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use prost::Message;
 
+use super::device::{Device, SM_MAX_MHZ};
 use super::trace::{TraceSamples, TraceSelection, import_files};
 use super::xplane_proto::{XEvent, XPlane, XSpace, x_event, x_stat};
 use super::{ImportError, Policies};
@@ -115,7 +116,77 @@ pub fn samples(space: &XSpace, selection: &TraceSelection) -> TraceSamples {
             }
         }
     }
+    out.device = device(space);
     out
+}
+
+/// The device an XSpace names, whatever is selected: for each `/device:GPU:…` or
+/// `/device:TPU:…` plane its `device_type_string` (TPUs), else its vendor, kind and compute
+/// capability with its core count (`Nvidia GPU (compute capability 7.0, 80 cores)`), and its
+/// `clock_rate` (kHz) as the SM clock; the JAX versions that `/host:metadata` records as tools.
+pub fn device(space: &XSpace) -> Device {
+    let mut device = Device::default();
+    for plane in &space.planes {
+        let stat = |wanted: &str| {
+            let id = plane.stat_metadata.values().find(|m| m.name == wanted)?.id;
+            plane
+                .stats
+                .iter()
+                .find(|s| s.metadata_id == id)?
+                .value
+                .as_ref()
+        };
+        let text = |wanted: &str| match stat(wanted)? {
+            x_stat::Value::StrValue(v) if !v.trim().is_empty() => Some(v.trim().to_string()),
+            x_stat::Value::RefValue(id) => plane
+                .stat_metadata
+                .get(&(*id as i64))
+                .map(|m| m.name.clone()),
+            _ => None,
+        };
+        let number = |wanted: &str| match stat(wanted)? {
+            x_stat::Value::Int64Value(v) => Some(*v as f64),
+            x_stat::Value::Uint64Value(v) => Some(*v as f64),
+            x_stat::Value::DoubleValue(v) => Some(*v),
+            _ => None,
+        };
+        if plane.name == "/host:metadata" {
+            for tool in ["jax", "jaxlib"] {
+                if let Some(v) = text(&format!("{tool}_version")) {
+                    device.tool(tool, &v);
+                }
+            }
+            continue;
+        }
+        let Some(kind) = plane
+            .name
+            .strip_prefix("/device:")
+            .and_then(|rest| rest.split(':').next())
+            .filter(|k| *k == "GPU" || *k == "TPU")
+        else {
+            continue;
+        };
+        let name = text("device_type_string").unwrap_or_else(|| {
+            let mut name = match text("device_vendor") {
+                Some(vendor) => format!("{vendor} {kind}"),
+                None => kind.to_string(),
+            };
+            if let Some(major) = number("compute_cap_major") {
+                let minor = number("compute_cap_minor").unwrap_or(0.0);
+                name.push_str(&format!(" (compute capability {major}.{minor}"));
+                if let Some(cores) = number("core_count") {
+                    name.push_str(&format!(", {cores} cores"));
+                }
+                name.push(')');
+            }
+            name
+        });
+        device.accelerator(&name);
+        if let Some(khz) = number("clock_rate") {
+            device.clock_khz(SM_MAX_MHZ, khz);
+        }
+    }
+    device
 }
 
 /// The ids a plane gave the stats kgate reads.

@@ -103,3 +103,25 @@ pub fn use_naive_matmul(dir: &Path) {
     assert_ne!(slow, text, "variants.rs no longer names the blocked matmul");
     std::fs::write(&variants, slow).unwrap();
 }
+
+/// A stand-in `nvidia-smi` in `dir/bin` that reports an NVIDIA H200, as the importing machine's
+/// GPU; returns a `PATH` with it first. Imported files were measured elsewhere, so their
+/// results must not claim this GPU.
+pub fn path_with_fake_nvidia_smi(dir: &Path) -> std::ffi::OsString {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let smi = bin.join("nvidia-smi");
+    std::fs::write(
+        &smi,
+        "#!/bin/sh\necho 'NVIDIA H200, 570.86.15, 1980, 3201, [N/A]'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut path = std::ffi::OsString::from(bin.as_os_str());
+    if let Some(rest) = std::env::var_os("PATH") {
+        path.push(":");
+        path.push(rest);
+    }
+    path
+}
