@@ -1,11 +1,10 @@
 //! Adjustments made to a report after the comparison: counts and verdict recomputed once
 //! waivers or diff-aware selection changed benchmark verdicts, and skipped benchmarks added.
 
-use crate::compare::{
-    self, BenchmarkComparison, ComparePolicy, MetricComparison, Report, RunVerdict, Verdict,
-};
+use crate::compare::{self, BenchmarkComparison, ComparePolicy, MetricComparison, Report};
 use crate::results::RunResults;
 use crate::stats;
+use crate::verdict::{RunVerdict, Verdict};
 
 /// Recomputes the summary counts and the run verdict from the benchmark verdicts.
 pub fn recount(report: &mut Report) {

@@ -11,10 +11,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use crate::capture::Collector;
+use crate::config::NcuConfig;
 use crate::import::ncu::{self, NcuReport};
 
 /// The program run as `ncu`: `$KGATE_NCU` when set, else `ncu` from `PATH`.
@@ -34,66 +32,6 @@ pub const DEFAULT_METRICS: [&str; 8] = [
     "dram__bytes_read.sum",
     "dram__bytes_write.sum",
 ];
-
-/// `ncu` settings of a benchmark (key `ncu` in `kgate.yaml`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NcuConfig {
-    /// Metrics to collect (`--metrics`); default: kernel time, throughputs, cycles, clock and
-    /// DRAM bytes.
-    pub metrics: Option<Vec<String>>,
-    /// `--clock-control`: `base` locks clocks to base (ncu's default in most versions), `none`
-    /// leaves them free.
-    pub clock_control: Option<ClockControl>,
-    /// `--cache-control`: `all` flushes caches before each replay pass, `none` does not.
-    pub cache_control: Option<CacheControl>,
-    /// `--kernel-name`: profile only kernels matching this name (or `regex:…`).
-    pub kernel_name: Option<String>,
-    /// `--launch-skip`: launches to skip before profiling.
-    pub launch_skip: Option<u64>,
-    /// `--launch-count`: launches to profile.
-    pub launch_count: Option<u64>,
-}
-
-/// Values of `--clock-control`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ClockControl {
-    Base,
-    None,
-    Reset,
-    Boost,
-    ForceBoost,
-}
-
-/// Values of `--cache-control`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum CacheControl {
-    All,
-    None,
-}
-
-impl ClockControl {
-    fn as_str(self) -> &'static str {
-        match self {
-            ClockControl::Base => "base",
-            ClockControl::None => "none",
-            ClockControl::Reset => "reset",
-            ClockControl::Boost => "boost",
-            ClockControl::ForceBoost => "force-boost",
-        }
-    }
-}
-
-impl CacheControl {
-    fn as_str(self) -> &'static str {
-        match self {
-            CacheControl::All => "all",
-            CacheControl::None => "none",
-        }
-    }
-}
 
 /// The argument vector that runs `argv` under ncu, writing its CSV to `log`.
 pub fn wrap(settings: &NcuConfig, argv: &[String], log: &Path) -> Vec<String> {
@@ -204,6 +142,7 @@ pub fn version() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{CacheControl, ClockControl};
 
     #[test]
     fn the_command_is_wrapped_with_every_setting() {

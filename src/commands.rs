@@ -16,7 +16,7 @@ use crate::cli::{
     BaselineCommand, CalibrateArgs, CalibrateFormat, CheckArgs, Cli, Commands, CompareArgs,
     ImportArgs, RenderArgs, ReportArgs, RunSelection,
 };
-use crate::compare::{self, ComparePolicy, Design, Report, RunVerdict};
+use crate::compare::{self, ComparePolicy, Design, Report};
 use crate::config::{self, LoadedConfig};
 use crate::evidence::Evidence;
 use crate::exit::ExitStatus;
@@ -27,6 +27,7 @@ use crate::progress;
 use crate::render::{self, Format};
 use crate::results::{RunResults, Status};
 use crate::runner::{self, Revision, RunError};
+use crate::verdict::RunVerdict;
 use crate::worktree::Worktree;
 
 /// Runs a parsed command line and returns the process exit status.
@@ -803,8 +804,8 @@ fn apply_fail_on(status: u8, report: &Report, fail_on: Option<FailOn>) -> u8 {
 pub fn report_annotations(report: &Report, limit: usize) -> Vec<String> {
     let mut lines = Vec::new();
     for (verdict, level) in [
-        (compare::Verdict::Regressed, Level::Error),
-        (compare::Verdict::Inconclusive, Level::Warning),
+        (crate::verdict::Verdict::Regressed, Level::Error),
+        (crate::verdict::Verdict::Inconclusive, Level::Warning),
     ] {
         let mut hits: Vec<(&str, &compare::MetricComparison, &str)> = report
             .benchmarks
@@ -928,7 +929,7 @@ fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
                     "kgate failed",
                     &format!(
                         "kgate stopped with an error: {}",
-                        render::escape_markdown(&format!("{err:#}"))
+                        render::escape::escape_markdown(&format!("{err:#}"))
                     ),
                 ));
             }
@@ -949,7 +950,7 @@ fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
     if let Some(path) = &ctx.step_summary {
         let more = format!(
             "the JSON report `{}`",
-            render::escape_markdown(&args.report.display().to_string())
+            render::escape::escape_markdown(&args.report.display().to_string())
         );
         let markdown = gh_body::fit_markdown(
             &report,
@@ -984,7 +985,7 @@ fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
         let regressions: Vec<&str> = report
             .benchmarks
             .iter()
-            .filter(|b| b.verdict == compare::Verdict::Regressed)
+            .filter(|b| b.verdict == crate::verdict::Verdict::Regressed)
             .map(|b| b.name.as_str())
             .collect();
         let verdict = serde_json::to_value(report.verdict)?

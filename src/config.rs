@@ -66,7 +66,7 @@ pub struct Defaults {
     /// Capture backends (default `[timer]`).
     pub captures: Option<Vec<CaptureKind>>,
     /// Nsight Compute settings for the `ncu` capture.
-    pub ncu: Option<crate::capture_ncu::NcuConfig>,
+    pub ncu: Option<NcuConfig>,
 }
 
 /// What decides a comparison and what fails the gate.
@@ -135,6 +135,66 @@ impl Default for GatePolicy {
     }
 }
 
+/// `ncu` settings of a benchmark (key `ncu` in `kgate.yaml`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NcuConfig {
+    /// Metrics to collect (`--metrics`); default: kernel time, throughputs, cycles, clock and
+    /// DRAM bytes.
+    pub metrics: Option<Vec<String>>,
+    /// `--clock-control`: `base` locks clocks to base (ncu's default in most versions), `none`
+    /// leaves them free.
+    pub clock_control: Option<ClockControl>,
+    /// `--cache-control`: `all` flushes caches before each replay pass, `none` does not.
+    pub cache_control: Option<CacheControl>,
+    /// `--kernel-name`: profile only kernels matching this name (or `regex:…`).
+    pub kernel_name: Option<String>,
+    /// `--launch-skip`: launches to skip before profiling.
+    pub launch_skip: Option<u64>,
+    /// `--launch-count`: launches to profile.
+    pub launch_count: Option<u64>,
+}
+
+/// Values of `--clock-control`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClockControl {
+    Base,
+    None,
+    Reset,
+    Boost,
+    ForceBoost,
+}
+
+/// Values of `--cache-control`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheControl {
+    All,
+    None,
+}
+
+impl ClockControl {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClockControl::Base => "base",
+            ClockControl::None => "none",
+            ClockControl::Reset => "reset",
+            ClockControl::Boost => "boost",
+            ClockControl::ForceBoost => "force-boost",
+        }
+    }
+}
+
+impl CacheControl {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheControl::All => "all",
+            CacheControl::None => "none",
+        }
+    }
+}
+
 /// One benchmark.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -184,7 +244,7 @@ pub struct BenchmarkConfig {
     pub artifacts: BTreeMap<String, PathBuf>,
     /// Nsight Compute settings for the `ncu` capture (metrics, clock and cache control,
     /// kernel filter, launch skip and count).
-    pub ncu: Option<crate::capture_ncu::NcuConfig>,
+    pub ncu: Option<NcuConfig>,
     /// How the benchmark samples hardware counters through the protocol (requested counters,
     /// cumulative or per-interval samples, right-shift scaling); see docs/utilization.md.
     pub counters: Option<CounterSampling>,

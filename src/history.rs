@@ -251,9 +251,9 @@ pub fn job_summaries(
 }
 
 /// Log-scale job medians per (benchmark, metric) from the records of a key, oldest first: what
-/// the prediction-interval model of [`crate::compare`] reads when no result files are given.
-pub fn job_medians(records: &[HistoryRecord]) -> crate::compare::JobMedians {
-    let mut out = crate::compare::JobMedians::new();
+/// the prediction-interval model of the comparison reads when no result files are given.
+pub fn job_medians(records: &[HistoryRecord]) -> crate::inference::JobMedians {
+    let mut out = crate::inference::JobMedians::new();
     for (benchmark, metric) in metric_pairs(records) {
         let medians: Vec<f64> = series(records, &benchmark, &metric)
             .into_iter()

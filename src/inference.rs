@@ -72,6 +72,10 @@ pub fn adjust(p: &[f64], correction: Correction) -> Vec<f64> {
     out
 }
 
+/// Log-scale medians of earlier jobs per (benchmark, metric): the input of the
+/// prediction-interval model, from result files or from the history store.
+pub type JobMedians = std::collections::BTreeMap<(String, String), Vec<f64>>;
+
 /// The unadjusted one-sided level behind the decisions of a family of `m` tests whose adjusted
 /// p-values are `adjusted`: with `R` of them at most `alpha`, every rejected test has a raw p
 /// at most `alpha · R / m` (Benjamini–Hochberg) or `alpha / (m − R + 1)` (Holm). With no

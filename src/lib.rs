@@ -4,7 +4,10 @@
 //! [`config`] → [`plan`] → [`runner`] (captures: [`capture`], [`protocol`], [`cpu`] with
 //! [`perf`] and [`valgrind`], [`capture_ncu`]) → [`results`] (then [`derived`] and
 //! [`utilization`] with device [`profile`]s) → [`compare`] (with [`stats`], [`inference`],
-//! [`explain`], [`waivers`]) → [`render`] → [`github`].
+//! [`compare::explain`], [`waivers`]) → [`render`] → [`github`]. The words every stage shares
+//! sit below them all: [`metric`], [`units`], [`verdict`], [`protocol`], [`exit`].
+//! Imports point only to earlier stages and to that vocabulary (a test checks the module
+//! graph has no cycle).
 //!
 //! Inputs besides a live run: [`import`] reads files that profilers and harnesses wrote
 //! elsewhere; [`baseline`], [`gitref`], [`worktree`] and [`history`] supply what is compared
@@ -28,7 +31,6 @@ pub mod derived;
 pub mod envkey;
 pub mod evidence;
 pub mod exit;
-pub mod explain;
 pub mod fingerprint;
 pub mod fsutil;
 pub mod github;
@@ -52,5 +54,6 @@ pub mod stats;
 pub mod units;
 pub mod utilization;
 pub mod valgrind;
+pub mod verdict;
 pub mod waivers;
 pub mod worktree;

@@ -77,6 +77,9 @@ impl NoisyMetrics {
     }
 }
 
+/// Suffix naming an estimate of another metric (`flops_estimate` estimates `flops`).
+pub const ESTIMATE_SUFFIX: &str = "_estimate";
+
 /// Which way is better for a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

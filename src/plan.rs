@@ -66,7 +66,7 @@ pub struct BenchmarkPlan {
     /// Artifact files to keep after the last repetition, relative to `cwd`.
     pub artifacts: BTreeMap<String, PathBuf>,
     /// Settings of the `ncu` capture.
-    pub ncu: crate::capture_ncu::NcuConfig,
+    pub ncu: crate::config::NcuConfig,
     /// Device profile for counter normalization (`device:` in the configuration).
     pub device: Option<crate::profile::DeviceProfile>,
     /// How the benchmark samples counters.
@@ -76,25 +76,6 @@ pub struct BenchmarkPlan {
 }
 
 impl BenchmarkPlan {
-    /// Utilization settings, when a device profile is configured.
-    pub fn utilization(&self) -> Option<crate::utilization::Options<'_>> {
-        Some(crate::utilization::Options {
-            profile: self.device.as_ref()?,
-            policy: Some(&self.metrics),
-            mode: if self.counters.mode.as_deref() == Some("interval") {
-                crate::utilization::SampleMode::Interval
-            } else {
-                crate::utilization::SampleMode::Cumulative
-            },
-            scaling: self.counters.scaling,
-            passes: if self.counter_passes.len() > 1 {
-                &self.counter_passes
-            } else {
-                &[]
-            },
-        })
-    }
-
     /// Environment of counter pass of `repetition` (empty without requested counters).
     pub fn counter_env(&self, repetition: u32) -> Vec<(String, String)> {
         if self.counter_passes.is_empty() {
@@ -102,9 +83,9 @@ impl BenchmarkPlan {
         }
         let k = repetition as usize % self.counter_passes.len();
         vec![
-            (crate::utilization::PASS_ENV.into(), k.to_string()),
+            (crate::protocol::PASS_ENV.into(), k.to_string()),
             (
-                crate::utilization::COUNTERS_ENV.into(),
+                crate::protocol::COUNTERS_ENV.into(),
                 self.counter_passes[k].join(","),
             ),
         ]

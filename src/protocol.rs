@@ -9,6 +9,11 @@
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
+/// Environment variable telling a benchmark which counter pass this repetition is (0-based).
+pub const PASS_ENV: &str = "KGATE_COUNTER_PASS";
+/// Environment variable listing the counters to sample in this repetition, comma-separated.
+pub const COUNTERS_ENV: &str = "KGATE_COUNTERS";
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

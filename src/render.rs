@@ -6,6 +6,7 @@
 
 use std::io::IsTerminal;
 
+pub mod escape;
 pub mod html;
 pub mod junit;
 pub mod markdown_details;
@@ -16,8 +17,10 @@ pub use markdown_limits::render_markdown_limited;
 
 use comfy_table::{Cell, Color, ContentArrangement, Table, presets};
 
-use crate::compare::{MetricComparison, Report, RunVerdict, Verdict, format_p};
+use crate::compare::{MetricComparison, Report, format_p};
 use crate::units::{format_change, format_value};
+use crate::verdict::{RunVerdict, Verdict};
+use escape::escape_markdown;
 
 /// Output formats of a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -201,7 +204,7 @@ impl Exporter for TableExporter {
             }
             for m in &b.metrics {
                 let mut metric = m.name.clone();
-                metric.push_str(crate::explain::marker(m));
+                metric.push_str(crate::compare::explain::marker(m));
                 table.add_row(vec![
                     Cell::new(&b.name),
                     Cell::new(metric),
@@ -265,31 +268,6 @@ fn verdict_cell(v: Verdict, color: bool, gates: bool) -> Cell {
     }
 }
 
-/// Escapes text from the repository for Markdown table cells and prose: HTML-significant
-/// characters become entities, Markdown punctuation is backslash-escaped, `@` cannot mention
-/// anyone, and newlines cannot break a table row.
-pub fn escape_markdown(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '@' => out.push_str("&#64;"),
-            '|' => out.push_str("&#124;"),
-            '\n' | '\r' => out.push(' '),
-            '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '~' | '!' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Markdown for a pull-request comment or job summary.
 pub struct MarkdownExporter;
 
@@ -303,7 +281,7 @@ impl MarkdownExporter {
                 "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 escape_markdown(bench),
                 escape_markdown(&m.name),
-                crate::explain::marker(m),
+                crate::compare::explain::marker(m),
                 median_cell(&m.base, &m.unit),
                 median_cell(&m.head, &m.unit),
                 change_cell(m),

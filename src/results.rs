@@ -83,7 +83,7 @@ pub struct Look {
     pub alpha: f64,
     /// The benchmark's verdict at this look (`inconclusive` means more repetitions followed,
     /// unless this was the last look or the time budget ran out).
-    pub verdict: crate::compare::Verdict,
+    pub verdict: crate::verdict::Verdict,
 }
 
 /// The most bytes of one artifact kept in the results; the rest is cut at a line boundary.

@@ -482,7 +482,7 @@ impl<'p> BenchmarkRun<'p> {
             self.read_artifacts();
         }
         let mut result = self.collector.finish();
-        if let Some(opts) = self.plan.utilization() {
+        if let Some(opts) = crate::utilization::options(self.plan) {
             crate::utilization::apply(&mut result, opts);
         }
         result
@@ -633,7 +633,7 @@ pub fn run_interleaved_adaptive(
                 &adaptive.policy,
                 plan.benchmarks.len(),
             );
-            let decided = look.verdict != crate::compare::Verdict::Inconclusive;
+            let decided = look.verdict != crate::verdict::Verdict::Inconclusive;
             taken.push(look);
             if decided {
                 break;
@@ -674,7 +674,7 @@ fn interim_look(
             n,
             of: looks.count(),
             alpha: looks.alpha_per_look(policy.alpha),
-            verdict: crate::compare::Verdict::Inconclusive,
+            verdict: crate::verdict::Verdict::Inconclusive,
         }];
         RunResults {
             schema_version: RESULTS_SCHEMA_VERSION,
@@ -708,7 +708,7 @@ fn interim_look(
             .benchmarks
             .first()
             .map(|b| b.verdict)
-            .unwrap_or(crate::compare::Verdict::Inconclusive),
+            .unwrap_or(crate::verdict::Verdict::Inconclusive),
     }
 }
 
@@ -861,9 +861,9 @@ benchmarks:
         .unwrap();
         let h = &head.benchmarks[0];
         assert_eq!(h.repetitions, 8, "{h:?}");
-        let looks: Vec<(u32, crate::compare::Verdict)> =
+        let looks: Vec<(u32, crate::verdict::Verdict)> =
             h.looks.iter().map(|l| (l.n, l.verdict)).collect();
-        use crate::compare::Verdict::{Inconclusive, Unchanged};
+        use crate::verdict::Verdict::{Inconclusive, Unchanged};
         assert_eq!(
             looks,
             vec![(2, Inconclusive), (4, Inconclusive), (8, Unchanged)]

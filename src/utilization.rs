@@ -15,11 +15,6 @@ use crate::plan::MetricPolicy;
 use crate::profile::DeviceProfile;
 use crate::results::{BenchmarkResult, CounterReading, MetricSamples, UnavailableCounter};
 
-/// Environment variable telling a benchmark which counter pass this repetition is (0-based).
-pub const PASS_ENV: &str = "KGATE_COUNTER_PASS";
-/// Environment variable listing the counters to sample in this repetition, comma-separated.
-pub const COUNTERS_ENV: &str = "KGATE_COUNTERS";
-
 /// The increase of a `bits`-wide counter from `prev` to `cur`, wrapping at 2^bits; exact at
 /// every width (8, 16, 32, 64). Values must fit the width.
 pub fn counter_delta(prev: u64, cur: u64, bits: u8) -> Result<u64, String> {
@@ -406,6 +401,25 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
     }
 }
 
+/// Utilization settings of a planned benchmark, when it has a device profile.
+pub fn options(b: &crate::plan::BenchmarkPlan) -> Option<Options<'_>> {
+    Some(Options {
+        profile: b.device.as_ref()?,
+        policy: Some(&b.metrics),
+        mode: if b.counters.mode.as_deref() == Some("interval") {
+            SampleMode::Interval
+        } else {
+            SampleMode::Cumulative
+        },
+        scaling: b.counters.scaling,
+        passes: if b.counter_passes.len() > 1 {
+            &b.counter_passes
+        } else {
+            &[]
+        },
+    })
+}
+
 /// Applies [`apply`] to imported benchmarks: those the plan declares use their own settings,
 /// the others the configuration's device profile with default settings.
 pub fn apply_to_import(results: &mut crate::results::RunResults, plan: &crate::plan::Plan) {
@@ -413,7 +427,7 @@ pub fn apply_to_import(results: &mut crate::results::RunResults, plan: &crate::p
     for result in &mut results.benchmarks {
         match plan.benchmarks.iter().find(|b| b.name == result.name) {
             Some(b) => {
-                if let Some(opts) = b.utilization() {
+                if let Some(opts) = options(b) {
                     apply(result, opts);
                 }
             }
@@ -430,40 +444,6 @@ pub fn apply_to_import(results: &mut crate::results::RunResults, plan: &crate::p
 pub const CONFIG_DETAIL: &str = "counters.config";
 /// Provenance detail listing the metrics computed from counters.
 pub const METRICS_DETAIL: &str = "counters.metrics";
-
-/// Refuses to compare counter-derived metrics collected under different configurations
-/// (another profile, sample mode, scaling or pass plan): they become informational and
-/// inconclusive, with the reason.
-pub fn refuse_mixed(
-    base: &BenchmarkResult,
-    head: &BenchmarkResult,
-    cmp: &mut crate::compare::BenchmarkComparison,
-) {
-    let (b, h) = (
-        base.provenance.details.get(CONFIG_DETAIL),
-        head.provenance.details.get(CONFIG_DETAIL),
-    );
-    if b == h {
-        return;
-    }
-    let names: Vec<&str> = [base, head]
-        .iter()
-        .filter_map(|r| r.provenance.details.get(METRICS_DETAIL))
-        .flat_map(|s| s.split(','))
-        .collect();
-    let show = |c: Option<&String>| c.cloned().unwrap_or_else(|| "none".into());
-    for m in cmp.metrics.iter_mut() {
-        if names.contains(&m.name.as_str()) {
-            m.gates = false;
-            m.verdict = crate::compare::Verdict::Inconclusive;
-            m.reason = format!(
-                "counters collected under different configurations (baseline: {}; this run: {}); not compared",
-                show(b),
-                show(h)
-            );
-        }
-    }
-}
 
 fn pass_of(passes: &[Vec<String>], counter: &str) -> Option<usize> {
     passes.iter().position(|p| p.iter().any(|c| c == counter))
@@ -537,7 +517,7 @@ fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &mut Recorde
     let measured_or_estimate = |name: &str| {
         result
             .metric(name)
-            .or_else(|| result.metric(&format!("{name}{}", crate::explain::ESTIMATE_SUFFIX)))
+            .or_else(|| result.metric(&format!("{name}{}", crate::metric::ESTIMATE_SUFFIX)))
     };
     let (Some(flops), Some(bytes)) = (measured_or_estimate(FLOPS), measured_or_estimate(BYTES))
     else {

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use globset::{Glob, GlobMatcher};
 use serde::Deserialize;
 
-use crate::compare::{Report, Verdict};
+use crate::compare::Report;
 use crate::gitref;
+use crate::verdict::Verdict;
 
 /// Where waivers live, relative to the configuration's folder.
 pub const WAIVERS_FILE: &str = ".kgate/waivers.yaml";

@@ -6,8 +6,10 @@
 //! the benchmarks and metrics with something to say); then the least important rows dropped,
 //! with a line saying how many; only as a last resort a cut at a line boundary.
 
-use crate::compare::{MetricComparison, Report, Verdict};
-use crate::render::{Exporter, MarkdownExporter, escape_markdown};
+use crate::compare::{MetricComparison, Report};
+use crate::render::escape::escape_markdown;
+use crate::render::{Exporter, MarkdownExporter};
+use crate::verdict::Verdict;
 
 /// GitHub's limit on an issue or pull-request comment body, in characters.
 pub const COMMENT_LIMIT_CHARS: usize = 65_536;

@@ -10,6 +10,7 @@ use plotters::prelude::*;
 
 use crate::compare::{BenchmarkComparison, MetricComparison, Report};
 use crate::evidence::{BenchmarkEvidence, CounterPair, SamplePair};
+use crate::render::escape::escape_html;
 use crate::render::markdown_details::{display_unit, unified_diff};
 use crate::render::{Exporter, summary_line, verdict_word};
 use crate::units::{format_change, format_value};
@@ -19,26 +20,6 @@ const HEAD_COLOR: RGBColor = RGBColor(0xd6, 0x27, 0x28);
 const PLOT_WIDTH: u32 = 640;
 const STRIP_HEIGHT: u32 = 200;
 const TIMELINE_HEIGHT: u32 = 240;
-
-/// Escapes text for HTML and XML content and attribute values; control characters that XML
-/// 1.0 forbids are dropped, and `@` cannot mention anyone when the text is pasted on.
-pub fn escape_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '@' => out.push_str("&#64;"),
-            '\n' | '\t' => out.push(c),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// The HTML report.
 pub struct HtmlExporter;
@@ -151,7 +132,7 @@ fn metric_row(m: &MetricComparison) -> String {
     format!(
         "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l {}\">{}</td></tr>\n",
         escape_html(&m.name),
-        crate::explain::marker(m),
+        crate::compare::explain::marker(m),
         summary(&m.base),
         summary(&m.head),
         opt(m.change.map(format_change)),

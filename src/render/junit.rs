@@ -5,10 +5,11 @@
 //! passed), a benchmark missing from or failed in the candidate is an `<error>`. Benchmarks
 //! without metrics (new, missing) get one test case named after the benchmark.
 
-use crate::compare::{BenchmarkComparison, MetricComparison, Report, Verdict};
-use crate::render::html::escape_html;
+use crate::compare::{BenchmarkComparison, MetricComparison, Report};
+use crate::render::escape::escape_html;
 use crate::render::{Exporter, summary_line};
 use crate::units::{format_change, format_value};
+use crate::verdict::Verdict;
 
 /// The JUnit exporter.
 pub struct JunitExporter;

@@ -9,11 +9,12 @@
 
 use similar::TextDiff;
 
-use crate::compare::{BenchmarkComparison, Report, Verdict};
+use crate::compare::{BenchmarkComparison, Report};
 use crate::evidence::{ArtifactPair, BenchmarkEvidence, CounterPair};
-use crate::render::escape_markdown;
-use crate::render::html::escape_html;
+use crate::render::escape::escape_html;
+use crate::render::escape::escape_markdown;
 use crate::units::{format_change, format_value};
+use crate::verdict::Verdict;
 
 /// Points a chart keeps per line; longer series are thinned evenly.
 const MAX_CHART_POINTS: usize = 60;

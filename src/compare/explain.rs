@@ -11,19 +11,18 @@
 use globset::{Glob, GlobMatcher};
 use serde::Deserialize;
 
-use crate::compare::{BenchmarkComparison, MetricComparison, Verdict};
-use crate::metric::Source;
+use super::{BenchmarkComparison, MetricComparison};
+use crate::metric::{ESTIMATE_SUFFIX, Source};
+use crate::verdict::Verdict;
 
 /// The rule table shipped with kgate.
-pub const RULES: &str = include_str!("../profiles/explanations.yaml");
+pub const RULES: &str = include_str!("../../profiles/explanations.yaml");
 
 /// A metric counts as moved when its standardized change is at least this many pooled
 /// standard deviations (or its spread is zero) and its relative change at least [`MIN_CHANGE`].
 pub const MIN_Z: f64 = 2.0;
 /// Smallest relative change that counts as movement (5 %).
 pub const MIN_CHANGE: f64 = 0.05;
-/// Suffix naming an estimate of another metric (`flops_estimate` estimates `flops`).
-pub const ESTIMATE_SUFFIX: &str = "_estimate";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

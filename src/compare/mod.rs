@@ -15,14 +15,17 @@
 //!
 //! The structs here are the JSON report contract of DESIGN.md.
 
+pub mod explain;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::inference::{self, Correction, History};
+use crate::inference::{self, Correction, History, JobMedians};
 use crate::metric::{Direction, NoisyMetrics, Source, Tolerance};
 use crate::results::{BenchmarkResult, MetricSamples, RunResults, Status};
 use crate::stats::{self, Alternative, Summary};
 use crate::units::format_change;
+use crate::verdict::{RunVerdict, Verdict};
 
 /// Version of the report format.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
@@ -34,54 +37,6 @@ pub const ENVIRONMENTS_DIFFER: &str = "baseline and candidate ran on different e
 /// inside ±1 % (or ±the threshold, when that is smaller) unless `gate.equivalence_margin` says
 /// otherwise. A change inside a wider threshold is `within-threshold`, not `unchanged`.
 pub const DEFAULT_EQUIVALENCE_MARGIN: f64 = 0.01;
-
-/// The outcome of a whole comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum RunVerdict {
-    Pass,
-    Regressed,
-    Inconclusive,
-    NoBaseline,
-}
-
-/// The verdict of a benchmark or metric.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    Regressed,
-    Inconclusive,
-    Improved,
-    /// A change smaller than the threshold that is not small enough to call "unchanged": the
-    /// equivalence interval lies within ±threshold but not within ±the equivalence margin.
-    WithinThreshold,
-    Unchanged,
-    /// None of the benchmark's metrics may fail the build (their rule, their source or the
-    /// environments say so); never counted as unchanged.
-    NotGated,
-    New,
-    Missing,
-    /// Not run because no changed file matches its `paths` (`kgate check --changed-since`).
-    Skipped,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Regressed => "regressed",
-            Verdict::Inconclusive => "inconclusive",
-            Verdict::Improved => "improved",
-            Verdict::WithinThreshold => "within-threshold",
-            Verdict::Unchanged => "unchanged",
-            Verdict::NotGated => "not-gated",
-            Verdict::New => "new",
-            Verdict::Missing => "missing",
-            Verdict::Skipped => "skipped",
-        }
-    }
-}
 
 /// How baseline and candidate were obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -351,10 +306,6 @@ pub fn compare_with_history(
     compare_with_job_medians(base, head, &medians, policy, design)
 }
 
-/// Log-scale medians of earlier jobs per (benchmark, metric): the input of the
-/// prediction-interval model, from result files or from the history store.
-pub type JobMedians = std::collections::BTreeMap<(String, String), Vec<f64>>;
-
 /// The job medians of result files, oldest first (by their `created` time).
 pub fn job_medians<'r>(runs: impl IntoIterator<Item = &'r RunResults>) -> JobMedians {
     let mut out = JobMedians::new();
@@ -422,13 +373,13 @@ pub fn compare_with_job_medians(
     decide_all(&mut benchmarks, pending, &ctx);
     for cmp in &mut benchmarks {
         if let (Some(b), Some(h)) = (base.benchmark(&cmp.name), head.benchmark(&cmp.name)) {
-            crate::utilization::refuse_mixed(b, h, cmp);
+            refuse_mixed_counters(b, h, cmp);
         }
     }
     for b in &mut benchmarks {
         if b.verdict != Verdict::New {
             aggregate(b);
-            crate::explain::annotate(b);
+            explain::annotate(b);
         }
     }
     for b in &base.benchmarks {
@@ -483,6 +434,44 @@ pub fn compare_with_job_medians(
         warnings,
         benchmarks,
         evidence: None,
+    }
+}
+
+/// Refuses to compare counter-derived metrics collected under different configurations
+/// (another profile, sample mode, scaling or pass plan): they become informational and
+/// inconclusive, with the reason.
+fn refuse_mixed_counters(
+    base: &BenchmarkResult,
+    head: &BenchmarkResult,
+    cmp: &mut BenchmarkComparison,
+) {
+    let (b, h) = (
+        base.provenance
+            .details
+            .get(crate::utilization::CONFIG_DETAIL),
+        head.provenance
+            .details
+            .get(crate::utilization::CONFIG_DETAIL),
+    );
+    if b == h {
+        return;
+    }
+    let names: Vec<&str> = [base, head]
+        .iter()
+        .filter_map(|r| r.provenance.details.get(crate::utilization::METRICS_DETAIL))
+        .flat_map(|s| s.split(','))
+        .collect();
+    let show = |c: Option<&String>| c.cloned().unwrap_or_else(|| "none".into());
+    for m in cmp.metrics.iter_mut() {
+        if names.contains(&m.name.as_str()) {
+            m.gates = false;
+            m.verdict = Verdict::Inconclusive;
+            m.reason = format!(
+                "counters collected under different configurations (baseline: {}; this run: {}); not compared",
+                show(b),
+                show(h)
+            );
+        }
     }
 }
 
