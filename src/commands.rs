@@ -223,7 +223,29 @@ fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -
     })
 }
 
+/// What `kgate check` measured and decided, before anything is written or printed: `kgate ci`
+/// posts this report as it is.
+struct Checked {
+    report: Report,
+    head: RunResults,
+    fail_on_inconclusive: bool,
+}
+
 fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
+    let checked = run_check(config_path, &args)?;
+    emit_checked(&checked, &args)
+}
+
+/// Writes a check's candidate results and report; returns the exit status (a benchmark that
+/// could not run is an error, whatever the others did).
+fn emit_checked(checked: &Checked, args: &CheckArgs) -> Result<u8> {
+    save_candidate(&checked.head, args)?;
+    let status = emit_report(&checked.report, &args.report, checked.fail_on_inconclusive)?;
+    Ok(ExitStatus::combine(report_failures(&checked.head), status))
+}
+
+/// Runs the suite (and the baseline side when interleaved) and compares.
+fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
     let loaded = load_config(config_path)?;
     let policy = ComparePolicy::from(&loaded.config.gate);
     let fail_on_inconclusive = loaded.config.gate.fail_on_inconclusive;
@@ -300,9 +322,11 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
                     );
                 }
                 report.evidence = Some(Evidence::from_runs(None, &head));
-                save_candidate(&head, &args)?;
-                let status = emit_report(&report, &args.report, fail_on_inconclusive)?;
-                return Ok(ExitStatus::combine(report_failures(&head), status));
+                return Ok(Checked {
+                    report,
+                    head,
+                    fail_on_inconclusive,
+                });
             }
             let base = match &args.baseline_ref {
                 Some(reference) => scale::baseline_at_ref(&loaded.root, &path, reference)?,
@@ -353,10 +377,11 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
     if args.record {
         scale::record(&loaded.root, &head)?;
     }
-    save_candidate(&head, &args)?;
-    let status = emit_report(&report, &args.report, fail_on_inconclusive)?;
-    // A benchmark that could not run is an error, whatever the others did.
-    Ok(ExitStatus::combine(report_failures(&head), status))
+    Ok(Checked {
+        report,
+        head,
+        fail_on_inconclusive,
+    })
 }
 
 /// The commit `check --against REF` measures, and how to name it: the merge-base of REF and
@@ -918,9 +943,12 @@ fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
         record: false,
         history: Vec::new(),
     };
-    let checked = check(config_path, check_args);
-    let status = match checked {
-        Ok(status) => status,
+    // The report goes to its file as `kgate check` writes it (for `kgate comment` in a second
+    // workflow), and is posted from memory.
+    let checked = run_check(config_path, &check_args)
+        .and_then(|c| emit_checked(&c, &check_args).map(|status| (status, c)));
+    let (status, report) = match checked {
+        Ok((status, c)) => (status, c.report),
         Err(err) => {
             if let (Some(p), Some(id)) = (&poster, check_run) {
                 let _ = p.runtime.block_on(p.client.finish_check_run(
@@ -936,10 +964,6 @@ fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
             return Err(err);
         }
     };
-    let text = std::fs::read_to_string(&args.report)
-        .with_context(|| format!("cannot read the report {}", args.report.display()))?;
-    let report: Report = serde_json::from_str(&text)
-        .with_context(|| format!("cannot parse the report {}", args.report.display()))?;
     let status = apply_fail_on(status, &report, args.fail_on);
     write_stdout(&render::exporter(Format::Table, render::stdout_wants_color()).render(&report))?;
 
