@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate reference values for kgate's statistics tests with scipy.
 
-Writes tests/data/stats_vectors.json, which tests/stats_vectors.rs reads; the Rust tests do not
+Writes tests/data/stats_vectors.json, which tests/it/stats_vectors.rs reads; the Rust tests do not
 need Python. Regenerate (and commit the JSON) after changing the cases below:
 
     pip install scipy==1.17.1 numpy

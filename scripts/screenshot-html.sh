@@ -5,7 +5,7 @@
 #
 # Usage: scripts/screenshot-html.sh [REPORT.json] [OUT.png]
 #   REPORT.json  a JSON report (`kgate compare … --format json -o FILE`); default: the fixed
-#                comparison of the snapshot tests (tests/snapshots/reports__json.snap)
+#                comparison of the snapshot tests (tests/it/snapshots/it__reports__json.snap)
 #   OUT.png      where the screenshot goes; default: target/report-screenshot.png
 # Needs Debian's chromium package (`apt-get install chromium`).
 set -euo pipefail
@@ -22,7 +22,7 @@ trap 'rm -rf "$work"' EXIT
 report=${1:-}
 if [[ -z $report ]]; then
     # The insta snapshot holds a header between two `---` lines, then the JSON.
-    awk 'body; /^---$/ && ++n == 2 { body = 1 }' tests/snapshots/reports__json.snap > "$work/report.json"
+    awk 'body; /^---$/ && ++n == 2 { body = 1 }' tests/it/snapshots/it__reports__json.snap > "$work/report.json"
     report=$work/report.json
 fi
 out=${2:-target/report-screenshot.png}

@@ -1,6 +1,5 @@
 //! Helpers shared by the integration tests: the binary under test, files in a temporary folder,
 //! and the conformance corpus.
-#![allow(dead_code)] // each test binary uses its own subset
 
 use std::path::{Path, PathBuf};
 

@@ -1,8 +1,7 @@
 //! Acceptance scenarios of register-derived utilization: the tiled-matmul case study through
 //! `kgate run` and `kgate compare`, and the same counter streams through `kgate import`.
 
-mod common;
-use common::kgate;
+use crate::common::kgate;
 
 use std::path::{Path, PathBuf};
 

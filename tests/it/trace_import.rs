@@ -2,8 +2,7 @@
 //! `chrome_trace` and `xplane`, and the JAX CPU profile committed under `tests/data/jax`.
 //! Expected numbers were read from the files themselves.
 
-mod common;
-use common::{corpus, path_with_fake_nvidia_smi, stderr_of};
+use crate::common::{self, corpus, path_with_fake_nvidia_smi, stderr_of};
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,6 @@
 //! End-to-end tests of the `kgate` binary: exit codes, messages and files, as a user sees them.
 
-mod common;
-use common::{copy_example_suite, git, kgate, stderr_of, use_naive_matmul, write};
+use crate::common::{copy_example_suite, git, kgate, stderr_of, use_naive_matmul, write};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -7,8 +7,7 @@ use std::process::Command;
 
 use assert_cmd::cargo::cargo_bin_cmd;
 
-mod common;
-use common::{copy_example_suite, use_naive_matmul};
+use crate::common::{copy_example_suite, use_naive_matmul};
 
 /// Whether `tool` runs. Without it the test is skipped with a note, except under CI, where
 /// `.ci/run` installs `package` and a missing tool is a failure.

@@ -1,8 +1,7 @@
 //! The CPU counter parsers on every perf stat, callgrind and cachegrind file of the
 //! conformance corpus, with exact expected totals.
 
-mod common;
-use common::corpus;
+use crate::common::corpus;
 
 use kgate::perf;
 use kgate::valgrind::{self, Tool, TotalsFrom};

@@ -4,15 +4,16 @@
 //!
 //! The fast tests here run in a few seconds in debug builds. The figures quoted in the README
 //! and `docs/statistics.md` come from the larger run marked `#[ignore]`:
-//! `cargo test --release --test simulation -- --ignored --nocapture`.
+//! `cargo test --release --test it simulation:: -- --ignored --nocapture`.
 
-use kgate::compare::{self, ComparePolicy, Design, Verdict};
+use kgate::compare::{self, ComparePolicy, Design};
 use kgate::fingerprint::Fingerprint;
 use kgate::inference::{LookPlan, Xorshift};
 use kgate::metric::{Direction, GateRule, Source};
 use kgate::results::{
     BenchmarkResult, Look, MetricSamples, Provenance, RESULTS_SCHEMA_VERSION, RunResults,
 };
+use kgate::verdict::Verdict;
 
 /// Lognormal timings with coefficient of variation `cv`, multiplied by 1 + `shift`.
 fn timings(rng: &mut Xorshift, n: usize, cv: f64, shift: f64) -> Vec<f64> {

@@ -1,16 +1,15 @@
 //! Snapshot tests of every report format over one fixed, hand-built comparison that covers
 //! every verdict, an explanation, counters with a utilization timeline, an artifact diff,
-//! names that need escaping, and the size-limit path. Snapshots live in `tests/snapshots/`;
+//! names that need escaping, and the size-limit path. Snapshots live in `tests/it/snapshots/`;
 //! review changes with `cargo insta review` (CI runs with `CI=true`, so it never writes them).
 
-use kgate::compare::{
-    BenchmarkComparison, Counts, Design, Method, MetricComparison, Report, RunVerdict, Verdict,
-};
+use kgate::compare::{BenchmarkComparison, Counts, Design, Method, MetricComparison, Report};
 use kgate::evidence::{
     ArtifactPair, BenchmarkEvidence, CounterPair, CounterSide, Evidence, SamplePair,
 };
 use kgate::metric::{Direction, Source};
 use kgate::render::{self, Format};
+use kgate::verdict::{RunVerdict, Verdict};
 
 const NASTY: &str = "matmul|fp16 <tile=128> @team `v2`";
 

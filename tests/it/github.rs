@@ -2,8 +2,7 @@
 //! the requests octocrab really sends, retries, error messages, the event payloads of the four
 //! events kgate reads, and the environment files `kgate ci` writes.
 
-mod common;
-use common::git;
+use crate::common::{self, git};
 
 use std::collections::BTreeMap;
 use std::future::Future;

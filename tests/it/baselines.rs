@@ -2,8 +2,7 @@
 //! from git refs at the merge-base, change points in a recorded history, waivers, shards and
 //! merge, diff-aware selection and `baseline update`.
 
-mod common;
-use common::{git, kgate, stderr_of, write};
+use crate::common::{git, kgate, stderr_of, write};
 
 use std::path::Path;
 

@@ -19,7 +19,7 @@ fn schemas_match_the_types() {
     }
     assert!(
         drifted.is_empty(),
-        "schemas/{drifted:?} differ from the types; regenerate with `KGATE_UPDATE_SCHEMAS=1 cargo test --test schemas` and commit them"
+        "schemas/{drifted:?} differ from the types; regenerate with `KGATE_UPDATE_SCHEMAS=1 cargo test --test it schemas::` and commit them"
     );
 }
 
@@ -43,7 +43,7 @@ fn the_example_config_and_baseline_parse_with_the_current_types() {
 
 // ---- the config schema against the loader ----
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

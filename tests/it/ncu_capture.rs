@@ -2,8 +2,7 @@
 //! the arguments it got, runs the wrapped program, and writes a real ncu raw-page CSV (from the
 //! corpus) to the `--log-file` it was given, as ncu does.
 
-mod common;
-use common::corpus;
+use crate::common::corpus;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

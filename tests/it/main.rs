@@ -1,0 +1,20 @@
+//! kgate's integration tests, in one test binary (`cargo test --test it`): one module per
+//! area, sharing the helpers in `common`. Filter by module, e.g.
+//! `cargo test --test it reports::`.
+
+mod common;
+
+mod accelerator_imports;
+mod baselines;
+mod calibrate;
+mod cli;
+mod cpu_capture;
+mod cpu_corpus;
+mod github;
+mod ncu_capture;
+mod reports;
+mod schemas;
+mod simulation;
+mod stats_vectors;
+mod trace_import;
+mod utilization;
