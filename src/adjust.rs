@@ -1,7 +1,8 @@
 //! Adjustments made to a report after the comparison: counts and verdict recomputed once
 //! waivers or diff-aware selection changed benchmark verdicts, and skipped benchmarks added.
 
-use crate::compare::{self, BenchmarkComparison, ComparePolicy, MetricComparison, Report};
+use crate::compare::{self, ComparePolicy};
+use crate::report::{BenchmarkComparison, MetricComparison, Report};
 use crate::results::RunResults;
 use crate::stats;
 use crate::verdict::{RunVerdict, Verdict};

@@ -25,6 +25,7 @@ use crate::import;
 use crate::plan::{MetricPolicy, Overrides, Plan};
 use crate::progress;
 use crate::render::{self, Format};
+use crate::report::{Design, Report};
 use crate::results::{RunResults, Status};
 use crate::runner::{self, Revision, RunError};
 use crate::verdict::RunVerdict;
@@ -832,7 +833,7 @@ pub fn report_annotations(report: &Report, limit: usize) -> Vec<String> {
         (crate::verdict::Verdict::Regressed, Level::Error),
         (crate::verdict::Verdict::Inconclusive, Level::Warning),
     ] {
-        let mut hits: Vec<(&str, &compare::MetricComparison, &str)> = report
+        let mut hits: Vec<(&str, &crate::report::MetricComparison, &str)> = report
             .benchmarks
             .iter()
             .filter(|b| b.verdict == verdict)
@@ -841,14 +842,15 @@ pub fn report_annotations(report: &Report, limit: usize) -> Vec<String> {
                     .iter()
                     .filter(|m| m.gates && m.verdict == verdict)
                     .max_by(|a, b| {
-                        let key = |m: &compare::MetricComparison| m.change.unwrap_or(0.0).abs();
+                        let key =
+                            |m: &crate::report::MetricComparison| m.change.unwrap_or(0.0).abs();
                         key(a).total_cmp(&key(b))
                     })
                     .map(|m| (b.name.as_str(), m, b.explanation.as_str()))
             })
             .collect();
         hits.sort_by(|a, b| {
-            let key = |m: &compare::MetricComparison| m.change.unwrap_or(0.0).abs();
+            let key = |m: &crate::report::MetricComparison| m.change.unwrap_or(0.0).abs();
             key(b.1).total_cmp(&key(a.1))
         });
         let total = hits.len();

@@ -45,6 +45,7 @@ pub mod profile;
 pub mod progress;
 pub mod protocol;
 pub mod render;
+pub mod report;
 pub mod results;
 pub mod runner;
 pub mod schema;

@@ -698,8 +698,7 @@ fn interim_look(
         family_hint: gated * benchmarks.max(1),
         ..policy.clone()
     };
-    let report =
-        crate::compare::compare(&base, &head, &policy, crate::compare::Design::Interleaved);
+    let report = crate::compare::compare(&base, &head, &policy, crate::report::Design::Interleaved);
     crate::results::Look {
         n,
         of: looks.count(),

@@ -6,9 +6,9 @@
 
 use schemars::{JsonSchema, schema_for};
 
-use crate::compare::Report;
 use crate::config::Config;
 use crate::protocol::ProtocolLine;
+use crate::report::Report;
 use crate::results::RunResults;
 
 /// Every schema as (file name, pretty JSON with a trailing newline).

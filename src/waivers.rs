@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use globset::{Glob, GlobMatcher};
 use serde::Deserialize;
 
-use crate::compare::Report;
 use crate::gitref;
+use crate::report::Report;
 use crate::verdict::Verdict;
 
 /// Where waivers live, relative to the configuration's folder.

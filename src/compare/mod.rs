@@ -12,23 +12,20 @@
 //! as history, a prediction interval over the jobs' medians replaces the within-job test
 //! (Bencher's model). Metrics declared deterministic (a `tolerance`) are compared against it
 //! without statistics.
-//!
-//! The structs here are the JSON report contract of DESIGN.md.
+//! The report it fills in is the JSON contract in [`crate::report`].
 
 pub mod explain;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
 use crate::inference::{self, Correction, History, JobMedians};
 use crate::metric::{Direction, NoisyMetrics, Source, Tolerance};
+use crate::report::{
+    BenchmarkComparison, Counts, Design, Method, MetricComparison, Model, REPORT_SCHEMA_VERSION,
+    Report,
+};
 use crate::results::{BenchmarkResult, MetricSamples, RunResults, Status};
-use crate::stats::{self, Alternative, Summary};
+use crate::stats::{self, Alternative};
 use crate::units::format_change;
 use crate::verdict::{RunVerdict, Verdict};
-
-/// Version of the report format.
-pub const REPORT_SCHEMA_VERSION: u32 = 1;
 
 /// How the report's line on differing environments begins.
 pub const ENVIRONMENTS_DIFFER: &str = "baseline and candidate ran on different environments";
@@ -37,189 +34,6 @@ pub const ENVIRONMENTS_DIFFER: &str = "baseline and candidate ran on different e
 /// inside ±1 % (or ±the threshold, when that is smaller) unless `gate.equivalence_margin` says
 /// otherwise. A change inside a wider threshold is `within-threshold`, not `unchanged`.
 pub const DEFAULT_EQUIVALENCE_MARGIN: f64 = 0.01;
-
-/// How baseline and candidate were obtained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Design {
-    /// Both revisions ran interleaved in the same job (`kgate check --against`).
-    Interleaved,
-    /// The candidate ran now; the baseline was stored by an earlier job.
-    StoredBaseline,
-    /// Two result files given on the command line.
-    Files,
-}
-
-/// The method behind a metric's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Method {
-    /// Mann–Whitney U with a Hodges–Lehmann interval (both sides measured in this job, or two
-    /// files without history).
-    RankTest,
-    /// The candidate job's median against a prediction interval over the stored jobs'
-    /// medians, whose spread includes job-to-job variance (Bencher's model).
-    PredictionInterval,
-    /// Deterministic metric against its tolerance.
-    Tolerance,
-    /// No test possible (a side has no samples, or units differ).
-    None,
-}
-
-/// The model that decided the noisy metrics of a report.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Model {
-    /// Two-sample rank test on the repetitions of both sides.
-    #[default]
-    RankTest,
-    /// Prediction interval over the history of stored jobs (at least one metric used it).
-    PredictionInterval,
-}
-
-/// A comparison report (the JSON contract).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Report {
-    /// Report format version.
-    pub schema_version: u32,
-    /// `pass`, `regressed`, `inconclusive` or `no-baseline`.
-    pub verdict: RunVerdict,
-    /// Benchmark counts by verdict.
-    pub summary: Counts,
-    /// How the two sides were obtained.
-    pub design: Design,
-    /// Significance level of the whole gate (family-wise, over metrics and looks).
-    pub alpha: f64,
-    /// Multiple-testing adjustment across the gated metrics of the run (`bh` or `holm`).
-    #[serde(default)]
-    pub correction: Correction,
-    /// Looks planned per benchmark; each look was tested at alpha / looks.
-    #[serde(default = "one")]
-    pub looks: u32,
-    /// The model that decided noisy metrics (`rank-test` or `prediction-interval`); each
-    /// metric's `method` says which decided it.
-    #[serde(default)]
-    pub model: Model,
-    /// Revision of the baseline, where known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_commit: Option<String>,
-    /// Revision of the candidate, where known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub head_commit: Option<String>,
-    /// Things the reader should know (different machines, stored-baseline caveats).
-    pub warnings: Vec<String>,
-    /// One entry per benchmark.
-    pub benchmarks: Vec<BenchmarkComparison>,
-    /// The samples, counter readings and artifacts behind the verdicts, for charts and diffs
-    /// (see docs/reports.md); absent when the report was built without them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<crate::evidence::Evidence>,
-}
-
-fn one() -> u32 {
-    1
-}
-
-/// Benchmark counts by verdict.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct Counts {
-    pub regressed: usize,
-    pub improved: usize,
-    pub unchanged: usize,
-    /// Benchmarks whose worst gating change is smaller than its threshold but not "unchanged".
-    #[serde(default)]
-    pub within_threshold: usize,
-    pub inconclusive: usize,
-    /// Benchmarks none of whose metrics may fail the build.
-    #[serde(default)]
-    pub not_gated: usize,
-    pub new: usize,
-    pub missing: usize,
-    /// Benchmarks not run by diff-aware selection.
-    #[serde(default)]
-    pub skipped: usize,
-    /// Benchmarks whose only regressions are waived (their verdict leaves the waived metrics out).
-    #[serde(default)]
-    pub waived: usize,
-    pub total: usize,
-}
-
-/// One benchmark's comparison.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct BenchmarkComparison {
-    pub name: String,
-    pub verdict: Verdict,
-    /// Why, in one sentence.
-    pub explanation: String,
-    pub metrics: Vec<MetricComparison>,
-}
-
-/// One metric's comparison.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct MetricComparison {
-    pub name: String,
-    pub unit: String,
-    pub source: Source,
-    pub direction: Direction,
-    /// Whether this metric can fail the gate (its rule gates, its source is allowed to, and the
-    /// environments allow a metric of its kind to).
-    pub gates: bool,
-    /// Why a metric whose rule gates may not fail the build in this comparison (its source is
-    /// not in `gate.sources`, or baseline and candidate ran on different environments).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub not_gating: Option<String>,
-    pub verdict: Verdict,
-    /// Why this verdict.
-    pub reason: String,
-    pub method: Method,
-    /// Threshold used (relative; 0.05 is 5 %): the smallest change that counts as a
-    /// regression or an improvement.
-    pub threshold: f64,
-    pub base: Option<Summary>,
-    pub head: Option<Summary>,
-    /// Estimated relative change, head against base (0.05 is +5 %): the Hodges–Lehmann shift
-    /// where a test ran, else the change between the medians (always shown when both sides
-    /// have values).
-    pub change: Option<f64>,
-    /// Confidence interval of the change on the same scale, at level `ci_level`: the level the
-    /// verdict was decided at (after the multiplicity adjustment and the looks), so that a
-    /// regression's interval always excludes no change. Absent when no test was possible.
-    pub ci: Option<[f64; 2]>,
-    /// Two-sided confidence level of `ci` (0.98 is 98 %).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ci_level: Option<f64>,
-    /// Two-sided p-value of the test (rank test or prediction interval).
-    pub p_value: Option<f64>,
-    /// A regression accepted by a waiver in `.kgate/waivers.yaml`; it does not fail the gate.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub waived: bool,
-    /// The matching waiver's reason (prefixed `expired …:` when it no longer applies).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub waiver: Option<String>,
-    /// One-sided p-value in the regression direction (worse than the baseline).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p_regression: Option<f64>,
-    /// One-sided p-value in the improvement direction.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p_improvement: Option<f64>,
-    /// `p_regression` adjusted across the metrics of its family (gated or informational) with
-    /// the report's `correction`; a regression needs it at most alpha / looks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p_adjusted: Option<f64>,
-    /// Equivalence margin (relative): "unchanged" means the equivalence interval lies inside
-    /// ±margin.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub equivalence_margin: Option<f64>,
-    /// The interval behind the equivalence (TOST) claim, at level 1 − 2·alpha / looks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub equivalence_ci: Option<[f64; 2]>,
-    /// Minimum detectable effect: the smallest relative change this comparison would flag
-    /// with 80 % power, from the observed noise and n, at the one-sided level a single
-    /// regression faces after the correction (alpha / looks / gated metrics). Null when no
-    /// change is detectable (too few repetitions for the level) or there is no test.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mde: Option<f64>,
-}
 
 /// What decides verdicts and which sources may fail the build.
 #[derive(Debug, Clone, PartialEq)]

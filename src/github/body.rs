@@ -6,9 +6,9 @@
 //! the benchmarks and metrics with something to say); then the least important rows dropped,
 //! with a line saying how many; only as a last resort a cut at a line boundary.
 
-use crate::compare::{MetricComparison, Report};
 use crate::render::escape::escape_markdown;
 use crate::render::{Exporter, MarkdownExporter};
+use crate::report::{MetricComparison, Report};
 use crate::verdict::Verdict;
 
 /// GitHub's limit on an issue or pull-request comment body, in characters.

@@ -8,11 +8,11 @@
 
 use plotters::prelude::*;
 
-use crate::compare::{BenchmarkComparison, MetricComparison, Report};
 use crate::evidence::{BenchmarkEvidence, CounterPair, SamplePair};
 use crate::render::escape::escape_html;
 use crate::render::markdown_details::{display_unit, unified_diff};
 use crate::render::{Exporter, summary_line, verdict_word};
+use crate::report::{BenchmarkComparison, MetricComparison, Report};
 use crate::units::{format_change, format_value};
 
 const BASE_COLOR: RGBColor = RGBColor(0x1f, 0x77, 0xb4);

@@ -5,9 +5,9 @@
 //! passed), a benchmark missing from or failed in the candidate is an `<error>`. Benchmarks
 //! without metrics (new, missing) get one test case named after the benchmark.
 
-use crate::compare::{BenchmarkComparison, MetricComparison, Report};
 use crate::render::escape::escape_html;
 use crate::render::{Exporter, summary_line};
+use crate::report::{BenchmarkComparison, MetricComparison, Report};
 use crate::units::{format_change, format_value};
 use crate::verdict::Verdict;
 

@@ -9,10 +9,10 @@
 
 use similar::TextDiff;
 
-use crate::compare::{BenchmarkComparison, Report};
 use crate::evidence::{ArtifactPair, BenchmarkEvidence, CounterPair};
 use crate::render::escape::escape_html;
 use crate::render::escape::escape_markdown;
+use crate::report::{BenchmarkComparison, Report};
 use crate::units::{format_change, format_value};
 use crate::verdict::Verdict;
 

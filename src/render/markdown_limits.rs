@@ -7,8 +7,8 @@
 //! from the end of the list). The verdict line and the summary counts always stay, and a
 //! line says what was cut and where the full report is.
 
-use crate::compare::Report;
 use crate::render::{Exporter, MarkdownExporter};
+use crate::report::Report;
 use crate::verdict::Verdict;
 
 /// GitHub's limit on a pull-request comment, in characters.

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::compare::{REPORT_SCHEMA_VERSION, Report};
+use crate::report::{REPORT_SCHEMA_VERSION, Report};
 
 /// A report file that cannot be used.
 #[derive(Debug, thiserror::Error)]
