@@ -5,6 +5,7 @@
 mod common;
 
 mod accelerator_imports;
+mod architecture;
 mod baselines;
 mod calibrate;
 mod cli;

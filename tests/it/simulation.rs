@@ -6,10 +6,11 @@
 //! and `docs/statistics.md` come from the larger run marked `#[ignore]`:
 //! `cargo test --release --test it simulation:: -- --ignored --nocapture`.
 
-use kgate::compare::{self, ComparePolicy, Design};
+use kgate::compare::{self, ComparePolicy};
 use kgate::fingerprint::Fingerprint;
 use kgate::inference::{LookPlan, Xorshift};
 use kgate::metric::{Direction, GateRule, Source};
+use kgate::report::Design;
 use kgate::results::{
     BenchmarkResult, Look, MetricSamples, Provenance, RESULTS_SCHEMA_VERSION, RunResults,
 };
@@ -215,7 +216,7 @@ fn suite(rng: &mut Xorshift, m: usize, cv: f64, shift: f64, threshold: f64) -> (
         }
     }
     let report = compare::compare(&base_run, &head_run, &policy, Design::Interleaved);
-    let regressed = |b: &compare::BenchmarkComparison| b.verdict == Verdict::Regressed;
+    let regressed = |b: &kgate::report::BenchmarkComparison| b.verdict == Verdict::Regressed;
     (
         regressed(&report.benchmarks[0]),
         report.benchmarks[1..].iter().any(regressed),
