@@ -368,7 +368,7 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
                 crate::adjust::mark_skipped(&mut report, &skipped, Some(&base), &why);
             }
             let mut evidence = Evidence::from_runs(Some(&base), &head);
-            evidence.add_history(&records);
+            crate::history::add_to_evidence(&mut evidence, &records);
             report.evidence = Some(evidence);
             (report, head)
         }

@@ -115,18 +115,6 @@ impl Evidence {
         Evidence { benchmarks }
     }
 
-    /// Adds the medians of recorded jobs (oldest first) to every metric that has any.
-    pub fn add_history(&mut self, records: &[crate::history::HistoryRecord]) {
-        for b in &mut self.benchmarks {
-            for m in &mut b.metrics {
-                m.history = crate::history::series(records, &b.name, &m.name)
-                    .into_iter()
-                    .map(|j| j.summary.median)
-                    .collect();
-            }
-        }
-    }
-
     /// The evidence of a benchmark, by name.
     pub fn benchmark(&self, name: &str) -> Option<&BenchmarkEvidence> {
         self.benchmarks.iter().find(|b| b.name == name)

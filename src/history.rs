@@ -281,6 +281,19 @@ pub fn latest_durations(records: &[HistoryRecord]) -> BTreeMap<String, f64> {
     out
 }
 
+/// Adds the medians of recorded jobs (oldest first) to every metric of a report's evidence
+/// that has any, for the trend charts.
+pub fn add_to_evidence(evidence: &mut crate::evidence::Evidence, records: &[HistoryRecord]) {
+    for b in &mut evidence.benchmarks {
+        for m in &mut b.metrics {
+            m.history = series(records, &b.name, &m.name)
+                .into_iter()
+                .map(|j| j.summary.median)
+                .collect();
+        }
+    }
+}
+
 /// (benchmark, metric) pairs present in the records, in first-seen order.
 pub fn metric_pairs(records: &[HistoryRecord]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
