@@ -16,7 +16,7 @@ use crate::cli::{
     BaselineCommand, CalibrateArgs, CalibrateFormat, CheckArgs, Cli, Commands, CompareArgs,
     ImportArgs, RenderArgs, ReportArgs, RunSelection,
 };
-use crate::compare::{self, ComparePolicy, Design, Report};
+use crate::compare::{self, ComparePolicy};
 use crate::config::{self, LoadedConfig};
 use crate::evidence::Evidence;
 use crate::exit::ExitStatus;
