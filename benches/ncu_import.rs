@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use kgate::import::{ImportFormat, Policies, import};
+use kgate::import::{ImportContext, Importer, Policies, ncu::Ncu};
 use kgate::plan::MetricPolicy;
 
 const IDENTITY: &str = "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\"";
@@ -100,10 +100,14 @@ fn main() {
     );
 
     let before = peak_mib(libc::RUSAGE_SELF);
-    let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
+    let ctx = ImportContext::new(Policies::new(
+        BTreeMap::new(),
+        MetricPolicy::permissive(0.05),
+    ));
     let t = Instant::now();
-    let results =
-        import(ImportFormat::Ncu, std::slice::from_ref(&path), &policies).expect("import");
+    let results = Ncu
+        .import(std::slice::from_ref(&path), &ctx)
+        .expect("import");
     let secs = t.elapsed().as_secs_f64();
     let samples: usize = results
         .benchmarks

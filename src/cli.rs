@@ -5,9 +5,10 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 
-use crate::import::ImportFormat;
+use crate::import::{self, IMPORTERS, Importer};
 use crate::render::Format;
 
 /// kgate: catch performance regressions in compute kernels before they merge.
@@ -203,26 +204,57 @@ pub struct CompareArgs {
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// Input format.
-    #[arg(value_enum)]
-    pub format: ImportFormat,
+    #[arg(value_parser = import_format())]
+    pub format: &'static dyn Importer,
     /// Input files.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Write the results here instead of to stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// chrome-trace, xplane: take kernels whose name matches this regex (repeatable).
-    #[arg(long = "kernel", value_name = "REGEX")]
+    #[arg(
+        long = "kernel",
+        value_name = "REGEX",
+        help = kernel_selection_help("take kernels whose name matches this regex (repeatable)")
+    )]
     pub kernel: Vec<String>,
-    /// chrome-trace, xplane: take kernels whose whole name matches this glob (repeatable).
-    #[arg(long = "kernel-glob", value_name = "GLOB")]
+    #[arg(
+        long = "kernel-glob",
+        value_name = "GLOB",
+        help = kernel_selection_help("take kernels whose whole name matches this glob (repeatable)")
+    )]
     pub kernel_glob: Vec<String>,
-    /// chrome-trace: only this process (pid or process name); xplane: this plane (id or name).
-    #[arg(long, value_name = "ID|NAME")]
+    #[arg(long, value_name = "ID|NAME", help = scope_help(|s| s.pid))]
     pub pid: Option<String>,
-    /// chrome-trace: only this thread (tid or thread name); xplane: this line (id or name).
-    #[arg(long, value_name = "ID|NAME")]
+    #[arg(long, value_name = "ID|NAME", help = scope_help(|s| s.tid))]
     pub tid: Option<String>,
+}
+
+/// The import formats of the registry, each with its help line.
+fn import_format() -> impl TypedValueParser<Value = &'static dyn Importer> {
+    PossibleValuesParser::new(
+        IMPORTERS
+            .iter()
+            .map(|i| PossibleValue::new(i.name()).help(i.help())),
+    )
+    .try_map(|name| import::importer(&name).ok_or("not an import format"))
+}
+
+/// `chrome-trace, xplane: TEXT`, naming the formats that take a kernel selection.
+fn kernel_selection_help(text: &str) -> String {
+    let names: Vec<&str> = import::taking_kernel_selection()
+        .map(|(name, _)| name)
+        .collect();
+    format!("{}: {text}", names.join(", "))
+}
+
+/// `chrome-trace: only this process (pid or process name); xplane: this plane (id or name)`,
+/// from what each format's `--pid` (or `--tid`) chooses.
+fn scope_help(choice: fn(&import::SelectionScope) -> &'static str) -> String {
+    let parts: Vec<String> = import::taking_kernel_selection()
+        .map(|(name, scope)| format!("{name}: {}", choice(&scope)))
+        .collect();
+    parts.join("; ")
 }
 
 #[derive(Debug, Args)]
@@ -423,5 +455,34 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// A format registered in `import::IMPORTERS` is on the command line with its help, and
+    /// the selection options name it when it takes a kernel selection: nothing else to edit.
+    #[test]
+    fn import_help_lists_every_registered_format() {
+        let mut cli = Cli::command();
+        let help = cli
+            .find_subcommand_mut("import")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for importer in IMPORTERS {
+            let line = format!("- {}: {}", importer.name(), importer.help());
+            assert!(help.contains(&line), "{line}\n{help}");
+            let parsed = Cli::try_parse_from(["kgate", "import", importer.name(), "f"]).unwrap();
+            match parsed.command {
+                Commands::Import(args) => assert_eq!(args.format.name(), importer.name()),
+                other => panic!("{other:?}"),
+            }
+        }
+        for option in [
+            "--kernel <REGEX> chrome-trace, xplane: take",
+            "--pid <ID|NAME> chrome-trace: only this process (pid or process name); xplane: this plane (id or name)",
+        ] {
+            assert!(help.contains(option), "{option}\n{help}");
+        }
+        assert!(Cli::try_parse_from(["kgate", "import", "chrome_trace", "f"]).is_err());
     }
 }

@@ -478,27 +478,28 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
     } else {
         (BTreeMap::new(), 0.05)
     };
-    let policies = import::Policies::new(policies, MetricPolicy::permissive(threshold));
-    let results = if args.format.is_trace() {
-        let selection = import::trace::TraceSelection::new(
+    let importer = args.format;
+    let mut ctx = import::ImportContext::new(import::Policies::new(
+        policies,
+        MetricPolicy::permissive(threshold),
+    ));
+    if importer.kernel_selection().is_some() {
+        ctx.selection = import::trace::TraceSelection::new(
             &args.kernel,
             &args.kernel_glob,
             args.pid,
             args.tid,
         )?;
-        import::import_trace(args.format, &args.files, &policies, &selection)?
-    } else {
-        if !(args.kernel.is_empty() && args.kernel_glob.is_empty())
-            || args.pid.is_some()
-            || args.tid.is_some()
-        {
-            bail!(
-                "--kernel, --kernel-glob, --pid and --tid apply to chrome-trace and xplane imports only"
-            );
-        }
-        import::import(args.format, &args.files, &policies)?
-    };
-    let mut results = results;
+    } else if !(args.kernel.is_empty() && args.kernel_glob.is_empty())
+        || args.pid.is_some()
+        || args.tid.is_some()
+    {
+        bail!(
+            "--kernel, --kernel-glob, --pid and --tid apply to {} imports only",
+            import::kernel_selection_formats()
+        );
+    }
+    let mut results = importer.import(&args.files, &ctx)?;
     let files: Vec<String> = args
         .files
         .iter()
@@ -507,9 +508,7 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
     results
         .require_measurements(&format!(
             "the {} import of {}",
-            clap::ValueEnum::to_possible_value(&args.format)
-                .map(|v| v.get_name().to_string())
-                .unwrap_or_default(),
+            importer.name(),
             files.join(", ")
         ))
         .map_err(anyhow::Error::msg)?;

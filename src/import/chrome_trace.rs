@@ -24,32 +24,48 @@ use rustc_hash::FxHashMap;
 use super::device::{Device, cuda_version};
 use super::json_scan::{Kind, RawStr, Scanner, Stop, Value};
 use super::trace::{TraceSamples, TraceSelection, import_files};
-use super::{ImportError, Policies};
+use super::{ImportContext, ImportError, Importer, SelectionScope};
 use crate::results::RunResults;
 
 /// What the default selection takes, in words.
 const DEFAULT_SELECTION: &str =
     "complete and begin/end events of category `kernel`, or with an `hlo_op` argument (XLA ops)";
 
-/// Imports Chrome trace files (`.json` or gzip-compressed `.json.gz`), each one repetition.
-pub fn import(
-    files: &[PathBuf],
-    policies: &Policies,
-    selection: &TraceSelection,
-) -> Result<RunResults, ImportError> {
-    import_files(
-        "chrome-trace",
-        files,
-        policies,
-        |path| read_file(path, selection),
-        || {
-            format!(
-                "no kernel events or counter tracks matched {}; choose kernels with \
-                 --kernel REGEX, --kernel-glob GLOB, --pid and --tid",
-                selection.describe(DEFAULT_SELECTION)
-            )
-        },
-    )
+/// `kgate import chrome-trace`.
+pub struct ChromeTrace;
+
+impl Importer for ChromeTrace {
+    fn name(&self) -> &'static str {
+        "chrome-trace"
+    }
+
+    fn help(&self) -> &'static str {
+        "Chrome Trace Event Format JSON (`.json`, `.json.gz`): Kineto, XProf, Perfetto JSON"
+    }
+
+    fn kernel_selection(&self) -> Option<SelectionScope> {
+        Some(SelectionScope {
+            pid: "only this process (pid or process name)",
+            tid: "only this thread (tid or thread name)",
+        })
+    }
+
+    /// Imports Chrome trace files (`.json` or gzip-compressed `.json.gz`), each one repetition.
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
+        import_files(
+            self.name(),
+            files,
+            &ctx.policies,
+            |path| read_file(path, &ctx.selection),
+            || {
+                format!(
+                    "no kernel events or counter tracks matched {}; choose kernels with \
+                     --kernel REGEX, --kernel-glob GLOB, --pid and --tid",
+                    ctx.selection.describe(DEFAULT_SELECTION)
+                )
+            },
+        )
+    }
 }
 
 /// Reads one trace file (plain or gzip, told apart by the gzip magic bytes).

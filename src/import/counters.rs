@@ -7,15 +7,57 @@
 use std::path::PathBuf;
 
 use super::builder::Benchmarks;
-use super::{ImportError, Policies};
+use super::{ImportContext, ImportError, Importer, Policies};
 use crate::config::CaptureKind;
 use crate::cpu::{self, Reading};
 use crate::derived;
 use crate::results::RunResults;
 use crate::valgrind;
 
+/// `kgate import perf-stat|callgrind|cachegrind`: one importer per capture kind, over one reader.
+pub struct Counters {
+    name: &'static str,
+    help: &'static str,
+    kind: CaptureKind,
+}
+
+/// `kgate import perf-stat`.
+pub static PERF_STAT: Counters = Counters {
+    name: "perf-stat",
+    help: "Linux `perf stat` output (`-x,` CSV, `-j` JSON, or the human-readable default)",
+    kind: CaptureKind::Perf,
+};
+
+/// `kgate import callgrind`.
+pub static CALLGRIND: Counters = Counters {
+    name: "callgrind",
+    help: "Valgrind callgrind output files",
+    kind: CaptureKind::Callgrind,
+};
+
+/// `kgate import cachegrind`.
+pub static CACHEGRIND: Counters = Counters {
+    name: "cachegrind",
+    help: "Valgrind cachegrind output files",
+    kind: CaptureKind::Cachegrind,
+};
+
+impl Importer for Counters {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn help(&self) -> &'static str {
+        self.help
+    }
+
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
+        import(self.kind, files, &ctx.policies)
+    }
+}
+
 /// Imports counter files of one capture kind.
-pub fn import(
+fn import(
     kind: CaptureKind,
     files: &[PathBuf],
     policies: &Policies,

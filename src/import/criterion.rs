@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::gbench::read_json;
-use super::{ImportError, Policies};
+use super::{ImportContext, ImportError, Importer, Policies};
 use crate::metric::Source;
 use crate::results::RunResults;
 
@@ -44,8 +44,25 @@ fn benchmark_name(path: &Path) -> String {
         .unwrap_or_else(|| "criterion".to_string())
 }
 
+/// `kgate import criterion`.
+pub struct Criterion;
+
+impl Importer for Criterion {
+    fn name(&self) -> &'static str {
+        "criterion"
+    }
+
+    fn help(&self) -> &'static str {
+        "Criterion.rs `estimates.json` (with `sample.json` beside it when present)"
+    }
+
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
+        import(files, &ctx.policies)
+    }
+}
+
 /// Imports Criterion `estimates.json` files (or the folders holding them).
-pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
+fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "criterion");
     for given in files {
         let path = if given.is_dir() {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::builder::Benchmarks;
-use super::{ImportError, Policies};
+use super::{ImportContext, ImportError, Importer, Policies};
 use crate::metric::Source;
 use crate::results::RunResults;
 
@@ -113,8 +113,25 @@ fn content(path: &Path, message: String) -> ImportError {
     }
 }
 
+/// `kgate import gbench`.
+pub struct Gbench;
+
+impl Importer for Gbench {
+    fn name(&self) -> &'static str {
+        "gbench"
+    }
+
+    fn help(&self) -> &'static str {
+        "google/benchmark JSON"
+    }
+
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
+        import(files, &ctx.policies)
+    }
+}
+
 /// Imports google/benchmark JSON files.
-pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
+fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "gbench");
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {

@@ -12,12 +12,29 @@ use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::gbench::read_json;
-use super::{ImportError, Policies};
+use super::{ImportContext, ImportError, Importer, Policies};
 use crate::metric::Source;
 use crate::results::{Failure, FailureKind, RunResults, Status};
 
+/// `kgate import hyperfine`.
+pub struct Hyperfine;
+
+impl Importer for Hyperfine {
+    fn name(&self) -> &'static str {
+        "hyperfine"
+    }
+
+    fn help(&self) -> &'static str {
+        "hyperfine `--export-json` output"
+    }
+
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
+        import(files, &ctx.policies)
+    }
+}
+
 /// Imports hyperfine JSON files.
-pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
+fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "hyperfine");
     for path in files {
         benchmarks.file(path);

@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::config::CaptureKind;
 use crate::plan::MetricPolicy;
 use crate::protocol::ProtocolError;
 use crate::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
@@ -31,44 +30,6 @@ pub mod rocprof;
 pub mod trace;
 pub mod xplane;
 mod xplane_proto;
-
-/// Import formats (the names of DESIGN.md's contract).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ImportFormat {
-    /// kgate protocol JSON lines.
-    Protocol,
-    /// Linux `perf stat` output (`-x,` CSV, `-j` JSON, or the human-readable default).
-    PerfStat,
-    /// Valgrind callgrind output files.
-    Callgrind,
-    /// Valgrind cachegrind output files.
-    Cachegrind,
-    /// Nsight Compute `--csv` output, details or raw page (plus optional `ncu --version` text).
-    Ncu,
-    /// rocprof v1 results and counter CSV, rocprofv2 (Omniperf) and rocprofv3 counter CSV.
-    Rocprof,
-    /// Triton Proton hatchet JSON.
-    Proton,
-    /// google/benchmark JSON.
-    Gbench,
-    /// pytest-benchmark JSON.
-    PytestBenchmark,
-    /// hyperfine `--export-json` output.
-    Hyperfine,
-    /// Criterion.rs `estimates.json` (with `sample.json` beside it when present).
-    Criterion,
-    /// Chrome Trace Event Format JSON (`.json`, `.json.gz`): Kineto, XProf, Perfetto JSON.
-    ChromeTrace,
-    /// XProf / TensorFlow profiler XSpace protobuf (`*.xplane.pb`).
-    Xplane,
-}
-
-impl ImportFormat {
-    /// Whether the format takes a kernel selection (`--kernel`, `--pid`, `--tid`).
-    pub fn is_trace(self) -> bool {
-        matches!(self, ImportFormat::ChromeTrace | ImportFormat::Xplane)
-    }
-}
 
 /// Import errors.
 #[derive(Debug, thiserror::Error)]
@@ -108,41 +69,95 @@ impl Policies {
     }
 }
 
-/// Imports files of one format.
-pub fn import(
-    format: ImportFormat,
-    files: &[PathBuf],
-    policies: &Policies,
-) -> Result<RunResults, ImportError> {
-    match format {
-        ImportFormat::Protocol => protocol::import(files, policies),
-        ImportFormat::PerfStat => counters::import(CaptureKind::Perf, files, policies),
-        ImportFormat::Callgrind => counters::import(CaptureKind::Callgrind, files, policies),
-        ImportFormat::Cachegrind => counters::import(CaptureKind::Cachegrind, files, policies),
-        ImportFormat::Ncu => ncu::import(files, policies),
-        ImportFormat::Rocprof => rocprof::import(files, policies),
-        ImportFormat::Proton => proton::import(files, policies),
-        ImportFormat::Gbench => gbench::import(files, policies),
-        ImportFormat::PytestBenchmark => pytest_benchmark::import(files, policies),
-        ImportFormat::Hyperfine => hyperfine::import(files, policies),
-        ImportFormat::Criterion => criterion::import(files, policies),
-        ImportFormat::ChromeTrace | ImportFormat::Xplane => {
-            import_trace(format, files, policies, &trace::TraceSelection::default())
-        }
+/// One import format: its name on the command line, a line of help, whether it takes a kernel
+/// selection, and the import itself. Every format is a unit struct in its own submodule,
+/// listed once in [`IMPORTERS`]; the command line's format list and its texts about kernel
+/// selection come from that list.
+pub trait Importer: Sync {
+    /// The format's name (`kgate import NAME`), part of DESIGN.md's contract.
+    fn name(&self) -> &'static str;
+    /// One line for `kgate import --help`, without a final period (clap's style).
+    fn help(&self) -> &'static str;
+    /// For formats that take `--kernel`, `--kernel-glob`, `--pid` and `--tid`: what the last
+    /// two name in their files. Other formats refuse those options.
+    fn kernel_selection(&self) -> Option<SelectionScope> {
+        None
+    }
+    /// Reads the files (each one repetition, unless the format says otherwise) into results.
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError>;
+}
+
+impl std::fmt::Debug for dyn Importer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
-/// Imports profiler traces with a kernel selection (formats for which `is_trace` holds).
-pub fn import_trace(
-    format: ImportFormat,
-    files: &[PathBuf],
-    policies: &Policies,
-    selection: &trace::TraceSelection,
-) -> Result<RunResults, ImportError> {
-    match format {
-        ImportFormat::ChromeTrace => chrome_trace::import(files, policies, selection),
-        ImportFormat::Xplane => xplane::import(files, policies, selection),
-        other => import(other, files, policies),
+/// What `--pid` and `--tid` choose in a format's files, in words for the help (`only this
+/// process (pid or process name)`).
+#[derive(Debug, Clone, Copy)]
+pub struct SelectionScope {
+    pub pid: &'static str,
+    pub tid: &'static str,
+}
+
+/// Every import format, in DESIGN.md's order. A new format is a submodule (its `mod` line
+/// above) with a unit struct implementing [`Importer`], and its line here.
+pub static IMPORTERS: &[&dyn Importer] = &[
+    &protocol::Protocol,
+    &ncu::Ncu,
+    &rocprof::Rocprof,
+    &chrome_trace::ChromeTrace,
+    &xplane::Xplane,
+    &proton::Proton,
+    &gbench::Gbench,
+    &pytest_benchmark::PytestBenchmark,
+    &hyperfine::Hyperfine,
+    &criterion::Criterion,
+    &counters::PERF_STAT,
+    &counters::CALLGRIND,
+    &counters::CACHEGRIND,
+];
+
+/// The importer of a format name.
+pub fn importer(name: &str) -> Option<&'static dyn Importer> {
+    IMPORTERS.iter().copied().find(|i| i.name() == name)
+}
+
+/// The formats that take a kernel selection, with what their `--pid` and `--tid` choose.
+pub fn taking_kernel_selection() -> impl Iterator<Item = (&'static str, SelectionScope)> {
+    IMPORTERS
+        .iter()
+        .filter_map(|i| Some((i.name(), i.kernel_selection()?)))
+}
+
+/// The formats that take a kernel selection, in words: `chrome-trace and xplane`.
+pub fn kernel_selection_formats() -> String {
+    let names: Vec<&str> = taking_kernel_selection().map(|(name, _)| name).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        Some((last, _)) => last.to_string(),
+        None => String::new(),
+    }
+}
+
+/// What an import is given besides its files.
+#[derive(Debug, Clone)]
+pub struct ImportContext {
+    /// Metric settings by benchmark name.
+    pub policies: Policies,
+    /// Which events are kernels, for formats that take a kernel selection (the default
+    /// selects each format's own default).
+    pub selection: trace::TraceSelection,
+}
+
+impl ImportContext {
+    /// A context with the default kernel selection.
+    pub fn new(policies: Policies) -> ImportContext {
+        ImportContext {
+            policies,
+            selection: trace::TraceSelection::default(),
+        }
     }
 }
 
@@ -155,5 +170,55 @@ pub fn run_results(benchmarks: Vec<BenchmarkResult>, device: &device::Device) ->
         created: crate::results::now_rfc3339(),
         environment: device.environment(Path::new(".")),
         benchmarks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The format names are a contract: the registry holds exactly these, once each.
+    #[test]
+    fn the_registry_holds_the_documented_formats_once_each() {
+        let names: Vec<&str> = IMPORTERS.iter().map(|i| i.name()).collect();
+        let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        assert_eq!(
+            names,
+            [
+                "protocol",
+                "ncu",
+                "rocprof",
+                "chrome-trace",
+                "xplane",
+                "proton",
+                "gbench",
+                "pytest-benchmark",
+                "hyperfine",
+                "criterion",
+                "perf-stat",
+                "callgrind",
+                "cachegrind",
+            ]
+        );
+        for importer in IMPORTERS {
+            assert!(
+                !importer.help().is_empty()
+                    && !importer.help().ends_with('.')
+                    && !importer.help().contains('\n'),
+                "{}: one line of help",
+                importer.name()
+            );
+            assert_eq!(
+                self::importer(importer.name()).map(|i| i.name()),
+                Some(importer.name())
+            );
+        }
+        assert!(self::importer("chrome_trace").is_none());
+    }
+
+    #[test]
+    fn the_trace_formats_take_a_kernel_selection() {
+        assert_eq!(kernel_selection_formats(), "chrome-trace and xplane");
     }
 }

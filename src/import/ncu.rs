@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use super::builder::Benchmarks;
 use super::builder::direction_of;
 use super::device::{Device, MEM_MAX_MHZ, SM_MAX_MHZ};
-use super::{ImportError, Policies};
+use super::{ImportContext, ImportError, Importer, Policies};
 use crate::metric::{Direction, Source};
 use crate::results::RunResults;
 
@@ -602,11 +602,28 @@ impl<R: BufRead> Read for CsvLines<R> {
     }
 }
 
+/// `kgate import ncu`.
+pub struct Ncu;
+
+impl Importer for Ncu {
+    fn name(&self) -> &'static str {
+        "ncu"
+    }
+
+    fn help(&self) -> &'static str {
+        "Nsight Compute `--csv` output, details or raw page (plus optional `ncu --version` text)"
+    }
+
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
+        import(files, &ctx.policies)
+    }
+}
+
 /// Imports ncu CSV files. A file holding `ncu --version` output is not a result: its version is
 /// recorded in the provenance of every benchmark and as the environment's `tools.ncu`. The
 /// device each file names goes to the environment ([`device`]). Launches continue their
 /// numbering across files, so each launch stays one sample.
-pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
+fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "ncu");
     let mut version = None;
     let mut offsets: BTreeMap<String, u32> = BTreeMap::new();

@@ -4,15 +4,32 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::builder::Benchmarks;
-use super::{ImportError, Policies};
+use super::{ImportContext, ImportError, Importer, Policies};
 use crate::protocol;
 use crate::results::RunResults;
+
+/// `kgate import protocol`.
+pub struct Protocol;
+
+impl Importer for Protocol {
+    fn name(&self) -> &'static str {
+        "protocol"
+    }
+
+    fn help(&self) -> &'static str {
+        "kgate protocol JSON lines"
+    }
+
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
+        import(files, &ctx.policies)
+    }
+}
 
 /// Builds results from protocol files. Lines with a `benchmark` key go to that benchmark;
 /// lines without it go to a benchmark named after the file (its stem). Each file counts as one
 /// repetition of the benchmarks it holds. `policies` gives per-benchmark metric settings (from
 /// a configuration); others get `fallback`.
-pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
+fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "protocol");
     let mut reps: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {

@@ -16,7 +16,7 @@ use serde_json::Value;
 use super::builder::Benchmarks;
 use super::device::{Device, MEM_MAX_MHZ, SM_MAX_MHZ};
 use super::gbench::read_json;
-use super::{ImportError, Policies};
+use super::{ImportContext, ImportError, Importer, Policies};
 use crate::metric::Source;
 use crate::results::RunResults;
 
@@ -87,8 +87,25 @@ fn unit_of(key: &str) -> (&str, &str) {
     }
 }
 
+/// `kgate import proton`.
+pub struct Proton;
+
+impl Importer for Proton {
+    fn name(&self) -> &'static str {
+        "proton"
+    }
+
+    fn help(&self) -> &'static str {
+        "Triton Proton hatchet JSON"
+    }
+
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
+        import(files, &ctx.policies)
+    }
+}
+
 /// Imports Proton hatchet files.
-pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
+fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "proton");
     for path in files {
         benchmarks.file(path);

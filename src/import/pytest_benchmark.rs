@@ -12,12 +12,29 @@ use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::gbench::read_json;
-use super::{ImportError, Policies};
+use super::{ImportContext, ImportError, Importer, Policies};
 use crate::metric::Source;
 use crate::results::RunResults;
 
+/// `kgate import pytest-benchmark`.
+pub struct PytestBenchmark;
+
+impl Importer for PytestBenchmark {
+    fn name(&self) -> &'static str {
+        "pytest-benchmark"
+    }
+
+    fn help(&self) -> &'static str {
+        "pytest-benchmark JSON"
+    }
+
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
+        import(files, &ctx.policies)
+    }
+}
+
 /// Imports pytest-benchmark JSON files.
-pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
+fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "pytest-benchmark");
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use super::builder::Benchmarks;
 use super::device::{Device, HostField, MEM_MAX_MHZ, SM_MAX_MHZ};
-use super::{ImportError, Policies};
+use super::{ImportContext, ImportError, Importer, Policies};
 use crate::metric::Source;
 use crate::results::RunResults;
 
@@ -218,8 +218,25 @@ fn classify(header: &[String]) -> Option<Kind> {
     None
 }
 
+/// `kgate import rocprof`.
+pub struct Rocprof;
+
+impl Importer for Rocprof {
+    fn name(&self) -> &'static str {
+        "rocprof"
+    }
+
+    fn help(&self) -> &'static str {
+        "rocprof v1 results and counter CSV, rocprofv2 (Omniperf) and rocprofv3 counter CSV"
+    }
+
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
+        import(files, &ctx.policies)
+    }
+}
+
 /// Imports rocprof files.
-pub fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
+fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "rocprof");
     let mut companions = Companions::default();
     let mut offsets: BTreeMap<String, u32> = BTreeMap::new();

@@ -13,32 +13,48 @@ use prost::Message;
 use super::device::{Device, SM_MAX_MHZ};
 use super::trace::{TraceSamples, TraceSelection, import_files};
 use super::xplane_proto::{XEvent, XPlane, XSpace, x_event, x_stat};
-use super::{ImportError, Policies};
+use super::{ImportContext, ImportError, Importer, SelectionScope};
 use crate::results::RunResults;
 
 /// What the default selection takes, in words.
 const DEFAULT_SELECTION: &str = "events on the `XLA Ops` and `Stream #…` lines of `/device:` \
                                  planes, and events with an `hlo_op` stat";
 
-/// Imports XSpace files, each one repetition.
-pub fn import(
-    files: &[PathBuf],
-    policies: &Policies,
-    selection: &TraceSelection,
-) -> Result<RunResults, ImportError> {
-    import_files(
-        "xplane",
-        files,
-        policies,
-        |path| read_file(path, selection),
-        || {
-            format!(
-                "no kernel events or counter events matched {}; choose kernels with \
-                 --kernel REGEX, --kernel-glob GLOB, --pid PLANE and --tid LINE",
-                selection.describe(DEFAULT_SELECTION)
-            )
-        },
-    )
+/// `kgate import xplane`.
+pub struct Xplane;
+
+impl Importer for Xplane {
+    fn name(&self) -> &'static str {
+        "xplane"
+    }
+
+    fn help(&self) -> &'static str {
+        "XProf / TensorFlow profiler XSpace protobuf (`*.xplane.pb`)"
+    }
+
+    fn kernel_selection(&self) -> Option<SelectionScope> {
+        Some(SelectionScope {
+            pid: "this plane (id or name)",
+            tid: "this line (id or name)",
+        })
+    }
+
+    /// Imports XSpace files, each one repetition.
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
+        import_files(
+            self.name(),
+            files,
+            &ctx.policies,
+            |path| read_file(path, &ctx.selection),
+            || {
+                format!(
+                    "no kernel events or counter events matched {}; choose kernels with \
+                     --kernel REGEX, --kernel-glob GLOB, --pid PLANE and --tid LINE",
+                    ctx.selection.describe(DEFAULT_SELECTION)
+                )
+            },
+        )
+    }
 }
 
 /// Reads and decodes one XSpace file.

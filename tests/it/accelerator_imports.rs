@@ -8,7 +8,7 @@ use crate::common::{self, corpus};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use kgate::import::{ImportFormat, Policies, import};
+use kgate::import::{ImportContext, Policies, importer};
 use kgate::metric::{Direction, Source};
 use kgate::plan::MetricPolicy;
 use kgate::results::{BenchmarkResult, RunResults, Status};
@@ -17,12 +17,17 @@ fn policies() -> Policies {
     Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05))
 }
 
-fn run(format: ImportFormat, files: &[PathBuf]) -> RunResults {
-    import(format, files, &policies()).unwrap_or_else(|e| panic!("{files:?}: {e}"))
+fn import(format: &str, files: &[PathBuf]) -> Result<RunResults, kgate::import::ImportError> {
+    let importer = importer(format).unwrap_or_else(|| panic!("no import format `{format}`"));
+    importer.import(files, &ImportContext::new(policies()))
 }
 
-fn error(format: ImportFormat, files: &[PathBuf]) -> String {
-    match import(format, files, &policies()) {
+fn run(format: &str, files: &[PathBuf]) -> RunResults {
+    import(format, files).unwrap_or_else(|e| panic!("{files:?}: {e}"))
+}
+
+fn error(format: &str, files: &[PathBuf]) -> String {
+    match import(format, files) {
         Ok(_) => panic!("{files:?} imported but should fail"),
         Err(e) => e.to_string(),
     }
@@ -47,7 +52,7 @@ fn ncu_details_page_with_bom_crlf_and_thousands_separators() {
     let Some(c) = corpus() else { return };
     let dir = c.join("ncu");
     let r = run(
-        ImportFormat::Ncu,
+        "ncu",
         &[
             dir.join("olajide_rtx5070_saxpy_metrics.csv"),
             dir.join("olajide_ncu_version.txt"),
@@ -85,10 +90,7 @@ fn ncu_details_page_with_bom_crlf_and_thousands_separators() {
     );
     assert_eq!(b.provenance.details["ncu.page"], "details");
 
-    let r = run(
-        ImportFormat::Ncu,
-        &[dir.join("olajide_rtx5070_gemm_tiled_metrics.csv")],
-    );
+    let r = run("ncu", &[dir.join("olajide_rtx5070_gemm_tiled_metrics.csv")]);
     let b = starting(&r, "void unnamed>::gemm_tiled_kernel<32>");
     assert_eq!(values(b, "gpu__time_duration.sum"), vec![10_195_552.0]);
     assert_eq!(
@@ -105,10 +107,7 @@ fn ncu_details_page_with_bom_crlf_and_thousands_separators() {
 #[test]
 fn ncu_ragged_details_page_with_rule_rows_and_application_output() {
     let Some(c) = corpus() else { return };
-    let r = run(
-        ImportFormat::Ncu,
-        &[c.join("ncu/superbenchmark_cublaslt_ncu.log")],
-    );
+    let r = run("ncu", &[c.join("ncu/superbenchmark_cublaslt_ncu.log")]);
     assert_eq!(r.benchmarks.len(), 1);
     let b = starting(&r, "cutlass3x_sm100_tensorop_s64x256x32gemm_f8_f8_f32");
     // 59 CSV rows: 47 numeric metrics, 3 text values, 9 rule rows.
@@ -145,7 +144,7 @@ fn ncu_ragged_details_page_with_rule_rows_and_application_output() {
 fn ncu_raw_page_aggregates_launches_per_kernel_with_units_row() {
     let Some(c) = corpus() else { return };
     let r = run(
-        ImportFormat::Ncu,
+        "ncu",
         &[c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv")],
     );
     assert_eq!(r.benchmarks.len(), 2);
@@ -200,7 +199,7 @@ fn ncu_raw_page_aggregates_launches_per_kernel_with_units_row() {
     );
 
     let r = run(
-        ImportFormat::Ncu,
+        "ncu",
         &[c.join("ncu/meinie_b200_torch_sdpa_flash_raw_page.ncu.csv")],
     );
     assert_eq!(r.benchmarks.len(), 1);
@@ -220,7 +219,7 @@ fn ncu_raw_page_aggregates_launches_per_kernel_with_units_row() {
 fn ncu_runs_without_csv_fail_with_the_profilers_message() {
     let Some(c) = corpus() else { return };
     let e = error(
-        ImportFormat::Ncu,
+        "ncu",
         &[c.join("ncu/meinie_failed_run_error_no_csv.ncu.csv")],
     );
     assert!(
@@ -231,13 +230,13 @@ fn ncu_runs_without_csv_fail_with_the_profilers_message() {
         "{e}"
     );
     let e = error(
-        ImportFormat::Ncu,
+        "ncu",
         &[c.join("ncu/meinie_only_prof_lines_no_csv.ncu.csv")],
     );
     assert!(e.contains("ncu wrote no CSV (no `\"ID\",…` header)"), "{e}");
     assert!(e.contains("--target-processes"), "{e}");
     assert!(e.contains("==PROF== Disconnected from process"), "{e}");
-    let e = error(ImportFormat::Ncu, &[c.join("ncu/olajide_ncu_version.txt")]);
+    let e = error("ncu", &[c.join("ncu/olajide_ncu_version.txt")]);
     assert!(e.contains("holds only `ncu --version` output"), "{e}");
 }
 
@@ -259,7 +258,7 @@ fn ncu_hand_made_edge_cases() {
 \"2\",\"1\",\"a\",\"h\",\"k2\",\"1\",\"7\",\"(1, 1, 1)\",\"(1, 1, 1)\",\"0\",\"9.0\",\"S\",\"Duration\",\"nsecond\",\"1,234,567\"\r\n";
     let path = dir.path().join("mixed.csv");
     std::fs::write(&path, text).unwrap();
-    let r = run(ImportFormat::Ncu, &[path]);
+    let r = run("ncu", &[path]);
     assert_eq!(r.benchmarks.len(), 2);
     let k1 = r.benchmark("k1").unwrap();
     assert_eq!(k1.repetitions, 2);
@@ -289,7 +288,7 @@ fn ncu_hand_made_edge_cases() {
          \"1\",\"k3\",\"7\",\"-0.25\",\"1.234,5\",\"0.5\",\"n/a\"\n",
     )
     .unwrap();
-    let r = run(ImportFormat::Ncu, std::slice::from_ref(&raw));
+    let r = run("ncu", std::slice::from_ref(&raw));
     let k3 = r.benchmark("k3").unwrap();
     assert_eq!(values(k3, "a.sum"), vec![1234.0, 7.0]);
     assert_eq!(values(k3, "b.sum"), vec![3000.0, -0.25]);
@@ -305,7 +304,7 @@ fn ncu_hand_made_edge_cases() {
         "\"ID\",\"Kernel Name\",\"a.sum\"\n\"\",\"\",\"cycle\"\n\"0\",\"k3\",\"5\"\n",
     )
     .unwrap();
-    let e = error(ImportFormat::Ncu, &[raw, other_unit]);
+    let e = error("ncu", &[raw, other_unit]);
     assert!(
         e.contains("raw_bytes_as_cycles.csv")
             && e.contains("kernel `k3`")
@@ -316,7 +315,7 @@ fn ncu_hand_made_edge_cases() {
     // A per-kernel summary is refused with what to do instead.
     let summary = dir.path().join("summary.csv");
     std::fs::write(&summary, "\"ID\",\"Kernel Name\",\"Invocations\",\"Metric Name\",\"Metric Unit\",\"Minimum\",\"Maximum\",\"Average\"\n\"0\",\"k\",\"100\",\"gpu__time_duration.sum\",\"nsecond\",\"1\",\"2\",\"1.5\"\n").unwrap();
-    let e = error(ImportFormat::Ncu, &[summary]);
+    let e = error("ncu", &[summary]);
     assert!(e.contains("`--print-summary` table"), "{e}");
 }
 
@@ -326,7 +325,7 @@ fn rocprof_corpus() {
     let dir = c.join("rocprof");
     // v1 counter CSV (MI100) with its input file: kernel time from BeginNs/EndNs, counters.
     let r = run(
-        ImportFormat::Rocprof,
+        "rocprof",
         &[
             dir.join("rocprof_v1_mi100_SQ_LEVEL_WAVES.csv"),
             dir.join("rocprof_v1_mi100_SQ_LEVEL_WAVES.input.txt"),
@@ -350,17 +349,14 @@ fn rocprof_corpus() {
     let n: u32 = r.benchmarks.iter().map(|b| b.repetitions).sum();
     assert_eq!(n, 167, "one sample per dispatch row");
 
-    let r = run(
-        ImportFormat::Rocprof,
-        &[dir.join("rocprof_v1_mi100_timestamps.csv")],
-    );
+    let r = run("rocprof", &[dir.join("rocprof_v1_mi100_timestamps.csv")]);
     let fill = r.benchmark("__amd_rocclr_fillBuffer").unwrap();
     assert_eq!(values(fill, "kernel_time"), vec![324_476.0]);
     assert_eq!(fill.metrics.len(), 1);
 
     // ROCm 5.x results.csv (quoted header, DurationNs) and the command file beside it.
     let r = run(
-        ImportFormat::Rocprof,
+        "rocprof",
         &[
             dir.join("rocprof_v1_mi250x_laplacian_results.csv"),
             dir.join("rocprof_v1_mi250x_laplacian_cmd.txt"),
@@ -381,7 +377,7 @@ fn rocprof_corpus() {
     );
 
     let r = run(
-        ImportFormat::Rocprof,
+        "rocprof",
         &[dir.join("rocprof_v1_mi250x_laplacian_results.stats.csv")],
     );
     let lap = r.benchmark("laplacian_kernel").unwrap();
@@ -392,7 +388,7 @@ fn rocprof_corpus() {
     );
 
     let r = run(
-        ImportFormat::Rocprof,
+        "rocprof",
         &[dir.join("rocprof_v1_mi250x_laplacian_data_movement_counters.csv")],
     );
     let test = r.benchmark("test_function_kernel").unwrap();
@@ -402,7 +398,7 @@ fn rocprof_corpus() {
 
     // rocprofv2 through Omniperf, with sysinfo as provenance.
     let r = run(
-        ImportFormat::Rocprof,
+        "rocprof",
         &[
             dir.join("omniperf2_rocprofv2_mi300x_SQ_LEVEL_WAVES.csv"),
             dir.join("omniperf2_mi300x_sysinfo.csv"),
@@ -420,7 +416,7 @@ fn rocprof_corpus() {
     assert_eq!(b.provenance.details["rocprof.cu_per_gpu"], "304");
     assert_eq!(b.provenance.details["rocprof.gpu_arch"], "gfx942");
     let r = run(
-        ImportFormat::Rocprof,
+        "rocprof",
         &[dir.join("omniperf2_rocprofv2_mi300x_timestamps.csv")],
     );
     assert_eq!(r.benchmarks[0].repetitions, 3);
@@ -430,7 +426,7 @@ fn rocprof_corpus() {
         "rocprof_v1_mi100_SQ_LEVEL_WAVES.input.txt",
         "rocprof_v1_mi250x_laplacian_cmd.txt",
     ] {
-        let e = error(ImportFormat::Rocprof, &[dir.join(companion)]);
+        let e = error("rocprof", &[dir.join(companion)]);
         assert!(
             e.contains(companion) && e.contains("holds no rocprof results"),
             "{e}"
@@ -442,7 +438,7 @@ fn rocprof_corpus() {
 fn rocprofv3_counter_collection() {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rocprofv3/counter_collection.csv");
-    let r = run(ImportFormat::Rocprof, &[path]);
+    let r = run("rocprof", &[path]);
     let b = r
         .benchmark("void addition_kernel<float>(float*, float const*, float const*, int, int)")
         .unwrap();
@@ -454,7 +450,7 @@ fn rocprofv3_counter_collection() {
     // Later rocprofv3 releases name the agent (`"Agent 1"`) instead of numbering it.
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/rocprofv3/counter_collection_agent_names.csv");
-    let r = run(ImportFormat::Rocprof, &[path]);
+    let r = run("rocprof", &[path]);
     let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
     assert_eq!(names, ["stencil_step", "halo_exchange"]);
     let step = r.benchmark("stencil_step").unwrap();
@@ -469,7 +465,7 @@ fn rocprofv3_counter_collection() {
 fn proton_corpus() {
     let Some(c) = corpus() else { return };
     let r = run(
-        ImportFormat::Proton,
+        "proton",
         &[c.join("proton/proton_test_examples_triton.json")],
     );
     let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
@@ -486,10 +482,7 @@ fn proton_corpus() {
         vec![4064.0]
     );
 
-    let r = run(
-        ImportFormat::Proton,
-        &[c.join("proton/proton_test_examples_cuda.json")],
-    );
+    let r = run("proton", &[c.join("proton/proton_test_examples_cuda.json")]);
     let foo0 = r.benchmark("foo0").unwrap();
     assert_eq!(
         values(foo0, "time"),
@@ -503,10 +496,7 @@ fn proton_corpus() {
         "CUDA 1: arch 90, 132 SMs"
     );
 
-    let r = run(
-        ImportFormat::Proton,
-        &[c.join("proton/proton_test_examples_hip.json")],
-    );
+    let r = run("proton", &[c.join("proton/proton_test_examples_hip.json")]);
     let foo1 = r.benchmark("foo1").unwrap();
     assert_eq!(values(foo1, "time"), vec![204_800.0]);
     assert_eq!(values(foo1, "bytes"), vec![1e7]);
@@ -519,10 +509,7 @@ fn proton_corpus() {
 #[test]
 fn gbench_corpus_and_non_finite_tokens() {
     let Some(c) = corpus() else { return };
-    let r = run(
-        ImportFormat::Gbench,
-        &[c.join("gbench/gab_googlecpp_output.json")],
-    );
+    let r = run("gbench", &[c.join("gbench/gab_googlecpp_output.json")]);
     let fib10 = r.benchmark("fib_10").unwrap();
     assert_eq!(values(fib10, "real_time"), vec![2.1498980114547953e+02]);
     assert_eq!(values(fib10, "cpu_time"), vec![2.1365507206163295e+02]);
@@ -536,7 +523,7 @@ fn gbench_corpus_and_non_finite_tokens() {
 #[test]
 fn gbench_modern_schema_with_nan_repetitions_and_counters() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gbench/repetitions_nan.json");
-    let r = run(ImportFormat::Gbench, &[path]);
+    let r = run("gbench", &[path]);
     let b = r.benchmark("BM_copy/64").unwrap();
     assert_eq!(b.repetitions, 3);
     assert_eq!(
@@ -591,7 +578,7 @@ fn assert_gbench_sum_shape(r: &RunResults) {
 #[test]
 fn gbench_output_of_a_real_run() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gbench/sum_repetitions.json");
-    let r = run(ImportFormat::Gbench, &[path]);
+    let r = run("gbench", &[path]);
     assert_gbench_sum_shape(&r);
     let b = r.benchmark("BM_sum/64").unwrap();
     assert_eq!(
@@ -624,17 +611,14 @@ fn gbench_live_run_imports() {
         .status()
         .unwrap();
     assert!(status.success(), "scripts/gen_gbench_fixture.sh failed");
-    assert_gbench_sum_shape(&run(ImportFormat::Gbench, &[out]));
+    assert_gbench_sum_shape(&run("gbench", &[out]));
 }
 
 #[test]
 fn pytest_benchmark_corpus() {
     let Some(c) = corpus() else { return };
     let dir = c.join("pytest_benchmark");
-    let r = run(
-        ImportFormat::PytestBenchmark,
-        &[dir.join("gab_pytest_output.json")],
-    );
+    let r = run("pytest-benchmark", &[dir.join("gab_pytest_output.json")]);
     let b = r.benchmark("bench.py::test_fib_10").unwrap();
     assert_eq!(
         b.repetitions, 4,
@@ -649,7 +633,7 @@ fn pytest_benchmark_corpus() {
     );
 
     let r = run(
-        ImportFormat::PytestBenchmark,
+        "pytest-benchmark",
         &[dir.join("gab_pytest_several_units.json")],
     );
     let sleep = r.benchmark("bench.py::test_sleep_2").unwrap();
@@ -658,7 +642,7 @@ fn pytest_benchmark_corpus() {
     assert_eq!(r.benchmarks.len(), 4);
 
     let r = run(
-        ImportFormat::PytestBenchmark,
+        "pytest-benchmark",
         &[dir.join("pytest_benchmark_repo_test_storage_0002.json")],
     );
     let b = &r.benchmarks[0];
@@ -674,7 +658,7 @@ fn pytest_benchmark_corpus() {
 fn hyperfine_corpus() {
     let Some(c) = corpus() else { return };
     let r = run(
-        ImportFormat::Hyperfine,
+        "hyperfine",
         &[c.join("hyperfine/zeroows_1brc_hyperfine.json")],
     );
     let b = r
@@ -692,7 +676,7 @@ fn hyperfine_corpus() {
     assert_eq!(r.benchmarks.len(), 2);
 
     let r = run(
-        ImportFormat::Hyperfine,
+        "hyperfine",
         &[c.join("hyperfine/dandavison_misc_hyperfine_old_no_exit_codes.json")],
     );
     let b = &r.benchmarks[0];
@@ -707,7 +691,7 @@ fn hyperfine_corpus() {
 #[test]
 fn criterion_fixture_from_a_real_run() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/criterion/sum_1000/new");
-    let r = run(ImportFormat::Criterion, &[dir.join("estimates.json")]);
+    let r = run("criterion", &[dir.join("estimates.json")]);
     let b = r.benchmark("sum_1000").unwrap();
     let sample: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("sample.json")).unwrap()).unwrap();
@@ -727,7 +711,7 @@ fn criterion_fixture_from_a_real_run() {
     let copy = alone.path().join("sum_1000").join("new");
     std::fs::create_dir_all(&copy).unwrap();
     std::fs::copy(dir.join("estimates.json"), copy.join("estimates.json")).unwrap();
-    let r = run(ImportFormat::Criterion, &[copy.join("estimates.json")]);
+    let r = run("criterion", &[copy.join("estimates.json")]);
     let b = r.benchmark("sum_1000").unwrap();
     let est: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("estimates.json")).unwrap())
@@ -744,7 +728,7 @@ fn imports_record_the_device_their_files_name() {
     let unknown = kgate::fingerprint::UNKNOWN;
     // ncu raw page: the display name and the clock attributes (kHz) of the device.
     let r = run(
-        ImportFormat::Ncu,
+        "ncu",
         &[c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv")],
     );
     let env = &r.environment;
@@ -760,7 +744,7 @@ fn imports_record_the_device_their_files_name() {
     // The details page names only the compute capability; ncu's version comes from the
     // `ncu --version` output given alongside.
     let r = run(
-        ImportFormat::Ncu,
+        "ncu",
         &[
             c.join("ncu/olajide_ncu_version.txt"),
             c.join("ncu/olajide_rtx5070_saxpy_metrics.csv"),
@@ -774,10 +758,7 @@ fn imports_record_the_device_their_files_name() {
         "2026.2.1.0 (build 38283040) (public-release)"
     );
     assert_eq!(env.cpu_model, unknown);
-    let r = run(
-        ImportFormat::Ncu,
-        &[c.join("ncu/superbenchmark_cublaslt_ncu.log")],
-    );
+    let r = run("ncu", &[c.join("ncu/superbenchmark_cublaslt_ncu.log")]);
     assert_eq!(
         r.environment.accelerator.as_deref(),
         Some("compute capability 10.0")
@@ -786,7 +767,7 @@ fn imports_record_the_device_their_files_name() {
     // Omniperf's sysinfo names the GPU, its clocks, ROCm and the host it ran on.
     let dir = c.join("rocprof");
     let r = run(
-        ImportFormat::Rocprof,
+        "rocprof",
         &[
             dir.join("omniperf2_rocprofv2_mi300x_SQ_LEVEL_WAVES.csv"),
             dir.join("omniperf2_mi300x_sysinfo.csv"),
@@ -802,10 +783,7 @@ fn imports_record_the_device_their_files_name() {
     assert_eq!(env.kernel, "5.18.2-mi300-build-140423-ubuntu-22.04+");
     assert_eq!((env.arch.as_str(), env.cores), (unknown, 0));
     // rocprof v1 CSV names no device: the importing host stays, without an accelerator.
-    let r = run(
-        ImportFormat::Rocprof,
-        &[dir.join("rocprof_v1_mi100_timestamps.csv")],
-    );
+    let r = run("rocprof", &[dir.join("rocprof_v1_mi100_timestamps.csv")]);
     let env = &r.environment;
     assert!(env.imported);
     assert_eq!(env.accelerator, None);
@@ -815,17 +793,14 @@ fn imports_record_the_device_their_files_name() {
 
     // Proton: the devices the kernels ran on, from the device table.
     let r = run(
-        ImportFormat::Proton,
+        "proton",
         &[c.join("proton/proton_test_examples_triton.json")],
     );
     let env = &r.environment;
     assert_eq!(env.accelerator.as_deref(), Some("CUDA arch 86, 16 SMs"));
     assert_eq!(env.clocks["sm_max_mhz"], "1140");
     assert_eq!(env.clocks["mem_max_mhz"], "5501");
-    let r = run(
-        ImportFormat::Proton,
-        &[c.join("proton/proton_test_examples_cuda.json")],
-    );
+    let r = run("proton", &[c.join("proton/proton_test_examples_cuda.json")]);
     assert_eq!(
         r.environment.accelerator.as_deref(),
         Some("CUDA arch 89, 128 SMs; CUDA arch 90, 132 SMs"),
@@ -838,7 +813,7 @@ fn imports_record_the_device_their_files_name() {
 fn files_from_different_devices_are_not_samples_of_one_result() {
     let Some(c) = corpus() else { return };
     let e = error(
-        ImportFormat::Ncu,
+        "ncu",
         &[
             c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv"),
             c.join("ncu/olajide_rtx5070_saxpy_metrics.csv"),
@@ -852,7 +827,7 @@ fn files_from_different_devices_are_not_samples_of_one_result() {
         "{e}"
     );
     let e = error(
-        ImportFormat::Proton,
+        "proton",
         &[
             c.join("proton/proton_test_examples_triton.json"),
             c.join("proton/proton_test_examples_hip.json"),
