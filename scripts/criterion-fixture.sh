@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates tests/data/criterion/sum_1000/new/: runs one tiny Criterion 0.5 benchmark (a sum
-# over 1,000 integers) in a throw-away cargo project and copies the `estimates.json`,
+# Regenerates tests/fixtures/criterion/sum_1000/new/: runs one tiny Criterion 0.5 benchmark (a
+# sum over 1,000 integers) in a throw-away cargo project and copies the `estimates.json`,
 # `sample.json` and `benchmark.json` Criterion wrote, in Criterion's own folder layout.
 # Needs a Rust toolchain and network access to crates.io. Usage: scripts/criterion-fixture.sh
 set -euo pipefail
@@ -38,7 +38,7 @@ criterion_group! {
 criterion_main!(benches);
 RS
 (cd "$work" && cargo bench --bench sum -- --noplot)
-out="$repo/tests/data/criterion/sum_1000/new"
+out="$repo/tests/fixtures/criterion/sum_1000/new"
 mkdir -p "$out"
 for f in estimates.json sample.json benchmark.json; do
     cp "$work/target/criterion/sum_1000/new/$f" "$out/$f"

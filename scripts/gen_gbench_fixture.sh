@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds scripts/gbench/sum.cc against the system's google-benchmark (Debian:
 # libbenchmark-dev) and writes its JSON output, three repetitions with aggregates, to
-# tests/data/gbench/sum_repetitions.json (or to $1). The committed fixture was made with
+# tests/fixtures/gbench/sum_repetitions.json (or to $1). The committed fixture was made with
 # google-benchmark 1.7.1 from Debian 12 on an x86-64 machine:
 #
 #     scripts/gen_gbench_fixture.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out="${1:-tests/data/gbench/sum_repetitions.json}"
+out="${1:-tests/fixtures/gbench/sum_repetitions.json}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 g++ -O2 -std=c++17 scripts/gbench/sum.cc -o "$work/sum" -lbenchmark -lpthread

@@ -4,7 +4,7 @@ fixtures for `kgate import xplane` and `kgate import chrome-trace`.
 
 Usage (from the repository root, with `pip install jax` done):
 
-    JAX_PLATFORMS=cpu python3 -c 'import runpy; runpy.run_path("scripts/gen_jax_trace.py", run_name="__main__")' tests/data/jax
+    JAX_PLATFORMS=cpu python3 -c 'import runpy; runpy.run_path("scripts/gen_jax_trace.py", run_name="__main__")' tests/fixtures/jax
 
 (`runpy` keeps the script's path relative: XLA records the Python stack of each op in the
 profile, and a script run directly has an absolute `__file__`, which would put this machine's
@@ -32,7 +32,7 @@ def step(a, b):
 
 
 def main() -> None:
-    out = sys.argv[1] if len(sys.argv) > 1 else "tests/data/jax"
+    out = sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/jax"
     os.makedirs(out, exist_ok=True)
     a = jnp.ones((64, 64), jnp.float32)
     b = jnp.full((64, 64), 0.5, jnp.float32)
@@ -61,7 +61,7 @@ def main() -> None:
             "# JAX CPU profile fixtures\n\n"
             "Written by `scripts/gen_jax_trace.py` (a jitted 64x64 matmul + tanh, 5 runs) with\n\n"
             "    JAX_PLATFORMS=cpu python3 -c 'import runpy; runpy.run_path(\"scripts/gen_jax_trace.py\", "
-            "run_name=\"__main__\")' tests/data/jax\n\n"
+            "run_name=\"__main__\")' tests/fixtures/jax\n\n"
             f"jax {jax.__version__}, jaxlib {jax.lib.__version__ if hasattr(jax.lib, '__version__') else 'same'}, CPU backend.\n"
         )
 

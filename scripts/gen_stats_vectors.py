@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Generate reference values for kgate's statistics tests with scipy.
 
-Writes tests/data/stats_vectors.json, which tests/it/stats_vectors.rs reads; the Rust tests do not
-need Python. Regenerate (and commit the JSON) after changing the cases below:
+Writes tests/fixtures/stats_vectors.json, which tests/it/stats_vectors.rs reads; the Rust tests
+do not need Python. Regenerate (and commit the JSON) after changing the cases below:
 
     pip install scipy==1.17.1 numpy
     python3 scripts/gen_stats_vectors.py
@@ -107,7 +107,7 @@ out = {
     "mde_standardised": mde,
     "prediction_interval": prediction,
 }
-path = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "stats_vectors.json")
+path = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "stats_vectors.json")
 with open(path, "w") as f:
     json.dump(out, f, indent=1)
     f.write("\n")

@@ -436,8 +436,8 @@ fn rocprof_corpus() {
 
 #[test]
 fn rocprofv3_counter_collection() {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rocprofv3/counter_collection.csv");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/rocprofv3/counter_collection.csv");
     let r = run("rocprof", &[path]);
     let b = r
         .benchmark("void addition_kernel<float>(float*, float const*, float const*, int, int)")
@@ -449,7 +449,7 @@ fn rocprofv3_counter_collection() {
 
     // Later rocprofv3 releases name the agent (`"Agent 1"`) instead of numbering it.
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/rocprofv3/counter_collection_agent_names.csv");
+        .join("tests/fixtures/rocprofv3/counter_collection_agent_names.csv");
     let r = run("rocprof", &[path]);
     let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
     assert_eq!(names, ["stencil_step", "halo_exchange"]);
@@ -522,7 +522,8 @@ fn gbench_corpus_and_non_finite_tokens() {
 
 #[test]
 fn gbench_modern_schema_with_nan_repetitions_and_counters() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gbench/repetitions_nan.json");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gbench/repetitions_nan.json");
     let r = run("gbench", &[path]);
     let b = r.benchmark("BM_copy/64").unwrap();
     assert_eq!(b.repetitions, 3);
@@ -577,7 +578,8 @@ fn assert_gbench_sum_shape(r: &RunResults) {
 
 #[test]
 fn gbench_output_of_a_real_run() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gbench/sum_repetitions.json");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gbench/sum_repetitions.json");
     let r = run("gbench", &[path]);
     assert_gbench_sum_shape(&r);
     let b = r.benchmark("BM_sum/64").unwrap();
@@ -690,7 +692,7 @@ fn hyperfine_corpus() {
 
 #[test]
 fn criterion_fixture_from_a_real_run() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/criterion/sum_1000/new");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/criterion/sum_1000/new");
     let r = run("criterion", &[dir.join("estimates.json")]);
     let b = r.benchmark("sum_1000").unwrap();
     let sample: serde_json::Value =
@@ -854,7 +856,7 @@ fn imports_never_claim_the_importing_machines_gpu() {
         results["environment"].clone()
     };
     let gbench =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gbench/sum_repetitions.json");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gbench/sum_repetitions.json");
     let env = import("gbench", &gbench);
     for field in ["accelerator", "driver", "clocks"] {
         assert!(env.get(field).is_none(), "{field}: {env}");

@@ -1,6 +1,6 @@
 //! kgate's integration tests, in one test binary (`cargo test --test it`): one module per
 //! area, sharing the helpers in `common`. Filter by module, e.g.
-//! `cargo test --test it reports::`.
+//! `cargo test --test it reports::`. Fixtures (files the tests read) are in `tests/fixtures/`.
 
 mod common;
 

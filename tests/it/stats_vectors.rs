@@ -1,13 +1,16 @@
 //! kgate's statistics against values generated with scipy by `scripts/gen_stats_vectors.py`
-//! (committed as `tests/data/stats_vectors.json`; these tests need no Python).
+//! (committed as `tests/fixtures/stats_vectors.json`; these tests need no Python).
 
 use kgate::inference::{self, Correction, History};
 use kgate::stats::{self, Alternative, MwuMethod};
 use serde_json::Value;
 
 fn vectors() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/stats_vectors.json");
-    let text = std::fs::read_to_string(path).expect("tests/data/stats_vectors.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/stats_vectors.json"
+    );
+    let text = std::fs::read_to_string(path).expect("tests/fixtures/stats_vectors.json");
     serde_json::from_str(&text).expect("valid JSON")
 }
 

@@ -1,5 +1,5 @@
 //! Chrome trace and XPlane imports on real files: every file of the corpus folders
-//! `chrome_trace` and `xplane`, and the JAX CPU profile committed under `tests/data/jax`.
+//! `chrome_trace` and `xplane`, and the JAX CPU profile committed under `tests/fixtures/jax`.
 //! Expected numbers were read from the files themselves.
 
 use crate::common::{self, corpus, path_with_fake_nvidia_smi, stderr_of};
@@ -32,7 +32,7 @@ fn total_samples(s: &TraceSamples) -> usize {
 
 fn data(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/jax")
+        .join("tests/fixtures/jax")
         .join(file)
 }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/utilization/tiled_matmul.sh")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/utilization/tiled_matmul.sh")
 }
 
 fn config(buffers: u32) -> String {
