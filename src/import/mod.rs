@@ -14,22 +14,18 @@ use crate::protocol::ProtocolError;
 use crate::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
 
 pub mod builder;
-pub mod chrome_trace;
 pub mod counters;
 pub mod criterion;
 mod decimal;
 pub mod device;
 pub mod gbench;
 pub mod hyperfine;
-mod json_scan;
 pub mod ncu;
 pub mod protocol;
 pub mod proton;
 pub mod pytest_benchmark;
 pub mod rocprof;
 pub mod trace;
-pub mod xplane;
-mod xplane_proto;
 
 /// Import errors.
 #[derive(Debug, thiserror::Error)]
@@ -107,8 +103,8 @@ pub static IMPORTERS: &[&dyn Importer] = &[
     &protocol::Protocol,
     &ncu::Ncu,
     &rocprof::Rocprof,
-    &chrome_trace::ChromeTrace,
-    &xplane::Xplane,
+    &trace::chrome::ChromeTrace,
+    &trace::xplane::Xplane,
     &proton::Proton,
     &gbench::Gbench,
     &pytest_benchmark::PytestBenchmark,

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use kgate::fingerprint::{Fingerprint, UNKNOWN};
-use kgate::import::trace::{COUNTERS_BENCHMARK, KERNEL_TIME, TraceSamples, TraceSelection};
-use kgate::import::{chrome_trace, xplane};
+use kgate::import::trace::{
+    self, COUNTERS_BENCHMARK, KERNEL_TIME, TraceSamples, TraceSelection, xplane,
+};
 
 fn select(kernel: &[&str], pid: Option<&str>, tid: Option<&str>) -> TraceSelection {
     let kernel: Vec<String> = kernel.iter().map(|s| s.to_string()).collect();
@@ -23,7 +24,7 @@ fn select(kernel: &[&str], pid: Option<&str>, tid: Option<&str>) -> TraceSelecti
 }
 
 fn chrome(dir: &Path, file: &str, selection: &TraceSelection) -> TraceSamples {
-    chrome_trace::read_file(&dir.join("chrome_trace").join(file), selection).unwrap()
+    trace::chrome::read_file(&dir.join("chrome_trace").join(file), selection).unwrap()
 }
 
 fn total_samples(s: &TraceSamples) -> usize {
@@ -236,7 +237,7 @@ fn real_chrome_browser_trace_by_process_and_thread_name() {
 fn broken_rocprof_fragment_is_refused_clearly() {
     let Some(dir) = corpus() else { return };
     let path = dir.join("chrome_trace/rocprof_v1_results_json_BROKEN_fragment.json");
-    let err = chrome_trace::read_file(&path, &TraceSelection::default()).unwrap_err();
+    let err = trace::chrome::read_file(&path, &TraceSelection::default()).unwrap_err();
     let text = err.to_string();
     assert!(
         text.contains("rocprof_v1_results_json_BROKEN_fragment.json"),
@@ -285,7 +286,7 @@ fn jax_cpu_profile_both_formats_agree() {
     let from_xplane =
         xplane::read_file(&data("jax_cpu.xplane.pb"), &TraceSelection::default()).unwrap();
     let from_json =
-        chrome_trace::read_file(&data("jax_cpu.trace.json.gz"), &TraceSelection::default())
+        trace::chrome::read_file(&data("jax_cpu.trace.json.gz"), &TraceSelection::default())
             .unwrap();
     let fusion = [31_916.0, 18_136.0, 14_414.0, 31_475.0, 23_836.0];
     let add = [3_317.0, 2_130.0, 2_019.0, 2_490.0, 2_218.0];

@@ -126,7 +126,8 @@ fn parse_number(text: &[u8]) -> Option<f64> {
     if text.first() == Some(&b'+') {
         return None;
     }
-    super::decimal::parse_plain(text).or_else(|| std::str::from_utf8(text).ok()?.parse().ok())
+    crate::import::decimal::parse_plain(text)
+        .or_else(|| std::str::from_utf8(text).ok()?.parse().ok())
 }
 
 /// Bytes that end a run of uninteresting bytes when skipping a container.

@@ -21,10 +21,10 @@ use std::sync::mpsc::{self, Receiver, Sender};
 
 use rustc_hash::FxHashMap;
 
-use super::device::{Device, cuda_version};
 use super::json_scan::{Kind, RawStr, Scanner, Stop, Value};
-use super::trace::{TraceSamples, TraceSelection, import_files};
-use super::{ImportContext, ImportError, Importer, SelectionScope};
+use super::{TraceSamples, TraceSelection, import_files};
+use crate::import::device::{Device, cuda_version};
+use crate::import::{ImportContext, ImportError, Importer, SelectionScope};
 use crate::results::RunResults;
 
 /// What the default selection takes, in words.

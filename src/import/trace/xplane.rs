@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use prost::Message;
 
-use super::device::{Device, SM_MAX_MHZ};
-use super::trace::{TraceSamples, TraceSelection, import_files};
 use super::xplane_proto::{XEvent, XPlane, XSpace, x_event, x_stat};
-use super::{ImportContext, ImportError, Importer, SelectionScope};
+use super::{TraceSamples, TraceSelection, import_files};
+use crate::import::device::{Device, SM_MAX_MHZ};
+use crate::import::{ImportContext, ImportError, Importer, SelectionScope};
 use crate::results::RunResults;
 
 /// What the default selection takes, in words.
@@ -246,7 +246,7 @@ impl StatIds {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::import::xplane_proto::{XEventMetadata, XLine, XStat, XStatMetadata};
+    use crate::import::trace::xplane_proto::{XEventMetadata, XLine, XStat, XStatMetadata};
 
     fn event(metadata_id: i64, offset_ps: i64, duration_ps: i64, stats: Vec<XStat>) -> XEvent {
         XEvent {

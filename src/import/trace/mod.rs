@@ -5,6 +5,9 @@
 //! both formats: one benchmark per kernel name with a `kernel_time` metric (one sample per
 //! launch, source `timer`, each file one repetition), and the counter tracks as raw counter
 //! readings on a benchmark named [`COUNTERS_BENCHMARK`].
+//!
+//! Each format reads its files into [`TraceSamples`] in its own submodule: [`chrome`] (over
+//! the byte scanner `json_scan`) and [`xplane`] (over the protobuf messages of `xplane_proto`).
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +20,11 @@ use super::{ImportError, Policies};
 use crate::capture::Collector;
 use crate::metric::{Direction, Source};
 use crate::results::{CounterReading, RunResults};
+
+pub mod chrome;
+mod json_scan;
+pub mod xplane;
+mod xplane_proto;
 
 /// Metric that holds one kernel launch's device time per sample.
 pub const KERNEL_TIME: &str = "kernel_time";
