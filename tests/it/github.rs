@@ -743,7 +743,7 @@ fn the_job_summary_stays_under_one_mebibyte_with_what_is_already_there() {
 #[test]
 fn only_the_top_regressions_are_annotated() {
     let report: kgate::report::Report = serde_json::from_value(report_json(15, 2)).unwrap();
-    let lines = kgate::commands::report_annotations(&report, 10);
+    let lines = kgate::commands::github::report_annotations(&report, 10);
     assert_eq!(lines.len(), 11);
     // Largest change first: regressed_00014 is +11.4 %.
     assert!(
