@@ -1,0 +1,137 @@
+//! Reading a trace's bytes. Decompressing gzip costs about as much as scanning what it
+//! yields, so a gzip stream is read on a thread of its own, a few chunks ahead of the scanner
+//! ([`ReadAhead`]).
+
+use std::io::Read;
+use std::sync::mpsc::{self, Receiver, Sender};
+
+/// Reads from a slow source (a gzip stream) on a thread of its own, a few chunks ahead, so
+/// that decompressing and scanning overlap. Chunk buffers go back and forth between the two
+/// threads; the reading thread stops when this side is dropped.
+pub(super) struct ReadAhead {
+    full: Receiver<std::io::Result<Vec<u8>>>,
+    empty: Sender<Vec<u8>>,
+    current: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+impl ReadAhead {
+    const CHUNK: usize = 1 << 20;
+    const CHUNKS: usize = 3;
+
+    pub(super) fn spawn<R: Read + Send + 'static>(mut source: R) -> ReadAhead {
+        let (full_tx, full) = mpsc::sync_channel(Self::CHUNKS);
+        let (empty, empty_rx) = mpsc::channel::<Vec<u8>>();
+        for _ in 0..Self::CHUNKS {
+            empty
+                .send(vec![0; Self::CHUNK])
+                .expect("the receiver is alive");
+        }
+        std::thread::spawn(move || {
+            while let Ok(mut chunk) = empty_rx.recv() {
+                chunk.resize(Self::CHUNK, 0);
+                let read = read_up_to(&mut source, &mut chunk).map(|n| {
+                    chunk.truncate(n);
+                    chunk
+                });
+                let last = matches!(&read, Ok(c) if c.is_empty()) || read.is_err();
+                if full_tx.send(read).is_err() || last {
+                    return;
+                }
+            }
+        });
+        ReadAhead {
+            full,
+            empty,
+            current: Vec::new(),
+            pos: 0,
+            done: false,
+        }
+    }
+}
+
+impl Read for ReadAhead {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos == self.current.len() {
+            if self.done {
+                return Ok(0);
+            }
+            let next = self.full.recv().unwrap_or_else(|_| {
+                Err(std::io::Error::other("the decompressing thread stopped"))
+            })?;
+            self.done = next.is_empty();
+            let spent = std::mem::replace(&mut self.current, next);
+            self.pos = 0;
+            // The reader may have finished already; then the buffer is simply dropped.
+            let _ = self.empty.send(spent);
+        }
+        let n = out.len().min(self.current.len() - self.pos);
+        out[..n].copy_from_slice(&self.current[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+pub(super) fn read_up_to(file: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::read_trace;
+    use super::*;
+    use crate::import::trace::TraceSelection;
+
+    /// Fails after handing out `ok` bytes.
+    struct FailsAfter {
+        ok: usize,
+    }
+
+    impl Read for FailsAfter {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            if self.ok == 0 {
+                return Err(std::io::Error::other("disk on fire"));
+            }
+            let n = out.len().min(self.ok);
+            out[..n].fill(b' ');
+            self.ok -= n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn read_ahead_hands_over_every_byte_and_the_source_error() {
+        let mut rng = fastrand::Rng::with_seed(9);
+        let bytes: Vec<u8> = (0..3 * ReadAhead::CHUNK + 12345)
+            .map(|_| rng.u8(..))
+            .collect();
+        let mut copy = Vec::new();
+        ReadAhead::spawn(std::io::Cursor::new(bytes.clone()))
+            .read_to_end(&mut copy)
+            .unwrap();
+        assert_eq!(copy, bytes);
+        let mut sink = Vec::new();
+        let err = ReadAhead::spawn(FailsAfter {
+            ok: 2 * ReadAhead::CHUNK + 7,
+        })
+        .read_to_end(&mut sink)
+        .unwrap_err();
+        assert_eq!(err.to_string(), "disk on fire");
+        assert_eq!(sink.len(), 2 * ReadAhead::CHUNK);
+        // A trace read through it fails with the position of the failed read.
+        let err = read_trace(
+            ReadAhead::spawn(FailsAfter { ok: 100 }),
+            &TraceSelection::default(),
+        )
+        .unwrap_err();
+        assert_eq!(err, "read failed at byte 0: disk on fire");
+    }
+}
