@@ -15,6 +15,9 @@
 //! The report it fills in is the JSON contract in [`crate::report`].
 
 pub mod explain;
+mod guards;
+
+use guards::{environment_warnings, hold_back, not_gating_warnings, refuse_mixed_counters};
 
 use crate::inference::{self, Correction, History, JobMedians};
 use crate::metric::{Direction, NoisyMetrics, Source, Tolerance};
@@ -251,44 +254,6 @@ pub fn compare_with_job_medians(
     }
 }
 
-/// Refuses to compare counter-derived metrics collected under different configurations
-/// (another profile, sample mode, scaling or pass plan): they become informational and
-/// inconclusive, with the reason.
-fn refuse_mixed_counters(
-    base: &BenchmarkResult,
-    head: &BenchmarkResult,
-    cmp: &mut BenchmarkComparison,
-) {
-    let (b, h) = (
-        base.provenance
-            .details
-            .get(crate::utilization::CONFIG_DETAIL),
-        head.provenance
-            .details
-            .get(crate::utilization::CONFIG_DETAIL),
-    );
-    if b == h {
-        return;
-    }
-    let names: Vec<&str> = [base, head]
-        .iter()
-        .filter_map(|r| r.provenance.details.get(crate::utilization::METRICS_DETAIL))
-        .flat_map(|s| s.split(','))
-        .collect();
-    let show = |c: Option<&String>| c.cloned().unwrap_or_else(|| "none".into());
-    for m in cmp.metrics.iter_mut() {
-        if names.contains(&m.name.as_str()) {
-            m.gates = false;
-            m.verdict = Verdict::Inconclusive;
-            m.reason = format!(
-                "counters collected under different configurations (baseline: {}; this run: {}); not compared",
-                show(b),
-                show(h)
-            );
-        }
-    }
-}
-
 /// The report when there is nothing to compare against.
 pub fn no_baseline(head: &RunResults, policy: &ComparePolicy, reason: String) -> Report {
     let benchmarks: Vec<_> = head
@@ -350,68 +315,6 @@ struct Context<'a> {
     design: Design,
     /// The two sides' environments differ in a field of the baseline key.
     environments_differ: bool,
-}
-
-/// One line on the environments when they differ: which fields, and which metrics could not
-/// gate because of it (the key fields decide; the kernel release and the like are named too).
-fn environment_warnings(
-    base: &RunResults,
-    head: &RunResults,
-    benchmarks: &[BenchmarkComparison],
-    policy: &ComparePolicy,
-) -> Vec<String> {
-    let key = crate::envkey::key_differences(&base.environment, &head.environment);
-    if key.is_empty() {
-        return base
-            .environment
-            .differences(&head.environment)
-            .into_iter()
-            .map(|d| format!("baseline and candidate ran on different environments: {d}"))
-            .collect();
-    }
-    let held_back = benchmarks
-        .iter()
-        .flat_map(|b| &b.metrics)
-        .filter(|m| {
-            m.not_gating
-                .as_deref()
-                .is_some_and(|w| w.contains("environments"))
-        })
-        .count();
-    let consequence = if policy.noisy_metrics == NoisyMetrics::Always {
-        "every metric gates anyway (`gate.noisy_metrics: always`); the numbers may reflect the machines, not the change".to_string()
-    } else {
-        let (metrics, verbs) = if held_back == 1 {
-            ("metric is", "does")
-        } else {
-            ("metrics are", "do")
-        };
-        format!(
-            "a timing or hardware counter from another machine says nothing about the change, so {held_back} such {metrics} reported but {verbs} not gate; deterministic counts (valgrind) still gate. Set `gate.noisy_metrics: always` if the runners are alike"
-        )
-    };
-    vec![format!(
-        "{ENVIRONMENTS_DIFFER} ({}): {consequence}",
-        key.join("; ")
-    )]
-}
-
-/// A warning for each metric that would have regressed but may not gate.
-fn not_gating_warnings(benchmarks: &[BenchmarkComparison]) -> Vec<String> {
-    benchmarks
-        .iter()
-        .flat_map(|b| b.metrics.iter().map(move |m| (b, m)))
-        .filter(|(_, m)| m.verdict == Verdict::Regressed && !m.gates)
-        .filter_map(|(b, m)| {
-            let why = m.not_gating.as_deref()?;
-            Some(format!(
-                "{}: {} {} would regress, but {why}",
-                b.name,
-                m.name,
-                m.change.map(format_change).unwrap_or_default()
-            ))
-        })
-        .collect()
 }
 
 /// Test results of a noisy metric waiting for the run-wide multiplicity adjustment.
@@ -686,37 +589,6 @@ fn point_change(base: f64, head: f64) -> f64 {
         0.0
     } else {
         f64::INFINITY.copysign(head)
-    }
-}
-
-/// Why a noisy metric may not gate in this comparison, or None when it may. Deterministic
-/// counts (`simulated`) mean the same on every machine and always may.
-fn noisy_block(source: Source, method: Method, ctx: &Context<'_>) -> Option<String> {
-    if source == Source::Simulated || ctx.policy.noisy_metrics == NoisyMetrics::Always {
-        return None;
-    }
-    if ctx.environments_differ {
-        return Some(format!(
-            "baseline and candidate ran on different environments, and a `{}` metric from another machine says nothing about the change; set `gate.noisy_metrics: always` if the runners are alike",
-            source.as_str()
-        ));
-    }
-    let same_job = ctx.design == Design::Interleaved || method == Method::PredictionInterval;
-    (ctx.policy.noisy_metrics == NoisyMetrics::SameJob && !same_job).then(|| {
-        format!(
-            "the baseline was measured by another job and `gate.noisy_metrics: same-job` lets a `{}` metric gate only when both sides ran in this job (`kgate check --against REF`) or against a recorded history",
-            source.as_str()
-        )
-    })
-}
-
-/// Marks a metric that may not gate here, saying why.
-fn hold_back(out: &mut MetricComparison, source: Source, ctx: &Context<'_>) {
-    if out.gates
-        && let Some(why) = noisy_block(source, out.method, ctx)
-    {
-        out.gates = false;
-        out.not_gating = Some(why);
     }
 }
 

@@ -1,0 +1,145 @@
+//! Guards: what keeps a comparison from claiming more than its inputs allow.
+//!
+//! Counters collected under different configurations are not compared; noisy metrics (timers,
+//! hardware counters) do not gate across different environments or, with `gate.noisy_metrics:
+//! same-job`, against another job's baseline; and a metric that would have regressed but may
+//! not gate is named in a warning instead of passing in silence.
+
+use super::{Context, ENVIRONMENTS_DIFFER};
+use crate::compare::ComparePolicy;
+use crate::metric::{NoisyMetrics, Source};
+use crate::report::{BenchmarkComparison, Design, Method, MetricComparison};
+use crate::results::{BenchmarkResult, RunResults};
+use crate::units::format_change;
+use crate::verdict::Verdict;
+
+/// Refuses to compare counter-derived metrics collected under different configurations
+/// (another profile, sample mode, scaling or pass plan): they become informational and
+/// inconclusive, with the reason.
+pub(super) fn refuse_mixed_counters(
+    base: &BenchmarkResult,
+    head: &BenchmarkResult,
+    cmp: &mut BenchmarkComparison,
+) {
+    let (b, h) = (
+        base.provenance
+            .details
+            .get(crate::utilization::CONFIG_DETAIL),
+        head.provenance
+            .details
+            .get(crate::utilization::CONFIG_DETAIL),
+    );
+    if b == h {
+        return;
+    }
+    let names: Vec<&str> = [base, head]
+        .iter()
+        .filter_map(|r| r.provenance.details.get(crate::utilization::METRICS_DETAIL))
+        .flat_map(|s| s.split(','))
+        .collect();
+    let show = |c: Option<&String>| c.cloned().unwrap_or_else(|| "none".into());
+    for m in cmp.metrics.iter_mut() {
+        if names.contains(&m.name.as_str()) {
+            m.gates = false;
+            m.verdict = Verdict::Inconclusive;
+            m.reason = format!(
+                "counters collected under different configurations (baseline: {}; this run: {}); not compared",
+                show(b),
+                show(h)
+            );
+        }
+    }
+}
+
+/// One line on the environments when they differ: which fields, and which metrics could not
+/// gate because of it (the key fields decide; the kernel release and the like are named too).
+pub(super) fn environment_warnings(
+    base: &RunResults,
+    head: &RunResults,
+    benchmarks: &[BenchmarkComparison],
+    policy: &ComparePolicy,
+) -> Vec<String> {
+    let key = crate::envkey::key_differences(&base.environment, &head.environment);
+    if key.is_empty() {
+        return base
+            .environment
+            .differences(&head.environment)
+            .into_iter()
+            .map(|d| format!("baseline and candidate ran on different environments: {d}"))
+            .collect();
+    }
+    let held_back = benchmarks
+        .iter()
+        .flat_map(|b| &b.metrics)
+        .filter(|m| {
+            m.not_gating
+                .as_deref()
+                .is_some_and(|w| w.contains("environments"))
+        })
+        .count();
+    let consequence = if policy.noisy_metrics == NoisyMetrics::Always {
+        "every metric gates anyway (`gate.noisy_metrics: always`); the numbers may reflect the machines, not the change".to_string()
+    } else {
+        let (metrics, verbs) = if held_back == 1 {
+            ("metric is", "does")
+        } else {
+            ("metrics are", "do")
+        };
+        format!(
+            "a timing or hardware counter from another machine says nothing about the change, so {held_back} such {metrics} reported but {verbs} not gate; deterministic counts (valgrind) still gate. Set `gate.noisy_metrics: always` if the runners are alike"
+        )
+    };
+    vec![format!(
+        "{ENVIRONMENTS_DIFFER} ({}): {consequence}",
+        key.join("; ")
+    )]
+}
+
+/// A warning for each metric that would have regressed but may not gate.
+pub(super) fn not_gating_warnings(benchmarks: &[BenchmarkComparison]) -> Vec<String> {
+    benchmarks
+        .iter()
+        .flat_map(|b| b.metrics.iter().map(move |m| (b, m)))
+        .filter(|(_, m)| m.verdict == Verdict::Regressed && !m.gates)
+        .filter_map(|(b, m)| {
+            let why = m.not_gating.as_deref()?;
+            Some(format!(
+                "{}: {} {} would regress, but {why}",
+                b.name,
+                m.name,
+                m.change.map(format_change).unwrap_or_default()
+            ))
+        })
+        .collect()
+}
+
+/// Why a noisy metric may not gate in this comparison, or None when it may. Deterministic
+/// counts (`simulated`) mean the same on every machine and always may.
+pub(super) fn noisy_block(source: Source, method: Method, ctx: &Context<'_>) -> Option<String> {
+    if source == Source::Simulated || ctx.policy.noisy_metrics == NoisyMetrics::Always {
+        return None;
+    }
+    if ctx.environments_differ {
+        return Some(format!(
+            "baseline and candidate ran on different environments, and a `{}` metric from another machine says nothing about the change; set `gate.noisy_metrics: always` if the runners are alike",
+            source.as_str()
+        ));
+    }
+    let same_job = ctx.design == Design::Interleaved || method == Method::PredictionInterval;
+    (ctx.policy.noisy_metrics == NoisyMetrics::SameJob && !same_job).then(|| {
+        format!(
+            "the baseline was measured by another job and `gate.noisy_metrics: same-job` lets a `{}` metric gate only when both sides ran in this job (`kgate check --against REF`) or against a recorded history",
+            source.as_str()
+        )
+    })
+}
+
+/// Marks a metric that may not gate here, saying why.
+pub(super) fn hold_back(out: &mut MetricComparison, source: Source, ctx: &Context<'_>) {
+    if out.gates
+        && let Some(why) = noisy_block(source, out.method, ctx)
+    {
+        out.gates = false;
+        out.not_gating = Some(why);
+    }
+}
