@@ -1,0 +1,453 @@
+//! The decision rule: the evidence of one metric (rank test or prediction interval), the
+//! interval at the level a run's decisions were taken at, and the verdict it supports
+//! (docs/statistics.md, "The decision rule"). Pure functions of the samples and the policy:
+//! no I/O, no report assembly.
+
+use super::{Context, format_p};
+use crate::inference::{self, History};
+use crate::metric::{Direction, Tolerance};
+use crate::report::{BenchmarkComparison, Method, MetricComparison};
+use crate::stats::{self, Alternative};
+use crate::units::format_change;
+use crate::verdict::Verdict;
+
+/// Test results of a noisy metric waiting for the run-wide multiplicity adjustment.
+pub(super) struct Evidence {
+    pub(super) method: Method,
+    pub(super) change: f64,
+    pub(super) equivalence_ci: Option<[f64; 2]>,
+    pub(super) p_two: f64,
+    pub(super) p_reg: f64,
+    pub(super) p_imp: f64,
+    /// Log-scale noise and sizes for the minimum detectable effect and the interval at the
+    /// decision's level, or the prediction history.
+    pub(super) power: Power,
+    /// What the test compared, for the reason ("10 vs 10 repetitions", "3 stored jobs").
+    pub(super) basis: String,
+}
+
+pub(super) enum Power {
+    /// Two-sample rank test: base and head values.
+    Samples { base: Vec<f64>, head: Vec<f64> },
+    /// Prediction interval: the jobs' history and this job's log-scale distance from its mean.
+    Prediction { history: History, distance: f64 },
+}
+
+impl Evidence {
+    /// The two-sided interval of the change at `confidence`, when it can be computed.
+    pub(super) fn interval(&self, confidence: f64) -> Option<[f64; 2]> {
+        match &self.power {
+            Power::Samples { base, head } => relative_shift(base, head, confidence).map(|s| s.1),
+            Power::Prediction { history, distance } => {
+                let w = history.half_width(confidence);
+                Some([(distance - w).exp_m1(), (distance + w).exp_m1()])
+            }
+        }
+    }
+}
+
+/// The unadjusted one-sided levels the run's decisions were taken at, per direction (see
+/// [`inference::decision_level`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Levels {
+    pub(super) regression: f64,
+    pub(super) improvement: f64,
+}
+
+/// The relative change between two medians: a ratio for positive values, else relative to
+/// the baseline's magnitude.
+pub(super) fn point_change(base: f64, head: f64) -> f64 {
+    if base > 0.0 && head > 0.0 {
+        head / base - 1.0
+    } else if base != 0.0 {
+        (head - base) / base.abs()
+    } else if head == 0.0 {
+        0.0
+    } else {
+        f64::INFINITY.copysign(head)
+    }
+}
+
+/// The smallest equal number of repetitions per side whose smallest attainable one-sided
+/// p-value reaches `level`.
+pub(super) fn repetitions_needed(level: f64) -> usize {
+    (1..=64)
+        .find(|n| inference::mwu_floor(*n, *n) <= level)
+        .unwrap_or(64)
+}
+
+/// p-values in the regression and improvement directions for `head` against `base`.
+pub(super) fn directional(
+    head: &[f64],
+    base: &[f64],
+    direction: Direction,
+) -> Option<(f64, f64, f64)> {
+    let up = stats::mann_whitney(head, base, Alternative::Greater)?.p_value;
+    let down = stats::mann_whitney(head, base, Alternative::Less)?.p_value;
+    let two = stats::mann_whitney(head, base, Alternative::TwoSided)?.p_value;
+    Some(match direction {
+        Direction::Lower => (up, down, two),
+        Direction::Higher => (down, up, two),
+    })
+}
+
+/// Hodges–Lehmann change of head against base as a relative change with its interval: on logs
+/// for positive data (a ratio), otherwise relative to the baseline median.
+pub(super) fn relative_shift(
+    base: &[f64],
+    head: &[f64],
+    confidence: f64,
+) -> Option<(f64, [f64; 2])> {
+    let positive = base.iter().chain(head).all(|v| *v > 0.0);
+    if positive {
+        let lb: Vec<f64> = base.iter().map(|v| v.ln()).collect();
+        let lh: Vec<f64> = head.iter().map(|v| v.ln()).collect();
+        stats::hodges_lehmann(&lh, &lb, confidence)
+            .map(|s| (s.shift.exp_m1(), [s.low.exp_m1(), s.high.exp_m1()]))
+    } else {
+        let scale = stats::median(base).map(f64::abs).filter(|m| *m > 0.0)?;
+        stats::hodges_lehmann(head, base, confidence)
+            .map(|s| (s.shift / scale, [s.low / scale, s.high / scale]))
+    }
+}
+
+/// A confidence level as a percentage with up to three decimals: `99`, `99.95`.
+pub(super) fn percent_level(confidence: f64) -> String {
+    format!("{}", (confidence * 100.0 * 1000.0).round() / 1000.0)
+}
+
+/// The two-sample rank test: Mann–Whitney p-values and the Hodges–Lehmann estimate. Err
+/// carries the reason no decision is possible and the two-sided p-value when there is one.
+pub(super) fn rank_evidence(
+    base: &[f64],
+    head: &[f64],
+    direction: Direction,
+    ctx: &Context<'_>,
+) -> Result<Evidence, (String, Option<f64>)> {
+    let ps = directional(head, base, direction);
+    let estimate = relative_shift(base, head, 1.0 - ctx.alpha_look);
+    let (Some((p_reg, p_imp, p_two)), Some((change, _))) = (ps, estimate) else {
+        let reason = format!(
+            "no test possible on these samples ({} baseline, {} candidate): the rank test or the Hodges–Lehmann estimate is undefined for them",
+            base.len(),
+            head.len()
+        );
+        return Err((reason, ps.map(|p| p.2)));
+    };
+    let equivalence_ci = relative_shift(base, head, 1.0 - 2.0 * ctx.alpha_look).map(|s| s.1);
+    Ok(Evidence {
+        method: Method::RankTest,
+        change,
+        equivalence_ci,
+        p_two,
+        p_reg,
+        p_imp,
+        power: Power::Samples {
+            base: base.to_vec(),
+            head: head.to_vec(),
+        },
+        basis: format!("{} vs {} repetitions", base.len(), head.len()),
+    })
+}
+
+/// The stored jobs that describe the current regime: those since the last change point of
+/// the series (E-divisive means, as `kgate history` finds them). Returns the jobs and, when a
+/// change point cut the series, a note for the reason.
+pub(super) fn jobs_since_change_point(jobs: &[f64]) -> (&[f64], Option<(usize, usize)>) {
+    let points = crate::changepoint::e_divisive(jobs, &crate::changepoint::Settings::default());
+    match points.last() {
+        Some(last) => (&jobs[last.index..], Some((last.index + 1, jobs.len()))),
+        None => (jobs, None),
+    }
+}
+
+/// Bencher's model: the candidate job's median (log scale) against a Student prediction
+/// interval over the stored jobs' medians since their last change point. None (with a note
+/// when the history existed) when fewer than two such jobs hold the metric.
+pub(super) fn prediction_evidence(
+    benchmark: &str,
+    metric: &str,
+    head: &[f64],
+    direction: Direction,
+    ctx: &Context<'_>,
+) -> (Option<Evidence>, Option<String>) {
+    if ctx.history.is_empty() || head.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+        return (None, None);
+    }
+    let all: Vec<f64> = ctx
+        .history
+        .get(&(benchmark.to_string(), metric.to_string()))
+        .cloned()
+        .unwrap_or_default();
+    let (jobs, cut) = jobs_since_change_point(&all);
+    let Some(history) = History::new(jobs) else {
+        let note = cut.map(|(at, of)| {
+            format!(
+                "the stored jobs change level at job {at} of {of} and fewer than 2 jobs follow, so the rank test against the baseline decides instead of a prediction interval; "
+            )
+        });
+        return (None, note);
+    };
+    if history.scale().is_nan() || history.scale() <= 0.0 {
+        // Jobs that agree exactly give a zero-width interval; the rank test decides instead.
+        return (None, None);
+    }
+    let logs: Vec<f64> = head.iter().map(|v| v.ln()).collect();
+    let Some(y) = stats::median(&logs) else {
+        return (None, None);
+    };
+    let distance = y - history.mean;
+    let above = history.p_above(y);
+    let (p_reg, p_imp) = match direction {
+        Direction::Lower => (above, 1.0 - above),
+        Direction::Higher => (1.0 - above, above),
+    };
+    let w = history.half_width(1.0 - 2.0 * ctx.alpha_look);
+    let basis = match cut {
+        Some((at, of)) => format!(
+            "this job's median against {} stored jobs since the change point at job {at} of {of}",
+            jobs.len()
+        ),
+        None => format!("this job's median against {} stored jobs", jobs.len()),
+    };
+    let evidence = Evidence {
+        method: Method::PredictionInterval,
+        change: distance.exp_m1(),
+        equivalence_ci: Some([(distance - w).exp_m1(), (distance + w).exp_m1()]),
+        p_two: (2.0 * above.min(1.0 - above)).min(1.0),
+        p_reg,
+        p_imp,
+        power: Power::Prediction { history, distance },
+        basis,
+    };
+    (Some(evidence), None)
+}
+
+/// Adjusts the regression- and improvement-direction p-values within each family (gating
+/// metrics; informational metrics) and decides every pending metric.
+pub(super) fn decide_all(
+    benchmarks: &mut [BenchmarkComparison],
+    pending: Vec<(usize, usize, Evidence)>,
+    ctx: &Context<'_>,
+) {
+    let mut families: [Vec<(usize, usize, Evidence)>; 2] = [Vec::new(), Vec::new()];
+    for item in pending {
+        let gating = benchmarks[item.0].metrics[item.1].gates;
+        families[usize::from(!gating)].push(item);
+    }
+    for (index, family) in families.into_iter().enumerate() {
+        // Untested members of an assumed larger family count as p = 1, which is what BH and
+        // Holm do with a family of that size.
+        let size = if index == 0 {
+            family.len().max(ctx.policy.family_hint)
+        } else {
+            family.len()
+        };
+        let padded = |p: Vec<f64>| {
+            let mut p = p;
+            p.resize(size, 1.0);
+            inference::adjust(&p, ctx.policy.correction)
+        };
+        let reg = padded(family.iter().map(|(_, _, e)| e.p_reg).collect());
+        let imp = padded(family.iter().map(|(_, _, e)| e.p_imp).collect());
+        let levels = Levels {
+            regression: inference::decision_level(&reg, ctx.alpha_look, ctx.policy.correction),
+            improvement: inference::decision_level(&imp, ctx.alpha_look, ctx.policy.correction),
+        };
+        for (((b, m, e), r), i) in family.into_iter().zip(reg).zip(imp) {
+            decide(&mut benchmarks[b].metrics[m], e, r, i, size, levels, ctx);
+        }
+    }
+}
+
+/// Whether an interval lies entirely on the side of no change that `bad` names.
+fn beyond_zero(ci: [f64; 2], bad_side_is_up: bool) -> bool {
+    if bad_side_is_up {
+        ci[0] > 0.0
+    } else {
+        ci[1] < 0.0
+    }
+}
+
+/// The decision rule of statistics.md §13.3 for one noisy metric, given its adjusted p-values,
+/// the size of its family and the levels the family's decisions were taken at.
+pub(super) fn decide(
+    out: &mut MetricComparison,
+    e: Evidence,
+    p_reg_adj: f64,
+    p_imp_adj: f64,
+    family: usize,
+    levels: Levels,
+    ctx: &Context<'_>,
+) {
+    let alpha = ctx.alpha_look;
+    let threshold = out.threshold;
+    let margin = out.equivalence_margin.unwrap_or(threshold);
+    out.p_adjusted = Some(p_reg_adj);
+    // The level a single regression faces: BH and Holm both reduce to alpha / m for it.
+    let single = alpha / family.max(1) as f64;
+    let floor_blocks = match &e.power {
+        Power::Samples { base, head } => {
+            let floor = inference::mwu_floor(base.len(), head.len());
+            (floor > single).then_some(floor)
+        }
+        Power::Prediction { .. } => None,
+    };
+    let bad = worse(e.change, out.direction);
+    // The interval is shown at the level the test in the estimate's direction was decided at,
+    // so that it agrees with the verdict.
+    let up_is_bad = out.direction == Direction::Lower;
+    let level = if bad {
+        levels.regression
+    } else {
+        levels.improvement
+    };
+    let ci_level = 1.0 - 2.0 * level;
+    let ci = if floor_blocks.is_some() {
+        None
+    } else {
+        e.interval(ci_level)
+    };
+    out.ci = ci;
+    out.ci_level = ci.map(|_| ci_level);
+    out.mde = match (&e.power, floor_blocks, ci) {
+        (_, Some(_), _) => None,
+        (Power::Samples { base, head }, None, ci) => {
+            inference::min_detectable_change(base, head, single, ci.map(|c| (c, ci_level)))
+        }
+        (Power::Prediction { history, .. }, None, _) => {
+            Some(history.min_detectable_shift(single).exp_m1())
+        }
+    };
+    let described = match ci {
+        Some(ci) => format!(
+            "{} ({} % CI {} … {}, p = {}, {})",
+            format_change(e.change),
+            percent_level(ci_level),
+            format_change(ci[0]),
+            format_change(ci[1]),
+            format_p(e.p_two),
+            e.basis
+        ),
+        None => format!(
+            "{} (p = {}, {})",
+            format_change(e.change),
+            format_p(e.p_two),
+            e.basis
+        ),
+    };
+    let thr = format_change(threshold).trim_start_matches('+').to_string();
+    let mar = format_change(margin).trim_start_matches('+').to_string();
+    let material = e.change.abs() >= threshold;
+    // Significance needs the adjusted p-value and the interval at the decision's level to
+    // agree (they are dual; ties can make them part at the boundary, and then neither is
+    // claimed).
+    let significant_reg = p_reg_adj <= alpha && ci.is_some_and(|c| beyond_zero(c, up_is_bad));
+    let significant_imp = p_imp_adj <= alpha && ci.is_some_and(|c| beyond_zero(c, !up_is_bad));
+    let inside = |m: f64| e.equivalence_ci.is_some_and(|[lo, hi]| lo > -m && hi < m);
+    let (verdict, reason) = if let Some(floor) = floor_blocks {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "{described}: too few repetitions to detect anything: the smallest attainable p is {}, above the level {}; raise `repetitions`",
+                format_p(floor),
+                format_p(single)
+            ),
+        )
+    } else if significant_reg && bad && material {
+        (
+            Verdict::Regressed,
+            format!(
+                "{described}: beyond the {thr} threshold (adjusted one-sided p = {})",
+                format_p(p_reg_adj)
+            ),
+        )
+    } else if significant_imp && !bad && material {
+        (
+            Verdict::Improved,
+            format!(
+                "{described}: beyond the {thr} threshold (adjusted one-sided p = {})",
+                format_p(p_imp_adj)
+            ),
+        )
+    } else if inside(margin) {
+        (
+            Verdict::Unchanged,
+            format!("{described}: the equivalence interval lies within ±{mar}"),
+        )
+    } else if inside(threshold) {
+        let kind = if significant_reg || significant_imp {
+            "a real change"
+        } else {
+            "no significant change"
+        };
+        (
+            Verdict::WithinThreshold,
+            format!(
+                "{described}: {kind}, within the {thr} threshold (the equivalence interval lies within ±{thr}, not within the ±{mar} that \"unchanged\" needs)"
+            ),
+        )
+    } else if significant_reg || significant_imp {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "{described}: a change is likely, but the interval reaches the {thr} threshold; more repetitions would decide"
+            ),
+        )
+    } else {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "{described}: not enough evidence either way; the equivalence interval is wider than ±{thr}"
+            ),
+        )
+    };
+    out.verdict = verdict;
+    out.reason.push_str(&reason);
+}
+
+/// Whether a relative change is in the bad direction.
+pub(super) fn worse(change: f64, direction: Direction) -> bool {
+    match direction {
+        Direction::Lower => change > 0.0,
+        Direction::Higher => change < 0.0,
+    }
+}
+
+pub(super) struct ToleranceDecision {
+    pub(super) verdict: Verdict,
+    pub(super) reason: String,
+    pub(super) change: f64,
+}
+
+pub(super) fn by_tolerance(
+    base: f64,
+    head: f64,
+    tolerance: Tolerance,
+    direction: Direction,
+    margin: f64,
+) -> ToleranceDecision {
+    let change = point_change(base, head);
+    let (exceeds, limit) = match tolerance {
+        Tolerance::Relative(t) => (
+            change.abs() > t,
+            format!("±{}", format_change(t).trim_start_matches('+')),
+        ),
+        Tolerance::Absolute(t) => ((head - base).abs() > t, format!("±{t}")),
+    };
+    let verdict = match (exceeds, worse(change, direction)) {
+        (false, _) if change.abs() <= margin => Verdict::Unchanged,
+        (false, _) => Verdict::WithinThreshold,
+        (true, true) => Verdict::Regressed,
+        (true, false) => Verdict::Improved,
+    };
+    let what = if exceeds { "beyond" } else { "within" };
+    ToleranceDecision {
+        verdict,
+        reason: format!(
+            "deterministic: {} ({base} → {head}), {what} the tolerance {limit}",
+            format_change(change)
+        ),
+        change,
+    }
+}
