@@ -7,11 +7,13 @@
 
 use std::collections::HashMap;
 
-use crate::metric::{Direction, Source, Tolerance};
+use crate::model::metric::{Direction, Source, Tolerance};
+use crate::model::protocol::{MeasurementLine, ProtocolLine};
+use crate::model::results::{
+    BenchmarkResult, CounterReading, KernelWindow, MetricSamples, Provenance,
+};
+use crate::model::units;
 use crate::plan::MetricPolicy;
-use crate::protocol::{MeasurementLine, ProtocolLine};
-use crate::results::{BenchmarkResult, CounterReading, KernelWindow, MetricSamples, Provenance};
-use crate::units;
 
 /// Name of the process wall-time metric of the `timer` capture.
 pub const WALL_TIME: &str = "wall_time";
@@ -283,7 +285,7 @@ impl<'a> Collector<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::parse_line;
+    use crate::model::protocol::parse_line;
 
     fn lines(text: &str) -> Vec<ProtocolLine> {
         text.lines()

@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use crate::metric::{Direction, Source, Tolerance};
+use crate::model::metric::{Direction, Source, Tolerance};
 
 /// The only configuration format version so far.
 pub const CONFIG_VERSION: u32 = 1;
@@ -94,11 +94,11 @@ pub struct GatePolicy {
     /// (only when both sides ran in this job, or against a recorded history) or `always`.
     /// Deterministic counts (valgrind) gate in every case.
     #[serde(default)]
-    pub noisy_metrics: crate::metric::NoisyMetrics,
+    pub noisy_metrics: crate::model::metric::NoisyMetrics,
     /// Adjustment of p-values across the gated metrics of a run: `bh` (Benjamini–Hochberg,
     /// default) or `holm`.
     #[serde(default)]
-    pub correction: crate::inference::Correction,
+    pub correction: crate::stats::inference::Correction,
     /// Margin of the equivalence claim behind "unchanged", such as `1%` (default: the smaller
     /// of 1 % and each metric's threshold).
     #[serde(default)]
@@ -127,8 +127,8 @@ impl Default for GatePolicy {
             fail_on_inconclusive: false,
             sources: default_sources(),
             allow_fingerprint_mismatch: false,
-            noisy_metrics: crate::metric::NoisyMetrics::default(),
-            correction: crate::inference::Correction::Bh,
+            noisy_metrics: crate::model::metric::NoisyMetrics::default(),
+            correction: crate::stats::inference::Correction::Bh,
             equivalence_margin: None,
             time_budget: None,
         }

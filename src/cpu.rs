@@ -12,9 +12,9 @@ use std::path::Path;
 use crate::capture::Collector;
 use crate::config::CaptureKind;
 use crate::derived::{self, Definition};
-use crate::metric::{Direction, Source};
+use crate::model::metric::{Direction, Source};
+use crate::model::results::UnavailableCounter;
 use crate::perf;
-use crate::results::UnavailableCounter;
 use crate::valgrind::{self, Profile, Tool, TotalsFrom};
 
 /// Metrics that gate unless the configuration says otherwise; every other counter is reported

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use exmex::prelude::*;
 
-use crate::metric::{Direction, Source};
+use crate::model::metric::{Direction, Source};
 
 /// A derived metric definition.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,16 +1,16 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use kgate::exit::ExitStatus;
+use kgate::model::exit::ExitStatus;
 
 fn main() -> ExitCode {
     let cli = kgate::cli::Cli::parse();
     if let Err(e) = kgate::runner::install_interrupt_handler() {
         eprintln!("warning: cannot install the Ctrl-C handler: {e}");
     }
-    match kgate::commands::execute(cli) {
+    match kgate::cli::commands::execute(cli) {
         Ok(status) => ExitCode::from(status),
-        Err(err) if kgate::commands::is_interruption(&err) => {
+        Err(err) if kgate::cli::commands::is_interruption(&err) => {
             eprintln!("kgate: {err:#}");
             ExitCode::from(ExitStatus::INTERRUPTED)
         }

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use crate::metric::Source;
+use crate::model::metric::Source;
 
 /// One counter of one `perf stat` block.
 #[derive(Debug, Clone, PartialEq)]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::config::{
     BenchmarkConfig, CaptureKind, CommandSpec, Config, GatePolicy, MetricConfig, Repetitions,
 };
-use crate::metric::{Direction, GateRule, Source};
+use crate::model::metric::{Direction, GateRule, Source};
 
 /// Default warm-up runs.
 pub const DEFAULT_WARMUP: u32 = 1;
@@ -83,9 +83,9 @@ impl BenchmarkPlan {
         }
         let k = repetition as usize % self.counter_passes.len();
         vec![
-            (crate::protocol::PASS_ENV.into(), k.to_string()),
+            (crate::model::protocol::PASS_ENV.into(), k.to_string()),
             (
-                crate::protocol::COUNTERS_ENV.into(),
+                crate::model::protocol::COUNTERS_ENV.into(),
                 self.counter_passes[k].join(","),
             ),
         ]

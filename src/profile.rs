@@ -40,7 +40,7 @@ pub struct CounterSpec {
     /// Which way is better for the counter's utilization: `higher` for busy counters
     /// (default), `lower` for stall counters such as `sync_wait`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub direction: Option<crate::metric::Direction>,
+    pub direction: Option<crate::model::metric::Direction>,
 }
 
 /// A named formula over counter increments (XProf's utilization formulas and the like).

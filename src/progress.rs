@@ -8,8 +8,8 @@ use std::io::{IsTerminal, Write};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::results::{BenchmarkResult, Status};
-use crate::units;
+use crate::model::results::{BenchmarkResult, Status};
+use crate::model::units;
 
 /// What the runner tells the user about.
 #[derive(Debug)]

@@ -18,9 +18,9 @@ pub use markdown_limits::render_markdown_limited;
 use comfy_table::{Cell, Color, ContentArrangement, Table, presets};
 
 use crate::compare::format_p;
-use crate::report::{MetricComparison, Report};
-use crate::units::{format_change, format_value};
-use crate::verdict::{RunVerdict, Verdict};
+use crate::model::report::{MetricComparison, Report};
+use crate::model::units::{format_change, format_value};
+use crate::model::verdict::{RunVerdict, Verdict};
 use escape::escape_markdown;
 
 /// Output formats of a report.
@@ -360,8 +360,10 @@ impl Exporter for MarkdownExporter {
             out.push_str(&format!("\n> [!NOTE]\n> {}\n", escape_markdown(w)));
         }
         let model = match report.model {
-            crate::report::Model::RankTest => "Rank test",
-            crate::report::Model::PredictionInterval => "Prediction interval over stored jobs",
+            crate::model::report::Model::RankTest => "Rank test",
+            crate::model::report::Model::PredictionInterval => {
+                "Prediction interval over stored jobs"
+            }
         };
         out.push_str(&format!(
             "\n<sub>{model} at α = {} ({} correction, {} look{}), intervals at {} % confidence; changes are head against base; MDE is the smallest change this run would flag with 80 % power.</sub>\n",

@@ -18,14 +18,14 @@ use std::time::{Duration, Instant};
 
 use crate::capture::Collector;
 use crate::config::CaptureKind;
-use crate::fingerprint::Fingerprint;
-use crate::plan::{BUILD_TIMEOUT, BenchmarkPlan, Plan};
-use crate::progress::{Event, Progress};
-use crate::protocol;
-use crate::results::{
+use crate::machine::fingerprint::Fingerprint;
+use crate::model::protocol;
+use crate::model::results::{
     Artifact, BenchmarkResult, Failure, FailureKind, Provenance, RESULTS_SCHEMA_VERSION,
     RunResults, Status,
 };
+use crate::plan::{BUILD_TIMEOUT, BenchmarkPlan, Plan};
+use crate::progress::{Event, Progress};
 
 /// How many bytes of a benchmark's stderr are kept for error reports.
 const TAIL_BYTES: usize = 4096;
@@ -482,8 +482,8 @@ impl<'p> BenchmarkRun<'p> {
             self.read_artifacts();
         }
         let mut result = self.collector.finish();
-        if let Some(opts) = crate::utilization::options(self.plan) {
-            crate::utilization::apply(&mut result, opts);
+        if let Some(opts) = crate::derive::utilization::options(self.plan) {
+            crate::derive::utilization::apply(&mut result, opts);
         }
         result
     }
@@ -515,7 +515,7 @@ pub fn run_plan(
     revision: &Revision,
     progress: &mut dyn Progress,
 ) -> Result<RunResults, RunError> {
-    let created = crate::results::now_rfc3339();
+    let created = crate::model::results::now_rfc3339();
     let build_failures = run_builds(plan, revision, progress)?;
     let mut benchmarks = Vec::new();
     for b in &plan.benchmarks {
@@ -580,7 +580,7 @@ pub fn run_interleaved_adaptive(
     adaptive: Option<&Adaptive>,
 ) -> Result<(RunResults, RunResults), RunError> {
     let started = Instant::now();
-    let created = crate::results::now_rfc3339();
+    let created = crate::model::results::now_rfc3339();
     let base_failures = run_builds(plan, base, progress)?;
     let head_failures = run_builds(plan, head, progress)?;
     let mut base_results = Vec::new();
@@ -607,7 +607,7 @@ pub fn run_interleaved_adaptive(
         for i in 0..b.warmup {
             pair(&mut runs, i, false)?;
         }
-        let looks = crate::inference::LookPlan::new(b.repetitions.min, b.repetitions.max);
+        let looks = crate::stats::inference::LookPlan::new(b.repetitions.min, b.repetitions.max);
         let adaptive = adaptive.filter(|_| looks.count() > 1);
         let mut done = 0;
         let mut taken = Vec::new();
@@ -633,7 +633,7 @@ pub fn run_interleaved_adaptive(
                 &adaptive.policy,
                 plan.benchmarks.len(),
             );
-            let decided = look.verdict != crate::verdict::Verdict::Inconclusive;
+            let decided = look.verdict != crate::model::verdict::Verdict::Inconclusive;
             taken.push(look);
             if decided {
                 break;
@@ -663,18 +663,18 @@ pub fn run_interleaved_adaptive(
 fn interim_look(
     runs: &mut [BenchmarkRun<'_>; 2],
     n: u32,
-    looks: &crate::inference::LookPlan,
+    looks: &crate::stats::inference::LookPlan,
     policy: &crate::compare::ComparePolicy,
     benchmarks: usize,
-) -> crate::results::Look {
+) -> crate::model::results::Look {
     let mut snapshot = |i: usize| {
         let mut r = runs[i].collector.result_mut().clone();
         // Marks the plan so that the comparison tests at alpha / looks.
-        r.looks = vec![crate::results::Look {
+        r.looks = vec![crate::model::results::Look {
             n,
             of: looks.count(),
             alpha: looks.alpha_per_look(policy.alpha),
-            verdict: crate::verdict::Verdict::Inconclusive,
+            verdict: crate::model::verdict::Verdict::Inconclusive,
         }];
         RunResults {
             schema_version: RESULTS_SCHEMA_VERSION,
@@ -698,8 +698,13 @@ fn interim_look(
         family_hint: gated * benchmarks.max(1),
         ..policy.clone()
     };
-    let report = crate::compare::compare(&base, &head, &policy, crate::report::Design::Interleaved);
-    crate::results::Look {
+    let report = crate::compare::compare(
+        &base,
+        &head,
+        &policy,
+        crate::model::report::Design::Interleaved,
+    );
+    crate::model::results::Look {
         n,
         of: looks.count(),
         alpha: looks.alpha_per_look(policy.alpha),
@@ -707,7 +712,7 @@ fn interim_look(
             .benchmarks
             .first()
             .map(|b| b.verdict)
-            .unwrap_or(crate::verdict::Verdict::Inconclusive),
+            .unwrap_or(crate::model::verdict::Verdict::Inconclusive),
     }
 }
 
@@ -740,7 +745,7 @@ fn results_for(
     programs.extend(plan.builds.iter().filter_map(|b| build_program(&b.command)));
     for program in programs {
         if !environment.tools.contains_key(&program)
-            && let Some(v) = crate::fingerprint::tool_version(&program)
+            && let Some(v) = crate::machine::fingerprint::tool_version(&program)
         {
             environment.tools.insert(program, v);
         }
@@ -860,9 +865,9 @@ benchmarks:
         .unwrap();
         let h = &head.benchmarks[0];
         assert_eq!(h.repetitions, 8, "{h:?}");
-        let looks: Vec<(u32, crate::verdict::Verdict)> =
+        let looks: Vec<(u32, crate::model::verdict::Verdict)> =
             h.looks.iter().map(|l| (l.n, l.verdict)).collect();
-        use crate::verdict::Verdict::{Inconclusive, Unchanged};
+        use crate::model::verdict::Verdict::{Inconclusive, Unchanged};
         assert_eq!(
             looks,
             vec![(2, Inconclusive), (4, Inconclusive), (8, Unchanged)]

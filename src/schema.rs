@@ -7,9 +7,9 @@
 use schemars::{JsonSchema, schema_for};
 
 use crate::config::Config;
-use crate::protocol::ProtocolLine;
-use crate::report::Report;
-use crate::results::RunResults;
+use crate::model::protocol::ProtocolLine;
+use crate::model::report::Report;
+use crate::model::results::RunResults;
 
 /// Every schema as (file name, pretty JSON with a trailing newline).
 pub fn all() -> Vec<(&'static str, String)> {

@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use crate::envkey;
-use crate::results::RunResults;
+use crate::machine::envkey;
+use crate::model::results::RunResults;
 
 /// `i/n`: shard i (1-based) of n.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::gitref::{self, GitError};
+use crate::baseline::gitref::{self, GitError};
 
 /// Worktree errors.
 #[derive(Debug, thiserror::Error)]

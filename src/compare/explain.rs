@@ -12,8 +12,8 @@ use globset::{Glob, GlobMatcher};
 use serde::Deserialize;
 
 use super::{BenchmarkComparison, MetricComparison};
-use crate::metric::{ESTIMATE_SUFFIX, Source};
-use crate::verdict::Verdict;
+use crate::model::metric::{ESTIMATE_SUFFIX, Source};
+use crate::model::verdict::Verdict;
 
 /// The rule table shipped with kgate.
 pub const RULES: &str = include_str!("../../profiles/explanations.yaml");

@@ -7,11 +7,11 @@
 
 use super::{Context, ENVIRONMENTS_DIFFER};
 use crate::compare::ComparePolicy;
-use crate::metric::{NoisyMetrics, Source};
-use crate::report::{BenchmarkComparison, Design, Method, MetricComparison};
-use crate::results::{BenchmarkResult, RunResults};
-use crate::units::format_change;
-use crate::verdict::Verdict;
+use crate::model::metric::{NoisyMetrics, Source};
+use crate::model::report::{BenchmarkComparison, Design, Method, MetricComparison};
+use crate::model::results::{BenchmarkResult, RunResults};
+use crate::model::units::format_change;
+use crate::model::verdict::Verdict;
 
 /// Refuses to compare counter-derived metrics collected under different configurations
 /// (another profile, sample mode, scaling or pass plan): they become informational and
@@ -24,17 +24,21 @@ pub(super) fn refuse_mixed_counters(
     let (b, h) = (
         base.provenance
             .details
-            .get(crate::utilization::CONFIG_DETAIL),
+            .get(crate::derive::utilization::CONFIG_DETAIL),
         head.provenance
             .details
-            .get(crate::utilization::CONFIG_DETAIL),
+            .get(crate::derive::utilization::CONFIG_DETAIL),
     );
     if b == h {
         return;
     }
     let names: Vec<&str> = [base, head]
         .iter()
-        .filter_map(|r| r.provenance.details.get(crate::utilization::METRICS_DETAIL))
+        .filter_map(|r| {
+            r.provenance
+                .details
+                .get(crate::derive::utilization::METRICS_DETAIL)
+        })
         .flat_map(|s| s.split(','))
         .collect();
     let show = |c: Option<&String>| c.cloned().unwrap_or_else(|| "none".into());
@@ -59,7 +63,7 @@ pub(super) fn environment_warnings(
     benchmarks: &[BenchmarkComparison],
     policy: &ComparePolicy,
 ) -> Vec<String> {
-    let key = crate::envkey::key_differences(&base.environment, &head.environment);
+    let key = crate::machine::envkey::key_differences(&base.environment, &head.environment);
     if key.is_empty() {
         return base
             .environment

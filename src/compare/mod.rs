@@ -12,11 +12,14 @@
 //! as history, a prediction interval over the jobs' medians replaces the within-job test
 //! (Bencher's model). Metrics declared deterministic (a `tolerance`) are compared against it
 //! without statistics.
-//! The report it fills in is the JSON contract in [`crate::report`].
+//! The report it fills in is the JSON contract in [`crate::model::report`].
 
+pub mod adjust;
+pub mod calibrate;
 pub mod explain;
 mod guards;
 mod rules;
+pub mod waivers;
 
 use guards::{environment_warnings, hold_back, not_gating_warnings, refuse_mixed_counters};
 use rules::{
@@ -24,16 +27,16 @@ use rules::{
     rank_evidence, repetitions_needed,
 };
 
-use crate::inference::{self, Correction, JobMedians};
-use crate::metric::{NoisyMetrics, Source};
-use crate::report::{
+use crate::model::metric::{NoisyMetrics, Source};
+use crate::model::report::{
     BenchmarkComparison, Counts, Design, Method, MetricComparison, Model, REPORT_SCHEMA_VERSION,
     Report,
 };
-use crate::results::{BenchmarkResult, MetricSamples, RunResults, Status};
+use crate::model::results::{BenchmarkResult, MetricSamples, RunResults, Status};
+use crate::model::units::format_change;
+use crate::model::verdict::{RunVerdict, Verdict};
 use crate::stats;
-use crate::units::format_change;
-use crate::verdict::{RunVerdict, Verdict};
+use crate::stats::inference::{self, Correction, JobMedians};
 
 /// How the report's line on differing environments begins.
 pub const ENVIRONMENTS_DIFFER: &str = "baseline and candidate ran on different environments";
@@ -166,8 +169,11 @@ pub fn compare_with_job_medians(
             JobMedians::new()
         },
         design,
-        environments_differ: !crate::envkey::key_differences(&base.environment, &head.environment)
-            .is_empty(),
+        environments_differ: !crate::machine::envkey::key_differences(
+            &base.environment,
+            &head.environment,
+        )
+        .is_empty(),
     };
     let mut benchmarks = Vec::new();
     let mut pending: Vec<(usize, usize, Evidence)> = Vec::new();
@@ -617,8 +623,8 @@ fn gather_metric(
                 let medians = format!(
                     "{} ({} → {})",
                     format_change(out.change.unwrap_or(0.0)),
-                    crate::units::format_value(b_median, &head.unit),
-                    crate::units::format_value(h_median, &head.unit)
+                    crate::model::units::format_value(b_median, &head.unit),
+                    crate::model::units::format_value(h_median, &head.unit)
                 );
                 let advice = format!(
                     "raise `repetitions` (at least {} per side at alpha {}), or give the metric a `tolerance` if it is deterministic",
@@ -687,10 +693,10 @@ pub fn format_p(p: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fingerprint::Fingerprint;
-    use crate::inference::History;
-    use crate::metric::{Direction, GateRule, Tolerance};
-    use crate::results::{Provenance, RESULTS_SCHEMA_VERSION};
+    use crate::machine::fingerprint::Fingerprint;
+    use crate::model::metric::{Direction, GateRule, Tolerance};
+    use crate::model::results::{Provenance, RESULTS_SCHEMA_VERSION};
+    use crate::stats::inference::History;
     use rules::percent_level;
 
     const BASE: [f64; 10] = [
@@ -1037,7 +1043,7 @@ mod tests {
     fn looks_split_alpha() {
         // NEW vs BASE: one-sided p = 5.4e-6; at alpha 0.01 over 3 looks still regressed, and
         // the report says how many looks were planned.
-        let look = crate::results::Look {
+        let look = crate::model::results::Look {
             n: 10,
             of: 3,
             alpha: 0.01 / 3.0,

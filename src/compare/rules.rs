@@ -4,12 +4,12 @@
 //! no I/O, no report assembly.
 
 use super::{Context, format_p};
-use crate::inference::{self, History};
-use crate::metric::{Direction, Tolerance};
-use crate::report::{BenchmarkComparison, Method, MetricComparison};
+use crate::model::metric::{Direction, Tolerance};
+use crate::model::report::{BenchmarkComparison, Method, MetricComparison};
+use crate::model::units::format_change;
+use crate::model::verdict::Verdict;
+use crate::stats::inference::{self, History};
 use crate::stats::{self, Alternative};
-use crate::units::format_change;
-use crate::verdict::Verdict;
 
 /// Test results of a noisy metric waiting for the run-wide multiplicity adjustment.
 pub(super) struct Evidence {
@@ -154,7 +154,10 @@ pub(super) fn rank_evidence(
 /// the series (E-divisive means, as `kgate history` finds them). Returns the jobs and, when a
 /// change point cut the series, a note for the reason.
 pub(super) fn jobs_since_change_point(jobs: &[f64]) -> (&[f64], Option<(usize, usize)>) {
-    let points = crate::changepoint::e_divisive(jobs, &crate::changepoint::Settings::default());
+    let points = crate::stats::changepoint::e_divisive(
+        jobs,
+        &crate::stats::changepoint::Settings::default(),
+    );
     match points.last() {
         Some(last) => (&jobs[last.index..], Some((last.index + 1, jobs.len()))),
         None => (jobs, None),

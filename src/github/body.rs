@@ -6,10 +6,10 @@
 //! the benchmarks and metrics with something to say); then the least important rows dropped,
 //! with a line saying how many; only as a last resort a cut at a line boundary.
 
+use crate::model::report::{MetricComparison, Report};
+use crate::model::verdict::Verdict;
 use crate::render::escape::escape_markdown;
 use crate::render::{Exporter, MarkdownExporter};
-use crate::report::{MetricComparison, Report};
-use crate::verdict::Verdict;
 
 /// GitHub's limit on an issue or pull-request comment body, in characters.
 pub const COMMENT_LIMIT_CHARS: usize = 65_536;

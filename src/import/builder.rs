@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use super::device::Device;
 use super::{ImportError, Policies, run_results};
 use crate::capture::Collector;
-use crate::metric::{Direction, Source};
-use crate::results::{Provenance, RunResults};
+use crate::model::metric::{Direction, Source};
+use crate::model::results::{Provenance, RunResults};
 
 /// Benchmarks under construction, in the order they were first seen.
 pub struct Benchmarks<'p> {

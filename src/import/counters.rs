@@ -11,7 +11,7 @@ use super::{ImportContext, ImportError, Importer, Policies};
 use crate::config::CaptureKind;
 use crate::cpu::{self, Reading};
 use crate::derived;
-use crate::results::RunResults;
+use crate::model::results::RunResults;
 use crate::valgrind;
 
 /// `kgate import perf-stat|callgrind|cachegrind`: one importer per capture kind, over one reader.

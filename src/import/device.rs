@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use crate::fingerprint::{Fingerprint, UNKNOWN};
+use crate::machine::fingerprint::{Fingerprint, UNKNOWN};
 
 /// The compute clock's maximum in MHz (SM clock; AMD's `sclk`), as the live fingerprint names it.
 pub const SM_MAX_MHZ: &str = "sm_max_mhz";

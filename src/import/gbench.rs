@@ -14,8 +14,8 @@ use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::{ImportContext, ImportError, Importer, Policies};
-use crate::metric::Source;
-use crate::results::RunResults;
+use crate::model::metric::Source;
+use crate::model::results::RunResults;
 
 /// Keys of a run that are not user counters.
 const KNOWN_KEYS: [&str; 27] = [
@@ -175,9 +175,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     .and_then(Value::as_str)
                     .unwrap_or("error_occurred");
                 let result = benchmarks.get(&name).result_mut();
-                result.status = crate::results::Status::Failed;
-                result.failure = Some(crate::results::Failure {
-                    kind: crate::results::FailureKind::ExitStatus,
+                result.status = crate::model::results::Status::Failed;
+                result.failure = Some(crate::model::results::Failure {
+                    kind: crate::model::results::FailureKind::ExitStatus,
                     message: format!("google/benchmark reported: {message}"),
                     stderr_tail: String::new(),
                 });

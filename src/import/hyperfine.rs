@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::builder::Benchmarks;
 use super::gbench::read_json;
 use super::{ImportContext, ImportError, Importer, Policies};
-use crate::metric::Source;
-use crate::results::{Failure, FailureKind, RunResults, Status};
+use crate::model::metric::Source;
+use crate::model::results::{Failure, FailureKind, RunResults, Status};
 
 /// `kgate import hyperfine`.
 pub struct Hyperfine;

@@ -9,9 +9,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::model::protocol::ProtocolError;
+use crate::model::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
 use crate::plan::MetricPolicy;
-use crate::protocol::ProtocolError;
-use crate::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
 
 pub mod builder;
 pub mod counters;
@@ -163,7 +163,7 @@ pub fn run_results(benchmarks: Vec<BenchmarkResult>, device: &device::Device) ->
     RunResults {
         schema_version: RESULTS_SCHEMA_VERSION,
         kgate_version: env!("CARGO_PKG_VERSION").to_string(),
-        created: crate::results::now_rfc3339(),
+        created: crate::model::results::now_rfc3339(),
         environment: device.environment(Path::new(".")),
         benchmarks,
     }

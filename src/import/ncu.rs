@@ -19,8 +19,8 @@ use super::builder::Benchmarks;
 use super::builder::direction_of;
 use super::device::{Device, MEM_MAX_MHZ, SM_MAX_MHZ};
 use super::{ImportContext, ImportError, Importer, Policies};
-use crate::metric::{Direction, Source};
-use crate::results::RunResults;
+use crate::model::metric::{Direction, Source};
+use crate::model::results::RunResults;
 
 /// The columns that identify a launch in both pages; everything else is a metric.
 const IDENTITY_COLUMNS: [&str; 11] = [

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::builder::Benchmarks;
 use super::{ImportContext, ImportError, Importer, Policies};
-use crate::protocol;
-use crate::results::RunResults;
+use crate::model::protocol;
+use crate::model::results::RunResults;
 
 /// `kgate import protocol`.
 pub struct Protocol;

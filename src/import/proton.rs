@@ -17,8 +17,8 @@ use super::builder::Benchmarks;
 use super::device::{Device, MEM_MAX_MHZ, SM_MAX_MHZ};
 use super::gbench::read_json;
 use super::{ImportContext, ImportError, Importer, Policies};
-use crate::metric::Source;
-use crate::results::RunResults;
+use crate::model::metric::Source;
+use crate::model::results::RunResults;
 
 /// Totals of one kernel over the tree.
 #[derive(Default)]

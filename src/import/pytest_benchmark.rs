@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::builder::Benchmarks;
 use super::gbench::read_json;
 use super::{ImportContext, ImportError, Importer, Policies};
-use crate::metric::Source;
-use crate::results::RunResults;
+use crate::model::metric::Source;
+use crate::model::results::RunResults;
 
 /// `kgate import pytest-benchmark`.
 pub struct PytestBenchmark;

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use super::builder::Benchmarks;
 use super::device::{Device, HostField, MEM_MAX_MHZ, SM_MAX_MHZ};
 use super::{ImportContext, ImportError, Importer, Policies};
-use crate::metric::Source;
-use crate::results::RunResults;
+use crate::model::metric::Source;
+use crate::model::results::RunResults;
 
 /// Columns that describe a dispatch rather than measure it, in all generations.
 const IDENTITY: [&str; 45] = [

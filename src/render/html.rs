@@ -8,12 +8,12 @@
 
 use plotters::prelude::*;
 
-use crate::evidence::{BenchmarkEvidence, CounterPair, SamplePair};
+use crate::model::evidence::{BenchmarkEvidence, CounterPair, SamplePair};
+use crate::model::report::{BenchmarkComparison, MetricComparison, Report};
+use crate::model::units::{format_change, format_value};
 use crate::render::escape::escape_html;
 use crate::render::markdown_details::{display_unit, unified_diff};
 use crate::render::{Exporter, summary_line, verdict_word};
-use crate::report::{BenchmarkComparison, MetricComparison, Report};
-use crate::units::{format_change, format_value};
 
 const BASE_COLOR: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
 const HEAD_COLOR: RGBColor = RGBColor(0xd6, 0x27, 0x28);

@@ -5,11 +5,11 @@
 //! passed), a benchmark missing from or failed in the candidate is an `<error>`. Benchmarks
 //! without metrics (new, missing) get one test case named after the benchmark.
 
+use crate::model::report::{BenchmarkComparison, MetricComparison, Report};
+use crate::model::units::{format_change, format_value};
+use crate::model::verdict::Verdict;
 use crate::render::escape::escape_html;
 use crate::render::{Exporter, summary_line};
-use crate::report::{BenchmarkComparison, MetricComparison, Report};
-use crate::units::{format_change, format_value};
-use crate::verdict::Verdict;
 
 /// The JUnit exporter.
 pub struct JunitExporter;
@@ -27,7 +27,7 @@ fn metric_case(b: &BenchmarkComparison, m: &MetricComparison, tally: &mut Tally)
     let detail = format!(
         "{}{}: base {}, head {}, change {}{}",
         m.verdict.as_str(),
-        if m.source == crate::metric::Source::Estimate {
+        if m.source == crate::model::metric::Source::Estimate {
             " (estimate)"
         } else {
             ""

@@ -9,12 +9,12 @@
 
 use similar::TextDiff;
 
-use crate::evidence::{ArtifactPair, BenchmarkEvidence, CounterPair};
+use crate::model::evidence::{ArtifactPair, BenchmarkEvidence, CounterPair};
+use crate::model::report::{BenchmarkComparison, Report};
+use crate::model::units::{format_change, format_value};
+use crate::model::verdict::Verdict;
 use crate::render::escape::escape_html;
 use crate::render::escape::escape_markdown;
-use crate::report::{BenchmarkComparison, Report};
-use crate::units::{format_change, format_value};
-use crate::verdict::Verdict;
 
 /// Points a chart keeps per line; longer series are thinned evenly.
 const MAX_CHART_POINTS: usize = 60;

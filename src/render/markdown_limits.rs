@@ -7,9 +7,9 @@
 //! from the end of the list). The verdict line and the summary counts always stay, and a
 //! line says what was cut and where the full report is.
 
+use crate::model::report::Report;
+use crate::model::verdict::Verdict;
 use crate::render::{Exporter, MarkdownExporter};
-use crate::report::Report;
-use crate::verdict::Verdict;
 
 /// GitHub's limit on a pull-request comment, in characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;

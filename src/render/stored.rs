@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::report::{REPORT_SCHEMA_VERSION, Report};
+use crate::model::report::{REPORT_SCHEMA_VERSION, Report};
 
 /// A report file that cannot be used.
 #[derive(Debug, thiserror::Error)]

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use kgate::import::{ImportContext, Policies, importer};
-use kgate::metric::{Direction, Source};
+use kgate::model::metric::{Direction, Source};
+use kgate::model::results::{BenchmarkResult, RunResults, Status};
 use kgate::plan::MetricPolicy;
-use kgate::results::{BenchmarkResult, RunResults, Status};
 
 fn policies() -> Policies {
     Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05))
@@ -727,7 +727,7 @@ fn criterion_fixture_from_a_real_run() {
 #[test]
 fn imports_record_the_device_their_files_name() {
     let Some(c) = corpus() else { return };
-    let unknown = kgate::fingerprint::UNKNOWN;
+    let unknown = kgate::machine::fingerprint::UNKNOWN;
     // ncu raw page: the display name and the clock attributes (kHz) of the device.
     let r = run(
         "ncu",
@@ -864,7 +864,7 @@ fn imports_never_claim_the_importing_machines_gpu() {
     assert_eq!(env["imported"], true);
     assert_ne!(
         env["cpu_model"],
-        kgate::fingerprint::UNKNOWN,
+        kgate::machine::fingerprint::UNKNOWN,
         "a CPU benchmark keeps the host"
     );
     let Some(c) = corpus() else { return };

@@ -170,8 +170,11 @@ fn baselines_are_read_from_the_merge_base_of_a_ref_without_checkout() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
     let (c1, c2) = repo_with_moving_main(dir);
-    assert_eq!(kgate::gitref::merge_base(dir, "main").unwrap(), c1);
-    assert_eq!(kgate::gitref::merge_base(dir, &c2).unwrap(), c1);
+    assert_eq!(
+        kgate::baseline::gitref::merge_base(dir, "main").unwrap(),
+        c1
+    );
+    assert_eq!(kgate::baseline::gitref::merge_base(dir, &c2).unwrap(), c1);
     // The work tree's copy is something else entirely: it must not be read.
     write(dir, ".kgate/baselines/default.json", "not json");
     write(
@@ -344,8 +347,8 @@ fn history_finds_a_planted_step_at_the_commit_that_made_it() {
         );
         // Half through the library, half through the command.
         if i % 2 == 0 {
-            let r = kgate::results::RunResults::load(&path).unwrap();
-            kgate::history::record(dir, &r).unwrap();
+            let r = kgate::model::results::RunResults::load(&path).unwrap();
+            kgate::baseline::history::record(dir, &r).unwrap();
         } else {
             kgate(dir)
                 .args(["history", "record"])
@@ -355,13 +358,14 @@ fn history_finds_a_planted_step_at_the_commit_that_made_it() {
         }
         commits.push(commit);
     }
-    let keys = kgate::history::keys(dir);
+    let keys = kgate::baseline::history::keys(dir);
     assert_eq!(keys.len(), 1);
     let files = std::fs::read_dir(dir.join(".kgate/history").join(&keys[0]))
         .unwrap()
         .count();
     assert_eq!(files, 20, "one file per run");
-    let series = kgate::history::job_summaries(dir, &keys[0], "mm", "kernel_time").unwrap();
+    let series =
+        kgate::baseline::history::job_summaries(dir, &keys[0], "mm", "kernel_time").unwrap();
     assert_eq!(series.len(), 20);
     assert_eq!(series[0].commit.as_deref(), Some(commits[0].as_str()));
     assert_eq!(series[0].summary.n, 5);
@@ -916,9 +920,10 @@ fn check_refuses_a_foreign_baseline_reads_one_from_a_ref_and_records_history() {
         "{}",
         r["warnings"]
     );
-    let keys = kgate::history::keys(dir);
+    let keys = kgate::baseline::history::keys(dir);
     assert_eq!(keys.len(), 1);
-    let series = kgate::history::job_summaries(dir, &keys[0], "gamma", "kernel_time").unwrap();
+    let series =
+        kgate::baseline::history::job_summaries(dir, &keys[0], "gamma", "kernel_time").unwrap();
     assert_eq!(series.len(), 1);
     assert_eq!(series[0].summary.median, 300.0);
     assert_eq!(series[0].summary.n, 3);

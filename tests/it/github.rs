@@ -619,7 +619,8 @@ fn the_context_comes_from_the_environment_and_the_event_file() {
 
 #[test]
 fn comment_policies() {
-    let mut report: kgate::report::Report = serde_json::from_value(report_json(0, 3)).unwrap();
+    let mut report: kgate::model::report::Report =
+        serde_json::from_value(report_json(0, 3)).unwrap();
     assert!(CommentPolicy::Always.allows_new(&report));
     assert!(!CommentPolicy::OnChange.allows_new(&report));
     assert!(!CommentPolicy::OnRegression.allows_new(&report));
@@ -672,7 +673,7 @@ fn report_json(regressed: usize, unchanged: usize) -> Value {
 #[test]
 fn the_comment_fits_githubs_limit_by_folding_then_dropping_rows() {
     // Small: the full report, marker first.
-    let small: kgate::report::Report = serde_json::from_value(report_json(1, 2)).unwrap();
+    let small: kgate::model::report::Report = serde_json::from_value(report_json(1, 2)).unwrap();
     let text = body::comment_body(&small, "gpu-h100", None);
     assert!(text.starts_with("<!-- kgate:gpu-h100 -->\n"));
     assert!(
@@ -681,7 +682,8 @@ fn the_comment_fits_githubs_limit_by_folding_then_dropping_rows() {
     );
 
     // Many unchanged rows: folded away, every regression kept.
-    let folded: kgate::report::Report = serde_json::from_value(report_json(5, 3000)).unwrap();
+    let folded: kgate::model::report::Report =
+        serde_json::from_value(report_json(5, 3000)).unwrap();
     let text = body::comment_body(&folded, "default", Some("https://github.example/run/1"));
     assert!(text.chars().count() <= body::COMMENT_LIMIT_CHARS);
     assert!(
@@ -696,7 +698,7 @@ fn the_comment_fits_githubs_limit_by_folding_then_dropping_rows() {
     );
 
     // Too many regressions: the least important are dropped, with a line saying so.
-    let cut: kgate::report::Report = serde_json::from_value(report_json(2000, 10)).unwrap();
+    let cut: kgate::model::report::Report = serde_json::from_value(report_json(2000, 10)).unwrap();
     let text = body::comment_body(&cut, "default", None);
     let chars = text.chars().count();
     assert!(
@@ -721,7 +723,7 @@ fn the_job_summary_stays_under_one_mebibyte_with_what_is_already_there() {
     std::fs::write(&file, "x".repeat(100_000)).unwrap();
     let room = summary_room(&file);
     assert_eq!(room, STEP_SUMMARY_LIMIT - 100_000);
-    let big: kgate::report::Report = serde_json::from_value(report_json(8000, 0)).unwrap();
+    let big: kgate::model::report::Report = serde_json::from_value(report_json(8000, 0)).unwrap();
     let text = body::fit_markdown(
         &big,
         "",
@@ -742,8 +744,8 @@ fn the_job_summary_stays_under_one_mebibyte_with_what_is_already_there() {
 
 #[test]
 fn only_the_top_regressions_are_annotated() {
-    let report: kgate::report::Report = serde_json::from_value(report_json(15, 2)).unwrap();
-    let lines = kgate::commands::github::report_annotations(&report, 10);
+    let report: kgate::model::report::Report = serde_json::from_value(report_json(15, 2)).unwrap();
+    let lines = kgate::cli::commands::github::report_annotations(&report, 10);
     assert_eq!(lines.len(), 11);
     // Largest change first: regressed_00014 is +11.4 %.
     assert!(

@@ -3,13 +3,13 @@
 //! names that need escaping, and the size-limit path. Snapshots live in `tests/it/snapshots/`;
 //! review changes with `cargo insta review` (CI runs with `CI=true`, so it never writes them).
 
-use kgate::evidence::{
+use kgate::model::evidence::{
     ArtifactPair, BenchmarkEvidence, CounterPair, CounterSide, Evidence, SamplePair,
 };
-use kgate::metric::{Direction, Source};
+use kgate::model::metric::{Direction, Source};
+use kgate::model::report::{BenchmarkComparison, Counts, Design, Method, MetricComparison, Report};
+use kgate::model::verdict::{RunVerdict, Verdict};
 use kgate::render::{self, Format};
-use kgate::report::{BenchmarkComparison, Counts, Design, Method, MetricComparison, Report};
-use kgate::verdict::{RunVerdict, Verdict};
 
 const NASTY: &str = "matmul|fp16 <tile=128> @team `v2`";
 
@@ -247,7 +247,7 @@ fn fixture() -> Report {
         ],
     };
     Report {
-        schema_version: kgate::report::REPORT_SCHEMA_VERSION,
+        schema_version: kgate::model::report::REPORT_SCHEMA_VERSION,
         verdict: RunVerdict::Regressed,
         summary: Counts {
             regressed: 1,

@@ -29,7 +29,8 @@ fn the_example_config_and_baseline_parse_with_the_current_types() {
     let loaded = kgate::config::load(&root.join("kgate.yaml")).unwrap();
     assert_eq!(loaded.config.benchmarks.len(), 4);
     let baseline =
-        kgate::results::RunResults::load(&root.join(".kgate/baselines/default.json")).unwrap();
+        kgate::model::results::RunResults::load(&root.join(".kgate/baselines/default.json"))
+            .unwrap();
     let names: Vec<&str> = baseline
         .benchmarks
         .iter()

@@ -7,14 +7,14 @@
 //! `cargo test --release --test it simulation:: -- --ignored --nocapture`.
 
 use kgate::compare::{self, ComparePolicy};
-use kgate::fingerprint::Fingerprint;
-use kgate::inference::{LookPlan, Xorshift};
-use kgate::metric::{Direction, GateRule, Source};
-use kgate::report::Design;
-use kgate::results::{
+use kgate::machine::fingerprint::Fingerprint;
+use kgate::model::metric::{Direction, GateRule, Source};
+use kgate::model::report::Design;
+use kgate::model::results::{
     BenchmarkResult, Look, MetricSamples, Provenance, RESULTS_SCHEMA_VERSION, RunResults,
 };
-use kgate::verdict::Verdict;
+use kgate::model::verdict::Verdict;
+use kgate::stats::inference::{LookPlan, Xorshift};
 
 /// Lognormal timings with coefficient of variation `cv`, multiplied by 1 + `shift`.
 fn timings(rng: &mut Xorshift, n: usize, cv: f64, shift: f64) -> Vec<f64> {
@@ -216,7 +216,7 @@ fn suite(rng: &mut Xorshift, m: usize, cv: f64, shift: f64, threshold: f64) -> (
         }
     }
     let report = compare::compare(&base_run, &head_run, &policy, Design::Interleaved);
-    let regressed = |b: &kgate::report::BenchmarkComparison| b.verdict == Verdict::Regressed;
+    let regressed = |b: &kgate::model::report::BenchmarkComparison| b.verdict == Verdict::Regressed;
     (
         regressed(&report.benchmarks[0]),
         report.benchmarks[1..].iter().any(regressed),
@@ -275,7 +275,7 @@ fn figures_for_the_documentation() {
             .iter()
             .flat_map(|m| {
                 [10, 20, 40].map(|n| {
-                    let d = kgate::inference::min_detectable_shift(
+                    let d = kgate::stats::inference::min_detectable_shift(
                         sigma,
                         n,
                         n,

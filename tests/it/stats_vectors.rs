@@ -1,7 +1,7 @@
 //! kgate's statistics against values generated with scipy by `scripts/gen_stats_vectors.py`
 //! (committed as `tests/fixtures/stats_vectors.json`; these tests need no Python).
 
-use kgate::inference::{self, Correction, History};
+use kgate::stats::inference::{self, Correction, History};
 use kgate::stats::{self, Alternative, MwuMethod};
 use serde_json::Value;
 

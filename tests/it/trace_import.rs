@@ -7,10 +7,10 @@ use crate::common::{self, corpus, path_with_fake_nvidia_smi, stderr_of};
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use kgate::fingerprint::{Fingerprint, UNKNOWN};
 use kgate::import::trace::{
     self, COUNTERS_BENCHMARK, KERNEL_TIME, TraceSamples, TraceSelection, xplane,
 };
+use kgate::machine::fingerprint::{Fingerprint, UNKNOWN};
 
 fn select(kernel: &[&str], pid: Option<&str>, tid: Option<&str>) -> TraceSelection {
     let kernel: Vec<String> = kernel.iter().map(|s| s.to_string()).collect();

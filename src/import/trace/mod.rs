@@ -18,8 +18,8 @@ use super::builder::Benchmarks;
 use super::device::Device;
 use super::{ImportError, Policies};
 use crate::capture::Collector;
-use crate::metric::{Direction, Source};
-use crate::results::{CounterReading, RunResults};
+use crate::model::metric::{Direction, Source};
+use crate::model::results::{CounterReading, RunResults};
 
 pub mod chrome;
 mod json_scan;

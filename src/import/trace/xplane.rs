@@ -14,7 +14,7 @@ use super::xplane_proto::{XEvent, XPlane, XSpace, x_event, x_stat};
 use super::{TraceSamples, TraceSelection, import_files};
 use crate::import::device::{Device, SM_MAX_MHZ};
 use crate::import::{ImportContext, ImportError, Importer, SelectionScope};
-use crate::results::RunResults;
+use crate::model::results::RunResults;
 
 /// What the default selection takes, in words.
 const DEFAULT_SELECTION: &str = "events on the `XLA Ops` and `Stream #…` lines of `/device:` \

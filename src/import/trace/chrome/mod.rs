@@ -31,7 +31,7 @@ use self::parallel::{PARALLEL_MIN_BYTES, read_parallel};
 use self::walk::{Input, Start};
 use super::{TraceSamples, TraceSelection, import_files};
 use crate::import::{ImportContext, ImportError, Importer, SelectionScope};
-use crate::results::RunResults;
+use crate::model::results::RunResults;
 
 /// What the default selection takes, in words.
 const DEFAULT_SELECTION: &str =

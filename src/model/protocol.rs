@@ -17,7 +17,7 @@ pub const COUNTERS_ENV: &str = "KGATE_COUNTERS";
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::metric::Source;
+use crate::model::metric::Source;
 
 /// A measurement: one sample of a metric.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -3,6 +3,7 @@
 //! Turning flags into a plan and running it is `commands`' job; keeping the two apart (as
 //! ripgrep and bencher do) lets the library be used and tested without a command line.
 
+pub mod commands;
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};

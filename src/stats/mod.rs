@@ -14,6 +14,8 @@
 //! enumerates every subset, which becomes unusable quickly. statrs is used
 //! only for the standard normal distribution.
 
+pub mod changepoint;
+pub mod inference;
 use statrs::distribution::{ContinuousCDF, Normal};
 
 /// Largest `n1 * n2` for which the automatic choice uses the exact distribution.

@@ -9,10 +9,10 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::{CheckArgs, Format, ReportArgs, emit_checked, load_config, run_check, write_stdout};
-use crate::exit::ExitStatus;
+use crate::model::exit::ExitStatus;
+use crate::model::report::Report;
+use crate::model::verdict::RunVerdict;
 use crate::render;
-use crate::report::Report;
-use crate::verdict::RunVerdict;
 
 use crate::cli::{CiArgs, CommentArgs, FailOn, PostArgs};
 use crate::github::body::{self as gh_body, CommentPolicy};
@@ -257,10 +257,10 @@ fn apply_fail_on(status: u8, report: &Report, fail_on: Option<FailOn>) -> u8 {
 pub fn report_annotations(report: &Report, limit: usize) -> Vec<String> {
     let mut lines = Vec::new();
     for (verdict, level) in [
-        (crate::verdict::Verdict::Regressed, Level::Error),
-        (crate::verdict::Verdict::Inconclusive, Level::Warning),
+        (crate::model::verdict::Verdict::Regressed, Level::Error),
+        (crate::model::verdict::Verdict::Inconclusive, Level::Warning),
     ] {
-        let mut hits: Vec<(&str, &crate::report::MetricComparison, &str)> = report
+        let mut hits: Vec<(&str, &crate::model::report::MetricComparison, &str)> = report
             .benchmarks
             .iter()
             .filter(|b| b.verdict == verdict)
@@ -269,22 +269,23 @@ pub fn report_annotations(report: &Report, limit: usize) -> Vec<String> {
                     .iter()
                     .filter(|m| m.gates && m.verdict == verdict)
                     .max_by(|a, b| {
-                        let key =
-                            |m: &crate::report::MetricComparison| m.change.unwrap_or(0.0).abs();
+                        let key = |m: &crate::model::report::MetricComparison| {
+                            m.change.unwrap_or(0.0).abs()
+                        };
                         key(a).total_cmp(&key(b))
                     })
                     .map(|m| (b.name.as_str(), m, b.explanation.as_str()))
             })
             .collect();
         hits.sort_by(|a, b| {
-            let key = |m: &crate::report::MetricComparison| m.change.unwrap_or(0.0).abs();
+            let key = |m: &crate::model::report::MetricComparison| m.change.unwrap_or(0.0).abs();
             key(b.1).total_cmp(&key(a.1))
         });
         let total = hits.len();
         for (name, m, explanation) in hits.into_iter().take(limit) {
             let change = m
                 .change
-                .map(crate::units::format_change)
+                .map(crate::model::units::format_change)
                 .unwrap_or_else(|| "–".into());
             let message = if explanation.is_empty() {
                 format!("{} {change}", m.name)
@@ -438,7 +439,7 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
         let regressions: Vec<&str> = report
             .benchmarks
             .iter()
-            .filter(|b| b.verdict == crate::verdict::Verdict::Regressed)
+            .filter(|b| b.verdict == crate::model::verdict::Verdict::Regressed)
             .map(|b| b.name.as_str())
             .collect();
         let verdict = serde_json::to_value(report.verdict)?

@@ -3,10 +3,12 @@
 //! A baseline is a results file kept in the repository. It is never overwritten by accident:
 //! replacing one takes `--force`, and the write is atomic.
 
+pub mod gitref;
+pub mod history;
 use std::path::{Path, PathBuf};
 
-use crate::fsutil::Overwrite;
-use crate::results::{ResultsError, RunResults};
+use crate::model::fsutil::Overwrite;
+use crate::model::results::{ResultsError, RunResults};
 
 /// Folder of baselines, relative to the configuration's folder.
 pub const BASELINE_DIR: &str = ".kgate/baselines";
@@ -54,7 +56,7 @@ pub fn save(path: &Path, results: &RunResults, force: bool) -> Result<(), Baseli
 pub fn median_lines(results: &RunResults) -> String {
     let mut out = String::new();
     for b in &results.benchmarks {
-        if b.status == crate::results::Status::Failed {
+        if b.status == crate::model::results::Status::Failed {
             out.push_str(&format!("{}: failed\n", b.name));
             continue;
         }
@@ -64,7 +66,7 @@ pub fn median_lines(results: &RunResults) -> String {
                     "{} / {}: {} (n = {})\n",
                     b.name,
                     m.name,
-                    crate::units::format_value(s.median, &m.unit),
+                    crate::model::units::format_value(s.median, &m.unit),
                     s.n
                 )),
                 None => out.push_str(&format!("{} / {}: no valid samples\n", b.name, m.name)),

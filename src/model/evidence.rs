@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::results::{BenchmarkResult, RunResults};
+use crate::model::results::{BenchmarkResult, RunResults};
 
 /// The evidence of a whole comparison, one entry per benchmark present on either side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -154,7 +154,7 @@ impl BenchmarkEvidence {
             let Some(r) = side else { continue };
             let mut by_counter: BTreeMap<
                 &str,
-                BTreeMap<u32, Vec<&crate::results::CounterReading>>,
+                BTreeMap<u32, Vec<&crate::model::results::CounterReading>>,
             > = BTreeMap::new();
             for c in &r.counters {
                 by_counter
@@ -221,8 +221,8 @@ impl BenchmarkEvidence {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metric::{Direction, GateRule, Source};
-    use crate::results::{Artifact, CounterReading, MetricSamples, Provenance};
+    use crate::model::metric::{Direction, GateRule, Source};
+    use crate::model::results::{Artifact, CounterReading, MetricSamples, Provenance};
 
     fn result(name: &str, times: &[f64], util: &[(u32, f64, f64)], ir: &str) -> BenchmarkResult {
         let mut r = BenchmarkResult::new(name, Provenance::default());

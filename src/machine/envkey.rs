@@ -8,7 +8,7 @@
 //! expected to change and only ever produce warnings. The same fields, hashed, name the folder a
 //! machine's history lives in.
 
-use crate::fingerprint::Fingerprint;
+use crate::machine::fingerprint::Fingerprint;
 
 /// The fields that must match, as `(name, value)` pairs in a fixed order.
 pub fn key_fields(f: &Fingerprint) -> Vec<(String, String)> {

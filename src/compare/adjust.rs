@@ -2,10 +2,10 @@
 //! waivers or diff-aware selection changed benchmark verdicts, and skipped benchmarks added.
 
 use crate::compare::{self, ComparePolicy};
-use crate::report::{BenchmarkComparison, MetricComparison, Report};
-use crate::results::RunResults;
+use crate::model::report::{BenchmarkComparison, MetricComparison, Report};
+use crate::model::results::RunResults;
+use crate::model::verdict::{RunVerdict, Verdict};
 use crate::stats;
-use crate::verdict::{RunVerdict, Verdict};
 
 /// Recomputes the summary counts and the run verdict from the benchmark verdicts.
 pub fn recount(report: &mut Report) {

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::fingerprint::Fingerprint;
-use crate::fsutil::{self, Overwrite};
-use crate::metric::{Direction, GateRule, Source};
-use crate::protocol::{CounterLine, KernelLine};
+use crate::machine::fingerprint::Fingerprint;
+use crate::model::fsutil::{self, Overwrite};
+use crate::model::metric::{Direction, GateRule, Source};
+use crate::model::protocol::{CounterLine, KernelLine};
 
 /// Version of the results format; bumped on incompatible changes.
 pub const RESULTS_SCHEMA_VERSION: u32 = 1;
@@ -83,7 +83,7 @@ pub struct Look {
     pub alpha: f64,
     /// The benchmark's verdict at this look (`inconclusive` means more repetitions followed,
     /// unless this was the last look or the time budget ran out).
-    pub verdict: crate::verdict::Verdict,
+    pub verdict: crate::model::verdict::Verdict,
 }
 
 /// The most bytes of one artifact kept in the results; the rest is cut at a line boundary.

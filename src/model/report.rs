@@ -8,10 +8,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::inference::Correction;
-use crate::metric::{Direction, Source};
+use crate::model::metric::{Direction, Source};
+use crate::model::verdict::{RunVerdict, Verdict};
 use crate::stats::Summary;
-use crate::verdict::{RunVerdict, Verdict};
+use crate::stats::inference::Correction;
 
 /// Version of the report format.
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
@@ -91,7 +91,7 @@ pub struct Report {
     /// The samples, counter readings and artifacts behind the verdicts, for charts and diffs
     /// (see docs/reports.md); absent when the report was built without them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<crate::evidence::Evidence>,
+    pub evidence: Option<crate::model::evidence::Evidence>,
 }
 
 fn one() -> u32 {

@@ -19,17 +19,17 @@ use crate::cli::{
 };
 use crate::compare::{self, ComparePolicy};
 use crate::config::{self, LoadedConfig};
-use crate::evidence::Evidence;
-use crate::exit::ExitStatus;
-use crate::fsutil::{self, Overwrite};
 use crate::import;
+use crate::model::evidence::Evidence;
+use crate::model::exit::ExitStatus;
+use crate::model::fsutil::{self, Overwrite};
+use crate::model::report::{Design, Report};
+use crate::model::results::{RunResults, Status};
+use crate::model::verdict::RunVerdict;
 use crate::plan::{MetricPolicy, Overrides, Plan};
 use crate::progress;
 use crate::render::{self, Format};
-use crate::report::{Design, Report};
-use crate::results::{RunResults, Status};
 use crate::runner::{self, Revision, RunError};
-use crate::verdict::RunVerdict;
 use crate::worktree::Worktree;
 
 /// Runs a parsed command line and returns the process exit status.
@@ -316,7 +316,7 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
                 eprintln!("error: {reason}");
                 let mut report = compare::no_baseline(&head, &policy, reason);
                 if !skipped.is_empty() {
-                    crate::adjust::mark_skipped(
+                    crate::compare::adjust::mark_skipped(
                         &mut report,
                         &skipped,
                         None,
@@ -338,10 +338,10 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
             let head = run_selected(&selection)?;
             // Earlier jobs for the prediction-interval model: the files given with --history,
             // else the history store's records of this environment (kept by --record).
-            let key = crate::envkey::baseline_key(&head.environment);
-            let records = crate::history::load(&loaded.root, &key)?;
+            let key = crate::machine::envkey::baseline_key(&head.environment);
+            let records = crate::baseline::history::load(&loaded.root, &key)?;
             let medians = if history.is_empty() {
-                crate::history::job_medians(&records)
+                crate::baseline::history::job_medians(&records)
             } else {
                 compare::job_medians(std::iter::once(&base).chain(&history))
             };
@@ -366,10 +366,10 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
                     "skipped: no file changed since {} matches its `paths`",
                     args.changed_since.as_deref().unwrap_or("the reference")
                 );
-                crate::adjust::mark_skipped(&mut report, &skipped, Some(&base), &why);
+                crate::compare::adjust::mark_skipped(&mut report, &skipped, Some(&base), &why);
             }
             let mut evidence = Evidence::from_runs(Some(&base), &head);
-            crate::history::add_to_evidence(&mut evidence, &records);
+            crate::baseline::history::add_to_evidence(&mut evidence, &records);
             report.evidence = Some(evidence);
             (report, head)
         }
@@ -391,12 +391,12 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
 /// branch's changes), or REF itself with `--against-tip`. When HEAD contains REF (`HEAD`,
 /// `HEAD~1`, an ancestor branch) the two are the same commit.
 fn against_commit(root: &Path, reference: &str, tip: bool) -> Result<(String, String)> {
-    let top = crate::gitref::toplevel(root)?;
-    let commit = crate::gitref::resolve(&top, reference)?;
+    let top = crate::baseline::gitref::toplevel(root)?;
+    let commit = crate::baseline::gitref::resolve(&top, reference)?;
     if tip {
         return Ok((commit, reference.to_string()));
     }
-    let base = crate::gitref::merge_base(&top, reference)?;
+    let base = crate::baseline::gitref::merge_base(&top, reference)?;
     let what = if base == commit {
         reference.to_string()
     } else {
@@ -516,7 +516,7 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
     if config_path.exists() {
         let loaded = load_config(config_path)?;
         let plan = Plan::new(&loaded.config, &Overrides::default())?;
-        crate::utilization::apply_to_import(&mut results, &plan);
+        crate::derive::utilization::apply_to_import(&mut results, &plan);
     }
     emit_results(&results, args.output.as_deref())?;
     Ok(ExitStatus::PASS)
@@ -544,9 +544,9 @@ fn calibrate(config_path: &Path, args: CalibrateArgs) -> Result<u8> {
     };
     let (a, b) = runner::run_interleaved(&plan, &side("A"), &side("B"), progress.as_mut())?;
     let failures = ExitStatus::combine(report_failures(&a), report_failures(&b));
-    let calibration = crate::calibrate::analyse(&a, &b, &policy);
+    let calibration = crate::compare::calibrate::analyse(&a, &b, &policy);
     let text = match args.format {
-        CalibrateFormat::Table => crate::calibrate::render_table(&calibration),
+        CalibrateFormat::Table => crate::compare::calibrate::render_table(&calibration),
         CalibrateFormat::Json => {
             let mut s = serde_json::to_string_pretty(&calibration)?;
             s.push('\n');

@@ -10,9 +10,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::compare::{self, ComparePolicy};
-use crate::inference::{self, MDE_POWER};
-use crate::results::{RunResults, Status};
+use crate::model::results::{RunResults, Status};
 use crate::stats;
+use crate::stats::inference::{self, MDE_POWER};
 
 /// Most repetitions per side a suggestion may ask for.
 pub const MAX_SUGGESTED_REPETITIONS: usize = 1000;
@@ -170,7 +170,7 @@ pub fn repetitions_for(sigma: f64, threshold: f64, level: f64) -> Option<usize> 
 
 /// A terminal table of the calibration.
 pub fn render_table(c: &Calibration) -> String {
-    use crate::units::format_change;
+    use crate::model::units::format_change;
     let pct = |v: f64| format_change(v).trim_start_matches('+').to_string();
     let opt = |v: Option<f64>| v.map(pct).unwrap_or_else(|| "–".into());
     let mut table = comfy_table::Table::new();

@@ -4,20 +4,20 @@
 //! every run writes its own new file, `.kgate/history/<baseline key>/<time>-<commit>-<hash>.json`,
 //! holding per benchmark and metric only the summary (n, median, mean, spread), so concurrent
 //! jobs add different files and a merge never conflicts. Histories are kept per baseline key
-//! (see [`crate::envkey`]) because numbers from different machines do not form one series.
+//! (see [`crate::machine::envkey`]) because numbers from different machines do not form one series.
 //! [`job_summaries`] is what the statistics models read; `kgate history` runs change-point
-//! detection ([`crate::changepoint`]) over the same series.
+//! detection ([`crate::stats::changepoint`]) over the same series.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::envkey;
-use crate::fingerprint::Fingerprint;
-use crate::fsutil::{self, Overwrite};
-use crate::metric::Direction;
-use crate::results::{RunResults, Status};
+use crate::machine::envkey;
+use crate::machine::fingerprint::Fingerprint;
+use crate::model::fsutil::{self, Overwrite};
+use crate::model::metric::Direction;
+use crate::model::results::{RunResults, Status};
 use crate::stats::{self, Summary};
 
 /// Folder of histories, relative to the configuration's folder.
@@ -91,7 +91,7 @@ pub enum HistoryError {
 }
 
 /// Total wall time of a benchmark's measured repetitions, in ns.
-pub fn duration_ns(b: &crate::results::BenchmarkResult) -> Option<f64> {
+pub fn duration_ns(b: &crate::model::results::BenchmarkResult) -> Option<f64> {
     b.metric("wall_time")
         .filter(|m| m.unit == "ns" && !m.values.is_empty())
         .map(|m| m.values.iter().sum())
@@ -252,8 +252,8 @@ pub fn job_summaries(
 
 /// Log-scale job medians per (benchmark, metric) from the records of a key, oldest first: what
 /// the prediction-interval model of the comparison reads when no result files are given.
-pub fn job_medians(records: &[HistoryRecord]) -> crate::inference::JobMedians {
-    let mut out = crate::inference::JobMedians::new();
+pub fn job_medians(records: &[HistoryRecord]) -> crate::stats::inference::JobMedians {
+    let mut out = crate::stats::inference::JobMedians::new();
     for (benchmark, metric) in metric_pairs(records) {
         let medians: Vec<f64> = series(records, &benchmark, &metric)
             .into_iter()
@@ -283,7 +283,7 @@ pub fn latest_durations(records: &[HistoryRecord]) -> BTreeMap<String, f64> {
 
 /// Adds the medians of recorded jobs (oldest first) to every metric of a report's evidence
 /// that has any, for the trend charts.
-pub fn add_to_evidence(evidence: &mut crate::evidence::Evidence, records: &[HistoryRecord]) {
+pub fn add_to_evidence(evidence: &mut crate::model::evidence::Evidence, records: &[HistoryRecord]) {
     for b in &mut evidence.benchmarks {
         for m in &mut b.metrics {
             m.history = series(records, &b.name, &m.name)

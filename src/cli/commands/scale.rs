@@ -8,21 +8,21 @@ use anyhow::{Context, Result, bail};
 use serde_json::json;
 
 use crate::baseline;
-use crate::changepoint::{self, Settings};
+use crate::baseline::gitref;
+use crate::baseline::history;
 use crate::cli::{BaselineUpdateArgs, HistoryAction, HistoryArgs, MergeArgs, RunSelection};
+use crate::compare::waivers;
 use crate::config::LoadedConfig;
-use crate::envkey;
-use crate::exit::ExitStatus;
-use crate::fingerprint::Fingerprint;
-use crate::fsutil::Overwrite;
-use crate::gitref;
-use crate::history;
-use crate::report::Report;
-use crate::results::{RESULTS_SCHEMA_VERSION, RunResults};
+use crate::machine::envkey;
+use crate::machine::fingerprint::Fingerprint;
+use crate::model::exit::ExitStatus;
+use crate::model::fsutil::Overwrite;
+use crate::model::report::Report;
+use crate::model::results::{RESULTS_SCHEMA_VERSION, RunResults};
+use crate::model::units::{format_change, format_value};
 use crate::selection;
 use crate::shard::{self, Shard};
-use crate::units::{format_change, format_value};
-use crate::waivers;
+use crate::stats::changepoint::{self, Settings};
 
 /// A baseline file as committed at the merge-base of `reference` and HEAD.
 pub fn baseline_at_ref(root: &Path, path: &Path, reference: &str) -> Result<RunResults> {
@@ -97,7 +97,7 @@ pub fn empty_run(root: &Path) -> RunResults {
     RunResults {
         schema_version: RESULTS_SCHEMA_VERSION,
         kgate_version: env!("CARGO_PKG_VERSION").to_string(),
-        created: crate::results::now_rfc3339(),
+        created: crate::model::results::now_rfc3339(),
         environment: Fingerprint::capture(root),
         benchmarks: Vec::new(),
     }

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use globset::{Glob, GlobMatcher};
 use serde::Deserialize;
 
-use crate::gitref;
-use crate::report::Report;
-use crate::verdict::Verdict;
+use crate::baseline::gitref;
+use crate::model::report::Report;
+use crate::model::verdict::Verdict;
 
 /// Where waivers live, relative to the configuration's folder.
 pub const WAIVERS_FILE: &str = ".kgate/waivers.yaml";
@@ -101,7 +101,7 @@ impl Clock<'_> {
     /// Today (UTC) and the given repository.
     pub fn now(repo: Option<&Path>) -> Clock<'_> {
         Clock {
-            today: crate::results::now_rfc3339()[..10].to_string(),
+            today: crate::model::results::now_rfc3339()[..10].to_string(),
             repo,
         }
     }
@@ -321,7 +321,7 @@ pub fn apply(report: &mut Report, waivers: &[Waiver], clock: &Clock<'_>) {
                 notes.join("; ")
             };
     }
-    crate::adjust::recount(report);
+    crate::compare::adjust::recount(report);
     report.summary.waived = waived_benchmarks;
 }
 

@@ -66,7 +66,7 @@ pub struct GitRevision {
 impl Fingerprint {
     /// Reads the fingerprint of this machine; `repo` is a folder inside the measured work tree.
     pub fn capture(repo: &Path) -> Fingerprint {
-        Fingerprint::capture_host(repo).with_accelerator(crate::accelerator::detect())
+        Fingerprint::capture_host(repo).with_accelerator(crate::machine::accelerator::detect())
     }
 
     /// This machine's fingerprint without its accelerator (`nvidia-smi` is not asked): the
@@ -88,7 +88,10 @@ impl Fingerprint {
         }
     }
 
-    fn with_accelerator(mut self, found: Option<crate::accelerator::Accelerator>) -> Fingerprint {
+    fn with_accelerator(
+        mut self,
+        found: Option<crate::machine::accelerator::Accelerator>,
+    ) -> Fingerprint {
         if let Some(a) = found {
             self.accelerator = Some(a.model);
             self.driver = a.driver;

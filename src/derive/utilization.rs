@@ -10,10 +10,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::metric::{Direction, GateRule, Source};
+use crate::model::metric::{Direction, GateRule, Source};
+use crate::model::results::{BenchmarkResult, CounterReading, MetricSamples, UnavailableCounter};
 use crate::plan::MetricPolicy;
 use crate::profile::DeviceProfile;
-use crate::results::{BenchmarkResult, CounterReading, MetricSamples, UnavailableCounter};
 
 /// The increase of a `bits`-wide counter from `prev` to `cur`, wrapping at 2^bits; exact at
 /// every width (8, 16, 32, 64). Values must fit the width.
@@ -422,7 +422,7 @@ pub fn options(b: &crate::plan::BenchmarkPlan) -> Option<Options<'_>> {
 
 /// Applies [`apply`] to imported benchmarks: those the plan declares use their own settings,
 /// the others the configuration's device profile with default settings.
-pub fn apply_to_import(results: &mut crate::results::RunResults, plan: &crate::plan::Plan) {
+pub fn apply_to_import(results: &mut crate::model::results::RunResults, plan: &crate::plan::Plan) {
     let fallback = plan.benchmarks.iter().find_map(|b| b.device.clone());
     for result in &mut results.benchmarks {
         match plan.benchmarks.iter().find(|b| b.name == result.name) {
@@ -517,7 +517,7 @@ fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &mut Recorde
     let measured_or_estimate = |name: &str| {
         result
             .metric(name)
-            .or_else(|| result.metric(&format!("{name}{}", crate::metric::ESTIMATE_SUFFIX)))
+            .or_else(|| result.metric(&format!("{name}{}", crate::model::metric::ESTIMATE_SUFFIX)))
     };
     let (Some(flops), Some(bytes)) = (measured_or_estimate(FLOPS), measured_or_estimate(BYTES))
     else {
@@ -746,7 +746,7 @@ mod tests {
         let profile = crate::profile::builtin("tpu-v7x").unwrap();
         let mut result = BenchmarkResult::new("k", Default::default());
         result.counters = vec![reading(0.0, 0.0, None), reading(1000.0, 500.0, None)];
-        result.kernel_windows = vec![crate::results::KernelWindow {
+        result.kernel_windows = vec![crate::model::results::KernelWindow {
             repetition: 0,
             kernel: "tiny".into(),
             start_ns: 100.0,

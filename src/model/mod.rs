@@ -1,0 +1,13 @@
+//! The vocabulary every stage shares, below all of them: metrics and units, verdicts, the
+//! results and report files (the JSON contracts), the evidence behind a report, exit codes,
+//! and atomic writes. Nothing here decides or runs anything.
+
+pub mod evidence;
+pub mod exit;
+pub mod fsutil;
+pub mod metric;
+pub mod protocol;
+pub mod report;
+pub mod results;
+pub mod units;
+pub mod verdict;
