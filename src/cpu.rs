@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::capture::Collector;
 use crate::config::CaptureKind;
-use crate::derived::{self, Definition};
+use crate::config::derived::{self, Definition};
 use crate::model::metric::{Direction, Source};
 use crate::model::results::UnavailableCounter;
 use crate::perf;

@@ -115,7 +115,7 @@ pub struct RunArgs {
     /// Run only shard i of n (1-based, such as `2/4`); benchmarks are assigned stably and
     /// balanced by their recorded durations.
     #[arg(long, value_name = "I/N")]
-    pub shard: Option<crate::shard::Shard>,
+    pub shard: Option<crate::plan::shard::Shard>,
     /// Also append the results to the history under `.kgate/history/`.
     #[arg(long)]
     pub record: bool,

@@ -10,10 +10,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::config::profile::DeviceProfile;
 use crate::model::metric::{Direction, GateRule, Source};
 use crate::model::results::{BenchmarkResult, CounterReading, MetricSamples, UnavailableCounter};
 use crate::plan::MetricPolicy;
-use crate::profile::DeviceProfile;
 
 /// The increase of a `bits`-wide counter from `prev` to `cur`, wrapping at 2^bits; exact at
 /// every width (8, 16, 32, 64). Values must fit the width.
@@ -124,7 +124,7 @@ pub struct Options<'a> {
     pub mode: SampleMode,
     /// Right-shift bits the device applied to every sample.
     pub scaling: u8,
-    /// Counter passes (from [`crate::profile::plan_passes`]); repetition r ran pass
+    /// Counter passes (from [`crate::config::profile::plan_passes`]); repetition r ran pass
     /// r mod passes. Empty when every counter was sampled in every repetition.
     pub passes: &'a [Vec<String>],
 }
@@ -488,7 +488,7 @@ fn formulas(
             ));
             continue;
         }
-        let Some(value) = crate::derived::finite_value(&expr, &inputs) else {
+        let Some(value) = crate::config::derived::finite_value(&expr, &inputs) else {
             continue;
         };
         if f.unit == "%" && value > 100.0 + 1e-7 {
@@ -685,7 +685,10 @@ mod tests {
     use super::*;
 
     /// `apply` with cumulative samples, no scaling, no policy and one pass.
-    fn apply_cumulative(result: &mut BenchmarkResult, profile: &crate::profile::DeviceProfile) {
+    fn apply_cumulative(
+        result: &mut BenchmarkResult,
+        profile: &crate::config::profile::DeviceProfile,
+    ) {
         apply(result, Options::cumulative(profile));
     }
 
@@ -743,7 +746,7 @@ mod tests {
 
     #[test]
     fn a_kernel_between_two_samples_is_unresolved_with_the_fix() {
-        let profile = crate::profile::builtin("tpu-v7x").unwrap();
+        let profile = crate::config::profile::builtin("tpu-v7x").unwrap();
         let mut result = BenchmarkResult::new("k", Default::default());
         result.counters = vec![reading(0.0, 0.0, None), reading(1000.0, 500.0, None)];
         result.kernel_windows = vec![crate::model::results::KernelWindow {
@@ -761,7 +764,7 @@ mod tests {
 
     #[test]
     fn beats_give_bandwidth_and_memory_utilization() {
-        let profile = crate::profile::builtin("tpu-v7x").unwrap();
+        let profile = crate::config::profile::builtin("tpu-v7x").unwrap();
         let mut result = BenchmarkResult::new("k", Default::default());
         for (counter, values) in [
             ("hbm_rd_beats", [0.0, 40_000.0, 80_000.0]),
@@ -794,7 +797,7 @@ mod tests {
 
     #[test]
     fn above_one_hundred_percent_is_flagged_not_reported() {
-        let profile = crate::profile::builtin("tpu-v7x").unwrap();
+        let profile = crate::config::profile::builtin("tpu-v7x").unwrap();
         let mut result = BenchmarkResult::new("k", Default::default());
         // 3000 busy cycles in 1 µs at 1.9 GHz: 158 %.
         result.counters = vec![reading(0.0, 0.0, None), reading(1000.0, 3000.0, None)];

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use super::builder::Benchmarks;
 use super::{ImportContext, ImportError, Importer, Policies};
 use crate::config::CaptureKind;
+use crate::config::derived;
 use crate::cpu::{self, Reading};
-use crate::derived;
 use crate::model::results::RunResults;
 use crate::valgrind;
 

@@ -20,8 +20,8 @@ use crate::model::fsutil::Overwrite;
 use crate::model::report::Report;
 use crate::model::results::{RESULTS_SCHEMA_VERSION, RunResults};
 use crate::model::units::{format_change, format_value};
-use crate::selection;
-use crate::shard::{self, Shard};
+use crate::plan::selection;
+use crate::plan::shard::{self, Shard};
 use crate::stats::changepoint::{self, Settings};
 
 /// A baseline file as committed at the merge-base of `reference` and HEAD.

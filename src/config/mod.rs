@@ -6,6 +6,8 @@
 //! recover the key path; checks that types cannot express (duplicate names, `min <= max`) run
 //! afterwards and are located with spans.
 
+pub mod derived;
+pub mod profile;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -870,7 +872,7 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         );
     }
     if let Some(device) = &config.device
-        && let Err(e) = crate::profile::resolve(device, &config.profiles)
+        && let Err(e) = crate::config::profile::resolve(device, &config.profiles)
     {
         return fail(Some("device:"), "device".into(), e.to_string());
     }
@@ -965,7 +967,7 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
             );
         }
         for (name, d) in &b.derived {
-            if let Err(e) = crate::derived::check(name, &d.expr) {
+            if let Err(e) = crate::config::derived::check(name, &d.expr) {
                 return fail(
                     Some(&d.expr),
                     key(&format!("derived.{name}.expr")),

@@ -90,13 +90,13 @@ pub struct DeviceProfile {
 
 /// The profiles shipped with kgate, as (name, YAML).
 pub const BUILTIN: [(&str, &str); 7] = [
-    ("tpu-v6e", include_str!("../profiles/tpu-v6e.yaml")),
-    ("tpu-v7x", include_str!("../profiles/tpu-v7x.yaml")),
-    ("h100", include_str!("../profiles/h100.yaml")),
-    ("h200", include_str!("../profiles/h200.yaml")),
-    ("b200", include_str!("../profiles/b200.yaml")),
-    ("mi300x", include_str!("../profiles/mi300x.yaml")),
-    ("cpu", include_str!("../profiles/cpu.yaml")),
+    ("tpu-v6e", include_str!("../../profiles/tpu-v6e.yaml")),
+    ("tpu-v7x", include_str!("../../profiles/tpu-v7x.yaml")),
+    ("h100", include_str!("../../profiles/h100.yaml")),
+    ("h200", include_str!("../../profiles/h200.yaml")),
+    ("b200", include_str!("../../profiles/b200.yaml")),
+    ("mi300x", include_str!("../../profiles/mi300x.yaml")),
+    ("cpu", include_str!("../../profiles/cpu.yaml")),
 ];
 
 /// A profile that cannot be resolved.

@@ -4,6 +4,8 @@
 //! command-line overrides are merged once, here, into plain data: every default applied, every
 //! path made concrete, every build step deduplicated. The runner then only executes.
 
+pub mod selection;
+pub mod shard;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -62,13 +64,13 @@ pub struct BenchmarkPlan {
     /// callgrind's `--toggle-collect` pattern.
     pub toggle_collect: Option<String>,
     /// Derived metrics: the built-ins, then the configuration's.
-    pub derived: Vec<crate::derived::Definition>,
+    pub derived: Vec<crate::config::derived::Definition>,
     /// Artifact files to keep after the last repetition, relative to `cwd`.
     pub artifacts: BTreeMap<String, PathBuf>,
     /// Settings of the `ncu` capture.
     pub ncu: crate::config::NcuConfig,
     /// Device profile for counter normalization (`device:` in the configuration).
-    pub device: Option<crate::profile::DeviceProfile>,
+    pub device: Option<crate::config::profile::DeviceProfile>,
     /// How the benchmark samples counters.
     pub counters: crate::config::CounterSampling,
     /// Counter passes planned from `counters.request` and the profile's counters per pass.
@@ -200,11 +202,11 @@ fn resolve_benchmark(
     } else {
         b.warmup.or(d.warmup).unwrap_or(DEFAULT_WARMUP)
     };
-    let mut derived = crate::derived::builtins();
+    let mut derived = crate::config::derived::builtins();
     derived.extend(
         b.derived
             .iter()
-            .map(|(name, c)| crate::derived::Definition {
+            .map(|(name, c)| crate::config::derived::Definition {
                 name: name.clone(),
                 expr: c.expr.clone(),
                 unit: c.unit.clone(),
@@ -215,7 +217,7 @@ fn resolve_benchmark(
     let device = config
         .device
         .as_ref()
-        .and_then(|d| crate::profile::resolve(d, &config.profiles).ok());
+        .and_then(|d| crate::config::profile::resolve(d, &config.profiles).ok());
     let counters = b.counters.clone().unwrap_or_default();
     BenchmarkPlan {
         ncu: b.ncu.clone().or_else(|| d.ncu.clone()).unwrap_or_default(),
@@ -252,7 +254,7 @@ fn resolve_benchmark(
         toggle_collect: b.valgrind.as_ref().and_then(|v| v.toggle_collect.clone()),
         derived,
         artifacts: b.artifacts.clone(),
-        counter_passes: crate::profile::plan_passes(
+        counter_passes: crate::config::profile::plan_passes(
             &counters.request,
             device
                 .as_ref()
