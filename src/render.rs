@@ -1,4 +1,6 @@
-//! Rendering a comparison report: a terminal table, Markdown for pull requests, and JSON.
+//! Rendering a comparison report: a terminal table, Markdown for pull requests (with its
+//! details and GitHub's size limits in `markdown_details` and `markdown_limits`), JSON, an
+//! offline HTML page (`html`) and JUnit XML (`junit`); `stored` reads a JSON report back.
 //!
 //! One exporter per format behind one trait, as hyperfine does. Everything that came from the
 //! repository (benchmark and metric names, reasons quoting them) is escaped before it goes into

@@ -226,7 +226,7 @@ mod tests {
 
     #[test]
     fn repetitions_for_matches_the_power_table() {
-        // statistics.md §12.2: at one-sided 2e-4 and c = 1 %, n = 10 detects 2.40 % and n = 30
+        // docs/statistics.md: at one-sided 2e-4 and c = 1 %, n = 10 detects 2.40 % and n = 30
         // detects 1.20 %; so a 2.4 % threshold needs 10 (or fewer) and 1.2 % needs about 30.
         let sigma = (1.0f64 + 1e-4).ln().sqrt();
         let n = repetitions_for(sigma, 0.0241, 2e-4).unwrap();

@@ -1,7 +1,7 @@
 //! Comparison: baseline against candidate, metric by metric, into verdicts.
 //!
 //! A gate that cries wolf gets switched off, so every verdict here is a bounded-error claim
-//! (statistics.md §13.3, restated in `docs/statistics.md`). Noisy metrics get one-sided
+//! (`docs/statistics.md`, "The decision rule"). Noisy metrics get one-sided
 //! Mann–Whitney p-values in the regression and improvement directions and a Hodges–Lehmann
 //! shift on log values with its distribution-free interval. The regression p-values of all
 //! gated metrics of a run are adjusted together (Benjamini–Hochberg or Holm) and tested at
@@ -741,7 +741,7 @@ mod tests {
         let m = verdict(&BASE, &NEW, 0.01);
         assert_eq!(m.verdict, Verdict::Regressed, "{}", m.reason);
         assert!((m.p_value.unwrap() - 1.082508822446903e-05).abs() < 1e-12);
-        // Hodges–Lehmann on logs (statistics.md TV-HL-4): ratio 1.01694.
+        // Hodges–Lehmann on logs (test vector TV-HL-4): ratio 1.01694.
         assert!((m.change.unwrap() - 0.016_940_711_694_322_8).abs() < 1e-9);
         // The interval is the one the one-sided test at alpha 0.01 was decided at: 98 %
         // two-sided, whose lower bound is the one-sided 99 % bound.

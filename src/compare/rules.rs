@@ -272,7 +272,7 @@ fn beyond_zero(ci: [f64; 2], bad_side_is_up: bool) -> bool {
     }
 }
 
-/// The decision rule of statistics.md §13.3 for one noisy metric, given its adjusted p-values,
+/// The decision rule of `docs/statistics.md` for one noisy metric, given its adjusted p-values,
 /// the size of its family and the levels the family's decisions were taken at.
 pub(super) fn decide(
     out: &mut MetricComparison,

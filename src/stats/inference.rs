@@ -6,8 +6,8 @@
 //! Benjamini–Hochberg adjustments across a run's gated metrics, the look schedule whose
 //! levels split alpha (Bonferroni over looks), the minimum detectable effect that says what a
 //! run could have seen, and Bencher's prediction interval for baselines stored by other jobs.
-//! Formulas and test vectors: statistics.md sections 3.4, 7, 8 and 12 of the project's
-//! reference, restated in `docs/statistics.md`.
+//! Formulas and test vectors (the scipy-generated `tests/fixtures/stats_vectors.json`) are
+//! described in `docs/statistics.md`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -153,7 +153,7 @@ fn noncentral_t_sf(t: f64, df: f64, lambda: f64) -> f64 {
 
 /// Smallest true shift (log scale) that a level-`alpha` t-test on samples of sizes `n1`, `n2`
 /// with noise `sigma` (log scale) detects with probability `power`: the exact noncentral-t
-/// computation of statistics.md §12.1 (pooled df = n1 + n2 − 2). `two_sided` splits alpha over
+/// computation of docs/statistics.md (pooled df = n1 + n2 − 2). `two_sided` splits alpha over
 /// both tails. None for fewer than two values per side or levels outside (0, 1).
 pub fn min_detectable_shift(
     sigma: f64,
@@ -242,7 +242,7 @@ pub fn min_detectable_change(
 
 /// A Bencher-style prediction interval for one new job's summary, given the summaries of K
 /// earlier jobs: mean ± t_{K−1}(level) · s · √(1 + 1/K), so the job-to-job spread is part of
-/// the width (statistics.md §3.4).
+/// the width (docs/statistics.md).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct History {
     pub mean: f64,
@@ -307,7 +307,7 @@ impl History {
 
 /// The fixed looks of an adaptive run: after `min` repetitions per side, then 2·min, 4·min …
 /// capped at `max` (which is always the last look). Alpha is split equally over the looks
-/// (Bonferroni), which is valid for any stopping rule and any dependence (statistics.md §7.2a).
+/// (Bonferroni), which is valid for any stopping rule and any dependence (docs/statistics.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LookPlan {
     pub looks: Vec<u32>,
@@ -401,7 +401,7 @@ mod tests {
         );
     }
 
-    // statistics.md §8.3 / TV-MT-1 (Benjamini & Hochberg 1995 data).
+    // docs/statistics.md / TV-MT-1 (Benjamini & Hochberg 1995 data).
     const BH95: [f64; 15] = [
         0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240, 0.4262,
         0.5719, 0.6528, 0.7590, 1.0000,
@@ -456,7 +456,7 @@ mod tests {
 
     #[test]
     fn tv_pwr_1_exact_mde_table() {
-        // statistics.md §12.2, α = 0.01 two-sided, power 0.8: standardised effect d.
+        // docs/statistics.md, α = 0.01 two-sided, power 0.8: standardised effect d.
         for (n, d) in [(5, 2.7445), (10, 1.6861), (30, 0.9085), (100, 0.4874)] {
             let got = min_detectable_shift(1.0, n, n, 0.01, 0.8, true).unwrap();
             close(got, d, 2e-4);
