@@ -848,6 +848,9 @@ fn snippet(text: &str, line: u64) -> String {
     }
 }
 
+/// Why a capture list may hold only one of the captures that wrap the command.
+const ONE_WRAPPING_CAPTURE: &str = "`perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark (declare a second benchmark for another)";
+
 /// Checks that the types cannot express.
 fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> {
     let fail = |needle: Option<&str>, key: String, message: String| {
@@ -918,6 +921,21 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         check_repetitions(r)
             .or_else(|m| fail(Some("repetitions:"), "defaults.repetitions".into(), m))?;
     }
+    // Each wrapping capture runs the benchmark under its tool: two would nest one tool in the
+    // other. A benchmark that inherits its captures inherits the defaults' list.
+    let wraps_twice = |c: &[CaptureKind]| {
+        c.iter()
+            .filter(|k| k.wraps() || **k == CaptureKind::Ncu)
+            .count()
+            > 1
+    };
+    if config.defaults.captures.as_deref().is_some_and(wraps_twice) {
+        return fail(
+            Some("captures:"),
+            "defaults.captures".into(),
+            ONE_WRAPPING_CAPTURE.into(),
+        );
+    }
     let mut seen = std::collections::HashSet::new();
     for (i, b) in config.benchmarks.iter().enumerate() {
         let needle = format!("name: {}", b.name);
@@ -942,17 +960,8 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         if let Some(r) = b.repetitions {
             check_repetitions(r).or_else(|m| fail(Some(&needle), key("repetitions"), m))?;
         }
-        if let Some(c) = &b.captures
-            && c.iter()
-                .filter(|k| k.wraps() || **k == CaptureKind::Ncu)
-                .count()
-                > 1
-        {
-            return fail(
-                Some(&needle),
-                key("captures"),
-                "`perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark (declare a second benchmark for another)".into(),
-            );
+        if b.captures.as_deref().is_some_and(wraps_twice) {
+            return fail(Some(&needle), key("captures"), ONE_WRAPPING_CAPTURE.into());
         }
         let captures = b.captures.as_ref().or(config.defaults.captures.as_ref());
         if b.valgrind
@@ -1172,6 +1181,10 @@ benchmarks:
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    captures: [perf, cachegrind]\n",
                 "kgate.yaml:2: key `benchmarks[0].captures`: `perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark",
+            ),
+            (
+                "defaults: {captures: [perf, cachegrind]}\nbenchmarks:\n  - name: a\n    command: ./a\n",
+                "kgate.yaml:1: key `defaults.captures`: `perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark",
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    derived:\n      r: {expr: \"Ir / / Dr\"}\n",
