@@ -1,13 +1,11 @@
-//! CPU counter captures: running a benchmark under perf or Valgrind and recording what the
-//! tool wrote.
+//! CPU counter readings: what perf and Valgrind wrote, as named values recorded with their
+//! derived metrics.
 //!
-//! The runner only asks two things of a counter capture: the argument list that wraps the
-//! benchmark, and how to turn the tool's file into samples afterwards. Both live here, shared
-//! by live runs and `kgate import`, so that a counter measured by kgate and one imported from
-//! another machine get the same names, sources, gate rules and derived metrics.
+//! Shared by the `perf`, `callgrind` and `cachegrind` backends (`run::backend`) and by
+//! `kgate import`, so that a counter measured by kgate and one imported from another machine
+//! get the same names, sources, gate rules and derived metrics.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use crate::capture::Collector;
 use crate::config::CaptureKind;
@@ -28,21 +26,6 @@ const HEADLINE: &[&str] = &[
     "LL_misses",
     "estimated_cycles",
 ];
-
-/// Cache geometry given to Valgrind, so that simulated misses do not depend on the machine
-/// that ran the simulation (Valgrind otherwise copies the host's caches): 32 KiB 8-way L1s
-/// and an 8 MiB 16-way last level, all with 64-byte lines.
-pub const VALGRIND_CACHES: [&str; 3] = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"];
-
-/// Where the pinned geometry is recorded: a benchmark's `provenance.details` and the
-/// environment's `tools` (so that it is part of the baseline key: counts simulated with
-/// another geometry are not comparable).
-pub const VALGRIND_CACHES_KEY: &str = "valgrind.caches";
-
-/// The pinned geometry as recorded: `--I1=… --D1=… --LL=…`.
-pub fn valgrind_caches() -> String {
-    VALGRIND_CACHES.join(" ")
-}
 
 /// One value ready for the collector.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,28 +50,6 @@ pub fn valgrind_tool(kind: CaptureKind) -> Option<Tool> {
         CaptureKind::Callgrind => Some(Tool::Callgrind),
         CaptureKind::Cachegrind => Some(Tool::Cachegrind),
         _ => None,
-    }
-}
-
-/// The argument list running `argv` under the capture `kind`, writing the tool's output to
-/// `out`.
-pub fn wrap(
-    kind: CaptureKind,
-    out: &Path,
-    perf_events: &[String],
-    toggle_collect: Option<&str>,
-    argv: &[String],
-) -> Vec<String> {
-    match valgrind_tool(kind) {
-        Some(tool) => {
-            let mut v = valgrind::wrap(tool, out, toggle_collect, argv);
-            let at = 4; // after `valgrind --tool=… --cache-sim=yes --branch-sim=yes`
-            for (i, c) in VALGRIND_CACHES.iter().enumerate() {
-                v.insert(at + i, c.to_string());
-            }
-            v
-        }
-        None => perf::wrap(perf_events, out, argv),
     }
 }
 
@@ -203,37 +164,4 @@ pub fn record(
         }
     }
     Ok(())
-}
-
-/// Reads the file a wrapped capture wrote and records it as one repetition.
-pub fn record_file(
-    collector: &mut Collector<'_>,
-    repetition: u32,
-    kind: CaptureKind,
-    path: &Path,
-    definitions: &[Definition],
-) -> Result<(), String> {
-    let reading = match valgrind_tool(kind) {
-        Some(tool) => {
-            // The simulated cache geometry is part of what the counts mean.
-            collector
-                .result_mut()
-                .provenance
-                .details
-                .insert(VALGRIND_CACHES_KEY.into(), valgrind_caches());
-            valgrind_reading(&valgrind::read(path, tool)?)
-        }
-        None => {
-            let blocks = perf::read(path)?;
-            let mut r = Reading::default();
-            for b in &blocks {
-                let x = perf_reading(b);
-                r.values.extend(x.values);
-                r.unavailable.extend(x.unavailable);
-                r.notes.extend(x.notes);
-            }
-            r
-        }
-    };
-    record(collector, repetition, reading, definitions)
 }

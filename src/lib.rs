@@ -1,8 +1,9 @@
 //! kgate: a performance-regression gate for compute kernels.
 //!
 //! The pipeline runs one way, one module per stage:
-//! [`config`] → [`plan`] → [`runner`] (captures: [`capture`], [`protocol`], [`cpu`] with
-//! [`perf`] and [`valgrind`], [`capture_ncu`]) → [`results`] (then [`derived`] and
+//! [`config`] → [`plan`] → [`runner`] (capture backends in [`run::backend`], which record
+//! through [`capture`] from [`model::protocol`] lines, [`cpu`] readings of [`perf`] and
+//! [`valgrind`] output, and ncu's CSV) → [`results`] (then [`derived`] and
 //! [`utilization`] with device [`profile`]s) → [`compare`] (with [`stats`], [`inference`],
 //! [`compare::explain`], [`waivers`]) → [`render`] → [`github`]. The words every stage shares
 //! sit below them all: [`metric`], [`units`], [`verdict`], [`protocol`], [`exit`].
@@ -17,7 +18,6 @@
 
 pub mod baseline;
 pub mod capture;
-pub mod capture_ncu;
 pub mod cli;
 pub mod compare;
 pub mod config;
@@ -31,6 +31,7 @@ pub mod perf;
 pub mod plan;
 pub mod progress;
 pub mod render;
+pub mod run;
 pub mod runner;
 pub mod schema;
 pub mod stats;

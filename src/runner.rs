@@ -3,7 +3,9 @@
 //! Each repetition is its own process, started in its own process group so that a timeout (or
 //! Ctrl-C) kills the benchmark together with everything it spawned. Wall time is taken around
 //! spawn and wait on a waiter thread, so the timeout never skews the measurement. A benchmark
-//! that fails is recorded with the tail of its stderr and the other benchmarks still run.
+//! that fails is recorded with the tail of its stderr and the other benchmarks still run. What a
+//! repetition measures is up to the benchmark's capture backends ([`crate::run::backend`]):
+//! they prepare the process, then explain its failure or collect its samples.
 //! Nothing is written here: results leave the runner only when the whole run is complete, so an
 //! interrupted run leaves no partial file behind.
 
@@ -17,15 +19,14 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::capture::Collector;
-use crate::config::CaptureKind;
 use crate::machine::fingerprint::Fingerprint;
-use crate::model::protocol;
 use crate::model::results::{
     Artifact, BenchmarkResult, Failure, FailureKind, Provenance, RESULTS_SCHEMA_VERSION,
     RunResults, Status,
 };
 use crate::plan::{BUILD_TIMEOUT, BenchmarkPlan, Plan};
 use crate::progress::{Event, Progress};
+use crate::run::backend::{self, Backend, Launch, Repetition};
 
 /// How many bytes of a benchmark's stderr are kept for error reports.
 const TAIL_BYTES: usize = 4096;
@@ -268,8 +269,9 @@ pub fn run_builds(
 /// The state of one benchmark being measured in one revision.
 struct BenchmarkRun<'p> {
     plan: &'p BenchmarkPlan,
+    backends: Vec<&'static dyn Backend>,
     cwd: PathBuf,
-    protocol_dir: tempfile::TempDir,
+    scratch: tempfile::TempDir,
     collector: Collector<'p>,
     runs: u32,
     failed: bool,
@@ -290,8 +292,9 @@ impl<'p> BenchmarkRun<'p> {
         collector.result_mut().parameters = plan.parameters.clone();
         Ok(BenchmarkRun {
             plan,
+            backends: backend::of(&plan.captures),
             cwd: revision.root.join(&plan.cwd),
-            protocol_dir: tempfile::Builder::new()
+            scratch: tempfile::Builder::new()
                 .prefix("kgate-protocol-")
                 .tempdir()
                 .map_err(RunError::TempDir)?,
@@ -308,172 +311,90 @@ impl<'p> BenchmarkRun<'p> {
         r.failure = Some(failure);
     }
 
-    /// One run: a warm-up (`measured == false`) or a measured repetition.
+    /// The benchmark's command and environment, before any backend prepared them.
+    fn launch(&self, measured: bool, repetition: u32) -> Launch {
+        let mut env: Vec<(String, String)> = self.plan.env.clone().into_iter().collect();
+        env.extend([
+            ("KGATE_BENCHMARK".into(), self.plan.name.clone()),
+            (
+                "KGATE_WARMUP".into(),
+                if measured { "0" } else { "1" }.into(),
+            ),
+            ("KGATE_REPETITION".into(), repetition.to_string()),
+        ]);
+        env.extend(self.plan.counter_env(repetition));
+        Launch {
+            argv: self.plan.command.argv(),
+            env,
+            clear_env: false,
+        }
+    }
+
+    /// One run: a warm-up (`measured == false`) or a measured repetition. Each backend of the
+    /// benchmark prepares it, the process runs, then each backend explains a failure or
+    /// collects its samples.
     fn step(&mut self, measured: bool) -> Result<(), RunError> {
         if self.failed {
             return Ok(());
         }
-        let protocol_path = self
-            .protocol_dir
-            .path()
-            .join(format!("run-{}.jsonl", self.runs));
+        let run = Repetition {
+            plan: self.plan,
+            index: self.collector.result_mut().repetitions,
+            scratch: self.scratch.path(),
+            runs_before: self.runs,
+        };
         self.runs += 1;
-        let uses_protocol = self.plan.captures.contains(&CaptureKind::Protocol);
-        if uses_protocol && let Err(e) = std::fs::write(&protocol_path, b"") {
-            return Err(RunError::TempDir(e));
-        }
-        let repetition = self.collector.result_mut().repetitions;
-        let mut env: Vec<(String, String)> = self
-            .plan
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        env.push(("KGATE_BENCHMARK".into(), self.plan.name.clone()));
-        env.push((
-            "KGATE_WARMUP".into(),
-            if measured { "0" } else { "1" }.into(),
-        ));
-        env.push(("KGATE_REPETITION".into(), repetition.to_string()));
-        env.extend(self.plan.counter_env(repetition));
-        if uses_protocol {
-            env.push((
-                "KGATE_PROTOCOL_FILE".into(),
-                protocol_path.display().to_string(),
-            ));
-        }
-        let mut argv = self.plan.command.argv();
-        let mut clear_env = false;
-        // A counter capture runs the benchmark under its tool, which writes to a per-run file.
-        let counter_capture = self.plan.captures.iter().copied().find(|c| c.wraps());
-        let counter_path = self
-            .protocol_dir
-            .path()
-            .join(format!("run-{}.counters", self.runs));
-        if let Some(kind) = counter_capture {
-            // Simulated counts depend on the memory layout, and the stack holds the environment:
-            // a caller's longer PATH or work-tree path would shift every address. Valgrind runs
-            // therefore get a fixed environment (as iai-callgrind does), so counts reproduce on
-            // any machine and in any clone.
-            clear_env = crate::cpu::valgrind_tool(kind).is_some();
-            argv = crate::cpu::wrap(
-                kind,
-                &counter_path,
-                &self.plan.perf_events,
-                self.plan.toggle_collect.as_deref(),
-                &argv,
-            );
-            if kind == CaptureKind::Perf {
-                // perf's number format follows the locale; the parser reads the C locale.
-                env.push(("LC_ALL".into(), "C".into()));
-            }
-        }
-        let uses_ncu = self.plan.captures.contains(&CaptureKind::Ncu);
-        let ncu_log = protocol_path.with_extension("ncu.csv");
-        if uses_ncu {
-            argv = crate::capture_ncu::wrap(&self.plan.ncu, &argv, &ncu_log);
-            env.extend(crate::capture_ncu::ENV.map(|(k, v)| (k.to_string(), v.to_string())));
+        let mut launch = self.launch(measured, run.index);
+        for b in &self.backends {
+            b.prepare(&run, &mut launch).map_err(RunError::TempDir)?;
         }
         let outcome = run_process(&ProcessSpec {
-            argv: &argv,
+            argv: &launch.argv,
             cwd: &self.cwd,
-            env,
-            clear_env,
+            env: launch.env,
+            clear_env: launch.clear_env,
             timeout: self.plan.timeout,
         });
         if INTERRUPTED.load(Ordering::SeqCst) {
             return Err(RunError::Interrupted);
         }
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(e) => {
-                self.fail(Failure {
-                    kind: FailureKind::Spawn,
-                    message: format!(
-                        "cannot start `{}` in `{}`: {e}",
-                        argv[0],
-                        self.cwd.display()
-                    ),
-                    stderr_tail: String::new(),
-                });
-                return Ok(());
-            }
+        let failure = match outcome {
+            Err(e) => Some(Failure {
+                kind: FailureKind::Spawn,
+                message: format!(
+                    "cannot start `{}` in `{}`: {e}",
+                    launch.argv[0],
+                    self.cwd.display()
+                ),
+                stderr_tail: String::new(),
+            }),
+            Ok(outcome) => match failure_of(&outcome, self.plan.timeout) {
+                Some(mut failure) => {
+                    for said in self.backends.iter().filter_map(|b| b.explain(&run)) {
+                        failure.message = format!("{}; {said}", failure.message);
+                    }
+                    Some(failure)
+                }
+                None if !measured => {
+                    self.collector.result_mut().warmup += 1;
+                    None
+                }
+                None => self
+                    .backends
+                    .iter()
+                    .find_map(|b| b.collect(&run, outcome.wall, &mut self.collector).err())
+                    .map(|refusal| Failure {
+                        kind: refusal.kind,
+                        message: refusal.message,
+                        stderr_tail: outcome.stderr_tail.clone(),
+                    }),
+            },
         };
-        if let Some(mut failure) = failure_of(&outcome, self.plan.timeout) {
-            if uses_ncu && let Some(said) = crate::capture_ncu::messages(&ncu_log) {
-                failure.message = format!("{}; ncu said: {said}", failure.message);
-            }
-            self.fail(failure);
-            return Ok(());
+        match failure {
+            Some(failure) => self.fail(failure),
+            None if measured => self.collector.result_mut().repetitions += 1,
+            None => {}
         }
-        if !measured {
-            self.collector.result_mut().warmup += 1;
-            return Ok(());
-        }
-        if self.plan.captures.contains(&CaptureKind::Timer) {
-            self.collector
-                .add_wall_time(repetition, outcome.wall.as_nanos() as f64);
-        }
-        if let Some(kind) = counter_capture {
-            let recorded = crate::cpu::record_file(
-                &mut self.collector,
-                repetition,
-                kind,
-                &counter_path,
-                &self.plan.derived,
-            );
-            let _ = std::fs::remove_file(&counter_path);
-            if let Err(message) = recorded {
-                self.fail(Failure {
-                    kind: FailureKind::Protocol,
-                    message: format!("{} capture: {message}", kind.as_str()),
-                    stderr_tail: outcome.stderr_tail,
-                });
-                return Ok(());
-            }
-        }
-        if uses_protocol {
-            let recorded = protocol::read_file(&protocol_path)
-                .map_err(|e| e.to_string())
-                .and_then(|lines| self.collector.add_protocol(repetition, lines, true));
-            match recorded {
-                Ok(0) => {
-                    self.fail(Failure {
-                        kind: FailureKind::Protocol,
-                        message: "wrote no measurement to $KGATE_PROTOCOL_FILE; a protocol benchmark reports at least one `{\"metric\": …}` line per run".into(),
-                        stderr_tail: outcome.stderr_tail,
-                    });
-                    return Ok(());
-                }
-                Ok(_) => {}
-                Err(message) => {
-                    self.fail(Failure {
-                        kind: FailureKind::Protocol,
-                        message,
-                        stderr_tail: outcome.stderr_tail,
-                    });
-                    return Ok(());
-                }
-            }
-            let _ = std::fs::remove_file(&protocol_path);
-        }
-        if uses_ncu {
-            let collected = crate::capture_ncu::collect(
-                &ncu_log,
-                &self.plan.ncu,
-                repetition,
-                &mut self.collector,
-            );
-            if let Err(message) = collected {
-                self.fail(Failure {
-                    kind: FailureKind::Profiler,
-                    message,
-                    stderr_tail: outcome.stderr_tail,
-                });
-                return Ok(());
-            }
-        }
-        self.collector.result_mut().repetitions += 1;
         Ok(())
     }
 
@@ -726,22 +647,6 @@ fn results_for(
     // Versions of the tools kgate itself ran: git, and each build step's program (`cargo`,
     // `make`, `cmake`...). Benchmark programs are never asked: `--version` may run them.
     let mut programs = vec!["git".to_string()];
-    // And the counter tools the captures ran.
-    let captures: Vec<CaptureKind> = plan
-        .benchmarks
-        .iter()
-        .flat_map(|b| b.captures.iter().copied())
-        .collect();
-    if captures.contains(&CaptureKind::Perf) {
-        programs.push("perf".into());
-    }
-    if captures.iter().any(|c| c.deterministic()) {
-        programs.push("valgrind".into());
-        environment.tools.insert(
-            crate::cpu::VALGRIND_CACHES_KEY.into(),
-            crate::cpu::valgrind_caches(),
-        );
-    }
     programs.extend(plan.builds.iter().filter_map(|b| build_program(&b.command)));
     for program in programs {
         if !environment.tools.contains_key(&program)
@@ -750,12 +655,14 @@ fn results_for(
             environment.tools.insert(program, v);
         }
     }
-    // ncu's first line of `--version` is its name, not its version: the parsed version, as
-    // the import records it from the same output.
-    if captures.contains(&CaptureKind::Ncu)
-        && let Some(v) = crate::capture_ncu::version()
-    {
-        environment.tools.insert("ncu".into(), v);
+    // And the tools the capture backends ran, in their own words.
+    let captures: Vec<_> = plan
+        .benchmarks
+        .iter()
+        .flat_map(|b| b.captures.iter().copied())
+        .collect();
+    for b in backend::of(&captures) {
+        environment.tools.extend(b.tool_versions());
     }
     RunResults {
         schema_version: RESULTS_SCHEMA_VERSION,

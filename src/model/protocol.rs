@@ -9,6 +9,8 @@
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
+/// Environment variable naming the file a benchmark writes its protocol lines to.
+pub const FILE_ENV: &str = "KGATE_PROTOCOL_FILE";
 /// Environment variable telling a benchmark which counter pass this repetition is (0-based).
 pub const PASS_ENV: &str = "KGATE_COUNTER_PASS";
 /// Environment variable listing the counters to sample in this repetition, comma-separated.

@@ -1,4 +1,4 @@
-//! The `ncu` capture backend: runs each repetition under Nsight Compute and turns its CSV into
+//! The `ncu` backend: runs each repetition under Nsight Compute and turns its CSV into
 //! samples.
 //!
 //! kgate wraps the benchmark's own command as
@@ -10,19 +10,68 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
+use super::{Backend, Launch, Refusal, Repetition};
 use crate::capture::Collector;
-use crate::config::NcuConfig;
+use crate::config::{CaptureKind, NcuConfig};
 use crate::import::ncu::{self, NcuReport};
+use crate::model::results::FailureKind;
+
+pub struct Ncu;
+
+/// The log file's extension.
+const EXT: &str = "ncu.csv";
+
+impl Backend for Ncu {
+    fn kind(&self) -> CaptureKind {
+        CaptureKind::Ncu
+    }
+
+    /// ncu's first line of `--version` is its name, not its version: the parsed version, as
+    /// the import records it from the same output.
+    fn tool_versions(&self) -> Vec<(String, String)> {
+        version()
+            .map(|v| ("ncu".to_string(), v))
+            .into_iter()
+            .collect()
+    }
+
+    fn prepare(&self, run: &Repetition<'_>, launch: &mut Launch) -> std::io::Result<()> {
+        launch.argv = wrap(&run.plan.ncu, &launch.argv, &run.scratch_file(EXT));
+        launch
+            .env
+            .extend(ENV.map(|(k, v)| (k.to_string(), v.to_string())));
+        Ok(())
+    }
+
+    fn explain(&self, run: &Repetition<'_>) -> Option<String> {
+        messages(&run.scratch_file(EXT)).map(|said| format!("ncu said: {said}"))
+    }
+
+    fn collect(
+        &self,
+        run: &Repetition<'_>,
+        _wall: Duration,
+        collector: &mut Collector<'_>,
+    ) -> Result<(), Refusal> {
+        collect(&run.scratch_file(EXT), &run.plan.ncu, run.index, collector).map_err(|message| {
+            Refusal {
+                kind: FailureKind::Profiler,
+                message,
+            }
+        })
+    }
+}
 
 /// The program run as `ncu`: `$KGATE_NCU` when set, else `ncu` from `PATH`.
-pub fn program() -> String {
+fn program() -> String {
     std::env::var("KGATE_NCU").unwrap_or_else(|_| "ncu".to_string())
 }
 
 /// Metrics collected when the configuration lists none: kernel time, SM and memory
 /// throughput, the cycles and measured clock needed for utilization, and DRAM traffic.
-pub const DEFAULT_METRICS: [&str; 8] = [
+const DEFAULT_METRICS: [&str; 8] = [
     "gpu__time_duration.sum",
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
@@ -34,7 +83,7 @@ pub const DEFAULT_METRICS: [&str; 8] = [
 ];
 
 /// The argument vector that runs `argv` under ncu, writing its CSV to `log`.
-pub fn wrap(settings: &NcuConfig, argv: &[String], log: &Path) -> Vec<String> {
+fn wrap(settings: &NcuConfig, argv: &[String], log: &Path) -> Vec<String> {
     let metrics = match &settings.metrics {
         Some(m) if !m.is_empty() => m.join(","),
         _ => DEFAULT_METRICS.join(","),
@@ -71,11 +120,11 @@ pub fn wrap(settings: &NcuConfig, argv: &[String], log: &Path) -> Vec<String> {
 }
 
 /// Environment the wrapped run needs: numbers without locale grouping.
-pub const ENV: [(&str, &str); 1] = [("LC_ALL", "C")];
+const ENV: [(&str, &str); 1] = [("LC_ALL", "C")];
 
 /// Reads the CSV of one measured repetition into `collector`; the message says what went
 /// wrong (ncu's own words when it wrote no CSV).
-pub fn collect(
+fn collect(
     log: &Path,
     settings: &NcuConfig,
     repetition: u32,
@@ -102,7 +151,7 @@ pub fn collect(
 
 /// Records every launch as a sample at `repetition`. When several kernels ran, a metric is
 /// named `kernel/metric`, so one kernel's numbers never mix with another's.
-pub fn record(
+fn record(
     report: &NcuReport,
     repetition: u32,
     collector: &mut Collector<'_>,
@@ -124,7 +173,7 @@ pub fn record(
 }
 
 /// ncu's error and warning lines from a log, for the failure message of a run that failed.
-pub fn messages(log: &Path) -> Option<String> {
+fn messages(log: &Path) -> Option<String> {
     let text = std::fs::read_to_string(log).ok()?;
     let lines: Vec<&str> = text
         .lines()
@@ -134,7 +183,7 @@ pub fn messages(log: &Path) -> Option<String> {
 }
 
 /// `ncu --version`, parsed; `None` when it cannot be run.
-pub fn version() -> Option<String> {
+fn version() -> Option<String> {
     let out = Command::new(program()).arg("--version").output().ok()?;
     ncu::parse_version(&String::from_utf8_lossy(&out.stdout))
 }

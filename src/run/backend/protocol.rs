@@ -1,0 +1,53 @@
+//! The `protocol` backend: the JSON lines a benchmark writes to `$KGATE_PROTOCOL_FILE`.
+//!
+//! Each run gets a fresh, empty file of its own, so a line can only come from the run that
+//! wrote it; a measured run that wrote no measurement fails instead of passing with no data.
+
+use std::time::Duration;
+
+use super::{Backend, Launch, Refusal, Repetition};
+use crate::capture::Collector;
+use crate::config::CaptureKind;
+use crate::model::protocol;
+use crate::model::results::FailureKind;
+
+pub struct Protocol;
+
+const EXT: &str = "jsonl";
+
+impl Backend for Protocol {
+    fn kind(&self) -> CaptureKind {
+        CaptureKind::Protocol
+    }
+
+    fn prepare(&self, run: &Repetition<'_>, launch: &mut Launch) -> std::io::Result<()> {
+        let path = run.scratch_file(EXT);
+        std::fs::write(&path, b"")?;
+        launch
+            .env
+            .push((protocol::FILE_ENV.into(), path.display().to_string()));
+        Ok(())
+    }
+
+    fn collect(
+        &self,
+        run: &Repetition<'_>,
+        _wall: Duration,
+        collector: &mut Collector<'_>,
+    ) -> Result<(), Refusal> {
+        let path = run.scratch_file(EXT);
+        let refused = |message| Refusal {
+            kind: FailureKind::Protocol,
+            message,
+        };
+        let recorded = protocol::read_file(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|lines| collector.add_protocol(run.index, lines, true))
+            .map_err(refused)?;
+        if recorded == 0 {
+            return Err(refused("wrote no measurement to $KGATE_PROTOCOL_FILE; a protocol benchmark reports at least one `{\"metric\": …}` line per run".into()));
+        }
+        let _ = std::fs::remove_file(&path);
+        Ok(())
+    }
+}

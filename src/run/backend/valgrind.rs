@@ -1,0 +1,133 @@
+//! The `callgrind` and `cachegrind` backends: each run under a Valgrind tool with cache and
+//! branch simulation, its counts read from the profile the tool wrote.
+//!
+//! Simulated counts are deterministic only if the simulation is the same everywhere: the cache
+//! geometry is pinned (Valgrind otherwise copies the host's) and the environment is fixed. The
+//! readings are the ones `kgate import callgrind|cachegrind` records.
+
+use std::time::Duration;
+
+use super::{Backend, Launch, Refusal, Repetition};
+use crate::capture::Collector;
+use crate::config::CaptureKind;
+use crate::cpu;
+use crate::model::results::FailureKind;
+use crate::valgrind::Tool;
+
+/// The backend of one Valgrind tool.
+pub struct Valgrind(pub Tool);
+
+const EXT: &str = "counters";
+
+/// Cache geometry given to Valgrind, so that simulated misses do not depend on the machine
+/// that ran the simulation: 32 KiB 8-way L1s and an 8 MiB 16-way last level, all with 64-byte
+/// lines.
+const CACHES: [&str; 3] = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"];
+
+/// Where the pinned geometry is recorded: a benchmark's `provenance.details` and the
+/// environment's `tools` (so that it is part of the baseline key: counts simulated with
+/// another geometry are not comparable).
+const CACHES_KEY: &str = "valgrind.caches";
+
+/// The pinned geometry as recorded: `--I1=… --D1=… --LL=…`.
+fn caches() -> String {
+    CACHES.join(" ")
+}
+
+impl Backend for Valgrind {
+    fn kind(&self) -> CaptureKind {
+        match self.0 {
+            Tool::Callgrind => CaptureKind::Callgrind,
+            Tool::Cachegrind => CaptureKind::Cachegrind,
+        }
+    }
+
+    fn tool_versions(&self) -> Vec<(String, String)> {
+        let mut tools: Vec<(String, String)> =
+            crate::machine::fingerprint::tool_version("valgrind")
+                .map(|v| ("valgrind".to_string(), v))
+                .into_iter()
+                .collect();
+        tools.push((CACHES_KEY.into(), caches()));
+        tools
+    }
+
+    fn prepare(&self, run: &Repetition<'_>, launch: &mut Launch) -> std::io::Result<()> {
+        // Simulated counts depend on the memory layout, and the stack holds the environment:
+        // a caller's longer PATH or work-tree path would shift every address. Valgrind runs
+        // therefore get a fixed environment (as iai-callgrind does), so counts reproduce on
+        // any machine and in any clone.
+        launch.clear_env = true;
+        let mut argv = crate::valgrind::wrap(
+            self.0,
+            &run.scratch_file(EXT),
+            run.plan.toggle_collect.as_deref(),
+            &launch.argv,
+        );
+        let at = 4; // after `valgrind --tool=… --cache-sim=yes --branch-sim=yes`
+        for (i, c) in CACHES.iter().enumerate() {
+            argv.insert(at + i, c.to_string());
+        }
+        launch.argv = argv;
+        Ok(())
+    }
+
+    fn collect(
+        &self,
+        run: &Repetition<'_>,
+        _wall: Duration,
+        collector: &mut Collector<'_>,
+    ) -> Result<(), Refusal> {
+        // The simulated cache geometry is part of what the counts mean.
+        collector
+            .result_mut()
+            .provenance
+            .details
+            .insert(CACHES_KEY.into(), caches());
+        let path = run.scratch_file(EXT);
+        let recorded = crate::valgrind::read(&path, self.0).and_then(|profile| {
+            let reading = cpu::valgrind_reading(&profile);
+            cpu::record(collector, run.index, reading, &run.plan.derived)
+        });
+        let _ = std::fs::remove_file(&path);
+        recorded.map_err(|message| Refusal {
+            kind: FailureKind::Protocol,
+            message: format!("{} capture: {message}", self.kind().as_str()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Overrides, Plan};
+
+    #[test]
+    fn runs_get_the_pinned_caches_and_a_fixed_environment() {
+        let config = crate::config::parse(
+            "benchmarks:\n  - name: mm\n    command: [./mm, '64']\n    captures: [callgrind]\n    valgrind: {toggle_collect: 'mm::*'}\n",
+            "kgate.yaml",
+        )
+        .unwrap();
+        let plan = Plan::new(&config, &Overrides::default()).unwrap();
+        let run = Repetition {
+            plan: &plan.benchmarks[0],
+            index: 0,
+            scratch: std::path::Path::new("scratch"),
+            runs_before: 2,
+        };
+        let mut launch = Launch {
+            argv: run.plan.command.argv(),
+            env: Vec::new(),
+            clear_env: false,
+        };
+        Valgrind(Tool::Callgrind)
+            .prepare(&run, &mut launch)
+            .unwrap();
+        assert_eq!(
+            launch.argv.join(" "),
+            "valgrind --tool=callgrind --cache-sim=yes --branch-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64 --callgrind-out-file=scratch/run-2.counters --toggle-collect=mm::* ./mm 64"
+        );
+        assert!(launch.clear_env);
+    }
+}
