@@ -349,11 +349,12 @@ impl CaptureKind {
         }
     }
 
-    /// Whether the capture runs the benchmark under a tool (only one such capture per run).
+    /// Whether the capture runs the benchmark under a tool (at most one such capture per
+    /// benchmark).
     pub fn wraps(self) -> bool {
         matches!(
             self,
-            CaptureKind::Perf | CaptureKind::Callgrind | CaptureKind::Cachegrind
+            CaptureKind::Perf | CaptureKind::Callgrind | CaptureKind::Cachegrind | CaptureKind::Ncu
         )
     }
 
@@ -923,12 +924,7 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
     }
     // Each wrapping capture runs the benchmark under its tool: two would nest one tool in the
     // other. A benchmark that inherits its captures inherits the defaults' list.
-    let wraps_twice = |c: &[CaptureKind]| {
-        c.iter()
-            .filter(|k| k.wraps() || **k == CaptureKind::Ncu)
-            .count()
-            > 1
-    };
+    let wraps_twice = |c: &[CaptureKind]| c.iter().filter(|k| k.wraps()).count() > 1;
     if config.defaults.captures.as_deref().is_some_and(wraps_twice) {
         return fail(
             Some("captures:"),
@@ -1180,6 +1176,10 @@ benchmarks:
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    captures: [perf, cachegrind]\n",
+                "kgate.yaml:2: key `benchmarks[0].captures`: `perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark",
+            ),
+            (
+                "benchmarks:\n  - name: a\n    command: ./a\n    captures: [timer, ncu, callgrind]\n",
                 "kgate.yaml:2: key `benchmarks[0].captures`: `perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark",
             ),
             (
