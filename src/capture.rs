@@ -1,9 +1,9 @@
 //! Capture: turning what a benchmark run produced into metric samples.
 //!
-//! Every backend (process timer, protocol lines, and later perf, valgrind and the accelerator
-//! profilers) ends in the same place: named samples with a canonical unit, a source and a gate
-//! rule. The [`Collector`] is that place, shared by `kgate run` and `kgate import`, so units
-//! are normalized and checked for consistency once.
+//! Every capture backend (process timer, protocol lines, perf, callgrind, cachegrind, ncu) and
+//! every import ends in the same place: named samples with a canonical unit, a source and a
+//! gate rule. The [`Collector`] is that place, shared by `kgate run` and `kgate import`, so
+//! units are normalized and checked for consistency once.
 
 use std::collections::HashMap;
 
