@@ -1,14 +1,17 @@
 //! Capture backends: what the runner asks of each way of measuring a repetition.
 //!
-//! A backend is a unit struct in its own file, registered in [`BACKENDS`] (as ripgrep registers
+//! A backend is a unit struct in its own file, registered in `BACKENDS` (as ripgrep registers
 //! its flags in a static list and hyperfine its exporters behind one trait). The runner only
 //! loops: each backend of the benchmark prepares the repetition (wraps the argument vector,
 //! adds environment variables, creates its scratch files), the process runs, then each backend
 //! adds its tool's words to a failure, or collects its samples from a repetition that went
-//! well. The fingerprint takes the tool versions from the backends a plan uses. Adding a
-//! backend is one file here and one line in [`BACKENDS`], besides its word in
-//! [`CaptureKind`] (the `captures:` vocabulary, which the configuration checks and the plan
-//! reads, below this stage).
+//! well. The fingerprint takes the tool versions from the backends a plan uses.
+//!
+//! Adding a backend is one file here and one line in `BACKENDS`, besides its word in
+//! [`CaptureKind`]: the `captures:` vocabulary, and what the configuration's checks and the
+//! plan read of a capture (whether it wraps the command, whether it is deterministic), stay
+//! there, below this stage, because a backend reads the plan and the collector, which sit
+//! above the configuration.
 
 mod ncu;
 mod perf;
