@@ -5,7 +5,7 @@ use kgate::model::exit::ExitStatus;
 
 fn main() -> ExitCode {
     let cli = kgate::cli::Cli::parse();
-    if let Err(e) = kgate::runner::install_interrupt_handler() {
+    if let Err(e) = kgate::run::runner::install_interrupt_handler() {
         eprintln!("warning: cannot install the Ctrl-C handler: {e}");
     }
     match kgate::cli::commands::execute(cli) {

@@ -379,7 +379,7 @@ pub struct PostArgs {
     #[arg(long, env = "KGATE_JOB_ID", value_name = "ID")]
     pub job_id: Option<String>,
     /// The account whose comment is updated (default: the token's user, or
-    /// github-actions[bot] for the workflow's token; an app's token needs `APP-SLUG[bot]`).
+    /// `github-actions[bot]` for the workflow's token; an app's token needs `APP-SLUG[bot]`).
     #[arg(long, value_name = "LOGIN")]
     pub comment_author: Option<String>,
     /// Also report through a check run (needs `checks: write`).

@@ -197,6 +197,18 @@ impl CacheControl {
     }
 }
 
+/// The default events of the `perf` capture: instructions, cycles, cache and branch behaviour,
+/// and the task clock.
+pub const DEFAULT_PERF_EVENTS: &[&str] = &[
+    "instructions",
+    "cycles",
+    "cache-references",
+    "cache-misses",
+    "branches",
+    "branch-misses",
+    "task-clock",
+];
+
 /// One benchmark.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -1,4 +1,4 @@
-//! GitHub integration: the Actions context and environment files ([`env`]), the comment and
+//! GitHub integration: the Actions context and environment files ([`env`](mod@env)), the comment and
 //! summary text fitted to GitHub's limits ([`body`]), and the REST calls ([`client`]).
 //!
 //! Kept apart from the pipeline: nothing below `commands` needs a network or a runtime, and

@@ -8,11 +8,11 @@ use std::path::PathBuf;
 
 use super::builder::Benchmarks;
 use super::{ImportContext, ImportError, Importer, Policies};
+use crate::capture::cpu::{self, Reading};
+use crate::capture::valgrind;
 use crate::config::CaptureKind;
 use crate::config::derived;
-use crate::cpu::{self, Reading};
 use crate::model::results::RunResults;
-use crate::valgrind;
 
 /// `kgate import perf-stat|callgrind|cachegrind`: one importer per capture kind, over one reader.
 pub struct Counters {
@@ -81,7 +81,7 @@ fn import(
                 vec![(stem, cpu::valgrind_reading(&p))]
             }
             None => {
-                let blocks = crate::perf::read(path).map_err(content)?;
+                let blocks = crate::capture::perf::read(path).map_err(content)?;
                 let commands: Vec<Option<&String>> =
                     blocks.iter().map(|b| b.command.as_ref()).collect();
                 let one_command = commands.iter().all(|c| *c == commands[0]);

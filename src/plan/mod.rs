@@ -246,7 +246,7 @@ fn resolve_benchmark(
             .map(|p| p.events.clone())
             .filter(|e| !e.is_empty())
             .unwrap_or_else(|| {
-                crate::perf::DEFAULT_EVENTS
+                crate::config::DEFAULT_PERF_EVENTS
                     .iter()
                     .map(|s| s.to_string())
                     .collect()

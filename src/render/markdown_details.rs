@@ -4,7 +4,7 @@
 //! GitHub renders Mermaid `xychart-beta` blocks in comments and job summaries, so a trend or a
 //! utilization timeline costs a few hundred characters and no image hosting. Everything from
 //! the repository is escaped: names go through [`escape_html`] inside HTML tags and through
-//! [`mermaid_label`] inside chart labels; diffs sit in a code fence longer than any run of
+//! `mermaid_label` inside chart labels; diffs sit in a code fence longer than any run of
 //! backticks they contain.
 
 use similar::TextDiff;

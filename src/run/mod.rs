@@ -1,7 +1,10 @@
-//! The run stage's parts beside the runner loop ([`crate::runner`]).
+//! The run stage's parts beside the runner loop ([`crate::run::runner`]).
 //!
 //! [`backend`] holds the capture backends: each way of measuring a repetition (a timer, the
 //! benchmark's own report, a counter tool wrapped around it) behind one trait, so the runner
 //! treats them alike.
 
 pub mod backend;
+pub mod progress;
+pub mod runner;
+pub mod worktree;

@@ -3,8 +3,8 @@
 
 use crate::common::corpus;
 
-use kgate::perf;
-use kgate::valgrind::{self, Tool, TotalsFrom};
+use kgate::capture::perf;
+use kgate::capture::valgrind::{self, Tool, TotalsFrom};
 
 fn files(dir: &str) -> Vec<String> {
     let root = corpus().unwrap().join(dir);

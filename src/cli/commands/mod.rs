@@ -27,10 +27,10 @@ use crate::model::report::{Design, Report};
 use crate::model::results::{RunResults, Status};
 use crate::model::verdict::RunVerdict;
 use crate::plan::{MetricPolicy, Overrides, Plan};
-use crate::progress;
 use crate::render::{self, Format};
-use crate::runner::{self, Revision, RunError};
-use crate::worktree::Worktree;
+use crate::run::progress;
+use crate::run::runner::{self, Revision, RunError};
+use crate::run::worktree::Worktree;
 
 /// Runs a parsed command line and returns the process exit status.
 pub fn execute(cli: Cli) -> Result<u8> {

@@ -33,8 +33,8 @@ use crate::plan::BenchmarkPlan;
 static BACKENDS: [&dyn Backend; 6] = [
     &timer::Timer,
     &perf::Perf,
-    &valgrind::Valgrind(crate::valgrind::Tool::Callgrind),
-    &valgrind::Valgrind(crate::valgrind::Tool::Cachegrind),
+    &valgrind::Valgrind(crate::capture::valgrind::Tool::Callgrind),
+    &valgrind::Valgrind(crate::capture::valgrind::Tool::Cachegrind),
     &protocol::Protocol,
     &ncu::Ncu,
 ];

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::{Backend, Launch, Refusal, Repetition};
 use crate::capture::Collector;
+use crate::capture::cpu::{self, Reading};
 use crate::config::CaptureKind;
-use crate::cpu::{self, Reading};
 use crate::model::results::FailureKind;
 
 pub struct Perf;
@@ -30,7 +30,7 @@ impl Backend for Perf {
 
     fn prepare(&self, run: &Repetition<'_>, launch: &mut Launch) -> std::io::Result<()> {
         launch.argv =
-            crate::perf::wrap(&run.plan.perf_events, &run.scratch_file(EXT), &launch.argv);
+            crate::capture::perf::wrap(&run.plan.perf_events, &run.scratch_file(EXT), &launch.argv);
         // perf's number format follows the locale; the parser reads the C locale.
         launch.env.push(("LC_ALL".into(), "C".into()));
         Ok(())
@@ -43,7 +43,7 @@ impl Backend for Perf {
         collector: &mut Collector<'_>,
     ) -> Result<(), Refusal> {
         let path = run.scratch_file(EXT);
-        let recorded = crate::perf::read(&path).and_then(|blocks| {
+        let recorded = crate::capture::perf::read(&path).and_then(|blocks| {
             let mut reading = Reading::default();
             for block in &blocks {
                 let r = cpu::perf_reading(block);

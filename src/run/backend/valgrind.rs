@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use super::{Backend, Launch, Refusal, Repetition};
 use crate::capture::Collector;
+use crate::capture::cpu;
+use crate::capture::valgrind::Tool;
 use crate::config::CaptureKind;
-use crate::cpu;
 use crate::model::results::FailureKind;
-use crate::valgrind::Tool;
 
 /// The backend of one Valgrind tool.
 pub struct Valgrind(pub Tool);
@@ -58,7 +58,7 @@ impl Backend for Valgrind {
         // therefore get a fixed environment (as iai-callgrind does), so counts reproduce on
         // any machine and in any clone.
         launch.clear_env = true;
-        let mut argv = crate::valgrind::wrap(
+        let mut argv = crate::capture::valgrind::wrap(
             self.0,
             &run.scratch_file(EXT),
             run.plan.toggle_collect.as_deref(),
@@ -85,7 +85,7 @@ impl Backend for Valgrind {
             .details
             .insert(CACHES_KEY.into(), caches());
         let path = run.scratch_file(EXT);
-        let recorded = crate::valgrind::read(&path, self.0).and_then(|profile| {
+        let recorded = crate::capture::valgrind::read(&path, self.0).and_then(|profile| {
             let reading = cpu::valgrind_reading(&profile);
             cpu::record(collector, run.index, reading, &run.plan.derived)
         });

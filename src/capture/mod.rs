@@ -5,6 +5,9 @@
 //! gate rule. The [`Collector`] is that place, shared by `kgate run` and `kgate import`, so
 //! units are normalized and checked for consistency once.
 
+pub mod cpu;
+pub mod perf;
+pub mod valgrind;
 use std::collections::HashMap;
 
 use crate::model::metric::{Direction, Source, Tolerance};

@@ -109,18 +109,6 @@ fn scale(v: f64, factor: f64) -> f64 {
     }
 }
 
-/// The default events of the `perf` capture: instructions, cycles, cache and branch behaviour,
-/// and the task clock.
-pub const DEFAULT_EVENTS: &[&str] = &[
-    "instructions",
-    "cycles",
-    "cache-references",
-    "cache-misses",
-    "branches",
-    "branch-misses",
-    "task-clock",
-];
-
 /// The arguments that run `argv` under `perf stat`, writing CSV to `out`.
 pub fn wrap(events: &[String], out: &Path, argv: &[String]) -> Vec<String> {
     let mut v = vec![

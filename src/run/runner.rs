@@ -25,8 +25,8 @@ use crate::model::results::{
     RunResults, Status,
 };
 use crate::plan::{BUILD_TIMEOUT, BenchmarkPlan, Plan};
-use crate::progress::{Event, Progress};
 use crate::run::backend::{self, Backend, Launch, Repetition};
+use crate::run::progress::{Event, Progress};
 
 /// How many bytes of a benchmark's stderr are kept for error reports.
 const TAIL_BYTES: usize = 4096;
@@ -766,7 +766,7 @@ benchmarks:
             &plan,
             &rev("base"),
             &rev("head"),
-            &mut crate::progress::Silent,
+            &mut crate::run::progress::Silent,
             Some(&adaptive),
         )
         .unwrap();
@@ -790,7 +790,7 @@ benchmarks:
             &plan,
             &rev("base"),
             &rev("head"),
-            &mut crate::progress::Silent,
+            &mut crate::run::progress::Silent,
         )
         .unwrap();
         assert_eq!(head.benchmarks[0].repetitions, 2);

@@ -8,12 +8,12 @@
 use std::collections::BTreeMap;
 
 use crate::capture::Collector;
+use crate::capture::perf;
+use crate::capture::valgrind::{self, Profile, Tool, TotalsFrom};
 use crate::config::CaptureKind;
 use crate::config::derived::{self, Definition};
 use crate::model::metric::{Direction, Source};
 use crate::model::results::UnavailableCounter;
-use crate::perf;
-use crate::valgrind::{self, Profile, Tool, TotalsFrom};
 
 /// Metrics that gate unless the configuration says otherwise; every other counter is reported
 /// but informational until listed under `metrics`.
