@@ -1,0 +1,314 @@
+//! Loading `kgate.yaml`: read, parse with the key path of any error, locate it (file, line,
+//! column, the offending line and a hint), then the checks no type can express (unique names,
+//! at most one capture that wraps the command, settings that match their captures).
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+/// A configuration that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(
+        "cannot read config `{path}`: {source}\nhint: create one with `kgate init`, or name another with -c FILE"
+    )]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The YAML did not match the expected shape; `message` already names file, line, column
+    /// and key.
+    #[error("{message}")]
+    Invalid { message: String },
+}
+
+/// A loaded configuration and where it came from.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    pub config: Config,
+    pub path: PathBuf,
+    /// Folder that relative paths in the configuration are resolved against.
+    pub root: PathBuf,
+}
+
+/// Reads and checks a configuration file.
+pub fn load(path: &Path) -> Result<LoadedConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let config = parse(&text, &path.display().to_string())?;
+    let root = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ok(LoadedConfig {
+        config,
+        path: path.to_path_buf(),
+        root,
+    })
+}
+
+/// Parses configuration text; `file` names it in error messages.
+pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
+    let mut key_path = String::new();
+    let parsed = serde_saphyr::with_deserializer_from_str(text, |de| {
+        serde_path_to_error::deserialize::<_, Config>(de).map_err(|e| {
+            key_path = e.path().to_string();
+            e.into_inner()
+        })
+    });
+    let config = match parsed {
+        Ok(c) => c,
+        Err(err) => {
+            let (line, column) = err
+                .location()
+                .map(|l| (l.line(), l.column()))
+                .unwrap_or((0, 0));
+            let raw = err.without_snippet().to_string();
+            let message = strip_location_prefix(&raw);
+            let key = if key_path.is_empty() || key_path == "." {
+                String::new()
+            } else {
+                format!(" key `{key_path}`:")
+            };
+            let hint = hint_for(&key_path)
+                .map(|h| format!("\nhint: {h}"))
+                .unwrap_or_default();
+            let snippet = snippet(text, line);
+            return Err(ConfigError::Invalid {
+                message: format!("{file}:{line}:{column}:{key} {message}{hint}{snippet}"),
+            });
+        }
+    };
+    validate(&config, text, file)?;
+    Ok(config)
+}
+
+/// serde-saphyr prefixes messages with their position; ours carry it already.
+fn strip_location_prefix(raw: &str) -> String {
+    let mut s = raw.strip_prefix("error: ").unwrap_or(raw);
+    if let Some(idx) = s.rfind(" at line ")
+        && s[idx..].contains(", column ")
+    {
+        s = &s[..idx];
+    }
+    if let Some(rest) = s.strip_prefix("line ")
+        && let Some(idx) = rest.find(": ")
+    {
+        let head = &rest[..idx];
+        if head.contains("column") {
+            return rest[idx + 2..].to_string();
+        }
+    }
+    s.to_string()
+}
+
+/// What is expected at a key, for the errors serde cannot phrase well.
+fn hint_for(key_path: &str) -> Option<&'static str> {
+    let last = key_path
+        .rsplit('.')
+        .next()
+        .unwrap_or(key_path)
+        .trim_end_matches(|c: char| c == ']' || c.is_ascii_digit() || c == '[');
+    Some(match last {
+        "warmup" => "`warmup` is a whole number of discarded runs, such as `warmup: 2`",
+        "repetitions" | "min" | "max" => {
+            "`repetitions` is a whole number such as `10`, or `{min: 10, max: 30}`"
+        }
+        "timeout" => "`timeout` is a duration with a unit, such as `30s`",
+        "threshold" => "`threshold` is a percentage, such as `5%`",
+        "tolerance" => "`tolerance` is `1%` (relative) or a number (absolute)",
+        "captures" => {
+            "`captures` lists capture backends: `timer`, `protocol`, `perf`, `callgrind`, `cachegrind`, `ncu`"
+        }
+        "direction" => "`direction` is `lower` or `higher`",
+        "source" | "sources" => {
+            "sources are hardware, derived, timer, simulated, reported, estimate"
+        }
+        "alpha" => "`alpha` is a probability such as `0.01`",
+        "correction" => "`correction` is `bh` (Benjamini–Hochberg) or `holm`",
+        "equivalence_margin" => "`equivalence_margin` is a percentage, such as `1%`",
+        "time_budget" => "`time_budget` is a duration with a unit, such as `10m`",
+        "clock_control" => "`clock_control` is `base`, `none`, `reset`, `boost` or `force-boost`",
+        "cache_control" => "`cache_control` is `all` or `none`",
+        "env" | "parameters" => "a map of names to string values",
+        "benchmarks" => "`benchmarks` is a list of entries with at least `name` and `command`",
+        _ => return None,
+    })
+}
+
+/// The offending line with a caret, for context.
+fn snippet(text: &str, line: u64) -> String {
+    if line == 0 {
+        return String::new();
+    }
+    match text.lines().nth((line - 1) as usize) {
+        Some(l) => format!("\n  {line:>4} | {l}"),
+        None => String::new(),
+    }
+}
+
+/// Why a capture list may hold only one of the captures that wrap the command.
+const ONE_WRAPPING_CAPTURE: &str = "`perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark (declare a second benchmark for another)";
+
+/// Checks that the types cannot express.
+fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> {
+    let fail = |needle: Option<&str>, key: String, message: String| {
+        let line = needle.and_then(|n| find_line(text, n)).unwrap_or(0);
+        let loc = if line > 0 {
+            format!("{file}:{line}:")
+        } else {
+            format!("{file}:")
+        };
+        Err(ConfigError::Invalid {
+            message: format!("{loc} key `{key}`: {message}{}", snippet(text, line)),
+        })
+    };
+    if config.version != CONFIG_VERSION {
+        return fail(
+            Some("version:"),
+            "version".into(),
+            format!(
+                "unsupported version {}; this kgate reads version {CONFIG_VERSION}",
+                config.version
+            ),
+        );
+    }
+    if let Some(device) = &config.device
+        && let Err(e) = crate::config::profile::resolve(device, &config.profiles)
+    {
+        return fail(Some("device:"), "device".into(), e.to_string());
+    }
+    for b in &config.benchmarks {
+        if let Some(c) = &b.counters {
+            if c.mode
+                .as_deref()
+                .is_some_and(|m| m != "cumulative" && m != "interval")
+            {
+                return fail(
+                    Some("mode:"),
+                    format!("benchmarks[{}].counters.mode", b.name),
+                    "must be `cumulative` or `interval`".into(),
+                );
+            }
+            if c.scaling > 63 {
+                return fail(
+                    Some("scaling:"),
+                    format!("benchmarks[{}].counters.scaling", b.name),
+                    "right-shift scaling is 0–63 bits".into(),
+                );
+            }
+        }
+    }
+    if !(config.gate.alpha > 0.0 && config.gate.alpha < 0.5) {
+        return fail(
+            Some("alpha:"),
+            "gate.alpha".into(),
+            format!(
+                "{} is not a usable significance level; use a value between 0 and 0.5, such as 0.01",
+                config.gate.alpha
+            ),
+        );
+    }
+    if config.benchmarks.is_empty() {
+        return fail(
+            Some("benchmarks:"),
+            "benchmarks".into(),
+            "no benchmarks are declared; add at least one entry with `name` and `command`".into(),
+        );
+    }
+    if let Some(r) = config.defaults.repetitions {
+        check_repetitions(r)
+            .or_else(|m| fail(Some("repetitions:"), "defaults.repetitions".into(), m))?;
+    }
+    // Each wrapping capture runs the benchmark under its tool: two would nest one tool in the
+    // other. A benchmark that inherits its captures inherits the defaults' list.
+    let wraps_twice = |c: &[CaptureKind]| c.iter().filter(|k| k.wraps()).count() > 1;
+    if config.defaults.captures.as_deref().is_some_and(wraps_twice) {
+        return fail(
+            Some("captures:"),
+            "defaults.captures".into(),
+            ONE_WRAPPING_CAPTURE.into(),
+        );
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, b) in config.benchmarks.iter().enumerate() {
+        let needle = format!("name: {}", b.name);
+        let key = |k: &str| format!("benchmarks[{i}].{k}");
+        if b.name.trim().is_empty() || b.name.chars().any(char::is_control) {
+            return fail(
+                Some(&needle),
+                key("name"),
+                "a benchmark name must be non-empty printable text".into(),
+            );
+        }
+        if !seen.insert(b.name.as_str()) {
+            return fail(
+                Some(&needle),
+                key("name"),
+                format!(
+                    "duplicate benchmark name `{}`; names identify benchmarks across runs and must be unique",
+                    b.name
+                ),
+            );
+        }
+        if let Some(r) = b.repetitions {
+            check_repetitions(r).or_else(|m| fail(Some(&needle), key("repetitions"), m))?;
+        }
+        if b.captures.as_deref().is_some_and(wraps_twice) {
+            return fail(Some(&needle), key("captures"), ONE_WRAPPING_CAPTURE.into());
+        }
+        let captures = b.captures.as_ref().or(config.defaults.captures.as_ref());
+        if b.valgrind
+            .as_ref()
+            .is_some_and(|v| v.toggle_collect.is_some())
+            && !captures.is_some_and(|c| c.contains(&CaptureKind::Callgrind))
+        {
+            return fail(
+                Some(&needle),
+                key("valgrind.toggle_collect"),
+                "`toggle_collect` restricts callgrind's counting to a function, and this benchmark has no `callgrind` capture (cachegrind counts the whole program); add `callgrind` to `captures` or remove the key".into(),
+            );
+        }
+        for (name, d) in &b.derived {
+            if let Err(e) = crate::config::derived::check(name, &d.expr) {
+                return fail(
+                    Some(&d.expr),
+                    key(&format!("derived.{name}.expr")),
+                    e.to_string(),
+                );
+            }
+        }
+        if let Some(c) = &b.captures
+            && c.is_empty()
+        {
+            return fail(
+                Some(&needle),
+                key("captures"),
+                "the capture list is empty; use `[timer]` or `[protocol]`".into(),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn check_repetitions(r: Repetitions) -> Result<(), String> {
+    if r.min == 0 {
+        return Err("at least 1 repetition is needed".into());
+    }
+    if r.max < r.min {
+        return Err(format!(
+            "max ({}) is smaller than min ({}); max is the most repetitions to run",
+            r.max, r.min
+        ));
+    }
+    Ok(())
+}
+
+fn find_line(text: &str, needle: &str) -> Option<u64> {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .map(|i| i as u64 + 1)
+}

@@ -1,0 +1,37 @@
+//! The commented `kgate.yaml` that `kgate init` writes.
+
+/// The starter configuration written by `kgate init`.
+pub const STARTER: &str = r#"# kgate.yaml: the kernel benchmarks this repository gates on.
+# Reference: see the configuration section of kgate's README.
+version: 1
+
+# Run once per revision before any benchmark (optional).
+# build: cargo build --release
+
+defaults:
+  warmup: 1            # discarded runs before measuring
+  repetitions: 10      # or {min: 10, max: 40}: more only while undecided (check --against)
+  timeout: 60s         # the whole process group is killed at the limit
+  captures: [timer]    # timer: process wall time; protocol: numbers the benchmark reports
+
+gate:
+  alpha: 0.01                 # false-alarm level of the whole gate (all metrics, all looks)
+  threshold: 5%               # smallest change that counts as a regression
+  fail_on_inconclusive: false # exit 3 instead of 0 when the evidence is inconclusive
+  # correction: bh            # across gated metrics: bh (default) or holm
+  # equivalence_margin: 1%    # "unchanged" needs the interval inside this (default: threshold)
+  # time_budget: 10m          # no adaptive look starts after this
+
+benchmarks:
+  - name: example
+    # A shell string (run with sh -c) or a list of arguments.
+    command: ["sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"]
+    # A benchmark that times its own kernel writes JSON lines to $KGATE_PROTOCOL_FILE:
+    #   {"metric": "kernel_time", "value": 88.0, "unit": "us"}
+    # and lists `protocol` in its captures.
+    metrics:
+      wall_time:
+        direction: lower
+        threshold: 10%
+        gate: true
+"#;
