@@ -60,10 +60,10 @@ pub(super) fn refuse_mixed_counters(
 pub(super) fn environment_warnings(
     base: &RunResults,
     head: &RunResults,
+    key: &[String],
     benchmarks: &[BenchmarkComparison],
     policy: &ComparePolicy,
 ) -> Vec<String> {
-    let key = crate::machine::envkey::key_differences(&base.environment, &head.environment);
     if key.is_empty() {
         return base
             .environment
@@ -99,21 +99,27 @@ pub(super) fn environment_warnings(
     )]
 }
 
+/// "kernel_time +19.8 % would regress, but …": a metric that regressed without gating, and why
+/// it may not gate (its `not_gating`, or that it is informational).
+pub(super) fn would_regress(m: &MetricComparison) -> String {
+    let why = m
+        .not_gating
+        .as_deref()
+        .unwrap_or("it is informational (`gate: false`)");
+    format!(
+        "{} {} would regress, but {why}",
+        m.name,
+        m.change.map(format_change).unwrap_or_default()
+    )
+}
+
 /// A warning for each metric that would have regressed but may not gate.
 pub(super) fn not_gating_warnings(benchmarks: &[BenchmarkComparison]) -> Vec<String> {
     benchmarks
         .iter()
         .flat_map(|b| b.metrics.iter().map(move |m| (b, m)))
-        .filter(|(_, m)| m.verdict == Verdict::Regressed && !m.gates)
-        .filter_map(|(b, m)| {
-            let why = m.not_gating.as_deref()?;
-            Some(format!(
-                "{}: {} {} would regress, but {why}",
-                b.name,
-                m.name,
-                m.change.map(format_change).unwrap_or_default()
-            ))
-        })
+        .filter(|(_, m)| m.verdict == Verdict::Regressed && !m.gates && m.not_gating.is_some())
+        .map(|(b, m)| format!("{}: {}", b.name, would_regress(m)))
         .collect()
 }
 
@@ -123,7 +129,7 @@ pub(super) fn noisy_block(source: Source, method: Method, ctx: &Context<'_>) -> 
     if source == Source::Simulated || ctx.policy.noisy_metrics == NoisyMetrics::Always {
         return None;
     }
-    if ctx.environments_differ {
+    if !ctx.environment_differences.is_empty() {
         return Some(format!(
             "baseline and candidate ran on different environments, and a `{}` metric from another machine says nothing about the change; set `gate.noisy_metrics: always` if the runners are alike",
             source.as_str()

@@ -169,11 +169,10 @@ pub fn compare_with_job_medians(
             JobMedians::new()
         },
         design,
-        environments_differ: !crate::machine::envkey::key_differences(
+        environment_differences: crate::machine::envkey::key_differences(
             &base.environment,
             &head.environment,
-        )
-        .is_empty(),
+        ),
     };
     let mut benchmarks = Vec::new();
     let mut pending: Vec<(usize, usize, Evidence)> = Vec::new();
@@ -220,7 +219,13 @@ pub fn compare_with_job_medians(
             });
         }
     }
-    let mut warnings = environment_warnings(base, head, &benchmarks, policy);
+    let mut warnings = environment_warnings(
+        base,
+        head,
+        &ctx.environment_differences,
+        &benchmarks,
+        policy,
+    );
     warnings.extend(not_gating_warnings(&benchmarks));
     for b in &head.benchmarks {
         for u in &b.provenance.unavailable {
@@ -324,8 +329,8 @@ struct Context<'a> {
     /// otherwise.
     history: JobMedians,
     design: Design,
-    /// The two sides' environments differ in a field of the baseline key.
-    environments_differ: bool,
+    /// The baseline-key fields in which the two sides' environments differ (empty: comparable).
+    environment_differences: Vec<String>,
 }
 
 /// Compares one benchmark's metrics; noisy metrics come back undecided with their evidence,
@@ -449,19 +454,7 @@ fn not_gated_explanation(metrics: &[MetricComparison]) -> String {
     } else {
         meant
     };
-    let would: Vec<String> = regressed
-        .into_iter()
-        .map(|m| {
-            let change = m.change.map(format_change).unwrap_or_default();
-            match &m.not_gating {
-                Some(why) => format!("{} {change} would regress, but {why}", m.name),
-                None => format!(
-                    "{} {change} would regress, but it is informational (`gate: false`)",
-                    m.name
-                ),
-            }
-        })
-        .collect();
+    let would: Vec<String> = regressed.into_iter().map(guards::would_regress).collect();
     if !would.is_empty() {
         return would.join("; ");
     }
@@ -532,7 +525,7 @@ pub fn compare_metric(
         alpha_look: policy.alpha,
         history: JobMedians::new(),
         design: Design::Files,
-        environments_differ: false,
+        environment_differences: Vec::new(),
     };
     let (mut out, evidence) = gather_metric("", base, head, &ctx);
     if let Some(e) = evidence {
