@@ -2,6 +2,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use kgate::model::exit::ExitStatus;
+use kgate::model::text::escape_log;
 
 fn main() -> ExitCode {
     let cli = kgate::cli::Cli::parse();
@@ -11,11 +12,11 @@ fn main() -> ExitCode {
     match kgate::cli::commands::execute(cli) {
         Ok(status) => ExitCode::from(status),
         Err(err) if kgate::cli::commands::is_interruption(&err) => {
-            eprintln!("kgate: {err:#}");
+            eprintln!("kgate: {}", escape_log(&format!("{err:#}")));
             ExitCode::from(ExitStatus::INTERRUPTED)
         }
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", escape_log(&format!("{err:#}")));
             ExitCode::from(ExitStatus::ERROR)
         }
     }

@@ -3,6 +3,8 @@
 //! Results, reports and baselines are the gate's memory: a crash or Ctrl-C half-way through
 //! writing one must never leave a truncated file behind. Everything is written to a temporary
 //! file in the destination folder and renamed into place, which is atomic on POSIX filesystems.
+//! Only regular files are replaced that way: `-`, devices and FIFOs are written through, and a
+//! symbolic link is followed to the file it names.
 //!
 //! Permissions: results, reports and baselines are meant to be shared (with CI artifacts, a
 //! team's server, the web server that serves an HTML report), so a new file gets the mode any
@@ -21,6 +23,11 @@ pub enum WriteError {
     /// The destination exists and the caller did not ask to replace it.
     #[error("`{path}` already exists; pass --force to replace it")]
     Exists { path: PathBuf },
+    /// The destination names something that cannot hold an output file.
+    #[error(
+        "cannot write `{path}`: it is {what}; name a file, `-` for standard output, or a device such as /dev/null"
+    )]
+    NotAFile { path: PathBuf, what: &'static str },
     /// Any I/O failure, with the path it concerned.
     #[error("cannot write `{path}`: {source}")]
     Io {
@@ -37,15 +44,115 @@ pub enum Overwrite {
     Refuse,
 }
 
-/// Writes `bytes` to `path` atomically: a temporary sibling file is written, flushed to disk and
-/// renamed over the destination. With [`Overwrite::Refuse`] an existing file is left untouched
-/// and [`WriteError::Exists`] is returned (checked atomically by a hard-link rename).
+/// Where a write to a named output path really goes.
+#[derive(Debug, PartialEq, Eq)]
+enum Destination {
+    /// `-`: standard output.
+    Stdout,
+    /// A regular file (or a name not yet taken): replaced atomically.
+    File(PathBuf),
+    /// A character device, FIFO or socket (`/dev/null`, `/dev/stdout`, a named pipe): written
+    /// through. Renaming a file over it would replace the device node itself.
+    Stream(PathBuf),
+}
+
+/// How many symbolic links are followed before giving up (Linux's own limit is 40).
+const MAX_SYMLINKS: usize = 40;
+
+/// Follows `path` through any chain of symbolic links to the name that will really be written,
+/// and says what kind of thing is there.
+fn resolve(path: &Path) -> Result<Destination, WriteError> {
+    if path.as_os_str() == "-" {
+        return Ok(Destination::Stdout);
+    }
+    let io_err = |source| WriteError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_SYMLINKS {
+        let meta = match std::fs::symlink_metadata(&current) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Destination::File(current));
+            }
+            Err(e) => return Err(io_err(e)),
+        };
+        let kind = meta.file_type();
+        if kind.is_symlink() {
+            let target = std::fs::read_link(&current).map_err(io_err)?;
+            current = if target.is_absolute() {
+                target
+            } else {
+                current
+                    .parent()
+                    .map(|dir| dir.join(&target))
+                    .unwrap_or(target)
+            };
+            continue;
+        }
+        if kind.is_dir() {
+            return Err(WriteError::NotAFile {
+                path: path.to_path_buf(),
+                what: "a directory",
+            });
+        }
+        if kind.is_file() {
+            return Ok(Destination::File(current));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if kind.is_block_device() {
+                return Err(WriteError::NotAFile {
+                    path: path.to_path_buf(),
+                    what: "a block device",
+                });
+            }
+        }
+        return Ok(Destination::Stream(current));
+    }
+    Err(WriteError::NotAFile {
+        path: path.to_path_buf(),
+        what: "a chain of more than 40 symbolic links",
+    })
+}
+
+/// Writes `bytes` to `path` so that a reader never sees half a file.
+///
+/// - A regular file (or a new name) is written to a temporary sibling file, flushed to disk and
+///   renamed over the destination. With [`Overwrite::Refuse`] an existing file is left untouched
+///   and [`WriteError::Exists`] is returned (checked atomically by a hard-link rename).
+/// - A symbolic link is followed: its target is what gets replaced, the link stays a link.
+/// - `-` is standard output; a character device, FIFO or socket is written through (there is no
+///   file to replace, and renaming over `/dev/null` would replace the device itself).
+/// - A directory or a block device is refused.
 pub fn write_atomic(path: &Path, bytes: &[u8], overwrite: Overwrite) -> Result<(), WriteError> {
     let io_err = |source| WriteError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let dir = match path.parent() {
+    let target = match resolve(path)? {
+        Destination::Stdout => {
+            let mut out = std::io::stdout().lock();
+            return out
+                .write_all(bytes)
+                .and_then(|()| out.flush())
+                .map_err(io_err);
+        }
+        Destination::Stream(device) => {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&device)
+                .map_err(io_err)?;
+            return file
+                .write_all(bytes)
+                .and_then(|()| file.flush())
+                .map_err(io_err);
+        }
+        Destination::File(target) => target,
+    };
+    let dir = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
@@ -57,7 +164,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], overwrite: Overwrite) -> Result<(
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
     let mut tmp = builder.tempfile_in(&dir).map_err(io_err)?;
     if overwrite == Overwrite::Allow
-        && let Ok(existing) = std::fs::metadata(path)
+        && let Ok(existing) = std::fs::metadata(&target)
         && existing.is_file()
     {
         tmp.as_file()
@@ -67,8 +174,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8], overwrite: Overwrite) -> Result<(
     tmp.write_all(bytes).map_err(io_err)?;
     tmp.as_file().sync_all().map_err(io_err)?;
     match overwrite {
-        Overwrite::Allow => tmp.persist(path).map_err(|e| io_err(e.error))?,
-        Overwrite::Refuse => tmp.persist_noclobber(path).map_err(|e| {
+        Overwrite::Allow => tmp.persist(&target).map_err(|e| io_err(e.error))?,
+        Overwrite::Refuse => tmp.persist_noclobber(&target).map_err(|e| {
             if e.error.kind() == std::io::ErrorKind::AlreadyExists {
                 WriteError::Exists {
                     path: path.to_path_buf(),
@@ -100,5 +207,103 @@ mod tests {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         assert_eq!(names, vec!["out.json".to_string()]);
+    }
+
+    /// A private character device like /dev/null (major 1, minor 3) where this process may make
+    /// one, else a FIFO; either way a node that a rename would destroy.
+    #[cfg(unix)]
+    fn special_node(dir: &Path) -> (PathBuf, &'static str) {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let path = dir.join("null");
+        let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path; mknod only creates a node there.
+        let made = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+        if made == 0 {
+            return (path, "character device");
+        }
+        let fifo = dir.join("fifo");
+        let c = CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { libc::mkfifo(c.as_ptr(), 0o666) },
+            0,
+            "mkfifo failed"
+        );
+        (fifo, "FIFO")
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn writes_through_a_device_or_fifo_instead_of_replacing_it() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (node, kind) = special_node(dir.path());
+        // A FIFO needs a reader; a thread drains it while the write goes through.
+        let reader = {
+            let node = node.clone();
+            std::thread::spawn(move || {
+                if kind == "FIFO" {
+                    std::fs::read(&node).unwrap()
+                } else {
+                    Vec::new()
+                }
+            })
+        };
+        write_atomic(&node, b"payload", Overwrite::Allow).unwrap();
+        let drained = reader.join().unwrap();
+        if kind == "FIFO" {
+            assert_eq!(drained, b"payload");
+        }
+        let meta = std::fs::symlink_metadata(&node).unwrap();
+        let still = meta.file_type().is_char_device() || meta.file_type().is_fifo();
+        assert!(still, "the {kind} was replaced by a {:?}", meta.file_type());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names.len(), 1, "a temporary file was left: {names:?}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn follows_a_symlink_and_replaces_its_target_not_the_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("real.json");
+        std::fs::write(&target, b"old").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink("real.json", &link).unwrap();
+        write_atomic(&link, b"new", Overwrite::Allow).unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        // A dangling link creates its target.
+        let dangling = dir.path().join("dangling.json");
+        std::os::unix::fs::symlink("made.json", &dangling).unwrap();
+        write_atomic(&dangling, b"made", Overwrite::Refuse).unwrap();
+        assert_eq!(
+            std::fs::read(dir.path().join("made.json")).unwrap(),
+            b"made"
+        );
+        // Refusing to overwrite looks through the link too.
+        let err = write_atomic(&link, b"again", Overwrite::Refuse).unwrap_err();
+        assert!(matches!(err, WriteError::Exists { .. }), "{err}");
+        // A loop is an error, not a hang.
+        let a = dir.path().join("a");
+        std::os::unix::fs::symlink("b", &a).unwrap();
+        std::os::unix::fs::symlink("a", dir.path().join("b")).unwrap();
+        let err = write_atomic(&a, b"x", Overwrite::Allow).unwrap_err();
+        assert!(err.to_string().contains("symbolic links"), "{err}");
+    }
+
+    #[test]
+    fn refuses_a_directory_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = write_atomic(dir.path(), b"x", Overwrite::Allow).unwrap_err();
+        assert!(err.to_string().contains("it is a directory"), "{err}");
     }
 }

@@ -1,6 +1,6 @@
 //! The vocabulary every stage shares, below all of them: metrics and units, verdicts, the
 //! results and report files (the JSON contracts), the evidence behind a report, exit codes,
-//! and atomic writes. Nothing here decides or runs anything.
+//! atomic writes, and how untrusted text is shown on a terminal. Nothing here decides or runs anything.
 
 pub mod evidence;
 pub mod exit;
@@ -9,5 +9,6 @@ pub mod metric;
 pub mod protocol;
 pub mod report;
 pub mod results;
+pub mod text;
 pub mod units;
 pub mod verdict;

@@ -11,7 +11,7 @@ use plotters::prelude::*;
 use crate::model::evidence::{BenchmarkEvidence, CounterPair, SamplePair};
 use crate::model::report::{BenchmarkComparison, MetricComparison, Report};
 use crate::model::units::{format_change, format_value};
-use crate::render::escape::escape_html;
+use crate::render::escape::{escape_html, escape_html_lines, escape_terminal};
 use crate::render::markdown_details::{display_unit, unified_diff};
 use crate::render::{Exporter, summary_line, verdict_word};
 
@@ -107,7 +107,7 @@ fn benchmark_section(b: &BenchmarkComparison, e: Option<&BenchmarkEvidence>) -> 
             s.push_str(&format!(
                 "<details><summary>artifact <code>{}</code> changed: +{added} −{removed} lines</summary>\n<pre>{}</pre>\n</details>\n",
                 escape_html(&a.name),
-                escape_html(&diff)
+                escape_html_lines(&diff)
             ));
         }
     }
@@ -125,7 +125,7 @@ fn figure(svg: &str, caption: &str) -> String {
 fn metric_row(m: &MetricComparison) -> String {
     let summary = |s: &Option<crate::stats::Summary>| {
         s.as_ref()
-            .map(|s| format!("{} (n={})", format_value(s.median, &m.unit), s.n))
+            .map(|s| escape_html(&format!("{} (n={})", format_value(s.median, &m.unit), s.n)))
             .unwrap_or_else(|| "–".into())
     };
     let opt = |v: Option<String>| v.unwrap_or_else(|| "–".into());
@@ -145,6 +145,12 @@ fn metric_row(m: &MetricComparison) -> String {
         m.verdict.as_str(),
         m.verdict.as_str()
     )
+}
+
+/// Text for a plot: the SVG backend escapes markup itself, so only the control characters are
+/// made visible here (escaping markup too would show `&lt;` in the picture).
+fn plot_label(text: &str) -> String {
+    escape_terminal(text).into_owned()
 }
 
 /// Draws into an SVG string; a drawing error (which the SVG backend does not produce for
@@ -200,7 +206,10 @@ fn strip_plot(pair: &SamplePair) -> Option<String> {
     let (lo, hi) = padded_range(base.iter().chain(&head).copied())?;
     draw_svg(PLOT_WIDTH, STRIP_HEIGHT, |root| {
         let mut chart = ChartBuilder::on(root)
-            .caption(format!("{} ({unit})", pair.name), ("sans-serif", 16))
+            .caption(
+                plot_label(&format!("{} ({unit})", pair.name)),
+                ("sans-serif", 16),
+            )
             .margin(8)
             .x_label_area_size(30)
             .y_label_area_size(50)
@@ -218,7 +227,7 @@ fn strip_plot(pair: &SamplePair) -> Option<String> {
                     String::new()
                 }
             })
-            .x_desc(unit.clone())
+            .x_desc(plot_label(&unit))
             .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
             .disable_y_mesh()
             .draw()
@@ -259,7 +268,7 @@ fn timeline_plot(c: &CounterPair) -> Option<String> {
     draw_svg(PLOT_WIDTH, TIMELINE_HEIGHT, |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(
-                format!(
+                plot_label(&format!(
                     "{} over time{}",
                     c.name,
                     if c.unit.is_empty() {
@@ -267,7 +276,7 @@ fn timeline_plot(c: &CounterPair) -> Option<String> {
                     } else {
                         format!(" ({})", c.unit)
                     }
-                ),
+                )),
                 ("sans-serif", 16),
             )
             .margin(8)

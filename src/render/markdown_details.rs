@@ -13,8 +13,7 @@ use crate::model::evidence::{ArtifactPair, BenchmarkEvidence, CounterPair};
 use crate::model::report::{BenchmarkComparison, Report};
 use crate::model::units::{format_change, format_value};
 use crate::model::verdict::Verdict;
-use crate::render::escape::escape_html;
-use crate::render::escape::escape_markdown;
+use crate::render::escape::{escape_code, escape_html, escape_markdown, escape_terminal};
 
 /// Points a chart keeps per line; longer series are thinned evenly.
 const MAX_CHART_POINTS: usize = 60;
@@ -98,8 +97,8 @@ fn counter_table(counters: &[CounterPair]) -> String {
         s.push_str(&format!(
             "| {} | {} | {} | {} |\n",
             escape_markdown(&c.name),
-            cell(base),
-            cell(head),
+            escape_markdown(&cell(base)),
+            escape_markdown(&cell(head)),
             change
         ));
     }
@@ -319,7 +318,10 @@ pub fn unified_diff(a: &ArtifactPair) -> (String, usize, usize) {
     let text = diff
         .unified_diff()
         .context_radius(3)
-        .header(&format!("base/{}", a.path), &format!("head/{}", a.path))
+        .header(
+            &format!("base/{}", escape_terminal(&a.path)),
+            &format!("head/{}", escape_terminal(&a.path)),
+        )
         .to_string();
     (text, added, removed)
 }
@@ -330,7 +332,7 @@ fn artifact_diff(a: &ArtifactPair) -> String {
     let total = lines.len();
     let cut = total > MAX_DIFF_LINES;
     lines.truncate(MAX_DIFF_LINES);
-    let mut text = lines.join("\n");
+    let mut text = escape_code(&lines.join("\n"));
     if cut {
         text.push_str(&format!(
             "\n… {} more diff lines not shown",

@@ -23,7 +23,7 @@ use crate::compare::format_p;
 use crate::model::report::{MetricComparison, Report};
 use crate::model::units::{format_change, format_value};
 use crate::model::verdict::{RunVerdict, Verdict};
-use escape::escape_markdown;
+use escape::{escape_markdown, escape_terminal};
 
 /// Output formats of a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -169,7 +169,7 @@ impl Exporter for TableExporter {
         let mut out = format!(
             "{}: {}\n",
             verdict_word(report.verdict),
-            summary_line(report)
+            escape_terminal(&summary_line(report))
         );
         let mut table = Table::new();
         table
@@ -194,7 +194,7 @@ impl Exporter for TableExporter {
         for b in &report.benchmarks {
             if b.metrics.is_empty() {
                 table.add_row(vec![
-                    Cell::new(&b.name),
+                    text_cell(&b.name),
                     Cell::new("–"),
                     Cell::new("–"),
                     Cell::new("–"),
@@ -209,16 +209,16 @@ impl Exporter for TableExporter {
                 let mut metric = m.name.clone();
                 metric.push_str(crate::compare::explain::marker(m));
                 table.add_row(vec![
-                    Cell::new(&b.name),
-                    Cell::new(metric),
-                    Cell::new(median_cell(&m.base, &m.unit)),
-                    Cell::new(median_cell(&m.head, &m.unit)),
+                    text_cell(&b.name),
+                    text_cell(&metric),
+                    text_cell(&median_cell(&m.base, &m.unit)),
+                    text_cell(&median_cell(&m.head, &m.unit)),
                     Cell::new(change_cell(m)),
                     Cell::new(ci_cell(m)),
                     Cell::new(p_cell(m)),
                     Cell::new(mde_cell(m)),
                     if m.waived {
-                        Cell::new(metric_verdict(m))
+                        text_cell(&metric_verdict(m))
                     } else {
                         verdict_cell(m.verdict, self.color, m.gates)
                     },
@@ -239,15 +239,19 @@ impl Exporter for TableExporter {
                 out.push_str(&format!(
                     "{} {}: {}\n",
                     b.verdict.as_str(),
-                    b.name,
-                    b.explanation
+                    escape_terminal(&b.name),
+                    escape_terminal(&b.explanation)
                 ));
             } else if b.metrics.iter().any(|m| m.waived) {
-                out.push_str(&format!("waived {}: {}\n", b.name, b.explanation));
+                out.push_str(&format!(
+                    "waived {}: {}\n",
+                    escape_terminal(&b.name),
+                    escape_terminal(&b.explanation)
+                ));
             }
         }
         for w in &report.warnings {
-            out.push_str(&format!("warning: {w}\n"));
+            out.push_str(&format!("warning: {}\n", escape_terminal(w)));
         }
         out
     }
@@ -260,6 +264,11 @@ fn metric_verdict(m: &MetricComparison) -> String {
     } else {
         m.verdict.as_str().to_string()
     }
+}
+
+/// A table cell of text that may have come from a benchmark or a results file.
+fn text_cell(text: &str) -> Cell {
+    Cell::new(escape_terminal(text))
 }
 
 fn verdict_cell(v: Verdict, color: bool, gates: bool) -> Cell {
@@ -280,20 +289,26 @@ impl MarkdownExporter {
             "| benchmark | metric | base | head | change | CI | p | MDE | source | verdict |\n|---|---|---:|---:|---:|---:|---:|---:|---|---|\n",
         );
         for (bench, m) in rows {
-            s.push_str(&format!(
-                "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                escape_markdown(bench),
-                escape_markdown(&m.name),
-                crate::compare::explain::marker(m),
+            // Every cell is escaped, numbers included: a unit is text from the benchmark.
+            let cells = [
+                bench.to_string(),
+                format!("{}{}", m.name, crate::compare::explain::marker(m)),
                 median_cell(&m.base, &m.unit),
                 median_cell(&m.head, &m.unit),
                 change_cell(m),
                 ci_cell(m),
                 p_cell(m),
                 mde_cell(m),
-                m.source.as_str(),
-                escape_markdown(&metric_verdict(m)),
-            ));
+                m.source.as_str().to_string(),
+                metric_verdict(m),
+            ];
+            s.push('|');
+            for cell in &cells {
+                s.push(' ');
+                s.push_str(&escape_markdown(cell));
+                s.push_str(" |");
+            }
+            s.push('\n');
         }
         s
     }

@@ -9,6 +9,7 @@ use std::io::{IsTerminal, Write};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::model::results::{BenchmarkResult, Status};
+use crate::model::text::escape_terminal;
 use crate::model::units;
 
 /// What the runner tells the user about.
@@ -81,7 +82,11 @@ impl Progress for Bar {
     fn event(&mut self, event: Event<'_>) {
         match event {
             Event::BuildStarted { command, revision } => {
-                eprintln!("build{}: {command}", revision_tag(revision));
+                eprintln!(
+                    "build{}: {}",
+                    revision_tag(revision),
+                    escape_terminal(command)
+                );
             }
             Event::BenchmarkStarted { name, runs } => {
                 let bar = ProgressBar::new(runs);
@@ -91,7 +96,7 @@ impl Progress for Bar {
                     )
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
                 );
-                bar.set_message(name.to_string());
+                bar.set_message(escape_terminal(name).into_owned());
                 self.bar = Some(bar);
             }
             Event::RunFinished => {
@@ -100,7 +105,11 @@ impl Progress for Bar {
                 }
             }
             Event::BenchmarkFinished { result, revision } => {
-                let line = format!("{}{}", summary_line(result), revision_tag(revision));
+                let line = format!(
+                    "{}{}",
+                    escape_terminal(&summary_line(result)),
+                    revision_tag(revision)
+                );
                 match self.bar.take() {
                     Some(bar) => {
                         bar.finish_and_clear();

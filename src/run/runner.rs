@@ -75,7 +75,14 @@ pub struct ProcessOutcome {
     pub exit: Exit,
     pub wall: Duration,
     pub stderr_tail: String,
+    /// A process outside the benchmark's process group (a daemon started with `setsid`) still
+    /// held its stderr open after the group was killed; kgate stopped waiting for it.
+    pub pipe_held_open: bool,
 }
+
+/// How long the runner waits for stderr to close once the process group is gone. Only a
+/// process that left the group (`setsid`, a double fork into a new session) can keep it open.
+const PIPE_GRACE: Duration = Duration::from_secs(2);
 
 /// What to start.
 #[derive(Debug, Clone)]
@@ -116,10 +123,15 @@ pub fn run_process(spec: &ProcessSpec<'_>) -> std::io::Result<ProcessOutcome> {
     if INTERRUPTED.load(Ordering::SeqCst) {
         kill_group(pgid);
     }
-    let stderr = child
-        .stderr
-        .take()
-        .map(|s| std::thread::spawn(move || tail(s)));
+    // The tail is read on its own thread and handed over by channel, so that a pipe held open
+    // by an escaped process cannot hold up the run (a join would wait for it forever).
+    let stderr = child.stderr.take().map(|s| {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(tail(s));
+        });
+        rx
+    });
     let (tx, rx) = mpsc::channel();
     let waiter = std::thread::spawn(move || {
         let status = child.wait();
@@ -139,7 +151,12 @@ pub fn run_process(spec: &ProcessSpec<'_>) -> std::io::Result<ProcessOutcome> {
     kill_group(pgid);
     CURRENT_GROUP.store(0, Ordering::SeqCst);
     let _ = waiter.join();
-    let stderr_tail = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
+    let (stderr_tail, pipe_held_open) = match stderr.map(|rx| rx.recv_timeout(PIPE_GRACE)) {
+        None => (String::new(), false),
+        Some(Ok(tail)) => (tail, false),
+        Some(Err(mpsc::RecvTimeoutError::Disconnected)) => (String::new(), false),
+        Some(Err(mpsc::RecvTimeoutError::Timeout)) => (String::new(), true),
+    };
     let status = status?;
     let exit = if timed_out {
         Exit::TimedOut
@@ -152,6 +169,7 @@ pub fn run_process(spec: &ProcessSpec<'_>) -> std::io::Result<ProcessOutcome> {
         exit,
         wall,
         stderr_tail,
+        pipe_held_open,
     })
 }
 
@@ -190,7 +208,10 @@ fn signal_name(sig: i32) -> String {
 
 /// A failure message for a process that did not exit cleanly, or `None` if it did.
 fn failure_of(outcome: &ProcessOutcome, timeout: Duration) -> Option<Failure> {
-    let (kind, message) = match outcome.exit {
+    let (kind, mut message) = match outcome.exit {
+        Exit::Code(0) if outcome.pipe_held_open => {
+            (FailureKind::ExitStatus, "exited with status 0".to_string())
+        }
         Exit::Code(0) => return None,
         Exit::Code(code) => (
             FailureKind::ExitStatus,
@@ -208,6 +229,16 @@ fn failure_of(outcome: &ProcessOutcome, timeout: Duration) -> Option<Failure> {
             ),
         ),
     };
+    if outcome.pipe_held_open {
+        // Such a process cannot be killed with the group and would disturb every later
+        // measurement, so it fails the benchmark even when the command itself succeeded.
+        message.push_str(&format!(
+            ", but a process outside its process group (started with `setsid` or as a daemon) \
+             kept its stderr open; kgate stopped waiting after {} and cannot stop that process: \
+             make the benchmark wait for or kill what it starts",
+            humantime::format_duration(PIPE_GRACE)
+        ));
+    }
     Some(Failure {
         kind,
         message,
@@ -727,6 +758,41 @@ mod tests {
         assert!(
             !marker.exists(),
             "a process of the group outlived the timeout"
+        );
+    }
+
+    #[test]
+    fn a_daemon_holding_stderr_cannot_hold_up_the_run() {
+        // `setsid` puts the helper outside the benchmark's process group, where the group kill
+        // does not reach it; it keeps stderr open for 30 s.
+        let started = Instant::now();
+        let o = sh(
+            "setsid sleep 30 & sleep 0.1; exit 0",
+            Duration::from_secs(5),
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "waited {:?} for a pipe held by a daemon",
+            started.elapsed()
+        );
+        assert!(o.pipe_held_open);
+        let f = failure_of(&o, Duration::from_secs(5)).expect("a failure");
+        assert!(
+            f.message.contains("outside its process group"),
+            "{}",
+            f.message
+        );
+        // With a timeout, the same.
+        let started = Instant::now();
+        let o = sh("setsid sleep 30 & sleep 30", Duration::from_millis(500));
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert_eq!(o.exit, Exit::TimedOut);
+        assert!(o.pipe_held_open);
+        let f = failure_of(&o, Duration::from_millis(500)).unwrap();
+        assert!(
+            f.message.starts_with("timed out after 500ms"),
+            "{}",
+            f.message
         );
     }
 

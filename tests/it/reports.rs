@@ -73,7 +73,7 @@ fn timeline(levels: &[f64], step_ns: f64) -> Vec<[f64; 2]> {
 }
 
 /// The fixed comparison.
-fn fixture() -> Report {
+pub(crate) fn fixture() -> Report {
     let mm_base = samples(100_000.0, 0.04, 12);
     let mm_head = samples(112_000.0, 0.04, 12);
     let red_base = samples(40_000.0, 0.03, 10);

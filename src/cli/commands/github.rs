@@ -187,7 +187,7 @@ fn post_report(
 fn settle_post_errors(posted: &Posted, post: &PostArgs, status: u8) -> u8 {
     for e in &posted.errors {
         let text = format!("{e:#}");
-        eprintln!("warning: {text}");
+        eprintln!("warning: {}", crate::model::text::escape_log(&text));
         if std::env::var_os("GITHUB_ACTIONS").is_some() {
             let level = if post.fail_on_post_error {
                 Level::Error

@@ -25,6 +25,7 @@ use crate::model::exit::ExitStatus;
 use crate::model::fsutil::{self, Overwrite};
 use crate::model::report::{Design, Report};
 use crate::model::results::{RunResults, Status};
+use crate::model::text::{escape_log, escape_terminal};
 use crate::model::verdict::RunVerdict;
 use crate::plan::{MetricPolicy, Overrides, Plan};
 use crate::render::{self, Format};
@@ -159,7 +160,11 @@ fn report_failures(results: &RunResults) -> u8 {
         if b.status == Status::Failed {
             failed = true;
             if let Some(f) = &b.failure {
-                eprintln!("error: benchmark `{}` failed: {}", b.name, f.message);
+                eprintln!(
+                    "error: benchmark `{}` failed: {}",
+                    escape_terminal(&b.name),
+                    escape_log(&f.message)
+                );
                 if !f.stderr_tail.is_empty() {
                     eprintln!("  stderr (last lines):");
                     for line in f
@@ -171,7 +176,7 @@ fn report_failures(results: &RunResults) -> u8 {
                         .into_iter()
                         .rev()
                     {
-                        eprintln!("  | {line}");
+                        eprintln!("  | {}", escape_terminal(line));
                     }
                 }
             }
@@ -210,7 +215,7 @@ fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -
         Some(path) => {
             fsutil::write_atomic(path, text.as_bytes(), Overwrite::Allow)?;
             // The verdict still goes to the terminal.
-            eprintln!("{}", render::summary_line(report));
+            eprintln!("{}", escape_terminal(&render::summary_line(report)));
         }
         None => write_stdout(&text)?,
     }
