@@ -66,6 +66,7 @@ pub fn perf_reading(block: &perf::Block) -> Reading {
                         c.running_pct.unwrap_or(0.0)
                     ));
                 }
+                r.notes.extend(block.spread_note(c));
                 r.values.push(CounterValue {
                     name: c.event.clone(),
                     value,

@@ -6,6 +6,12 @@
 //! three forms into counts that say which of those happened, so that an unavailable counter is
 //! never mistaken for a zero. kgate runs perf itself with `LC_ALL=C -x,`; the other forms are
 //! for `kgate import perf-stat`.
+//!
+//! `-x` takes any separator (`-x';'` is the usual choice under a decimal-comma locale, and
+//! `-x$'\t'` is common too); the separator is found from the data lines, and with one other
+//! than `,` the numbers may carry a decimal comma. With `-r N` perf prints the mean of the N
+//! runs and its spread (`( +- 4.29% )`, `0.002961 +- 0.000127 seconds time elapsed`); both
+//! are kept.
 
 use std::path::Path;
 
@@ -25,6 +31,12 @@ pub struct Counter {
     pub running_pct: Option<f64>,
     /// `not supported` or `not counted` when `value` is `None`.
     pub unavailable: Option<String>,
+    /// With `perf stat -r N`: the spread perf states for the mean, in percent of it
+    /// (`( +- 4.18% )`, or the `4.18%` field of `-x` output).
+    pub spread_pct: Option<f64>,
+    /// With `perf stat -r N`: the spread in `unit`, where perf prints it
+    /// (`0.002961 +- 0.000127 seconds time elapsed`).
+    pub spread: Option<f64>,
 }
 
 impl Counter {
@@ -39,7 +51,29 @@ impl Counter {
 pub struct Block {
     /// The command from `Performance counter stats for '…'`, in human output.
     pub command: Option<String>,
+    /// `N` of `perf stat -r N`, when the human output's header says `(N runs)`.
+    pub runs: Option<u32>,
     pub counters: Vec<Counter>,
+}
+
+impl Block {
+    /// What a counter's stated spread means, in words for the provenance: `task-clock` is
+    /// the mean of 5 runs (`perf stat -r 5`), ± 4.18 %.
+    pub fn spread_note(&self, counter: &Counter) -> Option<String> {
+        let pct = counter.spread_pct?;
+        let runs = match self.runs {
+            Some(n) => format!("the mean of {n} runs (`perf stat -r {n}`)"),
+            None => "the mean of repeated runs (`perf stat -r`)".to_string(),
+        };
+        let absolute = match counter.spread {
+            Some(s) => format!(" ({s} {})", counter.unit),
+            None => String::new(),
+        };
+        Some(format!(
+            "perf counter `{}` is {runs}; perf states a spread of ± {pct} %{absolute}",
+            counter.event
+        ))
+    }
 }
 
 /// A line that could not be read; `line` is 1-based.
@@ -125,11 +159,33 @@ pub fn wrap(events: &[String], out: &Path, argv: &[String]) -> Vec<String> {
     v
 }
 
+/// The most bytes of perf stat output read: a real file is a few kilobytes per block, so a
+/// larger input is not perf stat output (a device, an endless stream).
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+
 /// Reads a perf stat file in any of its forms; the error names the file.
 pub fn read(path: &Path) -> Result<Vec<Block>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read perf stat output `{}`: {e}", path.display()))?;
-    parse(&text).map_err(|e| format!("`{}`: perf stat output, {e}", path.display()))
+    use std::io::Read;
+    let shown = path.display();
+    let cannot = |e: std::io::Error| format!("cannot read perf stat output `{shown}`: {e}");
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(format!(
+            "`{shown}`: more than {} MiB, which is not perf stat output (perf writes a few kilobytes per run); pass the file `perf stat -o FILE` wrote",
+            MAX_INPUT_BYTES >> 20
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "`{shown}`: not text (byte {} is not UTF-8), so not perf stat output; pass the file `perf stat -o FILE` wrote",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    parse(&text).map_err(|e| format!("`{shown}`: perf stat output, {e}"))
 }
 
 /// Parses perf stat output, detecting the form from its first data line.
@@ -172,29 +228,127 @@ fn unavailable_marker(value: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Separators `perf stat -x` is given in practice, in the order they are tried: perf takes
+/// any string, but these are the ones that do not occur inside its fields.
+const SEPARATORS: [&str; 6] = [",", ";", "\t", "|", ":", " "];
+
+/// Whether `field` is a counter value as perf writes it with separator `sep`: a number (with
+/// a decimal comma when the separator is not a comma), a `<not counted>` marker, or empty.
+fn is_value(field: &str, sep: &str) -> bool {
+    let f = field.trim();
+    f.is_empty() || unavailable_marker(f).is_some() || csv_number(f, sep).is_some()
+}
+
+/// A number of `-x` output: with a separator other than `,` a comma is the decimal mark.
+fn csv_number(field: &str, sep: &str) -> Option<f64> {
+    let f = field.trim();
+    if sep != "," && f.contains(',') {
+        f.replace(',', ".").parse().ok()
+    } else {
+        f.parse().ok()
+    }
+}
+
+/// Whether every data line reads as `VALUE<sep>UNIT<sep>EVENT…` with separator `sep`.
+fn fits(lines: &[&str], sep: &str) -> bool {
+    lines.iter().all(|line| {
+        let fields: Vec<&str> = line.split(sep).collect();
+        if fields.len() < 3 {
+            return false;
+        }
+        if fields[0].trim().is_empty() && fields[2].trim().is_empty() {
+            return true; // a metric-only continuation line
+        }
+        let unit_ok = fields[1]
+            .trim()
+            .chars()
+            .all(|c| c.is_ascii_alphabetic() || c == '/' || c == '%');
+        let event = fields[2].trim();
+        is_value(fields[0], sep)
+            && unit_ok
+            && event.chars().any(|c| c.is_ascii_alphabetic())
+            && !event.contains(char::is_whitespace)
+    })
+}
+
+/// The separator of `-x` output, found from its data lines.
+fn separator(text: &str) -> Option<&'static str> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .collect();
+    SEPARATORS
+        .into_iter()
+        .find(|sep| fits(&lines, sep))
+        .or_else(|| {
+            // No separator reads every line: the one that reads most, so that the error
+            // names the line that does not fit.
+            SEPARATORS
+                .into_iter()
+                .map(|sep| (lines.iter().filter(|l| fits(&[l], sep)).count(), sep))
+                .filter(|(count, _)| *count > 0)
+                .max_by_key(|(count, _)| *count)
+                .map(|(_, sep)| sep)
+        })
+}
+
 fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
+    let Some(sep) = separator(text) else {
+        let (n, line) = text
+            .lines()
+            .enumerate()
+            .find(|(_, l)| !l.trim().is_empty() && !l.trim().starts_with('#'))
+            .map(|(i, l)| (i + 1, l.trim()))
+            .unwrap_or((0, ""));
+        let hint = if line
+            .split(',')
+            .nth(1)
+            .is_some_and(|f| f.trim().chars().next().is_some_and(|c| c.is_ascii_digit()))
+        {
+            "; a number with a decimal comma (`1,41,msec`) means `perf stat -x,` ran under a decimal-comma locale, which makes the fields ambiguous: run perf with LC_ALL=C, or give it another separator (`-x';'`)"
+        } else {
+            "; pass the file `perf stat -o FILE` wrote"
+        };
+        return Err(err(
+            n,
+            format!(
+                "`{line}` is not a line of `perf stat -x` output (VALUE, UNIT, EVENT, … joined by one separator such as `,`, `;` or a tab), nor `-j` JSON or the human-readable output{hint}"
+            ),
+        ));
+    };
+    let shown = if sep == "\t" { "\\t" } else { sep };
     let mut blocks = Vec::new();
     for (idx, raw) in text.lines().enumerate() {
         let n = idx + 1;
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
+        let line = raw.trim_end_matches(['\r', '\n']);
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
             continue;
         }
-        let fields: Vec<&str> = line.split(',').collect();
+        let fields: Vec<&str> = line.split(sep).collect();
         if fields.len() < 3 {
             return Err(err(
                 n,
-                format!("`{line}` is not a `perf stat -x,` line (value,unit,event,…)"),
+                format!(
+                    "`{line}` is not a `perf stat -x{shown}` line (value{shown}unit{shown}event{shown}…)"
+                ),
             ));
         }
         // Metric-only continuation lines have empty value and event fields.
-        if fields[0].is_empty() && fields[2].is_empty() {
+        if fields[0].trim().is_empty() && fields[2].trim().is_empty() {
             continue;
         }
         let event = fields[2].trim().to_string();
         let mut rest = &fields[3..];
         // `-r N` adds a variance field ending in `%` after the event.
-        if rest.first().is_some_and(|f| f.ends_with('%')) {
+        let mut spread_pct = None;
+        if let Some(v) = rest.first().and_then(|f| f.trim().strip_suffix('%')) {
+            spread_pct = Some(csv_number(v, sep).ok_or_else(|| {
+                err(
+                    n,
+                    format!("the `-r` spread `{v}%` of `{event}` is not a number"),
+                )
+            })?);
             rest = &rest[1..];
         }
         // run time, percentage, metric value, metric unit: more fields means a decimal comma.
@@ -202,17 +356,17 @@ fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
             return Err(err(
                 n,
                 format!(
-                    "`{line}` has {} fields, more than `perf stat -x,` writes; a decimal comma (`100,00`) means perf ran under a non-C locale: run it with LC_ALL=C",
+                    "`{line}` has {} fields, more than `perf stat -x{shown}` writes; with `-x,` a decimal comma (`100,00`) splits numbers: run perf with LC_ALL=C, or give it another separator (`-x';'`)",
                     fields.len()
                 ),
             ));
         }
         let running_pct = match rest.get(1).map(|s| s.trim()).filter(|s| !s.is_empty()) {
-            Some(p) => Some(p.parse::<f64>().map_err(|_| {
+            Some(p) => Some(csv_number(p, sep).ok_or_else(|| {
                 err(
                     n,
                     format!(
-                        "running percentage `{p}` is not a number (a decimal comma means perf ran under a non-C locale: run it with LC_ALL=C)"
+                        "running percentage `{p}` is not a number (with `-x,` a decimal comma means perf ran under a non-C locale: run it with LC_ALL=C, or use `-x';'`)"
                     ),
                 )
             })?),
@@ -226,9 +380,11 @@ fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
                 unit,
                 running_pct,
                 unavailable: Some(why),
+                spread_pct: None,
+                spread: None,
             },
             None => {
-                let v: f64 = fields[0].trim().parse().map_err(|_| {
+                let v = csv_number(fields[0], sep).ok_or_else(|| {
                     err(n, format!("counter value `{}` is not a number", fields[0]))
                 })?;
                 Counter {
@@ -237,6 +393,8 @@ fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
                     unit,
                     running_pct,
                     unavailable: None,
+                    spread_pct,
+                    spread: None,
                 }
             }
         };
@@ -280,6 +438,8 @@ fn parse_json(text: &str) -> Result<Vec<Block>, ParseError> {
                 unit,
                 running_pct: number("pcnt-running"),
                 unavailable: Some(why),
+                spread_pct: None,
+                spread: None,
             },
             None => {
                 let value = number("counter-value").ok_or_else(|| {
@@ -291,6 +451,9 @@ fn parse_json(text: &str) -> Result<Vec<Block>, ParseError> {
                     unit,
                     running_pct: number("pcnt-running"),
                     unavailable: None,
+                    // `-r N`: `"variance" : 4.18`, the same percentage as `( +- 4.18% )`.
+                    spread_pct: number("variance"),
+                    spread: None,
                 }
             }
         };
@@ -304,7 +467,9 @@ fn parse_json(text: &str) -> Result<Vec<Block>, ParseError> {
 /// without one, a number holding both separators does (the later one is the decimal mark).
 fn decimal_separator(text: &str) -> char {
     for line in text.lines() {
-        if let Some(num) = line.trim().strip_suffix("seconds time elapsed") {
+        if let Some((num, _)) = line.trim().split_once(" seconds time elapsed") {
+            // `0,0125244 +- 0,0000604` with `-r`: the mean decides.
+            let num = num.split_whitespace().next().unwrap_or("");
             return if num.contains(',') && !num.contains('.') {
                 ','
             } else {
@@ -333,6 +498,55 @@ fn parse_localized(token: &str, decimal: char) -> Option<f64> {
     cleaned.parse().ok()
 }
 
+/// The command and the run count of `Performance counter stats for 'CMD' (5 runs):`.
+fn header_command(rest: &str) -> (String, Option<u32>) {
+    let rest = rest.trim().trim_end_matches(':').trim();
+    let (command, runs) = match rest.rsplit_once(" (") {
+        Some((command, tail)) if tail.ends_with(" runs)") => (
+            command.trim(),
+            tail.trim_end_matches(" runs)").trim().parse().ok(),
+        ),
+        _ => (rest, None),
+    };
+    (command.trim_matches('\'').to_string(), runs)
+}
+
+/// The parenthesized columns of a human-output line: the running percentage (`(54.00%)`) and,
+/// with `-r N`, the spread of the mean (`( +- 4.18% )`).
+fn parenthesized(
+    line: &str,
+    decimal: char,
+    n: usize,
+) -> Result<(Option<f64>, Option<f64>), ParseError> {
+    let mut running = None;
+    let mut spread = None;
+    // Parentheses after the `#` comment or the counter: `(` never occurs in a value.
+    let mut rest = line;
+    while let Some(open) = rest.find('(') {
+        let Some(close) = rest[open..].find(')') else {
+            break;
+        };
+        let inner = rest[open + 1..open + close].trim();
+        rest = &rest[open + close + 1..];
+        let Some(number) = inner.strip_suffix('%') else {
+            continue; // `(5 runs)` and the like
+        };
+        let (slot, number) = match number.strip_prefix("+-") {
+            Some(v) => (&mut spread, v.trim()),
+            None => (&mut running, number.trim()),
+        };
+        *slot = Some(parse_localized(number, decimal).ok_or_else(|| {
+            err(
+                n,
+                format!(
+                    "`({inner})`: `{number}` is not a number in this file's locale (decimal mark `{decimal}`)"
+                ),
+            )
+        })?);
+    }
+    Ok((running, spread))
+}
+
 fn parse_human(text: &str) -> Result<Vec<Block>, ParseError> {
     let decimal = decimal_separator(text);
     let mut blocks: Vec<Block> = Vec::new();
@@ -343,14 +557,10 @@ fn parse_human(text: &str) -> Result<Vec<Block>, ParseError> {
             continue;
         }
         if let Some(rest) = line.strip_prefix("Performance counter stats for") {
-            let command = rest
-                .trim()
-                .trim_end_matches(':')
-                .trim()
-                .trim_matches('\'')
-                .to_string();
+            let (command, runs) = header_command(rest);
             blocks.push(Block {
                 command: Some(command),
+                runs,
                 counters: Vec::new(),
             });
             continue;
@@ -361,36 +571,52 @@ fn parse_human(text: &str) -> Result<Vec<Block>, ParseError> {
                 "a counter line before any `Performance counter stats for` header",
             ));
         };
-        // `18.005087828 seconds time elapsed` / `… seconds user` / `… seconds sys`.
+        let (running_pct, spread_pct) = parenthesized(line, decimal, n)?;
+        // `18.005087828 seconds time elapsed` / `… seconds user` / `… seconds sys`, and with
+        // `-r N` `0.002961 +- 0.000127 seconds time elapsed  ( +- 4.29% )`.
         if let Some((num, what)) = line.split_once(" seconds ") {
+            let what = what.split('(').next().unwrap_or(what);
             let event = match what.trim() {
                 "time elapsed" => "elapsed_time",
                 "user" => "user_time",
                 "sys" => "system_time",
                 other => {
-                    return Err(err(n, format!("unknown time line `seconds {other}`")));
+                    return Err(err(
+                        n,
+                        format!(
+                            "unknown time line `seconds {other}`; perf writes `seconds time elapsed`, `seconds user` and `seconds sys`"
+                        ),
+                    ));
                 }
             };
-            let v = parse_localized(num.trim(), decimal)
-                .ok_or_else(|| err(n, format!("`{}` is not a number", num.trim())))?;
+            let (mean, spread) = match num.split_once("+-") {
+                Some((mean, spread)) => (mean.trim(), Some(spread.trim())),
+                None => (num.trim(), None),
+            };
+            let number = |text: &str| {
+                parse_localized(text, decimal).ok_or_else(|| {
+                    err(
+                        n,
+                        format!(
+                            "`{text}` is not a number in this file's locale (decimal mark `{decimal}`)"
+                        ),
+                    )
+                })
+            };
+            let v = number(mean)?;
+            let spread = spread.map(number).transpose()?;
             block.counters.push(Counter {
                 event: event.to_string(),
                 value: Some(scale(v, 1e9)),
                 unit: "ns".into(),
                 running_pct: None,
                 unavailable: None,
+                spread_pct,
+                spread: spread.map(|s| scale(s, 1e9)),
             });
             continue;
         }
         let (body, _comment) = line.split_once('#').unwrap_or((line, ""));
-        let running_pct = line
-            .rfind('(')
-            .and_then(|i| line[i + 1..].strip_suffix("%)"))
-            .map(|p| {
-                parse_localized(p.trim(), decimal)
-                    .ok_or_else(|| err(n, format!("running percentage `{p}` is not a number")))
-            })
-            .transpose()?;
         let body = body.split('(').next().unwrap_or(body).trim();
         let counter = if let Some(rest) = body.strip_prefix('<') {
             let (why, event) = rest
@@ -402,6 +628,8 @@ fn parse_human(text: &str) -> Result<Vec<Block>, ParseError> {
                 unit: String::new(),
                 running_pct,
                 unavailable: Some(why.to_string()),
+                spread_pct: None,
+                spread: None,
             }
         } else {
             let tokens: Vec<&str> = body.split_whitespace().collect();
@@ -430,6 +658,8 @@ fn parse_human(text: &str) -> Result<Vec<Block>, ParseError> {
                 unit,
                 running_pct,
                 unavailable: None,
+                spread_pct,
+                spread: None,
             }
         };
         block.counters.push(counter);
@@ -489,7 +719,12 @@ mod tests {
     #[test]
     fn errors_name_the_line() {
         let e = parse("abc,,instructions,1,100.00,,\n").unwrap_err();
-        assert_eq!(e.to_string(), "line 1: counter value `abc` is not a number");
+        assert!(
+            e.to_string().starts_with(
+                "line 1: `abc,,instructions,1,100.00,,` is not a line of `perf stat -x` output"
+            ),
+            "{e}"
+        );
         let e = parse("1,,instructions,1,100,00,,\n").unwrap_err();
         assert!(e.message.contains("LC_ALL=C"), "{e}");
         let e = parse("\n# x\n").unwrap_err();
