@@ -257,6 +257,24 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         if let Some(r) = b.repetitions {
             check_repetitions(r).or_else(|m| fail(Some(&needle), key("repetitions"), m))?;
         }
+        for (name, value) in &b.env {
+            if let Some(why) = bad_variable_name(name) {
+                return fail(Some("env:"), key("env"), why);
+            }
+            if value.contains('\0') {
+                return fail(
+                    Some("env:"),
+                    key(&format!("env.{name}")),
+                    "the value holds a NUL character, which no environment variable can carry"
+                        .into(),
+                );
+            }
+        }
+        for name in &b.pass_env {
+            if let Some(why) = bad_variable_name(name) {
+                return fail(Some("pass_env:"), key("pass_env"), why);
+            }
+        }
         if b.captures.as_deref().is_some_and(wraps_twice) {
             return fail(Some(&needle), key("captures"), ONE_WRAPPING_CAPTURE.into());
         }
@@ -292,6 +310,20 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         }
     }
     Ok(())
+}
+
+/// Why `name` cannot be an environment variable's name, if it cannot.
+fn bad_variable_name(name: &str) -> Option<String> {
+    let shown = crate::model::text::escape_terminal(name);
+    if name.is_empty() {
+        Some("an environment variable needs a non-empty name".into())
+    } else if name.contains('=') || name.contains('\0') {
+        Some(format!(
+            "`{shown}` cannot name an environment variable: names hold neither `=` nor a NUL character"
+        ))
+    } else {
+        None
+    }
 }
 
 fn check_repetitions(r: Repetitions) -> Result<(), String> {

@@ -231,6 +231,13 @@ pub struct BenchmarkConfig {
     #[serde(default)]
     #[schemars(schema_with = "scalar_text_map")]
     pub env: BTreeMap<String, String>,
+    /// Variables of kgate's own environment to pass to the benchmark where kgate would not:
+    /// the runner's credentials (`GITHUB_TOKEN`, `ACTIONS_RUNTIME_TOKEN`, …), which benchmarks
+    /// never get otherwise, and, under `callgrind` and `cachegrind` (which start the command
+    /// from an empty environment so that counts reproduce), what the command needs, such as
+    /// `HOME`, `LD_LIBRARY_PATH` or `VIRTUAL_ENV`.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
     /// Warm-up runs discarded before measuring.
     pub warmup: Option<u32>,
     /// Measured repetitions: a number, or `{min, max}`.
@@ -453,7 +460,19 @@ benchmarks:
         let cases: &[(&str, &str)] = &[
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    wormup: 3\n",
-                "kgate.yaml:4:5: key `benchmarks[0].wormup`: unknown field `wormup`, expected one of name, command, build, cwd, env, warmup, repetitions, timeout, captures, parameters, metrics, perf, valgrind, derived, paths, artifacts, ncu",
+                "kgate.yaml:4:5: key `benchmarks[0].wormup`: unknown field `wormup`, expected one of name, command, build, cwd, env, pass_env, warmup, repetitions, timeout, captures, parameters, metrics, perf, valgrind, derived, paths, artifacts, ncu, counters",
+            ),
+            (
+                "benchmarks:\n  - name: a\n    command: ./a\n    env: {\"A\\0B\": x}\n",
+                "kgate.yaml:4: key `benchmarks[0].env`: `A\\0B` cannot name an environment variable: names hold neither `=` nor a NUL character",
+            ),
+            (
+                "benchmarks:\n  - name: a\n    command: ./a\n    env: {A: \"x\\0y\"}\n",
+                "kgate.yaml:4: key `benchmarks[0].env.A`: the value holds a NUL character, which no environment variable can carry",
+            ),
+            (
+                "benchmarks:\n  - name: a\n    command: ./a\n    pass_env: [\"HOME=x\"]\n",
+                "kgate.yaml:4: key `benchmarks[0].pass_env`: `HOME=x` cannot name an environment variable: names hold neither `=` nor a NUL character",
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    warmup: lots\n",

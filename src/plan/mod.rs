@@ -51,6 +51,8 @@ pub struct BenchmarkPlan {
     /// Working directory relative to the revision's root (the configuration's folder).
     pub cwd: PathBuf,
     pub env: BTreeMap<String, String>,
+    /// Variables of kgate's environment passed through (see `pass_env` in the configuration).
+    pub pass_env: Vec<String>,
     pub warmup: u32,
     pub repetitions: Repetitions,
     pub timeout: Duration,
@@ -225,6 +227,7 @@ fn resolve_benchmark(
         command: b.command.clone(),
         cwd,
         env: b.env.clone(),
+        pass_env: b.pass_env.clone(),
         warmup: overrides.warmup.unwrap_or(default_warmup),
         repetitions,
         timeout: b

@@ -7,4 +7,5 @@
 pub mod backend;
 pub mod progress;
 pub mod runner;
+pub mod secrets;
 pub mod worktree;

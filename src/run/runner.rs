@@ -27,6 +27,7 @@ use crate::model::results::{
 use crate::plan::{BUILD_TIMEOUT, BenchmarkPlan, Plan};
 use crate::run::backend::{self, Backend, Launch, Repetition};
 use crate::run::progress::{Event, Progress};
+use crate::run::secrets;
 
 /// How many bytes of a benchmark's stderr are kept for error reports.
 const TAIL_BYTES: usize = 4096;
@@ -92,6 +93,9 @@ pub struct ProcessSpec<'a> {
     pub env: Vec<(String, String)>,
     /// Start from an empty environment (plus [`FIXED_PATH`]) instead of inheriting kgate's.
     pub clear_env: bool,
+    /// Variables of kgate's environment the process gets even when they would be withheld: the
+    /// runner's credentials, or anything at all under `clear_env`.
+    pub pass_env: &'a [String],
     pub timeout: Duration,
 }
 
@@ -107,6 +111,15 @@ pub fn run_process(spec: &ProcessSpec<'_>) -> std::io::Result<ProcessOutcome> {
     let mut cmd = Command::new(program);
     if spec.clear_env {
         cmd.env_clear().env("PATH", FIXED_PATH);
+        for name in spec.pass_env {
+            if let Some(value) = std::env::var_os(name) {
+                cmd.env(name, value);
+            }
+        }
+    } else {
+        for name in secrets::withheld(spec.pass_env) {
+            cmd.env_remove(name);
+        }
     }
     cmd.args(args)
         .current_dir(spec.cwd)
@@ -153,7 +166,7 @@ pub fn run_process(spec: &ProcessSpec<'_>) -> std::io::Result<ProcessOutcome> {
     let _ = waiter.join();
     let (stderr_tail, pipe_held_open) = match stderr.map(|rx| rx.recv_timeout(PIPE_GRACE)) {
         None => (String::new(), false),
-        Some(Ok(tail)) => (tail, false),
+        Some(Ok(tail)) => (secrets::mask(&tail).into_owned(), false),
         Some(Err(mpsc::RecvTimeoutError::Disconnected)) => (String::new(), false),
         Some(Err(mpsc::RecvTimeoutError::Timeout)) => (String::new(), true),
     };
@@ -275,6 +288,7 @@ pub fn run_builds(
             cwd: &cwd,
             env: Vec::new(),
             clear_env: false,
+            pass_env: &[],
             timeout: BUILD_TIMEOUT,
         });
         if INTERRUPTED.load(Ordering::SeqCst) {
@@ -384,6 +398,7 @@ impl<'p> BenchmarkRun<'p> {
             cwd: &self.cwd,
             env: launch.env,
             clear_env: launch.clear_env,
+            pass_env: &self.plan.pass_env,
             timeout: self.plan.timeout,
         });
         if INTERRUPTED.load(Ordering::SeqCst) {
@@ -727,6 +742,7 @@ mod tests {
             cwd: Path::new("."),
             env: Vec::new(),
             clear_env: false,
+            pass_env: &[],
             timeout,
         })
         .unwrap()

@@ -12,6 +12,7 @@ mod cli;
 mod cpu_capture;
 mod cpu_corpus;
 mod github;
+mod hardening;
 mod import_formats;
 mod injection;
 mod ncu_capture;

@@ -1,0 +1,217 @@
+//! The hardening issue's defects, each through the command line as a user (or an attacker with
+//! a pull request) meets it: output paths that are not regular files, a benchmark that leaves a
+//! daemon holding its pipes, credentials in the environment, a forged name in the terminal.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::common::{kgate, stderr_of, write};
+
+/// A private node that a rename would destroy: a character device like /dev/null where this
+/// process may make one, else a FIFO (with a reader thread, as `-o` into a pipe needs).
+fn special_node(dir: &std::path::Path) -> (std::path::PathBuf, bool) {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let null = dir.join("null");
+    let c = CString::new(null.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mknod only creates a node there.
+    if unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) } == 0 {
+        return (null, false);
+    }
+    let fifo = dir.join("fifo");
+    let c = CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0);
+    (fifo, true)
+}
+
+const PROTOCOL: &str =
+    "{\"benchmark\": \"k\", \"metric\": \"kernel_time\", \"value\": 120, \"unit\": \"ns\"}\n";
+
+#[test]
+fn output_onto_a_device_a_fifo_a_symlink_or_stdout_keeps_what_is_there() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "p.jsonl", PROTOCOL);
+    let (node, is_fifo) = special_node(dir.path());
+    let reader = is_fifo.then(|| {
+        let node = node.clone();
+        std::thread::spawn(move || std::fs::read(node).unwrap())
+    });
+    let out = kgate(dir.path())
+        .args(["import", "protocol", "p.jsonl", "-o"])
+        .arg(&node)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    if let Some(reader) = reader {
+        let got = reader.join().unwrap();
+        assert!(String::from_utf8_lossy(&got).contains("kernel_time"));
+    }
+    let kind = std::fs::symlink_metadata(&node).unwrap().file_type();
+    assert!(
+        kind.is_char_device() || kind.is_fifo(),
+        "the node became {kind:?}"
+    );
+
+    // A symlink: its target is replaced, the link stays.
+    write(dir.path(), "real.json", "{}");
+    std::os::unix::fs::symlink("real.json", dir.path().join("link.json")).unwrap();
+    let out = kgate(dir.path())
+        .args(["import", "protocol", "p.jsonl", "-o", "link.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let link = std::fs::symlink_metadata(dir.path().join("link.json")).unwrap();
+    assert!(link.file_type().is_symlink());
+    let real = std::fs::read_to_string(dir.path().join("real.json")).unwrap();
+    assert!(real.contains("kernel_time"), "{real}");
+
+    // `-` is standard output.
+    let out = kgate(dir.path())
+        .args(["import", "protocol", "p.jsonl", "-o", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("kernel_time"));
+    assert!(
+        !dir.path().join("-").exists(),
+        "a file named `-` was written"
+    );
+
+    // A folder is refused by name.
+    std::fs::create_dir(dir.path().join("folder")).unwrap();
+    let out = kgate(dir.path())
+        .args(["import", "protocol", "p.jsonl", "-o", "folder"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("`folder`: it is a directory"),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
+#[test]
+fn a_daemonised_grandchild_does_not_defeat_the_timeout_or_ctrl_c() {
+    let dir = tempfile::tempdir().unwrap();
+    // The helper leaves the benchmark's process group with setsid and keeps stderr open.
+    write(
+        dir.path(),
+        "kgate.yaml",
+        "defaults: {warmup: 0, repetitions: 1}\nbenchmarks:\n  - name: daemon\n    command: \"setsid sleep 60 & sleep 30\"\n    timeout: 1s\n",
+    );
+    let started = Instant::now();
+    let out = kgate(dir.path())
+        .args(["run", "--no-progress", "-o", "out.json"])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(took < Duration::from_secs(20), "the run took {took:?}");
+    let err = stderr_of(&out);
+    assert!(err.contains("timed out after 1s"), "{err}");
+    assert!(err.contains("a process outside its process group"), "{err}");
+
+    // Ctrl-C while the daemon holds the pipe.
+    write(
+        dir.path(),
+        "kgate.yaml",
+        "defaults: {warmup: 0, repetitions: 1}\nbenchmarks:\n  - name: daemon\n    command: \"setsid sleep 60 & sleep 30\"\n    timeout: 60s\n",
+    );
+    let child = Command::new(assert_cmd::cargo::cargo_bin!("kgate"))
+        .current_dir(dir.path())
+        .args(["run", "--no-progress", "-o", "out2.json"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let started = Instant::now();
+    // SAFETY: signalling the child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr_of(&out));
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn benchmarks_get_no_runner_tokens_and_tails_never_show_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "ghs_0123456789abcdefSECRET";
+    write(
+        dir.path(),
+        "kgate.yaml",
+        "defaults: {warmup: 0, repetitions: 1}\nbenchmarks:\n  - name: leaks\n    command: \"env > seen.txt; env >&2; exit 1\"\n  - name: allowed\n    command: \"echo token is $GITHUB_TOKEN >&2; exit 1\"\n    pass_env: [GITHUB_TOKEN]\n",
+    );
+    let out = kgate(dir.path())
+        .args(["run", "--no-progress", "-o", "out.json"])
+        .env("GITHUB_TOKEN", secret)
+        .env("ACTIONS_RUNTIME_TOKEN", "runtime-token-value-42")
+        .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "oidc-request-token-value")
+        .env("INPUT_GITHUB-TOKEN", secret)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    let seen = std::fs::read_to_string(dir.path().join("seen.txt")).unwrap();
+    for name in [
+        "GITHUB_TOKEN",
+        "ACTIONS_RUNTIME_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+        "INPUT_GITHUB-TOKEN",
+    ] {
+        assert!(!seen.contains(name), "the benchmark got {name}");
+    }
+    assert!(
+        seen.contains("PATH="),
+        "the rest of the environment is passed"
+    );
+    let err = stderr_of(&out);
+    assert!(!err.contains(secret), "a token was printed:\n{err}");
+    // Passed through on request, and still masked in what kgate prints.
+    assert!(err.contains("token is ***"), "{err}");
+}
+
+#[test]
+fn a_forged_name_cannot_print_a_workflow_command_or_a_terminal_escape() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |v: f64| {
+        format!(
+            "{{\"benchmark\": \"k\\n::error title=forged::pwned\\u001b[2J\", \"metric\": \"kernel_time\\n::warning::x\", \"value\": {v}, \"unit\": \"ns\\u001b]0;title\\u0007\"}}\n"
+        )
+    };
+    let base: String = (0..8).map(|i| line(100.0 + i as f64)).collect();
+    let head: String = (0..8).map(|i| line(200.0 + i as f64)).collect();
+    write(dir.path(), "base.jsonl", &base);
+    write(dir.path(), "head.jsonl", &head);
+    for (input, output) in [("base.jsonl", "base.json"), ("head.jsonl", "head.json")] {
+        let out = kgate(dir.path())
+            .args(["import", "protocol", input, "-o", output])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    }
+    let out = kgate(dir.path())
+        .args(["compare", "base.json", "head.json"])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr_of(&out)
+    );
+    assert!(text.contains("forged"), "{text}");
+    for l in text.lines() {
+        assert!(
+            !l.trim_start().starts_with("::"),
+            "a workflow command: {l:?}"
+        );
+    }
+    assert!(
+        !text.contains('\u{1b}'),
+        "a raw escape reached the terminal"
+    );
+    assert!(!text.contains('\u{7}'));
+}
