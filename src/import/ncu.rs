@@ -8,7 +8,14 @@
 //! records (quoted lines from the `"ID",…` header on) and remembers the profiler's own
 //! messages, so a run without CSV is reported with ncu's words. Values are scaled to base units
 //! (`usecond` → ns, `Gbyte` → byte, `Mhz` → hz); each launch becomes one sample of the kernel
-//! it ran, and launches are aggregated per kernel name.
+//! it ran, and launches are aggregated per kernel name. On the details page a metric is
+//! keyed by its section, its body item (`Body Item Label`: the rows of a roofline chart, or
+//! of one table among several) and its name, so rows that differ only in the body item stay
+//! apart; a row that repeats all three is not imported, and the provenance says so.
+//!
+//! Input is bounded: a line (or a quoted field spanning lines) of more than
+//! [`MAX_LINE_BYTES`] and a file of more than [`MAX_INPUT_BYTES`] are refused, so that a
+//! device or an endless stream ends in an error instead of exhausting memory.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -36,6 +43,14 @@ const IDENTITY_COLUMNS: [&str; 11] = [
     "Device",
     "CC",
 ];
+
+/// The longest line (or quoted field spanning lines) read: a raw-page row of thousands of
+/// metrics is a few hundred kilobytes.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// The most bytes read from one input: beyond any real export (a details page of every
+/// section for tens of thousands of launches), and a bound for an endless stream.
+pub const MAX_INPUT_BYTES: u64 = 8 << 30;
 
 /// The replay-pass count ncu reports on the raw page; kept as provenance, not as a metric.
 pub const REPLAY_PASSES: &str = "profiler__replayer_passes";
@@ -72,6 +87,9 @@ pub struct NcuReport {
     pub not_available: usize,
     /// Cells with a number in a locale that had to be guessed (`1.234,5`), for the record.
     pub regrouped_numbers: usize,
+    /// Details-page rows not imported because an earlier row of the same launch had the same
+    /// section, body item and metric name, by kernel: how many, and the first one.
+    pub repeated_rows: BTreeMap<String, (usize, String)>,
 }
 
 /// A metric: its name, base unit, trust and usual direction.
@@ -147,12 +165,24 @@ pub fn parse_each<R: BufRead>(
     input: R,
     on_launch: &mut OnLaunch<'_>,
 ) -> Result<NcuReport, NcuError> {
-    let mut filter = CsvLines::new(input);
+    let mut filter = CsvLines::new(input, MAX_LINE_BYTES, MAX_INPUT_BYTES);
+    let result = read_csv(&mut filter, on_launch);
+    // A bound that was hit is the story, whatever the CSV reader made of the cut input.
+    match filter.refusal.take() {
+        Some(refusal) => Err(NcuError::Content(refusal)),
+        None => result,
+    }
+}
+
+fn read_csv<R: BufRead>(
+    filter: &mut CsvLines<R>,
+    on_launch: &mut OnLaunch<'_>,
+) -> Result<NcuReport, NcuError> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
         .buffer_capacity(1 << 20)
-        .from_reader(&mut filter);
+        .from_reader(&mut *filter);
     let mut header = csv::ByteRecord::new();
     let has_header = reader.read_byte_record(&mut header).map_err(csv_error)?;
     if !has_header {
@@ -167,7 +197,7 @@ pub fn parse_each<R: BufRead>(
         read_details(&mut reader, &header, on_launch)?
     } else if header.iter().any(|h| h == "Average" || h == "Invocations") {
         return Err(NcuError::Content(
-            "this is a `--print-summary` table, which holds only per-kernel aggregates; export per launch instead (`ncu --csv --page raw` or the details page without --print-summary)".into(),
+            "is an ncu `--print-summary` table, which holds only per-kernel aggregates and no launch kgate could take as a sample; export per launch instead (`ncu --csv --page raw`, or the details page without --print-summary)".into(),
         ));
     } else {
         read_raw(&mut reader, &header, on_launch)?
@@ -175,7 +205,7 @@ pub fn parse_each<R: BufRead>(
     drop(reader);
     if report.launch_count == 0 {
         return Err(NcuError::Content(format!(
-            "the CSV header is there but no kernel launch follows it{}",
+            "holds the ncu CSV header but no kernel launch after it, so there is nothing to import; the profiled run may have stopped before its first kernel finished{}",
             filter.last_messages()
         )));
     }
@@ -190,7 +220,7 @@ fn csv_error(e: csv::Error) -> NcuError {
 fn column(header: &[String], name: &str) -> Result<usize, NcuError> {
     header.iter().position(|h| h == name).ok_or_else(|| {
         NcuError::Content(format!(
-            "the CSV header has no `{name}` column; expected ncu `--csv` output (details or raw page)"
+            "its CSV header (`\"ID\",…`) has no `{name}` column, so it is not the details or raw page of ncu `--csv`, the two kgate reads; export with `ncu --csv` (details page) or `ncu --csv --page raw`"
         ))
     })
 }
@@ -204,6 +234,7 @@ fn read_details<R: Read>(
     let id_col = column(header, "ID")?;
     let kernel_col = column(header, "Kernel Name")?;
     let section_col = column(header, "Section Name").ok();
+    let body_col = column(header, "Body Item Label").ok();
     let cc_col = column(header, "CC").ok();
     let name_col = column(header, "Metric Name")?;
     let unit_col = column(header, "Metric Unit")?;
@@ -216,6 +247,7 @@ fn read_details<R: Read>(
     let mut by_id: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut metric_index: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut seen: BTreeSet<(usize, String)> = BTreeSet::new();
+    let mut keys: BTreeSet<(usize, String, String, String)> = BTreeSet::new();
     let mut record = csv::StringRecord::new();
     while reader.read_record(&mut record).map_err(csv_error)? {
         // Ragged rows: fields missing at the end are empty.
@@ -247,13 +279,44 @@ fn read_details<R: Read>(
             continue; // text such as `PolicySpread`, or n/a
         };
         let (unit, factor) = base_unit(cell(unit_col));
-        // Section labels can repeat across sections; the second one is qualified.
-        let mut name = metric.to_string();
+        let section = section_col.map(cell).unwrap_or("").trim();
+        let body = body_col.map(cell).unwrap_or("").trim();
+        // A row of a body item (a roofline chart's rows, one table among several) is named by
+        // its section and body item; other labels can repeat across sections, and the second
+        // one is qualified by its section. A row whose section, body item and metric all
+        // repeat an earlier row of the launch is counted, not imported.
+        if !keys.insert((
+            index,
+            section.to_string(),
+            body.to_string(),
+            metric.to_string(),
+        )) {
+            let entry = report
+                .repeated_rows
+                .entry(key.1.clone())
+                .or_insert_with(|| (0, row_label(section, body, metric)));
+            entry.0 += 1;
+            continue;
+        }
+        let mut name = if body.is_empty() {
+            metric.to_string()
+        } else {
+            format!("{section}: {body}: {metric}")
+        };
         if !seen.insert((index, name.clone())) {
-            let section = section_col.map(cell).unwrap_or("");
             name = format!("{section}: {metric}");
             if !seen.insert((index, name.clone())) {
-                continue;
+                // Distinct keys whose names still meet (a section named like a body item):
+                // the full key names it.
+                name = format!("{section}: {body}: {metric}");
+                if !seen.insert((index, name.clone())) {
+                    let entry = report
+                        .repeated_rows
+                        .entry(key.1.clone())
+                        .or_insert_with(|| (0, row_label(section, body, metric)));
+                    entry.0 += 1;
+                    continue;
+                }
             }
         }
         let metrics = &mut report.metrics;
@@ -270,6 +333,16 @@ fn read_details<R: Read>(
         on_launch(&report.metrics, launch).map_err(NcuError::Content)?;
     }
     Ok(report)
+}
+
+/// A details-page row in words: `Section / body item / Metric`.
+fn row_label(section: &str, body: &str, metric: &str) -> String {
+    [section, body, metric]
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| format!("`{p}`"))
+        .collect::<Vec<_>>()
+        .join(" / ")
 }
 
 /// How a raw-page column is used.
@@ -510,10 +583,18 @@ struct CsvLines<R> {
     started: bool,
     in_quotes: bool,
     messages: Vec<String>,
+    /// The bounds: bytes of one line or quoted record, and of the whole input.
+    max_line: usize,
+    max_input: u64,
+    /// Bytes read so far, and of the quoted record that spans lines.
+    read: u64,
+    record: usize,
+    /// Why the input was refused, when a bound was hit.
+    refusal: Option<String>,
 }
 
 impl<R: BufRead> CsvLines<R> {
-    fn new(inner: R) -> CsvLines<R> {
+    fn new(inner: R, max_line: usize, max_input: u64) -> CsvLines<R> {
         CsvLines {
             inner,
             line: Vec::new(),
@@ -521,7 +602,18 @@ impl<R: BufRead> CsvLines<R> {
             started: false,
             in_quotes: false,
             messages: Vec::new(),
+            max_line,
+            max_input,
+            read: 0,
+            record: 0,
+            refusal: None,
         }
+    }
+
+    /// Stops the input with `refusal` as the reason.
+    fn refuse(&mut self, refusal: String) -> std::io::Error {
+        self.refusal = Some(refusal.clone());
+        std::io::Error::new(std::io::ErrorKind::InvalidData, refusal)
     }
 
     /// Loads the next line that belongs to the CSV; false at the end of the input.
@@ -529,8 +621,25 @@ impl<R: BufRead> CsvLines<R> {
         loop {
             self.line.clear();
             self.pos = 0;
-            if self.inner.read_until(b'\n', &mut self.line)? == 0 {
+            let limit = self.max_line as u64 + 1;
+            let n = (&mut self.inner)
+                .take(limit)
+                .read_until(b'\n', &mut self.line)?;
+            if n == 0 {
                 return Ok(false);
+            }
+            self.read += n as u64;
+            if self.line.len() > self.max_line && self.line.last() != Some(&b'\n') {
+                return Err(self.refuse(format!(
+                    "has a line longer than {}, so it is not ncu `--csv` output (ncu writes one row per line; this looks like binary data or an endless stream); pass the file that `ncu --csv` or `--log-file` wrote",
+                    size_words(self.max_line as u64)
+                )));
+            }
+            if self.read > self.max_input {
+                return Err(self.refuse(format!(
+                    "is larger than {}, more than kgate reads from one ncu export (or an endless stream); export fewer launches per file (`--launch-skip`, `--launch-count`, `--kernel-name`) and pass the files together",
+                    size_words(self.max_input)
+                )));
             }
             if self.line.starts_with("\u{feff}".as_bytes()) {
                 self.line.drain(..3);
@@ -550,6 +659,17 @@ impl<R: BufRead> CsvLines<R> {
                 if quotes % 2 == 1 {
                     self.in_quotes = !self.in_quotes;
                 }
+                self.record = if self.in_quotes {
+                    self.record + self.line.len()
+                } else {
+                    0
+                };
+                if self.record > self.max_line {
+                    return Err(self.refuse(format!(
+                        "has a quoted CSV field that runs on for more than {} without closing, so it is not ncu `--csv` output; pass the file that `ncu --csv` or `--log-file` wrote",
+                        size_words(self.max_line as u64)
+                    )));
+                }
                 if self.line.last() != Some(&b'\n') {
                     self.line.push(b'\n');
                 }
@@ -566,6 +686,9 @@ impl<R: BufRead> CsvLines<R> {
     }
 
     fn no_csv_message(&self) -> String {
+        if self.read == 0 {
+            return "is empty: ncu wrote nothing there; pass the file that `ncu --csv` or `--log-file` wrote (with `--log-file`, the CSV goes to that file, not to standard output)".into();
+        }
         let errors: Vec<&str> = self
             .messages
             .iter()
@@ -574,11 +697,14 @@ impl<R: BufRead> CsvLines<R> {
             .collect();
         if errors.is_empty() {
             format!(
-                "ncu wrote no CSV (no `\"ID\",…` header): no kernel was profiled; check that the program launches a kernel, and ncu's --kernel-name, --launch-skip and --target-processes{}",
+                "ncu wrote no CSV (no `\"ID\",…` header), so there is nothing to import: either no kernel was profiled (check that the program launches a kernel, and ncu's --kernel-name, --launch-skip and --target-processes) or this is not ncu `--csv` output{}",
                 self.last_messages()
             )
         } else {
-            format!("ncu wrote no CSV; it said: {}", errors.join(" "))
+            format!(
+                "ncu wrote no CSV; it said: {} (nothing to import: fix the profiled run and profile again)",
+                errors.join(" ")
+            )
         }
     }
 
@@ -599,6 +725,17 @@ impl<R: BufRead> Read for CsvLines<R> {
         buf[..n].copy_from_slice(&self.line[self.pos..self.pos + n]);
         self.pos += n;
         Ok(n)
+    }
+}
+
+/// A byte count in words: `16 MiB`, `8 GiB`.
+fn size_words(bytes: u64) -> String {
+    if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
+        format!("{} GiB", bytes >> 30)
+    } else if bytes >= 1 << 20 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{bytes} bytes")
     }
 }
 
@@ -773,10 +910,20 @@ fn parse_alongside<R: BufRead + Send>(
 
 /// Provenance details of a report on one benchmark.
 fn annotate(report: &NcuReport, benchmarks: &mut Benchmarks<'_>, name: &str) {
-    annotate_details(
-        report,
-        &mut benchmarks.get(name).result_mut().provenance.details,
-    );
+    let provenance = &mut benchmarks.get(name).result_mut().provenance;
+    annotate_details(report, &mut provenance.details);
+    if let Some(note) = repeated_rows_note(report, name) {
+        provenance.notes.push(note);
+    }
+}
+
+/// The warning for details-page rows of `kernel` that were not imported, if any.
+pub fn repeated_rows_note(report: &NcuReport, kernel: &str) -> Option<String> {
+    let (count, first) = report.repeated_rows.get(kernel)?;
+    let rows = if *count == 1 { "row" } else { "rows" };
+    Some(format!(
+        "{count} details-page {rows} not imported: each repeats the section, body item and metric of an earlier row of the same launch (the first: {first}), so ncu wrote that metric twice"
+    ))
 }
 
 /// Records what a report says about its capture: page, replay passes, device, `n/a` cells.
@@ -812,15 +959,61 @@ pub fn annotate_details(report: &NcuReport, details: &mut BTreeMap<String, Strin
     }
 }
 
-/// The version, when `path` holds `ncu --version` output (small and without CSV).
+/// The version, when `path` holds `ncu --version` output (small and without CSV). At most
+/// 4 KiB are read, so that a device or a stream is left to the CSV reader's bounds.
 fn version_file(path: &Path) -> Option<String> {
     let meta = std::fs::metadata(path).ok()?;
     if meta.len() > 4096 {
         return None;
     }
-    let text = std::fs::read_to_string(path).ok()?;
+    let mut bytes = Vec::new();
+    File::open(path)
+        .ok()?
+        .take(4097)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    if bytes.len() > 4096 {
+        return None;
+    }
+    let text = String::from_utf8(bytes).ok()?;
     if text.contains("\"ID\",") {
         return None;
     }
     parse_version(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn an_endless_stream_of_lines_stops_at_the_input_bound() {
+        let endless = BufReader::new(std::io::repeat(b'\n'));
+        let mut filter = CsvLines::new(endless, 64, 4096);
+        let mut sink = Vec::new();
+        let e = filter.read_to_end(&mut sink).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        assert_eq!(
+            filter.refusal.as_deref(),
+            Some(
+                "is larger than 4096 bytes, more than kgate reads from one ncu export (or an endless stream); export fewer launches per file (`--launch-skip`, `--launch-count`, `--kernel-name`) and pass the files together"
+            )
+        );
+    }
+
+    #[test]
+    fn a_quoted_field_without_end_stops_at_the_line_bound() {
+        let text = format!("\"ID\",\"Kernel Name\"\n\"0\",\"{}", "x\n".repeat(100));
+        let mut filter = CsvLines::new(text.as_bytes(), 64, 1 << 20);
+        let mut sink = Vec::new();
+        assert!(filter.read_to_end(&mut sink).is_err());
+        assert!(
+            filter.refusal.as_deref().is_some_and(
+                |r| r.starts_with("has a quoted CSV field that runs on for more than 64 bytes")
+            ),
+            "{:?}",
+            filter.refusal
+        );
+    }
 }

@@ -161,3 +161,100 @@ fn perf_stat_repeated_runs_csv_and_json_variance_columns() {
         "perf counter `page-faults` is the mean of repeated runs (`perf stat -r`); perf states a spread of ± 0.6 %"
     ));
 }
+
+// --- 3. ncu body items ----------------------------------------------------------------------
+
+#[test]
+fn ncu_body_item_rows_stay_apart_and_a_repeated_row_is_reported() {
+    let r = run("ncu", &[fixture("ncu/body_items_details.csv")]);
+    assert_eq!(r.benchmarks.len(), 1);
+    let b = &r.benchmarks[0];
+    assert_eq!(
+        b.name,
+        "sgemm_kernel(float const*, float const*, float*, int)"
+    );
+    // 22 distinct rows, 22 metrics (17 before: rows that differed only in the body item
+    // were merged or dropped without a word).
+    assert_eq!(
+        b.metrics.len(),
+        22,
+        "{:?}",
+        b.metrics.iter().map(|m| &m.name).collect::<Vec<_>>()
+    );
+    assert_eq!(values(b, "SM Frequency"), [1_395_000_000.0]);
+    let chart = "GPU Speed Of Light Roofline Chart";
+    for (body, hz) in [
+        ("Single Precision Roofline", 1_395_000_000.0),
+        ("Double Precision Roofline", 1_395_000_001.0),
+        ("Single Precision Achieved Value", 1_394_000_000.0),
+        ("Double Precision Achieved Value", 1_394_000_001.0),
+    ] {
+        assert_eq!(values(b, &format!("{chart}: {body}: SM Frequency")), [hz]);
+    }
+    assert_eq!(
+        values(
+            b,
+            &format!("{chart}: Single Precision Roofline: DRAM Bandwidth")
+        ),
+        [3_352_000_000_000.0]
+    );
+    assert_eq!(
+        values(
+            b,
+            &format!("{chart}: Double Precision Achieved Value: DRAM Bandwidth")
+        ),
+        [418_000_000_000.0]
+    );
+    assert_eq!(
+        values(
+            b,
+            &format!(
+                "{chart}: Single Precision Achieved Value: Predicated-On FFMA Operations Per Cycle"
+            )
+        ),
+        [88.5]
+    );
+    assert_eq!(values(b, "Elapsed Cycles"), [508_757.0]);
+    assert_eq!(values(b, "Threads"), [262_144.0]);
+    assert_eq!(
+        b.provenance.notes,
+        [
+            "1 details-page row not imported: each repeats the section, body item and metric of an earlier row of the same launch (the first: `GPU Speed Of Light Roofline Chart` / `Single Precision Roofline` / `DRAM Bandwidth`), so ncu wrote that metric twice"
+        ]
+    );
+}
+
+#[test]
+fn ncu_details_pages_without_body_items_keep_their_names() {
+    let Some(c) = corpus() else { return };
+    let r = run("ncu", &[c.join("ncu/superbenchmark_cublaslt_ncu.log")]);
+    let b = &r.benchmarks[0];
+    assert_eq!(values(b, "SM Frequency"), [1_239_496_049.13]);
+    assert_eq!(values(b, "Elapsed Cycles"), [508_757.0]);
+    assert!(b.provenance.notes.is_empty(), "{:?}", b.provenance.notes);
+}
+
+// --- issue #17: inputs without an end -------------------------------------------------------
+
+#[test]
+fn ncu_import_of_dev_zero_is_refused_with_the_bound() {
+    if !Path::new("/dev/zero").exists() {
+        return;
+    }
+    let e = error("ncu", &[PathBuf::from("/dev/zero")]);
+    assert_eq!(
+        e,
+        "`/dev/zero`: has a line longer than 16 MiB, so it is not ncu `--csv` output (ncu writes one row per line; this looks like binary data or an endless stream); pass the file that `ncu --csv` or `--log-file` wrote"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::kgate(dir.path())
+        .args(["import", "ncu", "/dev/zero"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr_of(&out));
+    assert!(
+        common::stderr_of(&out).contains("has a line longer than 16 MiB"),
+        "{}",
+        common::stderr_of(&out)
+    );
+}
