@@ -8,18 +8,41 @@ pub mod body;
 pub mod client;
 pub mod env;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use env::GithubContext;
 
-/// Why posting from this checkout would be unsafe, or `None` when it is not.
+/// What kgate is about to do with the checked-out code, for the refusal message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrustedAction {
+    /// Post a comment, check run or summary with the job's token.
+    Post,
+    /// Run the benchmarks (and their build steps).
+    RunBenchmarks,
+}
+
+/// Events whose token can write to the base repository while naming a pull request's head.
+const WRITE_TOKEN_EVENTS: &[&str] = &["pull_request_target", "workflow_run"];
+
+/// How deep below the workspace kgate looks for other checkouts.
+const CHECKOUT_SEARCH_DEPTH: usize = 3;
+
+/// Why running or posting from this job would be unsafe, or `None` when it is not.
 ///
-/// A `pull_request_target` workflow runs with a write token and secrets; if it has checked
-/// out the pull request's head from a fork, the code (and the report) came from whoever opened
-/// the pull request, and posting with the write token is the "pwn request" pattern.
-pub fn untrusted_checkout(ctx: &GithubContext, workdir: &Path) -> Option<String> {
-    if ctx.event_name != "pull_request_target" {
+/// A `pull_request_target` (or `workflow_run`) job runs with a write token and secrets. If it
+/// has checked out a fork's code, anywhere, the code (and any report it made) came from whoever
+/// opened the pull request, and running it or posting with the write token is the "pwn request"
+/// pattern. The fork's code counts as checked out in a git work tree whose `HEAD` is the pull
+/// request's head commit or has it as an ancestor (the `refs/pull/N/merge` commit, a local
+/// merge). The work trees looked at are those of `dirs` (the working folder, the
+/// configuration's folder) and every checkout up to three levels below `GITHUB_WORKSPACE`.
+pub fn untrusted_checkout(
+    ctx: &GithubContext,
+    dirs: &[&Path],
+    action: TrustedAction,
+) -> Option<String> {
+    if !WRITE_TOKEN_EVENTS.contains(&ctx.event_name.as_str()) {
         return None;
     }
     let event = &ctx.event;
@@ -33,18 +56,65 @@ pub fn untrusted_checkout(ctx: &GithubContext, workdir: &Path) -> Option<String>
         return None;
     }
     let head_sha = event.head_sha.as_deref()?;
-    let checked_out = Command::new("git")
-        .arg("-C")
-        .arg(workdir)
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())?;
-    (checked_out == head_sha).then(|| {
-        format!(
-            "refusing to post from a `pull_request_target` job that has checked out the fork's head commit {head_sha} ({}): its code and report come from the pull request's author, and this job holds a write token. Run the benchmarks in a `pull_request` workflow and post from a `workflow_run` workflow (docs/github.md, \"Fork pull requests\"), or pass --allow-untrusted-checkout if the job is gated by an approval environment",
-            event.head_repo.as_deref().unwrap_or("deleted fork")
-        )
-    })
+    let mut candidates: Vec<PathBuf> = dirs.iter().map(|d| d.to_path_buf()).collect();
+    if let Some(workspace) = std::env::var_os("GITHUB_WORKSPACE") {
+        candidates.extend(checkouts_below(Path::new(&workspace)));
+    }
+    let holder = candidates.iter().find(|dir| holds_commit(dir, head_sha))?;
+    let doing = match action {
+        TrustedAction::Post => "refusing to post",
+        TrustedAction::RunBenchmarks => "refusing to run benchmarks",
+    };
+    Some(format!(
+        "{doing} from a `{}` job that has checked out the fork's code (commit {head_sha} of {}, or a merge of it) in `{}`: that code, and any report it makes, comes from the pull request's author, and this job holds a write token. Run the benchmarks in a `pull_request` workflow, which gets a read-only token, and post from a `workflow_run` workflow that only downloads the report (docs/github.md, \"Fork pull requests\"); if the job is gated by an approval environment, pass --allow-untrusted-checkout (or set KGATE_ALLOW_UNTRUSTED_CHECKOUT=1)",
+        ctx.event_name,
+        event.head_repo.as_deref().unwrap_or("a deleted fork"),
+        holder.display()
+    ))
+}
+
+/// Git work trees at or below `root`, a few levels deep (`.git` folders or files).
+fn checkouts_below(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut level = vec![root.to_path_buf()];
+    for _ in 0..=CHECKOUT_SEARCH_DEPTH {
+        let mut next = Vec::new();
+        for dir in level {
+            if dir.join(".git").exists() {
+                found.push(dir.clone());
+            }
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+                if is_dir && entry.file_name() != ".git" {
+                    next.push(entry.path());
+                }
+            }
+        }
+        level = next;
+    }
+    found
+}
+
+/// Whether the work tree at `dir` has `commit` checked out, or merged into what is.
+fn holds_commit(dir: &Path, commit: &str) -> bool {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+    };
+    let Some(head) = git(&["rev-parse", "HEAD"]).filter(|o| o.status.success()) else {
+        return false;
+    };
+    if String::from_utf8_lossy(&head.stdout).trim() == commit {
+        return true;
+    }
+    git(&["merge-base", "--is-ancestor", commit, "HEAD"]).is_some_and(|o| o.status.success())
 }

@@ -1029,7 +1029,12 @@ fn comment_refuses_an_untrusted_pull_request_target_checkout() {
     let out = run(&[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("refusing to post from a `pull_request_target` job that has checked out the fork's head commit"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "refusing to post from a `pull_request_target` job that has checked out the fork's code"
+        ),
+        "{stderr}"
+    );
     // Overridden: it goes on (and, without a token, posts nothing and says why).
     let out = run(&["--allow-untrusted-checkout"]);
     assert_eq!(
@@ -1039,6 +1044,109 @@ fn comment_refuses_an_untrusted_pull_request_target_checkout() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("no GitHub token"));
+}
+
+/// A repository whose `HEAD` is a fork's head commit, for the fork-guard tests; returns the
+/// commit.
+fn fork_head(dir: &Path) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q"]);
+    std::fs::write(dir.join("kgate.yaml"), format!(
+        "defaults: {{warmup: 0, repetitions: 1}}\nbenchmarks:\n  - name: pwn\n    command: \"touch '{}'\"\n",
+        dir.join("ran").display()
+    ))
+    .unwrap();
+    git(dir, &["add", "."]);
+    git(dir, &["commit", "-q", "-m", "fork head"]);
+    git(dir, &["rev-parse", "HEAD"])
+}
+
+fn fork_event(dir: &Path, head: &str) -> std::path::PathBuf {
+    let mut event = payload("pull_request_target_fork.json");
+    event["pull_request"]["head"]["sha"] = json!(head);
+    let path = dir.join("event.json");
+    std::fs::write(&path, event.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn the_fork_guard_sees_merge_commits_subfolders_and_benchmark_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let target = |cmd: &mut assert_cmd::Command, event: &Path| {
+        cmd.env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_REPOSITORY", "octo-org/kernels")
+            .env("GITHUB_EVENT_NAME", "pull_request_target")
+            .env("GITHUB_EVENT_PATH", event)
+            .env("GITHUB_WORKSPACE", d)
+            .env("GITHUB_API_URL", "http://127.0.0.1:9")
+            .env_remove("KGATE_ALLOW_UNTRUSTED_CHECKOUT");
+    };
+
+    // 1. The pull request's merge commit checked out: the fork's head is its parent.
+    let merged = d.join("merged");
+    let head = fork_head(&merged);
+    git(&merged, &["checkout", "-q", "-b", "base"]);
+    git(
+        &merged,
+        &["commit", "-q", "--allow-empty", "-m", "merge of the PR"],
+    );
+    let event = fork_event(d, &head);
+    std::fs::write(merged.join("report.json"), report_json(0, 1).to_string()).unwrap();
+    let mut cmd = kgate(&merged);
+    target(&mut cmd, &event);
+    let out = cmd.args(["comment", "report.json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(stderr.contains("refusing to post"), "{stderr}");
+    assert!(stderr.contains("or a merge of it"), "{stderr}");
+
+    // 2. `kgate ci`, `check` and `run` refuse before any benchmark runs.
+    for args in [&["ci"][..], &["check"][..], &["run", "-o", "out.json"][..]] {
+        let mut cmd = kgate(&merged);
+        target(&mut cmd, &event);
+        let out = cmd.args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("refusing to run benchmarks from a `pull_request_target` job"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            !merged.join("ran").exists(),
+            "{args:?} ran the fork's benchmark"
+        );
+    }
+
+    // 3. The base repository at the root, the fork's head in a subfolder: the work tree kgate
+    //    runs in is trusted, but the fork's code sits in the workspace.
+    let base = d.join("base");
+    std::fs::create_dir_all(&base).unwrap();
+    git(&base, &["init", "-q"]);
+    std::fs::write(base.join("report.json"), report_json(0, 1).to_string()).unwrap();
+    git(&base, &["add", "."]);
+    git(&base, &["commit", "-q", "-m", "base"]);
+    let sub_head = fork_head(&base.join("pr"));
+    let event = fork_event(d, &sub_head);
+    let mut cmd = kgate(&base);
+    target(&mut cmd, &event);
+    let out = cmd.args(["comment", "report.json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(stderr.contains("pr`"), "the message names where: {stderr}");
+
+    // 4. The same job with the base checked out only (the safe default) goes on.
+    std::fs::remove_dir_all(base.join("pr")).unwrap();
+    std::fs::remove_dir_all(&merged).unwrap();
+    let mut cmd = kgate(&base);
+    target(&mut cmd, &event);
+    let out = cmd.args(["comment", "report.json"]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

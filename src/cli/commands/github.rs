@@ -15,6 +15,7 @@ use crate::model::verdict::RunVerdict;
 use crate::render;
 
 use crate::cli::{CiArgs, CommentArgs, FailOn, PostArgs};
+use crate::github::TrustedAction;
 use crate::github::body::{self as gh_body, CommentPolicy};
 use crate::github::client::{Conclusion, GithubClient};
 use crate::github::env::{self as gh_env, GithubContext, Level};
@@ -486,11 +487,12 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
     let ctx = GithubContext::from_env()?.context(
         "`kgate comment` needs the GitHub Actions context: GITHUB_REPOSITORY (and GITHUB_EVENT_PATH) are not set",
     )?;
-    if !args.allow_untrusted_checkout
-        && let Some(reason) = crate::github::untrusted_checkout(&ctx, Path::new("."))
-    {
-        bail!(reason);
-    }
+    refuse_untrusted_checkout(
+        Some(&ctx),
+        &[Path::new(".")],
+        TrustedAction::Post,
+        args.allow_untrusted_checkout,
+    )?;
     let job_id = job_id(&args.post, Some(&ctx))?;
     let Some(token) = args.post.token.as_deref().filter(|t| !t.is_empty()) else {
         let posted = Posted {
@@ -544,4 +546,43 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
         gh_env::write_outputs(path, &[("comment-url", url.clone())])?;
     }
     Ok(settle_post_errors(&posted, &args.post, ExitStatus::PASS))
+}
+
+/// Stops a job whose token can write from running or posting a fork's code (see
+/// [`crate::github::untrusted_checkout`]). `allow` is `--allow-untrusted-checkout`;
+/// `KGATE_ALLOW_UNTRUSTED_CHECKOUT=1` does the same for the commands without that flag.
+pub(super) fn refuse_untrusted_checkout(
+    ctx: Option<&GithubContext>,
+    dirs: &[&Path],
+    action: TrustedAction,
+    allow: bool,
+) -> Result<()> {
+    let allowed_by_env =
+        std::env::var("KGATE_ALLOW_UNTRUSTED_CHECKOUT").is_ok_and(|v| v == "1" || v == "true");
+    if allow || allowed_by_env {
+        return Ok(());
+    }
+    let Some(ctx) = ctx else {
+        return Ok(());
+    };
+    match crate::github::untrusted_checkout(ctx, dirs, action) {
+        Some(reason) => bail!(reason),
+        None => Ok(()),
+    }
+}
+
+/// The guard before any benchmark runs: a no-op outside GitHub Actions.
+pub(super) fn refuse_untrusted_run(root: &Path) -> Result<()> {
+    if std::env::var_os("GITHUB_ACTIONS").is_none()
+        && std::env::var_os("GITHUB_EVENT_NAME").is_none()
+    {
+        return Ok(());
+    }
+    let ctx = GithubContext::from_env()?;
+    refuse_untrusted_checkout(
+        ctx.as_ref(),
+        &[Path::new("."), root],
+        TrustedAction::RunBenchmarks,
+        false,
+    )
 }

@@ -144,6 +144,7 @@ fn overrides(selection: &RunSelection) -> Overrides {
 }
 
 fn run_suite(loaded: &LoadedConfig, selection: &RunSelection) -> Result<RunResults> {
+    github::refuse_untrusted_run(&loaded.root)?;
     let plan = Plan::new(&loaded.config, &overrides(selection))?;
     let mut progress = progress::for_stderr(selection.no_progress);
     let revision = Revision {
@@ -263,6 +264,7 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
     };
     let (report, head) = match against {
         Some((reference, tip)) => {
+            github::refuse_untrusted_run(&loaded.root)?;
             let plan = Plan::new(&loaded.config, &overrides(&args.selection))?;
             let (commit, what) = against_commit(&loaded.root, reference, tip)?;
             let tree = Worktree::checkout(&loaded.root, &commit)?;
@@ -541,6 +543,7 @@ fn load_history(paths: &[std::path::PathBuf]) -> Result<Vec<RunResults>> {
 fn calibrate(config_path: &Path, args: CalibrateArgs) -> Result<u8> {
     let loaded = load_config(config_path)?;
     let policy = ComparePolicy::from(&loaded.config.gate);
+    github::refuse_untrusted_run(&loaded.root)?;
     let plan = Plan::new(&loaded.config, &overrides(&args.selection))?;
     let mut progress = progress::for_stderr(args.selection.no_progress);
     let side = |label| Revision {
