@@ -184,13 +184,10 @@ pub fn compare_with_job_medians(
                 pending.extend(evidence.into_iter().map(|(m, e)| (index, m, e)));
                 cmp
             }
-            None => BenchmarkComparison {
-                name: h.name.clone(),
-                verdict: Verdict::New,
-                explanation:
-                    "not in the baseline; this run's numbers become its reference once saved".into(),
-                metrics: Vec::new(),
-            },
+            None => new_benchmark(
+                h,
+                "not in the baseline; this run's numbers become its reference once saved",
+            ),
         };
         benchmarks.push(cmp);
     }
@@ -270,17 +267,36 @@ pub fn compare_with_job_medians(
     }
 }
 
+/// A benchmark with nothing to compare against: `new`, unless it failed in this run, when it
+/// is `missing` with its failure (a failed run has no numbers to become anyone's reference).
+fn new_benchmark(h: &BenchmarkResult, why_new: &str) -> BenchmarkComparison {
+    if h.status == Status::Failed {
+        let why = h
+            .failure
+            .as_ref()
+            .map(|f| f.message.as_str())
+            .unwrap_or("failed");
+        return BenchmarkComparison {
+            name: h.name.clone(),
+            verdict: Verdict::Missing,
+            explanation: format!("failed in the candidate: {why}; it has no baseline either"),
+            metrics: Vec::new(),
+        };
+    }
+    BenchmarkComparison {
+        name: h.name.clone(),
+        verdict: Verdict::New,
+        explanation: why_new.into(),
+        metrics: Vec::new(),
+    }
+}
+
 /// The report when there is nothing to compare against.
 pub fn no_baseline(head: &RunResults, policy: &ComparePolicy, reason: String) -> Report {
     let benchmarks: Vec<_> = head
         .benchmarks
         .iter()
-        .map(|h| BenchmarkComparison {
-            name: h.name.clone(),
-            verdict: Verdict::New,
-            explanation: "no baseline to compare against".into(),
-            metrics: Vec::new(),
-        })
+        .map(|h| new_benchmark(h, "no baseline to compare against"))
         .collect();
     Report {
         schema_version: REPORT_SCHEMA_VERSION,

@@ -215,3 +215,51 @@ fn a_forged_name_cannot_print_a_workflow_command_or_a_terminal_escape() {
     );
     assert!(!text.contains('\u{7}'));
 }
+
+#[test]
+fn a_new_benchmark_that_fails_is_missing_with_its_failure_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "kgate.yaml",
+        "defaults: {warmup: 0, repetitions: 3}\nbenchmarks:\n  - name: ok\n    command: [true]\n  - name: broken\n    command: \"echo no such input >&2; exit 3\"\n",
+    );
+    let out = kgate(dir.path())
+        .args(["run", "--no-progress", "--bench", "ok", "-o", "base.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let out = kgate(dir.path())
+        .args(["run", "--no-progress", "-o", "head.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    let json = kgate(dir.path())
+        .args(["compare", "base.json", "head.json", "--format", "json"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let broken = report["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "broken")
+        .unwrap();
+    assert_eq!(broken["verdict"], "missing");
+    assert_eq!(
+        broken["explanation"],
+        "failed in the candidate: exited with status 3; it has no baseline either"
+    );
+    assert_eq!(report["summary"]["missing"], 1);
+    assert_eq!(report["summary"]["new"], 0);
+    for format in ["markdown", "table"] {
+        let out = kgate(dir.path())
+            .args(["compare", "base.json", "head.json", "--format", format])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains("becomes its reference"), "{format}: {text}");
+        assert!(text.contains("1 missing"), "{format}: {text}");
+        assert!(text.contains("exited with status 3"), "{format}: {text}");
+    }
+}
