@@ -86,6 +86,10 @@ pub enum HistoryError {
         #[source]
         source: serde_json::Error,
     },
+    #[error(
+        "this run is already in the history as `{path}`: a results file is recorded once; record a new run instead"
+    )]
+    AlreadyRecorded { path: PathBuf },
     #[error(transparent)]
     Write(#[from] fsutil::WriteError),
 }
@@ -168,8 +172,12 @@ pub fn key_dir(root: &Path, key: &str) -> PathBuf {
 pub fn record(root: &Path, results: &RunResults) -> Result<PathBuf, HistoryError> {
     let rec = HistoryRecord::from_results(results);
     let path = key_dir(root, &rec.baseline_key).join(rec.file_name());
-    fsutil::write_atomic(&path, rec.to_json().as_bytes(), Overwrite::Refuse)?;
-    Ok(path)
+    match fsutil::write_atomic(&path, rec.to_json().as_bytes(), Overwrite::Refuse) {
+        Ok(()) => Ok(path),
+        // The file name holds a hash of the record: the same run, recorded before.
+        Err(fsutil::WriteError::Exists { .. }) => Err(HistoryError::AlreadyRecorded { path }),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The baseline keys that have a history.

@@ -40,6 +40,34 @@ pub fn resolve(root: &Path, name_or_path: &str) -> Result<PathBuf, BaselineError
     Ok(root.join(BASELINE_DIR).join(format!("{name_or_path}.json")))
 }
 
+/// The names of the baselines in the store, sorted.
+pub fn list(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root.join(BASELINE_DIR))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            name.strip_suffix(".json")
+                .filter(|n| !n.starts_with('.'))
+                .map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// "the stored baselines are `a`, `b`", or that there are none, for messages.
+pub fn listing(root: &Path) -> String {
+    let names = list(root);
+    if names.is_empty() {
+        format!("there are no stored baselines in {BASELINE_DIR}/")
+    } else {
+        let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        format!("the stored baselines are {}", quoted.join(", "))
+    }
+}
+
 /// Stores results as a baseline; refuses to replace an existing one unless `force`.
 pub fn save(path: &Path, results: &RunResults, force: bool) -> Result<(), BaselineError> {
     let overwrite = if force {

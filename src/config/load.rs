@@ -67,13 +67,15 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
                 .map(|l| (l.line(), l.column()))
                 .unwrap_or((0, 0));
             let raw = err.without_snippet().to_string();
-            let message = strip_location_prefix(&raw);
+            let message = plain_message(&strip_location_prefix(&raw));
+            // The path ends in `?` where the library could not name the key it was reading.
+            let key_path = key_path.trim_end_matches(".?").trim_end_matches('?');
             let key = if key_path.is_empty() || key_path == "." {
                 String::new()
             } else {
                 format!(" key `{key_path}`:")
             };
-            let hint = hint_for(&key_path)
+            let hint = hint_for(key_path)
                 .map(|h| format!("\nhint: {h}"))
                 .unwrap_or_default();
             let snippet = snippet(text, line);
@@ -145,9 +147,43 @@ fn snippet(text: &str, line: u64) -> String {
         return String::new();
     }
     match text.lines().nth((line - 1) as usize) {
-        Some(l) => format!("\n  {line:>4} | {l}"),
+        Some(l) => {
+            let shown = crate::model::text::escape_terminal(l);
+            match shown.char_indices().nth(SNIPPET_CHARS) {
+                Some((cut, _)) => format!("\n  {line:>4} | {} …", &shown[..cut]),
+                None => format!("\n  {line:>4} | {shown}"),
+            }
+        }
         None => String::new(),
     }
+}
+
+/// How much of the offending line a message shows.
+const SNIPPET_CHARS: usize = 160;
+
+/// The YAML library's message in the words of a kgate user: what is wrong with the file and
+/// what to do, without the library's option and function names.
+fn plain_message(raw: &str) -> String {
+    if let Some(rest) = raw.strip_prefix("duplicate mapping key: ") {
+        let key = rest.split(", set ").next().unwrap_or(rest);
+        return format!("the key `{key}` appears twice in the same mapping; keep one of them");
+    }
+    if raw.starts_with("multiple YAML documents detected") {
+        return "the file holds more than one YAML document (a `---` line between them); kgate reads one: merge them or remove the second".into();
+    }
+    if let Some(breach) = raw.strip_prefix("budget breached: ") {
+        let what = match breach.split([' ', '{']).next().unwrap_or("") {
+            "Aliases" => "too many alias references (`*name`)",
+            "Anchors" => "too many anchors (`&name`)",
+            "Depth" => "nesting too deep",
+            "Events" | "Nodes" => "too many values",
+            _ => "too much data",
+        };
+        return format!(
+            "the file expands to more than a configuration can hold ({what}); write the values out, or use fewer YAML aliases"
+        );
+    }
+    raw.to_string()
 }
 
 /// Why a capture list may hold only one of the captures that wrap the command.

@@ -471,6 +471,21 @@ benchmarks:
                 "kgate.yaml:4: key `benchmarks[0].env.A`: the value holds a NUL character, which no environment variable can carry",
             ),
             (
+                "benchmarks:\n  - name: a\n    command: ./a\n    name: b\n",
+                "kgate.yaml:4:5: key `benchmarks[0]`: the key `name` appears twice in the same mapping; keep one of them",
+            ),
+            (
+                "benchmarks:\n  - name: a\n    command: ./a\n---\nbenchmarks: []\n",
+                "kgate.yaml:5:1: the file holds more than one YAML document (a `---` line between them); kgate reads one: merge them or remove the second",
+            ),
+            (
+                &format!(
+                    "benchmarks:\n  - name: a\n    command: ./a\n    parameters: {{p: &a x}}\n  - name: b\n    command: [{}]\n",
+                    vec!["*a"; 60_000].join(",")
+                ),
+                "kgate.yaml:6:150015: key `benchmarks[1].command`: the file expands to more than a configuration can hold (too many alias references (`*name`)); write the values out, or use fewer YAML aliases",
+            ),
+            (
                 "benchmarks:\n  - name: a\n    command: ./a\n    pass_env: [\"HOME=x\"]\n",
                 "kgate.yaml:4: key `benchmarks[0].pass_env`: `HOME=x` cannot name an environment variable: names hold neither `=` nor a NUL character",
             ),

@@ -263,3 +263,68 @@ fn a_new_benchmark_that_fails_is_missing_with_its_failure_in_every_format() {
         assert!(text.contains("exited with status 3"), "{format}: {text}");
     }
 }
+
+#[test]
+fn refusals_come_before_the_suite_runs_and_suggest_what_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    write(
+        dir.path(),
+        "kgate.yaml",
+        &format!(
+            "defaults: {{warmup: 0, repetitions: 2}}\nbenchmarks:\n  - name: k\n    command: \"touch '{}'\"\n",
+            marker.display()
+        ),
+    );
+    let out = kgate(dir.path())
+        .args(["baseline", "save", "--no-progress"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    std::fs::remove_file(&marker).unwrap();
+
+    // The baseline exists: refused without running anything.
+    let out = kgate(dir.path())
+        .args(["baseline", "save", "--no-progress"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("baseline `default` already exists"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(!marker.exists(), "the suite ran before the refusal");
+
+    // A named baseline that is not there: refused first, with the ones that are.
+    let out = kgate(dir.path())
+        .args(["check", "--no-progress", "--baseline", "nightly"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr_of(&out);
+    assert!(err.contains("no baseline `nightly`"), "{err}");
+    assert!(err.contains("the stored baselines are `default`"), "{err}");
+    assert!(!marker.exists(), "the suite ran before the refusal");
+
+    // Recording the same results twice names what happened, with no flag that does not exist.
+    let out = kgate(dir.path())
+        .args(["run", "--no-progress", "-o", "r.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    for attempt in 0..2 {
+        let out = kgate(dir.path())
+            .args(["history", "record", "r.json"])
+            .output()
+            .unwrap();
+        let err = stderr_of(&out);
+        if attempt == 0 {
+            assert_eq!(out.status.code(), Some(0), "{err}");
+        } else {
+            assert_eq!(out.status.code(), Some(2), "{err}");
+            assert!(err.contains("this run is already in the history"), "{err}");
+            assert!(!err.contains("--force"), "{err}");
+        }
+    }
+}

@@ -78,6 +78,15 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Commands::Report(args) => render_stored(args),
         Commands::Baseline(BaselineCommand::Save(args)) => {
             let loaded = load_config(&cli.config)?;
+            // Refused before the suite runs, not after minutes of benchmarks.
+            let path = baseline::resolve(&loaded.root, &args.name)?;
+            if !args.force && path.exists() {
+                bail!(
+                    "baseline `{}` already exists at {}; pass --force to replace it, use `kgate baseline update` to see the change of every median first, or save under another name with --name",
+                    args.name,
+                    path.display()
+                );
+            }
             let results = match &args.results {
                 Some(path) => RunResults::load(path)?,
                 None => run_suite(&loaded, &args.selection)?,
@@ -86,7 +95,6 @@ pub fn execute(cli: Cli) -> Result<u8> {
                 report_failures(&results);
                 bail!("not saving a baseline from a run with failed benchmarks");
             }
-            let path = baseline::resolve(&loaded.root, &args.name)?;
             baseline::save(&path, &results, args.force)
                 .with_context(|| format!("cannot save baseline `{}`", args.name))?;
             eprintln!(
@@ -314,6 +322,20 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
                 Some(selection) => run_suite(&loaded, selection),
                 None => Ok(scale::empty_run(&loaded.root)),
             };
+            if args.baseline_ref.is_none()
+                && !path.exists()
+                && args.baseline != baseline::DEFAULT_NAME
+            {
+                // A name someone typed that is not there: a typo, most likely; said before the
+                // suite runs. A missing default baseline is a first run, measured below.
+                bail!(
+                    "no baseline `{}` at {}; {}. Store it with `kgate baseline save --name {}`",
+                    args.baseline,
+                    path.display(),
+                    baseline::listing(&loaded.root),
+                    args.baseline
+                );
+            }
             if args.baseline_ref.is_none() && !path.exists() {
                 let head = run_selected(&selection)?;
                 let reason = format!(
