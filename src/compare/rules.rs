@@ -27,8 +27,12 @@ pub(super) struct Evidence {
 }
 
 pub(super) enum Power {
-    /// Two-sample rank test: base and head values.
-    Samples { base: Vec<f64>, head: Vec<f64> },
+    /// Two-sample rank test: base and head values, and their shift prepared once.
+    Samples {
+        base: Vec<f64>,
+        head: Vec<f64>,
+        shift: RelativeShift,
+    },
     /// Prediction interval: the jobs' history and this job's log-scale distance from its mean.
     Prediction { history: History, distance: f64 },
 }
@@ -37,7 +41,7 @@ impl Evidence {
     /// The two-sided interval of the change at `confidence`, when it can be computed.
     pub(super) fn interval(&self, confidence: f64) -> Option<[f64; 2]> {
         match &self.power {
-            Power::Samples { base, head } => relative_shift(base, head, confidence).map(|s| s.1),
+            Power::Samples { shift, .. } => shift.interval(confidence),
             Power::Prediction { history, distance } => {
                 let w = history.half_width(confidence);
                 Some([(distance - w).exp_m1(), (distance + w).exp_m1()])
@@ -91,23 +95,57 @@ pub(super) fn directional(
     })
 }
 
-/// Hodges–Lehmann change of head against base as a relative change with its interval: on logs
-/// for positive data (a ratio), otherwise relative to the baseline median.
-pub(super) fn relative_shift(
-    base: &[f64],
-    head: &[f64],
-    confidence: f64,
-) -> Option<(f64, [f64; 2])> {
-    let positive = base.iter().chain(head).all(|v| *v > 0.0);
-    if positive {
-        let lb: Vec<f64> = base.iter().map(|v| v.ln()).collect();
-        let lh: Vec<f64> = head.iter().map(|v| v.ln()).collect();
-        stats::hodges_lehmann(&lh, &lb, confidence)
-            .map(|s| (s.shift.exp_m1(), [s.low.exp_m1(), s.high.exp_m1()]))
-    } else {
-        let scale = stats::median(base).map(f64::abs).filter(|m| *m > 0.0)?;
-        stats::hodges_lehmann(head, base, confidence)
-            .map(|s| (s.shift / scale, [s.low / scale, s.high / scale]))
+/// The Hodges–Lehmann change of head against base as a relative change, prepared once per
+/// metric so that its intervals at several levels reuse the sorted samples: on logs for
+/// positive data (a ratio), otherwise relative to the baseline median.
+pub(super) struct RelativeShift {
+    hl: stats::HodgesLehmann,
+    /// The baseline median's magnitude for data that are not all positive; None on logs.
+    scale: Option<f64>,
+}
+
+impl RelativeShift {
+    /// None when the estimate is undefined (empty or non-finite samples, or data that are not
+    /// all positive around a zero baseline median).
+    pub(super) fn new(base: &[f64], head: &[f64]) -> Option<RelativeShift> {
+        let positive = base.iter().chain(head).all(|v| *v > 0.0);
+        if positive {
+            let lb: Vec<f64> = base.iter().map(|v| v.ln()).collect();
+            let lh: Vec<f64> = head.iter().map(|v| v.ln()).collect();
+            Some(RelativeShift {
+                hl: stats::HodgesLehmann::new(&lh, &lb)?,
+                scale: None,
+            })
+        } else {
+            let scale = stats::median(base).map(f64::abs).filter(|m| *m > 0.0)?;
+            Some(RelativeShift {
+                hl: stats::HodgesLehmann::new(head, base)?,
+                scale: Some(scale),
+            })
+        }
+    }
+
+    fn relative(&self, shift: f64) -> f64 {
+        match self.scale {
+            None => shift.exp_m1(),
+            Some(scale) => shift / scale,
+        }
+    }
+
+    /// The estimated relative change.
+    pub(super) fn change(&self) -> f64 {
+        self.relative(self.hl.shift())
+    }
+
+    /// Whether a two-sided interval at `confidence` exists for these sample sizes.
+    pub(super) fn attainable(&self, confidence: f64) -> bool {
+        self.hl.attainable(confidence)
+    }
+
+    /// The two-sided interval of the relative change at `confidence`, when attainable.
+    pub(super) fn interval(&self, confidence: f64) -> Option<[f64; 2]> {
+        let s = self.hl.estimate(confidence)?;
+        Some([self.relative(s.low), self.relative(s.high)])
     }
 }
 
@@ -125,8 +163,8 @@ pub(super) fn rank_evidence(
     ctx: &Context<'_>,
 ) -> Result<Evidence, (String, Option<f64>)> {
     let ps = directional(head, base, direction);
-    let estimate = relative_shift(base, head, 1.0 - ctx.alpha_look);
-    let (Some((p_reg, p_imp, p_two)), Some((change, _))) = (ps, estimate) else {
+    let shift = RelativeShift::new(base, head).filter(|s| s.attainable(1.0 - ctx.alpha_look));
+    let (Some((p_reg, p_imp, p_two)), Some(shift)) = (ps, shift) else {
         let reason = format!(
             "no test possible on these samples ({} baseline, {} candidate): the rank test or the Hodges–Lehmann estimate is undefined for them",
             base.len(),
@@ -134,10 +172,10 @@ pub(super) fn rank_evidence(
         );
         return Err((reason, ps.map(|p| p.2)));
     };
-    let equivalence_ci = relative_shift(base, head, 1.0 - 2.0 * ctx.alpha_look).map(|s| s.1);
+    let equivalence_ci = shift.interval(1.0 - 2.0 * ctx.alpha_look);
     Ok(Evidence {
         method: Method::RankTest,
-        change,
+        change: shift.change(),
         equivalence_ci,
         p_two,
         p_reg,
@@ -145,6 +183,7 @@ pub(super) fn rank_evidence(
         power: Power::Samples {
             base: base.to_vec(),
             head: head.to_vec(),
+            shift,
         },
         basis: format!("{} vs {} repetitions", base.len(), head.len()),
     })
@@ -290,7 +329,7 @@ pub(super) fn decide(
     // The level a single regression faces: BH and Holm both reduce to alpha / m for it.
     let single = alpha / family.max(1) as f64;
     let floor_blocks = match &e.power {
-        Power::Samples { base, head } => {
+        Power::Samples { base, head, .. } => {
             let floor = inference::mwu_floor(base.len(), head.len());
             (floor > single).then_some(floor)
         }
@@ -315,7 +354,7 @@ pub(super) fn decide(
     out.ci_level = ci.map(|_| ci_level);
     out.mde = match (&e.power, floor_blocks, ci) {
         (_, Some(_), _) => None,
-        (Power::Samples { base, head }, None, ci) => {
+        (Power::Samples { base, head, .. }, None, ci) => {
             inference::min_detectable_change(base, head, single, ci.map(|c| (c, ci_level)))
         }
         (Power::Prediction { history, .. }, None, _) => {

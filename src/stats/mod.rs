@@ -319,46 +319,164 @@ pub fn mann_whitney_with(
     })
 }
 
-/// All m*n differences x_i - y_j, ascending.
-fn sorted_diffs(x: &[f64], y: &[f64]) -> Vec<f64> {
-    let mut diffs = Vec::with_capacity(x.len() * y.len());
-    for a in x {
-        diffs.extend(y.iter().map(|b| a - b));
+/// The m·n pairwise differences x_i − y_j of two samples, held as the two samples sorted:
+/// their order statistics are found by selection, without materialising the differences
+/// (O(m + n) memory, O((m + n) log(m·n)) expected time per selection).
+///
+/// Rounded subtraction is monotone, so with x ascending and y descending the difference
+/// `x[i] - y[j]` (as computed in f64) does not decrease along either index, also under
+/// `f64::total_cmp` with signed zeros: a matrix sorted by rows and by columns. The selection is
+/// Monahan's for such a matrix: each row keeps the range of its entries that may still be the
+/// k-th; a pivot drawn from those candidates is counted against every row in one staircase
+/// walk, and the rows' ranges shrink to the side that holds the k-th, until the candidates
+/// are few enough (m + n) to select among directly. The answer is one of the computed
+/// differences, the same bits as sorting all of them.
+#[derive(Debug, Clone)]
+pub struct PairwiseDifferences {
+    xs: Vec<f64>,
+    ys: Vec<f64>,
+}
+
+impl PairwiseDifferences {
+    /// None when either side is empty or holds a non-finite value.
+    pub fn new(x: &[f64], y: &[f64]) -> Option<PairwiseDifferences> {
+        valid_pair(x, y).then(|| PairwiseDifferences {
+            xs: sorted_copy(x),
+            ys: sorted_copy(y),
+        })
     }
-    diffs.sort_by(f64::total_cmp);
-    diffs
+
+    /// m·n, the number of differences.
+    pub fn len(&self) -> usize {
+        self.xs.len() * self.ys.len()
+    }
+
+    /// Always false: both samples are non-empty.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Entry (i, c) of the matrix: x_i minus the c-th largest y.
+    fn at(&self, i: usize, c: usize) -> f64 {
+        self.xs[i] - self.ys[self.ys.len() - 1 - c]
+    }
+
+    /// For each row, into `out`, the number of its entries below `p` (or at most `p` when
+    /// `inclusive`) in the total order; returns their sum. Rows do not decrease downwards,
+    /// so the counts do not increase and one walk finds them all.
+    fn counts(&self, p: f64, inclusive: bool, out: &mut [usize]) -> usize {
+        let mut c = self.ys.len();
+        let mut total = 0;
+        for (i, slot) in out.iter_mut().enumerate() {
+            while c > 0 {
+                let order = self.at(i, c - 1).total_cmp(&p);
+                if order.is_lt() || (inclusive && order.is_eq()) {
+                    break;
+                }
+                c -= 1;
+            }
+            *slot = c;
+            total += c;
+        }
+        total
+    }
+
+    /// The k-th smallest difference, 1-indexed; None unless 1 <= k <= m·n.
+    pub fn kth(&self, k: usize) -> Option<f64> {
+        if k == 0 || k > self.len() {
+            return None;
+        }
+        let (m, n) = (self.xs.len(), self.ys.len());
+        // Row i's candidates are columns lo[i]..hi[i]: entries above the last pivot found to
+        // lie below the k-th and below the last one found to lie above it.
+        let mut lo = vec![0; m];
+        let mut hi = vec![n; m];
+        let mut scratch = vec![0; m];
+        // Entries known to come before the candidates (the sum of lo).
+        let mut before = 0;
+        // A fixed-seed xorshift for pivots: the answer does not depend on them, only the time.
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64 ^ k as u64;
+        loop {
+            let total: usize = lo.iter().zip(&hi).map(|(l, h)| h - l).sum();
+            if total <= m + n {
+                let mut candidates = Vec::with_capacity(total);
+                for (i, (&l, &h)) in lo.iter().zip(&hi).enumerate() {
+                    candidates.extend((l..h).map(|c| self.at(i, c)));
+                }
+                let (_, kth, _) = candidates.select_nth_unstable_by(k - 1 - before, f64::total_cmp);
+                return Some(*kth);
+            }
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let mut r = (state % total as u64) as usize;
+            let mut pivot = f64::NAN;
+            for (i, (&l, &h)) in lo.iter().zip(&hi).enumerate() {
+                if r < h - l {
+                    pivot = self.at(i, l + r);
+                    break;
+                }
+                r -= h - l;
+            }
+            if self.counts(pivot, false, &mut scratch) >= k {
+                // The k-th is below the pivot.
+                std::mem::swap(&mut hi, &mut scratch);
+                continue;
+            }
+            let at_most = self.counts(pivot, true, &mut scratch);
+            if at_most < k {
+                // The k-th is above the pivot.
+                std::mem::swap(&mut lo, &mut scratch);
+                before = at_most;
+                continue;
+            }
+            return Some(pivot);
+        }
+    }
+
+    /// The (k+1)-th smallest difference, given `v`, the k-th: `v` again when it repeats,
+    /// else the smallest difference above it. One walk.
+    fn successor(&self, v: f64, k: usize) -> Option<f64> {
+        let mut at_most = vec![0; self.xs.len()];
+        if self.counts(v, true, &mut at_most) > k {
+            return Some(v);
+        }
+        at_most
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c < self.ys.len())
+            .map(|(i, &c)| self.at(i, c))
+            .min_by(f64::total_cmp)
+    }
+
+    /// The median of the differences (the mean of the two middle ones when m·n is even).
+    pub fn median(&self) -> f64 {
+        let len = self.len();
+        if len % 2 == 1 {
+            return self.kth(len / 2 + 1).unwrap_or(f64::NAN);
+        }
+        let lower = self.kth(len / 2).unwrap_or(f64::NAN);
+        let upper = self.successor(lower, len / 2).unwrap_or(f64::NAN);
+        (lower + upper) / 2.0
+    }
 }
 
-/// Hodges–Lehmann shift with its distribution-free interval.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ShiftEstimate {
-    pub shift: f64,
-    pub low: f64,
-    pub high: f64,
-    pub achieved_confidence: f64,
-    pub method: MwuMethod,
-}
-
-/// Hodges–Lehmann estimate of the shift x - y (median of pairwise differences
-/// x_i - y_j) with the distribution-free two-sided confidence interval at
-/// `confidence` (e.g. 0.99), following R's wilcox.test(conf.int=TRUE): exact
-/// critical rank from the exact null distribution when there are no ties and
-/// m*n <= 10_000, else the normal-approximation critical rank with a
-/// tie-corrected sigma. Returns None when inputs are empty or non-finite, when
-/// `confidence` is not in (0, 1), and when the critical rank would be 0 (the
-/// requested confidence is not attainable with these sample sizes).
-pub fn hodges_lehmann(x: &[f64], y: &[f64], confidence: f64) -> Option<ShiftEstimate> {
-    if !(valid_pair(x, y) && confidence > 0.0 && confidence < 1.0) {
+/// The critical rank qu of the two-sided interval at `confidence` for samples of sizes m and
+/// n with the pooled sample's tie groups, its achieved confidence and how it was found:
+/// exact when there are no ties and m·n <= 10_000, else the normal approximation. None when
+/// the confidence is not in (0, 1) or not attainable (qu would be 0).
+fn critical_rank(
+    m: usize,
+    n: usize,
+    ties: &[usize],
+    confidence: f64,
+) -> Option<(usize, f64, MwuMethod)> {
+    if !(confidence > 0.0 && confidence < 1.0) {
         return None;
     }
-    let (m, n) = (x.len(), y.len());
     let mn = m * n;
     let alpha = 1.0 - confidence;
-    let diffs = sorted_diffs(x, y);
-    let shift = median_sorted(&diffs);
-    let (_, ties) = u_statistic(x, y);
-
-    let (qu, achieved_confidence, method) = if ties.is_empty() && mn <= EXACT_AUTO_LIMIT {
+    if ties.is_empty() && mn <= EXACT_AUTO_LIMIT {
         let pmf = exact_null_pmf(m, n);
         // Smallest q with P(U <= q) >= alpha/2 (R's qwilcox, same fuzz).
         let target = alpha / 2.0 - 10.0 * f64::EPSILON;
@@ -372,32 +490,96 @@ pub fn hodges_lehmann(x: &[f64], y: &[f64], confidence: f64) -> Option<ShiftEsti
             return None;
         }
         let achieved = 1.0 - 2.0 * cdf_from_pmf(&pmf, qu - 1);
-        (qu, achieved, MwuMethod::Exact)
+        Some((qu, achieved, MwuMethod::Exact))
     } else {
-        let sigma = sigma_u(m, n, &ties);
+        let sigma = sigma_u(m, n, ties);
         let mu = mn as f64 / 2.0;
         if sigma <= 0.0 {
             // All values tied, so every difference equals the shift.
-            (1, 1.0, MwuMethod::Asymptotic)
-        } else {
-            let normal = Normal::standard();
-            let z = normal.inverse_cdf(1.0 - alpha / 2.0);
-            let q = (mu - z * sigma).floor();
-            if q < 1.0 {
-                return None;
-            }
-            // Normal approximation (with continuity) of 1 - 2 P(U <= qu - 1).
-            let achieved = 1.0 - 2.0 * normal.cdf((q - 0.5 - mu) / sigma);
-            (q as usize, achieved, MwuMethod::Asymptotic)
+            return Some((1, 1.0, MwuMethod::Asymptotic));
         }
-    };
-    Some(ShiftEstimate {
-        shift,
-        low: diffs[qu - 1],
-        high: diffs[mn - qu],
-        achieved_confidence,
-        method,
-    })
+        let normal = Normal::standard();
+        let z = normal.inverse_cdf(1.0 - alpha / 2.0);
+        let q = (mu - z * sigma).floor();
+        if q < 1.0 {
+            return None;
+        }
+        // Normal approximation (with continuity) of 1 - 2 P(U <= qu - 1).
+        let achieved = 1.0 - 2.0 * normal.cdf((q - 0.5 - mu) / sigma);
+        Some((q as usize, achieved, MwuMethod::Asymptotic))
+    }
+}
+
+/// Hodges–Lehmann shift with its distribution-free interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShiftEstimate {
+    pub shift: f64,
+    pub low: f64,
+    pub high: f64,
+    pub achieved_confidence: f64,
+    pub method: MwuMethod,
+}
+
+/// Two samples prepared for the Hodges–Lehmann shift of x − y: the sorted samples, the tie
+/// groups of the pooled sample and the point estimate, computed once, so that intervals at
+/// several confidence levels cost a few selections each.
+#[derive(Debug, Clone)]
+pub struct HodgesLehmann {
+    diffs: PairwiseDifferences,
+    ties: Vec<usize>,
+    shift: f64,
+}
+
+impl HodgesLehmann {
+    /// None when either side is empty or holds a non-finite value.
+    pub fn new(x: &[f64], y: &[f64]) -> Option<HodgesLehmann> {
+        let diffs = PairwiseDifferences::new(x, y)?;
+        let (_, ties) = u_statistic(x, y);
+        let shift = diffs.median();
+        Some(HodgesLehmann { diffs, ties, shift })
+    }
+
+    /// The estimate: the median of the pairwise differences.
+    pub fn shift(&self) -> f64 {
+        self.shift
+    }
+
+    /// Whether the two-sided interval at `confidence` is attainable with these sample sizes
+    /// (see [`hodges_lehmann`]); no selection is needed to tell.
+    pub fn attainable(&self, confidence: f64) -> bool {
+        let (m, n) = (self.diffs.xs.len(), self.diffs.ys.len());
+        critical_rank(m, n, &self.ties, confidence).is_some()
+    }
+
+    /// The estimate with its two-sided interval at `confidence` (see [`hodges_lehmann`]).
+    pub fn estimate(&self, confidence: f64) -> Option<ShiftEstimate> {
+        let (m, n) = (self.diffs.xs.len(), self.diffs.ys.len());
+        let (qu, achieved_confidence, method) = critical_rank(m, n, &self.ties, confidence)?;
+        Some(ShiftEstimate {
+            shift: self.shift,
+            low: self.diffs.kth(qu)?,
+            high: self.diffs.kth(m * n + 1 - qu)?,
+            achieved_confidence,
+            method,
+        })
+    }
+}
+
+/// Hodges–Lehmann estimate of the shift x - y (median of pairwise differences
+/// x_i - y_j) with the distribution-free two-sided confidence interval at
+/// `confidence` (e.g. 0.99), following R's wilcox.test(conf.int=TRUE): exact
+/// critical rank from the exact null distribution when there are no ties and
+/// m*n <= 10_000, else the normal-approximation critical rank with a
+/// tie-corrected sigma. Returns None when inputs are empty or non-finite, when
+/// `confidence` is not in (0, 1), and when the critical rank would be 0 (the
+/// requested confidence is not attainable with these sample sizes). The
+/// differences are never materialised (see [`PairwiseDifferences`]); for
+/// intervals at several levels, prepare a [`HodgesLehmann`] once.
+pub fn hodges_lehmann(x: &[f64], y: &[f64], confidence: f64) -> Option<ShiftEstimate> {
+    if !(valid_pair(x, y) && confidence > 0.0 && confidence < 1.0) {
+        return None;
+    }
+    HodgesLehmann::new(x, y)?.estimate(confidence)
 }
 
 #[cfg(test)]
@@ -414,6 +596,34 @@ mod tests {
     const NEW: [f64; 10] = [101.9, 102.3, 101.5, 102.8, 101.7, 102.1, 102.5, 101.6, 102.0, 102.4];
     const HW_X: [f64; 10] = [0.80, 0.83, 1.89, 1.04, 1.45, 1.38, 1.91, 1.64, 0.73, 1.46];
     const HW_Y: [f64; 5] = [1.15, 0.88, 0.90, 0.74, 1.21];
+
+    /// All m*n differences x_i - y_j, ascending: the brute force the selection replaces.
+    fn sorted_diffs(x: &[f64], y: &[f64]) -> Vec<f64> {
+        let mut diffs = Vec::with_capacity(x.len() * y.len());
+        for a in x {
+            diffs.extend(y.iter().map(|b| a - b));
+        }
+        diffs.sort_by(f64::total_cmp);
+        diffs
+    }
+
+    /// The Hodges–Lehmann estimate over materialised differences, as computed before
+    /// selection replaced it: the median and the critical ranks read off the sorted list.
+    fn hodges_lehmann_brute(x: &[f64], y: &[f64], confidence: f64) -> Option<ShiftEstimate> {
+        if !(valid_pair(x, y) && confidence > 0.0 && confidence < 1.0) {
+            return None;
+        }
+        let diffs = sorted_diffs(x, y);
+        let (_, ties) = u_statistic(x, y);
+        let (qu, achieved_confidence, method) = critical_rank(x.len(), y.len(), &ties, confidence)?;
+        Some(ShiftEstimate {
+            shift: median_sorted(&diffs),
+            low: diffs[qu - 1],
+            high: diffs[diffs.len() - qu],
+            achieved_confidence,
+            method,
+        })
+    }
 
     fn abs_close(got: f64, want: f64) {
         assert!((got - want).abs() <= 1e-12, "got {got}, want {want}");
@@ -590,6 +800,119 @@ mod tests {
         let y: Vec<f64> = (0..10).map(|i| f64::from(i) + 9.0).collect();
         let m = hl(&x, &y, 0.95, [-9.0, -12.0, -6.0], 0.0450737863162323, 1e-9);
         assert_eq!(m, Asymptotic);
+    }
+
+    /// A small random sample drawn to make ties, duplicates, signed zeros, huge magnitudes
+    /// (whose differences overflow to infinity) and near-equal values likely.
+    fn awkward_sample(rng: &mut crate::stats::inference::Xorshift, len: usize) -> Vec<f64> {
+        let pool = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.1,
+            0.2,
+            0.30000000000000004,
+            1e308,
+            -1e308,
+            f64::MIN_POSITIVE,
+            -5e-324,
+            100.2,
+            101.1,
+        ];
+        (0..len)
+            .map(|_| match rng.next_u64() % 4 {
+                0 => pool[(rng.next_u64() % pool.len() as u64) as usize],
+                1 => (rng.next_u64() % 5) as f64,
+                2 => rng.normal() * 1e3,
+                _ => (rng.uniform() * 10.0).ln(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn selection_matches_the_sorted_differences_bit_for_bit() {
+        let mut rng = crate::stats::inference::Xorshift::new(20_260_117);
+        let mut compared = 0;
+        for trial in 0..3_000 {
+            let m = 1 + (rng.next_u64() % 12) as usize;
+            let n = 1 + (rng.next_u64() % 12) as usize;
+            let (x, y) = (awkward_sample(&mut rng, m), awkward_sample(&mut rng, n));
+            let want = sorted_diffs(&x, &y);
+            let d = PairwiseDifferences::new(&x, &y).unwrap();
+            assert_eq!(d.len(), want.len());
+            assert_eq!(d.kth(0), None);
+            assert_eq!(d.kth(want.len() + 1), None);
+            for (k, w) in want.iter().enumerate() {
+                let got = d.kth(k + 1).unwrap();
+                assert_eq!(
+                    got.to_bits(),
+                    w.to_bits(),
+                    "trial {trial} k {k}: {x:?} - {y:?}"
+                );
+            }
+            assert_eq!(
+                d.median().to_bits(),
+                median_sorted(&want).to_bits(),
+                "trial {trial}"
+            );
+            for conf in [0.5, 0.8, 0.9, 0.95, 0.98, 0.99] {
+                let (got, brute) = (
+                    hodges_lehmann(&x, &y, conf),
+                    hodges_lehmann_brute(&x, &y, conf),
+                );
+                let bits = |e: Option<ShiftEstimate>| {
+                    e.map(|e| {
+                        let b = [e.shift, e.low, e.high, e.achieved_confidence].map(f64::to_bits);
+                        (b, e.method)
+                    })
+                };
+                assert_eq!(bits(got), bits(brute), "trial {trial} at {conf}");
+                compared += usize::from(got.is_some());
+            }
+        }
+        assert!(compared > 5_000, "{compared}");
+    }
+
+    #[test]
+    fn selection_matches_on_larger_tied_and_untied_samples() {
+        let mut rng = crate::stats::inference::Xorshift::new(7);
+        for trial in 0..40 {
+            let (m, n) = (
+                50 + (rng.next_u64() % 150) as usize,
+                50 + (rng.next_u64() % 150) as usize,
+            );
+            // Half the trials on a coarse grid (many ties), half continuous.
+            let draw = |rng: &mut crate::stats::inference::Xorshift| {
+                let v = 100.0 * (0.05 * rng.normal()).exp();
+                if trial % 2 == 0 {
+                    (v * 4.0).round() / 4.0
+                } else {
+                    v
+                }
+            };
+            let x: Vec<f64> = (0..m).map(|_| draw(&mut rng)).collect();
+            let y: Vec<f64> = (0..n).map(|_| draw(&mut rng)).collect();
+            let prepared = HodgesLehmann::new(&x, &y).unwrap();
+            for conf in [0.9, 0.98, 0.99, 0.9999] {
+                assert_eq!(
+                    prepared.estimate(conf),
+                    hodges_lehmann_brute(&x, &y, conf),
+                    "trial {trial} at {conf}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_hundred_thousand_a_side_needs_no_quadratic_memory() {
+        // 10^10 differences would be 80 GB; the selection holds the two samples.
+        let x: Vec<f64> = (0..100_000).map(|i| f64::from(i) * 1e-3 + 0.25).collect();
+        let y: Vec<f64> = (0..100_000).map(|i| f64::from(i) * 1e-3).collect();
+        let e = hodges_lehmann(&x, &y, 0.99).unwrap();
+        assert_eq!(e.method, Asymptotic);
+        assert!((e.shift - 0.25).abs() < 1e-9, "{e:?}");
+        assert!(e.low < e.shift && e.shift < e.high, "{e:?}");
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod cpu_capture;
 mod cpu_corpus;
 mod github;
 mod hardening;
+mod hardening_inputs;
 mod import_formats;
 mod injection;
 mod ncu_capture;

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Speed and memory of `kgate compare` on large samples and on many benchmarks.
+
+Writes two results files per case in a temporary folder (seeded log-normal timings, the
+candidate 2 % slower), then runs `kgate compare BASE HEAD --format json` --runs times (default
+5) under `/usr/bin/time -v` and prints the median wall time, the largest peak resident memory
+and the exit status. Cases:
+
+  * one benchmark, one metric, 20,000 samples a side;
+  * one benchmark, one metric, 100,000 samples a side;
+  * 1,000 benchmarks x 20 metrics x 30 samples a side.
+
+Usage (from the repository root):
+
+    cargo build --release
+    python3 scripts/bench_compare.py [--runs 5] [--kgate target/release/kgate] [--case NAME]
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+CASES = {
+    "20k": (1, 1, 20_000),
+    "100k": (1, 1, 100_000),
+    "1000x20x30": (1_000, 20, 30),
+}
+
+
+def results(benchmarks, metrics, samples, shift, seed, commit):
+    rng = random.Random(seed)
+    benches = []
+    for b in range(benchmarks):
+        ms = []
+        for m in range(metrics):
+            centre = 1_000.0 * (1 + b % 7) * (1 + m % 5)
+            values = [centre * shift * rng.lognormvariate(0.0, 0.05) for _ in range(samples)]
+            ms.append(
+                {
+                    "name": f"metric_{m}",
+                    "unit": "ns",
+                    "source": "timer",
+                    "direction": "lower",
+                    "gate": {"gates": True, "threshold": 0.05},
+                    "values": values,
+                    "repetition": list(range(samples)),
+                }
+            )
+        benches.append(
+            {
+                "name": f"bench_{b}",
+                "status": "ok",
+                "warmup": 0,
+                "repetitions": samples,
+                "metrics": ms,
+                "provenance": {"captures": ["protocol"]},
+            }
+        )
+    return {
+        "schema_version": 1,
+        "kgate_version": "0.1.0",
+        "created": "2026-01-01T00:00:00Z",
+        "environment": {
+            "cpu_model": "bench",
+            "cores": 4,
+            "arch": "x86_64",
+            "os": "Linux",
+            "kernel": "6.1",
+            "kgate_version": "0.1.0",
+            "git": {"commit": commit, "dirty": False},
+            "tools": {},
+        },
+        "benchmarks": benches,
+    }
+
+
+def measure(kgate, base, head, runs):
+    times, peaks, codes = [], [], set()
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.run(
+            ["/usr/bin/time", "-v", kgate, "compare", base, head, "--format", "json"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        times.append(time.perf_counter() - start)
+        found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
+        peaks.append(int(found.group(1)) if found else 0)
+        status = re.search(r"Exit status: (\d+)", proc.stderr)
+        codes.add(int(status.group(1)) if status else proc.returncode)
+    return statistics.median(times), max(peaks), sorted(codes)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--kgate", default="target/release/kgate")
+    parser.add_argument("--case", choices=sorted(CASES), action="append")
+    args = parser.parse_args()
+    kgate = os.path.abspath(args.kgate)
+    if not os.path.exists(kgate):
+        sys.exit(f"{args.kgate} not found: run `cargo build --release` first")
+    print(f"{'case':<12} {'median s':>10} {'peak MB':>9}  exit")
+    with tempfile.TemporaryDirectory() as dir:
+        for name in args.case or list(CASES):
+            benchmarks, metrics, samples = CASES[name]
+            base = os.path.join(dir, f"{name}-base.json")
+            head = os.path.join(dir, f"{name}-head.json")
+            with open(base, "w") as f:
+                json.dump(results(benchmarks, metrics, samples, 1.0, 1, "a"), f)
+            with open(head, "w") as f:
+                json.dump(results(benchmarks, metrics, samples, 1.02, 2, "b"), f)
+            secs, peak_kb, codes = measure(kgate, base, head, args.runs)
+            print(
+                f"{name:<12} {secs:>10.3f} {peak_kb / 1024:>9.1f}  {','.join(map(str, codes))}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
