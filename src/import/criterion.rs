@@ -6,13 +6,16 @@
 //! sample of `time` per iteration, which is what the rank test needs; otherwise the mean point
 //! estimate is the one sample and the provenance says so. The benchmark is named by
 //! `benchmark.json`'s `full_id` when present, else by the folder above `new/`.
+//!
+//! Criterion 0.2 and older wrote another schema (capitalized statistics, `{"Mean": …}`); it is
+//! refused with that story and the way out (Criterion 0.3 or newer), not as a missing key.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use super::builder::Benchmarks;
-use super::gbench::read_json;
+use super::input;
 use super::{ImportContext, ImportError, Importer, Policies};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
@@ -24,10 +27,29 @@ fn content(path: &Path, message: String) -> ImportError {
     }
 }
 
+fn read_json(path: &Path) -> Result<Value, ImportError> {
+    input::read_json(path, "Criterion")
+}
+
+/// The statistics of Criterion 0.2 and older, whose `estimates.json` names them capitalized.
+const OLD_STATISTICS: [&str; 5] = ["Mean", "Median", "MedianAbsDev", "Slope", "StdDev"];
+
+/// Why `estimates` cannot be read: an old schema, or not Criterion's file at all.
+fn refusal(estimates: &Value) -> String {
+    let old = estimates
+        .as_object()
+        .is_some_and(|o| OLD_STATISTICS.iter().any(|k| o.contains_key(*k)));
+    if old {
+        "is an `estimates.json` in the schema of Criterion 0.2 or older (`Mean`, `Median`, … capitalized), which kgate does not read: re-run the benchmarks with Criterion 0.3 or newer and import `target/criterion/<id>/new/estimates.json`".into()
+    } else {
+        "has no `mean.point_estimate`, so it is not Criterion's `estimates.json`: import `target/criterion/<id>/new/estimates.json` (or that `new/` folder), which Criterion 0.3 and newer write".into()
+    }
+}
+
 /// The name of the benchmark whose `estimates.json` is `path`.
 fn benchmark_name(path: &Path) -> String {
     let dir = path.parent().unwrap_or(Path::new("."));
-    if let Ok(doc) = read_json(&dir.join("benchmark.json"), false)
+    if let Ok(doc) = read_json(&dir.join("benchmark.json"))
         && let Some(id) = doc.get("full_id").and_then(Value::as_str)
     {
         return id.to_string();
@@ -66,47 +88,53 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     let mut benchmarks = Benchmarks::new(policies, "criterion");
     for given in files {
         let path = if given.is_dir() {
-            given.join("estimates.json")
+            let inside = given.join("estimates.json");
+            if !inside.exists() {
+                return Err(content(
+                    given,
+                    "is a folder without `estimates.json`, so not a Criterion benchmark's result folder: pass `target/criterion/<id>/new` (or the `estimates.json` in it)".into(),
+                ));
+            }
+            inside
         } else {
             given.clone()
         };
-        let estimates = read_json(&path, false)?;
+        let estimates = read_json(&path)?;
         benchmarks.file(&path);
         let mean = estimates
             .pointer("/mean/point_estimate")
             .and_then(Value::as_f64)
-            .ok_or_else(|| {
-                content(
-                    &path,
-                    "has no `mean.point_estimate`; expected Criterion's estimates.json".into(),
-                )
-            })?;
+            .ok_or_else(|| content(&path, refusal(&estimates)))?;
         let name = benchmark_name(&path);
         let start = benchmarks.get(&name).result_mut().repetitions;
         let sample_path = path.with_file_name("sample.json");
         let mut n = 0u32;
         if sample_path.exists() {
-            let sample = read_json(&sample_path, false)?;
+            let sample = read_json(&sample_path)?;
             benchmarks.file(&sample_path);
             let iters = sample.get("iters").and_then(Value::as_array);
             let times = sample.get("times").and_then(Value::as_array);
             let (Some(iters), Some(times)) = (iters, times) else {
                 return Err(content(
                     &sample_path,
-                    "has no `iters` and `times` arrays".into(),
+                    "has no `iters` and `times` arrays, so it is not the `sample.json` Criterion 0.3 and newer write; remove it to import the mean estimate alone, or re-run the benchmark".into(),
                 ));
             };
             if iters.len() != times.len() {
                 return Err(content(
                     &sample_path,
-                    format!("has {} `iters` but {} `times`", iters.len(), times.len()),
+                    format!(
+                        "has {} `iters` but {} `times`, so its samples cannot be paired (a truncated or edited file); re-run the benchmark, or remove it to import the mean estimate alone",
+                        iters.len(),
+                        times.len()
+                    ),
                 ));
             }
             for (i, t) in iters.iter().zip(times) {
                 let (Some(i), Some(t)) = (i.as_f64(), t.as_f64()) else {
                     return Err(content(
                         &sample_path,
-                        "holds a non-number in `iters` or `times`".into(),
+                        "holds a non-number in `iters` or `times`, which Criterion never writes (an edited file); re-run the benchmark, or remove it to import the mean estimate alone".into(),
                     ));
                 };
                 if i > 0.0 {

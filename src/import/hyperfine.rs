@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::builder::Benchmarks;
-use super::gbench::read_json;
+use super::input;
 use super::{ImportContext, ImportError, Importer, Policies};
 use crate::model::metric::Source;
 use crate::model::results::{Failure, FailureKind, RunResults, Status};
@@ -38,13 +38,13 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     let mut benchmarks = Benchmarks::new(policies, "hyperfine");
     for path in files {
         benchmarks.file(path);
-        let doc = read_json(path, false)?;
+        let doc = input::read_json(path, "hyperfine `--export-json`")?;
         let results = doc
             .get("results")
             .and_then(Value::as_array)
             .ok_or_else(|| ImportError::Content {
                 path: path.clone(),
-                message: "has no `results` array; expected `hyperfine --export-json` output".into(),
+                message: "has no `results` array, so it is not `hyperfine --export-json` output (perhaps `--export-markdown` or another tool's JSON); export with `hyperfine --export-json FILE`".into(),
             })?;
         for (i, r) in results.iter().enumerate() {
             let command =
@@ -52,7 +52,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     .and_then(Value::as_str)
                     .ok_or_else(|| ImportError::Content {
                         path: path.clone(),
-                        message: format!("results[{i}] has no `command`"),
+                        message: format!("results[{i}] has no `command`, which every hyperfine version writes (an edited or foreign file); export again with `hyperfine --export-json FILE`"),
                     })?;
             let name = command.trim_end_matches("[ERROR]").trim().to_string();
             let times =
@@ -60,13 +60,13 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     .and_then(Value::as_array)
                     .ok_or_else(|| ImportError::Content {
                         path: path.clone(),
-                        message: format!("results[{i}] (`{name}`) has no `times`"),
+                        message: format!("results[{i}] (`{name}`) has no `times`: kgate needs the individual runs, not only their summary; export again with a current hyperfine (`--export-json FILE`)"),
                     })?;
             let start = benchmarks.get(&name).result_mut().repetitions;
             for (k, t) in times.iter().enumerate() {
                 let v = t.as_f64().ok_or_else(|| ImportError::Content {
                     path: path.clone(),
-                    message: format!("results[{i}].times[{k}] is not a number"),
+                    message: format!("results[{i}].times[{k}] is not a number, which hyperfine never writes (an edited file); export again with `hyperfine --export-json FILE`"),
                 })?;
                 let rep = start + k as u32;
                 benchmarks.add(&name, rep, "wall_time", "s", Source::Timer, v)?;

@@ -20,6 +20,7 @@ mod decimal;
 pub mod device;
 pub mod gbench;
 pub mod hyperfine;
+mod input;
 pub mod ncu;
 pub mod protocol;
 pub mod proton;

@@ -730,7 +730,7 @@ impl<R: BufRead> Read for CsvLines<R> {
 
 /// A byte count in words: `16 MiB`, `8 GiB`.
 fn size_words(bytes: u64) -> String {
-    if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
+    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
         format!("{} GiB", bytes >> 30)
     } else if bytes >= 1 << 20 {
         format!("{} MiB", bytes >> 20)

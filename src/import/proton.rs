@@ -3,24 +3,31 @@
 //! A hatchet file is a JSON array: a call tree (frames with `metrics` and `children`) and,
 //! last, the device table. Proton aggregates: a kernel node holds the total `time (ns)` of
 //! `count` launches and no distribution, so each kernel yields one sample per file, the mean
-//! time per launch (`time`, ns, a device timer), plus `count` and the launch-metadata metrics
-//! (`flops8`…`flops64`, `bytes`) per launch. Kernel nodes are the ones carrying
-//! `device_type`; a kernel reached along several paths is summed before dividing. The
+//! time per launch (`time`, ns, a device timer), plus `count` and the other metrics per
+//! launch: launch metadata (`flops8`…`flops64`, `bytes`) and hardware counters
+//! (`sm__cycles_active.avg`-style names, as CUPTI's range profiler reports them, `hardware`).
+//! Kernel nodes are the ones carrying `device_type`, or hardware counters without children.
+//!
+//! A kernel's scopes stay apart: the frames above a kernel (`proton.scope("M=1024")`) are its
+//! scope, and a kernel found under several scopes is one benchmark per scope, named
+//! `SCOPE/KERNEL` with the scope as its `scope` parameter (a kernel under one scope only
+//! keeps its own name). Within one scope, a kernel reached along several paths is summed
+//! before dividing. Proton's own frames (`__proton…`, `<captured_at>`) are no scope. The
 //! devices the kernels ran on, from the device table, are the results' accelerator.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::device::{Device, MEM_MAX_MHZ, SM_MAX_MHZ};
-use super::gbench::read_json;
+use super::input;
 use super::{ImportContext, ImportError, Importer, Policies};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
-/// Totals of one kernel over the tree.
+/// Totals of one kernel in one scope over the tree.
 #[derive(Default)]
 struct Totals {
     count: f64,
@@ -29,32 +36,53 @@ struct Totals {
     device: String,
 }
 
+/// A kernel in a scope: `(scope, kernel)`; the scope is the frames above it joined by `/`.
+type Key = (String, String);
+
+/// Whether a metric key is a hardware counter as CUPTI names them (`unit__counter.rollup`).
+fn is_counter(key: &str) -> bool {
+    key.contains("__") && !key.contains(' ')
+}
+
+/// Whether a frame is Proton's own rather than a scope of the user's.
+fn is_proton_frame(name: &str) -> bool {
+    name.starts_with("__proton") || name == "<captured_at>"
+}
+
 fn walk(
     node: &Value,
     path: &Path,
-    kernels: &mut BTreeMap<String, Totals>,
-    order: &mut Vec<String>,
+    scope: &mut Vec<String>,
+    kernels: &mut BTreeMap<Key, Totals>,
+    order: &mut Vec<Key>,
 ) -> Result<(), ImportError> {
     let metrics = node.get("metrics").and_then(Value::as_object);
+    let children = node.get("children").and_then(Value::as_array);
+    let device_type = metrics
+        .and_then(|m| m.get("device_type"))
+        .and_then(Value::as_str);
+    let counters_only = metrics.is_some_and(|m| m.keys().any(|k| is_counter(k)))
+        && children.is_none_or(|c| c.is_empty());
+    let name = node.pointer("/frame/name").and_then(Value::as_str);
     if let Some(m) = metrics
-        && let Some(device_type) = m.get("device_type").and_then(Value::as_str)
+        && (device_type.is_some() || counters_only)
     {
-        let name = node
-            .pointer("/frame/name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ImportError::Content {
-                path: path.to_path_buf(),
-                message: "a kernel node has no `frame.name`".into(),
-            })?;
-        if !kernels.contains_key(name) {
-            order.push(name.to_string());
+        let name = name.ok_or_else(|| ImportError::Content {
+            path: path.to_path_buf(),
+            message: "has a kernel node without `frame.name`, which Proton always writes (an edited or foreign file); pass the `.hatchet` file `proton.finalize()` wrote".into(),
+        })?;
+        let key = (scope.join("/"), name.to_string());
+        if !kernels.contains_key(&key) {
+            order.push(key.clone());
         }
-        let t = kernels.entry(name.to_string()).or_default();
-        let device_id = m
-            .get("device_id")
-            .map(|d| d.as_str().map_or_else(|| d.to_string(), str::to_string))
-            .unwrap_or_default();
-        t.device = format!("{device_type} {device_id}");
+        let t = kernels.entry(key).or_default();
+        if let Some(device_type) = device_type {
+            let device_id = m
+                .get("device_id")
+                .map(|d| d.as_str().map_or_else(|| d.to_string(), str::to_string))
+                .unwrap_or_default();
+            t.device = format!("{device_type} {device_id}");
+        }
         for (key, value) in m {
             let Some(v) = value.as_f64() else { continue };
             match key.as_str() {
@@ -65,9 +93,20 @@ fn walk(
             }
         }
     }
-    if let Some(children) = node.get("children").and_then(Value::as_array) {
+    if let Some(children) = children {
+        // The root and Proton's own frames are no scope.
+        let pushed = match name {
+            Some(n) if n != "ROOT" && !is_proton_frame(n) && device_type.is_none() => {
+                scope.push(n.to_string());
+                true
+            }
+            _ => false,
+        };
         for c in children {
-            walk(c, path, kernels, order)?;
+            walk(c, path, scope, kernels, order)?;
+        }
+        if pushed {
+            scope.pop();
         }
     }
     Ok(())
@@ -109,40 +148,69 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     let mut benchmarks = Benchmarks::new(policies, "proton");
     for path in files {
         benchmarks.file(path);
-        let doc = read_json(path, false)?;
-        let parts =
-            doc.as_array()
-                .filter(|a| !a.is_empty())
-                .ok_or_else(|| {
-                    ImportError::Content {
+        let doc = input::read_json(path, "Proton hatchet")?;
+        let parts = doc
+            .as_array()
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| ImportError::Content {
                 path: path.clone(),
-                message:
-                    "is not a Proton hatchet file: expected a JSON array [call tree, device table]"
-                        .into(),
-            }
-                })?;
+                message: "is not a Proton hatchet file: that is a JSON array [call tree, device table], and this is not one; pass the `.hatchet` file `proton.finalize()` wrote (not the `.chrome_trace` of `data=\"trace\"`, which `kgate import chrome-trace` reads)".into(),
+            })?;
         let mut kernels = BTreeMap::new();
         let mut order = Vec::new();
-        walk(&parts[0], path, &mut kernels, &mut order)?;
+        walk(&parts[0], path, &mut Vec::new(), &mut kernels, &mut order)?;
+        // A kernel found under several scopes is one benchmark per scope.
+        let mut scopes: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for (scope, kernel) in &order {
+            scopes.entry(kernel).or_default().insert(scope);
+        }
         let devices = parts.last().filter(|_| parts.len() > 1);
         let mut device = Device::default();
-        for name in order {
-            let t = &kernels[&name];
-            if t.count <= 0.0 {
+        for key in &order {
+            let (scope, kernel) = key;
+            let t = &kernels[key];
+            let apart = scopes[kernel.as_str()].len() > 1 && !scope.is_empty();
+            let name = if apart {
+                format!("{scope}/{kernel}")
+            } else {
+                kernel.clone()
+            };
+            let counters = t.others.keys().any(|k| is_counter(k));
+            if t.count <= 0.0 && !counters {
                 continue;
             }
             let rep = benchmarks.get(&name).result_mut().repetitions;
-            benchmarks.add(&name, rep, "time", "ns", Source::Timer, t.time_ns / t.count)?;
-            benchmarks.add(&name, rep, "count", "", Source::Reported, t.count)?;
+            // Without a launch count (a counters-only node) the values are as Proton wrote them.
+            let per = if t.count > 0.0 { t.count } else { 1.0 };
+            if t.count > 0.0 {
+                benchmarks.add(&name, rep, "time", "ns", Source::Timer, t.time_ns / per)?;
+                benchmarks.add(&name, rep, "count", "", Source::Reported, t.count)?;
+            }
             for (key, total) in &t.others {
                 let (metric, unit) = unit_of(key);
-                benchmarks.add(&name, rep, metric, unit, Source::Reported, total / t.count)?;
+                let source = if is_counter(key) {
+                    Source::Hardware
+                } else {
+                    Source::Reported
+                };
+                benchmarks.add(&name, rep, metric, unit, source, total / per)?;
             }
             benchmarks.imported(&name, path, rep + 1);
+            if apart {
+                benchmarks
+                    .get(&name)
+                    .result_mut()
+                    .parameters
+                    .insert("scope".into(), scope.clone());
+            }
             benchmarks.detail(
                 &name,
                 "proton.samples",
-                "mean per launch (Proton keeps totals only)",
+                if t.count > 0.0 {
+                    "mean per launch (Proton keeps totals only)"
+                } else {
+                    "counters as Proton recorded them (no launch count)"
+                },
             );
             let mut words = t.device.split(' ');
             if let (Some(kind), Some(id), Some(devices)) = (words.next(), words.next(), devices)

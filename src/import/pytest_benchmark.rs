@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::builder::Benchmarks;
-use super::gbench::read_json;
+use super::input;
 use super::{ImportContext, ImportError, Importer, Policies};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
@@ -39,13 +39,13 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {
         benchmarks.file(path);
-        let doc = read_json(path, false)?;
+        let doc = input::read_json(path, "pytest-benchmark `--benchmark-json`")?;
         let list = doc
             .get("benchmarks")
             .and_then(Value::as_array)
             .ok_or_else(|| ImportError::Content {
                 path: path.clone(),
-                message: "has no `benchmarks` array; expected `pytest --benchmark-json` output"
+                message: "has no `benchmarks` array, so it is not pytest-benchmark JSON; export with `pytest --benchmark-json FILE`, or pass a file from `.benchmarks/` (`--benchmark-autosave`)"
                     .into(),
             })?;
         let version = doc.get("version").and_then(Value::as_str);
@@ -56,12 +56,12 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 .and_then(Value::as_str)
                 .ok_or_else(|| ImportError::Content {
                     path: path.clone(),
-                    message: format!("benchmarks[{i}] has no `name`"),
+                    message: format!("benchmarks[{i}] has neither `fullname` nor `name`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"),
                 })?
                 .to_string();
             let stats = b.get("stats").ok_or_else(|| ImportError::Content {
                 path: path.clone(),
-                message: format!("benchmark `{name}` has no `stats`"),
+                message: format!("benchmark `{name}` has no `stats`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"),
             })?;
             let rep = counts.entry(name.clone()).or_insert(0);
             let data = stats.get("data").and_then(Value::as_array);
@@ -73,7 +73,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     ImportError::Content {
                         path: path.clone(),
                         message: format!(
-                            "benchmark `{name}` has neither `stats.data` nor `stats.median`"
+                            "benchmark `{name}` has neither `stats.data` nor `stats.median`, so it holds no time kgate can gate on (an edited file); export again with `pytest --benchmark-json FILE`"
                         ),
                     }
                 })?;

@@ -12,7 +12,12 @@
 //! names lose the code-object suffixes (`.kd`, ` [clone .kd]`, ` (.kd)`) that differ between
 //! versions, so one kernel keeps one name. Companion files are provenance, not results: an
 //! input file (`pmc: …`), Omniperf's `sysinfo.csv` (which also names the device and host of
-//! the results' environment), and a one-line command file.
+//! the results' environment), and a command file (`cmd`: free text, commas and all).
+//!
+//! Omniperf's merged `pmc_perf.csv` joins one file per counter pass: identity columns it does
+//! not fold back come with a pass suffix (`wave_size_1` … `wave_size_13`), and the timestamps
+//! are means over the passes, with a fraction. Both are read as what they are; a header row
+//! repeated inside a file (files concatenated) starts a new table instead of being data.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -139,6 +144,44 @@ pub fn kernel_name(raw: &str) -> String {
     s.trim().to_string()
 }
 
+/// Whether a column describes the dispatch: one of the identity columns, or one that
+/// Omniperf's merge left with a pass suffix (`wave_size_1`, `Queue_ID_3`).
+fn is_identity(column: &str) -> bool {
+    let known = |c: &str| IDENTITY.contains(&c) || IDENTITY_V3.contains(&c) || c == "key";
+    known(column)
+        || column.rsplit_once('_').is_some_and(|(base, n)| {
+            !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && known(base)
+        })
+}
+
+/// A dispatch's duration from its begin and end cells: integers (exact), or, where a tool
+/// averaged timestamps (Omniperf's merge), numbers with a fraction. `Err` when it ends
+/// before it begins; `None` when a cell is not a time.
+fn duration_of(begin: &str, end: &str, fractional: &mut bool) -> Result<Option<f64>, ()> {
+    if let (Ok(b), Ok(e)) = (begin.parse::<u64>(), end.parse::<u64>()) {
+        return if e >= b {
+            Ok(Some((e - b) as f64))
+        } else {
+            Err(())
+        };
+    }
+    match (number(begin), number(end)) {
+        (Some(b), Some(e)) if e >= b => {
+            *fractional = true;
+            Ok(Some((e - b).round()))
+        }
+        (Some(_), Some(_)) => Err(()),
+        _ => Ok(None),
+    }
+}
+
+/// Whether `path` is named like rocprof's command companion (`cmd`, `…cmd.txt`).
+fn command_file_name(path: &Path) -> bool {
+    path.file_stem()
+        .and_then(|s| s.to_str())
+        .is_some_and(|s| s == "cmd" || s.ends_with("_cmd") || s.ends_with("-cmd"))
+}
+
 fn content(path: &Path, message: String) -> ImportError {
     ImportError::Content {
         path: path.to_path_buf(),
@@ -156,6 +199,8 @@ fn number(cell: &str) -> Option<f64> {
 #[derive(Default)]
 struct Companions {
     details: BTreeMap<String, String>,
+    /// Remarks on how the results were read, for every benchmark.
+    notes: Vec<String>,
     results_seen: bool,
 }
 
@@ -242,10 +287,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     let mut offsets: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {
         benchmarks.file(path);
-        let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read {
-            path: path.clone(),
-            source,
-        })?;
+        let text = super::input::read_text(path, "rocprof", super::input::MAX_FILE_BYTES)?;
         let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
         if text.lines().any(|l| l.trim_start().starts_with("pmc:")) {
             for line in text.lines().filter_map(|l| l.trim().strip_prefix("pmc:")) {
@@ -261,33 +303,57 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             }
             continue;
         }
-        if !first.contains(',') {
-            if text.trim().lines().count() == 1 {
-                companions
-                    .details
-                    .insert("rocprof.command".into(), first.trim().to_string());
-                continue;
-            }
-            return Err(content(path, "is not rocprof CSV: expected a header such as `Index,KernelName,…`, `Dispatch_ID,…`, `\"Correlation_Id\",…` or `\"Name\",\"Calls\",…`".into()));
-        }
         let mut reader = csv::ReaderBuilder::new()
             .flexible(true)
             .from_reader(text.as_bytes());
-        let header: Vec<String> = reader
+        let header: Option<Vec<String>> = reader
             .headers()
-            .map_err(|e| content(path, format!("unreadable CSV header: {e}")))?
-            .iter()
-            .map(|h| h.trim().to_string())
-            .collect();
-        let kind = classify(&header).ok_or_else(|| {
-            content(path, format!("unrecognized rocprof CSV header `{}…`; expected rocprof v1 (`Index,KernelName,…`), rocprofv2 (`Dispatch_ID,…,Kernel_Name,…`), rocprofv3 counter collection (`Counter_Name`, `Counter_Value`) or `--stats` output", header.iter().take(4).cloned().collect::<Vec<_>>().join(",")))
-        })?;
+            .ok()
+            .map(|h| h.iter().map(|h| h.trim().to_string()).collect());
+        let kind = header.as_deref().and_then(classify);
+        let one_line = text.trim().lines().count() == 1;
+        if kind.is_none() && (one_line || command_file_name(path)) && !text.trim().is_empty() {
+            // rocprof's `cmd` companion: the command line, free text (commas included).
+            companions
+                .details
+                .insert("rocprof.command".into(), text.trim().to_string());
+            continue;
+        }
+        let (Some(mut header), Some(mut kind)) = (header, kind) else {
+            let shown: String = first.chars().take(80).collect();
+            return Err(content(
+                path,
+                format!(
+                    "is not a rocprof file kgate reads: its first line `{shown}` is none of the headers of rocprof v1 (`Index,KernelName,…`), rocprofv2 or Omniperf (`Dispatch_ID,…,Kernel_Name,…`), rocprofv3 counter collection (`Counter_Name`, `Counter_Value`), `--stats` (`\"Name\",\"Calls\",…`) or Omniperf's `sysinfo.csv`; pass the CSV rocprof wrote (`results.csv`, `<pid>_counter_collection.csv`, `pmc_perf.csv`)"
+                ),
+            ));
+        };
+        let mut repeated_headers = 0usize;
+        let mut fractional = false;
         let mut counts: BTreeMap<String, u32> = BTreeMap::new();
         let mut long: Vec<Dispatch> = Vec::new();
         let mut long_index: BTreeMap<String, usize> = BTreeMap::new();
         for (row, record) in reader.records().enumerate() {
             let line = row + 2;
-            let record = record.map_err(|e| content(path, format!("line {line}: {e}")))?;
+            let record = record.map_err(|e| {
+                content(
+                    path,
+                    format!("line {line}: not CSV as rocprof writes it ({e}); pass the file rocprof wrote, unedited"),
+                )
+            })?;
+            // A header row inside the table (files concatenated, a tool's merge): the same
+            // header is skipped; another one starts a table of its own.
+            let cells: Vec<String> = record.iter().map(|c| c.trim().to_string()).collect();
+            if cells == header {
+                repeated_headers += 1;
+                continue;
+            }
+            if let Some(next) = classify(&cells) {
+                header = cells;
+                kind = next;
+                repeated_headers += 1;
+                continue;
+            }
             let cell = |i: usize| record.get(i).unwrap_or("").trim();
             match kind {
                 Kind::Sysinfo => {
@@ -314,7 +380,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     let name = kernel_name(cell(col("Name").expect("classified")));
                     let avg =
                         number(cell(col("AverageNs").expect("classified"))).ok_or_else(|| {
-                            content(path, format!("line {line}: `AverageNs` is not a number"))
+                            content(path, format!("line {line}: `AverageNs` `{}` is not a number, which `rocprof --stats` never writes; pass the file rocprof wrote, unedited", cell(col("AverageNs").expect("classified"))))
                         })?;
                     let rep = offsets.entry(name.clone()).or_insert(0);
                     benchmarks.add(&name, *rep, "kernel_time", "ns", Source::Timer, avg)?;
@@ -341,26 +407,21 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     let rep = base + *n;
                     *n += 1;
                     let time = match (duration, begin, end) {
-                        (Some(d), _, _) => cell(d).parse::<u64>().ok(),
-                        (None, Some(b), Some(e)) => {
-                            match (cell(b).parse::<u64>(), cell(e).parse::<u64>()) {
-                                (Ok(b), Ok(e)) if e >= b => Some(e - b),
-                                (Ok(_), Ok(_)) => {
-                                    return Err(content(
-                                        path,
-                                        format!("line {line}: the dispatch ends before it begins"),
-                                    ));
-                                }
-                                _ => None,
-                            }
-                        }
+                        (Some(d), _, _) => cell(d).parse::<u64>().ok().map(|t| t as f64),
+                        (None, Some(b), Some(e)) => duration_of(cell(b), cell(e), &mut fractional)
+                            .map_err(|()| {
+                                content(
+                                    path,
+                                    format!("line {line}: the dispatch ends before it begins (`{}` < `{}`), which rocprof never writes; pass the file rocprof wrote, unedited", cell(e), cell(b)),
+                                )
+                            })?,
                         _ => None,
                     };
                     if let Some(t) = time {
-                        benchmarks.add(&name, rep, "kernel_time", "ns", Source::Timer, t as f64)?;
+                        benchmarks.add(&name, rep, "kernel_time", "ns", Source::Timer, t)?;
                     }
                     for (i, h) in header.iter().enumerate() {
-                        if IDENTITY.contains(&h.as_str()) || h.is_empty() {
+                        if is_identity(h) || h.is_empty() {
                             continue;
                         }
                         if let Some(v) = number(cell(i)) {
@@ -380,10 +441,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     let index = *long_index.entry(id.clone()).or_insert_with(|| {
                         let time = match (begin, end) {
                             (Some(b), Some(e)) => {
-                                match (cell(b).parse::<u64>(), cell(e).parse::<u64>()) {
-                                    (Ok(b), Ok(e)) if e >= b => Some((e - b) as f64),
-                                    _ => None,
-                                }
+                                duration_of(cell(b), cell(e), &mut fractional).unwrap_or(None)
                             }
                             _ => None,
                         };
@@ -398,7 +456,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                         content(
                             path,
                             format!(
-                                "line {line}: `Counter_Value` `{}` is not a number",
+                                "line {line}: `Counter_Value` `{}` is not a number, which rocprofv3 never writes; pass the file rocprof wrote, unedited",
                                 cell(value)
                             ),
                         )
@@ -438,16 +496,34 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         if !matches!(kind, Kind::Sysinfo) {
             companions.results_seen = true;
         }
+        let shown = path.display();
+        if repeated_headers > 0 {
+            let rows = if repeated_headers == 1 { "row" } else { "rows" };
+            companions.notes.push(format!(
+                "`{shown}`: {repeated_headers} header {rows} inside the table (files joined one after another) read as headers, not as data"
+            ));
+        }
+        if fractional {
+            companions.notes.push(format!(
+                "`{shown}`: timestamps with a fraction (averaged over counter passes, as Omniperf's merged `pmc_perf.csv` has them); `kernel_time` is their difference, rounded to whole nanoseconds and exact to the precision of those numbers"
+            ));
+        }
     }
     if !companions.results_seen {
         return Err(content(
             files.first().map(PathBuf::as_path).unwrap_or(Path::new("")),
-            "holds no rocprof results, only companion information (input file, sysinfo or command); pass it together with the results CSV".into(),
+            "holds no rocprof results, only companion information (input file, sysinfo or command), so there is nothing to import; pass it together with the results CSV".into(),
         ));
     }
     for name in benchmarks.names().to_vec() {
         for (k, v) in &companions.details {
             benchmarks.detail(&name, k, v);
+        }
+        let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
+        for note in &companions.notes {
+            if !notes.contains(note) {
+                notes.push(note.clone());
+            }
         }
     }
     benchmarks.finish(files)

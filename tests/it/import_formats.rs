@@ -258,3 +258,274 @@ fn ncu_import_of_dev_zero_is_refused_with_the_bound() {
         common::stderr_of(&out)
     );
 }
+
+// --- 4. Omniperf merged CSV and repeated header rows ----------------------------------------
+
+const VECCOPY: &str = "vecCopy(double*, double*, double*, int, int)";
+
+#[test]
+fn rocprof_omniperf_merged_csv_has_no_pass_suffixed_counters() {
+    let r = run(
+        "rocprof",
+        &[fixture("rocprof/omniperf_merged_pmc_perf.csv")],
+    );
+    let b = benchmark(&r, VECCOPY);
+    let mut names: Vec<&str> = b.metrics.iter().map(|m| m.name.as_str()).collect();
+    names.sort_unstable();
+    // 6 counters and the time (before: 8 counters, `wave_size_1` and `wave_size_2` among
+    // them, and no time: the merged timestamps have a fraction).
+    assert_eq!(
+        names,
+        [
+            "FETCH_SIZE",
+            "SQ_CYCLES",
+            "SQ_WAVES",
+            "TCC_HIT_sum",
+            "TCC_MISS_sum",
+            "WRITE_SIZE",
+            "kernel_time"
+        ]
+    );
+    assert_eq!(values(b, "SQ_CYCLES"), [1_985_676.0, 1_990_001.0]);
+    assert_eq!(values(b, "TCC_MISS_sum"), [300.0, 290.0]);
+    assert_eq!(values(b, "kernel_time"), [16_160.0, 13_680.0]);
+    assert!(
+        b.provenance
+            .notes
+            .iter()
+            .any(|n| n.contains("timestamps with a fraction")),
+        "{:?}",
+        b.provenance.notes
+    );
+}
+
+#[test]
+fn rocprof_repeated_header_row_is_a_header_not_a_dispatch() {
+    let path = fixture("rocprof/concatenated_results.csv");
+    let r = run("rocprof", std::slice::from_ref(&path));
+    // Before: a third benchmark `KernelName` came from the repeated header.
+    let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, [VECCOPY]);
+    let b = benchmark(&r, VECCOPY);
+    assert_eq!(values(b, "SQ_CYCLES"), [1_985_676.0, 1_990_001.0]);
+    assert_eq!(values(b, "kernel_time"), [16_160.0, 13_680.0]);
+    assert_eq!(b.repetitions, 2);
+    assert_eq!(
+        b.provenance.notes,
+        [format!(
+            "`{}`: 1 header row inside the table (files joined one after another) read as headers, not as data",
+            path.display()
+        )]
+    );
+}
+
+#[test]
+fn rocprof_a_header_of_other_columns_inside_the_table_starts_a_new_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = common::write(
+        dir.path(),
+        "two_passes.csv",
+        "Index,KernelName,SQ_WAVES,BeginNs,EndNs\n0,\"k.kd\",16,100,150\nIndex,KernelName,FETCH_SIZE,BeginNs,EndNs\n0,\"k.kd\",8192,200,260\n",
+    );
+    let r = run("rocprof", &[path]);
+    let b = benchmark(&r, "k");
+    // Before: 8192 was read as a second `SQ_WAVES`.
+    assert_eq!(values(b, "SQ_WAVES"), [16.0]);
+    assert_eq!(values(b, "FETCH_SIZE"), [8192.0]);
+    assert_eq!(values(b, "kernel_time"), [50.0, 60.0]);
+}
+
+// --- 5. rocprof command companion -----------------------------------------------------------
+
+#[test]
+fn rocprof_command_file_with_commas_is_free_text() {
+    let r = run(
+        "rocprof",
+        &[
+            fixture("rocprof/laplacian_results.csv"),
+            fixture("rocprof/cmd"),
+        ],
+    );
+    let b = benchmark(&r, "laplacian_kernel");
+    assert_eq!(values(b, "kernel_time"), [2_647_539.0, 2_644_539.0]);
+    assert_eq!(
+        b.provenance
+            .details
+            .get("rocprof.command")
+            .map(String::as_str),
+        Some("./laplacian_dp_kernel1 --sizes 256,512,1024 --iters 10")
+    );
+}
+
+#[test]
+fn rocprof_single_line_command_with_commas_under_any_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = common::write(dir.path(), "command.txt", "./app -n 1,2,3\n");
+    let r = run("rocprof", &[fixture("rocprof/laplacian_results.csv"), cmd]);
+    assert_eq!(
+        r.benchmarks[0]
+            .provenance
+            .details
+            .get("rocprof.command")
+            .map(String::as_str),
+        Some("./app -n 1,2,3")
+    );
+}
+
+// --- 12. refusals that say what the file is, why, and what to do ----------------------------
+
+#[test]
+fn criterion_0_2_estimates_are_refused_as_an_old_schema() {
+    let path = fixture("criterion/old_schema_0_2/new/estimates.json");
+    let e = error("criterion", std::slice::from_ref(&path));
+    assert_eq!(
+        e,
+        format!(
+            "`{}`: is an `estimates.json` in the schema of Criterion 0.2 or older (`Mean`, `Median`, … capitalized), which kgate does not read: re-run the benchmarks with Criterion 0.3 or newer and import `target/criterion/<id>/new/estimates.json`",
+            path.display()
+        )
+    );
+    // The folder form says the same.
+    let e = error("criterion", &[fixture("criterion/old_schema_0_2/new")]);
+    assert!(e.contains("Criterion 0.2 or older"), "{e}");
+}
+
+#[test]
+fn criterion_folder_without_estimates_and_foreign_json_are_refused_with_the_way_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = error("criterion", &[dir.path().to_path_buf()]);
+    assert!(
+        e.contains("is a folder without `estimates.json`")
+            && e.contains("target/criterion/<id>/new"),
+        "{e}"
+    );
+    let other = common::write(dir.path(), "other.json", "{\"results\": []}");
+    let e = error("criterion", &[other]);
+    assert!(
+        e.contains("has no `mean.point_estimate`, so it is not Criterion's `estimates.json`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn importers_refuse_a_file_of_another_format_naming_the_format_and_the_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = common::write(dir.path(), "x.json", "{\"something\": 1}");
+    let cases = [
+        ("hyperfine", "so it is not `hyperfine --export-json` output"),
+        (
+            "pytest-benchmark",
+            "so it is not pytest-benchmark JSON; export with `pytest --benchmark-json FILE`",
+        ),
+        ("proton", "is not a Proton hatchet file"),
+    ];
+    for (format, expected) in cases {
+        let e = error(format, std::slice::from_ref(&json));
+        assert!(e.contains(expected), "{format}: {e}");
+    }
+    let broken = common::write(dir.path(), "broken.json", "{\"results\": [");
+    let e = error("hyperfine", &[broken]);
+    assert!(
+        e.contains("is not valid JSON (line 1, column 13") && e.contains("so it is not hyperfine"),
+        "{e}"
+    );
+    let csv = common::write(dir.path(), "x.csv", "a,b,c\n1,2,3\n");
+    let e = error("rocprof", &[csv]);
+    assert!(
+        e.contains("is not a rocprof file kgate reads: its first line `a,b,c`"),
+        "{e}"
+    );
+    let e = error("ncu", &[json]);
+    assert!(
+        e.contains("ncu wrote no CSV") && e.contains("or this is not ncu `--csv` output"),
+        "{e}"
+    );
+}
+
+#[test]
+fn json_and_csv_importers_refuse_dev_zero_cleanly() {
+    if !Path::new("/dev/zero").exists() {
+        return;
+    }
+    for format in [
+        "rocprof",
+        "proton",
+        "criterion",
+        "pytest-benchmark",
+        "hyperfine",
+        "perf-stat",
+    ] {
+        let e = error(format, &[PathBuf::from("/dev/zero")]);
+        let bound = if format == "perf-stat" {
+            "more than 64 MiB, which is not perf stat output"
+        } else {
+            "is not text (a NUL byte at offset 0)"
+        };
+        assert!(
+            e.contains("/dev/zero") && e.contains(bound),
+            "{format}: {e}"
+        );
+    }
+}
+
+// --- 7. Proton scopes and counters ----------------------------------------------------------
+
+#[test]
+fn proton_keeps_a_kernels_scopes_apart_and_its_counters() {
+    let r = run("proton", &[fixture("proton/scopes_and_counters.hatchet")]);
+    let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
+    // Before: one `matmul_kernel` with the mean of all 30 launches (20000 ns), and no
+    // `softmax_kernel`.
+    assert_eq!(
+        names,
+        [
+            "matmul_M=256/matmul_kernel",
+            "matmul_M=512/matmul_kernel",
+            "matmul_M=1024/matmul_kernel",
+            "softmax_kernel"
+        ]
+    );
+    for (name, scope, time, flops) in [
+        (
+            "matmul_M=256/matmul_kernel",
+            "matmul_M=256",
+            2_000.0,
+            33_554_432.0,
+        ),
+        (
+            "matmul_M=512/matmul_kernel",
+            "matmul_M=512",
+            8_000.0,
+            268_435_456.0,
+        ),
+        (
+            "matmul_M=1024/matmul_kernel",
+            "matmul_M=1024",
+            50_000.0,
+            2_147_483_648.0,
+        ),
+    ] {
+        let b = benchmark(&r, name);
+        assert_eq!(values(b, "time"), [time], "{name}");
+        assert_eq!(values(b, "count"), [10.0], "{name}");
+        assert_eq!(values(b, "flops16"), [flops], "{name}");
+        assert_eq!(b.parameters.get("scope").map(String::as_str), Some(scope));
+    }
+    let big = benchmark(&r, "matmul_M=1024/matmul_kernel");
+    assert_eq!(values(big, "sm__cycles_active.avg"), [950_000.0]);
+    assert_eq!(
+        big.metric("sm__cycles_active.avg").unwrap().source,
+        kgate::model::metric::Source::Hardware
+    );
+    let softmax = benchmark(&r, "softmax_kernel");
+    assert_eq!(
+        values(softmax, "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+        [45.25]
+    );
+    assert_eq!(values(softmax, "dram__bytes_read.sum"), [1_048_576.0]);
+    assert!(softmax.metric("time").is_none());
+    assert_eq!(
+        softmax.provenance.details["proton.samples"],
+        "counters as Proton recorded them (no launch count)"
+    );
+}
