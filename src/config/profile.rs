@@ -41,6 +41,11 @@ pub struct CounterSpec {
     /// (default), `lower` for stall counters such as `sync_wait`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<crate::model::metric::Direction>,
+    /// Other names the counter goes by in profiler traces (XProf's `COUNT_MXU_BUSY_1` tracks,
+    /// the Perf Counters tool's register names), matched without regard to case, whole or up
+    /// to a `.` that starts the trace's value name (`COUNT_MXU_BUSY_1.TC Stats`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
 }
 
 /// A named formula over counter increments (XProf's utilization formulas and the like).
@@ -86,6 +91,34 @@ pub struct DeviceProfile {
     /// Derived metrics computed from counter increments, by name.
     #[serde(default)]
     pub formulas: BTreeMap<String, Formula>,
+}
+
+impl DeviceProfile {
+    /// The profile's key for a counter a benchmark or trace reported as `name`: the name
+    /// itself when it is a key, else the key that it, or its part before one of its `.`s (a
+    /// trace names a track's values `track.value`), is or has as an alias (aliases without
+    /// regard to case). `None` when the profile does not know the counter.
+    pub fn counter_key<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+        let candidates = std::iter::once(name).chain(
+            name.char_indices()
+                .filter(|(_, c)| *c == '.')
+                .map(|(i, _)| &name[..i]),
+        );
+        for candidate in candidates {
+            if let Some((key, _)) = self.counters.get_key_value(candidate) {
+                return Some(key.as_str());
+            }
+            let aliased = self.counters.iter().find(|(_, spec)| {
+                spec.aliases
+                    .iter()
+                    .any(|alias| alias.eq_ignore_ascii_case(candidate))
+            });
+            if let Some((key, _)) = aliased {
+                return Some(key.as_str());
+            }
+        }
+        None
+    }
 }
 
 /// The profiles shipped with kgate, as (name, YAML).
@@ -267,6 +300,33 @@ mod tests {
         assert_eq!(mine.clock_hz.value, 1.9e9);
         let err = resolve("nope", &overrides).unwrap_err().to_string();
         assert!(err.contains("no device profile named `nope`") && err.contains("tpu-v7x"));
+    }
+
+    #[test]
+    fn trace_names_map_to_counter_keys_through_aliases() {
+        let v7x = builtin("tpu-v7x").unwrap();
+        assert_eq!(v7x.counter_key("mxu_busy_1"), Some("mxu_busy_1"));
+        assert_eq!(v7x.counter_key("COUNT_MXU_BUSY_1"), Some("mxu_busy_1"));
+        assert_eq!(
+            v7x.counter_key("COUNT_MXU_BUSY_2.TC Stats"),
+            Some("mxu_busy_2")
+        );
+        assert_eq!(v7x.counter_key("count_sync_wait"), Some("sync_wait"));
+        assert_eq!(v7x.counter_key("mxu_busy_1.value"), Some("mxu_busy_1"));
+        assert_eq!(v7x.counter_key("COUNT_MXU_BUSY_9"), None);
+        assert_eq!(v7x.counter_key("GPU 0 Utilization.GPU Utilization"), None);
+        // No alias names two counters, and none is another counter's key.
+        for name in builtin_names() {
+            let p = builtin(name).unwrap();
+            let mut seen: Vec<String> = p.counters.keys().map(|k| k.to_lowercase()).collect();
+            for spec in p.counters.values() {
+                for alias in &spec.aliases {
+                    let alias = alias.to_lowercase();
+                    assert!(!seen.contains(&alias), "{name}: alias `{alias}` is taken");
+                    seen.push(alias);
+                }
+            }
+        }
     }
 
     #[test]

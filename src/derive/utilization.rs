@@ -164,22 +164,56 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
                 .insert(format!("counter_pass.{c}"), k.to_string());
         }
     }
-    let mut series: BTreeMap<(u32, String), Vec<&CounterReading>> = BTreeMap::new();
+    // Each series under the profile's key for its counter: a trace's track names map to it
+    // through the profile's aliases.
+    let mut series: BTreeMap<(u32, String), (String, Vec<&CounterReading>)> = BTreeMap::new();
+    let mut aliased: BTreeMap<String, String> = BTreeMap::new();
+    let mut unknown: Vec<&str> = Vec::new();
     for r in &result.counters {
-        let name = match r.core {
-            Some(core) => format!("{}.core{core}", r.counter),
-            None => r.counter.clone(),
+        let base = match profile.counter_key(&r.counter) {
+            Some(key) => {
+                if key != r.counter {
+                    aliased.insert(r.counter.clone(), key.to_string());
+                }
+                key.to_string()
+            }
+            None => {
+                // Without a unit of its own or the profile's, nothing tells what it counts.
+                if r.unit.is_empty() && !unknown.contains(&r.counter.as_str()) {
+                    unknown.push(&r.counter);
+                }
+                r.counter.clone()
+            }
         };
-        series.entry((r.repetition, name)).or_default().push(r);
+        let name = match r.core {
+            Some(core) => format!("{base}.core{core}"),
+            None => base.clone(),
+        };
+        series
+            .entry((r.repetition, name))
+            .or_insert_with(|| (base, Vec::new()))
+            .1
+            .push(r);
+    }
+    for (trace_name, key) in &aliased {
+        result
+            .provenance
+            .details
+            .insert(format!("counter_alias.{trace_name}"), key.clone());
     }
     let mut out = Recorder::default();
     let mut refused: Vec<String> = Vec::new();
+    for counter in &unknown {
+        refused.push(format!(
+            "counter `{counter}` is none of profile `{}`'s counters nor an alias of one, and has no unit: its increase is kept as `counter.{counter}`, with no utilization; name the counter it is under `aliases` in the profile (profiles.{}.counters.KEY.aliases in kgate.yaml)",
+            profile.name, profile.name
+        ));
+    }
     let mut per_rep: BTreeMap<u32, BTreeMap<String, (f64, usize)>> = BTreeMap::new();
     // Bytes moved and the window they moved in, per repetition.
     let mut memory: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
-    for ((rep, name), mut readings) in series {
+    for ((rep, name), (base, mut readings)) in series {
         readings.sort_by(|a, b| a.t_ns.total_cmp(&b.t_ns));
-        let base = readings[0].counter.clone();
         let pass = pass_of(opts.passes, &base);
         if let Some(p) = pass
             && !opts.passes.is_empty()

@@ -22,4 +22,5 @@ mod schemas;
 mod simulation;
 mod stats_vectors;
 mod trace_import;
+mod trace_windows;
 mod utilization;

@@ -106,17 +106,14 @@ fn kineto_v100_2021_and_its_counter_tracks() {
         .filter(|(n, ..)| n == "GPU 0 Utilization.GPU Utilization")
         .collect();
     assert_eq!(utilization.len(), 16);
+    // Times count from the earliest kept, the first reading at 1621401187223005 µs.
     assert_eq!(
         with_counters.counters[0],
-        (
-            "GPU 0 Utilization.GPU Utilization".to_string(),
-            1_621_401_187_223_005_000.0,
-            1.0
-        )
+        ("GPU 0 Utilization.GPU Utilization".to_string(), 0.0, 1.0)
     );
     let last = with_counters.counters.last().unwrap();
     assert_eq!(last.0, "GPU 0 Est. SM Efficiency.Est. SM Efficiency");
-    assert_eq!((last.1, last.2), (1_621_401_187_236_502_000.0, 0.0));
+    assert_eq!((last.1, last.2), (13_497_000.0, 0.0));
 }
 
 #[test]
@@ -149,9 +146,10 @@ fn catapult_begin_end_traces_in_both_forms() {
     );
     assert_eq!(simple.kernel("Asub").unwrap(), [3_000.0]);
     assert_eq!(simple.counters.len(), 5);
+    // 826 µs, counted from the earliest kept event at 818 µs.
     assert_eq!(
         simple.counters[0],
-        ("counter.value".to_string(), 826_000.0, 10.0)
+        ("counter.value".to_string(), 8_000.0, 10.0)
     );
 
     let asynchronous = chrome(&dir, "catapult_async_begin_end.json", &all);
@@ -179,10 +177,11 @@ fn catapult_counters_with_ids() {
         .map(|(n, t, v)| (n.as_str(), *t, *v))
         .collect();
     assert_eq!(got.len(), 8);
-    assert_eq!(got[0], ("counter[123].value", 9_524_000.0, 2.0));
-    assert_eq!(got[5], ("counter[123].value", 9_631_000.0, 10.0));
-    assert_eq!(got[6], ("counter[b].value", 9_524_000.0, 10.0));
-    assert_eq!(got[7], ("counter[b].value", 9_631_000.0, 0.0));
+    // 9524 µs and 9631 µs, counted from the earliest, 9524 µs.
+    assert_eq!(got[0], ("counter[123].value", 0.0, 2.0));
+    assert_eq!(got[5], ("counter[123].value", 107_000.0, 10.0));
+    assert_eq!(got[6], ("counter[b].value", 0.0, 10.0));
+    assert_eq!(got[7], ("counter[b].value", 107_000.0, 0.0));
 }
 
 #[test]
@@ -200,11 +199,12 @@ fn real_chrome_browser_trace_by_process_and_thread_name() {
         "2799 complete + 442 begin/end pairs"
     );
     assert_eq!(s.counters.len(), 42);
+    // 172187584989 µs, counted from the earliest kept event 640 µs before it.
     assert_eq!(
         s.counters[0],
         (
             "unused_memory_bytes[0xaf5adc4cfdc05dcc].value".to_string(),
-            172_187_584_989_000.0,
+            640_000.0,
             34_570_240.0
         )
     );

@@ -108,6 +108,24 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// A number (also when written as a string) times 10^`digits`, rounded to the nearest
+    /// integer, computed from the decimal text: exact where an `f64` is not. Kineto writes
+    /// epoch microseconds with three decimals (`1764600000123456.789`), which an `f64` holds
+    /// only to a quarter of a microsecond; `fixed(6)` gives those as integer picoseconds.
+    /// Other values, and strings that are not numbers, read as absent.
+    pub fn fixed(&self, digits: u32) -> Result<Option<i128>, Stop> {
+        match self.kind {
+            Kind::Num => fixed_point(self.bytes, digits)
+                .map(Some)
+                .ok_or(Stop::Invalid {
+                    expected: "a JSON number",
+                    at: self.at,
+                }),
+            Kind::Str => Ok(fixed_point(self.bytes.trim_ascii(), digits)),
+            _ => Ok(None),
+        }
+    }
+
     /// A string's text, or a number's as written; absent and `null` read as empty. `None`
     /// for a boolean or a container, or a string that does not decode.
     pub fn text(&self) -> Option<Cow<'a, str>> {
@@ -128,6 +146,59 @@ fn parse_number(text: &[u8]) -> Option<f64> {
     }
     crate::import::decimal::parse_plain(text)
         .or_else(|| std::str::from_utf8(text).ok()?.parse().ok())
+}
+
+/// `text` (an optional `-`, digits, an optional fraction and exponent) times 10^`digits`,
+/// rounded half away from zero; `None` when it is not such a number or does not fit.
+fn fixed_point(text: &[u8], digits: u32) -> Option<i128> {
+    const LIMIT: i128 = 10i128.pow(35);
+    let (negative, rest) = match text.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, text),
+    };
+    let (mantissa, exponent) = match rest.iter().position(|&b| b == b'e' || b == b'E') {
+        Some(i) => {
+            let exp = std::str::from_utf8(&rest[i + 1..]).ok()?;
+            let exp = exp.strip_prefix('+').unwrap_or(exp);
+            (&rest[..i], exp.parse::<i32>().ok()?)
+        }
+        None => (rest, 0),
+    };
+    let mut value: i128 = 0;
+    let mut fraction_digits: i32 = 0;
+    let mut in_fraction = false;
+    let mut seen_digit = false;
+    for &b in mantissa {
+        match b {
+            b'0'..=b'9' => {
+                seen_digit = true;
+                if value < LIMIT {
+                    value = value * 10 + i128::from(b - b'0');
+                    if in_fraction {
+                        fraction_digits += 1;
+                    }
+                } else if !in_fraction {
+                    return None; // an integer part beyond 10^35
+                }
+                // Fraction digits beyond 35 significant ones are below any time kgate keeps.
+            }
+            b'.' if !in_fraction => in_fraction = true,
+            _ => return None,
+        }
+    }
+    if !seen_digit {
+        return None;
+    }
+    let shift = i64::from(digits) + i64::from(exponent) - i64::from(fraction_digits);
+    let scaled = if shift >= 0 {
+        value.checked_mul(10i128.checked_pow(u32::try_from(shift).ok()?)?)?
+    } else if shift < -38 {
+        0
+    } else {
+        let divisor = 10i128.pow((-shift) as u32);
+        (value + divisor / 2) / divisor
+    };
+    Some(if negative { -scaled } else { scaled })
 }
 
 /// Bytes that end a run of uninteresting bytes when skipping a container.
@@ -441,6 +512,51 @@ mod tests {
 
     fn scan(text: &str) -> Scanner<'_> {
         Scanner::new(text.as_bytes(), 0)
+    }
+
+    #[test]
+    fn fixed_point_is_exact_at_epoch_scale() {
+        // 1764600000123456.789 µs: an f64 holds it only to 0.25 µs.
+        assert_eq!(
+            fixed_point(b"1764600000123456.789", 6),
+            Some(1_764_600_000_123_456_789_000)
+        );
+        assert_eq!(fixed_point(b"14.109999999999999", 3), Some(14_110));
+        assert_eq!(fixed_point(b"-2.5", 0), Some(-3));
+        assert_eq!(fixed_point(b"1.5e3", 0), Some(1_500));
+        assert_eq!(fixed_point(b"25E-1", 1), Some(25));
+        assert_eq!(fixed_point(b"7", 6), Some(7_000_000));
+        for bad in [
+            &b""[..],
+            b"-",
+            b".",
+            b"1.2.3",
+            b"+1",
+            b"1e",
+            b"0x10",
+            b"NaN",
+        ] {
+            assert_eq!(
+                fixed_point(bad, 6),
+                None,
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        assert_eq!(fixed_point(b"1e40", 6), None);
+        assert_eq!(fixed_point(b"1e-60", 6), Some(0));
+        let quoted = Value {
+            kind: Kind::Str,
+            bytes: b" 12.5 ",
+            at: 0,
+        };
+        assert_eq!(quoted.fixed(3), Ok(Some(12_500)));
+        let not_a_number = Value {
+            kind: Kind::Str,
+            bytes: b"NaN",
+            at: 0,
+        };
+        assert_eq!(not_a_number.fixed(3), Ok(None));
     }
 
     /// The byte-at-a-time skip, as a reference for the 64-byte-block one.

@@ -19,12 +19,12 @@ use super::device::Device;
 use super::{ImportError, Policies};
 use crate::capture::Collector;
 use crate::model::metric::{Direction, Source};
-use crate::model::results::{CounterReading, RunResults};
+use crate::model::results::{CounterReading, KernelWindow, RunResults};
 
 pub mod chrome;
 mod json_scan;
 pub mod xplane;
-mod xplane_proto;
+pub mod xplane_proto;
 
 /// Metric that holds one kernel launch's device time per sample.
 pub const KERNEL_TIME: &str = "kernel_time";
@@ -149,15 +149,22 @@ fn matches_id(wanted: Option<&str>, id: &str, name: Option<&str>) -> bool {
     }
 }
 
-/// What one trace file yielded after selection.
+/// What one trace file yielded after selection. Times count in nanoseconds from the file's
+/// earliest kept timestamp: epoch nanoseconds do not fit an `f64` exactly (at today's epoch
+/// its step is 256 ns), differences from a nearby origin do.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct TraceSamples {
     /// Kernel name → launch durations in nanoseconds, in order of first appearance.
     pub kernels: Vec<(String, Vec<f64>)>,
+    /// For each entry of `kernels`, the start of each launch (same order and length).
+    pub starts: Vec<Vec<f64>>,
     /// Counter readings: name, time (ns), value.
     pub counters: Vec<(String, f64, f64)>,
     /// The device (driver, clocks, tool versions) the file names, whatever was selected.
     pub device: Device,
+    /// What the selection decided that a reader of the results should know (events it left
+    /// out, what it took in the absence of a device), for every benchmark's provenance.
+    pub notes: Vec<String>,
 }
 
 impl TraceSamples {
@@ -215,11 +222,27 @@ fn build_results(
             benchmarks.get(COUNTERS_BENCHMARK);
         }
     }
-    for (path, samples) in files {
+    for (path, mut samples) in files {
         benchmarks.device(&path, samples.device)?;
-        for (kernel, durations) in samples.kernels {
+        let tracks = tracks(&samples.counters);
+        let starts = std::mem::take(&mut samples.starts);
+        for (index, (kernel, durations)) in samples.kernels.into_iter().enumerate() {
             let collector = benchmarks.get(&kernel);
             let rep = collector.result_mut().repetitions;
+            let launches = starts.get(index).map(Vec::as_slice).unwrap_or_default();
+            tie_counters(
+                collector.result_mut(),
+                rep,
+                &kernel,
+                launches,
+                &durations,
+                &tracks,
+            );
+            collector
+                .result_mut()
+                .provenance
+                .notes
+                .extend(samples.notes.iter().cloned());
             // One lookup per kernel, not per launch: a trace holds millions of launches.
             let (slot, factor) = collector
                 .slot(KERNEL_TIME, "ns", Source::Timer, Direction::default())
@@ -236,6 +259,10 @@ fn build_results(
             let collector = benchmarks.get(COUNTERS_BENCHMARK);
             let result = collector.result_mut();
             let rep = result.repetitions;
+            result
+                .provenance
+                .notes
+                .extend(samples.notes.iter().cloned());
             for (counter, t_ns, value) in samples.counters {
                 result.counters.push(CounterReading {
                     repetition: rep,
@@ -252,6 +279,103 @@ fn build_results(
     }
     Ok(benchmarks.into_results())
 }
+
+/// One counter track of a file: its name and its finite readings (time, value) in time
+/// order.
+type Track<'a> = (&'a str, Vec<(f64, f64)>);
+
+/// A file's counter readings as tracks, each in time order.
+fn tracks(counters: &[(String, f64, f64)]) -> Vec<Track<'_>> {
+    let mut tracks: Vec<Track<'_>> = Vec::new();
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (name, t, v) in counters {
+        if !(t.is_finite() && v.is_finite()) {
+            continue; // refused with the counters benchmark
+        }
+        let i = *index.entry(name).or_insert_with(|| {
+            tracks.push((name, Vec::new()));
+            tracks.len() - 1
+        });
+        tracks[i].1.push((*t, *v));
+    }
+    for (_, readings) in &mut tracks {
+        readings.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    tracks
+}
+
+/// Gives a kernel's benchmark its launches as kernel windows and, of each counter track, the
+/// readings inside them plus the one before and the one after each launch, so that
+/// utilization is derived over the kernel's own windows as for protocol kernel lines (a launch
+/// between two readings is then reported as unresolved, not skipped). Only launches within
+/// the span the tracks cover get a window; nothing is added when the file has no counter
+/// readings (windows only serve counters, and a trace holds millions of launches).
+fn tie_counters(
+    result: &mut crate::model::results::BenchmarkResult,
+    rep: u32,
+    kernel: &str,
+    starts: &[f64],
+    durations: &[f64],
+    tracks: &[Track<'_>],
+) {
+    if starts.len() != durations.len() {
+        return;
+    }
+    // The span the tracks cover: a launch outside it ran while no counter was recorded.
+    let first = tracks.iter().filter_map(|(_, r)| r.first()).map(|r| r.0);
+    let last = tracks.iter().filter_map(|(_, r)| r.last()).map(|r| r.0);
+    let (Some(first), Some(last)) = (first.reduce(f64::min), last.reduce(f64::max)) else {
+        return;
+    };
+    let mut keep: Vec<Vec<bool>> = tracks.iter().map(|(_, r)| vec![false; r.len()]).collect();
+    let mut windows = 0;
+    for (&start, &duration) in starts.iter().zip(durations) {
+        let end = start + duration;
+        if end < first || start > last {
+            continue;
+        }
+        windows += 1;
+        result.kernel_windows.push(KernelWindow {
+            repetition: rep,
+            kernel: kernel.to_string(),
+            start_ns: start,
+            end_ns: end,
+        });
+        for ((_, readings), keep) in tracks.iter().zip(&mut keep) {
+            let lo = readings.partition_point(|r| r.0 < start).saturating_sub(1);
+            let hi = readings
+                .partition_point(|r| r.0 <= end)
+                .min(readings.len() - 1);
+            for k in &mut keep[lo..=hi.max(lo)] {
+                *k = true;
+            }
+        }
+    }
+    if windows == 0 {
+        return;
+    }
+    for ((name, readings), keep) in tracks.iter().zip(&keep) {
+        for (&(t_ns, value), _) in readings.iter().zip(keep).filter(|(_, k)| **k) {
+            result.counters.push(CounterReading {
+                repetition: rep,
+                counter: name.to_string(),
+                t_ns,
+                value,
+                unit: String::new(),
+                bits: None,
+                core: None,
+            });
+        }
+    }
+    result.provenance.details.insert(
+        COUNTER_WINDOWS_DETAIL.into(),
+        "the trace's own kernel events: each launch a window, with the counter readings around it"
+            .into(),
+    );
+}
+
+/// Provenance detail saying where a trace benchmark's kernel windows came from.
+pub const COUNTER_WINDOWS_DETAIL: &str = "counters.windows";
 
 /// Counts the file just read as one more repetition of the benchmark, imported from `path`.
 fn finish_repetition(collector: &mut Collector<'_>, path: &Path) {

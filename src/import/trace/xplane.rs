@@ -18,7 +18,8 @@ use crate::model::results::RunResults;
 
 /// What the default selection takes, in words.
 const DEFAULT_SELECTION: &str = "events on the `XLA Ops` and `Stream #…` lines of `/device:` \
-                                 planes, and events with an `hlo_op` stat";
+                                 planes, and events with an `hlo_op` stat on those planes (on \
+                                 the host's when the profile has no `/device:` plane)";
 
 /// `kgate import xplane`.
 pub struct Xplane;
@@ -72,8 +73,15 @@ pub fn read_file(path: &Path, selection: &TraceSelection) -> Result<TraceSamples
     Ok(samples(&space, selection))
 }
 
-/// Kernel durations and counter readings of a decoded XSpace. Counter times count from the
-/// earliest line start in the space (epoch nanoseconds do not fit an f64 exactly).
+/// Kernel durations and counter readings of a decoded XSpace. Times count from the earliest
+/// line start in the space (epoch nanoseconds do not fit an f64 exactly).
+///
+/// By default, kernels come from `/device:` planes: their stream and `XLA Ops` lines, and
+/// their events with an `hlo_op` stat. On the host's planes an event with an `hlo_op` stat is
+/// a launch call (`cudaLaunchKernel`, `hipModuleLaunchKernel`) naming the op it launches, not
+/// the kernel, so it is left out (and counted in a note) unless the selection asks for host
+/// lines. A profile without any `/device:` plane (JAX on the CPU) runs its XLA ops on the
+/// host: there the host events with an `hlo_op` stat are the kernels, and a note says so.
 pub fn samples(space: &XSpace, selection: &TraceSelection) -> TraceSamples {
     let origin_ns = space
         .planes
@@ -84,6 +92,8 @@ pub fn samples(space: &XSpace, selection: &TraceSelection) -> TraceSamples {
         .unwrap_or(0);
     let mut out = TraceSamples::default();
     let mut index: HashMap<String, usize> = HashMap::new();
+    let has_device_plane = space.planes.iter().any(|p| p.name.starts_with("/device:"));
+    let (mut host_launches, mut host_ops) = (0usize, 0usize);
     for plane in &space.planes {
         if !selection.pid_matches(&plane.id.to_string(), Some(&plane.name)) {
             continue;
@@ -117,20 +127,43 @@ pub fn samples(space: &XSpace, selection: &TraceSelection) -> TraceSamples {
                     out.counters.push((name.to_string(), t_ns, value));
                     continue;
                 }
-                let default_kernel = kernel_line || stats.has_hlo_op(event);
+                let hlo_op = !kernel_line && stats.has_hlo_op(event);
+                let host_op = hlo_op && !device_plane;
+                let default_kernel = kernel_line || (hlo_op && !(host_op && has_device_plane));
                 if !(default_kernel || selection.is_explicit()) || !selection.name_matches(name) {
+                    if host_op && has_device_plane && selection.name_matches(name) {
+                        host_launches += 1;
+                    }
                     continue;
                 }
+                if host_op && !has_device_plane && !selection.is_explicit() {
+                    host_ops += 1;
+                }
+                let start = (line.timestamp_ns - origin_ns) as f64 + offset_ps as f64 / 1000.0;
                 let nanos = event.duration_ps as f64 / 1000.0;
                 match index.get(name) {
-                    Some(&i) => out.kernels[i].1.push(nanos),
+                    Some(&i) => {
+                        out.kernels[i].1.push(nanos);
+                        out.starts[i].push(start);
+                    }
                     None => {
                         index.insert(name.to_string(), out.kernels.len());
                         out.kernels.push((name.to_string(), vec![nanos]));
+                        out.starts.push(vec![start]);
                     }
                 }
             }
         }
+    }
+    if host_launches > 0 {
+        out.notes.push(format!(
+            "left out {host_launches} host-side events with an `hlo_op` stat on `/host:` planes (launch calls such as `cudaLaunchKernel` or `hipModuleLaunchKernel`): kernels come from the `/device:` planes; select host lines with --pid and --tid"
+        ));
+    }
+    if host_ops > 0 {
+        out.notes.push(format!(
+            "the profile has no `/device:` plane (JAX on the CPU?): the default selection took the {host_ops} host events with an `hlo_op` stat (XLA ops run on the host) as kernels"
+        ));
     }
     out.device = device(space);
     out

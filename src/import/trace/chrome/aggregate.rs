@@ -63,16 +63,39 @@ fn trace_device(metadata: &[(String, serde_json::Value)]) -> Device {
 #[derive(Debug)]
 struct Open {
     name: String,
+    /// Nanoseconds from the piece's origin.
     ts: f64,
-    kernel_category: bool,
+    taken: Taken,
 }
 
-/// Per kernel name: whether the name passes the patterns, and its durations per thread.
+/// Why the default selection takes an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Taken {
+    /// Its category is `kernel` (or the selection was given).
+    Kernel,
+    /// Only its `hlo_op` argument: an XLA op, on a device or, without one, on the host, or a
+    /// host-side launch call (`cudaLaunchKernel`) that names the op it launches.
+    HloOp,
+    /// Neither: only an explicit selection takes it.
+    Not,
+}
+
+/// Launches of one kernel on one thread: (start in nanoseconds from the piece's origin,
+/// duration in nanoseconds).
+type Launches = Vec<(f64, f64)>;
+
+/// Per kernel name: whether the name passes the patterns, and its launches per thread and
+/// reason taken.
 #[derive(Debug)]
 struct KernelEntry {
     first_seen: u64,
     name_matches: bool,
-    threads: Vec<((Id, Id), Vec<f64>)>,
+    threads: Vec<((Id, Id), Taken, Launches)>,
+}
+
+/// Whether a process name is a device's in XProf's naming (`/device:GPU:0`, `/device:TPU:0`).
+fn is_device_process(name: Option<&String>) -> bool {
+    name.is_some_and(|n| n.starts_with("/device:"))
 }
 
 pub(super) struct Aggregator<'s> {
@@ -86,6 +109,9 @@ pub(super) struct Aggregator<'s> {
     kernels: FxHashMap<String, KernelEntry>,
     open: HashMap<(Id, Id), Vec<Open>>,
     counters: Vec<(Id, String, f64, f64)>,
+    /// The first timestamp kept, in picoseconds as written (epoch microseconds, often): the
+    /// times above count from it, exactly, in nanoseconds.
+    origin_ps: Option<i128>,
     process_names: HashMap<Id, String>,
     thread_names: HashMap<(Id, Id), String>,
     pub(super) display_time_unit: Option<String>,
@@ -104,6 +130,7 @@ impl<'s> Aggregator<'s> {
             kernels: FxHashMap::default(),
             open: HashMap::new(),
             counters: Vec::new(),
+            origin_ps: None,
             process_names: HashMap::new(),
             thread_names: HashMap::new(),
             display_time_unit: None,
@@ -119,20 +146,23 @@ impl<'s> Aggregator<'s> {
             b'X' => {
                 // Selection first: most complete events (CPU ops, runtime calls) are not
                 // kernels, and need no numbers parsed.
-                if !(self.explicit_selection || ev.is_kernel_category()?) {
+                let taken = self.taken(ev)?;
+                if taken == Taken::Not {
                     return Ok(());
                 }
-                if let (Some(dur), Some(_)) = (ev.dur.number()?, ev.ts()?) {
+                if let Some(dur) = ev.dur.number()?
+                    && let Some(start) = self.time_ns(ev)?
+                {
                     let name = Event::text(&ev.name)?;
-                    self.add_duration(&name, ev.thread()?, dur * 1000.0);
+                    self.add_duration(&name, ev.thread()?, taken, start, dur * 1000.0);
                 }
             }
             b'B' => {
-                if let Some(ts) = ev.ts()? {
+                if let Some(ts) = self.time_ns(ev)? {
                     let open = Open {
                         name: Event::text(&ev.name)?.into_owned(),
                         ts,
-                        kernel_category: ev.is_kernel_category()?,
+                        taken: self.taken(ev)?,
                     };
                     self.open.entry(ev.thread()?).or_default().push(open);
                 }
@@ -142,10 +172,12 @@ impl<'s> Aggregator<'s> {
                 // An end closes the innermost open begin on its thread, whatever its name.
                 let begin = self.open.get_mut(&thread).and_then(Vec::pop);
                 self.orphan_end |= self.from_cut && begin.is_none();
-                if let (Some(begin), Some(ts)) = (begin, ev.ts()?) {
-                    let kernel_category = begin.kernel_category || ev.is_kernel_category()?;
-                    if kernel_category || self.explicit_selection {
-                        self.add_duration(&begin.name, thread, (ts - begin.ts) * 1000.0);
+                if let Some(begin) = begin
+                    && let Some(ts) = self.time_ns(ev)?
+                {
+                    let taken = begin.taken.min(self.taken(ev)?);
+                    if taken != Taken::Not {
+                        self.add_duration(&begin.name, thread, taken, begin.ts, ts - begin.ts);
                     }
                 }
             }
@@ -168,7 +200,29 @@ impl<'s> Aggregator<'s> {
         Ok(())
     }
 
-    fn add_duration(&mut self, name: &str, thread: (Id, Id), nanos: f64) {
+    /// Why the default selection takes an event, if it does (an explicit selection takes
+    /// every event, and chooses at the end).
+    fn taken(&self, ev: &Event<'_>) -> Result<Taken, Stop> {
+        Ok(if self.explicit_selection || ev.is_kernel_category()? {
+            Taken::Kernel
+        } else if ev.has_hlo_op()? {
+            Taken::HloOp
+        } else {
+            Taken::Not
+        })
+    }
+
+    /// An event's `ts` in nanoseconds from this piece's origin (its first timestamp kept),
+    /// computed from the decimal text in integer picoseconds, so that epoch-scale
+    /// microseconds keep their fraction.
+    fn time_ns(&mut self, ev: &Event<'_>) -> Result<Option<f64>, Stop> {
+        Ok(ev
+            .ts
+            .fixed(6)?
+            .map(|ps| relative_ns(&mut self.origin_ps, ps)))
+    }
+
+    fn add_duration(&mut self, name: &str, thread: (Id, Id), taken: Taken, start: f64, nanos: f64) {
         let events = self.events;
         let selection = self.selection;
         let entry = match self.kernels.get_mut(name) {
@@ -185,9 +239,13 @@ impl<'s> Aggregator<'s> {
         if !entry.name_matches {
             return;
         }
-        match entry.threads.iter_mut().find(|(t, _)| *t == thread) {
-            Some((_, durations)) => durations.push(nanos),
-            None => entry.threads.push((thread, vec![nanos])),
+        match entry
+            .threads
+            .iter_mut()
+            .find(|(t, k, _)| *t == thread && *k == taken)
+        {
+            Some((.., launches)) => launches.push((start, nanos)),
+            None => entry.threads.push((thread, taken, vec![(start, nanos)])),
         }
     }
 
@@ -201,43 +259,75 @@ impl<'s> Aggregator<'s> {
         if ev.entries.kind == Kind::Container {
             // XProf's grouped form: rows of [ts_us, v1, v2, ...].
             let stats = Event::text(&ev.event_stats)?;
-            return walk_entries(Scanner::new(ev.base, ev.entries.at), |row| {
-                let Some((&ts, values)) = row.split_first() else {
+            let (origin, counters) = (&mut self.origin_ps, &mut self.counters);
+            return walk_entries(Scanner::new(ev.base, ev.entries.at), |ts_ps, values| {
+                let Some(ts_ps) = ts_ps else {
                     return;
                 };
+                let ts = relative_ns(origin, ts_ps);
                 for (i, &v) in values.iter().enumerate() {
                     let counter = match (i, stats.is_empty()) {
                         (0, true) => base.clone(),
                         (0, false) => format!("{base}.{stats}"),
                         (i, _) => format!("{base}.{i}"),
                     };
-                    self.counters.push((pid.clone(), counter, ts * 1000.0, v));
+                    counters.push((pid.clone(), counter, ts, v));
                 }
             });
         }
-        let Some(ts) = ev.ts()? else { return Ok(()) };
+        let Some(ts) = self.time_ns(ev)? else {
+            return Ok(());
+        };
         let args_at = ev.args.at;
         ev.walk_args(|key, value| {
             // Strings that are not numbers (notes, names) are not counter readings.
             if let Ok(Some(v)) = value.number() {
                 let key = key.text().map_err(|e| invalid(e, args_at))?;
                 self.counters
-                    .push((pid.clone(), format!("{base}.{key}"), ts * 1000.0, v));
+                    .push((pid.clone(), format!("{base}.{key}"), ts, v));
             }
             Ok(())
         })
     }
 
     /// Appends the aggregate of the piece that follows this one in the file.
-    pub(super) fn absorb(&mut self, later: Aggregator<'_>) {
+    pub(super) fn absorb(&mut self, mut later: Aggregator<'_>) {
         let offset = self.events;
+        // The later piece's times count from its own origin: move them onto this one's.
+        let shift = match (self.origin_ps, later.origin_ps) {
+            (Some(mine), Some(theirs)) => (theirs - mine) as f64 / 1000.0,
+            (None, theirs) => {
+                self.origin_ps = theirs;
+                0.0
+            }
+            (Some(_), None) => 0.0,
+        };
+        if shift != 0.0 {
+            for entry in later.kernels.values_mut() {
+                for (.., launches) in &mut entry.threads {
+                    for (start, _) in launches {
+                        *start += shift;
+                    }
+                }
+            }
+            for open in later.open.values_mut().flatten() {
+                open.ts += shift;
+            }
+            for (_, _, t, _) in &mut later.counters {
+                *t += shift;
+            }
+        }
         for (name, entry) in later.kernels {
             match self.kernels.get_mut(&name) {
                 Some(mine) => {
-                    for (thread, durations) in entry.threads {
-                        match mine.threads.iter_mut().find(|(t, _)| *t == thread) {
-                            Some((_, existing)) => existing.extend(durations),
-                            None => mine.threads.push((thread, durations)),
+                    for (thread, taken, launches) in entry.threads {
+                        match mine
+                            .threads
+                            .iter_mut()
+                            .find(|(t, k, _)| *t == thread && *k == taken)
+                        {
+                            Some((.., existing)) => existing.extend(launches),
+                            None => mine.threads.push((thread, taken, launches)),
                         }
                     }
                 }
@@ -278,41 +368,100 @@ impl<'s> Aggregator<'s> {
         let pid_ok = |pid: &Id| {
             selection.pid_matches(&pid.text(), self.process_names.get(pid).map(String::as_str))
         };
-        let mut kernels: Vec<(u64, String, Vec<f64>)> = Vec::new();
+        // In XProf's naming, kernels come from `/device:…` processes: where the trace has one,
+        // an event taken only for its `hlo_op` elsewhere is a host-side launch call.
+        let has_device = self
+            .process_names
+            .values()
+            .any(|n| is_device_process(Some(n)));
+        let (mut host_launches, mut host_ops) = (0usize, 0usize);
+        let mut kernels: Vec<(u64, String, Launches)> = Vec::new();
         for (name, entry) in self.kernels {
             let mut threads = entry.threads;
-            threads.sort_by(|a, b| a.0.cmp(&b.0));
-            let mut durations = Vec::new();
-            for ((pid, tid), values) in threads {
+            threads.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+            let mut launches = Vec::new();
+            for ((pid, tid), taken, values) in threads {
                 let thread_name = self.thread_names.get(&(pid.clone(), tid.clone()));
-                if pid_ok(&pid)
-                    && selection.tid_matches(&tid.text(), thread_name.map(String::as_str))
+                if !(pid_ok(&pid)
+                    && selection.tid_matches(&tid.text(), thread_name.map(String::as_str)))
                 {
-                    durations.extend(values);
+                    continue;
                 }
+                if taken == Taken::HloOp && !is_device_process(self.process_names.get(&pid)) {
+                    if has_device {
+                        host_launches += values.len();
+                        continue;
+                    }
+                    host_ops += values.len();
+                }
+                launches.extend(values);
             }
-            if !durations.is_empty() {
-                kernels.push((entry.first_seen, name, durations));
+            if !launches.is_empty() {
+                kernels.push((entry.first_seen, name, launches));
             }
         }
         kernels.sort_by_key(|k| k.0);
-        let counters = self
+        let mut counters: Vec<(String, f64, f64)> = self
             .counters
             .into_iter()
             .filter(|(pid, ..)| pid_ok(pid))
             .map(|(_, name, t, v)| (name, t, v))
             .collect();
+        // Times count from the earliest one kept.
+        let earliest = kernels
+            .iter()
+            .flat_map(|k| k.2.iter().map(|l| l.0))
+            .chain(counters.iter().map(|c| c.1))
+            .filter(|t| t.is_finite())
+            .reduce(f64::min)
+            .unwrap_or(0.0);
+        if earliest != 0.0 {
+            for (.., launches) in &mut kernels {
+                for (start, _) in launches {
+                    *start -= earliest;
+                }
+            }
+            for (_, t, _) in &mut counters {
+                *t -= earliest;
+            }
+        }
+        let mut notes = Vec::new();
+        if host_launches > 0 {
+            notes.push(format!(
+                "left out {host_launches} host-side events that carry an `hlo_op` argument (launch calls such as `cudaLaunchKernel` or `hipModuleLaunchKernel`): kernels come from the trace's `/device:` processes; select host events with --pid and --tid"
+            ));
+        }
+        if host_ops > 0 {
+            notes.push(format!(
+                "the trace has no `/device:` process (JAX on the CPU?): the default selection took the {host_ops} host events that carry an `hlo_op` argument (XLA ops run on the host) as kernels"
+            ));
+        }
+        let (mut names, mut durations, mut starts) = (Vec::new(), Vec::new(), Vec::new());
+        for (_, name, launches) in kernels {
+            names.push(name);
+            starts.push(launches.iter().map(|l| l.0).collect());
+            durations.push(launches.into_iter().map(|l| l.1).collect::<Vec<f64>>());
+        }
         Ok(TraceSamples {
-            kernels: kernels.into_iter().map(|(_, n, d)| (n, d)).collect(),
+            kernels: names.into_iter().zip(durations).collect(),
+            starts,
             counters,
             device: trace_device(&self.metadata),
+            notes,
         })
     }
 }
 
+/// Nanoseconds from `origin` (set to `ps` when unset) to `ps`, both in picoseconds: exact
+/// for whole nanoseconds within 104 days of the origin.
+fn relative_ns(origin: &mut Option<i128>, ps: i128) -> f64 {
+    let origin = *origin.get_or_insert(ps);
+    (ps - origin) as f64 / 1000.0
+}
+
 /// XProf's `entries` at the scanner: an array of `[ts_us, v1, v2, ...]` rows, each handed to
-/// `row`.
-fn walk_entries(mut s: Scanner<'_>, mut row: impl FnMut(&[f64])) -> Result<(), Stop> {
+/// `row` with its time in picoseconds (exact, from the decimal text) and its values.
+fn walk_entries(mut s: Scanner<'_>, mut row: impl FnMut(Option<i128>, &[f64])) -> Result<(), Stop> {
     const ROW: &str = "a counter row `[ts, value, ...]`";
     s.expect(b'[', "an array of counter rows `[ts, value, ...]`")?;
     if s.peek()? == b']' {
@@ -322,17 +471,16 @@ fn walk_entries(mut s: Scanner<'_>, mut row: impl FnMut(&[f64])) -> Result<(), S
     loop {
         s.expect(b'[', ROW)?;
         values.clear();
+        let mut ts = None;
         if s.peek()? == b']' {
             s.pos += 1;
         } else {
-            loop {
+            ts = s.value()?.fixed(6)?;
+            while s.more(b']', "`,` or `]` in a counter row")? {
                 values.push(s.value()?.number()?.unwrap_or(f64::NAN));
-                if !s.more(b']', "`,` or `]` in a counter row")? {
-                    break;
-                }
             }
         }
-        row(&values);
+        row(ts, &values);
         if !s.more(b']', "`,` or `]` between counter rows")? {
             return Ok(());
         }

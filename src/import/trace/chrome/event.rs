@@ -90,10 +90,6 @@ impl<'a> Event<'a> {
         }
     }
 
-    pub(super) fn ts(&self) -> Result<Option<f64>, Stop> {
-        self.ts.number()
-    }
-
     /// A field's text: a string, or a number as written; absent and `null` read as empty.
     pub(super) fn text(value: &Value<'a>) -> Result<Cow<'a, str>, Stop> {
         value.text().ok_or_else(|| invalid("a string", value.at))
@@ -147,8 +143,7 @@ impl<'a> Event<'a> {
         }
     }
 
-    /// What the default selection takes: kernels by category, XLA ops by an `hlo_op`
-    /// argument.
+    /// Whether the event's category is `kernel` (one of its comma-separated categories).
     pub(super) fn is_kernel_category(&self) -> Result<bool, Stop> {
         let is_kernel = |c: &[u8]| c.trim_ascii().eq_ignore_ascii_case(b"kernel");
         let kernel_category = match self.cat.kind {
@@ -159,9 +154,12 @@ impl<'a> Event<'a> {
                 .split(',')
                 .any(|c| is_kernel(c.as_bytes())),
         };
-        if kernel_category {
-            return Ok(true);
-        }
+        Ok(kernel_category)
+    }
+
+    /// Whether the event has a string `hlo_op` argument (an XLA op, or a launch call naming
+    /// one).
+    pub(super) fn has_hlo_op(&self) -> Result<bool, Stop> {
         // Most events have no `hlo_op`: a substring search rules them out cheaply.
         if self.args.kind != Kind::Container || HLO_OP.find(self.args.bytes).is_none() {
             return Ok(false);

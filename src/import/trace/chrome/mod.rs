@@ -163,12 +163,13 @@ mod tests {
             .iter()
             .map(|(n, t, v)| (n.as_str(), *t, *v))
             .collect();
-        assert_eq!(c[0], ("mem.used", 5000.0, 10.0));
-        assert_eq!(c[1], ("mem.free", 5000.0, 20.0));
-        assert_eq!(c[2], ("ctr[0x1].value", 6000.0, 3.0));
-        assert_eq!(c[3], ("HBM.bandwidth", 1500.0, 7.0));
-        assert_eq!(c[4], ("HBM.1", 1500.0, 8.0));
-        assert_eq!(c[5], ("HBM.bandwidth", 2500.0, 9.0));
+        // Times count from the earliest, 1.5 µs.
+        assert_eq!(c[0], ("mem.used", 3500.0, 10.0));
+        assert_eq!(c[1], ("mem.free", 3500.0, 20.0));
+        assert_eq!(c[2], ("ctr[0x1].value", 4500.0, 3.0));
+        assert_eq!(c[3], ("HBM.bandwidth", 0.0, 7.0));
+        assert_eq!(c[4], ("HBM.1", 0.0, 8.0));
+        assert_eq!(c[5], ("HBM.bandwidth", 1000.0, 9.0));
         assert!(c[6].2.is_nan());
         assert_eq!(c.len(), 7);
     }
