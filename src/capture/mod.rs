@@ -83,9 +83,15 @@ impl<'a> Collector<'a> {
     pub fn add_protocol(
         &mut self,
         repetition: u32,
-        lines: Vec<ProtocolLine>,
+        mut lines: Vec<ProtocolLine>,
         expect_benchmark: bool,
     ) -> Result<usize, String> {
+        if let Some(origin) = crate::model::protocol::rebase_times(&mut lines) {
+            self.result.provenance.details.insert(
+                format!("time_origin_ns.{repetition}"),
+                format!("{origin} (counter and kernel times of repetition {repetition} count from its earliest timestamp)"),
+            );
+        }
         let mut measurements = 0;
         for line in lines {
             if expect_benchmark

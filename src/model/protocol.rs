@@ -64,6 +64,10 @@ pub struct CounterLine {
     /// Benchmark the reading belongs to, when one file holds several.
     #[serde(default)]
     pub benchmark: Option<String>,
+    /// `t_ns` as written when it is an integer: exact where `t_ns` is not (see
+    /// [`rebase_times`]). Not a key of the line.
+    #[serde(skip)]
+    pub t_exact: Option<i128>,
 }
 
 /// The time window in which a kernel ran.
@@ -79,6 +83,10 @@ pub struct KernelLine {
     /// Benchmark the window belongs to, when one file holds several.
     #[serde(default)]
     pub benchmark: Option<String>,
+    /// `start_ns` and `end_ns` as written when they are integers: exact where the `f64`s are
+    /// not (see [`rebase_times`]). Not keys of the line.
+    #[serde(skip)]
+    pub exact: Option<(i128, i128)>,
 }
 
 /// One protocol line (this type documents the format in `schemas/protocol.schema.json`).
@@ -141,9 +149,64 @@ pub fn parse_line(text: &str) -> Result<Option<ProtocolLine>, String> {
                 .into(),
         );
     };
-    let line = parsed.map_err(|e| e.to_string())?;
+    let mut line = parsed.map_err(|e| e.to_string())?;
     check(&line)?;
+    // serde_json keeps an integer's digits; the f64 fields hold epoch nanoseconds only to
+    // 256 ns.
+    let integer = |key: &str| {
+        let n = obj.get(key)?;
+        n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+    };
+    match &mut line {
+        ProtocolLine::Counter(c) => c.t_exact = integer("t_ns"),
+        ProtocolLine::Kernel(k) => k.exact = integer("start_ns").zip(integer("end_ns")),
+        ProtocolLine::Measurement(_) => {}
+    }
     Ok(Some(line))
+}
+
+/// The largest integer below which every integer is an exact `f64`.
+const EXACT_F64: i128 = 1 << 53;
+
+/// Moves the counter and kernel times of one repetition's lines onto their earliest
+/// timestamp when some time is too large for an `f64` to hold to the nanosecond (epoch
+/// nanoseconds from `time.time_ns()`, about 1.8e18: an `f64` steps by 256 ns there, so a 1 µs
+/// sampling step reads as 768 or 1024 ns). The integers as written are subtracted exactly.
+/// Returns the origin subtracted, `None` when the times were left as they are.
+pub fn rebase_times(lines: &mut [ProtocolLine]) -> Option<i128> {
+    let mut times = Vec::new();
+    for line in lines.iter() {
+        match line {
+            ProtocolLine::Counter(c) => times.push(c.t_exact.unwrap_or(c.t_ns as i128)),
+            ProtocolLine::Kernel(k) => {
+                let (start, end) = k.exact.unwrap_or((k.start_ns as i128, k.end_ns as i128));
+                times.extend([start, end]);
+            }
+            ProtocolLine::Measurement(_) => {}
+        }
+    }
+    if !times.iter().any(|t| t.abs() > EXACT_F64) {
+        return None;
+    }
+    let origin = times.into_iter().min()?;
+    let from_origin = |exact: Option<i128>, approx: f64| match exact {
+        Some(t) => (t - origin) as f64,
+        None => approx - origin as f64,
+    };
+    for line in lines.iter_mut() {
+        match line {
+            ProtocolLine::Counter(c) => c.t_ns = from_origin(c.t_exact, c.t_ns),
+            ProtocolLine::Kernel(k) => {
+                let exact = k.exact;
+                k.start_ns = from_origin(exact.map(|e| e.0), k.start_ns);
+                k.end_ns = from_origin(exact.map(|e| e.1), k.end_ns);
+            }
+            ProtocolLine::Measurement(_) => {}
+        }
+    }
+    Some(origin)
 }
 
 fn check(line: &ProtocolLine) -> Result<(), String> {
