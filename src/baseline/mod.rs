@@ -37,7 +37,13 @@ pub fn resolve(root: &Path, name_or_path: &str) -> Result<PathBuf, BaselineError
     {
         return Err(BaselineError::BadName(name_or_path.to_string()));
     }
-    Ok(root.join(BASELINE_DIR).join(format!("{name_or_path}.json")))
+    // `.kgate/baselines/x.json`, not `./.kgate/…`, when the configuration is in this folder.
+    let store = if root == Path::new(".") || root.as_os_str().is_empty() {
+        PathBuf::from(BASELINE_DIR)
+    } else {
+        root.join(BASELINE_DIR)
+    };
+    Ok(store.join(format!("{name_or_path}.json")))
 }
 
 /// The names of the baselines in the store, sorted.

@@ -133,6 +133,21 @@ pub struct ReportArgs {
     /// Exit with status 3 when a gating metric is inconclusive (overrides the configuration).
     #[arg(long)]
     pub fail_on_inconclusive: bool,
+    #[command(flatten)]
+    pub view: ViewArgs,
+}
+
+/// How much of a report is shown.
+#[derive(Debug, Clone, Args)]
+pub struct ViewArgs {
+    /// Show every metric in the table, the informational ones too (by default the table shows
+    /// the metrics that gate, and says how many others it left out).
+    #[arg(long)]
+    pub all_metrics: bool,
+    /// Cut Markdown to at most this many characters, dropping the least important parts first
+    /// (default: 65536, GitHub's limit for a comment; 1048576 for a job summary; 0: no limit).
+    #[arg(long, value_name = "CHARS")]
+    pub max_chars: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -268,10 +283,8 @@ pub struct RenderArgs {
     /// Write the output here instead of to stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Cut Markdown to at most this many characters (GitHub: 65536 for a comment, 1048576 for
-    /// a job summary), dropping the least important parts first.
-    #[arg(long, value_name = "CHARS")]
-    pub max_chars: Option<usize>,
+    #[command(flatten)]
+    pub view: ViewArgs,
 }
 
 #[derive(Debug, Subcommand)]

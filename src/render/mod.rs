@@ -42,10 +42,34 @@ pub trait Exporter {
     fn render(&self, report: &Report) -> String;
 }
 
-/// The exporter of a format; `color` applies to the table only.
+/// How a report is shown on a terminal.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TerminalOptions {
+    pub color: bool,
+    pub width: Option<usize>,
+    pub all_metrics: bool,
+}
+
+/// The exporter of a format with the terminal's options (they apply to the table only).
+pub fn exporter_for_terminal(format: Format, terminal: TerminalOptions) -> Box<dyn Exporter> {
+    match format {
+        Format::Table => Box::new(TableExporter {
+            color: terminal.color,
+            width: terminal.width,
+            all_metrics: terminal.all_metrics,
+        }),
+        other => exporter(other, false),
+    }
+}
+
+/// The exporter of a format; `color` applies to the table only, which then has no width limit
+/// and shows the gating metrics.
 pub fn exporter(format: Format, color: bool) -> Box<dyn Exporter> {
     match format {
-        Format::Table => Box::new(TableExporter { color }),
+        Format::Table => Box::new(TableExporter {
+            color,
+            ..TableExporter::default()
+        }),
         Format::Markdown => Box::new(MarkdownExporter),
         Format::Json => Box::new(JsonExporter),
         Format::Html => Box::new(html::HtmlExporter),
@@ -159,28 +183,80 @@ fn verdict_color(v: Verdict) -> Color {
     }
 }
 
+/// Columns the table gives up, in this order, when it does not fit the terminal.
+const DROPPABLE_COLUMNS: [&str; 3] = ["MDE", "p", "CI"];
+
 /// The terminal table.
+///
+/// Cells never wrap: a number split over two lines reads as another number. When the table is
+/// wider than the terminal, the least needed columns go first (MDE, then p, then CI), and the
+/// output says which; an unknown width (not a terminal, or one that reports 0 columns) is no
+/// limit. By default only the metrics that gate are rows (and every metric of a benchmark that
+/// has none that gates); `all_metrics` shows the informational ones too, and the output says how
+/// many were left out. The verdict line opens and closes the output, so it is on screen when
+/// the table scrolls.
+#[derive(Debug, Clone, Default)]
 pub struct TableExporter {
     pub color: bool,
+    /// The terminal's width in columns, when known.
+    pub width: Option<usize>,
+    /// Show informational (non-gating) metrics too.
+    pub all_metrics: bool,
 }
 
-impl Exporter for TableExporter {
-    fn render(&self, report: &Report) -> String {
-        let mut out = format!(
-            "{}: {}\n",
-            verdict_word(report.verdict),
-            escape_terminal(&summary_line(report))
-        );
+/// The width of the terminal on stdout: `COLUMNS` when set, else what the terminal reports;
+/// `None` when stdout is not a terminal or reports no size (a pseudo-terminal at 0×0).
+pub fn stdout_width() -> Option<usize> {
+    if let Some(cols) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|c| *c > 0)
+    {
+        return Some(cols);
+    }
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    // SAFETY: TIOCGWINSZ fills a `winsize` on a terminal file descriptor and touches nothing
+    // else; on failure the struct stays zeroed.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
+impl TableExporter {
+    /// The rows shown, and how many informational metrics were left out.
+    fn rows<'r>(&self, report: &'r Report) -> (Vec<TableRow<'r>>, usize) {
+        let mut rows = Vec::new();
+        let mut hidden = 0;
+        for b in &report.benchmarks {
+            if b.metrics.is_empty() {
+                rows.push(TableRow::Bare(b));
+                continue;
+            }
+            let any_gates = b.metrics.iter().any(|m| m.gates);
+            for m in &b.metrics {
+                if self.all_metrics || m.gates || !any_gates {
+                    rows.push(TableRow::Metric(b, m));
+                } else {
+                    hidden += 1;
+                }
+            }
+        }
+        (rows, hidden)
+    }
+
+    fn table(&self, rows: &[TableRow<'_>], dropped: &[&str]) -> String {
         let mut table = Table::new();
         table
             .load_style(presets::UTF8_FULL_CONDENSED)
-            .set_content_arrangement(ContentArrangement::Dynamic);
+            .set_content_arrangement(ContentArrangement::Disabled);
         if !self.color {
             table.force_no_tty();
         } else {
             table.enforce_styling();
         }
-        table.set_header(vec![
+        let columns = [
             "benchmark",
             "metric",
             "base",
@@ -190,43 +266,255 @@ impl Exporter for TableExporter {
             "p",
             "MDE",
             "verdict",
-        ]);
-        for b in &report.benchmarks {
-            if b.metrics.is_empty() {
-                table.add_row(vec![
-                    text_cell(&b.name),
-                    Cell::new("–"),
-                    Cell::new("–"),
-                    Cell::new("–"),
-                    Cell::new("–"),
-                    Cell::new("–"),
-                    Cell::new("–"),
-                    Cell::new("–"),
-                    verdict_cell(b.verdict, self.color, true),
-                ]);
-            }
-            for m in &b.metrics {
-                let mut metric = m.name.clone();
-                metric.push_str(crate::compare::explain::marker(m));
-                table.add_row(vec![
-                    text_cell(&b.name),
-                    text_cell(&metric),
-                    text_cell(&median_cell(&m.base, &m.unit)),
-                    text_cell(&median_cell(&m.head, &m.unit)),
-                    Cell::new(change_cell(m)),
-                    Cell::new(ci_cell(m)),
-                    Cell::new(p_cell(m)),
-                    Cell::new(mde_cell(m)),
-                    if m.waived {
-                        text_cell(&metric_verdict(m))
-                    } else {
-                        verdict_cell(m.verdict, self.color, m.gates)
-                    },
-                ]);
+        ];
+        let keep: Vec<bool> = columns.iter().map(|c| !dropped.contains(c)).collect();
+        let pick = |cells: Vec<Cell>| -> Vec<Cell> {
+            cells
+                .into_iter()
+                .zip(&keep)
+                .filter(|(_, k)| **k)
+                .map(|(c, _)| c)
+                .collect()
+        };
+        table.set_header(pick(columns.iter().map(|c| Cell::new(c)).collect()));
+        for row in rows {
+            let cells = match row {
+                TableRow::Bare(b) => {
+                    let mut cells = vec![text_cell(&b.name)];
+                    cells.extend((0..7).map(|_| Cell::new("–")));
+                    cells.push(verdict_cell(b.verdict, self.color, true));
+                    cells
+                }
+                TableRow::Metric(b, m) => {
+                    let mut metric = m.name.clone();
+                    metric.push_str(crate::compare::explain::marker(m));
+                    vec![
+                        text_cell(&b.name),
+                        text_cell(&metric),
+                        text_cell(&median_cell(&m.base, &m.unit)),
+                        text_cell(&median_cell(&m.head, &m.unit)),
+                        Cell::new(change_with_medians(m)),
+                        Cell::new(ci_cell(m)),
+                        Cell::new(p_cell(m)),
+                        Cell::new(mde_cell(m)),
+                        if m.waived {
+                            text_cell(&metric_verdict(m))
+                        } else {
+                            verdict_cell(m.verdict, self.color, m.gates)
+                        },
+                    ]
+                }
+            };
+            table.add_row(pick(cells));
+        }
+        table.to_string()
+    }
+}
+
+impl TableExporter {
+    /// The rows as entries of a list for a narrow terminal: the verdict and the names on one
+    /// line, the numbers on the next, each wrapped at spaces to `width` (without colour).
+    fn list(&self, rows: &[TableRow<'_>], width: usize) -> String {
+        let mut out = String::new();
+        for row in rows {
+            let (verdict, head, numbers) = match row {
+                TableRow::Bare(b) => (b.verdict.as_str().to_string(), b.name.clone(), None),
+                TableRow::Metric(b, m) => (
+                    metric_verdict(m),
+                    format!(
+                        "{} · {}{}",
+                        b.name,
+                        m.name,
+                        crate::compare::explain::marker(m)
+                    ),
+                    Some(vec![
+                        format!("base {}", median_cell(&m.base, &m.unit)),
+                        format!("head {}", median_cell(&m.head, &m.unit)),
+                        format!("change {}", change_with_medians(m)),
+                        format!("CI {}", ci_cell(m)),
+                        format!("p {}", p_cell(m)),
+                        format!("MDE {}", mde_cell(m)),
+                    ]),
+                ),
+            };
+            let first = format!("{verdict}: {}", escape_terminal(&head));
+            out.push_str(&wrap_words(&first, width, "  "));
+            if let Some(fields) = numbers {
+                let fields: Vec<String> = fields
+                    .iter()
+                    .map(|f| escape_terminal(f).into_owned())
+                    .collect();
+                out.push_str(&wrap_fields(&fields, width, "  "));
             }
         }
-        out.push_str(&table.to_string());
+        out.trim_end().to_string()
+    }
+}
+
+/// Words that are a number's unit, kept on the number's line.
+const UNIT_WORDS: &[&str] = &[
+    "%", "ns", "µs", "us", "ms", "s", "B", "KiB", "MiB", "GiB", "GB/s",
+];
+
+/// `text` broken into lines of at most `width` characters at spaces only (a word longer than
+/// the line stays whole), continuation lines starting with `indent`; ends with a newline.
+fn wrap_words(text: &str, width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    let leading: String = text.chars().take_while(|c| *c == ' ').collect();
+    // A number keeps its unit: `+12.0 %` and `99.80 µs` are one word for wrapping.
+    let mut words: Vec<String> = Vec::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let is_unit = UNIT_WORDS.contains(&word.trim_end_matches([',', ')', ';', ':']));
+        match words.last_mut() {
+            Some(last) if is_unit && last.ends_with(|c: char| c.is_ascii_digit()) => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => words.push(word.to_string()),
+        }
+    }
+    for word in &words {
+        let len = line.chars().count();
+        if len == 0 {
+            line.push_str(if out.is_empty() { &leading } else { indent });
+            line.push_str(word);
+        } else if len + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = format!("{indent}{word}");
+        } else {
+            line.push(' ');
+            line.push_str(word);
+        }
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
+
+/// Fields joined by `, `, broken into lines of at most `width` characters between fields only
+/// (a number and its unit stay together), every line starting with `indent`.
+fn wrap_fields(fields: &[String], width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for (i, field) in fields.iter().enumerate() {
+        let piece = if i + 1 < fields.len() {
+            format!("{field},")
+        } else {
+            field.clone()
+        };
+        let len = line.chars().count();
+        if len == 0 {
+            line = format!("{indent}{piece}");
+        } else if len + 1 + piece.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = format!("{indent}{piece}");
+        } else {
+            line.push(' ');
+            line.push_str(&piece);
+        }
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
+
+/// One row of the terminal table.
+enum TableRow<'r> {
+    /// A benchmark without metrics (new, missing, failed).
+    Bare(&'r crate::model::report::BenchmarkComparison),
+    Metric(
+        &'r crate::model::report::BenchmarkComparison,
+        &'r MetricComparison,
+    ),
+}
+
+/// The widest line of a rendered table, in characters.
+fn rendered_width(table: &str) -> usize {
+    table.lines().map(|l| console_width(l)).max().unwrap_or(0)
+}
+
+/// Characters of a line as the terminal shows them: colour sequences take no room.
+fn console_width(line: &str) -> usize {
+    let mut n = 0;
+    let mut in_escape = false;
+    for c in line.chars() {
+        match (in_escape, c) {
+            (false, '\u{1b}') => in_escape = true,
+            (true, 'm') => in_escape = false,
+            (true, _) => {}
+            (false, _) => n += 1,
+        }
+    }
+    n
+}
+
+/// The change column: the Hodges–Lehmann shift, and the change between the medians beside it
+/// when the two disagree in sign (the shift is the median of all pairwise differences, which
+/// can differ from the difference of the medians when the samples are skewed or bimodal).
+fn change_with_medians(m: &MetricComparison) -> String {
+    let shift = change_cell(m);
+    let (Some(change), Some(base), Some(head)) = (m.change, &m.base, &m.head) else {
+        return shift;
+    };
+    if base.median == 0.0 {
+        return shift;
+    }
+    let medians = head.median / base.median - 1.0;
+    if (change > 0.0 && medians < 0.0) || (change < 0.0 && medians > 0.0) {
+        format!("{shift} (medians {})", format_change(medians))
+    } else {
+        shift
+    }
+}
+
+impl Exporter for TableExporter {
+    fn render(&self, report: &Report) -> String {
+        let prose = |text: String| match self.width {
+            Some(width) => wrap_words(&text, width, "  "),
+            None => format!("{text}\n"),
+        };
+        let verdict_line = prose(format!(
+            "{}: {}",
+            verdict_word(report.verdict),
+            escape_terminal(&summary_line(report))
+        ));
+        let mut out = verdict_line.clone();
+        let (rows, hidden) = self.rows(report);
+        let mut dropped: Vec<&str> = Vec::new();
+        let mut table = self.table(&rows, &dropped);
+        if let Some(width) = self.width {
+            for column in DROPPABLE_COLUMNS {
+                if rendered_width(&table) <= width {
+                    break;
+                }
+                dropped.push(column);
+                table = self.table(&rows, &dropped);
+            }
+            if rendered_width(&table) > width {
+                // Even the narrow table is too wide (long names): one entry per row instead,
+                // wrapped at spaces, every field kept.
+                dropped.clear();
+                table = self.list(&rows, width);
+            }
+        }
+        out.push_str(&table);
         out.push('\n');
+        if !dropped.is_empty() {
+            out.push_str(&prose(format!(
+                "({} not shown at {} columns; a wider terminal, `--format markdown` or `--format json` has them)",
+                dropped.join(", "),
+                self.width.unwrap_or_default()
+            )));
+        }
+        if hidden > 0 {
+            out.push_str(&prose(format!(
+                "({hidden} informational metric{} not shown; `--all-metrics` lists every metric)",
+                if hidden == 1 { "" } else { "s" }
+            )));
+        }
         for b in &report.benchmarks {
             if matches!(
                 b.verdict,
@@ -236,23 +524,25 @@ impl Exporter for TableExporter {
                     | Verdict::Missing
                     | Verdict::NotGated
             ) {
-                out.push_str(&format!(
-                    "{} {}: {}\n",
+                out.push_str(&prose(format!(
+                    "{} {}: {}",
                     b.verdict.as_str(),
                     escape_terminal(&b.name),
                     escape_terminal(&b.explanation)
-                ));
+                )));
             } else if b.metrics.iter().any(|m| m.waived) {
-                out.push_str(&format!(
-                    "waived {}: {}\n",
+                out.push_str(&prose(format!(
+                    "waived {}: {}",
                     escape_terminal(&b.name),
                     escape_terminal(&b.explanation)
-                ));
+                )));
             }
         }
         for w in &report.warnings {
-            out.push_str(&format!("warning: {}\n", escape_terminal(w)));
+            out.push_str(&prose(format!("warning: {}", escape_terminal(w))));
         }
+        // Again at the end, where the eye is when the command returns.
+        out.push_str(&verdict_line);
         out
     }
 }

@@ -386,7 +386,7 @@ fn baselines_are_never_overwritten_silently_and_missing_ones_exit_4() {
     assert_eq!(out.status.code(), Some(4));
     assert!(
         stderr_of(&out).contains(
-            "no baseline at ./.kgate/baselines/default.json; store one with `kgate baseline save`"
+            "no baseline at .kgate/baselines/default.json; store one with `kgate baseline save`"
         ),
         "{}",
         stderr_of(&out)
@@ -402,7 +402,9 @@ fn baselines_are_never_overwritten_silently_and_missing_ones_exit_4() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr_of(&out).contains("already exists; pass --force to replace it"),
+        stderr_of(&out).contains(
+            "already exists at .kgate/baselines/default.json; pass --force to replace it"
+        ),
         "{}",
         stderr_of(&out)
     );

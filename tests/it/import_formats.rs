@@ -529,3 +529,85 @@ fn proton_keeps_a_kernels_scopes_apart_and_its_counters() {
         "counters as Proton recorded them (no launch count)"
     );
 }
+
+/// What an import notes in the results is said on stderr too, once per distinct note.
+#[test]
+fn import_notes_are_printed_not_only_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/perf_stat/human_r5.txt");
+    let out = common::kgate(dir.path())
+        .args(["import", "perf-stat"])
+        .arg(&fixture)
+        .args(["-o", "r.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr_of(&out));
+    let err = common::stderr_of(&out);
+    assert!(
+        err.contains("note: ") && err.contains("mean of 5 runs"),
+        "{err}"
+    );
+}
+
+/// `compare` and `check` cut Markdown to GitHub's comment limit by default, to `--max-chars`
+/// when given, and not at all with `--max-chars 0`.
+#[test]
+fn markdown_from_compare_fits_a_comment_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, scale) in [("base", 1.0), ("head", 1.3)] {
+        let mut lines = String::new();
+        for b in 0..3000 {
+            for r in 0..3 {
+                lines.push_str(&format!(
+                    "{{\"benchmark\": \"kernel_{b:04}_with_a_long_descriptive_name\", \"metric\": \"kernel_time\", \"value\": {}, \"unit\": \"ns\", \"source\": \"timer\"}}\n",
+                    (1000.0 + f64::from(r)) * scale
+                ));
+            }
+        }
+        common::write(dir.path(), &format!("{name}.jsonl"), &lines);
+        let out = common::kgate(dir.path())
+            .args([
+                "import",
+                "protocol",
+                &format!("{name}.jsonl"),
+                "-o",
+                &format!("{name}.json"),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr_of(&out));
+    }
+    let markdown = |extra: &[&str]| {
+        let out = common::kgate(dir.path())
+            .args(["compare", "base.json", "head.json", "--format", "markdown"])
+            .args(extra)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let default = markdown(&[]);
+    assert!(
+        default.chars().count() <= 65_536,
+        "{} chars",
+        default.chars().count()
+    );
+    let small = markdown(&["--max-chars", "5000"]);
+    assert!(
+        small.chars().count() <= 5000,
+        "{} chars",
+        small.chars().count()
+    );
+    let whole = markdown(&["--max-chars", "0"]);
+    assert!(
+        whole.chars().count() > 65_536,
+        "{} chars",
+        whole.chars().count()
+    );
+    let out = common::kgate(dir.path())
+        .args(["compare", "base.json", "head.json", "--max-chars", "10"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(common::stderr_of(&out).contains("--max-chars applies to --format markdown only"));
+}

@@ -9,7 +9,7 @@ use kgate::model::evidence::{
 use kgate::model::metric::{Direction, Source};
 use kgate::model::report::{BenchmarkComparison, Counts, Design, Method, MetricComparison, Report};
 use kgate::model::verdict::{RunVerdict, Verdict};
-use kgate::render::{self, Format};
+use kgate::render::{self, Exporter, Format};
 
 const NASTY: &str = "matmul|fp16 <tile=128> @team `v2`";
 
@@ -284,6 +284,63 @@ fn render(format: Format) -> String {
 #[test]
 fn table_snapshot() {
     insta::assert_snapshot!("table", render(Format::Table));
+}
+
+fn table_at(width: Option<usize>, all_metrics: bool) -> String {
+    render::TableExporter {
+        color: false,
+        width,
+        all_metrics,
+    }
+    .render(&fixture())
+}
+
+/// At 80 and 120 columns and at an unknown width: no cell is ever split, columns are dropped
+/// (and named) instead, informational rows are counted, and the verdict closes the output.
+#[test]
+fn table_snapshots_at_80_120_and_unknown_width() {
+    for (name, width) in [
+        ("table_80", Some(80)),
+        ("table_120", Some(120)),
+        ("table_unknown", None),
+    ] {
+        let text = table_at(width, false);
+        insta::assert_snapshot!(name, text);
+        if let Some(width) = width {
+            for line in text.lines() {
+                assert!(
+                    line.chars().count() <= width,
+                    "{name}: a line over {width}: {line}"
+                );
+            }
+        }
+        let rows = text.lines().filter(|l| l.starts_with('│')).count();
+        // In table form, rows are one line each: a split cell would add a continuation line.
+        assert!(
+            rows == 0 || rows == 1 + 6,
+            "{name}: {rows} table lines\n{text}"
+        );
+        assert!(text.contains("1 informational metric not shown"), "{name}");
+        let first = text.lines().next().unwrap();
+        assert!(
+            text.ends_with(&format!("{first}\n")) || text.contains(&format!("\n{first}\n")),
+            "{name}"
+        );
+        assert_eq!(
+            text.matches(first).count(),
+            2,
+            "{name}: the verdict opens and closes the output"
+        );
+    }
+    // At 80 columns the fixture's long names need the list form; at 120 the table drops what
+    // it must and says so.
+    let narrow = table_at(Some(80), false);
+    assert!(narrow.contains("regressed: matmul|fp16"), "{narrow}");
+    let wide = table_at(Some(120), false);
+    assert!(wide.contains("not shown at 120 columns"), "{wide}");
+    let all = table_at(None, true);
+    assert!(all.contains("gflops (info)"), "{all}");
+    assert!(!all.contains("not shown"), "{all}");
 }
 
 #[test]

@@ -363,6 +363,10 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
             format: Format::Json,
             output: Some(args.report.clone()),
             fail_on_inconclusive: false,
+            view: crate::cli::ViewArgs {
+                all_metrics: false,
+                max_chars: None,
+            },
         },
         baseline: args.baseline.clone(),
         against,

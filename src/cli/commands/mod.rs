@@ -217,9 +217,7 @@ fn write_stdout(text: &str) -> Result<()> {
 
 /// Renders and emits a report; returns the exit status its verdict calls for.
 fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -> Result<u8> {
-    let color =
-        args.output.is_none() && args.format == Format::Table && render::stdout_wants_color();
-    let text = render::exporter(args.format, color).render(report);
+    let text = render_view(report, args.format, &args.view, args.output.is_none())?;
     match &args.output {
         Some(path) => {
             fsutil::write_atomic(path, text.as_bytes(), Overwrite::Allow)?;
@@ -236,6 +234,41 @@ fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -
         }
         RunVerdict::Inconclusive => ExitStatus::PASS,
         RunVerdict::NoBaseline => ExitStatus::NO_BASELINE,
+    })
+}
+
+/// A report in one format, as the view flags ask: the table fitted to the terminal (when it
+/// goes to one), Markdown cut to `--max-chars`.
+fn render_view(
+    report: &Report,
+    format: Format,
+    view: &crate::cli::ViewArgs,
+    to_stdout: bool,
+) -> Result<String> {
+    if view.max_chars.is_some() && format != Format::Markdown {
+        bail!("--max-chars applies to --format markdown only");
+    }
+    Ok(match format {
+        Format::Markdown => match view
+            .max_chars
+            .unwrap_or(crate::github::body::COMMENT_LIMIT_CHARS)
+        {
+            0 => render::exporter(format, false).render(report),
+            max => render::render_markdown_limited(report, max),
+        },
+        Format::Table => {
+            let terminal = render::TerminalOptions {
+                color: to_stdout && render::stdout_wants_color(),
+                width: if to_stdout {
+                    render::stdout_width()
+                } else {
+                    None
+                },
+                all_metrics: view.all_metrics,
+            };
+            render::exporter_for_terminal(format, terminal).render(report)
+        }
+        other => render::exporter(other, false).render(report),
     })
 }
 
@@ -496,17 +529,24 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
 }
 
 fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
-    let (policies, threshold) = if config_path.exists() {
+    let plan = if config_path.exists() {
         let loaded = load_config(config_path)?;
-        let plan = Plan::new(&loaded.config, &Overrides::default())?;
-        let policies: BTreeMap<String, MetricPolicy> = plan
-            .benchmarks
-            .into_iter()
-            .map(|b| (b.name, b.metrics))
-            .collect();
-        (policies, loaded.config.gate.threshold.0)
+        Some((
+            Plan::new(&loaded.config, &Overrides::default())?,
+            loaded.config.gate.threshold.0,
+        ))
     } else {
-        (BTreeMap::new(), 0.05)
+        None
+    };
+    let (policies, threshold) = match &plan {
+        Some((plan, threshold)) => (
+            plan.benchmarks
+                .iter()
+                .map(|b| (b.name.clone(), b.metrics.clone()))
+                .collect::<BTreeMap<String, MetricPolicy>>(),
+            *threshold,
+        ),
+        None => (BTreeMap::new(), 0.05),
     };
     let importer = args.format;
     let mut ctx = import::ImportContext::new(import::Policies::new(
@@ -542,13 +582,34 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
             files.join(", ")
         ))
         .map_err(anyhow::Error::msg)?;
-    if config_path.exists() {
-        let loaded = load_config(config_path)?;
-        let plan = Plan::new(&loaded.config, &Overrides::default())?;
-        crate::derive::utilization::apply_to_import(&mut results, &plan);
+    if let Some((plan, _)) = &plan {
+        crate::derive::utilization::apply_to_import(&mut results, plan);
     }
+    print_import_notes(&results);
     emit_results(&results, args.output.as_deref())?;
     Ok(ExitStatus::PASS)
+}
+
+/// Says on stderr what an import noted in the results (rows it skipped, spreads it kept, what
+/// it selected), so that nothing it decided is seen only by whoever opens the JSON. A note that
+/// several benchmarks share is printed once, with how many.
+fn print_import_notes(results: &RunResults) {
+    let mut notes: Vec<(&str, Vec<&str>)> = Vec::new();
+    for b in &results.benchmarks {
+        for note in &b.provenance.notes {
+            match notes.iter_mut().find(|(n, _)| *n == note.as_str()) {
+                Some((_, names)) => names.push(&b.name),
+                None => notes.push((note, vec![&b.name])),
+            }
+        }
+    }
+    for (note, names) in notes {
+        let whom = match names.as_slice() {
+            [one] => format!("`{}`", escape_terminal(one)),
+            many => format!("{} benchmarks", many.len()),
+        };
+        eprintln!("note: {whom}: {}", escape_log(note));
+    }
 }
 
 /// Earlier jobs' results for the prediction-interval model.
@@ -594,13 +655,7 @@ fn calibrate(config_path: &Path, args: CalibrateArgs) -> Result<u8> {
 /// verdict: the gate already spoke when the report was made.
 fn render_stored(args: RenderArgs) -> Result<u8> {
     let report = render::stored::load_report(&args.file)?;
-    let color =
-        args.output.is_none() && args.format == Format::Table && render::stdout_wants_color();
-    let text = match (args.format, args.max_chars) {
-        (Format::Markdown, Some(max)) => render::render_markdown_limited(&report, max),
-        (_, Some(_)) => bail!("--max-chars applies to --format markdown only"),
-        (format, None) => render::exporter(format, color).render(&report),
-    };
+    let text = render_view(&report, args.format, &args.view, args.output.is_none())?;
     match &args.output {
         Some(path) => fsutil::write_atomic(path, text.as_bytes(), Overwrite::Allow)
             .with_context(|| format!("cannot write the report to {}", path.display()))?,
