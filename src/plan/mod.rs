@@ -4,6 +4,7 @@
 //! command-line overrides are merged once, here, into plain data: every default applied, every
 //! path made concrete, every build step deduplicated. The runner then only executes.
 
+pub mod declared;
 pub mod selection;
 pub mod shard;
 use std::collections::BTreeMap;

@@ -11,6 +11,7 @@ mod calibrate;
 mod cli;
 mod cpu_capture;
 mod cpu_corpus;
+mod first_hour;
 mod github;
 mod hardening;
 mod hardening_inputs;

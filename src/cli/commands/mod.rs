@@ -159,7 +159,17 @@ fn run_suite(loaded: &LoadedConfig, selection: &RunSelection) -> Result<RunResul
         root: loaded.root.clone(),
         label: None,
     };
-    runner::run_plan(&plan, &revision, progress.as_mut()).map_err(anyhow::Error::from)
+    let mut results = runner::run_plan(&plan, &revision, progress.as_mut())?;
+    warn_declared(&plan, &mut results);
+    Ok(results)
+}
+
+/// Checks the run against the metrics the configuration declared (a declared gating metric
+/// that is absent fails its benchmark) and prints the warnings.
+fn warn_declared(plan: &Plan, results: &mut RunResults) {
+    for w in crate::plan::declared::check_declared_metrics(plan, results) {
+        eprintln!("warning: {}", escape_log(&w));
+    }
 }
 
 /// Prints each failed benchmark with its stderr tail; returns the exit status of the run.
@@ -326,13 +336,14 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
                 policy: policy.clone(),
                 time_budget: loaded.config.gate.time_budget.map(|d| d.0),
             };
-            let (base, head) = runner::run_interleaved_adaptive(
+            let (base, mut head) = runner::run_interleaved_adaptive(
                 &plan,
                 &base_rev,
                 &head_rev,
                 progress.as_mut(),
                 Some(&adaptive),
             )?;
+            warn_declared(&plan, &mut head);
             let mut report = compare::compare(&base, &head, &policy, Design::Interleaved);
             report.evidence = Some(Evidence::from_runs(Some(&base), &head));
             (report, head)
@@ -586,6 +597,9 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
         crate::derive::utilization::apply_to_import(&mut results, plan);
     }
     print_import_notes(&results);
+    for w in crate::plan::declared::unit_lookalikes(&results) {
+        eprintln!("warning: {}", escape_log(&w));
+    }
     emit_results(&results, args.output.as_deref())?;
     Ok(ExitStatus::PASS)
 }
