@@ -66,15 +66,11 @@ impl<'a> Collector<'a> {
             Source::Reported
         };
         let source = m.source.or(resolved.source).unwrap_or(default_source);
-        self.push(
-            &m.metric,
-            &normalized.unit,
-            source,
-            true,
-            repetition,
-            m.value * normalized.factor,
-        )
-        .map(|_| ())
+        let value = normalized
+            .convert(m.value, &m.unit)
+            .map_err(|e| format!("metric `{}`: {e}", m.metric))?;
+        self.push(&m.metric, &normalized.unit, source, true, repetition, value)
+            .map(|_| ())
     }
 
     /// Records the lines of one repetition's protocol file. Lines naming another benchmark are
@@ -172,14 +168,10 @@ impl<'a> Collector<'a> {
         value: f64,
     ) -> Result<(), String> {
         let normalized = units::normalize(unit);
-        let created = self.push(
-            name,
-            &normalized.unit,
-            source,
-            true,
-            repetition,
-            value * normalized.factor,
-        )?;
+        let value = normalized
+            .convert(value, unit)
+            .map_err(|e| format!("metric `{name}`: {e}"))?;
+        let created = self.push(name, &normalized.unit, source, true, repetition, value)?;
         let configured = self.policy.metrics.get(name).and_then(|c| c.direction);
         if created && configured.is_none() {
             let last = self.result.metrics.len() - 1;

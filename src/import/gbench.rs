@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::builder::Benchmarks;
+use super::input;
 use super::{ImportContext, ImportError, Importer, Policies};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
@@ -74,9 +75,11 @@ pub fn strict_json(text: &str) -> String {
             i += 1;
             continue;
         }
+        // Bytes, not `str` slices: outside strings any byte may follow (a stray non-ASCII
+        // character), and slicing text there would split a character.
         let token = ["-Infinity", "Infinity", "NaN"]
             .into_iter()
-            .find(|t| text[i..].starts_with(t));
+            .find(|t| bytes[i..].starts_with(t.as_bytes()));
         if let Some(t) = token {
             out.push_str(&text[copied..i]);
             out.push_str("null");
@@ -90,12 +93,12 @@ pub fn strict_json(text: &str) -> String {
     out
 }
 
-pub(crate) fn read_json(path: &Path, lenient: bool) -> Result<Value, ImportError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ImportError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let text = if lenient { strict_json(&text) } else { text };
+/// The JSON document of a google/benchmark file: read within [`input::MAX_FILE_BYTES`], a
+/// leading byte-order mark skipped (editors and PowerShell on Windows write one), bare
+/// non-finite tokens rewritten.
+fn read_json(path: &Path) -> Result<Value, ImportError> {
+    let text = input::read_text(path, "google/benchmark JSON", input::MAX_FILE_BYTES)?;
+    let text = strict_json(text.strip_prefix('\u{feff}').unwrap_or(&text));
     serde_json::from_str(&text).map_err(|e| ImportError::Content {
         path: path.to_path_buf(),
         message: format!(
@@ -136,7 +139,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {
         benchmarks.file(path);
-        let doc = read_json(path, true)?;
+        let doc = read_json(path)?;
         let runs = doc
             .get("benchmarks")
             .and_then(Value::as_array)

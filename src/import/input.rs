@@ -57,10 +57,13 @@ pub fn read_text(path: &Path, what: &str, max: u64) -> Result<String, ImportErro
     })
 }
 
-/// The JSON document of `path`, read with [`read_text`]'s bound.
+/// The JSON document of `path`, read with [`read_text`]'s bound; a leading byte-order mark
+/// is skipped.
 pub fn read_json(path: &Path, what: &str) -> Result<Value, ImportError> {
     let text = read_text(path, what, MAX_FILE_BYTES)?;
-    serde_json::from_str(&text).map_err(|e| ImportError::Content {
+    // A leading byte-order mark (Windows editors and PowerShell write one) is not JSON.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    serde_json::from_str(text).map_err(|e| ImportError::Content {
         path: path.to_path_buf(),
         message: format!(
             "is not valid JSON (line {}, column {}: {e}), so it is not {what} output; pass the file the tool wrote, whole",

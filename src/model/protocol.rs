@@ -6,7 +6,7 @@
 //! whatever language it is written in. A line that does not parse is rejected with its line
 //! number: silently skipping it would drop samples and bias the comparison.
 
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 /// Environment variable naming the file a benchmark writes its protocol lines to.
@@ -222,7 +222,12 @@ fn check(line: &ProtocolLine) -> Result<(), String> {
             if m.metric.trim().is_empty() {
                 return Err("`metric` is empty".into());
             }
-            finite("value", m.value)
+            finite("value", m.value)?;
+            // Refused here, with the line, rather than stored as a value no results file can
+            // hold: `1e300 s` overflows in nanoseconds, and a time is never negative.
+            crate::model::units::to_canonical(m.value, &m.unit)
+                .map(|_| ())
+                .map_err(|e| format!("`value`: {e}"))
         }
         ProtocolLine::Counter(c) => {
             finite("t_ns", c.t_ns)?;
@@ -248,28 +253,87 @@ fn check(line: &ProtocolLine) -> Result<(), String> {
     }
 }
 
-/// Reads a whole protocol file.
+/// The longest protocol line read: one JSON object of a few keys is far shorter, and a file
+/// without line breaks (a device such as `/dev/zero`, a binary) is refused at this length
+/// instead of being read whole.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+/// The most bytes read from one protocol file, a bound for an endless stream.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+
+/// Reads a whole protocol file, line by line within [`MAX_LINE_BYTES`] and [`MAX_FILE_BYTES`].
+/// A leading byte-order mark is skipped.
 pub fn read_file(path: &Path) -> Result<Vec<ProtocolLine>, ProtocolError> {
-    let file = std::fs::File::open(path).map_err(|source| ProtocolError::Read {
+    let read_error = |source| ProtocolError::Read {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let refuse = |line: usize, message: String| ProtocolError::Line {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    let mut reader = std::io::BufReader::new(file);
     let mut lines = Vec::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|source| ProtocolError::Read {
-            path: path.to_path_buf(),
-            source,
+    let mut buf = Vec::new();
+    let mut total: u64 = 0;
+    for number in 1.. {
+        buf.clear();
+        let n = loop {
+            match (&mut reader)
+                .take(MAX_LINE_BYTES as u64 + 1)
+                .read_until(b'\n', &mut buf)
+            {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => break other.map_err(read_error)?,
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if buf.contains(&0) {
+            return Err(refuse(
+                number,
+                "holds a NUL byte, so this is not a text file of protocol lines (a device or a binary?); pass the file the benchmark wrote to $KGATE_PROTOCOL_FILE".into(),
+            ));
+        }
+        if buf.len() > MAX_LINE_BYTES {
+            return Err(refuse(
+                number,
+                format!(
+                    "is longer than {} MiB; a protocol line is one small JSON object, so this is not a protocol file (or it lacks line breaks)",
+                    MAX_LINE_BYTES >> 20
+                ),
+            ));
+        }
+        if total > MAX_FILE_BYTES {
+            return Err(refuse(
+                number,
+                format!(
+                    "the file goes on past {} MiB, more than kgate reads from one protocol file (an endless stream?); split it into one file per repetition",
+                    MAX_FILE_BYTES >> 20
+                ),
+            ));
+        }
+        let text = std::str::from_utf8(&buf).map_err(|e| {
+            refuse(
+                number,
+                format!(
+                    "is not UTF-8 text (byte {} of the line); protocol lines are JSON",
+                    e.valid_up_to() + 1
+                ),
+            )
         })?;
-        match parse_line(&line) {
+        let text = if number == 1 {
+            text.strip_prefix('\u{feff}').unwrap_or(text)
+        } else {
+            text
+        };
+        match parse_line(text) {
             Ok(Some(l)) => lines.push(l),
             Ok(None) => {}
-            Err(message) => {
-                return Err(ProtocolError::Line {
-                    path: path.to_path_buf(),
-                    line: i + 1,
-                    message,
-                });
-            }
+            Err(message) => return Err(refuse(number, message)),
         }
     }
     Ok(lines)

@@ -310,6 +310,10 @@ pub enum ResultsError {
         "`{path}` has results format version {found}; this kgate reads version {RESULTS_SCHEMA_VERSION}"
     )]
     Version { path: PathBuf, found: u32 },
+    #[error(
+        "refusing to write `{path}`: {what} is not a finite number, and a results file holding it could not be read back"
+    )]
+    NotFinite { path: PathBuf, what: String },
     #[error(transparent)]
     Write(#[from] fsutil::WriteError),
 }
@@ -318,7 +322,14 @@ impl RunResults {
     /// Refuses results in which no benchmark holds a single measured value (an import of a
     /// file with no benchmark entries, or only errored ones): such a file gates nothing, and
     /// writing it would only produce rows with nothing in them. The error lists the failures.
+    /// A value that is not finite is refused too, naming where it is (see
+    /// [`RunResults::non_finite`]).
     pub fn require_measurements(&self, what: &str) -> Result<(), String> {
+        if let Some(value) = self.non_finite() {
+            return Err(format!(
+                "{what} holds a number that is not finite ({value}), which a results file cannot hold; the input is damaged or its units overflow"
+            ));
+        }
         let measured = self
             .benchmarks
             .iter()
@@ -348,6 +359,41 @@ impl RunResults {
         })
     }
 
+    /// The first number that JSON cannot carry (serde writes a non-finite value as `null`,
+    /// which no results reader accepts), described for a message: `benchmark `mm`, metric
+    /// `kernel_time`, value 3 (inf)`.
+    pub fn non_finite(&self) -> Option<String> {
+        for b in &self.benchmarks {
+            for m in &b.metrics {
+                if let Some((i, v)) = m.values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                    return Some(format!(
+                        "benchmark `{}`, metric `{}`, value {} ({v})",
+                        b.name,
+                        m.name,
+                        i + 1
+                    ));
+                }
+            }
+            for c in &b.counters {
+                if !(c.t_ns.is_finite() && c.value.is_finite()) {
+                    return Some(format!(
+                        "benchmark `{}`, counter `{}` ({} at {} ns)",
+                        b.name, c.counter, c.value, c.t_ns
+                    ));
+                }
+            }
+            for k in &b.kernel_windows {
+                if !(k.start_ns.is_finite() && k.end_ns.is_finite()) {
+                    return Some(format!(
+                        "benchmark `{}`, kernel window `{}` ({} to {} ns)",
+                        b.name, k.kernel, k.start_ns, k.end_ns
+                    ));
+                }
+            }
+        }
+        None
+    }
+
     /// Reads and checks a results file.
     pub fn load(path: &Path) -> Result<RunResults, ResultsError> {
         let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read {
@@ -372,8 +418,15 @@ impl RunResults {
         })
     }
 
-    /// Writes the results atomically.
+    /// Writes the results atomically; refuses results holding a number JSON cannot carry
+    /// (see [`RunResults::non_finite`]), so that kgate never writes a file it cannot read.
     pub fn save(&self, path: &Path, overwrite: Overwrite) -> Result<(), ResultsError> {
+        if let Some(what) = self.non_finite() {
+            return Err(ResultsError::NotFinite {
+                path: path.to_path_buf(),
+                what,
+            });
+        }
         fsutil::write_atomic(path, self.to_json().as_bytes(), overwrite)?;
         Ok(())
     }

@@ -16,6 +16,57 @@ impl Normalized {
     pub fn is_time(&self) -> bool {
         self.unit == "ns"
     }
+
+    /// `value`, written in `written` (the unit this was normalized from), in the canonical
+    /// unit. Refuses what a results file could not hold or should not: a value that is not
+    /// finite, one that overflows on conversion (`1e300 s` is more nanoseconds than an f64
+    /// holds) and a negative duration.
+    pub fn convert(&self, value: f64, written: &str) -> Result<f64, ValueError> {
+        let written = written.trim();
+        if !value.is_finite() {
+            return Err(ValueError::NotFinite { value });
+        }
+        if self.is_time() && value < 0.0 {
+            return Err(ValueError::NegativeDuration {
+                value,
+                unit: written.to_string(),
+            });
+        }
+        let converted = value * self.factor;
+        if !converted.is_finite() {
+            return Err(ValueError::Overflow {
+                value,
+                unit: written.to_string(),
+                canonical: self.unit.clone(),
+            });
+        }
+        Ok(converted)
+    }
+}
+
+/// A value refused on its way into kgate's canonical units.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ValueError {
+    #[error("the value {value} is not a finite number")]
+    NotFinite { value: f64 },
+    #[error(
+        "{value:e} {unit} is beyond the largest number a results file holds (about 1.8e308) once converted to {canonical}"
+    )]
+    Overflow {
+        value: f64,
+        unit: String,
+        canonical: String,
+    },
+    #[error("the duration {value} {unit} is negative; a time is never below zero")]
+    NegativeDuration { value: f64, unit: String },
+}
+
+/// `value` written in `unit`, converted into kgate's canonical unit (see
+/// [`Normalized::convert`]).
+pub fn to_canonical(value: f64, unit: &str) -> Result<(Normalized, f64), ValueError> {
+    let normalized = normalize(unit);
+    let converted = normalized.convert(value, unit)?;
+    Ok((normalized, converted))
 }
 
 /// Maps a reported unit onto kgate's canonical unit. Time units become `ns`; a bare `%` and
@@ -126,6 +177,29 @@ mod tests {
                 factor: 1.0
             }
         );
+    }
+
+    #[test]
+    fn conversions_refuse_overflow_non_finite_and_negative_durations() {
+        assert_eq!(to_canonical(88.0, "us").unwrap().1, 88_000.0);
+        assert_eq!(to_canonical(-3.0, "cycles").unwrap().1, -3.0);
+        assert_eq!(to_canonical(0.0, "s").unwrap().1, 0.0);
+        let e = to_canonical(1e300, "s").unwrap_err();
+        assert!(matches!(e, ValueError::Overflow { .. }), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "1e300 s is beyond the largest number a results file holds (about 1.8e308) once converted to ns"
+        );
+        let e = to_canonical(-1.5, "ms").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the duration -1.5 ms is negative; a time is never below zero"
+        );
+        assert!(matches!(
+            to_canonical(f64::INFINITY, "bytes"),
+            Err(ValueError::NotFinite { .. })
+        ));
+        assert!(to_canonical(f64::MAX, "bytes").is_ok());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
-use crate::common::{stderr_of, write};
+use crate::common::{kgate, stderr_of, write};
 
 /// The address-space cap of the capped runs: generous for kgate's own needs, far below what a
 /// quadratic or unbounded buffer would take.
@@ -90,4 +90,344 @@ fn compare_of_a_hundred_thousand_samples_a_side_gives_a_verdict_under_a_memory_c
     assert_eq!(report["verdict"], "regressed", "{metric}");
     let change = metric["change"].as_f64().unwrap();
     assert!((change - 0.2).abs() < 0.01, "{change}");
+}
+
+/// `kgate import FORMAT FILE` in `dir`; asserts exit 2 (an input error, not a crash) and an
+/// error naming the file, and returns stderr.
+fn refused(dir: &Path, format: &str, file: &str) -> String {
+    let out = kgate(dir).args(["import", format, file]).output().unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{format} {file}: {err}");
+    assert!(err.contains(file), "{format} {file}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+/// `kgate import FORMAT FILE` in `dir` succeeds; returns the results as JSON.
+fn imported(dir: &Path, format: &str, file: &str) -> Value {
+    let out = kgate(dir).args(["import", format, file]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{format} {file}: {}",
+        stderr_of(&out)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_protocol_value_that_overflows_in_nanoseconds_is_refused_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "p.jsonl",
+        "{\"metric\": \"t\", \"value\": 5, \"unit\": \"s\"}\n{\"metric\": \"t\", \"value\": 1e300, \"unit\": \"s\"}\n",
+    );
+    let err = refused(dir.path(), "protocol", "p.jsonl");
+    assert!(err.contains("line 2"), "{err}");
+    assert!(
+        err.contains("1e300 s is beyond the largest number"),
+        "{err}"
+    );
+    // With -o nothing is written, so no baseline that later commands cannot read.
+    let out = kgate(dir.path())
+        .args(["import", "protocol", "p.jsonl", "-o", "r.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(!dir.path().join("r.json").exists());
+    // The largest time that still fits is kept.
+    write(
+        dir.path(),
+        "ok.jsonl",
+        "{\"metric\": \"t\", \"value\": 1e299, \"unit\": \"s\"}\n",
+    );
+    let r = imported(dir.path(), "protocol", "ok.jsonl");
+    assert_eq!(r["benchmarks"][0]["metrics"][0]["values"][0], 1e308);
+}
+
+#[test]
+fn negative_durations_are_refused_at_every_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "p.jsonl",
+        "{\"metric\": \"kernel_time\", \"value\": -88, \"unit\": \"us\"}\n",
+    );
+    let err = refused(dir.path(), "protocol", "p.jsonl");
+    assert!(err.contains("line 1"), "{err}");
+    assert!(err.contains("the duration -88 us is negative"), "{err}");
+    // A negative number that is not a time (a reported difference) is kept.
+    write(
+        dir.path(),
+        "d.jsonl",
+        "{\"metric\": \"delta\", \"value\": -3, \"unit\": \"cycles\"}\n",
+    );
+    imported(dir.path(), "protocol", "d.jsonl");
+
+    write(
+        dir.path(),
+        "h.json",
+        r#"{"results": [{"command": "sleep 0", "times": [0.1, -0.2]}]}"#,
+    );
+    let err = refused(dir.path(), "hyperfine", "h.json");
+    assert!(err.contains("negative"), "{err}");
+    write(
+        dir.path(),
+        "g.json",
+        r#"{"benchmarks": [{"name": "BM_x", "run_type": "iteration", "real_time": -5, "cpu_time": 5, "time_unit": "ns"}]}"#,
+    );
+    let err = refused(dir.path(), "gbench", "g.json");
+    assert!(err.contains("BM_x") && err.contains("negative"), "{err}");
+    write(
+        dir.path(),
+        "pb.json",
+        r#"{"benchmarks": [{"name": "test_x", "stats": {"data": [0.001, -0.002]}}]}"#,
+    );
+    let err = refused(dir.path(), "pytest-benchmark", "pb.json");
+    assert!(err.contains("negative"), "{err}");
+    write(
+        dir.path(),
+        "t.json",
+        r#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm", "ts": 10, "dur": -4, "pid": 1, "tid": 1}]}"#,
+    );
+    let err = refused(dir.path(), "chrome-trace", "t.json");
+    assert!(err.contains("gemm") && err.contains("negative"), "{err}");
+}
+
+#[test]
+fn importer_values_of_1e308_that_overflow_on_conversion_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "h.json",
+        r#"{"results": [{"command": "sleep 0", "times": [1e308, 0.1]}]}"#,
+    );
+    let err = refused(dir.path(), "hyperfine", "h.json");
+    assert!(
+        err.contains("sleep 0") && err.contains("beyond the largest number"),
+        "{err}"
+    );
+    write(
+        dir.path(),
+        "g.json",
+        r#"{"benchmarks": [{"name": "BM_x", "run_type": "iteration", "real_time": 1e308, "cpu_time": 1e308, "time_unit": "ms"}]}"#,
+    );
+    let err = refused(dir.path(), "gbench", "g.json");
+    assert!(
+        err.contains("BM_x") && err.contains("beyond the largest number"),
+        "{err}"
+    );
+    write(
+        dir.path(),
+        "pb.json",
+        r#"{"benchmarks": [{"name": "test_x", "stats": {"data": [1e308]}}]}"#,
+    );
+    let err = refused(dir.path(), "pytest-benchmark", "pb.json");
+    assert!(err.contains("beyond the largest number"), "{err}");
+    // Chrome trace durations are microseconds: 1e308 us overflows in nanoseconds.
+    write(
+        dir.path(),
+        "t.json",
+        r#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm", "ts": 10, "dur": 1e308, "pid": 1, "tid": 1}]}"#,
+    );
+    let err = refused(dir.path(), "chrome-trace", "t.json");
+    assert!(
+        err.contains("gemm") && err.contains("not a finite number"),
+        "{err}"
+    );
+}
+
+#[test]
+fn gbench_accepts_a_byte_order_mark_and_refuses_stray_characters_without_panicking() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = r#"{"benchmarks": [{"name": "BM_x", "run_type": "iteration", "real_time": 5, "cpu_time": 5, "time_unit": "ns"}]}"#;
+    write(dir.path(), "bom.json", &format!("\u{feff}{doc}"));
+    let r = imported(dir.path(), "gbench", "bom.json");
+    assert_eq!(r["benchmarks"][0]["name"], "BM_x");
+    // Non-ASCII outside strings, before, inside and after the document; NaN next to one.
+    for (i, text) in [
+        format!("é{doc}"),
+        doc.replace("\"benchmarks\":", "\"benchmarks\": ü"),
+        format!("{doc} 日本"),
+        doc.replace("\"real_time\": 5", "\"real_time\": ÑaN"),
+        doc.replace("\"real_time\": 5", "\"real_time\": NaN€"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let name = format!("stray{i}.json");
+        write(dir.path(), &name, text);
+        let err = refused(dir.path(), "gbench", &name);
+        assert!(err.contains("not valid JSON"), "{err}");
+    }
+}
+
+#[test]
+fn other_json_importers_and_the_protocol_accept_a_byte_order_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "hyperfine",
+            r#"{"results": [{"command": "sleep 0", "times": [0.1, 0.2]}]}"#,
+        ),
+        (
+            "pytest-benchmark",
+            r#"{"benchmarks": [{"name": "test_x", "stats": {"data": [0.001, 0.002]}}]}"#,
+        ),
+        (
+            "protocol",
+            "{\"metric\": \"t\", \"value\": 5, \"unit\": \"ns\"}\n",
+        ),
+    ];
+    for (format, doc) in cases {
+        let name = format!("{format}.json");
+        write(dir.path(), &name, &format!("\u{feff}{doc}"));
+        imported(dir.path(), format, &name);
+        // Stray non-ASCII after the document is an error, not a panic.
+        let stray = format!("stray-{format}.json");
+        write(dir.path(), &stray, &format!("{}é\n", doc.trim_end()));
+        refused(dir.path(), format, &stray);
+    }
+}
+
+#[test]
+fn dev_zero_is_refused_by_the_protocol_and_json_importers() {
+    let zero = Path::new("/dev/zero");
+    if !zero.exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for format in [
+        "protocol",
+        "gbench",
+        "hyperfine",
+        "pytest-benchmark",
+        "xplane",
+    ] {
+        let out = kgate_capped(dir.path(), &["import", format, "/dev/zero"]);
+        let err = stderr_of(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{format}: {:?} {err}",
+            out.status
+        );
+        assert!(err.contains("/dev/zero"), "{format}: {err}");
+    }
+    let out = kgate_capped(dir.path(), &["import", "protocol", "/dev/zero"]);
+    let err = stderr_of(&out);
+    assert!(err.contains("line 1") && err.contains("NUL byte"), "{err}");
+}
+
+#[test]
+fn a_protocol_line_without_end_is_refused_at_the_line_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = format!(
+        "{{\"metric\": \"t\", \"value\": 1}}\n{{\"metric\": \"{}\"",
+        "x".repeat(2 << 20)
+    );
+    write(dir.path(), "long.jsonl", &long);
+    let err = refused(dir.path(), "protocol", "long.jsonl");
+    assert!(
+        err.contains("line 2") && err.contains("longer than 1 MiB"),
+        "{err}"
+    );
+    // Bytes that are not UTF-8 name their line instead of failing the read.
+    std::fs::write(
+        dir.path().join("latin1.jsonl"),
+        b"{\"metric\": \"t\", \"value\": 1}\n{\"metric\": \"caf\xe9\", \"value\": 1}\n",
+    )
+    .unwrap();
+    let err = refused(dir.path(), "protocol", "latin1.jsonl");
+    assert!(err.contains("line 2") && err.contains("not UTF-8"), "{err}");
+}
+
+/// A gzip file of `members`: each `(text, repeat)` is compressed once and its member written
+/// `repeat` times (gzip readers read concatenated members as one stream).
+fn gzip_members(path: &Path, members: &[(&[u8], usize)]) {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path).unwrap();
+    for (text, repeat) in members {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(text).unwrap();
+        let member = gz.finish().unwrap();
+        for _ in 0..*repeat {
+            file.write_all(&member).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_gzip_of_a_gigabyte_of_whitespace_streams_under_a_memory_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let spaces = vec![b' '; 64 << 20];
+    let event =
+        br#"{"ph": "X", "cat": "kernel", "name": "gemm", "ts": 10, "dur": 4, "pid": 1, "tid": 1}"#;
+    // 1 GiB of whitespace between two events: read through, the events kept.
+    let path = dir.path().join("ws.json.gz");
+    gzip_members(
+        &path,
+        &[
+            (b"{\"traceEvents\": [", 1),
+            (event, 1),
+            (b",", 1),
+            (&spaces, 16),
+            (event, 1),
+            (b"]}", 1),
+        ],
+    );
+    assert!(std::fs::metadata(&path).unwrap().len() < 4 << 20);
+    let out = kgate_capped(dir.path(), &["import", "chrome-trace", "ws.json.gz"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{:?}: {}",
+        out.status,
+        stderr_of(&out)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        r["benchmarks"][0]["metrics"][0]["values"],
+        json!([4000.0, 4000.0])
+    );
+
+    // Whitespace inside one event cannot stream: refused at the bound, naming the file.
+    let path = dir.path().join("inside.json.gz");
+    gzip_members(
+        &path,
+        &[
+            (b"{\"traceEvents\": [{\"ph\": ", 1),
+            (&spaces, 8),
+            (b"\"X\"}]}", 1),
+        ],
+    );
+    let out = kgate_capped(dir.path(), &["import", "chrome-trace", "inside.json.gz"]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{:?}: {err}", out.status);
+    assert!(
+        err.contains("inside.json.gz") && err.contains("256 MiB"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_results_writer_refuses_a_value_it_could_not_read_back() {
+    use kgate::model::fsutil::Overwrite;
+    use kgate::model::results::{ResultsError, RunResults};
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "r.json", &results_file("a", &[1.0, 2.0]));
+    let mut results = RunResults::load(&path).unwrap();
+    results.benchmarks[0].metrics[0].values[1] = f64::INFINITY;
+    let out = dir.path().join("out.json");
+    let err = results.save(&out, Overwrite::Allow).unwrap_err();
+    assert!(matches!(err, ResultsError::NotFinite { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("benchmark `mm`, metric `kernel_time`, value 2 (inf)"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let err = results.require_measurements("the import").unwrap_err();
+    assert!(err.contains("not finite"), "{err}");
 }

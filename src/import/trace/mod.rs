@@ -20,6 +20,7 @@ use super::{ImportError, Policies};
 use crate::capture::Collector;
 use crate::model::metric::{Direction, Source};
 use crate::model::results::{CounterReading, KernelWindow, RunResults};
+use crate::model::units;
 
 pub mod chrome;
 mod json_scan;
@@ -251,7 +252,15 @@ fn build_results(
                     message,
                 })?;
             for value in durations {
-                collector.push_at(slot, rep, value * factor);
+                // A duration that overflowed on its way to nanoseconds, or a negative one,
+                // would make a results file no later command reads (or a meaningless time).
+                let value = units::to_canonical(value * factor, "ns").map_err(|e| {
+                    ImportError::Content {
+                        path: path.clone(),
+                        message: format!("kernel `{kernel}`: {e}"),
+                    }
+                })?;
+                collector.push_at(slot, rep, value.1);
             }
             finish_repetition(collector, &path);
         }
@@ -264,6 +273,14 @@ fn build_results(
                 .notes
                 .extend(samples.notes.iter().cloned());
             for (counter, t_ns, value) in samples.counters {
+                if !(t_ns.is_finite() && value.is_finite()) {
+                    return Err(ImportError::Content {
+                        path,
+                        message: format!(
+                            "counter `{counter}`: a reading of {value} at {t_ns} ns is not a finite number, which a results file cannot hold"
+                        ),
+                    });
+                }
                 result.counters.push(CounterReading {
                     repetition: rep,
                     counter,

@@ -58,12 +58,43 @@ impl Importer for Xplane {
     }
 }
 
-/// Reads and decodes one XSpace file.
+/// The most bytes read from one XSpace file: the protobuf is decoded whole, so this bounds
+/// what a file (or an endless stream) may cost.
+const MAX_XPLANE_BYTES: u64 = 1 << 30;
+
+/// Reads and decodes one XSpace file, within [`MAX_XPLANE_BYTES`].
 pub fn read_file(path: &Path, selection: &TraceSelection) -> Result<TraceSamples, ImportError> {
-    let bytes = std::fs::read(path).map_err(|source| ImportError::Read {
+    use std::io::Read;
+    let read_error = |source| ImportError::Read {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let refuse = |message: String| ImportError::Content {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut file = std::fs::File::open(path).map_err(read_error)?;
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take(1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    // No protobuf message starts with a zero byte (field number 0 does not exist): a device
+    // such as /dev/zero is refused before anything is read.
+    if bytes.first() == Some(&0) {
+        return Err(refuse(
+            "starts with a zero byte, so it is not an XSpace protobuf (`*.xplane.pb` as written by jax.profiler or XProf)".into(),
+        ));
+    }
+    file.take(MAX_XPLANE_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > MAX_XPLANE_BYTES {
+        return Err(refuse(format!(
+            "is larger than {} MiB, more than kgate reads from one XSpace file (or an endless stream); profile a shorter window",
+            MAX_XPLANE_BYTES >> 20
+        )));
+    }
     let space = XSpace::decode(bytes.as_slice()).map_err(|e| ImportError::Content {
         path: path.to_path_buf(),
         message: format!(

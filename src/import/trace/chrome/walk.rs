@@ -55,6 +55,11 @@ pub(super) struct Input<R> {
 
 const CHUNK: usize = 1 << 20;
 
+/// The most bytes one value (an event, a skipped top-level value) may take in the buffer: far
+/// above any real one, and a bound for a decompressed stream that never lets a value end (a
+/// small gzip of a gigabyte of whitespace or digits).
+pub(super) const MAX_VALUE_BYTES: usize = 256 << 20;
+
 /// Why a value could not be scanned.
 enum Failure {
     /// Not JSON at this byte of the input: what was expected there.
@@ -112,7 +117,15 @@ impl<R: Read> Input<R> {
             self.pos = 0;
         }
         if self.end == self.buf.len() {
-            self.buf.resize(self.buf.len() * 2, 0);
+            if self.buf.len() >= MAX_VALUE_BYTES {
+                return Err(Failure::Read(format!(
+                    "the value at byte {} goes on past {} MiB without ending, more than kgate holds of one trace value; this is not a trace kgate can read (damaged, or not a trace)",
+                    self.dropped,
+                    MAX_VALUE_BYTES >> 20
+                )));
+            }
+            self.buf
+                .resize((self.buf.len() * 2).min(MAX_VALUE_BYTES), 0);
         }
         let before = self.end;
         while self.end < self.buf.len() {
@@ -163,8 +176,25 @@ impl<R: Read> Input<R> {
 
     /// The next byte that is not whitespace, left unconsumed; `None` at end of input.
     fn peek(&mut self) -> Result<Option<u8>, String> {
-        self.scan(|s| s.peek())
-            .map_err(|f| f.describe("invalid trace"))
+        loop {
+            let mut scanner = Scanner::new(&self.buf[..self.end], self.pos);
+            let found = scanner.peek();
+            // The whitespace passed is consumed even when the buffer ends first, so that a run
+            // of it (however long) streams through instead of filling the buffer.
+            self.pos = scanner.pos;
+            match found {
+                Ok(byte) => return Ok(Some(byte)),
+                Err(Stop::Incomplete) => {
+                    if !self.fill().map_err(|f| f.describe("invalid trace"))? {
+                        return Ok(None);
+                    }
+                }
+                Err(Stop::Invalid { expected, at }) => {
+                    let offset = self.dropped + at as u64;
+                    return Err(Failure::Invalid { expected, offset }.describe("invalid trace"));
+                }
+            }
+        }
     }
 
     /// The body of `{ ... }` after its `{`: `traceEvents` is streamed, `displayTimeUnit` and
