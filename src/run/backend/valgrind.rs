@@ -18,6 +18,8 @@ use crate::model::results::FailureKind;
 pub struct Valgrind(pub Tool);
 
 const EXT: &str = "counters";
+/// Extension of the scratch file that receives valgrind's own messages.
+const LOG_EXT: &str = "valgrind.log";
 
 /// Cache geometry given to Valgrind, so that simulated misses do not depend on the machine
 /// that ran the simulation: 32 KiB 8-way L1s and an 8 MiB 16-way last level, all with 64-byte
@@ -68,8 +70,38 @@ impl Backend for Valgrind {
         for (i, c) in CACHES.iter().enumerate() {
             argv.insert(at + i, c.to_string());
         }
+        // Valgrind's own messages go to a file of their own, so that the stderr tail of a
+        // failure is the benchmark's and not valgrind's summary.
+        argv.insert(
+            at + CACHES.len(),
+            format!("--log-file={}", run.scratch_file(LOG_EXT).display()),
+        );
         launch.argv = argv;
         Ok(())
+    }
+
+    fn explain(&self, run: &Repetition<'_>) -> Option<String> {
+        let log = std::fs::read_to_string(run.scratch_file(LOG_EXT)).unwrap_or_default();
+        let _ = std::fs::remove_file(run.scratch_file(LOG_EXT));
+        // `==1234== message` lines; the last few that say something.
+        let said: Vec<&str> = log
+            .lines()
+            .map(|l| {
+                l.trim_start_matches(|c: char| c == '=' || c.is_ascii_digit())
+                    .trim()
+            })
+            .filter(|l| !l.is_empty())
+            .collect();
+        let tail = said[said.len().saturating_sub(3)..].join(" / ");
+        let mut message = format!(
+            "under {} the command runs in a reduced environment (PATH={}, the benchmark's `env`, and what `pass_env` names; no HOME, virtualenv or LD_LIBRARY_PATH) so that counts reproduce: list the variables it needs under `pass_env`",
+            self.kind().as_str(),
+            crate::run::runner::FIXED_PATH
+        );
+        if !tail.is_empty() {
+            message.push_str(&format!("; valgrind said: {tail}"));
+        }
+        Some(message)
     }
 
     fn collect(
@@ -126,7 +158,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             launch.argv.join(" "),
-            "valgrind --tool=callgrind --cache-sim=yes --branch-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64 --callgrind-out-file=scratch/run-2.counters --toggle-collect=mm::* ./mm 64"
+            "valgrind --tool=callgrind --cache-sim=yes --branch-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64 --log-file=scratch/run-2.valgrind.log --callgrind-out-file=scratch/run-2.counters --toggle-collect=mm::* ./mm 64"
         );
         assert!(launch.clear_env);
     }
