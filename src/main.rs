@@ -12,11 +12,17 @@ fn main() -> ExitCode {
     match kgate::cli::commands::execute(cli) {
         Ok(status) => ExitCode::from(status),
         Err(err) if kgate::cli::commands::is_interruption(&err) => {
-            eprintln!("kgate: {}", escape_log(&format!("{err:#}")));
+            eprintln!(
+                "kgate: {}",
+                escape_log(&kgate::cli::commands::error_text(&err))
+            );
             ExitCode::from(ExitStatus::INTERRUPTED)
         }
         Err(err) => {
-            eprintln!("error: {}", escape_log(&format!("{err:#}")));
+            eprintln!(
+                "error: {}",
+                escape_log(&kgate::cli::commands::error_text(&err))
+            );
             ExitCode::from(ExitStatus::ERROR)
         }
     }

@@ -212,8 +212,9 @@ pub fn render_table(c: &Calibration) -> String {
         ]);
     }
     format!(
-        "A/A calibration: {} gated metric(s), one-sided level per regression {} (alpha {}), power {} %\n{table}\nMDE: smallest change detected with 80 % power at this n. Set `gate.threshold` at or above the suggested threshold, or raise `repetitions` to the count shown for the configured threshold. A small A/A p-value means the two sides were not alike (drift, warm-up): raise `warmup`.\n",
-        c.gated_metrics,
+        "A/A calibration of {} ({} in the multiplicity family), one-sided level per regression {} (alpha {}), power {} %\n{table}\nMDE: smallest change detected with 80 % power at this n. Set `gate.threshold` at or above the suggested threshold, or raise `repetitions` to the count shown for the configured threshold. A small A/A p-value means the two sides were not alike (drift, warm-up): raise `warmup`.\n",
+        crate::model::text::count(c.rows.len(), "metric", "metrics"),
+        crate::model::text::count(c.gated_metrics, "gates", "gate"),
         compare::format_p(c.level),
         c.alpha,
         c.power * 100.0

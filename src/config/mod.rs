@@ -506,6 +506,10 @@ benchmarks:
                 "kgate.yaml:2:14: key `gate.threshold`: `5` is ambiguous; write a percentage with a percent sign, such as `5%`",
             ),
             (
+                "gate:\n  threshold: 0.05\nbenchmarks:\n  - name: a\n    command: ./a\n",
+                "kgate.yaml:2:14: key `gate.threshold`: `0.05` is ambiguous; write a percentage with a percent sign: `5%` if you meant the fraction 0.05, or `0.05%`",
+            ),
+            (
                 "gate:\n  threshold: five%\nbenchmarks:\n  - name: a\n    command: ./a\n",
                 "kgate.yaml:2:14: key `gate.threshold`: `five%` is not a percentage; write a number followed by `%`, such as `5%`",
             ),

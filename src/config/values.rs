@@ -274,9 +274,17 @@ impl<'de> Deserialize<'de> for Percent {
                 parse_percent(s).map(Percent).map_err(E::custom)
             }
             fn visit_f64<E: de::Error>(self, n: f64) -> Result<Percent, E> {
-                Err(E::custom(format!(
-                    "`{n}` is ambiguous; write a percentage with a percent sign, such as `{n}%`"
-                )))
+                // 0.05 was most likely meant as a fraction (5 %): that reading comes first.
+                Err(E::custom(if n > 0.0 && n < 1.0 {
+                    format!(
+                        "`{n}` is ambiguous; write a percentage with a percent sign: `{}%` if you meant the fraction {n}, or `{n}%`",
+                        (n * 100.0 * 1e9).round() / 1e9
+                    )
+                } else {
+                    format!(
+                        "`{n}` is ambiguous; write a percentage with a percent sign, such as `{n}%`"
+                    )
+                }))
             }
             fn visit_u64<E: de::Error>(self, n: u64) -> Result<Percent, E> {
                 self.visit_f64(n as f64)

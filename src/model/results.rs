@@ -348,8 +348,8 @@ impl RunResults {
             .collect();
         Err(if failures.is_empty() {
             format!(
-                "{what} holds no measurement in any of its {} benchmark(s); there is nothing to gate (check that the harness ran its benchmarks and wrote their results)",
-                self.benchmarks.len()
+                "{what} holds no measurement in any of its {}; there is nothing to gate (check that the harness ran its benchmarks and wrote their results)",
+                crate::model::text::count(self.benchmarks.len(), "benchmark", "benchmarks")
             )
         } else {
             format!(

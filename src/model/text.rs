@@ -55,6 +55,11 @@ pub fn escape_log(text: &str) -> String {
         .join("\n")
 }
 
+/// `1 benchmark`, `2 benchmarks`: a count with its noun in the right number.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

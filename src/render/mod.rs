@@ -276,7 +276,7 @@ impl TableExporter {
                 .map(|(c, _)| c)
                 .collect()
         };
-        table.set_header(pick(columns.iter().map(|c| Cell::new(c)).collect()));
+        table.set_header(pick(columns.iter().map(Cell::new).collect()));
         for row in rows {
             let cells = match row {
                 TableRow::Bare(b) => {
@@ -433,7 +433,7 @@ enum TableRow<'r> {
 
 /// The widest line of a rendered table, in characters.
 fn rendered_width(table: &str) -> usize {
-    table.lines().map(|l| console_width(l)).max().unwrap_or(0)
+    table.lines().map(console_width).max().unwrap_or(0)
 }
 
 /// Characters of a line as the terminal shows them: colour sequences take no room.

@@ -143,12 +143,16 @@ fn summary_line(result: &BenchmarkResult) -> String {
         .or(result.metrics.first());
     match primary.and_then(|m| crate::stats::median(&m.values).map(|v| (m, v))) {
         Some((m, median)) => format!(
-            "{}: {} repetitions, {} median {}",
+            "{}: {}, {} median {}",
             result.name,
-            result.repetitions,
+            crate::model::text::count(result.repetitions as usize, "repetition", "repetitions"),
             m.name,
             units::format_value(median, &m.unit)
         ),
-        None => format!("{}: {} repetitions", result.name, result.repetitions),
+        None => format!(
+            "{}: {}",
+            result.name,
+            crate::model::text::count(result.repetitions as usize, "repetition", "repetitions")
+        ),
     }
 }

@@ -202,3 +202,34 @@ fn the_readme_quick_start_works() {
         assert!(text.contains("regressed"), "{argv:?}: {text}");
     }
 }
+
+/// Messages say each thing once and in the right number.
+#[test]
+fn messages_say_it_once_and_count_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = kgate(dir.path())
+        .args(["import", "protocol", "missing.jsonl"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.matches("(os error 2)").count(), 1, "{err}");
+
+    write(
+        dir.path(),
+        "kgate.yaml",
+        "defaults: {warmup: 0, repetitions: 1}\nbenchmarks:\n  - name: one\n    command: [true]\n",
+    );
+    let out = kgate(dir.path())
+        .args(["baseline", "save"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("one: 1 repetition,"), "{err}");
+    assert!(err.contains("(1 benchmark)"), "{err}");
+    assert!(
+        !err.contains("1 repetitions") && !err.contains("1 benchmarks"),
+        "{err}"
+    );
+}

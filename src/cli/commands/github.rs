@@ -187,7 +187,7 @@ fn post_report(
 /// Reports posting failures; returns the exit status they call for.
 fn settle_post_errors(posted: &Posted, post: &PostArgs, status: u8) -> u8 {
     for e in &posted.errors {
-        let text = format!("{e:#}");
+        let text = super::error_text(e);
         eprintln!("warning: {}", crate::model::text::escape_log(&text));
         if std::env::var_os("GITHUB_ACTIONS").is_some() {
             let level = if post.fail_on_post_error {
@@ -392,7 +392,7 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
                     "kgate failed",
                     &format!(
                         "kgate stopped with an error: {}",
-                        render::escape::escape_markdown(&format!("{err:#}"))
+                        render::escape::escape_markdown(&super::error_text(&err))
                     ),
                 ));
             }

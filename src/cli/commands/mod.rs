@@ -98,9 +98,9 @@ pub fn execute(cli: Cli) -> Result<u8> {
             baseline::save(&path, &results, args.force)
                 .with_context(|| format!("cannot save baseline `{}`", args.name))?;
             eprintln!(
-                "saved baseline `{}` ({} benchmarks) to {}",
+                "saved baseline `{}` ({}) to {}",
                 args.name,
-                results.benchmarks.len(),
+                crate::model::text::count(results.benchmarks.len(), "benchmark", "benchmarks"),
                 path.display()
             );
             Ok(ExitStatus::PASS)
@@ -213,7 +213,11 @@ fn emit_results(results: &RunResults, output: Option<&Path>) -> Result<()> {
         Some(path) => results
             .save(path, Overwrite::Allow)
             .with_context(|| format!("cannot write results to {}", path.display())),
-        None => write_stdout(&results.to_json()),
+        // The same check as a file gets: nothing kgate could not read back.
+        None => match results.non_finite() {
+            Some(why) => bail!("not writing these results: {why}"),
+            None => write_stdout(&results.to_json()),
+        },
     }
 }
 
@@ -676,6 +680,24 @@ fn render_stored(args: RenderArgs) -> Result<u8> {
         None => write_stdout(&text)?,
     }
     Ok(ExitStatus::PASS)
+}
+
+/// An error with its causes, `outer: inner: innermost`, for the terminal. A cause whose text
+/// the message already quotes (an error that formats its source into its own message, such as
+/// "cannot read `x`: No such file or directory (os error 2)") is not repeated.
+pub fn error_text(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let said = cause.to_string();
+        if text.contains(&said) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&said);
+    }
+    text
 }
 
 /// Whether an error chain holds an interruption.
