@@ -191,8 +191,8 @@ const DROPPABLE_COLUMNS: [&str; 3] = ["MDE", "p", "CI"];
 /// Cells never wrap: a number split over two lines reads as another number. When the table is
 /// wider than the terminal, the least needed columns go first (MDE, then p, then CI), and the
 /// output says which; an unknown width (not a terminal, or one that reports 0 columns) is no
-/// limit. By default only the metrics that gate are rows (and every metric of a benchmark that
-/// has none that gates); `all_metrics` shows the informational ones too, and the output says how
+/// limit. By default only the metrics that gate and the compiler's estimates are rows (and
+/// every metric of a benchmark that has none that gates); `all_metrics` shows the informational ones too, and the output says how
 /// many were left out. The verdict line opens and closes the output, so it is on screen when
 /// the table scrolls.
 #[derive(Debug, Clone, Default)]
@@ -236,7 +236,10 @@ impl TableExporter {
             }
             let any_gates = b.metrics.iter().any(|m| m.gates);
             for m in &b.metrics {
-                if self.all_metrics || m.gates || !any_gates {
+                // Estimates stay beside the measurements they are checked against: which
+                // number is a compiler's belief and which the hardware's is the point.
+                let estimate = m.source == crate::model::metric::Source::Estimate;
+                if self.all_metrics || m.gates || estimate || !any_gates {
                     rows.push(TableRow::Metric(b, m));
                 } else {
                     hidden += 1;

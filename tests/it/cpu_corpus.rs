@@ -21,6 +21,10 @@ const CACHE9: [&str; 9] = [
 ];
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn every_callgrind_file() {
     let Some(root) = corpus() else { return };
     // (file, events, totals, where the totals came from)
@@ -156,6 +160,10 @@ fn every_callgrind_file() {
 }
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn every_cachegrind_file() {
     let Some(root) = corpus() else { return };
     let expected: &[(&str, &[&str], &[i64])] = &[
@@ -203,6 +211,10 @@ fn counter(b: &perf::Block, event: &str) -> (Option<f64>, Option<f64>) {
 }
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn every_perf_stat_file() {
     let Some(root) = corpus() else { return };
     let read =

@@ -225,6 +225,10 @@ fn ncu_body_item_rows_stay_apart_and_a_repeated_row_is_reported() {
 }
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn ncu_details_pages_without_body_items_keep_their_names() {
     let Some(c) = corpus() else { return };
     let r = run("ncu", &[c.join("ncu/superbenchmark_cublaslt_ncu.log")]);

@@ -12,6 +12,7 @@ mod cli;
 mod cpu_capture;
 mod cpu_corpus;
 mod first_hour;
+mod fuzz_regressions;
 mod github;
 mod hardening;
 mod hardening_inputs;

@@ -80,6 +80,10 @@ fn run_under_fake_ncu(dir: &Path, command: &str, csv: &Path) -> (Output, PathBuf
 }
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn kgate_run_wraps_the_benchmark_in_ncu_and_reads_its_csv() {
     let Some(c) = corpus() else { return };
     let csv = c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv");
@@ -157,6 +161,10 @@ fn kgate_run_wraps_the_benchmark_in_ncu_and_reads_its_csv() {
 }
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn a_failing_program_under_ncu_fails_its_benchmark_with_ncus_words() {
     let Some(c) = corpus() else { return };
     let csv = c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv");
@@ -173,6 +181,10 @@ fn a_failing_program_under_ncu_fails_its_benchmark_with_ncus_words() {
 }
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn a_run_where_ncu_writes_no_csv_is_a_profiler_failure() {
     let Some(c) = corpus() else { return };
     let csv = c.join("ncu/meinie_only_prof_lines_no_csv.ncu.csv");
@@ -208,6 +220,10 @@ fn the_cuda_example_configuration_is_valid() {
 /// ncu's version is part of the environment key, as perf's and valgrind's are: a live run
 /// records it in the fingerprint's tools, and results of another ncu version are refused.
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn the_ncu_version_is_recorded_in_the_environment_and_keys_it() {
     let Some(c) = corpus() else { return };
     let csv = c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv");

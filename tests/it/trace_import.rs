@@ -38,6 +38,10 @@ fn data(file: &str) -> PathBuf {
 }
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn kineto_resnet50_gzip_trace() {
     let Some(dir) = corpus() else { return };
     let s = chrome(
@@ -63,6 +67,10 @@ fn kineto_resnet50_gzip_trace() {
 }
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn kineto_h100_traces_new_schema() {
     let Some(dir) = corpus() else { return };
     for file in [
@@ -76,6 +84,10 @@ fn kineto_h100_traces_new_schema() {
 }
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn kineto_v100_2021_and_its_counter_tracks() {
     let Some(dir) = corpus() else { return };
     let plain = chrome(
@@ -117,6 +129,10 @@ fn kineto_v100_2021_and_its_counter_tracks() {
 }
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn catapult_begin_end_traces_in_both_forms() {
     let Some(dir) = corpus() else { return };
     let all = select(&["."], None, None);
@@ -163,6 +179,10 @@ fn catapult_begin_end_traces_in_both_forms() {
 }
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn catapult_counters_with_ids() {
     let Some(dir) = corpus() else { return };
     let s = chrome(
@@ -185,6 +205,10 @@ fn catapult_counters_with_ids() {
 }
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn real_chrome_browser_trace_by_process_and_thread_name() {
     let Some(dir) = corpus() else { return };
     let s = chrome(
@@ -234,6 +258,10 @@ fn real_chrome_browser_trace_by_process_and_thread_name() {
 }
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn broken_rocprof_fragment_is_refused_clearly() {
     let Some(dir) = corpus() else { return };
     let path = dir.join("chrome_trace/rocprof_v1_results_json_BROKEN_fragment.json");
@@ -248,6 +276,10 @@ fn broken_rocprof_fragment_is_refused_clearly() {
 }
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn tensorflow_gpu_xplane_stream_kernels() {
     let Some(dir) = corpus() else { return };
     let path =
@@ -408,6 +440,10 @@ fn environment(s: &TraceSamples) -> Fingerprint {
 }
 
 #[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
 fn traces_name_their_device_driver_and_tools() {
     let Some(dir) = corpus() else { return };
     for file in [

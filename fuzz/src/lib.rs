@@ -1,0 +1,125 @@
+//! The entry points the fuzz targets drive, one per parser: each import format through its
+//! file reader, the protocol line, the configuration loader, and the perf and Valgrind output
+//! parsers. They are plain functions so that the integration tests replay every input kept in
+//! `fuzz/regressions/` through the same code without libFuzzer.
+//!
+//! What each checks beyond "no panic": an import that succeeds writes a results file that reads
+//! back (no `NaN` or infinity turned into `null`, nothing kgate cannot load again).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use kgate::import::{self, ImportContext, Policies};
+use kgate::model::results::RunResults;
+use kgate::plan::MetricPolicy;
+
+/// Every import format with the file name its inputs are given (some formats look at the
+/// name: a gzip suffix, Criterion's `estimates.json`).
+pub const IMPORT_TARGETS: &[(&str, &str)] = &[
+    ("protocol", "input.jsonl"),
+    ("ncu", "input.csv"),
+    ("rocprof", "results.csv"),
+    ("chrome-trace", "input.trace.json"),
+    ("xplane", "host.xplane.pb"),
+    ("proton", "input.hatchet"),
+    ("gbench", "input.json"),
+    ("pytest-benchmark", "input.json"),
+    ("hyperfine", "input.json"),
+    ("criterion", "estimates.json"),
+    ("perf-stat", "perf.txt"),
+    ("callgrind", "callgrind.out"),
+    ("cachegrind", "cachegrind.out"),
+];
+
+thread_local! {
+    static SCRATCH: tempfile::TempDir = tempfile::tempdir().expect("a scratch folder");
+}
+
+/// Imports `data` as one file of `format`; panics (a finding) if the import panics or if
+/// results it accepted do not read back.
+pub fn import_bytes(format: &str, data: &[u8]) {
+    let (_, file_name) = IMPORT_TARGETS
+        .iter()
+        .find(|(name, _)| *name == format)
+        .unwrap_or_else(|| panic!("no import target `{format}`"));
+    let path: PathBuf = SCRATCH.with(|d| d.path().join(file_name));
+    {
+        let mut file = std::fs::File::create(&path).expect("a scratch file");
+        file.write_all(data).expect("writing the scratch file");
+    }
+    let importer = import::importer(format).expect("a registered format");
+    let ctx = ImportContext::new(Policies::new(
+        Default::default(),
+        MetricPolicy::permissive(0.05),
+    ));
+    if let Ok(results) = importer.import(std::slice::from_ref(&path), &ctx) {
+        round_trip(&results);
+    }
+}
+
+/// What kgate writes must read back.
+fn round_trip(results: &RunResults) {
+    let text = results.to_json();
+    if let Err(e) = serde_json::from_str::<RunResults>(&text) {
+        panic!("accepted results do not read back: {e}");
+    }
+}
+
+/// One protocol line.
+pub fn protocol_line(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = kgate::model::protocol::parse_line(text);
+    }
+}
+
+/// The configuration loader, with its located checks.
+pub fn config(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = kgate::config::parse(text, "kgate.yaml");
+    }
+}
+
+/// `perf stat` output as the perf capture reads it.
+pub fn perf_stat(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = kgate::capture::perf::parse(text);
+    }
+}
+
+/// Callgrind and Cachegrind output files as the Valgrind captures read them.
+pub fn valgrind(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        for tool in [
+            kgate::capture::valgrind::Tool::Callgrind,
+            kgate::capture::valgrind::Tool::Cachegrind,
+        ] {
+            if let Ok(profile) = kgate::capture::valgrind::parse(text, tool) {
+                let _ = kgate::capture::valgrind::metrics(&profile);
+            }
+        }
+    }
+}
+
+/// The entry point of a target by its name (`import_ncu`, `config`), for the regression test.
+pub fn by_target(target: &str) -> Option<fn(&[u8])> {
+    Some(match target {
+        "protocol_line" => protocol_line,
+        "config" => config,
+        "perf_stat_parse" => perf_stat,
+        "valgrind_parse" => valgrind,
+        "import_protocol" => |d| import_bytes("protocol", d),
+        "import_ncu" => |d| import_bytes("ncu", d),
+        "import_rocprof" => |d| import_bytes("rocprof", d),
+        "import_chrome_trace" => |d| import_bytes("chrome-trace", d),
+        "import_xplane" => |d| import_bytes("xplane", d),
+        "import_proton" => |d| import_bytes("proton", d),
+        "import_gbench" => |d| import_bytes("gbench", d),
+        "import_pytest_benchmark" => |d| import_bytes("pytest-benchmark", d),
+        "import_hyperfine" => |d| import_bytes("hyperfine", d),
+        "import_criterion" => |d| import_bytes("criterion", d),
+        "import_perf_stat" => |d| import_bytes("perf-stat", d),
+        "import_callgrind" => |d| import_bytes("callgrind", d),
+        "import_cachegrind" => |d| import_bytes("cachegrind", d),
+        _ => return None,
+    })
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Runs kgate's fuzz targets (fuzz/fuzz_targets/) with cargo-fuzz, each for a bounded time, and
+# prints a line per target: executions, new inputs found, crashes. Exits 1 when any target
+# crashed (its input is left in fuzz/artifacts/<target>/; keep it in fuzz/regressions/<target>/
+# once fixed, where `cargo test` replays it).
+#
+#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET ...]
+#
+# Needs cargo-fuzz (`cargo install cargo-fuzz`) and nightly features: RUSTC_BOOTSTRAP=1 lets
+# the stable toolchain build it. Seeds: the conformance corpus ($KGATE_CORPUS, when set), the
+# test fixtures and fuzz/seeds/. Every target runs under a 2 GB memory limit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+shift || true
+export RUSTC_BOOTSTRAP=1
+corpus="${KGATE_CORPUS:-}"
+
+# The seed folders of a target.
+seeds() {
+  local dirs=()
+  add() { for d in "$@"; do [ -d "$d" ] && dirs+=("$d"); done; return 0; }
+  case "$1" in
+    import_protocol|protocol_line) add fuzz/seeds/protocol ;;
+    import_ncu) add "$corpus/ncu" tests/fixtures/ncu ;;
+    import_rocprof) add "$corpus/rocprof" tests/fixtures/rocprof tests/fixtures/rocprofv3 ;;
+    import_chrome_trace) add "$corpus/chrome_trace" tests/fixtures/jax ;;
+    import_xplane) add "$corpus/xplane" tests/fixtures/jax ;;
+    import_proton) add "$corpus/proton" tests/fixtures/proton ;;
+    import_gbench) add "$corpus/gbench" tests/fixtures/gbench ;;
+    import_pytest_benchmark) add "$corpus/pytest_benchmark" ;;
+    import_hyperfine) add "$corpus/hyperfine" ;;
+    import_criterion) add tests/fixtures/criterion ;;
+    import_perf_stat|perf_stat_parse) add "$corpus/perf_stat" tests/fixtures/perf_stat ;;
+    import_callgrind|import_cachegrind|valgrind_parse) add "$corpus/callgrind" "$corpus/cachegrind" ;;
+    config) add fuzz/corpus/config-seeds ;;
+  esac
+  [ -d "fuzz/regressions/$1" ] && dirs+=("fuzz/regressions/$1")
+  printf '%s\n' "${dirs[@]}"
+}
+
+# The configuration seeds are the project's own kgate.yaml files.
+mkdir -p fuzz/corpus/config-seeds
+find . -name kgate.yaml -not -path './fuzz/*' -not -path './target/*' | while read -r f; do
+  cp "$f" "fuzz/corpus/config-seeds/$(echo "$f" | tr '/.' '__').yaml"
+done
+
+if [ $# -gt 0 ]; then
+  targets=("$@")
+else
+  mapfile -t targets < <(ls fuzz/fuzz_targets | sed 's/\.rs$//')
+fi
+# By default without a sanitizer: kgate is safe Rust, and what the fuzzers look for is panics,
+# aborts, runaway memory and hangs, which libFuzzer sees as they are; the build is much
+# faster. FUZZ_SANITIZER=address builds with AddressSanitizer.
+sanitizer="${FUZZ_SANITIZER:-none}"
+echo "building the fuzz targets (cargo fuzz build -O -s $sanitizer)…" >&2
+cargo fuzz build -O -s "$sanitizer"
+bin_dir="fuzz/target/$(rustc -vV | sed -n 's/^host: //p')/release"
+failed=0
+printf '%-26s %12s %8s %s\n' target executions corpus result
+for t in "${targets[@]}"; do
+  mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t"
+  mapfile -t seed_dirs < <(seeds "$t")
+  log="fuzz/artifacts/$t/last-run.log"
+  set +e
+  # The built binary itself: `cargo fuzz run` would rebuild first.
+  "$bin_dir/$t" "fuzz/corpus/$t" "${seed_dirs[@]}" \
+    -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+    -max_len=262144 -timeout=20 -print_final_stats=1 \
+    -artifact_prefix="fuzz/artifacts/$t/" >"$log" 2>&1
+  rc=$?
+  set -e
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  units=$(grep -o 'corp: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$')
+  if [ $rc -eq 0 ]; then
+    result=ok
+  else
+    result="CRASH (exit $rc): $(ls "fuzz/artifacts/$t" | grep -v last-run.log | head -3 | tr '\n' ' ')"
+    failed=1
+    grep -m3 -E 'panicked at|ERROR: libFuzzer|SUMMARY' "$log" | sed 's/^/    /'
+  fi
+  printf '%-26s %12s %8s %s\n' "$t" "${execs:-?}" "${units:-?}" "$result"
+done
+exit $failed

@@ -1,0 +1,73 @@
+//! Every input the fuzzers ever found a problem with, replayed through the same entry points
+//! the fuzz targets drive (`fuzz/src/lib.rs`, included here so that the test needs neither
+//! libFuzzer nor a nightly feature). An input lives in `fuzz/regressions/<target>/`; a panic
+//! or a results file that does not read back fails the test.
+
+#[path = "../../fuzz/src/lib.rs"]
+#[allow(dead_code)]
+mod harness;
+
+use std::path::Path;
+
+#[test]
+fn every_kept_fuzz_finding_stays_fixed() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+    let mut replayed = 0;
+    for target in std::fs::read_dir(&root).unwrap() {
+        let target = target.unwrap();
+        if !target.file_type().unwrap().is_dir() {
+            continue;
+        }
+        let name = target.file_name().into_string().unwrap();
+        let entry = harness::by_target(&name)
+            .unwrap_or_else(|| panic!("fuzz/regressions/{name}: no fuzz target of that name"));
+        for input in std::fs::read_dir(target.path()).unwrap() {
+            let input = input.unwrap().path();
+            if input.file_name().is_some_and(|n| n == "README.md") {
+                continue;
+            }
+            let data = std::fs::read(&input).unwrap();
+            let outcome = std::panic::catch_unwind(|| entry(&data));
+            assert!(outcome.is_ok(), "{} panics again", input.display());
+            replayed += 1;
+        }
+    }
+    assert!(
+        replayed > 0,
+        "no regression inputs were found under {}",
+        root.display()
+    );
+}
+
+/// Every target the fuzz crate builds has an entry point, and the other way round.
+#[test]
+fn fuzz_targets_and_entry_points_agree() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/fuzz_targets");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    for name in &names {
+        assert!(
+            harness::by_target(name).is_some(),
+            "{name} has no entry point"
+        );
+    }
+    // One target per import format, plus the protocol line, the config, perf and valgrind.
+    assert_eq!(names.len(), harness::IMPORT_TARGETS.len() + 4, "{names:?}");
+    let manifest = std::fs::read_to_string(dir.parent().unwrap().join("Cargo.toml")).unwrap();
+    for name in &names {
+        assert!(
+            manifest.contains(&format!("name = \"{name}\"")),
+            "fuzz/Cargo.toml lacks the [[bin]] of {name}"
+        );
+    }
+}
