@@ -116,6 +116,116 @@ pub static IMPORTERS: &[&dyn Importer] = &[
     &counters::CACHEGRIND,
 ];
 
+/// The files of each format that a folder given to `kgate import` is searched for, as globs
+/// on the path below the folder (`*` stays within one folder, `**` crosses folders). A tool's
+/// output folder (`jax.profiler.trace`'s log directory, `target/criterion`, a folder of
+/// rocprof or ncu CSVs) can then be given as it is.
+pub static FOLDER_FILES: &[(&str, &[&str])] = &[
+    ("protocol", &["**/*.jsonl", "**/*.ndjson"]),
+    ("ncu", &["**/*.csv"]),
+    ("rocprof", &["**/*.csv"]),
+    (
+        "chrome-trace",
+        &[
+            "**/*.trace.json",
+            "**/*.trace.json.gz",
+            "**/*.pt.trace.json",
+            "**/*.pt.trace.json.gz",
+        ],
+    ),
+    ("xplane", &["**/*.xplane.pb"]),
+    ("proton", &["**/*.hatchet"]),
+    ("gbench", &["**/*.json"]),
+    ("pytest-benchmark", &["**/*.json"]),
+    ("hyperfine", &["**/*.json"]),
+    // A `new` folder itself, or every benchmark's `new` below `target/criterion`.
+    ("criterion", &["estimates.json", "**/new/estimates.json"]),
+    ("perf-stat", &["**/*.txt", "**/*.log", "**/*.perf"]),
+    ("callgrind", &["**/callgrind.out*", "**/*.callgrind"]),
+    ("cachegrind", &["**/cachegrind.out*", "**/*.cgout"]),
+];
+
+/// The inputs of an import with every folder replaced by the files of the format inside it
+/// (sorted by path; each file one repetition, as if named on the command line), and a line per
+/// folder saying what was taken. A folder with no such file is refused, naming what was looked
+/// for.
+pub fn expand_folders(
+    format: &str,
+    inputs: &[PathBuf],
+) -> Result<(Vec<PathBuf>, Vec<String>), ImportError> {
+    let patterns = FOLDER_FILES
+        .iter()
+        .find(|(name, _)| *name == format)
+        .map(|(_, p)| *p)
+        .unwrap_or(&[]);
+    let mut builder = globset::GlobSetBuilder::new();
+    for p in patterns {
+        let glob = globset::GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .expect("the folder patterns are valid globs");
+        builder.add(glob);
+    }
+    let set = builder
+        .build()
+        .expect("the folder patterns are valid globs");
+    let mut files = Vec::new();
+    let mut said = Vec::new();
+    for input in inputs {
+        if !input.is_dir() {
+            files.push(input.clone());
+            continue;
+        }
+        let mut found = Vec::new();
+        for entry in walkdir::WalkDir::new(input).sort_by_file_name() {
+            let entry = entry.map_err(|e| ImportError::Read {
+                path: e.path().unwrap_or(input).to_path_buf(),
+                source: e.into(),
+            })?;
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let relative = entry.path().strip_prefix(input).unwrap_or(entry.path());
+            if set.is_match(relative) {
+                found.push(entry.path().to_path_buf());
+            }
+        }
+        if found.is_empty() {
+            return Err(ImportError::Content {
+                path: input.clone(),
+                message: format!(
+                    "is a folder with no {format} files in it (looked for {}); name the files, or the folder the tool wrote them to",
+                    patterns.join(", ")
+                ),
+            });
+        }
+        let names: Vec<String> = found
+            .iter()
+            .take(5)
+            .map(|f| f.strip_prefix(input).unwrap_or(f).display().to_string())
+            .collect();
+        let more = found.len().saturating_sub(names.len());
+        said.push(format!(
+            "`{}`: took {} (each one repetition){}: {}{}",
+            input.display(),
+            crate::model::text::count(found.len(), "file", "files"),
+            if found.len() > 1 {
+                ", every run in the folder"
+            } else {
+                ""
+            },
+            names.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+        files.extend(found);
+    }
+    Ok((files, said))
+}
+
 /// The importer of a format name.
 pub fn importer(name: &str) -> Option<&'static dyn Importer> {
     IMPORTERS.iter().copied().find(|i| i.name() == name)
@@ -212,6 +322,15 @@ mod tests {
             );
         }
         assert!(self::importer("chrome_trace").is_none());
+        for importer in IMPORTERS {
+            assert!(
+                FOLDER_FILES
+                    .iter()
+                    .any(|(name, p)| *name == importer.name() && !p.is_empty()),
+                "{}: no folder patterns",
+                importer.name()
+            );
+        }
     }
 
     #[test]

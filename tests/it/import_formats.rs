@@ -615,3 +615,64 @@ fn markdown_from_compare_fits_a_comment_by_default() {
     assert_eq!(out.status.code(), Some(2));
     assert!(common::stderr_of(&out).contains("--max-chars applies to --format markdown only"));
 }
+
+/// Folders as inputs: a `jax.profiler.trace` log directory, `target/criterion`, and an empty
+/// folder, which is refused by naming what was looked for.
+#[test]
+fn folders_are_walked_for_the_formats_own_files() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir
+        .path()
+        .join("logdir/plugins/profile/2026_12_01_10_00_00");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::copy(
+        root.join("tests/fixtures/jax/jax_cpu.xplane.pb"),
+        run_dir.join("host.xplane.pb"),
+    )
+    .unwrap();
+    let out = common::kgate(dir.path())
+        .args(["import", "xplane", "logdir", "-o", "x.json"])
+        .output()
+        .unwrap();
+    let err = common::stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("import: `logdir`: took 1 file (each one repetition): plugins/profile/2026_12_01_10_00_00/host.xplane.pb"),
+        "{err}"
+    );
+    let from_folder = RunResults::load(&dir.path().join("x.json")).unwrap();
+    let direct = run("xplane", &[run_dir.join("host.xplane.pb")]);
+    assert_eq!(from_folder.benchmarks.len(), direct.benchmarks.len());
+    assert!(!from_folder.benchmarks.is_empty());
+
+    // target/criterion: every benchmark's `new/estimates.json`, not `base/` or `change/`.
+    let criterion = dir.path().join("target/criterion/sum/1000");
+    std::fs::create_dir_all(criterion.join("base")).unwrap();
+    common::copy_tree(&root.join("tests/fixtures/criterion/sum_1000"), &criterion);
+    common::copy_tree(&criterion.join("new"), &criterion.join("base"));
+    let out = common::kgate(dir.path())
+        .args(["import", "criterion", "target/criterion", "-o", "c.json"])
+        .output()
+        .unwrap();
+    let err = common::stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("took 1 file (each one repetition): sum/1000/new/estimates.json"),
+        "{err}"
+    );
+
+    // An empty folder: refused, once, naming the patterns.
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    let out = common::kgate(dir.path())
+        .args(["import", "xplane", "empty"])
+        .output()
+        .unwrap();
+    let err = common::stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is a folder with no xplane files in it (looked for **/*.xplane.pb)"),
+        "{err}"
+    );
+    assert!(!err.contains("os error 21"), "{err}");
+}

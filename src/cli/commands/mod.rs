@@ -584,7 +584,11 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
             import::kernel_selection_formats()
         );
     }
-    let mut results = importer.import(&args.files, &ctx)?;
+    let (files, taken) = import::expand_folders(importer.name(), &args.files)?;
+    for line in &taken {
+        eprintln!("import: {}", escape_log(line));
+    }
+    let mut results = importer.import(&files, &ctx)?;
     let files: Vec<String> = args
         .files
         .iter()
