@@ -281,14 +281,20 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
             );
         }
         if !seen.insert(b.name.as_str()) {
-            return fail(
-                Some(&needle),
-                key("name"),
-                format!(
-                    "duplicate benchmark name `{}`; names identify benchmarks across runs and must be unique",
-                    b.name
+            // Located at the duplicate, not at the first entry of that name.
+            let earlier = config.benchmarks[..i]
+                .iter()
+                .filter(|o| o.name == b.name)
+                .count();
+            let line = find_nth_line(text, &needle, earlier).unwrap_or(0);
+            return Err(ConfigError::Invalid {
+                message: format!(
+                    "{file}:{line}: key `{}`: duplicate benchmark name `{}`; names identify benchmarks across runs and must be unique{}",
+                    key("name"),
+                    b.name,
+                    snippet(text, line)
                 ),
-            );
+            });
         }
         if let Some(r) = b.repetitions {
             check_repetitions(r).or_else(|m| fail(Some(&needle), key("repetitions"), m))?;
@@ -373,6 +379,16 @@ fn check_repetitions(r: Repetitions) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The line of the `n`-th (from 0) entry written `needle` (`name: a`, alone on its line or
+/// after a list dash), so that `name: ab` is not taken for `name: a`.
+fn find_nth_line(text: &str, needle: &str, n: usize) -> Option<u64> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim().trim_start_matches("- ").trim_end() == needle)
+        .nth(n)
+        .map(|(i, _)| i as u64 + 1)
 }
 
 fn find_line(text: &str, needle: &str) -> Option<u64> {

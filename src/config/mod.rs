@@ -471,6 +471,10 @@ benchmarks:
                 "kgate.yaml:4: key `benchmarks[0].env.A`: the value holds a NUL character, which no environment variable can carry",
             ),
             (
+                "benchmarks:\n  - name: a\n    command: ./a\n  - name: ab\n    command: ./b\n  - name: a\n    command: ./c\n",
+                "kgate.yaml:6: key `benchmarks[2].name`: duplicate benchmark name `a`; names identify benchmarks across runs and must be unique",
+            ),
+            (
                 "benchmarks:\n  - name: a\n    command: ./a\n    name: b\n",
                 "kgate.yaml:4:5: key `benchmarks[0]`: the key `name` appears twice in the same mapping; keep one of them",
             ),
@@ -531,7 +535,7 @@ benchmarks:
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n  - name: a\n    command: ./b\n",
-                "kgate.yaml:2: key `benchmarks[1].name`: duplicate benchmark name `a`; names identify benchmarks across runs and must be unique",
+                "kgate.yaml:4: key `benchmarks[1].name`: duplicate benchmark name `a`; names identify benchmarks across runs and must be unique",
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    repetitions: {min: 10, max: 3}\n",
