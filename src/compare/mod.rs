@@ -232,9 +232,17 @@ pub fn compare_with_job_medians(
             ));
         }
     }
+    // A baseline saved from this very commit on an identical environment (a `baseline save`
+    // moments ago on this machine) is not "another job" in the sense the warning means.
+    let same_commit_and_environment = ctx.environment_differences.is_empty()
+        && matches!(
+            (&base.environment.git, &head.environment.git),
+            (Some(b), Some(h)) if b.commit == h.commit && !h.dirty
+        );
     if design == Design::StoredBaseline
         && !used_history
         && policy.noisy_metrics != NoisyMetrics::SameJob
+        && !same_commit_and_environment
     {
         warnings.push("the baseline was stored by another job; job-to-job offsets are not visible to a within-job test, so small changes may be machine noise (run `kgate check --against REF` to interleave both revisions, or keep a history with `kgate check --record` (or give earlier result files with `--history`) for a prediction interval)".into());
     }

@@ -67,7 +67,18 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
                 .map(|l| (l.line(), l.column()))
                 .unwrap_or((0, 0));
             let raw = err.without_snippet().to_string();
-            let message = plain_message(&strip_location_prefix(&raw));
+            let mut message = plain_message(&strip_location_prefix(&raw));
+            // `unknown field `wormup`, expected one of …`: name the likely one first.
+            if let Some(rest) = message.strip_prefix("unknown field `")
+                && let Some((field, expected)) = rest.split_once("`, expected one of ")
+            {
+                let options: Vec<&str> = expected.split(", ").collect();
+                if let Some(meant) = crate::model::text::did_you_mean(field, &options) {
+                    message = format!(
+                        "unknown field `{field}` (did you mean `{meant}`?); the fields here are {expected}"
+                    );
+                }
+            }
             // The path ends in `?` where the library could not name the key it was reading.
             let key_path = key_path.trim_end_matches(".?").trim_end_matches('?');
             let key = if key_path.is_empty() || key_path == "." {

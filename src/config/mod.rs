@@ -460,7 +460,7 @@ benchmarks:
         let cases: &[(&str, &str)] = &[
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    wormup: 3\n",
-                "kgate.yaml:4:5: key `benchmarks[0].wormup`: unknown field `wormup`, expected one of name, command, build, cwd, env, pass_env, warmup, repetitions, timeout, captures, parameters, metrics, perf, valgrind, derived, paths, artifacts, ncu, counters",
+                "kgate.yaml:4:5: key `benchmarks[0].wormup`: unknown field `wormup` (did you mean `warmup`?); the fields here are name, command, build, cwd, env, pass_env, warmup, repetitions, timeout, captures, parameters, metrics, perf, valgrind, derived, paths, artifacts, ncu, counters",
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    env: {\"A\\0B\": x}\n",

@@ -8,6 +8,7 @@
 //! time kgate does not recognise is compared as an opaque number, not converted.
 
 use crate::model::results::{Failure, FailureKind, RunResults, Status};
+use crate::model::text::did_you_mean;
 use crate::plan::Plan;
 
 /// Checks a run against the plan: marks benchmarks failed whose declared gating metrics are
@@ -103,31 +104,6 @@ fn time_unit_lookalike(unit: &str) -> Option<&'static str> {
         other => return known.iter().copied().find(|k| *k == other && u != *k),
     };
     Some(meant)
-}
-
-/// The reported name closest to `name`, if it is close: at most two edits, or a prefix.
-fn did_you_mean<'a>(name: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    candidates
-        .iter()
-        .map(|c| (edit_distance(name, c), *c))
-        .filter(|(d, c)| *d <= 2 || c.starts_with(name) || name.starts_with(c))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]

@@ -233,3 +233,91 @@ fn messages_say_it_once_and_count_right() {
         "{err}"
     );
 }
+
+/// Right after `baseline save` on the same commit and machine, `check` does not claim the
+/// baseline came from another job; once the commit moves on, it says so.
+#[test]
+fn the_other_job_warning_only_when_the_baseline_is_from_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    crate::common::git(d, &["init", "-q"]);
+    write(
+        d,
+        "kgate.yaml",
+        "defaults: {warmup: 0, repetitions: 5}\nbenchmarks:\n  - name: a\n    command: [true]\n    metrics: {wall_time: {source: timer}}\n",
+    );
+    crate::common::git(d, &["add", "."]);
+    crate::common::git(d, &["commit", "-q", "-m", "one"]);
+    let out = kgate(d)
+        .args(["baseline", "save", "--no-progress"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let check = || {
+        let out = kgate(d).args(["check", "--no-progress"]).output().unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr_of(&out)
+        )
+    };
+    assert!(!check().contains("stored by another job"), "{}", check());
+    crate::common::git(d, &["commit", "-q", "--allow-empty", "-m", "two"]);
+    assert!(check().contains("stored by another job"), "{}", check());
+}
+
+/// The wording of the errors a first-time user meets, kept deliberate by a snapshot.
+#[test]
+fn first_hour_error_messages_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut transcript = String::new();
+    let mut say = |title: &str, config: Option<&str>, args: &[&str]| {
+        if let Some(config) = config {
+            write(d, "kgate.yaml", config);
+        }
+        let out = kgate(d).args(args).output().unwrap();
+        let err = stderr_of(&out).replace(&d.display().to_string(), "<dir>");
+        transcript.push_str(&format!(
+            "## {title}\n$ kgate {}\nexit {}\n{err}\n",
+            args.join(" "),
+            out.status.code().unwrap_or(-1)
+        ));
+    };
+    say("no configuration", None, &["validate"]);
+    say(
+        "a missing input",
+        None,
+        &["import", "protocol", "missing.jsonl"],
+    );
+    say(
+        "a typo in a key",
+        Some("benchmarks:\n  - name: a\n    command: ./a\n    wormup: 3\n"),
+        &["validate"],
+    );
+    say(
+        "a fraction as a threshold",
+        Some("gate: {threshold: 0.05}\nbenchmarks:\n  - name: a\n    command: ./a\n"),
+        &["validate"],
+    );
+    say(
+        "a duplicate name",
+        Some("benchmarks:\n  - name: a\n    command: ./a\n  - name: a\n    command: ./b\n"),
+        &["validate"],
+    );
+    say(
+        "a baseline that is not stored",
+        Some(
+            "defaults: {warmup: 0, repetitions: 1}\nbenchmarks:\n  - name: a\n    command: [true]\n",
+        ),
+        &["check", "--no-progress", "--baseline", "nightly"],
+    );
+    say(
+        "a declared metric never reported",
+        Some(
+            "defaults: {warmup: 0, repetitions: 1}\nbenchmarks:\n  - name: a\n    command: [true]\n    metrics: {kernel_tme: {source: timer}}\n",
+        ),
+        &["run", "--no-progress", "-o", "r.json"],
+    );
+    insta::assert_snapshot!("first_hour_errors", transcript);
+}
