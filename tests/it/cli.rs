@@ -179,8 +179,7 @@ benchmarks:
     assert_eq!(out.status.code(), Some(2));
     let err = stderr_of(&out);
     assert!(
-        err.contains("benchmark `garbled` failed: protocol file `")
-            && err.contains("line 2: not a JSON object"),
+        err.contains("benchmark `garbled` failed: its $KGATE_PROTOCOL_FILE output in run 1 (repetition 0) line 2: not a JSON object"),
         "{err}"
     );
     assert!(

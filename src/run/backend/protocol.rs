@@ -40,8 +40,18 @@ impl Backend for Protocol {
             kind: FailureKind::Protocol,
             message,
         };
+        // The scratch file is gone by the time anyone reads the message: name what the
+        // benchmark wrote instead (its `$KGATE_PROTOCOL_FILE` in this run).
+        let what = format!(
+            "its $KGATE_PROTOCOL_FILE output in run {} (repetition {})",
+            run.runs_before + 1,
+            run.index
+        );
         let recorded = protocol::read_file(&path)
-            .map_err(|e| e.to_string())
+            .map_err(|e| {
+                e.to_string()
+                    .replace(&format!("protocol file `{}`", path.display()), &what)
+            })
             .and_then(|lines| collector.add_protocol(run.index, lines, true))
             .map_err(refused)?;
         if recorded == 0 {
