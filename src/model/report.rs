@@ -84,6 +84,10 @@ pub struct Report {
     /// Revision of the candidate, where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head_commit: Option<String>,
+    /// Whether the candidate was the work tree with uncommitted changes on top of
+    /// `head_commit` (so the two sides can show the same commit and still differ).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub head_dirty: bool,
     /// Things the reader should know (different machines, stored-baseline caveats).
     pub warnings: Vec<String>,
     /// One entry per benchmark.

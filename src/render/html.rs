@@ -45,9 +45,14 @@ impl Exporter for HtmlExporter {
         ));
         if let (Some(b), Some(h)) = (&report.base_commit, &report.head_commit) {
             out.push_str(&format!(
-                "<p>base <code>{}</code>, head <code>{}</code></p>\n",
+                "<p>base <code>{}</code>, head <code>{}</code>{}</p>\n",
                 escape_html(b),
-                escape_html(h)
+                escape_html(h),
+                if report.head_dirty {
+                    " plus uncommitted changes (the work tree)"
+                } else {
+                    ""
+                }
             ));
         }
         for w in &report.warnings {

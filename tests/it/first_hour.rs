@@ -321,3 +321,43 @@ fn first_hour_error_messages_snapshot() {
     );
     insta::assert_snapshot!("first_hour_errors", transcript);
 }
+
+/// The HTML report marks a head that is the work tree, so base and head showing one commit
+/// do not read as "nothing changed".
+#[test]
+fn the_html_report_marks_a_work_tree_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    crate::common::git(d, &["init", "-q"]);
+    write(
+        d,
+        "kgate.yaml",
+        "defaults: {warmup: 0, repetitions: 3}\nbenchmarks:\n  - name: a\n    command: [true]\n",
+    );
+    crate::common::git(d, &["add", "."]);
+    crate::common::git(d, &["commit", "-q", "-m", "one"]);
+    let out = kgate(d)
+        .args(["baseline", "save", "--no-progress"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    write(
+        d,
+        "kgate.yaml",
+        "defaults: {warmup: 0, repetitions: 3}\nbenchmarks:\n  - name: a\n    command: [true, x]\n",
+    );
+    let out = kgate(d)
+        .args(["check", "--no-progress", "--format", "html", "-o", "r.html"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some_and(|c| c != 2),
+        "{}",
+        stderr_of(&out)
+    );
+    let html = std::fs::read_to_string(d.join("r.html")).unwrap();
+    assert!(
+        html.contains("plus uncommitted changes (the work tree)"),
+        "{html}"
+    );
+}

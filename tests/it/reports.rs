@@ -269,6 +269,7 @@ pub(crate) fn fixture() -> Report {
         model: Default::default(),
         base_commit: Some("1111111111111111111111111111111111111111".into()),
         head_commit: Some("2222222222222222222222222222222222222222".into()),
+        head_dirty: false,
         warnings: vec![
             "baseline and candidate ran on different environments: cpu `A` vs `B`".into(),
         ],
