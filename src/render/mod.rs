@@ -362,8 +362,6 @@ const UNIT_WORDS: &[&str] = &[
 /// `text` broken into lines of at most `width` characters at spaces only (a word longer than
 /// the line stays whole), continuation lines starting with `indent`; ends with a newline.
 fn wrap_words(text: &str, width: usize, indent: &str) -> String {
-    let mut out = String::new();
-    let mut line = String::new();
     let leading: String = text.chars().take_while(|c| *c == ' ').collect();
     // A number keeps its unit: `+12.0 %` and `99.80 µs` are one word for wrapping.
     let mut words: Vec<String> = Vec::new();
@@ -377,46 +375,37 @@ fn wrap_words(text: &str, width: usize, indent: &str) -> String {
             _ => words.push(word.to_string()),
         }
     }
-    for word in &words {
-        let len = line.chars().count();
-        if len == 0 {
-            line.push_str(if out.is_empty() { &leading } else { indent });
-            line.push_str(word);
-        } else if len + 1 + word.chars().count() > width {
-            out.push_str(&line);
-            out.push('\n');
-            line = format!("{indent}{word}");
-        } else {
-            line.push(' ');
-            line.push_str(word);
-        }
-    }
-    out.push_str(&line);
-    out.push('\n');
-    out
+    fill(&words, width, &leading, indent)
 }
 
 /// Fields joined by `, `, broken into lines of at most `width` characters between fields only
 /// (a number and its unit stay together), every line starting with `indent`.
 fn wrap_fields(fields: &[String], width: usize, indent: &str) -> String {
+    let last = fields.len().saturating_sub(1);
+    let pieces: Vec<String> = fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| if i < last { format!("{f},") } else { f.clone() })
+        .collect();
+    fill(&pieces, width, indent, indent)
+}
+
+/// Pieces joined by spaces into lines of at most `width` characters, breaking only between
+/// pieces; the first line starts with `lead`, the others with `indent`. Ends with a newline.
+fn fill(pieces: &[String], width: usize, lead: &str, indent: &str) -> String {
     let mut out = String::new();
     let mut line = String::new();
-    for (i, field) in fields.iter().enumerate() {
-        let piece = if i + 1 < fields.len() {
-            format!("{field},")
-        } else {
-            field.clone()
-        };
+    for piece in pieces {
         let len = line.chars().count();
         if len == 0 {
-            line = format!("{indent}{piece}");
+            line = format!("{}{piece}", if out.is_empty() { lead } else { indent });
         } else if len + 1 + piece.chars().count() > width {
             out.push_str(&line);
             out.push('\n');
             line = format!("{indent}{piece}");
         } else {
             line.push(' ');
-            line.push_str(&piece);
+            line.push_str(piece);
         }
     }
     out.push_str(&line);

@@ -240,19 +240,10 @@ fn messages_say_it_once_and_count_right() {
 fn the_other_job_warning_only_when_the_baseline_is_from_elsewhere() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    crate::common::git(d, &["init", "-q"]);
-    write(
+    committed_with_baseline(
         d,
-        "kgate.yaml",
         "defaults: {warmup: 0, repetitions: 5}\nbenchmarks:\n  - name: a\n    command: [true]\n    metrics: {wall_time: {source: timer}}\n",
     );
-    crate::common::git(d, &["add", "."]);
-    crate::common::git(d, &["commit", "-q", "-m", "one"]);
-    let out = kgate(d)
-        .args(["baseline", "save", "--no-progress"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let check = || {
         let out = kgate(d).args(["check", "--no-progress"]).output().unwrap();
         format!(
@@ -328,19 +319,10 @@ fn first_hour_error_messages_snapshot() {
 fn the_html_report_marks_a_work_tree_head() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    crate::common::git(d, &["init", "-q"]);
-    write(
+    committed_with_baseline(
         d,
-        "kgate.yaml",
         "defaults: {warmup: 0, repetitions: 3}\nbenchmarks:\n  - name: a\n    command: [true]\n",
     );
-    crate::common::git(d, &["add", "."]);
-    crate::common::git(d, &["commit", "-q", "-m", "one"]);
-    let out = kgate(d)
-        .args(["baseline", "save", "--no-progress"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     write(
         d,
         "kgate.yaml",
@@ -360,4 +342,17 @@ fn the_html_report_marks_a_work_tree_head() {
         html.contains("plus uncommitted changes (the work tree)"),
         "{html}"
     );
+}
+
+/// A git repository in `d` with `config` committed and a baseline saved from it.
+fn committed_with_baseline(d: &std::path::Path, config: &str) {
+    crate::common::git(d, &["init", "-q"]);
+    write(d, "kgate.yaml", config);
+    crate::common::git(d, &["add", "."]);
+    crate::common::git(d, &["commit", "-q", "-m", "one"]);
+    let out = kgate(d)
+        .args(["baseline", "save", "--no-progress"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
 }
