@@ -1,6 +1,8 @@
 //! End-to-end tests of the `kgate` binary: exit codes, messages and files, as a user sees them.
 
-use crate::common::{copy_example_suite, git, kgate, stderr_of, use_naive_matmul, write};
+use crate::common::{
+    copy_example_suite, git, kgate, stderr_of, stdout_of, use_naive_matmul, write,
+};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -383,10 +385,21 @@ fn baselines_are_never_overwritten_silently_and_missing_ones_exit_4() {
     );
     let out = kgate(d).args(["check", "--no-progress"]).output().unwrap();
     assert_eq!(out.status.code(), Some(4));
-    assert!(
-        stderr_of(&out).contains(
-            "no baseline at .kgate/baselines/default.json; store one with `kgate baseline save`"
-        ),
+    // Said once: in the table's warnings, not again on stderr.
+    let message =
+        "no baseline at .kgate/baselines/default.json; store one with `kgate baseline save`";
+    let shown = format!("{}{}", stdout_of(&out), stderr_of(&out));
+    assert_eq!(shown.matches(message).count(), 1, "{shown}");
+    assert!(stdout_of(&out).contains(message), "{shown}");
+    // A report written to a file leaves the terminal the warning, once, beside the verdict.
+    let out = kgate(d)
+        .args(["check", "--no-progress", "--format", "json", "-o", "r.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(
+        stderr_of(&out).matches(message).count(),
+        1,
         "{}",
         stderr_of(&out)
     );
@@ -436,7 +449,12 @@ fn a_failed_benchmark_is_an_error_whatever_the_verdict() {
     write(d, "kgate.yaml", NOISY_AND_FAILING);
     let out = kgate(d).args(["check", "--no-progress"]).output().unwrap();
     let err = stderr_of(&out);
-    assert!(err.contains("error: no baseline at"), "{err}");
+    assert!(
+        stdout_of(&out).contains("no baseline at"),
+        "{}",
+        stdout_of(&out)
+    );
+    assert!(!err.contains("no baseline at"), "{err}");
     assert!(
         err.contains("error: benchmark `fails` failed: exited with status 3"),
         "{err}"

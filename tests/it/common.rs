@@ -45,6 +45,10 @@ pub fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).to_string()
 }
 
+pub fn stdout_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
 /// The conformance corpus: `KGATE_CORPUS`, else `../shared/corpus` beside the crate. `None`
 /// (with a note) when neither exists, so a developer without it can still run the rest; under
 /// CI a missing corpus is a failure.

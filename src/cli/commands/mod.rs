@@ -235,10 +235,18 @@ fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -
     match &args.output {
         Some(path) => {
             fsutil::write_atomic(path, text.as_bytes(), Overwrite::Allow)?;
-            // The verdict still goes to the terminal.
+            // The verdict and the warnings still go to the terminal.
+            eprint_warnings(report);
             eprintln!("{}", escape_terminal(&render::summary_line(report)));
         }
-        None => write_stdout(&text)?,
+        // A table or Markdown on stdout carries the warnings itself; JSON, HTML and JUnit on
+        // stdout are for programs, so a person reads the warnings on stderr. Each is said once.
+        None => {
+            write_stdout(&text)?;
+            if !matches!(args.format, Format::Table | Format::Markdown) {
+                eprint_warnings(report);
+            }
+        }
     }
     Ok(match report.verdict {
         RunVerdict::Pass => ExitStatus::PASS,
@@ -249,6 +257,13 @@ fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -
         RunVerdict::Inconclusive => ExitStatus::PASS,
         RunVerdict::NoBaseline => ExitStatus::NO_BASELINE,
     })
+}
+
+/// The report's warnings on stderr, for a report that does not show them on the terminal.
+fn eprint_warnings(report: &Report) {
+    for warning in &report.warnings {
+        eprintln!("warning: {}", escape_terminal(warning));
+    }
 }
 
 /// A report in one format, as the view flags ask: the table fitted to the terminal (when it
@@ -390,7 +405,6 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
                     "no baseline at {}; store one with `kgate baseline save`, or compare against a revision with `kgate check --against REF`",
                     path.display()
                 );
-                eprintln!("error: {reason}");
                 let mut report = compare::no_baseline(&head, &policy, reason);
                 if !skipped.is_empty() {
                     crate::compare::adjust::mark_skipped(
