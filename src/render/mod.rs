@@ -562,6 +562,20 @@ fn verdict_cell(v: Verdict, color: bool, gates: bool) -> Cell {
     }
 }
 
+/// A figure cell that a narrow comment column cannot split between a value and its unit
+/// (`+12.0` over `%`): a no-break space inside each figure; a line may still break on either
+/// side of an interval's `…` and before a sample count, so the table stays narrow enough for
+/// its last column, the verdict, to show.
+fn unbreakable_figures(cell: &str) -> String {
+    cell.split(" … ")
+        .map(|figure| match figure.split_once(" (") {
+            Some((value, count)) => format!("{} ({count}", value.replace(' ', "\u{a0}")),
+            None => figure.replace(' ', "\u{a0}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" … ")
+}
+
 /// Markdown for a pull-request comment or job summary.
 pub struct MarkdownExporter;
 
@@ -585,9 +599,14 @@ impl MarkdownExporter {
                 metric_verdict(m),
             ];
             s.push('|');
-            for cell in &cells {
+            for (column, cell) in cells.iter().enumerate() {
                 s.push(' ');
-                s.push_str(&escape_markdown(cell));
+                let escaped = escape_markdown(cell);
+                if (2..=7).contains(&column) {
+                    s.push_str(&unbreakable_figures(&escaped));
+                } else {
+                    s.push_str(&escaped);
+                }
                 s.push_str(" |");
             }
             s.push('\n');
@@ -690,6 +709,19 @@ impl Exporter for JsonExporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_figure_in_a_comment_cell_breaks_only_between_the_ends_of_an_interval() {
+        assert_eq!(
+            unbreakable_figures("99.80 µs (n=12)"),
+            "99.80\u{a0}µs (n=12)"
+        );
+        assert_eq!(
+            unbreakable_figures("+10.1 % … +14.0 %"),
+            "+10.1\u{a0}% … +14.0\u{a0}%"
+        );
+        assert_eq!(unbreakable_figures("–"), "–");
+    }
 
     #[test]
     fn markdown_escaping_neutralizes_repository_text() {
