@@ -112,6 +112,9 @@ pub struct RunArgs {
     /// Write the results here instead of to stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Indent the JSON for people (the default is compact: one line, a fraction of the size).
+    #[arg(long)]
+    pub pretty: bool,
     /// Run only shard i of n (1-based, such as `2/4`); benchmarks are assigned stably and
     /// balanced by their recorded durations.
     #[arg(long, value_name = "I/N")]
@@ -228,6 +231,9 @@ pub struct ImportArgs {
     /// Write the results here instead of to stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Indent the JSON for people (the default is compact: one line, a fraction of the size).
+    #[arg(long)]
+    pub pretty: bool,
     #[arg(
         long = "kernel",
         value_name = "REGEX",
@@ -317,6 +323,9 @@ pub struct MergeArgs {
     /// Write the merged results here instead of to stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Indent the JSON for people (the default is compact: one line, a fraction of the size).
+    #[arg(long)]
+    pub pretty: bool,
 }
 
 #[derive(Debug, Args)]

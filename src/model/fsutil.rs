@@ -128,27 +128,33 @@ fn resolve(path: &Path) -> Result<Destination, WriteError> {
 ///   file to replace, and renaming over `/dev/null` would replace the device itself).
 /// - A directory or a block device is refused.
 pub fn write_atomic(path: &Path, bytes: &[u8], overwrite: Overwrite) -> Result<(), WriteError> {
+    write_atomic_with(path, overwrite, |out| out.write_all(bytes))
+}
+
+/// [`write_atomic`] for a document produced piece by piece: `write` streams it into the
+/// destination (through a buffer), so a large document is never held whole in memory. The
+/// same guarantees hold: the destination changes only once `write` has succeeded.
+pub fn write_atomic_with(
+    path: &Path,
+    overwrite: Overwrite,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), WriteError> {
     let io_err = |source| WriteError::Io {
         path: path.to_path_buf(),
         source,
     };
     let target = match resolve(path)? {
         Destination::Stdout => {
-            let mut out = std::io::stdout().lock();
-            return out
-                .write_all(bytes)
-                .and_then(|()| out.flush())
-                .map_err(io_err);
+            let mut out = std::io::BufWriter::with_capacity(BUFFER, std::io::stdout().lock());
+            return write(&mut out).and_then(|()| out.flush()).map_err(io_err);
         }
         Destination::Stream(device) => {
-            let mut file = std::fs::OpenOptions::new()
+            let file = std::fs::OpenOptions::new()
                 .write(true)
                 .open(&device)
                 .map_err(io_err)?;
-            return file
-                .write_all(bytes)
-                .and_then(|()| file.flush())
-                .map_err(io_err);
+            let mut out = std::io::BufWriter::with_capacity(BUFFER, file);
+            return write(&mut out).and_then(|()| out.flush()).map_err(io_err);
         }
         Destination::File(target) => target,
     };
@@ -162,7 +168,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], overwrite: Overwrite) -> Result<(
     // Created as 0666 and so masked by the umask, like any new file (the default is 0600).
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    let mut tmp = builder.tempfile_in(&dir).map_err(io_err)?;
+    let tmp = builder.tempfile_in(&dir).map_err(io_err)?;
     if overwrite == Overwrite::Allow
         && let Ok(existing) = std::fs::metadata(&target)
         && existing.is_file()
@@ -171,7 +177,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8], overwrite: Overwrite) -> Result<(
             .set_permissions(existing.permissions())
             .map_err(io_err)?;
     }
-    tmp.write_all(bytes).map_err(io_err)?;
+    let mut out = std::io::BufWriter::with_capacity(BUFFER, tmp);
+    write(&mut out).and_then(|()| out.flush()).map_err(io_err)?;
+    // The buffer is empty after a successful flush, so this cannot fail.
+    let tmp = out.into_inner().map_err(|e| io_err(e.into_error()))?;
     tmp.as_file().sync_all().map_err(io_err)?;
     match overwrite {
         Overwrite::Allow => tmp.persist(&target).map_err(|e| io_err(e.error))?,
@@ -187,6 +196,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8], overwrite: Overwrite) -> Result<(
     };
     Ok(())
 }
+
+/// The write buffer of a streamed document.
+const BUFFER: usize = 256 * 1024;
 
 #[cfg(test)]
 mod tests {

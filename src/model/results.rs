@@ -418,16 +418,35 @@ impl RunResults {
         })
     }
 
-    /// Writes the results atomically; refuses results holding a number JSON cannot carry
-    /// (see [`RunResults::non_finite`]), so that kgate never writes a file it cannot read.
+    /// Writes the results atomically, indented ([`JsonLayout::Pretty`]: what baselines use,
+    /// being committed and read in diffs); see [`RunResults::save_as`].
     pub fn save(&self, path: &Path, overwrite: Overwrite) -> Result<(), ResultsError> {
+        self.save_as(path, overwrite, JsonLayout::Pretty)
+    }
+
+    /// Writes the results atomically, streamed into the destination so that the document is
+    /// never held whole in memory; refuses results holding a number JSON cannot carry (see
+    /// [`RunResults::non_finite`]), so that kgate never writes a file it cannot read.
+    pub fn save_as(
+        &self,
+        path: &Path,
+        overwrite: Overwrite,
+        layout: JsonLayout,
+    ) -> Result<(), ResultsError> {
         if let Some(what) = self.non_finite() {
             return Err(ResultsError::NotFinite {
                 path: path.to_path_buf(),
                 what,
             });
         }
-        fsutil::write_atomic(path, self.to_json().as_bytes(), overwrite)?;
+        fsutil::write_atomic_with(path, overwrite, |out| {
+            match layout {
+                JsonLayout::Compact => serde_json::to_writer(&mut *out, self),
+                JsonLayout::Pretty => serde_json::to_writer_pretty(&mut *out, self),
+            }
+            .map_err(std::io::Error::other)?;
+            std::io::Write::write_all(out, b"\n")
+        })?;
         Ok(())
     }
 
@@ -447,6 +466,15 @@ impl RunResults {
     pub fn has_failures(&self) -> bool {
         self.benchmarks.iter().any(|b| b.status == Status::Failed)
     }
+}
+
+/// How a results document is laid out: the same JSON either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonLayout {
+    /// One line, no indentation: what programs read, a fraction of the size.
+    Compact,
+    /// Indented, for people and for diffs of committed files.
+    Pretty,
 }
 
 /// The current time in RFC 3339.

@@ -652,3 +652,53 @@ fn example_suite_round_trip() {
         "the temporary worktree was removed"
     );
 }
+
+/// Results are written compact (one line) unless `--pretty` asks for indentation, to a file
+/// or to stdout; both read back to the same results, and a baseline stays indented for diffs.
+#[test]
+fn results_are_compact_by_default_and_pretty_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "kgate.yaml",
+        "defaults: {warmup: 0, repetitions: 2}\nbenchmarks:\n  - {name: a, command: [true]}\n",
+    );
+    kgate(d)
+        .args(["run", "--no-progress", "-o", "compact.json"])
+        .assert()
+        .success();
+    kgate(d)
+        .args(["run", "--no-progress", "--pretty", "-o", "pretty.json"])
+        .assert()
+        .success();
+    let compact = std::fs::read_to_string(d.join("compact.json")).unwrap();
+    let pretty = std::fs::read_to_string(d.join("pretty.json")).unwrap();
+    assert_eq!(compact.lines().count(), 1, "{compact}");
+    assert!(compact.ends_with("}\n"), "{compact}");
+    assert!(pretty.lines().count() > 20, "{pretty}");
+    assert!(pretty.len() > compact.len());
+    let a = json(&d.join("compact.json"));
+    let b = json(&d.join("pretty.json"));
+    assert_eq!(a["schema_version"], b["schema_version"]);
+    assert_eq!(a["benchmarks"][0]["name"], "a");
+    // Both read back: merged, and compared with each other.
+    let out = kgate(d)
+        .args(["merge", "compact.json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(stdout_of(&out).lines().count(), 1);
+    let merged: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(merged["benchmarks"][0]["name"], "a");
+    kgate(d)
+        .args(["compare", "pretty.json", "compact.json", "--format", "json"])
+        .assert()
+        .code(predicates::ord::ne(2));
+    kgate(d)
+        .args(["baseline", "save", "--no-progress"])
+        .assert()
+        .success();
+    let baseline = std::fs::read_to_string(d.join(".kgate/baselines/default.json")).unwrap();
+    assert!(baseline.lines().count() > 20, "{baseline}");
+}

@@ -24,7 +24,7 @@ use crate::model::evidence::Evidence;
 use crate::model::exit::ExitStatus;
 use crate::model::fsutil::{self, Overwrite};
 use crate::model::report::{Design, Report};
-use crate::model::results::{RunResults, Status};
+use crate::model::results::{JsonLayout, RunResults, Status};
 use crate::model::text::{escape_log, escape_terminal};
 use crate::model::verdict::RunVerdict;
 use crate::plan::{MetricPolicy, Overrides, Plan};
@@ -46,7 +46,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
                 Some(selection) => run_suite(&loaded, &selection)?,
                 None => scale::empty_run(&loaded.root),
             };
-            emit_results(&results, args.output.as_deref())?;
+            emit_results(&results, args.output.as_deref(), args.pretty)?;
             if args.record {
                 scale::record(&loaded.root, &results)?;
             }
@@ -208,15 +208,23 @@ fn report_failures(results: &RunResults) -> u8 {
     }
 }
 
-fn emit_results(results: &RunResults, output: Option<&Path>) -> Result<()> {
+/// Writes results to a file or stdout, compact unless `pretty`, streamed as they serialise.
+fn emit_results(results: &RunResults, output: Option<&Path>, pretty: bool) -> Result<()> {
+    let layout = if pretty {
+        JsonLayout::Pretty
+    } else {
+        JsonLayout::Compact
+    };
     match output {
         Some(path) => results
-            .save(path, Overwrite::Allow)
+            .save_as(path, Overwrite::Allow, layout)
             .with_context(|| format!("cannot write results to {}", path.display())),
         // The same check as a file gets: nothing kgate could not read back.
         None => match results.non_finite() {
             Some(why) => bail!("not writing these results: {why}"),
-            None => write_stdout(&results.to_json()),
+            None => results
+                .save_as(Path::new("-"), Overwrite::Allow, layout)
+                .context("cannot write results to stdout"),
         },
     }
 }
@@ -622,7 +630,7 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
     for w in crate::plan::declared::unit_lookalikes(&results) {
         eprintln!("warning: {}", escape_log(&w));
     }
-    emit_results(&results, args.output.as_deref())?;
+    emit_results(&results, args.output.as_deref(), args.pretty)?;
     Ok(ExitStatus::PASS)
 }
 

@@ -201,13 +201,7 @@ pub fn merge(args: &MergeArgs) -> Result<u8> {
         parts.push((f.display().to_string(), RunResults::load(f)?));
     }
     let merged = shard::merge(&parts)?;
-    let text = merged.to_json();
-    match &args.output {
-        Some(path) => merged
-            .save(path, Overwrite::Allow)
-            .with_context(|| format!("cannot write {}", path.display()))?,
-        None => print!("{text}"),
-    }
+    super::emit_results(&merged, args.output.as_deref(), args.pretty)?;
     eprintln!(
         "merged {} files: {} benchmarks",
         parts.len(),
