@@ -5,6 +5,7 @@
 mod common;
 
 mod accelerator_imports;
+mod action_install;
 mod architecture;
 mod baselines;
 mod calibrate;
