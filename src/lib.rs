@@ -8,7 +8,9 @@
 //! [`run::backend`], whose output [`capture`] parses) or [`import`] (files that profilers and
 //! harnesses wrote elsewhere) → results → [`derive`](mod@derive) (utilization from counters) →
 //! [`compare`] (against what [`baseline`] supplies: stored baselines, git refs, history) →
-//! [`render`] → [`github`]. [`cli`] parses flags and runs the commands.
+//! [`render`] → [`github`]. [`bisect`] sits above run and compare: it measures commits of a
+//! history against a known-good one to locate a regression. [`cli`] parses flags and runs the
+//! commands.
 //!
 //! Below them: [`model`] (metrics, units, verdicts, the protocol, the results and report
 //! contracts, exit codes), [`machine`] (fingerprints and environment keys) and [`stats`] (rank
@@ -16,6 +18,7 @@
 //! Schemas from the types.
 
 pub mod baseline;
+pub mod bisect;
 pub mod capture;
 pub mod cli;
 pub mod compare;

@@ -6,6 +6,7 @@
 
 use schemars::{JsonSchema, schema_for};
 
+use crate::bisect::BisectReport;
 use crate::config::Config;
 use crate::model::protocol::ProtocolLine;
 use crate::model::report::Report;
@@ -18,6 +19,7 @@ pub fn all() -> Vec<(&'static str, String)> {
         ("results.schema.json", render::<RunResults>()),
         ("report.schema.json", render::<Report>()),
         ("protocol-line.schema.json", render::<ProtocolLine>()),
+        ("bisect.schema.json", render::<BisectReport>()),
     ]
 }
 

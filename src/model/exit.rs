@@ -19,6 +19,18 @@ impl ExitStatus {
     pub const INCONCLUSIVE: u8 = 3;
     /// A baseline was required and none was found.
     pub const NO_BASELINE: u8 = 4;
+    /// `kgate bisect`: a regression of BAD against GOOD was reproduced and located (a commit,
+    /// or a range where commits were skipped or stayed inconclusive): the gate's "regression".
+    pub const BISECT_FOUND: u8 = Self::REGRESSION;
+    /// `kgate bisect`: BAD does not regress against GOOD, so there is nothing to locate: the
+    /// gate's "pass".
+    pub const BISECT_NOT_REPRODUCED: u8 = Self::PASS;
+    /// `kgate bisect`: BAD against GOOD stayed inconclusive for some benchmark and none
+    /// regressed: neither reproduced nor ruled out (the gate's "inconclusive", whatever
+    /// `fail_on_inconclusive` says: a bisect has nothing to pass).
+    pub const BISECT_UNDECIDED: u8 = Self::INCONCLUSIVE;
+    /// `kgate bisect`: GOOD or BAD could not be built or run, or git failed.
+    pub const BISECT_ERROR: u8 = Self::ERROR;
     /// Interrupted by SIGINT or SIGTERM; nothing was written (128 + SIGINT, as shells report it).
     pub const INTERRUPTED: u8 = 130;
 

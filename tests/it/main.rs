@@ -8,6 +8,7 @@ mod accelerator_imports;
 mod action_install;
 mod architecture;
 mod baselines;
+mod bisect;
 mod calibrate;
 mod cli;
 mod cpu_capture;

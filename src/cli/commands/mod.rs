@@ -9,6 +9,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+mod bisect;
 pub mod github;
 mod scale;
 
@@ -121,6 +122,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Commands::Ci(args) => github::ci(&cli.config, args),
         Commands::Comment(args) => github::comment(args),
         Commands::Calibrate(args) => calibrate(&cli.config, args),
+        Commands::Bisect(args) => bisect::bisect(&cli.config, args),
         Commands::Validate => {
             let loaded = load_config(&cli.config)?;
             println!(
