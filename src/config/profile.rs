@@ -59,6 +59,31 @@ pub struct Formula {
     /// Where the formula comes from.
     #[serde(default)]
     pub source: String,
+    /// Which way is better (default: `higher` for a `%`, `lower` otherwise; `lower` for a
+    /// share of idle or stalled cycles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<crate::model::metric::Direction>,
+}
+
+/// How a device's full register names map to counter keys: the part after the last
+/// `after` marker, without one of the `strip` prefixes, compared without regard to case with
+/// the keys and aliases (which are stripped the same way); `core` is a regular expression
+/// whose first group is the core (TPU v7x: the die, `DIE1_`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterNames {
+    /// The marker the counter's own name follows (`UNPRIVILEGED_`).
+    #[serde(default)]
+    pub after: String,
+    /// Prefixes the counter's name drops (`COUNT_`).
+    #[serde(default)]
+    pub strip: Vec<String>,
+    /// A regular expression whose first capture group is the core number (`DIE(\d+)_`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core: Option<String>,
+    /// Where the naming scheme comes from.
+    #[serde(default)]
+    pub source: String,
 }
 
 /// A device's figures.
@@ -88,9 +113,19 @@ pub struct DeviceProfile {
     /// Counters by the name benchmarks report them under.
     #[serde(default)]
     pub counters: BTreeMap<String, CounterSpec>,
-    /// Derived metrics computed from counter increments, by name.
+    /// Derived metrics computed from counter increments, by name. A formula may use
+    /// `core_cycles`: the first of `cycle_counters` the window has.
     #[serde(default)]
     pub formulas: BTreeMap<String, Formula>,
+    /// Counter keys that measure the core's own cycles, preferred first: a busy counter's
+    /// utilization divides by the first one measured in the same window (XProf's
+    /// denominator), else by the window's time × `clock_hz`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cycle_counters: Vec<String>,
+    /// How full register names map to counter keys (absent: names match keys and aliases
+    /// only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub register_names: Option<RegisterNames>,
 }
 
 impl DeviceProfile {
@@ -116,8 +151,80 @@ impl DeviceProfile {
             if let Some((key, _)) = aliased {
                 return Some(key.as_str());
             }
+            // The register naming rule, applied to the name and to keys and aliases alike.
+            if let Some(rule) = &self.register_names {
+                let short = rule.short(candidate);
+                let found = self.counters.iter().find(|(key, spec)| {
+                    key.eq_ignore_ascii_case(short)
+                        || spec
+                            .aliases
+                            .iter()
+                            .any(|alias| rule.short(alias).eq_ignore_ascii_case(short))
+                });
+                if let Some((key, _)) = found {
+                    return Some(key.as_str());
+                }
+            }
         }
         None
+    }
+
+    /// The core a register name names, by the profile's `register_names.core` rule.
+    pub fn register_core(&self, name: &str) -> Option<u32> {
+        core_of(&self.register_core_regex()?, name)
+    }
+
+    /// The compiled `register_names.core` rule (checked when the profile is resolved).
+    pub fn register_core_regex(&self) -> Option<regex::Regex> {
+        regex::Regex::new(self.register_names.as_ref()?.core.as_deref()?).ok()
+    }
+}
+
+/// The core a register name names by a compiled `register_names.core` rule.
+pub fn core_of(rule: &regex::Regex, name: &str) -> Option<u32> {
+    rule.captures(name)?.get(1)?.as_str().parse().ok()
+}
+
+impl DeviceProfile {
+    fn check(self) -> Result<DeviceProfile, ProfileError> {
+        if let Some(pattern) = self.register_names.as_ref().and_then(|r| r.core.as_deref()) {
+            let re = regex::Regex::new(pattern).map_err(|e| ProfileError::Invalid {
+                name: self.name.clone(),
+                message: format!("`register_names.core` is not a regular expression: {e}"),
+            })?;
+            if re.captures_len() < 2 {
+                return Err(ProfileError::Invalid {
+                    name: self.name.clone(),
+                    message: format!(
+                        "`register_names.core` (`{pattern}`) needs a capture group for the core number, as in `DIE(\\d+)_`"
+                    ),
+                });
+            }
+        }
+        Ok(self)
+    }
+}
+
+impl RegisterNames {
+    /// A register name's own part: after the last `after` marker (the whole name without
+    /// one), without the first `strip` prefix it has.
+    pub fn short<'a>(&self, name: &'a str) -> &'a str {
+        let upper = name.to_ascii_uppercase();
+        let mut rest = name;
+        if !self.after.is_empty()
+            && let Some(i) = upper.rfind(&self.after.to_ascii_uppercase())
+        {
+            rest = &name[i + self.after.len()..];
+        }
+        for prefix in &self.strip {
+            if rest.len() > prefix.len()
+                && rest.is_char_boundary(prefix.len())
+                && rest[..prefix.len()].eq_ignore_ascii_case(prefix)
+            {
+                return &rest[prefix.len()..];
+            }
+        }
+        rest
     }
 }
 
@@ -165,10 +272,12 @@ pub fn resolve(
 ) -> Result<DeviceProfile, ProfileError> {
     let mut seen = Vec::new();
     let value = resolve_value(name, overrides, &mut seen)?;
-    serde_json::from_value(value).map_err(|e| ProfileError::Invalid {
-        name: name.to_string(),
-        message: format!("{e}; a profile needs `clock_hz: {{value, source}}`"),
-    })
+    let profile: DeviceProfile =
+        serde_json::from_value(value).map_err(|e| ProfileError::Invalid {
+            name: name.to_string(),
+            message: format!("{e}; a profile needs `clock_hz: {{value, source}}`"),
+        })?;
+    profile.check()
 }
 
 fn resolve_value(
@@ -298,6 +407,12 @@ mod tests {
         assert_eq!(mine.name, "mine");
         assert_eq!(mine.counters_per_pass.unwrap().value, 8.0);
         assert_eq!(mine.clock_hz.value, 1.9e9);
+        let bad: BTreeMap<String, serde_json::Value> = serde_saphyr::from_str(
+            "v: {base: tpu-v7x, register_names: {after: X_, core: \"DIE\\\\d_\"}}\n",
+        )
+        .unwrap();
+        let err = resolve("v", &bad).unwrap_err().to_string();
+        assert!(err.contains("needs a capture group"), "{err}");
         let err = resolve("nope", &overrides).unwrap_err().to_string();
         assert!(err.contains("no device profile named `nope`") && err.contains("tpu-v7x"));
     }

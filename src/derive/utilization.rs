@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 
 use crate::config::profile::DeviceProfile;
 use crate::model::metric::{Direction, GateRule, Source};
-use crate::model::results::{BenchmarkResult, CounterReading, MetricSamples, UnavailableCounter};
+use crate::model::results::{
+    BenchmarkResult, CounterReading, MetricSamples, Sampling, UnavailableCounter,
+};
 use crate::plan::MetricPolicy;
 
 /// The increase of a `bits`-wide counter from `prev` to `cur`, wrapping at 2^bits; exact at
@@ -122,6 +124,9 @@ pub struct Options<'a> {
     /// others are informational (they explain, they do not gate).
     pub policy: Option<&'a MetricPolicy>,
     pub mode: SampleMode,
+    /// Whether `mode` was set in the configuration: it then overrides the sampling a file
+    /// gives its readings (`CounterReading::sampling`); otherwise it is the fallback.
+    pub explicit_mode: bool,
     /// Right-shift bits the device applied to every sample.
     pub scaling: u8,
     /// Counter passes (from [`crate::config::profile::plan_passes`]); repetition r ran pass
@@ -137,6 +142,7 @@ impl<'a> Options<'a> {
             profile,
             policy: None,
             mode: SampleMode::Cumulative,
+            explicit_mode: false,
             scaling: 0,
             passes: &[],
         }
@@ -165,10 +171,19 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
         }
     }
     // Each series under the profile's key for its counter: a trace's track names map to it
-    // through the profile's aliases.
-    let mut series: BTreeMap<(u32, String), (String, Vec<&CounterReading>)> = BTreeMap::new();
+    // through the profile's aliases and its register naming rule (the die as the core).
+    // Readings of several registers under one key (an HBM channel each) are summed per time.
+    let marker = profile
+        .register_names
+        .as_ref()
+        .map(|r| r.after.to_ascii_uppercase())
+        .filter(|m| !m.is_empty());
+    let core_rule = profile.register_core_regex();
+    let mut series: BTreeMap<(u32, String), Series> = BTreeMap::new();
     let mut aliased: BTreeMap<String, String> = BTreeMap::new();
     let mut unknown: Vec<&str> = Vec::new();
+    let mut unknown_seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut registers_left_out: Vec<&str> = Vec::new();
     for r in &result.counters {
         let base = match profile.counter_key(&r.counter) {
             Some(key) => {
@@ -178,21 +193,49 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
                 key.to_string()
             }
             None => {
-                // Without a unit of its own or the profile's, nothing tells what it counts.
-                if r.unit.is_empty() && !unknown.contains(&r.counter.as_str()) {
-                    unknown.push(&r.counter);
+                // A register the profile has no key for is left out (a real end-of-profile
+                // sample holds tens of thousands), counted in one note.
+                let register = marker
+                    .as_ref()
+                    .is_some_and(|m| r.counter.to_ascii_uppercase().contains(m.as_str()));
+                if unknown_seen.insert(r.counter.as_str()) {
+                    if register {
+                        registers_left_out.push(&r.counter);
+                    } else if r.unit.is_empty() {
+                        // Without a unit of its own or the profile's, nothing tells what it
+                        // counts.
+                        unknown.push(&r.counter);
+                    }
+                }
+                if register {
+                    continue;
                 }
                 r.counter.clone()
             }
         };
-        let name = match r.core {
+        let core = r.core.or_else(|| {
+            core_rule
+                .as_ref()
+                .and_then(|re| crate::config::profile::core_of(re, &r.counter))
+        });
+        let name = match core {
             Some(core) => format!("{base}.core{core}"),
             None => base.clone(),
         };
+        let mode = match (opts.explicit_mode, r.sampling) {
+            (false, Some(Sampling::Interval)) => SampleMode::Interval,
+            (false, Some(Sampling::Cumulative)) => SampleMode::Cumulative,
+            _ => opts.mode,
+        };
         series
             .entry((r.repetition, name))
-            .or_insert_with(|| (base, Vec::new()))
-            .1
+            .or_insert_with(|| Series {
+                base,
+                core,
+                mode,
+                readings: Vec::new(),
+            })
+            .readings
             .push(r);
     }
     for (trace_name, key) in &aliased {
@@ -209,11 +252,46 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
             profile.name, profile.name
         ));
     }
-    let mut per_rep: BTreeMap<u32, BTreeMap<String, (f64, usize)>> = BTreeMap::new();
-    // Bytes moved and the window they moved in, per repetition.
-    let mut memory: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
-    for ((rep, name), (base, mut readings)) in series {
+    if !registers_left_out.is_empty() {
+        let shown: Vec<String> = registers_left_out
+            .iter()
+            .take(3)
+            .map(|c| format!("`{c}`"))
+            .collect();
+        refused.push(format!(
+            "left out {} register counters that profile `{}` has no key for ({}{}): a key under profiles.{}.counters in kgate.yaml whose name (or alias) is the register's name after `{}` keeps one",
+            registers_left_out.len(),
+            profile.name,
+            shown.join(", "),
+            if registers_left_out.len() > 3 { ", …" } else { "" },
+            profile.name,
+            marker.as_deref().unwrap_or_default()
+        ));
+    }
+    let mut modes: Vec<&str> = Vec::new();
+    // Per series: its increase inside the kernel windows, their span, the sampling windows
+    // used and all of them.
+    let mut computed: Vec<Computed> = Vec::new();
+    for ((rep, name), s) in series {
+        let Series {
+            base,
+            core,
+            mode,
+            mut readings,
+        } = s;
         readings.sort_by(|a, b| a.t_ns.total_cmp(&b.t_ns));
+        let merged = merge_registers(&readings);
+        let readings: Vec<&CounterReading> = match &merged {
+            Some(m) => m.iter().collect(),
+            None => readings,
+        };
+        let mode_word = match mode {
+            SampleMode::Cumulative => "cumulative",
+            SampleMode::Interval => "interval",
+        };
+        if !modes.contains(&mode_word) {
+            modes.push(mode_word);
+        }
         let pass = pass_of(opts.passes, &base);
         if let Some(p) = pass
             && !opts.passes.is_empty()
@@ -225,7 +303,7 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
             ));
             continue;
         }
-        let wins = match windows(&readings, opts.mode, opts.scaling) {
+        let wins = match windows(&readings, mode, opts.scaling) {
             Ok(w) => w,
             Err(e) => {
                 refused.push(e);
@@ -265,7 +343,7 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
             total
         };
         // The sampling windows the kernel-window figure was computed from.
-        let used: Vec<&Window> = wins
+        let used: Vec<Window> = wins
             .iter()
             .filter(|w| {
                 w.end_ns > w.start_ns
@@ -274,6 +352,7 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
                             .iter()
                             .any(|(_, s, e)| w.start_ns >= *s && w.end_ns <= *e))
             })
+            .cloned()
             .collect();
         let spec = profile.counters.get(&base).cloned().unwrap_or_default();
         let unit = if readings[0].unit.is_empty() {
@@ -281,85 +360,148 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
         } else {
             readings[0].unit.clone()
         };
+        computed.push(Computed {
+            rep,
+            name,
+            base,
+            core,
+            pass,
+            delta,
+            span,
+            used,
+            wins,
+            unit,
+            spec,
+        });
+    }
+    let mut per_rep: BTreeMap<u32, BTreeMap<Option<u32>, CoreCounters>> = BTreeMap::new();
+    // Bytes moved and the window they moved in, per repetition.
+    let mut memory: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
+    let mut denominators: Vec<String> = Vec::new();
+    for c in &computed {
         out.push(
-            &format!("counter.{name}"),
-            &unit,
+            &format!("counter.{}", c.name),
+            &c.unit,
             Source::Hardware,
             Direction::Lower,
-            rep,
-            delta,
+            c.rep,
+            c.delta,
         );
         per_rep
-            .entry(rep)
+            .entry(c.rep)
             .or_default()
-            .insert(name.clone(), (delta, pass.unwrap_or(0)));
-        if span <= 0.0 {
+            .entry(c.core)
+            .or_default()
+            .insert(c.base.clone(), (c.delta, c.pass.unwrap_or(0)));
+        if c.span <= 0.0 {
             continue;
         }
-        if unit == "cycles" && base != "cycles" {
-            let lanes = spec.lanes.unwrap_or(1);
-            let highest = |windows: &mut dyn Iterator<Item = &Window>| {
-                windows
-                    .map(|w| {
-                        utilization(
-                            w.delta,
-                            w.end_ns - w.start_ns,
-                            profile.clock_hz.value,
-                            lanes,
-                        )
-                    })
-                    .fold(0.0, f64::max)
+        let is_clock = c.base == "cycles" || profile.cycle_counters.contains(&c.base);
+        if c.unit == "cycles" && !is_clock {
+            let lanes = c.spec.lanes.unwrap_or(1);
+            // XProf's denominator: the core's measured cycle counter over the same windows.
+            let measured = profile.cycle_counters.iter().find_map(|key| {
+                computed
+                    .iter()
+                    .find(|o| o.rep == c.rep && o.core == c.core && &o.base == key && o.delta > 0.0)
+            });
+            let per_window = |w: &Window| {
+                let cycles = measured.and_then(|m| {
+                    m.wins
+                        .iter()
+                        .find(|o| o.start_ns == w.start_ns && o.end_ns == w.end_ns && o.delta > 0.0)
+                });
+                match cycles {
+                    Some(m) => w.delta / (m.delta * f64::from(lanes.max(1))),
+                    None => utilization(
+                        w.delta,
+                        w.end_ns - w.start_ns,
+                        profile.clock_hz.value,
+                        lanes,
+                    ),
+                }
             };
-            let max_window = highest(&mut wins.iter().filter(|w| w.end_ns > w.start_ns));
-            let u = utilization(delta, span, profile.clock_hz.value, lanes);
+            let max_window = c
+                .wins
+                .iter()
+                .filter(|w| w.end_ns > w.start_ns)
+                .map(per_window)
+                .fold(0.0, f64::max);
+            let u = match measured {
+                Some(m) => c.delta / (m.delta * f64::from(lanes.max(1))),
+                None => utilization(c.delta, c.span, profile.clock_hz.value, lanes),
+            };
+            let denominator = match (measured, c.core) {
+                (Some(m), Some(core)) => format!("core {core}: measured `{}`", m.base),
+                (Some(m), None) => format!("measured `{}`", m.base),
+                (None, Some(core)) => format!(
+                    "core {core}: window time × clock_hz {} Hz (no cycle counter in the window)",
+                    profile.clock_hz.value
+                ),
+                (None, None) => format!(
+                    "window time × clock_hz {} Hz (no cycle counter in the window)",
+                    profile.clock_hz.value
+                ),
+            };
+            if !denominators.contains(&denominator) {
+                denominators.push(denominator);
+            }
             if u > 1.0 + 1e-9 || max_window > 1.0 + 1e-9 {
                 refused.push(format!(
-                    "util.{name}: {:.1} % (highest window {:.1} %) in repetition {rep} exceeds 100 %: the clock ({} Hz, {}) or the counter's width, scaling or lanes is inconsistent; not reported",
+                    "util.{}: {:.1} % (highest window {:.1} %) in repetition {} exceeds 100 %: the clock ({} Hz, {}) or the counter's width, scaling or lanes is inconsistent; not reported",
+                    c.name,
                     u * 100.0,
                     max_window * 100.0,
+                    c.rep,
                     profile.clock_hz.value,
                     profile.name
                 ));
                 continue;
             }
-            let direction = spec.direction.unwrap_or(Direction::Higher);
+            let direction = c.spec.direction.unwrap_or(Direction::Higher);
             out.push(
-                &format!("util.{name}"),
+                &format!("util.{}", c.name),
                 "%",
                 Source::Derived,
                 direction,
-                rep,
+                c.rep,
                 u * 100.0,
             );
-            let peak = highest(&mut used.iter().copied());
+            let peak = c.used.iter().map(per_window).fold(0.0, f64::max);
             out.push(
-                &format!("util.{name}.peak_window"),
+                &format!("util.{}.peak_window", c.name),
                 "%",
                 Source::Derived,
                 direction,
-                rep,
+                c.rep,
                 peak * 100.0,
             );
         }
-        let bytes_per_unit = match unit.as_str() {
+        let bytes_per_unit = match c.unit.as_str() {
             "bytes" | "B" => Some(1.0),
-            "beats" => spec.bytes_per_unit,
+            "beats" => c.spec.bytes_per_unit,
             _ => None,
         };
         if let Some(bpu) = bytes_per_unit {
-            let rate = delta * bpu * 1e9 / span;
+            let rate = c.delta * bpu * 1e9 / c.span;
             out.push(
-                &format!("bandwidth.{name}"),
+                &format!("bandwidth.{}", c.name),
                 "B/s",
                 Source::Derived,
                 Direction::Higher,
-                rep,
+                c.rep,
                 rate,
             );
-            let traffic = memory.entry(rep).or_insert((0.0, 0.0));
-            traffic.0 += delta * bpu;
-            traffic.1 = f64::max(traffic.1, span);
+            let traffic = memory.entry(c.rep).or_insert((0.0, 0.0));
+            traffic.0 += c.delta * bpu;
+            traffic.1 = f64::max(traffic.1, c.span);
         }
+    }
+    if !denominators.is_empty() {
+        result
+            .provenance
+            .details
+            .insert(DENOMINATOR_DETAIL.into(), denominators.join("; "));
     }
     // XProf's "HBM Rd+Wr": all memory traffic against the peak bandwidth.
     if let Some(bw) = &profile.memory_bandwidth {
@@ -384,17 +526,22 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
             );
         }
     }
-    for (rep, counters) in &per_rep {
-        formulas(profile, *rep, counters, &mut out, &mut refused);
+    for (rep, cores) in &per_rep {
+        for (core, counters) in cores {
+            formulas(profile, *rep, *core, counters, &mut out, &mut refused);
+        }
     }
     roofline(result, profile, &mut out);
+    if modes.is_empty() {
+        modes.push(match opts.mode {
+            SampleMode::Cumulative => "cumulative",
+            SampleMode::Interval => "interval",
+        });
+    }
     let config = format!(
         "profile {}, {} samples, scaling {}, passes [{}]",
         profile.name,
-        match opts.mode {
-            SampleMode::Cumulative => "cumulative",
-            SampleMode::Interval => "interval",
-        },
+        modes.join("+"),
         opts.scaling,
         opts.passes
             .iter()
@@ -445,6 +592,7 @@ pub fn options(b: &crate::plan::BenchmarkPlan) -> Option<Options<'_>> {
         } else {
             SampleMode::Cumulative
         },
+        explicit_mode: b.counters.mode.is_some(),
         scaling: b.counters.scaling,
         passes: if b.counter_passes.len() > 1 {
             &b.counter_passes
@@ -476,6 +624,72 @@ pub fn apply_to_import(results: &mut crate::model::results::RunResults, plan: &c
 
 /// Provenance detail describing how counters were collected and normalized.
 pub const CONFIG_DETAIL: &str = "counters.config";
+/// Provenance detail saying what each busy counter's utilization was divided by: the
+/// core's measured cycle counter, or the window's time × the profile's clock.
+pub const DENOMINATOR_DETAIL: &str = "counters.denominator";
+
+/// One core's counter increases in one repetition, by key: the increase and the pass.
+type CoreCounters = BTreeMap<String, (f64, usize)>;
+
+/// One counter's readings in one repetition, under the profile's key and core.
+struct Series<'a> {
+    base: String,
+    core: Option<u32>,
+    mode: SampleMode,
+    readings: Vec<&'a CounterReading>,
+}
+
+/// What one series gave inside the kernel windows.
+struct Computed {
+    rep: u32,
+    name: String,
+    base: String,
+    core: Option<u32>,
+    pass: Option<usize>,
+    delta: f64,
+    span: f64,
+    used: Vec<Window>,
+    wins: Vec<Window>,
+    unit: String,
+    spec: crate::config::profile::CounterSpec,
+}
+
+/// Readings (in time order) of several registers under one key, summed per time: `None`
+/// when they are one register's. A register missing at a time the others were read at makes
+/// the sum at that time partial, so only times every register was read at are kept.
+fn merge_registers(readings: &[&CounterReading]) -> Option<Vec<CounterReading>> {
+    let first = readings.first()?;
+    if readings.iter().all(|r| r.counter == first.counter) {
+        return None;
+    }
+    let mut names: Vec<&str> = readings.iter().map(|r| r.counter.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let mut out: Vec<CounterReading> = Vec::new();
+    let mut i = 0;
+    while i < readings.len() {
+        let t = readings[i].t_ns;
+        let mut j = i;
+        let mut sum = 0.0;
+        let mut seen: Vec<&str> = Vec::new();
+        while j < readings.len() && readings[j].t_ns == t {
+            sum += readings[j].value;
+            if !seen.contains(&readings[j].counter.as_str()) {
+                seen.push(&readings[j].counter);
+            }
+            j += 1;
+        }
+        if seen.len() == names.len() {
+            let mut r = readings[i].clone();
+            r.value = sum;
+            // The sum of several registers may exceed one register's width.
+            r.bits = None;
+            out.push(r);
+        }
+        i = j;
+    }
+    Some(out)
+}
 /// Provenance detail listing the metrics computed from counters.
 pub const METRICS_DETAIL: &str = "counters.metrics";
 
@@ -492,14 +706,30 @@ fn median_interval(wins: &[Window]) -> f64 {
     d[d.len() / 2]
 }
 
+/// The profile's formulas over one repetition's counters of one core (named `F.coreN` for
+/// core N); `core_cycles` is the first of the profile's cycle counters the core has.
 fn formulas(
     profile: &DeviceProfile,
     rep: u32,
+    core: Option<u32>,
     counters: &BTreeMap<String, (f64, usize)>,
     out: &mut Recorder,
     refused: &mut Vec<String>,
 ) {
-    for (name, f) in &profile.formulas {
+    let mut counters = counters.clone();
+    if let Some(c) = profile
+        .cycle_counters
+        .iter()
+        .find_map(|k| counters.get(k).copied().filter(|c| c.0 > 0.0))
+    {
+        counters.entry(CORE_CYCLES.into()).or_insert(c);
+    }
+    for (formula, f) in &profile.formulas {
+        let name = match core {
+            Some(c) => format!("{formula}.core{c}"),
+            None => formula.clone(),
+        };
+        let name = &name;
         let Ok(expr) = exmex::parse::<f64>(&f.expr) else {
             refused.push(format!(
                 "formula `{name}` of profile `{}` does not parse",
@@ -531,14 +761,17 @@ fn formulas(
             ));
             continue;
         }
-        let direction = if f.unit == "%" {
+        let direction = f.direction.unwrap_or(if f.unit == "%" {
             Direction::Higher
         } else {
             Direction::Lower
-        };
+        });
         out.push(name, &f.unit, Source::Derived, direction, rep, value);
     }
 }
+
+/// The formula variable that stands for the core's measured cycles.
+const CORE_CYCLES: &str = "core_cycles";
 
 /// Names of the metrics the roofline reads: work, traffic, and the time candidates in order.
 const FLOPS: &str = "flops";
@@ -758,6 +991,7 @@ mod tests {
             unit: "cycles".into(),
             bits,
             core: None,
+            sampling: None,
         }
     }
 
@@ -814,6 +1048,7 @@ mod tests {
                     unit: String::new(),
                     bits: Some(32),
                     core: None,
+                    sampling: None,
                 });
             }
         }
@@ -827,6 +1062,51 @@ mod tests {
         assert_eq!(result.metric("hbm_bytes").unwrap().values, [3_200_000.0]);
         // `cycles` is the clock itself, not a busy counter: no utilization for it.
         assert!(result.metric("util.cycles").is_none());
+    }
+
+    #[test]
+    fn registers_under_one_key_are_summed_at_the_times_all_were_read() {
+        let at = |counter: &str, t: f64, v: f64| CounterReading {
+            counter: counter.into(),
+            ..reading(t, v, Some(16))
+        };
+        let r = [
+            at("RD_RESP_PS0", 0.0, 1.0),
+            at("RD_RESP_PS1", 0.0, 2.0),
+            at("RD_RESP_PS0", 1000.0, 10.0),
+            at("RD_RESP_PS1", 1000.0, 20.0),
+            at("RD_RESP_PS0", 2000.0, 30.0),
+        ];
+        let refs: Vec<&CounterReading> = r.iter().collect();
+        let merged = merge_registers(&refs).unwrap();
+        let got: Vec<(f64, f64, Option<u8>)> =
+            merged.iter().map(|m| (m.t_ns, m.value, m.bits)).collect();
+        // At 2 µs only one channel was read: a partial sum is left out.
+        assert_eq!(got, [(0.0, 3.0, None), (1000.0, 30.0, None)]);
+        assert!(merge_registers(&refs[..1]).is_none());
+    }
+
+    #[test]
+    fn a_measured_cycle_counter_is_the_denominator() {
+        let profile = crate::config::profile::builtin("tpu-v7x").unwrap();
+        let mut result = BenchmarkResult::new("k", Default::default());
+        // 950 busy of 1520 measured cycles per microsecond (a throttled clock): 62.5 %, not
+        // the 50 % that 1 µs × 1.9 GHz would give.
+        for (counter, step) in [("mxu_busy_2", 950.0), ("cycle_count", 1520.0)] {
+            for i in 0..3 {
+                result.counters.push(CounterReading {
+                    counter: counter.into(),
+                    ..reading(1000.0 * i as f64, step * i as f64, None)
+                });
+            }
+        }
+        apply_cumulative(&mut result, &profile);
+        assert_eq!(result.metric("util.mxu_busy_2").unwrap().values, [62.5]);
+        assert_eq!(
+            result.provenance.details[DENOMINATOR_DETAIL],
+            "measured `cycle_count`"
+        );
+        assert_eq!(result.metric("two_mxu_busy").unwrap().values, [62.5]);
     }
 
     #[test]

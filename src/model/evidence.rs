@@ -244,6 +244,7 @@ mod tests {
                 unit: "%".into(),
                 bits: None,
                 core: None,
+                sampling: None,
             });
         }
         r.artifacts.insert(

@@ -221,6 +221,21 @@ pub struct CounterReading {
     pub bits: Option<u8>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub core: Option<u32>,
+    /// How the file that held the reading samples it, where the file says (an XSpace's
+    /// end-of-profile readings are running totals, its `_counters_` samples increments); a
+    /// benchmark's `counters.mode` in the configuration overrides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<Sampling>,
+}
+
+/// How a counter reading was sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Sampling {
+    /// The running total since the counter was cleared.
+    Cumulative,
+    /// The increase over the interval that ends at the reading's time.
+    Interval,
 }
 
 impl CounterReading {
@@ -233,6 +248,7 @@ impl CounterReading {
             unit: c.unit,
             bits: c.bits,
             core: c.core,
+            sampling: None,
         }
     }
 }
@@ -400,10 +416,16 @@ impl RunResults {
             path: path.to_path_buf(),
             source,
         })?;
-        let version: Option<u32> = serde_json::from_str::<serde_json::Value>(&text)
+        // Only the version is read first (the rest skipped without building a tree), so that
+        // a file of another version is refused by name rather than by a parse error.
+        #[derive(Deserialize)]
+        struct VersionOnly {
+            schema_version: Option<u64>,
+        }
+        let version: Option<u32> = serde_json::from_str::<VersionOnly>(&text)
             .ok()
-            .and_then(|v| v.get("schema_version")?.as_u64())
-            .map(|v| v as u32);
+            .and_then(|v| v.schema_version)
+            .map(|v| v.min(u64::from(u32::MAX)) as u32);
         if let Some(found) = version
             && found != RESULTS_SCHEMA_VERSION
         {

@@ -28,3 +28,4 @@ mod stats_vectors;
 mod trace_import;
 mod trace_windows;
 mod utilization;
+mod xprof_counters;

@@ -19,10 +19,12 @@ use super::device::Device;
 use super::{ImportError, Policies};
 use crate::capture::Collector;
 use crate::model::metric::{Direction, Source};
-use crate::model::results::{CounterReading, KernelWindow, RunResults};
+use crate::model::results::{Artifact, CounterReading, KernelWindow, RunResults, Sampling};
 use crate::model::units;
+use std::collections::BTreeMap;
 
 pub mod chrome;
+pub mod hlo_proto;
 mod json_scan;
 pub mod xplane;
 pub mod xplane_proto;
@@ -166,6 +168,15 @@ pub struct TraceSamples {
     /// What the selection decided that a reader of the results should know (events it left
     /// out, what it took in the absence of a device), for every benchmark's provenance.
     pub notes: Vec<String>,
+    /// How the file samples a counter, by counter name, where the format says (XProf's
+    /// end-of-profile readings are running totals, its periodic samples increments).
+    pub sampling: BTreeMap<String, Sampling>,
+    /// Static cost estimates of a kernel the file holds (XLA's `backend_config` of a custom
+    /// call): kernel, metric, value, unit.
+    pub estimates: Vec<(String, String, f64, String)>,
+    /// Text a kernel's benchmark keeps as an artifact (a custom call's lowered body): kernel,
+    /// artifact name, artifact.
+    pub artifacts: Vec<(String, String, Artifact)>,
 }
 
 impl TraceSamples {
@@ -227,6 +238,9 @@ fn build_results(
         benchmarks.device(&path, samples.device)?;
         let tracks = tracks(&samples.counters);
         let starts = std::mem::take(&mut samples.starts);
+        let sampling = std::mem::take(&mut samples.sampling);
+        let estimates = std::mem::take(&mut samples.estimates);
+        let artifacts = std::mem::take(&mut samples.artifacts);
         for (index, (kernel, durations)) in samples.kernels.into_iter().enumerate() {
             let collector = benchmarks.get(&kernel);
             let rep = collector.result_mut().repetitions;
@@ -238,7 +252,42 @@ fn build_results(
                 launches,
                 &durations,
                 &tracks,
+                &sampling,
             );
+            for (name, artifact) in artifacts
+                .iter()
+                .filter(|(k, ..)| *k == kernel)
+                .map(|(_, n, a)| (n, a))
+            {
+                let result = collector.result_mut();
+                if let Some(old) = result.artifacts.get(name)
+                    && old.text != artifact.text
+                {
+                    result.provenance.notes.push(format!(
+                        "artifact `{name}` differs between the files of this import; the one of {} is kept",
+                        path.display()
+                    ));
+                }
+                result.artifacts.insert(name.clone(), artifact.clone());
+            }
+            for (_, metric, value, unit) in estimates.iter().filter(|(k, ..)| *k == kernel) {
+                let (slot, factor) = collector
+                    .slot(metric, unit, Source::Estimate, Direction::Lower)
+                    .map_err(|message| ImportError::Content {
+                        path: path.clone(),
+                        message,
+                    })?;
+                let value = value * factor;
+                if !(value.is_finite() && value >= 0.0) {
+                    return Err(ImportError::Content {
+                        path: path.clone(),
+                        message: format!(
+                            "kernel `{kernel}`: estimate `{metric}` of {value} {unit} is not a finite count; the custom call's backend_config `cost_estimate` is damaged"
+                        ),
+                    });
+                }
+                collector.push_at(slot, rep, value);
+            }
             collector
                 .result_mut()
                 .provenance
@@ -273,6 +322,7 @@ fn build_results(
                 .notes
                 .extend(samples.notes.iter().cloned());
             for (counter, t_ns, value) in samples.counters {
+                let how = sampling.get(&counter).copied();
                 if !(t_ns.is_finite() && value.is_finite()) {
                     return Err(ImportError::Content {
                         path,
@@ -289,6 +339,7 @@ fn build_results(
                     unit: String::new(),
                     bits: None,
                     core: None,
+                    sampling: how,
                 });
             }
             finish_repetition(collector, &path);
@@ -334,6 +385,7 @@ fn tie_counters(
     starts: &[f64],
     durations: &[f64],
     tracks: &[Track<'_>],
+    sampling: &BTreeMap<String, Sampling>,
 ) {
     if starts.len() != durations.len() {
         return;
@@ -381,6 +433,7 @@ fn tie_counters(
                 unit: String::new(),
                 bits: None,
                 core: None,
+                sampling: sampling.get(*name).copied(),
             });
         }
     }

@@ -10,11 +10,13 @@ use std::path::{Path, PathBuf};
 
 use prost::Message;
 
+use super::hlo_proto::HloProto;
 use super::xplane_proto::{XEvent, XPlane, XSpace, x_event, x_stat};
 use super::{TraceSamples, TraceSelection, import_files};
 use crate::import::device::{Device, SM_MAX_MHZ};
 use crate::import::{ImportContext, ImportError, Importer, SelectionScope};
-use crate::model::results::RunResults;
+use crate::model::results::{Artifact, RunResults, Sampling};
+use std::collections::BTreeMap;
 
 /// What the default selection takes, in words.
 const DEFAULT_SELECTION: &str = "events on the `XLA Ops` and `Stream #…` lines of `/device:` \
@@ -125,12 +127,15 @@ pub fn samples(space: &XSpace, selection: &TraceSelection) -> TraceSamples {
     let mut index: HashMap<String, usize> = HashMap::new();
     let has_device_plane = space.planes.iter().any(|p| p.name.starts_with("/device:"));
     let (mut host_launches, mut host_ops) = (0usize, 0usize);
+    let mut periodic = Periodic::default();
+    let mut end_of_profile = EndOfProfile::default();
     for plane in &space.planes {
         if !selection.pid_matches(&plane.id.to_string(), Some(&plane.name)) {
             continue;
         }
         let stats = StatIds::of(plane);
         let device_plane = plane.name.starts_with("/device:");
+        let chip = chip_of(plane);
         for line in &plane.lines {
             let line_name = if line.display_name.is_empty() {
                 &line.name
@@ -153,9 +158,13 @@ pub fn samples(space: &XSpace, selection: &TraceSelection) -> TraceSamples {
                     .get(&event.metadata_id)
                     .map(|m| m.name.as_str())
                     .unwrap_or("");
+                let t_ns = (line.timestamp_ns - origin_ns) as f64 + offset_ps as f64 / 1000.0;
+                if line.name == COUNTERS_LINE {
+                    periodic.take(plane, &stats, event, chip, t_ns);
+                    continue;
+                }
                 if let Some(value) = stats.counter_value(event) {
-                    let t_ns = (line.timestamp_ns - origin_ns) as f64 + offset_ps as f64 / 1000.0;
-                    out.counters.push((name.to_string(), t_ns, value));
+                    end_of_profile.take(&stats, event, chip, name, t_ns, value);
                     continue;
                 }
                 let hlo_op = !kernel_line && stats.has_hlo_op(event);
@@ -196,8 +205,423 @@ pub fn samples(space: &XSpace, selection: &TraceSelection) -> TraceSamples {
             "the profile has no `/device:` plane (JAX on the CPU?): the default selection took the {host_ops} host events with an `hlo_op` stat (XLA ops run on the host) as kernels"
         ));
     }
+    let window = profile_window(space, origin_ns);
+    counters(&mut out, periodic, end_of_profile, window);
+    custom_calls(space, &mut out);
     out.device = device(space);
     out
+}
+
+/// The device-plane line whose events are XProf's periodic counter samples.
+pub const COUNTERS_LINE: &str = "_counters_";
+
+/// The chip a device plane is: its `global_chip_id` stat, else its `device_id` (as XProf's
+/// Perf Counters tool reads it).
+fn chip_of(plane: &XPlane) -> Option<i64> {
+    ["global_chip_id", "device_id"].iter().find_map(|wanted| {
+        let id = plane.stat_metadata.values().find(|m| m.name == *wanted)?.id;
+        match plane
+            .stats
+            .iter()
+            .find(|s| s.metadata_id == id)?
+            .value
+            .as_ref()?
+        {
+            x_stat::Value::Int64Value(v) => Some(*v),
+            x_stat::Value::Uint64Value(v) => i64::try_from(*v).ok(),
+            _ => None,
+        }
+    })
+}
+
+/// One counter reading and the chip it was read on.
+type ChipReading = (Option<i64>, String, f64, f64);
+
+/// Periodic samples: events on `_counters_` lines, each an increment over the interval that
+/// ends at the event's time.
+#[derive(Default)]
+struct Periodic {
+    readings: Vec<ChipReading>,
+    /// Events with no numeric stat (nothing to read), and events with several (each read
+    /// under `name.stat`).
+    no_value: usize,
+    several: usize,
+}
+
+impl Periodic {
+    /// Reads one `_counters_` event as XProf's trace viewer does: named by its metadata's
+    /// display name, else its name; its values the numeric stats of its metadata, then its
+    /// own, internal stats left out.
+    fn take(&mut self, plane: &XPlane, stats: &StatIds, event: &XEvent, chip: Option<i64>, t: f64) {
+        let Some(meta) = plane.event_metadata.get(&event.metadata_id) else {
+            self.no_value += 1;
+            return;
+        };
+        let name = if meta.display_name.is_empty() {
+            &meta.name
+        } else {
+            &meta.display_name
+        };
+        let values: Vec<(&str, f64)> = meta
+            .stats
+            .iter()
+            .chain(&event.stats)
+            .filter_map(|stat| {
+                let stat_name = plane
+                    .stat_metadata
+                    .get(&stat.metadata_id)
+                    .map(|m| m.name.as_str())
+                    .unwrap_or("");
+                if is_internal_stat(stat_name) || Some(stat.metadata_id) == stats.hlo_op {
+                    return None;
+                }
+                let v = match stat.value.as_ref()? {
+                    x_stat::Value::DoubleValue(v) => *v,
+                    x_stat::Value::Uint64Value(v) => *v as f64,
+                    x_stat::Value::Int64Value(v) => *v as f64,
+                    _ => return None,
+                };
+                Some((stat_name, v))
+            })
+            .collect();
+        match values.as_slice() {
+            [] => self.no_value += 1,
+            [(_, v)] => self.readings.push((chip, name.clone(), t, *v)),
+            several => {
+                self.several += 1;
+                for (stat, v) in several {
+                    self.readings.push((chip, format!("{name}.{stat}"), t, *v));
+                }
+            }
+        }
+    }
+}
+
+/// XProf's internal stats, left out of a counter event's values (`IsInternalStat`).
+fn is_internal_stat(name: &str) -> bool {
+    matches!(
+        name,
+        "_pt" | "_ct" | "_p" | "_c" | "_r" | "flops" | "program_id" | "symbol_id"
+    )
+}
+
+/// End-of-profile samples: events with a `counter_value` stat on other lines (a line is a
+/// sample, its events the counters), running totals since the counters were cleared.
+#[derive(Default)]
+struct EndOfProfile {
+    readings: Vec<ChipReading>,
+    /// Readings that carry a `performance_counter_description` or `_sets` stat.
+    described: usize,
+}
+
+impl EndOfProfile {
+    fn take(
+        &mut self,
+        stats: &StatIds,
+        event: &XEvent,
+        chip: Option<i64>,
+        name: &str,
+        t: f64,
+        value: f64,
+    ) {
+        if stats.describes(event) {
+            self.described += 1;
+        }
+        self.readings.push((chip, name.to_string(), t, value));
+    }
+}
+
+/// The profile's window in nanoseconds from `origin_ns`: the `Task Environment` plane's
+/// `profile_start_time` and `profile_stop_time` (epoch nanoseconds) where it has them, else
+/// the earliest line start and the latest event end.
+fn profile_window(space: &XSpace, origin_ns: i64) -> (f64, f64, bool) {
+    let mut recorded = (None, None);
+    if let Some(env) = space.planes.iter().find(|p| p.name == "Task Environment") {
+        let get = |wanted: &str| {
+            let id = env.stat_metadata.values().find(|m| m.name == wanted)?.id;
+            match env
+                .stats
+                .iter()
+                .find(|s| s.metadata_id == id)?
+                .value
+                .as_ref()?
+            {
+                x_stat::Value::Int64Value(v) => Some(*v),
+                x_stat::Value::Uint64Value(v) => i64::try_from(*v).ok(),
+                _ => None,
+            }
+        };
+        recorded = (get("profile_start_time"), get("profile_stop_time"));
+    }
+    let mut end = 0.0f64;
+    for line in space.planes.iter().flat_map(|p| &p.lines) {
+        for event in &line.events {
+            if let Some(x_event::Data::OffsetPs(offset)) = event.data {
+                let t = (line.timestamp_ns - origin_ns) as f64
+                    + (offset as f64 + event.duration_ps.max(0) as f64) / 1000.0;
+                end = end.max(t);
+            }
+        }
+    }
+    match recorded {
+        (Some(start), Some(stop)) if stop > start => {
+            ((start - origin_ns) as f64, (stop - origin_ns) as f64, true)
+        }
+        _ => (0.0, end, false),
+    }
+}
+
+/// Puts both kinds of counter sample into `out`, with how each is sampled and what was read
+/// into it, in notes. A counter with a single end-of-profile reading is a total since the
+/// profile started (XProf's docs: the counters are cleared at the start): it gets a zero
+/// reading at the window's start, and its reading moves to the window's end when it carries
+/// no later time. Counters of one chip are kept; those of others are counted in a note.
+fn counters(
+    out: &mut TraceSamples,
+    periodic: Periodic,
+    eop: EndOfProfile,
+    window: (f64, f64, bool),
+) {
+    let chips: std::collections::BTreeSet<Option<i64>> = periodic
+        .readings
+        .iter()
+        .chain(&eop.readings)
+        .map(|r| r.0)
+        .collect();
+    let kept_chip = chips.iter().next().copied().flatten();
+    let mut other_chips = 0usize;
+    let keep = |r: &ChipReading, other: &mut usize| {
+        if chips.len() > 1 && r.0 != kept_chip {
+            *other += 1;
+            false
+        } else {
+            true
+        }
+    };
+    let periodic_count = periodic.readings.len();
+    for r in periodic.readings {
+        if keep(&r, &mut other_chips) {
+            out.sampling.insert(r.1.clone(), Sampling::Interval);
+            out.counters.push((r.1, r.2, r.3));
+        }
+    }
+    let mut per_counter: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for r in &eop.readings {
+        if keep(r, &mut other_chips) {
+            per_counter.entry(r.1.clone()).or_default().push((r.2, r.3));
+        }
+    }
+    let (start, end, recorded) = window;
+    let mut single = 0usize;
+    for (name, mut readings) in per_counter {
+        if out.sampling.contains_key(&name) {
+            out.notes.push(format!(
+                "counter `{name}` has periodic samples and end-of-profile readings: the end-of-profile readings are left out"
+            ));
+            continue;
+        }
+        if let [(t, _)] = readings.as_mut_slice() {
+            single += 1;
+            if *t <= start {
+                *t = end;
+            }
+            readings.insert(0, (start, 0.0));
+        }
+        out.sampling.insert(name.clone(), Sampling::Cumulative);
+        for (t, v) in readings {
+            out.counters.push((name.clone(), t, v));
+        }
+    }
+    if periodic_count > 0 {
+        out.notes.push(format!(
+            "{periodic_count} periodic counter samples from `{COUNTERS_LINE}` lines, each read as the increase over the interval that ends at its time (set `counters: {{mode: cumulative}}` on the benchmark to read them as running totals)"
+        ));
+    }
+    if periodic.no_value > 0 {
+        out.notes.push(format!(
+            "left out {} events on `{COUNTERS_LINE}` lines that carry no numeric value",
+            periodic.no_value
+        ));
+    }
+    if periodic.several > 0 {
+        out.notes.push(format!(
+            "{} events on `{COUNTERS_LINE}` lines carry several values: each value is read as its own counter, `NAME.STAT`",
+            periodic.several
+        ));
+    }
+    if single > 0 {
+        out.notes.push(format!(
+            "{single} counters with one end-of-profile reading (`counter_value`), read as totals from {} at {start} ns (counters are cleared when profiling starts) to the reading, at {end} ns when it carries no later time",
+            if recorded {
+                "the profile's start (`profile_start_time`)"
+            } else {
+                "the profile's earliest timestamp"
+            }
+        ));
+    }
+    if eop.described > 0 {
+        out.notes.push(format!(
+            "the description and counter sets (`performance_counter_description`, `performance_counter_sets`) of {} counter readings are not kept in the results",
+            eop.described
+        ));
+    }
+    if other_chips > 0 {
+        out.notes.push(format!(
+            "the profile has counters of {} chips: those of chip {} are kept, {other_chips} readings of the others left out; select a chip's plane with --pid",
+            chips.len(),
+            kept_chip.map_or("(unnamed)".to_string(), |c| c.to_string()),
+        ));
+    }
+}
+
+/// A custom call's static cost estimate and lowered body, from the HLO modules the
+/// `/host:metadata` plane holds (stat "Hlo Proto" of each event metadata): the estimate as
+/// `flops_estimate` and `bytes_estimate` beside the measured values, the body as an artifact,
+/// for the kernel of the same name.
+fn custom_calls(space: &XSpace, out: &mut TraceSamples) {
+    let Some(plane) = space.planes.iter().find(|p| p.name == "/host:metadata") else {
+        return;
+    };
+    let Some(hlo_stat) = plane
+        .stat_metadata
+        .values()
+        .find(|m| m.name == "Hlo Proto")
+        .map(|m| m.id)
+    else {
+        return;
+    };
+    let mut metas: Vec<_> = plane.event_metadata.values().collect();
+    metas.sort_by_key(|m| m.id);
+    for meta in metas {
+        let Some(x_stat::Value::BytesValue(bytes)) = meta
+            .stats
+            .iter()
+            .find(|s| s.metadata_id == hlo_stat)
+            .and_then(|s| s.value.as_ref())
+        else {
+            continue;
+        };
+        let module = match HloProto::decode(bytes.as_slice()) {
+            Ok(proto) => proto.hlo_module.unwrap_or_default(),
+            Err(e) => {
+                out.notes.push(format!(
+                    "the HLO module `{}` on `/host:metadata` is not an HloProto ({e}); its custom calls' estimates and bodies are not read",
+                    meta.name
+                ));
+                continue;
+            }
+        };
+        for instr in module.computations.iter().flat_map(|c| &c.instructions) {
+            if instr.opcode != "custom-call" || instr.backend_config.is_empty() {
+                continue;
+            }
+            let Some(config) = custom_call_config(&instr.backend_config) else {
+                continue;
+            };
+            let kernel = instr.name.clone();
+            if !out.kernels.iter().any(|(k, _)| *k == kernel) {
+                out.notes.push(format!(
+                    "custom call `{kernel}` of module `{}` has a backend_config but no selected kernel event of that name: its estimate and body are not kept",
+                    module.name
+                ));
+                continue;
+            }
+            if let Some(cost) = config.get("cost_estimate") {
+                for (field, metric, unit) in [
+                    ("flops", "flops_estimate", "FLOP"),
+                    ("bytes_accessed", "bytes_estimate", "B"),
+                    ("transcendentals", "transcendentals_estimate", ""),
+                ] {
+                    if let Some(v) = cost.get(field).and_then(serde_json::Value::as_f64) {
+                        out.estimates
+                            .push((kernel.clone(), metric.into(), v, unit.into()));
+                    }
+                }
+            }
+            if let Some(body) = config.get("body").and_then(serde_json::Value::as_str) {
+                let text = match base64::Engine::decode(
+                    &base64::engine::general_purpose::STANDARD,
+                    body.trim(),
+                ) {
+                    Ok(bytes) => {
+                        body_text(&kernel, &module.name, &instr.custom_call_target, &bytes)
+                    }
+                    Err(e) => {
+                        out.notes.push(format!(
+                            "custom call `{kernel}`: its backend_config `body` is not base64 ({e}); the body is not kept"
+                        ));
+                        continue;
+                    }
+                };
+                out.artifacts.push((
+                    kernel.clone(),
+                    CUSTOM_CALL_BODY.into(),
+                    Artifact {
+                        path: format!("/host:metadata/{}/{kernel}", module.name),
+                        text,
+                        truncated: false,
+                    },
+                ));
+            }
+        }
+    }
+}
+
+/// The artifact name of a custom call's lowered body.
+pub const CUSTOM_CALL_BODY: &str = "custom_call_body";
+
+/// `custom_call_config` of a custom call's JSON backend_config, when it is one.
+fn custom_call_config(config: &[u8]) -> Option<serde_json::Value> {
+    let value: serde_json::Value = serde_json::from_slice(config).ok()?;
+    value.get("custom_call_config").cloned()
+}
+
+/// A lowered body as artifact text: MLIR text as it is; MLIR bytecode (which kgate does not
+/// decode) as its size, a digest and its printable strings (op and attribute names), so that
+/// an IR diff shows that, and roughly where, the kernel changed.
+fn body_text(kernel: &str, module: &str, target: &str, bytes: &[u8]) -> String {
+    let head = format!(
+        "lowered body of custom call `{kernel}` (module `{module}`, target `{}`)
+",
+        if target.is_empty() { "?" } else { target }
+    );
+    if !bytes.starts_with(b"ML\xefR")
+        && let Ok(text) = std::str::from_utf8(bytes)
+    {
+        let mut text = format!("{head}{text}");
+        if text.len() > crate::model::results::ARTIFACT_MAX_BYTES {
+            let mut cut = crate::model::results::ARTIFACT_MAX_BYTES;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+        }
+        return text;
+    }
+    let digest = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let mut text = format!(
+        "{head}format: MLIR bytecode; kgate has no bytecode decoder, so the body is shown by its size, digest and printable strings
+size: {} bytes
+fnv1a-64: {digest:016x}
+strings:
+",
+        bytes.len()
+    );
+    for run in bytes
+        .split(|b| !(b.is_ascii_graphic() || *b == b' '))
+        .filter(|r| r.len() >= 4)
+    {
+        if text.len() + run.len() + 3 > crate::model::results::ARTIFACT_MAX_BYTES {
+            text.push_str("  …\n");
+            break;
+        }
+        text.push_str("  ");
+        text.push_str(&String::from_utf8_lossy(run));
+        text.push('\n');
+    }
+    text
 }
 
 /// The device an XSpace names, whatever is selected: for each `/device:GPU:…` or
@@ -273,6 +697,8 @@ pub fn device(space: &XSpace) -> Device {
 struct StatIds {
     counter_value: Option<i64>,
     hlo_op: Option<i64>,
+    description: Option<i64>,
+    sets: Option<i64>,
 }
 
 impl StatIds {
@@ -287,6 +713,8 @@ impl StatIds {
         StatIds {
             counter_value: find("counter_value"),
             hlo_op: find("hlo_op"),
+            description: find("performance_counter_description"),
+            sets: find("performance_counter_sets"),
         }
     }
 
@@ -299,6 +727,14 @@ impl StatIds {
             x_stat::Value::Int64Value(v) => Some(*v as f64),
             _ => None,
         }
+    }
+
+    /// Whether an event carries a counter description or counter sets.
+    fn describes(&self, event: &XEvent) -> bool {
+        event
+            .stats
+            .iter()
+            .any(|s| Some(s.metadata_id) == self.description || Some(s.metadata_id) == self.sets)
     }
 
     fn has_hlo_op(&self, event: &XEvent) -> bool {
@@ -385,7 +821,22 @@ mod tests {
         let s = samples(&tpu_space(), &TraceSelection::default());
         assert_eq!(s.kernel("fusion.1").unwrap(), [2_500.0, 2_000.0]);
         assert_eq!(s.kernel("copy.2").unwrap(), [1.0]);
-        assert_eq!(s.counters, vec![("CYCLES".to_string(), 1_004.5, 123.0)]);
+        // One end-of-profile reading: a total since the profile's start (its earliest time).
+        assert_eq!(
+            s.counters,
+            vec![
+                ("CYCLES".to_string(), 0.0, 0.0),
+                ("CYCLES".to_string(), 1_004.5, 123.0)
+            ]
+        );
+        assert_eq!(s.sampling["CYCLES"], Sampling::Cumulative);
+        assert!(
+            s.notes
+                .iter()
+                .any(|n| n.starts_with("1 counters with one end-of-profile reading")),
+            "{:?}",
+            s.notes
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ use super::event::{Event, Id, invalid};
 use crate::import::device::{Device, cuda_version};
 use crate::import::trace::json_scan::{Kind, Scanner, Stop};
 use crate::import::trace::{TraceSamples, TraceSelection};
+use crate::model::results::Sampling;
 
 /// The device that a trace's top-level keys name: each listed GPU's `name` (its compute
 /// capability where it has none), the CUDA driver as the driver, and the other versions
@@ -109,6 +110,9 @@ pub(super) struct Aggregator<'s> {
     kernels: FxHashMap<String, KernelEntry>,
     open: HashMap<(Id, Id), Vec<Open>>,
     counters: Vec<(Id, String, f64, f64)>,
+    /// Counters written in XProf's grouped form (`entries` rows): XProf writes its periodic
+    /// `_counters_` samples so, which are increments per interval.
+    grouped: std::collections::BTreeSet<String>,
     /// The first timestamp kept, in picoseconds as written (epoch microseconds, often): the
     /// times above count from it, exactly, in nanoseconds.
     origin_ps: Option<i128>,
@@ -130,6 +134,7 @@ impl<'s> Aggregator<'s> {
             kernels: FxHashMap::default(),
             open: HashMap::new(),
             counters: Vec::new(),
+            grouped: Default::default(),
             origin_ps: None,
             process_names: HashMap::new(),
             thread_names: HashMap::new(),
@@ -259,7 +264,8 @@ impl<'s> Aggregator<'s> {
         if ev.entries.kind == Kind::Container {
             // XProf's grouped form: rows of [ts_us, v1, v2, ...].
             let stats = Event::text(&ev.event_stats)?;
-            let (origin, counters) = (&mut self.origin_ps, &mut self.counters);
+            let (origin, counters, grouped) =
+                (&mut self.origin_ps, &mut self.counters, &mut self.grouped);
             return walk_entries(Scanner::new(ev.base, ev.entries.at), |ts_ps, values| {
                 let Some(ts_ps) = ts_ps else {
                     return;
@@ -271,6 +277,9 @@ impl<'s> Aggregator<'s> {
                         (0, false) => format!("{base}.{stats}"),
                         (i, _) => format!("{base}.{i}"),
                     };
+                    if !grouped.contains(&counter) {
+                        grouped.insert(counter.clone());
+                    }
                     counters.push((pid.clone(), counter, ts, v));
                 }
             });
@@ -344,6 +353,7 @@ impl<'s> Aggregator<'s> {
             self.open.entry(thread).or_default().extend(opens);
         }
         self.counters.extend(later.counters);
+        self.grouped.extend(later.grouped);
         self.process_names.extend(later.process_names);
         self.thread_names.extend(later.thread_names);
         if later.display_time_unit.is_some() {
@@ -436,6 +446,18 @@ impl<'s> Aggregator<'s> {
                 "the trace has no `/device:` process (JAX on the CPU?): the default selection took the {host_ops} host events that carry an `hlo_op` argument (XLA ops run on the host) as kernels"
             ));
         }
+        let mut sampling = std::collections::BTreeMap::new();
+        for (name, ..) in &counters {
+            if self.grouped.contains(name) && !sampling.contains_key(name) {
+                sampling.insert(name.clone(), Sampling::Interval);
+            }
+        }
+        if !sampling.is_empty() {
+            notes.push(format!(
+                "{} counter tracks are in XProf's grouped form (`entries` rows), which XProf writes for its periodic `_counters_` samples: each value is read as the increase over the interval that ends at its time (set `counters: {{mode: cumulative}}` on the benchmark to read them as running totals)",
+                sampling.len()
+            ));
+        }
         let (mut names, mut durations, mut starts) = (Vec::new(), Vec::new(), Vec::new());
         for (_, name, launches) in kernels {
             names.push(name);
@@ -448,6 +470,8 @@ impl<'s> Aggregator<'s> {
             counters,
             device: trace_device(&self.metadata),
             notes,
+            sampling,
+            ..TraceSamples::default()
         })
     }
 }
