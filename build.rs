@@ -3,8 +3,9 @@
 //! (`cargo test` then counts it under "ignored"). Under `CI` the tests themselves fail on a
 //! missing prerequisite instead, so a CI run never skips silently.
 //!
-//! Only the environment is watched (`KGATE_CORPUS`); after installing a tool, or putting the
-//! corpus at `../shared/corpus`, `touch build.rs` to look again.
+//! Only the environment is watched (`KGATE_CORPUS`); after installing a tool (google-benchmark,
+//! jax for `python3`), or putting the corpus at `../shared/corpus`, `touch build.rs` to look
+//! again.
 
 use std::path::Path;
 
@@ -12,7 +13,7 @@ fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-env-changed=KGATE_CORPUS");
     println!("cargo::rerun-if-env-changed=CI");
-    for cfg in ["kgate_no_corpus", "kgate_no_gbench"] {
+    for cfg in ["kgate_no_corpus", "kgate_no_gbench", "kgate_no_jax"] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
     let under_ci = std::env::var_os("CI").is_some();
@@ -29,5 +30,16 @@ fn main() {
         || Path::new("/usr/local/include/benchmark/benchmark.h").is_file();
     if !gbench && !under_ci {
         println!("cargo::rustc-cfg=kgate_no_gbench");
+    }
+    // jax for `python3` (found, not imported: a find_spec takes milliseconds, an import seconds).
+    let jax = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import importlib.util, sys; sys.exit(importlib.util.find_spec('jax') is None)",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !jax && !under_ci {
+        println!("cargo::rustc-cfg=kgate_no_jax");
     }
 }

@@ -1,23 +1,32 @@
 #!/usr/bin/env python3
 """A Pallas tiled matmul, one repetition for kgate.
 
-Runs the kernel under `jax.profiler.trace`, which writes `<logdir>/plugins/profile/<run>/
-<host>.xplane.pb` (logdir: $KGATE_TRACE_DIR, default `out/pallas`). The device time of each
-launch is read back from that XSpace (events of the `/device:TPU:0` plane whose name holds the
+On a TPU: runs the kernel under `jax.profiler.trace` with the profiler options of
+`examples/jax/kgate_jax.py` (the TPU counter sampling kgate planned, from
+`$KGATE_TPU_COUNTER_SAMPLING_OPTIONS`), which writes `<logdir>/plugins/profile/<run>/
+<host>.xplane.pb` (logdir: `$KGATE_TRACE_DIR`, default `out`). The device time of each launch
+is read back from that XSpace (events of the `/device:TPU:0` plane whose name holds the
 kernel's name) and reported through the kgate protocol: one JSON line per launch,
 `{"metric": "kernel_time", "value": ..., "unit": "ns", "source": "timer"}`, appended to
-$KGATE_PROTOCOL_FILE. `kgate import xplane --kernel matmul_kernel` reads the same file offline.
+$KGATE_PROTOCOL_FILE. `kgate import xplane --kernel matmul` reads the same file offline.
+
+With `--interpret` (any backend, the CPU included): the same kernel runs in Pallas's interpret
+mode, its result is checked against `jnp.dot`, and each launch's time (`block_until_ready`)
+is reported. Those times measure the interpreter, not the kernel: the benchmark that runs it
+marks them informational (`gate: false`).
 """
 
 import argparse
 import functools
-import glob
-import json
 import os
+import sys
 
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "jax"))
+import kgate_jax  # noqa: E402
 
 
 def matmul_kernel(x_ref, y_ref, o_ref, acc_ref, *, k_steps):
@@ -32,8 +41,8 @@ def matmul_kernel(x_ref, y_ref, o_ref, acc_ref, *, k_steps):
         o_ref[...] = acc_ref[...].astype(o_ref.dtype)
 
 
-@functools.partial(jax.jit, static_argnames=["block"])
-def matmul(x, y, block):
+@functools.partial(jax.jit, static_argnames=["block", "interpret"])
+def matmul(x, y, block, interpret=False):
     from jax.experimental.pallas import tpu as pltpu
 
     n = x.shape[0]
@@ -48,7 +57,25 @@ def matmul(x, y, block):
         ],
         out_specs=pl.BlockSpec((block, block), lambda i, j, k: (i, j)),
         scratch_shapes=[pltpu.VMEM((block, block), jnp.float32)],
+        interpret=interpret,
     )(x, y)
+
+
+def interpret(args, x, y):
+    """Interpret mode: the kernel's code runs (and is checked), its time is the interpreter's."""
+    run = functools.partial(matmul, block=args.block, interpret=True)
+    got = run(x, y).block_until_ready()  # compiled (and checked) outside the timing
+    want = jnp.dot(x, y, preferred_element_type=jnp.float32)
+    error = float(jnp.max(jnp.abs(got.astype(jnp.float32) - want)))
+    scale = float(jnp.max(jnp.abs(want)))
+    if not error <= 0.02 * scale:
+        raise SystemExit(f"interpreted matmul is wrong: max error {error} against {scale}")
+    times_ns = kgate_jax.time_launches(run, x, y, launches=args.launches, name="matmul")
+    kgate_jax.report("kernel_time", times_ns)
+    kgate_jax.note(
+        f"interpreted on `{jax.devices()[0].platform}` (n={args.n}, block={args.block}; "
+        f"max error {error:.3g} of {scale:.3g}): these times are the interpreter's, not a TPU's"
+    )
 
 
 def main():
@@ -56,19 +83,27 @@ def main():
     ap.add_argument("--block", type=int, default=512)
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--launches", type=int, default=20)
+    ap.add_argument("--interpret", action="store_true", help="Pallas interpret mode (any backend)")
     args = ap.parse_args()
-    if jax.devices()[0].platform != "tpu":
-        raise SystemExit(f"this example needs a TPU (found {jax.devices()[0].platform})")
+    if args.n % args.block:
+        raise SystemExit(f"--n {args.n} is not a multiple of --block {args.block}")
     kx, ky = jax.random.split(jax.random.key(0))
     x = jax.random.normal(kx, (args.n, args.n), jnp.bfloat16)
     y = jax.random.normal(ky, (args.n, args.n), jnp.bfloat16)
+    if args.interpret:
+        interpret(args, x, y)
+        return
+    if jax.devices()[0].platform != "tpu":
+        raise SystemExit(
+            f"this example needs a TPU (found {jax.devices()[0].platform}); --interpret runs it anywhere"
+        )
     matmul(x, y, args.block).block_until_ready()  # compile outside the trace
 
-    logdir = os.environ.get("KGATE_TRACE_DIR", "out/pallas")
-    with jax.profiler.trace(logdir):
+    logdir = kgate_jax.trace_dir("out")
+    with jax.profiler.trace(logdir, profiler_options=kgate_jax.profile_options()):
         for _ in range(args.launches):
             matmul(x, y, args.block).block_until_ready()
-    newest = max(glob.glob(os.path.join(logdir, "plugins/profile/*/*.xplane.pb")), key=os.path.getmtime)
+    newest = kgate_jax.newest_xplane(logdir)
     profile = jax.profiler.ProfileData.from_file(newest)
     times_ns = [
         event.duration_ns
@@ -81,16 +116,7 @@ def main():
     ]
     if not times_ns:
         raise SystemExit(f"no matmul device events in {newest}")
-    lines = [
-        json.dumps({"metric": "kernel_time", "value": t, "unit": "ns", "source": "timer"})
-        for t in times_ns
-    ]
-    protocol = os.environ.get("KGATE_PROTOCOL_FILE")
-    if protocol:
-        with open(protocol, "a") as f:
-            f.write("\n".join(lines) + "\n")
-    else:
-        print("\n".join(lines))
+    kgate_jax.report("kernel_time", times_ns)
 
 
 if __name__ == "__main__":

@@ -147,6 +147,13 @@ fn hint_for(key_path: &str) -> Option<&'static str> {
         "clock_control" => "`clock_control` is `base`, `none`, `reset`, `boost` or `force-boost`",
         "cache_control" => "`cache_control` is `all` or `none`",
         "env" | "parameters" => "a map of names to string values",
+        "interval_us" => {
+            "`interval_us` is a whole number of microseconds, at least 1, such as `interval_us: 1`"
+        }
+        "counter_size_bits" => {
+            "`counter_size_bits` is XProf's width code 0–3 (8, 16, 32, 64-bit counters)"
+        }
+        "external_trigger" => "`external_trigger` is `true` or `false`",
         "benchmarks" => "`benchmarks` is a list of entries with at least `name` and `command`",
         _ => return None,
     })
@@ -350,6 +357,31 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
                     key(&format!("derived.{name}.expr")),
                     e.to_string(),
                 );
+            }
+        }
+        if let Some(c) = &b.counters {
+            let profile = config
+                .device
+                .as_ref()
+                .and_then(|d| crate::config::profile::resolve(d, &config.profiles).ok());
+            if let Err(e) = crate::config::tpu_sampling::check(c, profile.as_ref()) {
+                // Located at the key inside this benchmark's entry when it is written there.
+                let from = find_nth_line(text, &needle, 0).unwrap_or(1);
+                let line = text
+                    .lines()
+                    .enumerate()
+                    .skip(from as usize - 1)
+                    .find(|(_, l)| l.contains(&format!("{}:", e.key)))
+                    .map(|(n, _)| n as u64 + 1)
+                    .unwrap_or(from);
+                return Err(ConfigError::Invalid {
+                    message: format!(
+                        "{file}:{line}: key `{}`: {}{}",
+                        key(&format!("counters.{}", e.key)),
+                        e.message,
+                        snippet(text, line)
+                    ),
+                });
             }
         }
         if let Some(c) = &b.captures

@@ -10,6 +10,7 @@ pub mod derived;
 mod load;
 pub mod profile;
 mod starter;
+pub mod tpu_sampling;
 mod values;
 
 use std::collections::BTreeMap;
@@ -290,9 +291,23 @@ pub struct CounterSampling {
     /// the increase since the previous one).
     #[serde(default)]
     pub mode: Option<String>,
-    /// Right-shift bits the device applied to every sample (0–63, default 0).
+    /// Right-shift bits the device applied to every sample (0–63, default 0); on a TPU
+    /// profile also XProf's `scaling` sampling option.
     #[serde(default)]
     pub scaling: u8,
+    /// TPU only: XProf's `interval_us`, the periodic sampling period in microseconds (at
+    /// least 1; default 1, the period of XProf's kernel profiling). Passed to the benchmark in
+    /// `KGATE_TPU_COUNTER_SAMPLING_OPTIONS`.
+    #[serde(default)]
+    pub interval_us: Option<u32>,
+    /// TPU only: sample at XProf's external trigger (custom-call boundaries) instead of every
+    /// interval (XProf's `is_external_trigger`); excludes `interval_us`.
+    #[serde(default)]
+    pub external_trigger: bool,
+    /// TPU only: XProf's `counter_size_bits`, a width code 0–3 for 8, 16, 32 or 64-bit
+    /// counters (2^(code+3) bits; default 3).
+    #[serde(default)]
+    pub counter_size_bits: Option<u8>,
 }
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

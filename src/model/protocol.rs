@@ -15,6 +15,9 @@ pub const FILE_ENV: &str = "KGATE_PROTOCOL_FILE";
 pub const PASS_ENV: &str = "KGATE_COUNTER_PASS";
 /// Environment variable listing the counters to sample in this repetition, comma-separated.
 pub const COUNTERS_ENV: &str = "KGATE_COUNTERS";
+/// Environment variable holding XProf's `tpu_tc_perf_counter_sampling_options` string for this
+/// repetition's counter pass (TPU profiles; see `config::tpu_sampling`).
+pub const TPU_SAMPLING_ENV: &str = "KGATE_TPU_COUNTER_SAMPLING_OPTIONS";
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -78,6 +78,8 @@ pub struct BenchmarkPlan {
     pub counters: crate::config::CounterSampling,
     /// Counter passes planned from `counters.request` and the profile's counters per pass.
     pub counter_passes: Vec<Vec<String>>,
+    /// XProf's TPU sampling options of each counter pass (empty off a TPU profile).
+    pub sampling: crate::config::tpu_sampling::PassOptions,
 }
 
 impl BenchmarkPlan {
@@ -87,13 +89,20 @@ impl BenchmarkPlan {
             return Vec::new();
         }
         let k = repetition as usize % self.counter_passes.len();
-        vec![
+        let mut env = vec![
             (crate::model::protocol::PASS_ENV.into(), k.to_string()),
             (
                 crate::model::protocol::COUNTERS_ENV.into(),
                 self.counter_passes[k].join(","),
             ),
-        ]
+        ];
+        if let Some(Some(options)) = self.sampling.options.get(k) {
+            env.push((
+                crate::model::protocol::TPU_SAMPLING_ENV.into(),
+                options.clone(),
+            ));
+        }
+        env
     }
 }
 
@@ -222,6 +231,17 @@ fn resolve_benchmark(
         .as_ref()
         .and_then(|d| crate::config::profile::resolve(d, &config.profiles).ok());
     let counters = b.counters.clone().unwrap_or_default();
+    let counter_passes = crate::config::profile::plan_passes(
+        &counters.request,
+        device
+            .as_ref()
+            .and_then(|d| d.counters_per_pass.as_ref())
+            .map(|c| c.value as u32),
+    );
+    let sampling = device
+        .as_ref()
+        .map(|d| crate::config::tpu_sampling::options(d, &counters, &counter_passes))
+        .unwrap_or_default();
     BenchmarkPlan {
         ncu: b.ncu.clone().or_else(|| d.ncu.clone()).unwrap_or_default(),
         name: b.name.clone(),
@@ -258,13 +278,8 @@ fn resolve_benchmark(
         toggle_collect: b.valgrind.as_ref().and_then(|v| v.toggle_collect.clone()),
         derived,
         artifacts: b.artifacts.clone(),
-        counter_passes: crate::config::profile::plan_passes(
-            &counters.request,
-            device
-                .as_ref()
-                .and_then(|d| d.counters_per_pass.as_ref())
-                .map(|c| c.value as u32),
-        ),
+        counter_passes,
+        sampling,
         device,
         counters,
     }

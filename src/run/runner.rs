@@ -324,7 +324,7 @@ struct BenchmarkRun<'p> {
 
 impl<'p> BenchmarkRun<'p> {
     fn new(plan: &'p BenchmarkPlan, revision: &Revision) -> Result<BenchmarkRun<'p>, RunError> {
-        let provenance = Provenance {
+        let mut provenance = Provenance {
             command: plan.command.display(),
             captures: plan
                 .captures
@@ -333,6 +333,15 @@ impl<'p> BenchmarkRun<'p> {
                 .collect(),
             ..Provenance::default()
         };
+        // The TPU sampling options each counter pass was given, and what they left out.
+        for (k, options) in plan.sampling.options.iter().enumerate() {
+            if let Some(options) = options {
+                provenance
+                    .details
+                    .insert(format!("tpu_sampling_options.pass{k}"), options.clone());
+            }
+        }
+        provenance.notes.extend(plan.sampling.notes.iter().cloned());
         let mut collector = Collector::new(&plan.name, &plan.metrics, provenance);
         collector.result_mut().parameters = plan.parameters.clone();
         Ok(BenchmarkRun {

@@ -20,6 +20,7 @@ mod hardening;
 mod hardening_inputs;
 mod import_formats;
 mod injection;
+mod jax_example;
 mod ncu_capture;
 mod reports;
 mod schemas;

@@ -1,0 +1,103 @@
+"""kgate's side of a JAX benchmark, in one small module to copy or import.
+
+- `profile_options()` builds the `jax.profiler.ProfileOptions` for this repetition. When kgate
+  planned TPU counters for the benchmark (`counters.request` on a TPU device profile), it sets
+  `KGATE_TPU_COUNTER_SAMPLING_OPTIONS` to XProf's `tpu_tc_perf_counter_sampling_options`
+  string for this repetition's counter pass (`interval_us:1 scaling:0 counter_size_bits:3
+  indices:57 ...`); the options then turn on periodic counter sampling with that string.
+- `time_launches()` times each launch of a jitted function with `block_until_ready`, inside a
+  `jax.profiler.TraceAnnotation` named after the kernel, so that a profile taken around it
+  names each launch too (`kgate import xplane --kernel '^NAME$'`).
+- `report()` writes kgate's protocol lines to the file `$KGATE_PROTOCOL_FILE` names (stdout
+  when run outside kgate).
+
+Anything this module cannot do (an old jax, no TPU) is said on stderr, never skipped quietly.
+"""
+
+import glob
+import json
+import os
+import sys
+import time
+
+SAMPLING_ENV = "KGATE_TPU_COUNTER_SAMPLING_OPTIONS"
+SAMPLING_KEY = "tpu_tc_perf_counter_sampling_options"
+
+
+def note(message):
+    print(f"kgate_jax: {message}", file=sys.stderr)
+
+
+def profile_options(python_tracer_level=0):
+    """The profiler options of this repetition: the TPU counter sampling kgate planned, when
+    the variable is set and the installed jax takes `advanced_configuration`."""
+    import jax
+
+    options = jax.profiler.ProfileOptions()
+    # The Python tracer records every Python call (and the script's absolute path): off.
+    options.python_tracer_level = python_tracer_level
+    sampling = os.environ.get(SAMPLING_ENV, "").strip()
+    if not sampling:
+        return options
+    if not hasattr(options, "advanced_configuration"):
+        note(
+            f"{SAMPLING_ENV} is set, but jax {jax.__version__} has no "
+            "ProfileOptions.advanced_configuration: TPU counters are not sampled (a newer jax takes them)"
+        )
+        return options
+    options.advanced_configuration = {
+        "tpu_enable_periodic_counter_sampling": True,
+        SAMPLING_KEY: sampling,
+    }
+    platform = jax.devices()[0].platform
+    if platform != "tpu":
+        note(
+            f"{SAMPLING_ENV} is set ({sampling}), but the backend is `{platform}`: "
+            "the TPU sampling options are passed and sample nothing here"
+        )
+    return options
+
+
+def time_launches(fn, *args, launches=20, name=None):
+    """Runs `fn(*args)` `launches` times and returns each launch's time in nanoseconds,
+    measured until `block_until_ready` returns (compile first: the first call is not timed
+    here). Each launch is annotated as `name` (default: the function's name) in a profile."""
+    import jax
+
+    label = name or getattr(fn, "__name__", "kernel")
+    times_ns = []
+    for _ in range(launches):
+        with jax.profiler.TraceAnnotation(label):
+            start = time.perf_counter_ns()
+            jax.block_until_ready(fn(*args))
+            times_ns.append(time.perf_counter_ns() - start)
+    return times_ns
+
+
+def report(metric, values, unit="ns", source="timer", benchmark=None):
+    """Writes one protocol line per value: to `$KGATE_PROTOCOL_FILE`, else to stdout."""
+    lines = []
+    for value in values:
+        line = {"metric": metric, "value": value, "unit": unit, "source": source}
+        if benchmark is not None:
+            line["benchmark"] = benchmark
+        lines.append(json.dumps(line))
+    path = os.environ.get("KGATE_PROTOCOL_FILE")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in lines))
+    else:
+        print("\n".join(lines))
+
+
+def trace_dir(default):
+    """Where `jax.profiler.trace` writes: `$KGATE_TRACE_DIR`, else `default`."""
+    return os.environ.get("KGATE_TRACE_DIR") or default
+
+
+def newest_xplane(logdir):
+    """The newest `*.xplane.pb` that `jax.profiler.trace(logdir)` wrote."""
+    found = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
+    if not found:
+        raise SystemExit(f"jax.profiler wrote no .xplane.pb under {logdir}")
+    return max(found, key=os.path.getmtime)
