@@ -269,6 +269,7 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
         ));
     }
     let mut modes: Vec<&str> = Vec::new();
+    let mut scaling_note = false;
     // Per series: its increase inside the kernel windows, their span, the sampling windows
     // used and all of them.
     let mut computed: Vec<Computed> = Vec::new();
@@ -303,7 +304,18 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
             ));
             continue;
         }
-        let wins = match windows(&readings, mode, opts.scaling) {
+        // Readings whose file says how they were sampled are XProf's, whose conversion has
+        // already restored the right shift: `scaling` is not applied to them again.
+        let from_xprof = readings.iter().any(|r| r.sampling.is_some());
+        if from_xprof && opts.scaling > 0 && !scaling_note {
+            scaling_note = true;
+            refused.push(format!(
+                "counters.scaling {} is not applied to the readings of XProf profiles (XSpace, trace-viewer JSON): XProf's conversion has already restored the original values",
+                opts.scaling
+            ));
+        }
+        let scaling = if from_xprof { 0 } else { opts.scaling };
+        let wins = match windows(&readings, mode, scaling) {
             Ok(w) => w,
             Err(e) => {
                 refused.push(e);

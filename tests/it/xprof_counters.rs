@@ -662,6 +662,20 @@ fn the_reading_rule_is_overridable_in_the_configuration() {
             .unwrap()
             .contains("cumulative samples"),
     );
+    // XProf has already restored the right shift: `scaling` is not applied again.
+    let config = format!(
+        "{V7X}  - name: tiled_matmul\n    command: [\"true\"]\n    counters: {{scaling: 2}}\n"
+    );
+    let file = write_space(dir.path(), "slow.xplane.pb", &tiled_matmul_space(1, 0));
+    let r = import(dir.path(), &config, &[file], "scaled.json");
+    let k = benchmark(&r, "tiled_matmul");
+    assert_eq!(value(k, "counter.mxu_busy_2"), 125.0 * 570.0);
+    assert!(
+        notes(k).iter().any(|n| n
+            .starts_with("counters.scaling 2 is not applied to the readings of XProf profiles")),
+        "{:?}",
+        notes(k)
+    );
 }
 
 #[test]
