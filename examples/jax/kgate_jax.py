@@ -11,7 +11,8 @@
 - `report()` writes kgate's protocol lines to the file `$KGATE_PROTOCOL_FILE` names (stdout
   when run outside kgate).
 
-Anything this module cannot do (an old jax, no TPU) is said on stderr, never skipped quietly.
+What this module cannot do (TPU counters under an old jax or off a TPU) fails the repetition
+with the reason, since kgate shows a benchmark's stderr only when it fails.
 """
 
 import glob
@@ -28,9 +29,14 @@ def note(message):
     print(f"kgate_jax: {message}", file=sys.stderr)
 
 
-def profile_options(python_tracer_level=0):
+def profile_options(python_tracer_level=0, allow_other_backend=False):
     """The profiler options of this repetition: the TPU counter sampling kgate planned, when
-    the variable is set and the installed jax takes `advanced_configuration`."""
+    `KGATE_TPU_COUNTER_SAMPLING_OPTIONS` is set.
+
+    kgate keeps a benchmark's stderr only when it fails, so what cannot work fails here with
+    the reason rather than leaving the results without counters: a jax without
+    `ProfileOptions.advanced_configuration`, or a backend that is not a TPU (the options would
+    sample nothing; `allow_other_backend=True` passes them anyway, with a note)."""
     import jax
 
     options = jax.profiler.ProfileOptions()
@@ -40,21 +46,27 @@ def profile_options(python_tracer_level=0):
     if not sampling:
         return options
     if not hasattr(options, "advanced_configuration"):
-        note(
-            f"{SAMPLING_ENV} is set, but jax {jax.__version__} has no "
-            "ProfileOptions.advanced_configuration: TPU counters are not sampled (a newer jax takes them)"
+        raise SystemExit(
+            f"kgate_jax: kgate planned TPU counters ({SAMPLING_ENV}={sampling}), but jax "
+            f"{jax.__version__} has no ProfileOptions.advanced_configuration to pass them: "
+            "install a newer jax, or remove `counters.request` from the benchmark"
         )
-        return options
     options.advanced_configuration = {
         "tpu_enable_periodic_counter_sampling": True,
         SAMPLING_KEY: sampling,
     }
     platform = jax.devices()[0].platform
     if platform != "tpu":
-        note(
-            f"{SAMPLING_ENV} is set ({sampling}), but the backend is `{platform}`: "
-            "the TPU sampling options are passed and sample nothing here"
+        message = (
+            f"kgate planned TPU counters ({SAMPLING_ENV}={sampling}), but the backend is "
+            f"`{platform}`: the TPU sampling options would sample nothing here"
         )
+        if not allow_other_backend:
+            raise SystemExit(
+                f"kgate_jax: {message}; run on a TPU, remove `counters.request`, or pass "
+                "allow_other_backend=True to profile anyway"
+            )
+        note(f"{message} (passed anyway: allow_other_backend=True)")
     return options
 
 
