@@ -154,6 +154,9 @@ fn hint_for(key_path: &str) -> Option<&'static str> {
             "`counter_size_bits` is XProf's width code 0–3 (8, 16, 32, 64-bit counters)"
         }
         "external_trigger" => "`external_trigger` is `true` or `false`",
+        "is_external_trigger" => {
+            "XProf's `is_external_trigger` is written `external_trigger: true` here"
+        }
         "benchmarks" => "`benchmarks` is a list of entries with at least `name` and `command`",
         _ => return None,
     })

@@ -354,6 +354,10 @@ fn bad_sampling_settings_are_refused_naming_the_key() {
             "interval: 5",
             "unknown field `interval` (did you mean `interval_us`?)",
         ),
+        (
+            "is_external_trigger: true",
+            "hint: XProf's `is_external_trigger` is written `external_trigger: true` here",
+        ),
     ];
     for (setting, expected) in cases {
         // The first entry's own `interval_us` is not the one the error points at.
