@@ -188,6 +188,7 @@ pub fn annotate(cmp: &mut BenchmarkComparison) {
         parts.push(counters);
     }
     parts.extend(side_by_side(&cmp.metrics));
+    parts.extend(estimate_against_registers(&cmp.metrics));
     let estimates: Vec<&str> = cmp
         .metrics
         .iter()
@@ -286,6 +287,40 @@ pub fn side_by_side(metrics: &[MetricComparison]) -> Vec<String> {
         })
         .collect()
 }
+
+/// What the registers measured, beside what the cost model believed: "estimate:
+/// roofline.intensity 1365.3 FLOP/B; measured: avg_mxu_busy 35.0 %, util.sync_wait 31.0 %",
+/// when the roofline came from estimates and the candidate has measured unit figures.
+pub fn estimate_against_registers(metrics: &[MetricComparison]) -> Option<String> {
+    let intensity = metrics
+        .iter()
+        .find(|m| m.name == "roofline.intensity" && m.source == Source::Estimate)?;
+    let believed = intensity.head.as_ref()?.median;
+    let measured: Vec<String> = MEASURED_UNITS
+        .iter()
+        .filter_map(|name| {
+            let m = metrics
+                .iter()
+                .find(|m| m.name == *name && m.source < Source::Estimate)?;
+            Some(format!("{name} {:.1} %", m.head.as_ref()?.median))
+        })
+        .collect();
+    if measured.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "estimate: roofline.intensity {believed:.1} FLOP/B (cost model); measured: {}",
+        measured.join(", ")
+    ))
+}
+
+/// The register-derived figures set against a cost estimate, in this order.
+const MEASURED_UNITS: [&str; 4] = [
+    "avg_mxu_busy",
+    "util.sync_wait",
+    "vector_alu",
+    "util.memory",
+];
 
 #[cfg(test)]
 mod tests {

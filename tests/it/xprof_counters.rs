@@ -818,6 +818,13 @@ fn tiled_matmul_regresses_end_to_end_and_the_explanation_names_the_sync_wait() {
             .contains("memory stall: the compute units wait on memory (HBM); check buffering"),
         "{explanation}"
     );
+    // The trust ladder: what the cost model believed beside what the registers measured.
+    assert!(
+        explanation.contains(
+            "estimate: roofline.intensity 1365.3 FLOP/B (cost model); measured: avg_mxu_busy 35.0 %, util.sync_wait 31.0 %, vector_alu 40.0 %"
+        ),
+        "{explanation}"
+    );
     // The lowered body changed (one DMA stage instead of three): the IR diff says so.
     let out = kgate(dir.path())
         .args(["compare", "base.json", "head.json", "--format", "markdown"])
