@@ -18,7 +18,27 @@ use crate::model::results::{BenchmarkResult, RunResults};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Evidence {
     pub benchmarks: Vec<BenchmarkEvidence>,
+    /// What was left out to keep the report bounded (see [`Evidence::bound`]); absent when
+    /// the evidence is whole (`--full-evidence`, or nothing to leave out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<Omitted>,
 }
+
+/// The parts of the evidence a bounded report leaves out, counted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Omitted {
+    /// Benchmarks whose verdict did not change (unchanged, not gated, skipped): their samples
+    /// and counter readings are left out, and their artifacts unless an artifact changed.
+    /// Their medians, intervals and verdicts are in the report's rows.
+    pub benchmarks: usize,
+    /// Series longer than [`MAX_SERIES_POINTS`], thinned to that many points (see
+    /// `SamplePair::thinned_from` and `CounterSide::thinned_from`).
+    pub thinned_series: usize,
+}
+
+/// The most points a series keeps in a bounded report: more than a chart's pixel columns,
+/// since a chart draws at most one point per column (or its minimum and maximum).
+pub const MAX_SERIES_POINTS: usize = 1000;
 
 /// One benchmark's samples, counters and artifacts, baseline and candidate side by side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -48,6 +68,11 @@ pub struct SamplePair {
     /// (`kgate check --record`), for a trend chart.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<f64>,
+    /// The sample counts `[base, head]` before a bounded report thinned a side to
+    /// [`MAX_SERIES_POINTS`] evenly spaced order statistics (the smallest and largest kept),
+    /// which keeps the distribution a strip plot shows but not the order of measurement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinned_from: Option<[usize; 2]>,
 }
 
 /// A counter's readings on both sides: `[t_ns, value]` pairs of the first repetition that
@@ -72,6 +97,11 @@ pub struct CounterSide {
     /// The mean reading of each repetition.
     #[serde(default)]
     pub repetition_means: Vec<f64>,
+    /// The number of readings in the timeline before a bounded report thinned it to the
+    /// smallest and largest reading of each of [`MAX_SERIES_POINTS`]` / 2` stretches of time
+    /// order (the envelope a timeline chart draws).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinned_from: Option<usize>,
 }
 
 /// An artifact's text on both sides; `None` where that side did not write it.
@@ -112,13 +142,102 @@ impl Evidence {
                 }
             }
         }
-        Evidence { benchmarks }
+        Evidence {
+            benchmarks,
+            omitted: None,
+        }
+    }
+
+    /// Keeps the evidence to what a report's charts and diffs draw: the benchmarks for which
+    /// `shown` is true keep everything, with series longer than [`MAX_SERIES_POINTS`] thinned;
+    /// the others keep only their trend medians and their changed artifacts. What was left out
+    /// is counted in [`Evidence::omitted`].
+    pub fn bound(&mut self, shown: impl Fn(&str) -> bool) {
+        let mut omitted = Omitted::default();
+        for b in &mut self.benchmarks {
+            if !shown(&b.name) {
+                let had = b
+                    .metrics
+                    .iter()
+                    .any(|m| !m.base.is_empty() || !m.head.is_empty())
+                    || !b.counters.is_empty()
+                    || b.artifacts.iter().any(|a| !a.changed());
+                for m in &mut b.metrics {
+                    m.base = Vec::new();
+                    m.head = Vec::new();
+                }
+                b.metrics.retain(|m| !m.history.is_empty());
+                b.counters = Vec::new();
+                b.artifacts.retain(ArtifactPair::changed);
+                omitted.benchmarks += usize::from(had);
+                continue;
+            }
+            for m in &mut b.metrics {
+                let counts = [m.base.len(), m.head.len()];
+                if counts.iter().any(|n| *n > MAX_SERIES_POINTS) {
+                    m.base = order_statistics(&m.base, MAX_SERIES_POINTS);
+                    m.head = order_statistics(&m.head, MAX_SERIES_POINTS);
+                    m.thinned_from = Some(counts);
+                    omitted.thinned_series += 1;
+                }
+            }
+            for c in &mut b.counters {
+                for side in [&mut c.base, &mut c.head] {
+                    if side.timeline.len() > MAX_SERIES_POINTS {
+                        side.thinned_from = Some(side.timeline.len());
+                        side.timeline = envelope(&side.timeline, MAX_SERIES_POINTS / 2);
+                        omitted.thinned_series += 1;
+                    }
+                }
+            }
+        }
+        self.omitted = (omitted != Omitted::default()).then_some(omitted);
     }
 
     /// The evidence of a benchmark, by name.
     pub fn benchmark(&self, name: &str) -> Option<&BenchmarkEvidence> {
         self.benchmarks.iter().find(|b| b.name == name)
     }
+}
+
+/// `count` evenly spaced order statistics of `values` (all of them when there are no more),
+/// ascending, the smallest and the largest among them.
+fn order_statistics(values: &[f64], count: usize) -> Vec<f64> {
+    if values.len() <= count || count < 2 {
+        return values.to_vec();
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let last = sorted.len() - 1;
+    (0..count)
+        .map(|i| sorted[(i * last + (count - 1) / 2) / (count - 1)])
+        .collect()
+}
+
+/// The smallest and the largest reading (in time order) of each of `buckets` runs of
+/// consecutive readings: the outline a line chart of the whole timeline draws.
+fn envelope(timeline: &[[f64; 2]], buckets: usize) -> Vec<[f64; 2]> {
+    if buckets == 0 || timeline.len() <= 2 * buckets {
+        return timeline.to_vec();
+    }
+    let size = timeline.len().div_ceil(buckets);
+    let mut out = Vec::with_capacity(2 * buckets);
+    for chunk in timeline.chunks(size) {
+        let by_value = |a: &&[f64; 2], b: &&[f64; 2]| a[1].total_cmp(&b[1]);
+        let (Some(low), Some(high)) =
+            (chunk.iter().min_by(by_value), chunk.iter().max_by(by_value))
+        else {
+            continue;
+        };
+        if low == high {
+            out.push(*low);
+        } else if low[0] <= high[0] {
+            out.extend([*low, *high]);
+        } else {
+            out.extend([*high, *low]);
+        }
+    }
+    out
 }
 
 impl BenchmarkEvidence {
@@ -183,6 +302,7 @@ impl BenchmarkEvidence {
                         .values()
                         .map(|rs| rs.iter().map(|c| c.value).sum::<f64>() / rs.len() as f64)
                         .collect(),
+                    thinned_from: None,
                 };
                 if is_head {
                     pair.head = side;
@@ -256,6 +376,88 @@ mod tests {
             },
         );
         r
+    }
+
+    #[test]
+    fn order_statistics_keep_the_extremes_and_the_spread() {
+        let values: Vec<f64> = (0..10_001).rev().map(f64::from).collect();
+        let kept = order_statistics(&values, 5);
+        assert_eq!(kept, vec![0.0, 2500.0, 5000.0, 7500.0, 10_000.0]);
+        assert_eq!(order_statistics(&[3.0, 1.0], 5), vec![3.0, 1.0]);
+    }
+
+    #[test]
+    fn the_envelope_keeps_each_stretch_s_lowest_and_highest_reading_in_time_order() {
+        let timeline: Vec<[f64; 2]> = (0..12)
+            .map(|i| [f64::from(i), if i == 4 { 99.0 } else { f64::from(i % 3) }])
+            .collect();
+        let outline = envelope(&timeline, 3);
+        assert_eq!(
+            outline,
+            vec![
+                [0.0, 0.0],
+                [2.0, 2.0],
+                [4.0, 99.0],
+                [6.0, 0.0],
+                [9.0, 0.0],
+                [11.0, 2.0]
+            ]
+        );
+        assert_eq!(envelope(&timeline, 6), timeline);
+    }
+
+    #[test]
+    fn a_bounded_report_keeps_what_changed_thins_long_series_and_counts_the_rest() {
+        let long: Vec<f64> = (0..5_000).map(f64::from).collect();
+        let util: Vec<(u32, f64, f64)> = (0..3_000)
+            .map(|i| (0, f64::from(i), f64::from(i % 7)))
+            .collect();
+        let changed = result("changed", &long, &util, "a\n");
+        let same = result("same", &[1.0, 2.0], &[(0, 1.0, 5.0)], "a\n");
+        let mut other_ir = result("same_ir_changed", &[1.0], &[], "a\n");
+        let base_other = result("same_ir_changed", &[1.0], &[], "b\n");
+        other_ir.metrics[0].values = vec![1.0];
+        let run = |benchmarks| RunResults {
+            schema_version: crate::model::results::RESULTS_SCHEMA_VERSION,
+            kgate_version: "0".into(),
+            created: "2026-01-01T00:00:00Z".into(),
+            environment: crate::machine::fingerprint::Fingerprint::default(),
+            benchmarks,
+        };
+        let base = run(vec![changed.clone(), same.clone(), base_other]);
+        let head = run(vec![changed, same, other_ir]);
+        let mut e = Evidence::from_runs(Some(&base), &head);
+        let whole = e.clone();
+        e.bound(|name| name == "changed");
+        let kept = e.benchmark("changed").unwrap();
+        assert_eq!(kept.metrics[0].base.len(), MAX_SERIES_POINTS);
+        assert_eq!(kept.metrics[0].thinned_from, Some([5_000, 5_000]));
+        assert_eq!(kept.metrics[0].base[0], 0.0);
+        assert_eq!(kept.metrics[0].base[MAX_SERIES_POINTS - 1], 4_999.0);
+        assert_eq!(kept.counters[0].base.timeline.len(), MAX_SERIES_POINTS);
+        assert_eq!(kept.counters[0].base.thinned_from, Some(3_000));
+        assert_eq!(
+            kept.counters[0].base.repetition_means,
+            whole.benchmarks[0].counters[0].base.repetition_means
+        );
+        let same = e.benchmark("same").unwrap();
+        assert!(same.metrics.is_empty() && same.counters.is_empty() && same.artifacts.is_empty());
+        // An unchanged benchmark whose lowered code changed keeps the diff.
+        let ir = e.benchmark("same_ir_changed").unwrap();
+        assert!(ir.metrics.is_empty());
+        assert_eq!(ir.artifacts.len(), 1);
+        assert_eq!(
+            e.omitted,
+            Some(Omitted {
+                benchmarks: 2,
+                thinned_series: 3
+            })
+        );
+        // Nothing to leave out: nothing said.
+        let mut small = Evidence::from_runs(None, &head);
+        small.benchmarks.retain(|b| b.name != "changed");
+        small.bound(|_| true);
+        assert_eq!(small.omitted, None);
     }
 
     #[test]

@@ -98,6 +98,30 @@ pub struct Report {
     pub evidence: Option<crate::model::evidence::Evidence>,
 }
 
+impl Report {
+    /// Bounds the evidence to what the report draws: whole for the benchmarks whose verdict
+    /// says something changed or could not be decided (regressed, improved, within threshold,
+    /// inconclusive, new, missing), summaries only for the others; see
+    /// [`Evidence::bound`](crate::model::evidence::Evidence::bound).
+    pub fn bound_evidence(&mut self) {
+        let Some(evidence) = &mut self.evidence else {
+            return;
+        };
+        let shown: std::collections::HashSet<&str> = self
+            .benchmarks
+            .iter()
+            .filter(|b| {
+                !matches!(
+                    b.verdict,
+                    Verdict::Unchanged | Verdict::NotGated | Verdict::Skipped
+                )
+            })
+            .map(|b| b.name.as_str())
+            .collect();
+        evidence.bound(|name| shown.contains(name));
+    }
+}
+
 fn one() -> u32 {
     1
 }
