@@ -345,7 +345,19 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
                     }
                     None => {
                         unresolved = true;
-                        out.unresolved(kernel, &name, end - start, interval, profile);
+                        // The figure the window would have given: a busy counter's
+                        // utilization, else the counter's increase.
+                        let busy = profile.counters.get(&base).is_some_and(|spec| {
+                            spec.unit == "cycles"
+                                && base != "cycles"
+                                && !profile.cycle_counters.contains(&base)
+                        });
+                        let figure = if busy {
+                            format!("util.{name}")
+                        } else {
+                            format!("counter.{name}")
+                        };
+                        out.unresolved(kernel, &figure, end - start, interval, profile);
                     }
                 }
             }
@@ -927,15 +939,16 @@ impl Recorder {
         m.repetition.push(rep);
     }
 
+    /// Records that `figure` (`util.X` or `counter.X`) could not be computed for `kernel`.
     fn unresolved(
         &mut self,
         kernel: &str,
-        counter: &str,
+        figure: &str,
         duration_ns: f64,
         interval_ns: f64,
         profile: &DeviceProfile,
     ) {
-        let name = format!("util.{counter}");
+        let name = figure.to_string();
         if self.unavailable.iter().any(|u| u.counter == name) {
             return;
         }

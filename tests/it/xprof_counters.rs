@@ -595,6 +595,17 @@ fn tiled_matmul_utilization_inside_the_kernel_window_as_the_utilization_viewer_c
         "{mxu0}"
     );
 
+    // A cycle counter has no utilization of its own: its increase is what is unresolved.
+    let names: Vec<&str> = unavailable
+        .iter()
+        .map(|u| u["counter"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"counter.cycle_count.core0"), "{names:?}");
+    assert!(names.contains(&"counter.hbm_rd_beats.core0"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("util.cycle")),
+        "{names:?}"
+    );
     // The whole profile, per die, from the end-of-profile sample: XProf's denominator is the
     // power manager's measured cycle count (throttled to 361 000 of 380 000 cycles) on die 0;
     // die 1 has no cycle counter, so its figure divides by the window's time × 1.9 GHz.
