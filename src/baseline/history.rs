@@ -17,7 +17,9 @@ use crate::machine::envkey;
 use crate::machine::fingerprint::Fingerprint;
 use crate::model::fsutil::{self, Overwrite};
 use crate::model::metric::Direction;
+use crate::model::report::Report;
 use crate::model::results::{RunResults, Status};
+use crate::model::verdict::Verdict;
 use crate::stats::{self, Summary};
 
 /// Folder of histories, relative to the configuration's folder.
@@ -60,6 +62,13 @@ pub struct HistoryMetric {
     pub unit: String,
     pub direction: Direction,
     pub summary: Summary,
+    /// The gate's verdict on this metric in the job that recorded it (`kgate check --record`);
+    /// absent for runs recorded without a comparison.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// That comparison's minimum detectable effect (relative; 0.05 is 5 %), where it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mde: Option<f64>,
 }
 
 /// A past job's summary of one benchmark's metric, oldest first in [`job_summaries`].
@@ -69,6 +78,9 @@ pub struct JobSummary {
     pub commit: Option<String>,
     pub unit: String,
     pub summary: Summary,
+    /// The gate's verdict and MDE in that job, where it was checked (see [`HistoryMetric`]).
+    pub verdict: Option<Verdict>,
+    pub mde: Option<f64>,
 }
 
 /// History errors.
@@ -120,6 +132,8 @@ impl HistoryRecord {
                             unit: m.unit.clone(),
                             direction: m.direction,
                             summary: stats::summarize(&m.values)?,
+                            verdict: None,
+                            mde: None,
                         })
                     })
                     .collect(),
@@ -134,6 +148,22 @@ impl HistoryRecord {
             environment: results.environment.clone(),
             benchmarks,
         }
+    }
+
+    /// Adds the verdict and MDE of each metric that `report` compared.
+    pub fn with_report(mut self, report: &Report) -> HistoryRecord {
+        for b in &mut self.benchmarks {
+            let Some(cmp) = report.benchmarks.iter().find(|c| c.name == b.name) else {
+                continue;
+            };
+            for m in &mut b.metrics {
+                if let Some(mc) = cmp.metrics.iter().find(|c| c.name == m.name) {
+                    m.verdict = Some(mc.verdict);
+                    m.mde = mc.mde.filter(|x| x.is_finite());
+                }
+            }
+        }
+        self
     }
 
     fn to_json(&self) -> String {
@@ -154,8 +184,15 @@ impl HistoryRecord {
             .as_deref()
             .map(|c| &c[..12.min(c.len())])
             .unwrap_or("nocommit");
+        // Over the run alone, not the verdicts it was given: the same results recorded by
+        // `check --record` and again by `history record` are the same run.
+        let mut run = self.clone();
+        for m in run.benchmarks.iter_mut().flat_map(|b| b.metrics.iter_mut()) {
+            m.verdict = None;
+            m.mde = None;
+        }
         let mut hash: u32 = 0x811c_9dc5;
-        for byte in self.to_json().bytes() {
+        for byte in run.to_json().bytes() {
             hash ^= u32::from(byte);
             hash = hash.wrapping_mul(0x0100_0193);
         }
@@ -170,7 +207,22 @@ pub fn key_dir(root: &Path, key: &str) -> PathBuf {
 
 /// Appends a run to the history of its environment; returns the new file. Never replaces a file.
 pub fn record(root: &Path, results: &RunResults) -> Result<PathBuf, HistoryError> {
-    let rec = HistoryRecord::from_results(results);
+    record_summary(root, HistoryRecord::from_results(results))
+}
+
+/// [`record`] with the verdicts and MDEs of the comparison the run was checked by.
+pub fn record_checked(
+    root: &Path,
+    results: &RunResults,
+    report: &Report,
+) -> Result<PathBuf, HistoryError> {
+    record_summary(
+        root,
+        HistoryRecord::from_results(results).with_report(report),
+    )
+}
+
+fn record_summary(root: &Path, rec: HistoryRecord) -> Result<PathBuf, HistoryError> {
     let path = key_dir(root, &rec.baseline_key).join(rec.file_name());
     match fsutil::write_atomic(&path, rec.to_json().as_bytes(), Overwrite::Refuse) {
         Ok(()) => Ok(path),
@@ -242,6 +294,8 @@ pub fn series(records: &[HistoryRecord], benchmark: &str, metric: &str) -> Vec<J
                 commit: r.commit.clone(),
                 unit: m.unit.clone(),
                 summary: m.summary.clone(),
+                verdict: m.verdict,
+                mde: m.mde,
             })
         })
         .collect()

@@ -377,9 +377,29 @@ pub struct HistoryArgs {
     /// prints the keys with a history).
     #[arg(long, value_name = "KEY")]
     pub key: Option<String>,
-    /// Print JSON instead of text.
-    #[arg(long)]
+    /// Print JSON instead of text (the same as `--format json`).
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// Output format: text, json, or html (a page of charts, one per benchmark and metric, for
+    /// GitHub Pages).
+    #[arg(long, value_enum)]
+    pub format: Option<HistoryFormat>,
+    /// Write the output here instead of to stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The repository's web address, for the HTML page's links to commits (default:
+    /// $GITHUB_SERVER_URL/$GITHUB_REPOSITORY in GitHub Actions, $CI_PROJECT_URL in GitLab CI,
+    /// else git's `origin` remote when it is a GitHub or GitLab address).
+    #[arg(long, value_name = "URL")]
+    pub repo_url: Option<String>,
+}
+
+/// Output formats of `kgate history`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HistoryFormat {
+    Text,
+    Json,
+    Html,
 }
 
 #[derive(Debug, Subcommand)]
@@ -476,6 +496,10 @@ pub struct CiArgs {
     /// Annotate at most this many regressions (the rest are in the job summary).
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub annotations: usize,
+    /// Also append the candidate's results, with this job's verdicts, to the history under
+    /// `.kgate/history/` (what `kgate history --format html` charts).
+    #[arg(long)]
+    pub record: bool,
     #[command(flatten)]
     pub post: PostArgs,
 }

@@ -15,8 +15,8 @@ use crate::render::escape::{escape_html, escape_html_lines, escape_terminal};
 use crate::render::markdown_details::{display_unit, unified_diff};
 use crate::render::{Exporter, summary_line, verdict_word};
 
-const BASE_COLOR: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
-const HEAD_COLOR: RGBColor = RGBColor(0xd6, 0x27, 0x28);
+pub(crate) const BASE_COLOR: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
+pub(crate) const HEAD_COLOR: RGBColor = RGBColor(0xd6, 0x27, 0x28);
 const PLOT_WIDTH: u32 = 640;
 const STRIP_HEIGHT: u32 = 200;
 const TIMELINE_HEIGHT: u32 = 240;
@@ -24,7 +24,7 @@ const TIMELINE_HEIGHT: u32 = 240;
 /// The HTML report.
 pub struct HtmlExporter;
 
-const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em;color:#222;max-width:1100px}\
+pub(crate) const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em;color:#222;max-width:1100px}\
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right;white-space:nowrap}\
 td:first-child,th:first-child,td.l{text-align:left}.regressed{color:#b00020;font-weight:600}\
 .improved{color:#1b7f3b;font-weight:600}.inconclusive{color:#9a6700}.missing,.new{color:#0969da}\
@@ -75,7 +75,7 @@ impl Exporter for HtmlExporter {
     }
 }
 
-fn css(c: RGBColor) -> String {
+pub(crate) fn css(c: RGBColor) -> String {
     format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
 }
 
@@ -154,13 +154,13 @@ fn metric_row(m: &MetricComparison) -> String {
 
 /// Text for a plot: the SVG backend escapes markup itself, so only the control characters are
 /// made visible here (escaping markup too would show `&lt;` in the picture).
-fn plot_label(text: &str) -> String {
+pub(crate) fn plot_label(text: &str) -> String {
     escape_terminal(text).into_owned()
 }
 
 /// Draws into an SVG string; a drawing error (which the SVG backend does not produce for
 /// finite data) yields no plot rather than a broken page.
-fn draw_svg(
+pub(crate) fn draw_svg(
     width: u32,
     height: u32,
     draw: impl FnOnce(&DrawingArea<SVGBackend, plotters::coord::Shift>) -> Option<()>,
@@ -175,7 +175,7 @@ fn draw_svg(
     Some(svg)
 }
 
-fn padded_range(values: impl Iterator<Item = f64> + Clone) -> Option<(f64, f64)> {
+pub(crate) fn padded_range(values: impl Iterator<Item = f64> + Clone) -> Option<(f64, f64)> {
     let lo = values.clone().fold(f64::INFINITY, f64::min);
     let hi = values.fold(f64::NEG_INFINITY, f64::max);
     if !lo.is_finite() || !hi.is_finite() {

@@ -9,6 +9,7 @@
 use std::io::IsTerminal;
 
 pub mod escape;
+pub mod history_html;
 pub mod html;
 pub mod junit;
 pub mod markdown_details;

@@ -18,6 +18,7 @@ mod fuzz_regressions;
 mod github;
 mod hardening;
 mod hardening_inputs;
+mod history_dashboard;
 mod import_formats;
 mod injection;
 mod jax_example;

@@ -375,7 +375,7 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
         baseline_ref: None,
         allow_fingerprint_mismatch: false,
         changed_since: None,
-        record: false,
+        record: args.record,
         history: Vec::new(),
     };
     // The report goes to its file as `kgate check` writes it (for `kgate comment` in a second

@@ -478,7 +478,7 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
     let mut report = report;
     scale::apply_waivers(&loaded.root, &mut report)?;
     if args.record {
-        scale::record(&loaded.root, &head)?;
+        scale::record_checked(&loaded.root, &head, &report)?;
     }
     Ok(Checked {
         report,

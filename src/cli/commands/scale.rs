@@ -10,18 +10,22 @@ use serde_json::json;
 use crate::baseline;
 use crate::baseline::gitref;
 use crate::baseline::history;
-use crate::cli::{BaselineUpdateArgs, HistoryAction, HistoryArgs, MergeArgs, RunSelection};
+use crate::cli::{
+    BaselineUpdateArgs, HistoryAction, HistoryArgs, HistoryFormat, MergeArgs, RunSelection,
+};
 use crate::compare::waivers;
 use crate::config::LoadedConfig;
 use crate::machine::envkey;
 use crate::machine::fingerprint::Fingerprint;
 use crate::model::exit::ExitStatus;
-use crate::model::fsutil::Overwrite;
+use crate::model::fsutil::{self, Overwrite};
 use crate::model::report::Report;
 use crate::model::results::{RESULTS_SCHEMA_VERSION, RunResults};
+use crate::model::text::escape_terminal;
 use crate::model::units::{format_change, format_value};
 use crate::plan::selection;
 use crate::plan::shard::{self, Shard};
+use crate::render::history_html::{HistoryChart, render_history};
 use crate::stats::changepoint::{self, Settings};
 
 /// A baseline file as committed at the merge-base of `reference` and HEAD.
@@ -88,6 +92,14 @@ pub fn apply_waivers(root: &Path, report: &mut Report) -> Result<()> {
 /// Appends results to the history; prints where.
 pub fn record(root: &Path, results: &RunResults) -> Result<()> {
     let path = history::record(root, results).context("cannot record the run in the history")?;
+    eprintln!("recorded {}", path.display());
+    Ok(())
+}
+
+/// [`record`] with the verdicts and MDEs of the comparison the run was checked by.
+pub fn record_checked(root: &Path, results: &RunResults, report: &Report) -> Result<()> {
+    let path = history::record_checked(root, results, report)
+        .context("cannot record the run in the history")?;
     eprintln!("recorded {}", path.display());
     Ok(())
 }
@@ -289,63 +301,198 @@ pub fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
         );
     }
     let settings = Settings::default();
+    let out = metric_histories(&records, args, &settings);
+    if out.is_empty() {
+        bail!("no recorded metric matches --bench/--metric in the history of `{key}`");
+    }
+    let format = match (args.format, args.json) {
+        (Some(f), _) => f,
+        (None, true) => HistoryFormat::Json,
+        (None, false) => HistoryFormat::Text,
+    };
+    let (text, shown) = match format {
+        HistoryFormat::Json => (history_json(&key, &out)?, out.len()),
+        HistoryFormat::Text => (
+            history_text(&key, records.len(), &settings, &out),
+            out.len(),
+        ),
+        HistoryFormat::Html => {
+            let (ordered, mut notes) = in_commit_order(root, &records);
+            let out = metric_histories(&ordered, args, &settings);
+            if out.is_empty() {
+                bail!(
+                    "no recorded metric matches --bench/--metric among the jobs on HEAD's history in `{key}`"
+                );
+            }
+            let repo_url = repo_url(root, args.repo_url.as_deref())?;
+            if repo_url.is_none() {
+                eprintln!(
+                    "note: the repository's web address is not known (no --repo-url, no GITHUB_REPOSITORY or CI_PROJECT_URL, no GitHub or GitLab `origin` remote); the page does not link to commits"
+                );
+            }
+            for n in &mut notes {
+                eprintln!("note: {n}");
+                *n = format!("{}{}", n[..1].to_uppercase(), &n[1..]);
+            }
+            let charts: Vec<HistoryChart> = out
+                .iter()
+                .map(|(bench, metric, series, points)| HistoryChart {
+                    benchmark: bench,
+                    metric,
+                    jobs: series,
+                    change_points: points,
+                })
+                .collect();
+            (
+                render_history(&key, &charts, repo_url.as_deref(), &notes),
+                out.len(),
+            )
+        }
+    };
+    let path = args.output.as_deref().unwrap_or(Path::new("-"));
+    fsutil::write_atomic(path, text.as_bytes(), Overwrite::Allow)
+        .with_context(|| format!("cannot write the history to {}", path.display()))?;
+    if let Some(p) = &args.output {
+        eprintln!(
+            "wrote the history of {key} ({}) to {}",
+            crate::model::text::count(shown, "metric", "metrics"),
+            p.display()
+        );
+    }
+    Ok(ExitStatus::PASS)
+}
+
+/// Each selected metric's series over `records` and the change points in its medians.
+fn metric_histories(
+    records: &[history::HistoryRecord],
+    args: &HistoryArgs,
+    settings: &Settings,
+) -> Vec<MetricHistory> {
     let mut out = Vec::new();
-    for (bench, metric) in history::metric_pairs(&records) {
+    for (bench, metric) in history::metric_pairs(records) {
         if args.bench.as_ref().is_some_and(|b| *b != bench)
             || args.metric.as_ref().is_some_and(|m| *m != metric)
         {
             continue;
         }
-        let series = history::series(&records, &bench, &metric);
+        let series = history::series(records, &bench, &metric);
         let medians: Vec<f64> = series.iter().map(|s| s.summary.median).collect();
-        let points = changepoint::e_divisive(&medians, &settings);
+        let points = changepoint::e_divisive(&medians, settings);
         out.push((bench, metric, series, points));
     }
-    if out.is_empty() {
-        bail!("no recorded metric matches --bench/--metric in the history of `{key}`");
-    }
-    if args.json {
-        let value: Vec<_> = out
-            .iter()
-            .map(|(bench, metric, series, points)| {
-                json!({
-                    "benchmark": bench,
-                    "metric": metric,
-                    "unit": series.last().map(|s| s.unit.clone()).unwrap_or_default(),
-                    "runs": series.iter().map(|s| json!({
-                        "created": s.created, "commit": s.commit, "n": s.summary.n, "median": s.summary.median,
-                    })).collect::<Vec<_>>(),
-                    "change_points": points.iter().map(|p| json!({
-                        "index": p.index,
-                        "commit": series[p.index].commit,
-                        "created": series[p.index].created,
-                        "relative_change": p.relative_change,
-                        "p_value": p.p_value,
-                    })).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({"key": key, "metrics": value}))?
+    out
+}
+
+/// The records in the order of their commits on HEAD's history (oldest first; jobs of one
+/// commit in the order they ran), for the dashboard. Records stored in the order they ran may
+/// disagree with it: jobs finish out of order, and run times have one-second resolution. Jobs
+/// of commits not on HEAD's history (another branch) are left out; without git's history the
+/// order they ran is kept. Either is said in the notes.
+fn in_commit_order(
+    root: &Path,
+    records: &[history::HistoryRecord],
+) -> (Vec<history::HistoryRecord>, Vec<String>) {
+    let listed = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["rev-list", "--topo-order", "--reverse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    let Some(listed) = listed else {
+        return (
+            records.to_vec(),
+            vec!["git cannot list HEAD's history here (not a repository, or no commit yet): jobs are in the order they ran".into()],
         );
-        return Ok(ExitStatus::PASS);
+    };
+    let position: rustc_hash::FxHashMap<&str, usize> =
+        listed.lines().enumerate().map(|(i, c)| (c, i)).collect();
+    let at =
+        |r: &history::HistoryRecord| r.commit.as_deref().and_then(|c| position.get(c).copied());
+    let mut on: Vec<history::HistoryRecord> = records
+        .iter()
+        .filter(|r| at(r).is_some())
+        .cloned()
+        .collect();
+    let off = records.len() - on.len();
+    if on.is_empty() {
+        return (
+            records.to_vec(),
+            vec![format!(
+                "none of the {} recorded jobs measured a commit on HEAD's history (a shallow clone? check out with fetch-depth: 0): jobs are in the order they ran",
+                records.len()
+            )],
+        );
     }
-    println!(
-        "history of {key}: {} runs (change points: E-divisive means, permutation test, {} shuffles, seed {:#x}, p ≤ {})",
-        records.len(),
-        settings.permutations,
-        settings.seed,
-        settings.max_p
+    // A stable sort: the jobs of one commit keep the order they ran in.
+    on.sort_by_key(|r| at(r));
+    let notes = if off > 0 {
+        vec![format!(
+            "{off} of the {} recorded jobs measured commits that are not on HEAD's history (another branch, or older than a shallow clone) and are left out",
+            records.len()
+        )]
+    } else {
+        Vec::new()
+    };
+    (on, notes)
+}
+
+type MetricHistory = (
+    String,
+    String,
+    Vec<history::JobSummary>,
+    Vec<changepoint::ChangePoint>,
+);
+
+fn history_json(key: &str, out: &[MetricHistory]) -> Result<String> {
+    let value: Vec<_> = out
+        .iter()
+        .map(|(bench, metric, series, points)| {
+            json!({
+                "benchmark": bench,
+                "metric": metric,
+                "unit": series.last().map(|s| s.unit.clone()).unwrap_or_default(),
+                "runs": series.iter().map(|s| json!({
+                    "created": s.created, "commit": s.commit, "n": s.summary.n, "median": s.summary.median,
+                    "verdict": s.verdict, "mde": s.mde,
+                })).collect::<Vec<_>>(),
+                "change_points": points.iter().map(|p| json!({
+                    "index": p.index,
+                    "commit": series[p.index].commit,
+                    "created": series[p.index].created,
+                    "relative_change": p.relative_change,
+                    "p_value": p.p_value,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let mut text = serde_json::to_string_pretty(&json!({"key": key, "metrics": value}))?;
+    text.push('\n');
+    Ok(text)
+}
+
+fn history_text(key: &str, runs: usize, settings: &Settings, out: &[MetricHistory]) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "history of {key}: {runs} runs (change points: E-divisive means, permutation test, {} shuffles, seed {:#x}, p ≤ {})",
+        settings.permutations, settings.seed, settings.max_p
     );
-    for (bench, metric, series, points) in &out {
-        println!("\n{bench} / {metric}: {} runs", series.len());
+    for (bench, metric, series, points) in out {
+        let _ = writeln!(
+            text,
+            "\n{} / {}: {} runs",
+            escape_terminal(bench),
+            escape_terminal(metric),
+            series.len()
+        );
         for (i, s) in series.iter().enumerate() {
-            let commit = s
-                .commit
-                .as_deref()
-                .map(|c| &c[..12.min(c.len())])
-                .unwrap_or("-");
+            let commit = s.commit.as_deref().map_or("-", |c| {
+                c.char_indices().nth(12).map_or(c, |(i, _)| &c[..i])
+            });
+            let commit = escape_terminal(commit);
             let mark = points
                 .iter()
                 .find(|p| p.index == i)
@@ -357,16 +504,83 @@ pub fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
                     )
                 })
                 .unwrap_or_default();
-            println!(
-                "  {}  {commit}  {:>12}  n={}{mark}",
+            let verdict = s
+                .verdict
+                .map(|v| format!("  {}", v.as_str()))
+                .unwrap_or_default();
+            let _ = writeln!(
+                text,
+                "  {}  {commit}  {:>12}  n={}{verdict}{mark}",
                 s.created,
                 format_value(s.summary.median, &s.unit),
                 s.summary.n
             );
         }
         if points.is_empty() {
-            println!("  no change point");
+            let _ = writeln!(text, "  no change point");
         }
     }
-    Ok(ExitStatus::PASS)
+    text
+}
+
+/// The repository's web address for commit links: the flag, else the CI's own variables, else
+/// git's `origin` remote when it names a GitHub or GitLab host. A flag that is not an http(s)
+/// address is an error.
+fn repo_url(root: &Path, flag: Option<&str>) -> Result<Option<String>> {
+    if let Some(url) = flag {
+        if !(url.starts_with("https://") || url.starts_with("http://")) {
+            bail!(
+                "--repo-url `{}` is not a web address; give it as https://HOST/OWNER/REPO",
+                escape_terminal(url)
+            );
+        }
+        return Ok(Some(url.trim_end_matches('/').to_string()));
+    }
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    if let (Some(server), Some(repo)) = (var("GITHUB_SERVER_URL"), var("GITHUB_REPOSITORY")) {
+        return Ok(Some(format!("{}/{repo}", server.trim_end_matches('/'))));
+    }
+    if let Some(url) = var("CI_PROJECT_URL") {
+        return Ok(Some(url.trim_end_matches('/').to_string()));
+    }
+    let remote = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["remote", "get-url", "origin"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    Ok(remote.as_deref().and_then(web_address))
+}
+
+/// `https://github.com/o/r` from `git@github.com:o/r.git`, `ssh://git@host:22/o/r.git` or an
+/// http(s) remote, for GitHub and GitLab hosts; credentials in the URL are dropped.
+fn web_address(remote: &str) -> Option<String> {
+    let strip_user = |authority: &'_ str| -> String {
+        authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, host)| host)
+            .to_string()
+    };
+    let (host, path) = if let Some(rest) = remote
+        .strip_prefix("https://")
+        .or_else(|| remote.strip_prefix("http://"))
+    {
+        let (authority, path) = rest.split_once('/')?;
+        (strip_user(authority), path)
+    } else if let Some(rest) = remote.strip_prefix("ssh://") {
+        let (authority, path) = rest.split_once('/')?;
+        let host = strip_user(authority);
+        // An ssh port is not the web server's.
+        (host.split(':').next()?.to_string(), path)
+    } else {
+        let (authority, path) = remote.split_once(':')?;
+        (strip_user(authority), path)
+    };
+    let path = path.trim_end_matches('/').trim_end_matches(".git");
+    if !(host.contains("github") || host.contains("gitlab")) || !path.contains('/') {
+        return None;
+    }
+    Some(format!("https://{host}/{path}"))
 }
