@@ -27,7 +27,7 @@ cat > "$root/sum.json" <<'JSON'
   "user": 0.001, "system": 0.0005, "min": 0.0020, "max": 0.0023,
   "times": [0.0020, 0.0021, 0.0021, 0.0022, 0.0023], "exit_codes": [0, 0, 0, 0, 0]}]}
 JSON
-echo "check-static: the root holds only: $(cd "$root" && ls | tr '\n' ' ')"
+echo "check-static: the root holds only: $(cd "$root" && printf '%s ' *)"
 inside() { unshare --mount --pid --net --fork chroot "$root" /kgate "$@"; }
 inside --version
 inside -c /kgate.yaml validate
