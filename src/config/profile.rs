@@ -187,6 +187,15 @@ pub fn core_of(rule: &regex::Regex, name: &str) -> Option<u32> {
 
 impl DeviceProfile {
     fn check(self) -> Result<DeviceProfile, ProfileError> {
+        if let Some(rule) = &self.register_names
+            && !(rule.after.is_ascii() && rule.strip.iter().all(|s| s.is_ascii()))
+        {
+            return Err(ProfileError::Invalid {
+                name: self.name.clone(),
+                message: "`register_names.after` and `strip` must be ASCII, as register names are"
+                    .into(),
+            });
+        }
         if let Some(pattern) = self.register_names.as_ref().and_then(|r| r.core.as_deref()) {
             let re = regex::Regex::new(pattern).map_err(|e| ProfileError::Invalid {
                 name: self.name.clone(),
@@ -209,12 +218,18 @@ impl RegisterNames {
     /// A register name's own part: after the last `after` marker (the whole name without
     /// one), without the first `strip` prefix it has.
     pub fn short<'a>(&self, name: &'a str) -> &'a str {
-        let upper = name.to_ascii_uppercase();
         let mut rest = name;
-        if !self.after.is_empty()
-            && let Some(i) = upper.rfind(&self.after.to_ascii_uppercase())
+        let (bytes, after) = (name.as_bytes(), self.after.as_bytes());
+        // Without allocating: this runs for every reading of a profile's tens of thousands of
+        // registers. An ASCII marker matches only at character boundaries.
+        if !after.is_empty()
+            && after.is_ascii()
+            && bytes.len() >= after.len()
+            && let Some(i) = (0..=bytes.len() - after.len())
+                .rev()
+                .find(|&i| bytes[i..i + after.len()].eq_ignore_ascii_case(after))
         {
-            rest = &name[i + self.after.len()..];
+            rest = &name[i + after.len()..];
         }
         for prefix in &self.strip {
             if rest.len() > prefix.len()
