@@ -62,9 +62,6 @@ pub enum Commands {
     /// Post a JSON report (from `check --format json`) as the sticky PR comment.
     Comment(CommentArgs),
     /// Find the first commit between GOOD and BAD at which the benchmarks regress: each step
-    /// measured interleaved against GOOD, as `check --against` (docs: README, "Bisect").
-    Bisect(BisectArgs),
-    /// Find the first commit between GOOD and BAD at which the benchmarks regress: each step
     /// measured interleaved against GOOD, as `check --against` (README: "Find the commit that
     /// regressed").
     Bisect(BisectArgs),
@@ -90,37 +87,6 @@ pub struct CalibrateArgs {
     /// Write the calibration here instead of to stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-}
-
-/// Output formats of `kgate bisect`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BisectFormat {
-    Table,
-    Markdown,
-    Json,
-}
-
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Exit codes: 1 found (a culprit commit or range named), 0 not reproduced (BAD does not regress against GOOD), 3 undecided (BAD against GOOD stayed inconclusive), 2 error."
-)]
-pub struct BisectArgs {
-    /// A commit (branch, tag, hash) at which the benchmarks were fine.
-    pub good: String,
-    /// A later commit at which they regressed; GOOD must be on its first-parent history.
-    pub bad: String,
-    #[command(flatten)]
-    pub selection: RunSelection,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = BisectFormat::Table)]
-    pub format: BisectFormat,
-    /// Write the result here instead of to stdout (the summary line still goes to stderr).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Also write the JSON report here, whatever --format says (for CI: Markdown for people,
-    /// JSON for the script that files the issue).
-    #[arg(long, value_name = "FILE")]
-    pub save_report: Option<PathBuf>,
 }
 
 /// Output formats of `kgate bisect`.
