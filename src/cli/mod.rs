@@ -186,6 +186,11 @@ pub struct ViewArgs {
     /// (default: 65536, GitHub's limit for a comment; 1048576 for a job summary; 0: no limit).
     #[arg(long, value_name = "CHARS")]
     pub max_chars: Option<usize>,
+    /// Keep every sample and counter reading of every benchmark in the report (by default the
+    /// report keeps them for the benchmarks that changed or could not be decided, thins long
+    /// series, and counts what it left out under `evidence.omitted`).
+    #[arg(long)]
+    pub full_evidence: bool,
 }
 
 #[derive(Debug, Args)]

@@ -27,14 +27,20 @@ pub struct Evidence {
 /// The parts of the evidence a bounded report leaves out, counted.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Omitted {
-    /// Benchmarks whose verdict did not change (unchanged, not gated, skipped): their samples
-    /// and counter readings are left out, and their artifacts unless an artifact changed.
-    /// Their medians, intervals and verdicts are in the report's rows.
+    /// Benchmarks none of whose metrics is charted (their verdict did not change, or the cap
+    /// on charted metrics was reached): their samples and counter readings are left out, and
+    /// their artifacts unless an artifact changed. Their medians, intervals and verdicts are
+    /// in the report's rows.
     pub benchmarks: usize,
+    /// Metrics whose samples were left out, in those benchmarks and in the charted ones.
+    pub metrics: usize,
     /// Series longer than [`MAX_SERIES_POINTS`], thinned to that many points (see
     /// `SamplePair::thinned_from` and `CounterSide::thinned_from`).
     pub thinned_series: usize,
 }
+
+/// The most metrics whose samples a bounded report keeps, the most important first.
+pub const MAX_CHARTED_METRICS: usize = 200;
 
 /// The most points a series keeps in a bounded report: more than a chart's pixel columns,
 /// since a chart draws at most one point per column (or its minimum and maximum).
@@ -148,25 +154,31 @@ impl Evidence {
         }
     }
 
-    /// Keeps the evidence to what a report's charts and diffs draw: the benchmarks for which
-    /// `shown` is true keep everything, with series longer than [`MAX_SERIES_POINTS`] thinned;
-    /// the others keep only their trend medians and their changed artifacts. What was left out
-    /// is counted in [`Evidence::omitted`].
-    pub fn bound(&mut self, shown: impl Fn(&str) -> bool) {
+    /// Keeps the evidence to what a report's charts and diffs draw. A benchmark for which
+    /// `shown` says `Some(metrics)` keeps its counters and artifacts and the samples of those
+    /// metrics (series longer than [`MAX_SERIES_POINTS`] thinned); one for which it says
+    /// `None` keeps only its trend medians and its changed artifacts. What was left out is
+    /// counted in [`Evidence::omitted`].
+    pub fn bound<'a>(&mut self, shown: impl Fn(&str) -> Option<&'a [String]>) {
         let mut omitted = Omitted::default();
         for b in &mut self.benchmarks {
-            if !shown(&b.name) {
-                let had = b
-                    .metrics
-                    .iter()
-                    .any(|m| !m.base.is_empty() || !m.head.is_empty())
-                    || !b.counters.is_empty()
-                    || b.artifacts.iter().any(|a| !a.changed());
-                for m in &mut b.metrics {
+            let keep = shown(&b.name);
+            let mut dropped = 0;
+            for m in &mut b.metrics {
+                let kept = keep.is_some_and(|names| names.contains(&m.name));
+                if !kept && (!m.base.is_empty() || !m.head.is_empty()) {
                     m.base = Vec::new();
                     m.head = Vec::new();
+                    dropped += 1;
                 }
-                b.metrics.retain(|m| !m.history.is_empty());
+            }
+            b.metrics
+                .retain(|m| !m.base.is_empty() || !m.head.is_empty() || !m.history.is_empty());
+            omitted.metrics += dropped;
+            if keep.is_none() {
+                let had = dropped > 0
+                    || !b.counters.is_empty()
+                    || b.artifacts.iter().any(|a| !a.changed());
                 b.counters = Vec::new();
                 b.artifacts.retain(ArtifactPair::changed);
                 omitted.benchmarks += usize::from(had);
@@ -428,7 +440,8 @@ mod tests {
         let head = run(vec![changed, same, other_ir]);
         let mut e = Evidence::from_runs(Some(&base), &head);
         let whole = e.clone();
-        e.bound(|name| name == "changed");
+        let charted = vec!["kernel_time".to_string()];
+        e.bound(|name| (name == "changed").then_some(charted.as_slice()));
         let kept = e.benchmark("changed").unwrap();
         assert_eq!(kept.metrics[0].base.len(), MAX_SERIES_POINTS);
         assert_eq!(kept.metrics[0].thinned_from, Some([5_000, 5_000]));
@@ -450,13 +463,14 @@ mod tests {
             e.omitted,
             Some(Omitted {
                 benchmarks: 2,
+                metrics: 2,
                 thinned_series: 3
             })
         );
         // Nothing to leave out: nothing said.
         let mut small = Evidence::from_runs(None, &head);
         small.benchmarks.retain(|b| b.name != "changed");
-        small.bound(|_| true);
+        small.bound(|_| Some(charted.as_slice()));
         assert_eq!(small.omitted, None);
     }
 

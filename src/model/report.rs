@@ -8,6 +8,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::model::evidence::MAX_CHARTED_METRICS;
 use crate::model::metric::{Direction, Source};
 use crate::model::verdict::{RunVerdict, Verdict};
 use crate::stats::Summary;
@@ -99,26 +100,51 @@ pub struct Report {
 }
 
 impl Report {
-    /// Bounds the evidence to what the report draws: whole for the benchmarks whose verdict
-    /// says something changed or could not be decided (regressed, improved, within threshold,
-    /// inconclusive, new, missing), summaries only for the others; see
+    /// Bounds the evidence to what the report draws: the samples of the gating metrics that
+    /// changed or could not be decided, at most [`MAX_CHARTED_METRICS`] of them (regressions
+    /// first, then improvements, undecided, within threshold), with the counters and artifacts
+    /// of their benchmarks, and every metric of a new or missing benchmark (one side only);
+    /// summaries only for the rest. See
     /// [`Evidence::bound`](crate::model::evidence::Evidence::bound).
     pub fn bound_evidence(&mut self) {
         let Some(evidence) = &mut self.evidence else {
             return;
         };
-        let shown: std::collections::HashSet<&str> = self
-            .benchmarks
-            .iter()
-            .filter(|b| {
-                !matches!(
-                    b.verdict,
-                    Verdict::Unchanged | Verdict::NotGated | Verdict::Skipped
-                )
-            })
-            .map(|b| b.name.as_str())
-            .collect();
-        evidence.bound(|name| shown.contains(name));
+        let rank = |v: Verdict| match v {
+            Verdict::Regressed | Verdict::New | Verdict::Missing => Some(0),
+            Verdict::Improved => Some(1),
+            Verdict::Inconclusive => Some(2),
+            Verdict::WithinThreshold => Some(3),
+            Verdict::Unchanged | Verdict::NotGated | Verdict::Skipped => None,
+        };
+        let mut candidates: Vec<(u8, usize, &str, &str)> = Vec::new();
+        for (order, b) in self.benchmarks.iter().enumerate() {
+            if matches!(b.verdict, Verdict::New | Verdict::Missing) {
+                // One side only: its evidence is the run itself, every metric of it.
+                for m in evidence
+                    .benchmark(&b.name)
+                    .into_iter()
+                    .flat_map(|e| &e.metrics)
+                {
+                    candidates.push((0, order, b.name.as_str(), m.name.as_str()));
+                }
+                continue;
+            }
+            for m in b.metrics.iter().filter(|m| m.gates) {
+                if let Some(r) = rank(m.verdict) {
+                    candidates.push((r, order, b.name.as_str(), m.name.as_str()));
+                }
+            }
+        }
+        candidates.sort_by_key(|c| (c.0, c.1));
+        let mut charted: std::collections::HashMap<String, Vec<String>> = Default::default();
+        for (_, _, bench, metric) in candidates.into_iter().take(MAX_CHARTED_METRICS) {
+            charted
+                .entry(bench.to_string())
+                .or_default()
+                .push(metric.to_string());
+        }
+        evidence.bound(|name| charted.get(name).map(Vec::as_slice));
     }
 }
 

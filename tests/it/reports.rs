@@ -184,6 +184,7 @@ pub(crate) fn fixture() -> Report {
                     base: mm_base,
                     head: mm_head,
                     history: vec![99_000.0, 100_500.0, 99_800.0, 100_200.0],
+                    thinned_from: None,
                 }],
                 counters: vec![
                     CounterPair {
@@ -192,6 +193,7 @@ pub(crate) fn fixture() -> Report {
                         base: CounterSide {
                             timeline: timeline(&[10.0, 85.0, 92.0, 93.0, 91.0, 90.0, 40.0], 15_000.0),
                             repetition_means: vec![71.5, 72.0, 70.9],
+                            thinned_from: None,
                         },
                         head: CounterSide {
                             timeline: timeline(
@@ -199,6 +201,7 @@ pub(crate) fn fixture() -> Report {
                                 15_000.0,
                             ),
                             repetition_means: vec![50.0, 51.2, 49.5],
+                            thinned_from: None,
                         },
                     },
                     CounterPair {
@@ -207,10 +210,12 @@ pub(crate) fn fixture() -> Report {
                         base: CounterSide {
                             timeline: Vec::new(),
                             repetition_means: vec![1.0e9, 1.0e9, 1.0e9],
+                            thinned_from: None,
                         },
                         head: CounterSide {
                             timeline: Vec::new(),
                             repetition_means: vec![1.5e9, 1.5e9, 1.5e9],
+                            thinned_from: None,
                         },
                     },
                 ],
@@ -234,6 +239,7 @@ pub(crate) fn fixture() -> Report {
                     base: red_base,
                     head: red_head,
                     history: Vec::new(),
+                    thinned_from: None,
                 }],
                 counters: Vec::new(),
                 artifacts: vec![ArtifactPair {
@@ -245,6 +251,7 @@ pub(crate) fn fixture() -> Report {
                 }],
             },
         ],
+        omitted: None,
     };
     Report {
         schema_version: kgate::model::report::REPORT_SCHEMA_VERSION,
@@ -603,4 +610,130 @@ fn artifacts_and_counters_travel_from_the_run_into_the_report() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8(again.stdout).unwrap(), text);
+}
+
+/// A results file of `benches` benchmarks, one timed metric each; the first `slowed` are
+/// `shift` times slower, the others measured alike on both sides.
+fn results_file(path: &std::path::Path, benches: usize, samples: usize, shift: f64, slowed: usize) {
+    let benchmarks: Vec<serde_json::Value> = (0..benches)
+        .map(|b| {
+            let factor = if b < slowed { shift } else { 1.0 };
+            let values: Vec<f64> = (0..samples)
+                .map(|i| 1_000.0 * factor * (1.0 + 0.001 * ((i * 7919) % 13) as f64))
+                .collect();
+            serde_json::json!({
+                "name": format!("bench_{b}"),
+                "status": "ok",
+                "warmup": 0,
+                "repetitions": samples,
+                "metrics": [{
+                    "name": "kernel_time", "unit": "ns", "source": "timer", "direction": "lower",
+                    "gate": {"gates": true, "threshold": 0.05},
+                    "values": values, "repetition": (0..samples).collect::<Vec<_>>()
+                }],
+                "provenance": {"captures": ["protocol"]}
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "schema_version": 1, "kgate_version": "0.1.0", "created": "2026-01-01T00:00:00Z",
+        "environment": {"cpu_model": "t", "cores": 2, "arch": "x86_64", "os": "Linux",
+            "kernel": "6.1", "kgate_version": "0.1.0", "git": null, "tools": {}},
+        "benchmarks": benchmarks
+    });
+    std::fs::write(path, serde_json::to_vec(&doc).unwrap()).unwrap();
+}
+
+/// The JSON report keeps the samples of what changed and counts what it left out; the
+/// unchanged benchmarks keep their rows; `--full-evidence` keeps everything.
+#[test]
+fn the_json_report_keeps_the_evidence_of_what_changed_and_counts_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    results_file(&d.join("base.json"), 40, 2_000, 1.0, 1);
+    results_file(&d.join("head.json"), 40, 2_000, 1.5, 1);
+    let compare = |extra: &[&str]| -> serde_json::Value {
+        let out = crate::common::kgate(d)
+            .args(["compare", "base.json", "head.json", "--format", "json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let bounded = compare(&[]);
+    assert_eq!(bounded["benchmarks"].as_array().unwrap().len(), 40);
+    assert_eq!(bounded["benchmarks"][0]["verdict"], "regressed");
+    let evidence = &bounded["evidence"];
+    assert_eq!(
+        evidence["omitted"]["benchmarks"], 39,
+        "{}",
+        evidence["omitted"]
+    );
+    assert_eq!(evidence["omitted"]["metrics"], 39);
+    assert_eq!(evidence["omitted"]["thinned_series"], 1);
+    let regressed = &evidence["benchmarks"][0];
+    assert_eq!(regressed["name"], "bench_0");
+    let samples = &regressed["metrics"][0];
+    assert_eq!(samples["base"].as_array().unwrap().len(), 1_000);
+    assert_eq!(samples["thinned_from"], serde_json::json!([2_000, 2_000]));
+    assert!(
+        evidence["benchmarks"][1].get("metrics").is_none(),
+        "{}",
+        evidence["benchmarks"][1]
+    );
+    // Each unchanged row still has its medians and interval.
+    assert_eq!(
+        bounded["benchmarks"][1]["metrics"][0]["verdict"],
+        "unchanged"
+    );
+    assert_eq!(bounded["benchmarks"][1]["metrics"][0]["head"]["n"], 2_000);
+    let full = compare(&["--full-evidence"]);
+    assert!(full["evidence"].get("omitted").is_none());
+    assert_eq!(
+        full["evidence"]["benchmarks"][1]["metrics"][0]["base"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2_000
+    );
+    let (small, whole) = (bounded.to_string().len(), full.to_string().len());
+    assert!(small * 10 < whole, "bounded {small} bytes, full {whole}");
+}
+
+/// Past the cap on charted metrics, the rest of the regressions keep their rows and lose their
+/// samples, counted.
+#[test]
+fn a_report_charts_at_most_its_cap_of_metrics_regressions_first() {
+    let cap = kgate::model::evidence::MAX_CHARTED_METRICS;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let n = cap + 50;
+    results_file(&d.join("base.json"), n, 20, 1.0, n);
+    results_file(&d.join("head.json"), n, 20, 2.0, n);
+    let out = crate::common::kgate(d)
+        .args(["compare", "base.json", "head.json", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["summary"]["regressed"], n);
+    let evidence = &report["evidence"];
+    let charted = evidence["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b.get("metrics").is_some())
+        .count();
+    assert_eq!(charted, cap);
+    assert_eq!(evidence["omitted"]["benchmarks"], 50);
+    assert_eq!(evidence["omitted"]["metrics"], 50);
+    // The first benchmarks in the report's order are the ones charted.
+    assert!(evidence["benchmarks"][0].get("metrics").is_some());
+    assert!(evidence["benchmarks"][n - 1].get("metrics").is_none());
 }

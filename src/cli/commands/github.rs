@@ -366,6 +366,7 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
             view: crate::cli::ViewArgs {
                 all_metrics: false,
                 max_chars: None,
+                full_evidence: false,
             },
         },
         baseline: args.baseline.clone(),

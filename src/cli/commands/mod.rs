@@ -480,6 +480,9 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
     if args.record {
         scale::record_checked(&loaded.root, &head, &report)?;
     }
+    if !args.report.view.full_evidence {
+        report.bound_evidence();
+    }
     Ok(Checked {
         report,
         head,
@@ -557,6 +560,9 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
     )?;
     scale::apply_waivers(&root, &mut report)?;
     report.evidence = Some(Evidence::from_runs(Some(&base), &head));
+    if !args.report.view.full_evidence {
+        report.bound_evidence();
+    }
     let status = emit_report(
         &report,
         &args.report,
