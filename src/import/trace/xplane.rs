@@ -853,6 +853,36 @@ mod tests {
     }
 
     #[test]
+    fn custom_call_bodies_as_artifact_text() {
+        let text = body_text(
+            "k",
+            "m",
+            "tpu_custom_call",
+            b"module {\n  func.func @k() {}\n}\n",
+        );
+        assert!(
+            text.starts_with(
+                "lowered body of custom call `k` (module `m`, target `tpu_custom_call`)\nmodule {"
+            ),
+            "{text}"
+        );
+        let bytecode = body_text(
+            "k",
+            "m",
+            "",
+            b"ML\xefR\x00\x01tpu.matmul\x02ab\x00dimension_semantics",
+        );
+        assert!(bytecode.contains("target `?`"), "{bytecode}");
+        assert!(bytecode.contains("size: 39 bytes\n"), "{bytecode}");
+        assert!(
+            bytecode.contains("\n  tpu.matmul\n  dimension_semantics\n"),
+            "{bytecode}"
+        );
+        // Short runs (`ab`) and the magic's bytes are not strings.
+        assert!(!bytecode.contains("  ab\n"), "{bytecode}");
+    }
+
+    #[test]
     fn round_trips_through_the_wire_format() {
         let bytes = tpu_space().encode_to_vec();
         let decoded = XSpace::decode(bytes.as_slice()).unwrap();
