@@ -25,6 +25,7 @@ pub mod compare;
 pub mod config;
 pub mod derive;
 pub mod github;
+pub mod gitlab;
 pub mod import;
 pub mod machine;
 pub mod model;

@@ -62,8 +62,7 @@ pub enum Commands {
     /// Post a JSON report (from `check --format json`) as the sticky PR comment.
     Comment(CommentArgs),
     /// Find the first commit between GOOD and BAD at which the benchmarks regress: each step
-    /// measured interleaved against GOOD, as `check --against` (README: "Find the commit that
-    /// regressed").
+    /// measured interleaved against GOOD, as `check --against` (docs: README, "Bisect").
     Bisect(BisectArgs),
     /// Measure this machine's noise with A/A runs (the work tree interleaved against itself)
     /// and suggest a threshold and a repetition count.
@@ -186,11 +185,6 @@ pub struct ViewArgs {
     /// (default: 65536, GitHub's limit for a comment; 1048576 for a job summary; 0: no limit).
     #[arg(long, value_name = "CHARS")]
     pub max_chars: Option<usize>,
-    /// Keep every sample and counter reading of every benchmark in the report (by default the
-    /// report keeps them for the benchmarks that changed or could not be decided, thins long
-    /// series, and counts what it left out under `evidence.omitted`).
-    #[arg(long)]
-    pub full_evidence: bool,
 }
 
 #[derive(Debug, Args)]
@@ -506,6 +500,10 @@ pub struct CiArgs {
     /// `.kgate/history/` (what `kgate history --format html` charts).
     #[arg(long)]
     pub record: bool,
+    /// Also write the JUnit report here (in GitLab CI by default `kgate-junit.xml`, for the
+    /// merge-request widget: `artifacts: reports: junit:`).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     #[command(flatten)]
     pub post: PostArgs,
 }

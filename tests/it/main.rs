@@ -16,6 +16,7 @@ mod cpu_corpus;
 mod first_hour;
 mod fuzz_regressions;
 mod github;
+mod gitlab;
 mod hardening;
 mod hardening_inputs;
 mod history_dashboard;

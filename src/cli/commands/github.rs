@@ -1,8 +1,10 @@
-//! `kgate ci` and `kgate comment`: the gate in GitHub Actions (docs/github.md).
+//! `kgate ci` and `kgate comment`: the gate in GitHub Actions (docs/github.md) and in GitLab CI.
 //!
 //! `ci` runs the same check as `kgate check`, then adds what a pull request needs: the job
-//! summary, annotations, step outputs, one sticky comment per job and a check run. Posting
-//! never decides the gate; its errors are reported, and fail the step only on request.
+//! summary, annotations, step outputs, one sticky comment per job and a check run. In a GitLab
+//! merge-request pipeline it writes the JUnit report for the merge-request widget and keeps one
+//! sticky note per job instead. Posting never decides the gate; its errors are reported, and
+//! fail the step only on request.
 
 use std::path::Path;
 
@@ -19,6 +21,9 @@ use crate::github::TrustedAction;
 use crate::github::body::{self as gh_body, CommentPolicy};
 use crate::github::client::{Conclusion, GithubClient};
 use crate::github::env::{self as gh_env, GithubContext, Level};
+use crate::gitlab::GitlabContext;
+use crate::gitlab::client::{GitlabClient, NoteOutcome};
+use crate::model::fsutil::{self, Overwrite};
 
 /// The sticky-comment and check-run id of this job: `--job-id`, else `GITHUB_JOB`.
 fn job_id(post: &PostArgs, ctx: Option<&GithubContext>) -> Result<String> {
@@ -316,6 +321,12 @@ pub fn report_annotations(report: &Report, limit: usize) -> Vec<String> {
 
 pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
     let ctx = GithubContext::from_env()?;
+    // GitLab CI, when not in GitHub Actions; read before the benchmarks run, so a broken
+    // context fails at once.
+    let gitlab = match &ctx {
+        None => GitlabContext::from_env()?,
+        Some(_) => None,
+    };
     let job_id = job_id(&args.post, ctx.as_ref())?;
     let token = args.post.token.as_deref().filter(|t| !t.is_empty());
     let mut post_errors = Vec::new();
@@ -366,7 +377,6 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
             view: crate::cli::ViewArgs {
                 all_metrics: false,
                 max_chars: None,
-                full_evidence: false,
             },
         },
         baseline: args.baseline.clone(),
@@ -402,6 +412,20 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
     };
     let status = apply_fail_on(status, &report, args.fail_on);
     write_stdout(&render::exporter(Format::Table, render::stdout_wants_color()).render(&report))?;
+    let junit = args.junit.clone().or_else(|| {
+        gitlab
+            .as_ref()
+            .map(|_| std::path::PathBuf::from("kgate-junit.xml"))
+    });
+    if let Some(path) = junit {
+        let xml = render::exporter(Format::Junit, false).render(&report);
+        fsutil::write_atomic(&path, xml.as_bytes(), Overwrite::Allow)
+            .with_context(|| format!("cannot write the JUnit report {}", path.display()))?;
+        eprintln!("kgate: wrote the JUnit report {}", path.display());
+    }
+    if let Some(gl) = &gitlab {
+        return Ok(gitlab_note(gl, &report, &args.post, status));
+    }
 
     let Some(ctx) = ctx else {
         eprintln!("kgate: not running in GitHub Actions (GITHUB_REPOSITORY unset): nothing posted");
@@ -478,6 +502,69 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
         )?;
     }
     Ok(settle_post_errors(&posted, &args.post, status))
+}
+
+/// The sticky merge-request note of a GitLab job: updated when this job's note exists, created
+/// when the policy calls for one. Returns the exit status the posting errors call for.
+fn gitlab_note(gl: &GitlabContext, report: &Report, post: &PostArgs, status: u8) -> u8 {
+    let mut posted = Posted::default();
+    let job_id = post
+        .job_id
+        .clone()
+        .or_else(|| gl.job_id())
+        .unwrap_or_else(|| "default".to_string());
+    let result = (|| -> Result<Option<NoteOutcome>> {
+        gh_body::validate_job_id(&job_id).map_err(|e| anyhow::anyhow!("--job-id: {e}"))?;
+        if post.comment == CommentPolicy::Never {
+            return Ok(None);
+        }
+        let Some(iid) = gl.merge_request else {
+            eprintln!(
+                "kgate: not a merge-request pipeline (CI_MERGE_REQUEST_IID is unset), so no note"
+            );
+            return Ok(None);
+        };
+        let token = GitlabContext::token(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+            .context(
+                "no GitLab token, so nothing is posted; set KGATE_GITLAB_TOKEN to a project access token with the `api` scope (a masked CI/CD variable)",
+            )?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the runtime for GitLab calls")?;
+        let client = {
+            let _entered = runtime.enter();
+            GitlabClient::new(&gl.api_url, &gl.project_id, &token)?
+        };
+        let body = gh_body::comment_body(report, &job_id, gl.job_url.as_deref());
+        let project_url = std::env::var("CI_PROJECT_URL").ok();
+        let outcome = runtime.block_on(client.upsert_note(
+            iid,
+            &gh_body::marker(&job_id),
+            &body,
+            post.comment.allows_new(report),
+            project_url.as_deref(),
+        ))?;
+        let link =
+            |url: &Option<String>| url.as_deref().map(|u| format!(": {u}")).unwrap_or_default();
+        match &outcome {
+            NoteOutcome::Created { url, .. } => {
+                eprintln!("kgate: added a note to !{iid}{}", link(url))
+            }
+            NoteOutcome::Updated { url, .. } => {
+                eprintln!("kgate: updated the note on !{iid}{}", link(url))
+            }
+            NoteOutcome::Skipped => eprintln!(
+                "kgate: no note on !{iid}: the `{}` policy does not call for one",
+                post.comment
+            ),
+        }
+        Ok(Some(outcome))
+    })();
+    if let Err(e) = result {
+        posted.errors.push(e);
+    }
+    settle_post_errors(&posted, post, status)
 }
 
 pub(super) fn comment(args: CommentArgs) -> Result<u8> {
