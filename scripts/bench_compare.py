@@ -2,9 +2,9 @@
 """Speed and memory of `kgate compare` on large samples and on many benchmarks.
 
 Writes two results files per case in a temporary folder (seeded log-normal timings, the
-candidate 2 % slower), then runs `kgate compare BASE HEAD --format json` --runs times (default
-5) under `/usr/bin/time -v` and prints the median wall time, the largest peak resident memory
-and the exit status. Cases:
+candidate 2 % slower), then runs `kgate compare BASE HEAD --format FORMAT -o REPORT` --runs
+times (default 5) under `/usr/bin/time -v` and prints the median wall time, the largest peak
+resident memory, the report's size and the exit status. Cases:
 
   * one benchmark, one metric, 20,000 samples a side;
   * one benchmark, one metric, 100,000 samples a side;
@@ -13,7 +13,7 @@ and the exit status. Cases:
 Usage (from the repository root):
 
     cargo build --release
-    python3 scripts/bench_compare.py [--runs 5] [--kgate target/release/kgate] [--case NAME]
+    python3 scripts/bench_compare.py [--runs 5] [--kgate target/release/kgate] [--case NAME] [--format json --format html]
 """
 
 import argparse
@@ -81,12 +81,12 @@ def results(benchmarks, metrics, samples, shift, seed, commit):
     }
 
 
-def measure(kgate, base, head, runs):
+def measure(kgate, base, head, runs, fmt, out):
     times, peaks, codes = [], [], set()
     for _ in range(runs):
         start = time.perf_counter()
         proc = subprocess.run(
-            ["/usr/bin/time", "-v", kgate, "compare", base, head, "--format", "json"],
+            ["/usr/bin/time", "-v", kgate, "compare", base, head, "--format", fmt, "-o", out],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -96,7 +96,7 @@ def measure(kgate, base, head, runs):
         peaks.append(int(found.group(1)) if found else 0)
         status = re.search(r"Exit status: (\d+)", proc.stderr)
         codes.add(int(status.group(1)) if status else proc.returncode)
-    return statistics.median(times), max(peaks), sorted(codes)
+    return statistics.median(times), max(peaks), sorted(codes), os.path.getsize(out)
 
 
 def main():
@@ -104,11 +104,15 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--kgate", default="target/release/kgate")
     parser.add_argument("--case", choices=sorted(CASES), action="append")
+    parser.add_argument(
+        "--format", choices=["json", "html", "markdown", "table"], action="append",
+        help="report format (repeatable; default json)",
+    )
     args = parser.parse_args()
     kgate = os.path.abspath(args.kgate)
     if not os.path.exists(kgate):
         sys.exit(f"{args.kgate} not found: run `cargo build --release` first")
-    print(f"{'case':<12} {'median s':>10} {'peak MB':>9}  exit")
+    print(f"{'case':<12} {'format':<6} {'median s':>10} {'peak MB':>9} {'report MB':>10}  exit")
     with tempfile.TemporaryDirectory() as dir:
         for name in args.case or list(CASES):
             benchmarks, metrics, samples = CASES[name]
@@ -118,11 +122,14 @@ def main():
                 json.dump(results(benchmarks, metrics, samples, 1.0, 1, "a"), f)
             with open(head, "w") as f:
                 json.dump(results(benchmarks, metrics, samples, 1.02, 2, "b"), f)
-            secs, peak_kb, codes = measure(kgate, base, head, args.runs)
-            print(
-                f"{name:<12} {secs:>10.3f} {peak_kb / 1024:>9.1f}  {','.join(map(str, codes))}",
-                flush=True,
-            )
+            for fmt in args.format or ["json"]:
+                out = os.path.join(dir, f"{name}-report.{fmt}")
+                secs, peak_kb, codes, size = measure(kgate, base, head, args.runs, fmt, out)
+                print(
+                    f"{name:<12} {fmt:<6} {secs:>10.3f} {peak_kb / 1024:>9.1f} {size / 1e6:>10.1f}  "
+                    f"{','.join(map(str, codes))}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":
