@@ -626,8 +626,14 @@ fn gather_metric(
         .equivalence_margin
         .unwrap_or(DEFAULT_EQUIVALENCE_MARGIN.min(head.gate.threshold));
     out.equivalence_margin = Some(margin);
-    let (prediction, note) =
-        prediction_evidence(benchmark, &head.name, &head.values, head.direction, ctx);
+    let (prediction, note) = prediction_evidence(
+        benchmark,
+        &head.name,
+        b_median,
+        &head.values,
+        head.direction,
+        ctx,
+    );
     if let Some(note) = note {
         out.reason.push_str(&note);
     }
@@ -1261,6 +1267,45 @@ mod tests {
         );
         assert!(m.change.unwrap().abs() < 0.02, "{:?}", m.change);
         assert_ne!(m.verdict, Verdict::Regressed, "{}", m.reason);
+    }
+
+    #[test]
+    fn a_history_that_moved_on_after_a_regression_does_not_hide_it_from_the_old_baseline() {
+        // Six jobs at 1.00, the stored baseline among them, then six jobs 30 % slower recorded
+        // after the regression landed. A candidate still 30 % slower than the baseline is a
+        // regression against it: the yardstick is the jobs at the baseline's level, not the
+        // regressed ones.
+        let job = |scale: f64, at: usize| {
+            let mut r = run(vec![bench("a", samples(&BASE.map(|v| v * scale), 0.02))]);
+            r.created = format!("2026-01-{:02}T00:00:00Z", at + 1);
+            r
+        };
+        let wiggle = [1.0, 1.004, 0.997, 1.002, 0.999, 1.003];
+        let mut jobs: Vec<RunResults> = Vec::new();
+        for (i, w) in wiggle.iter().enumerate() {
+            jobs.push(job(*w, i));
+        }
+        let base = jobs.remove(5);
+        for (i, w) in wiggle.iter().enumerate() {
+            jobs.push(job(1.30 * w, 6 + i));
+        }
+        let head = job(1.30, 20);
+        let r = compare_with_history(
+            &base,
+            &head,
+            &jobs,
+            &ComparePolicy::default(),
+            Design::StoredBaseline,
+        );
+        let m = &r.benchmarks[0].metrics[0];
+        assert_eq!(m.method, Method::PredictionInterval, "{}", m.reason);
+        assert!(
+            m.reason
+                .contains("against 6 stored jobs at the baseline's level (jobs 1–6 of 12"),
+            "{}",
+            m.reason
+        );
+        assert_eq!(m.verdict, Verdict::Regressed, "{}", m.reason);
     }
 
     fn machine(cpu: &str) -> Fingerprint {

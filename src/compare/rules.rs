@@ -189,26 +189,83 @@ pub(super) fn rank_evidence(
     })
 }
 
-/// The stored jobs that describe the current regime: those since the last change point of
-/// the series (E-divisive means, as `kgate history` finds them). Returns the jobs and, when a
-/// change point cut the series, a note for the reason.
-pub(super) fn jobs_since_change_point(jobs: &[f64]) -> (&[f64], Option<(usize, usize)>) {
+/// The stored jobs (log-scale medians) of the baseline's regime: the series is cut at its change points
+/// (E-divisive means, as `kgate history` finds them), and the stretch taken is the one whose
+/// median is nearest the stored baseline's median on a log scale (the latest on a tie). Jobs
+/// recorded after a regression landed must not become the yardstick of the baseline they
+/// regressed from, and a baseline updated to a new level is measured against the jobs of that
+/// level.
+pub(super) struct Regime<'a> {
+    pub jobs: &'a [f64],
+    /// 1-based positions of the stretch's first and last job, and the series' length.
+    pub first: usize,
+    pub last: usize,
+    pub of: usize,
+    /// Whether a change point cut the series.
+    pub cut: bool,
+}
+
+pub(super) fn baseline_regime(log_jobs: &[f64], baseline_median: f64) -> Regime<'_> {
+    let jobs = log_jobs;
     let points = crate::stats::changepoint::e_divisive(
         jobs,
         &crate::stats::changepoint::Settings::default(),
     );
-    match points.last() {
-        Some(last) => (&jobs[last.index..], Some((last.index + 1, jobs.len()))),
-        None => (jobs, None),
+    let mut bounds: Vec<usize> = std::iter::once(0)
+        .chain(points.iter().map(|p| p.index))
+        .chain(std::iter::once(jobs.len()))
+        .collect();
+    bounds.dedup();
+    // The jobs are medians of logs already.
+    let distance = |stretch: &[f64]| match stats::median(stretch) {
+        Some(m) if baseline_median > 0.0 => (m - baseline_median.ln()).abs(),
+        _ => f64::INFINITY,
+    };
+    let (start, end) = bounds
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+        .filter(|(a, b)| b > a)
+        .min_by(|x, y| {
+            distance(&jobs[x.0..x.1])
+                .total_cmp(&distance(&jobs[y.0..y.1]))
+                .then(y.0.cmp(&x.0))
+        })
+        .unwrap_or((0, jobs.len()));
+    Regime {
+        jobs: &jobs[start..end],
+        first: start + 1,
+        last: end,
+        of: jobs.len(),
+        cut: !points.is_empty(),
+    }
+}
+
+impl Regime<'_> {
+    /// Where the stretch lies in the series, for a reason: empty when the series is whole.
+    fn described(&self) -> String {
+        if !self.cut {
+            String::new()
+        } else if self.last == self.of {
+            format!(
+                "since the change point at job {} of {}",
+                self.first, self.of
+            )
+        } else {
+            format!(
+                "at the baseline's level (jobs {}–{} of {}; the series changes level after job {})",
+                self.first, self.last, self.of, self.last
+            )
+        }
     }
 }
 
 /// Bencher's model: the candidate job's median (log scale) against a Student prediction
-/// interval over the stored jobs' medians since their last change point. None (with a note
+/// interval over the stored jobs' medians of the baseline's regime (see [`baseline_regime`]). None (with a note
 /// when the history existed) when fewer than two such jobs hold the metric.
 pub(super) fn prediction_evidence(
     benchmark: &str,
     metric: &str,
+    baseline_median: f64,
     head: &[f64],
     direction: Direction,
     ctx: &Context<'_>,
@@ -221,11 +278,13 @@ pub(super) fn prediction_evidence(
         .get(&(benchmark.to_string(), metric.to_string()))
         .cloned()
         .unwrap_or_default();
-    let (jobs, cut) = jobs_since_change_point(&all);
+    let regime = baseline_regime(&all, baseline_median);
+    let jobs = regime.jobs;
     let Some(history) = History::new(jobs) else {
-        let note = cut.map(|(at, of)| {
+        let note = regime.cut.then(|| {
             format!(
-                "the stored jobs change level at job {at} of {of} and fewer than 2 jobs follow, so the rank test against the baseline decides instead of a prediction interval; "
+                "the stored jobs change level, and fewer than 2 of them are {}, so the rank test against the baseline decides instead of a prediction interval; ",
+                regime.described()
             )
         });
         return (None, note);
@@ -245,12 +304,13 @@ pub(super) fn prediction_evidence(
         Direction::Higher => (1.0 - above, above),
     };
     let w = history.half_width(1.0 - 2.0 * ctx.alpha_look);
-    let basis = match cut {
-        Some((at, of)) => format!(
-            "this job's median against {} stored jobs since the change point at job {at} of {of}",
-            jobs.len()
+    let basis = match regime.cut {
+        true => format!(
+            "this job's median against {} stored jobs {}",
+            jobs.len(),
+            regime.described()
         ),
-        None => format!("this job's median against {} stored jobs", jobs.len()),
+        false => format!("this job's median against {} stored jobs", jobs.len()),
     };
     let evidence = Evidence {
         method: Method::PredictionInterval,
