@@ -30,6 +30,7 @@ pub mod import;
 pub mod machine;
 pub mod model;
 pub mod plan;
+pub mod profile;
 pub mod render;
 pub mod run;
 pub mod schema;

@@ -62,7 +62,8 @@ pub enum Commands {
     /// Post a JSON report (from `check --format json`) as the sticky PR comment.
     Comment(CommentArgs),
     /// Find the first commit between GOOD and BAD at which the benchmarks regress: each step
-    /// measured interleaved against GOOD, as `check --against` (docs: README, "Bisect").
+    /// measured interleaved against GOOD, as `check --against` (README: "Find the commit that
+    /// regressed").
     Bisect(BisectArgs),
     /// Measure this machine's noise with A/A runs (the work tree interleaved against itself)
     /// and suggest a threshold and a repetition count.
@@ -185,6 +186,11 @@ pub struct ViewArgs {
     /// (default: 65536, GitHub's limit for a comment; 1048576 for a job summary; 0: no limit).
     #[arg(long, value_name = "CHARS")]
     pub max_chars: Option<usize>,
+    /// Keep every sample and counter reading of every benchmark in the report (by default the
+    /// report keeps them for the benchmarks that changed or could not be decided, thins long
+    /// series, and counts what it left out under `evidence.omitted`).
+    #[arg(long)]
+    pub full_evidence: bool,
 }
 
 #[derive(Debug, Args)]
@@ -228,6 +234,11 @@ pub struct CheckArgs {
     /// decided by a prediction interval over the jobs' medians.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["against", "against_tip"])]
     pub history: Vec<PathBuf>,
+    /// After a regression verdict, run each regressed benchmark once more per side under a
+    /// deeper capture (callgrind per function) and attach what changed to the report, as
+    /// `gate.on_regression: profile` does.
+    #[arg(long)]
+    pub profile_regressions: bool,
 }
 
 #[derive(Debug, Args)]

@@ -49,6 +49,7 @@ pub fn mark_skipped(report: &mut Report, skipped: &[String], base: Option<&RunRe
             verdict: Verdict::Skipped,
             explanation: why.to_string(),
             metrics,
+            profile: None,
         });
     }
     recount(report);

@@ -213,6 +213,7 @@ pub fn compare_with_job_medians(
                 verdict: Verdict::Missing,
                 explanation: "in the baseline but not in this run".into(),
                 metrics: Vec::new(),
+                profile: None,
             });
         }
     }
@@ -290,6 +291,7 @@ fn new_benchmark(h: &BenchmarkResult, why_new: &str) -> BenchmarkComparison {
             verdict: Verdict::Missing,
             explanation: format!("failed in the candidate: {why}; it has no baseline either"),
             metrics: Vec::new(),
+            profile: None,
         };
     }
     BenchmarkComparison {
@@ -297,6 +299,7 @@ fn new_benchmark(h: &BenchmarkResult, why_new: &str) -> BenchmarkComparison {
         verdict: Verdict::New,
         explanation: why_new.into(),
         metrics: Vec::new(),
+        profile: None,
     }
 }
 
@@ -371,6 +374,7 @@ fn gather_benchmark(
         verdict: Verdict::Inconclusive,
         explanation: String::new(),
         metrics: Vec::new(),
+        profile: None,
     };
     for (side, r) in [("candidate", head), ("baseline", base)] {
         if r.status == Status::Failed {

@@ -144,6 +144,8 @@ fn hint_for(key_path: &str) -> Option<&'static str> {
         "correction" => "`correction` is `bh` (Benjamini–Hochberg) or `holm`",
         "equivalence_margin" => "`equivalence_margin` is a percentage, such as `1%`",
         "time_budget" => "`time_budget` is a duration with a unit, such as `10m`",
+        "profile_budget" => "`profile_budget` is a duration with a unit, such as `5m`",
+        "on_regression" => "`on_regression` is `report` (the verdict only) or `profile`",
         "clock_control" => "`clock_control` is `base`, `none`, `reset`, `boost` or `force-boost`",
         "cache_control" => "`cache_control` is `all` or `none`",
         "env" | "parameters" => "a map of names to string values",

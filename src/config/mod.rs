@@ -116,7 +116,30 @@ pub struct GatePolicy {
     /// starts once it is spent (default: none, looks run until `repetitions.max`).
     #[serde(default)]
     pub time_budget: Option<DurationSpec>,
+    /// What follows a regression verdict: `report` (default: the verdict only) or `profile`
+    /// (each regressed benchmark runs once more per side under a deeper capture, and what
+    /// changed per function or counter is attached to the report).
+    #[serde(default)]
+    pub on_regression: OnRegression,
+    /// Wall-clock budget of the profiling runs of `on_regression: profile`, such as `5m`
+    /// (default `5m`); a benchmark left when it is spent is skipped with a note.
+    #[serde(default)]
+    pub profile_budget: Option<DurationSpec>,
 }
+
+/// What `kgate check` does after a regression verdict (`gate.on_regression`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnRegression {
+    /// Report the verdict only.
+    #[default]
+    Report,
+    /// Profile each regressed benchmark once per side and attach what changed.
+    Profile,
+}
+
+/// Default of `gate.profile_budget`.
+pub const DEFAULT_PROFILE_BUDGET: std::time::Duration = std::time::Duration::from_secs(300);
 
 fn default_alpha() -> f64 {
     0.01
@@ -140,6 +163,8 @@ impl Default for GatePolicy {
             correction: crate::stats::inference::Correction::Bh,
             equivalence_margin: None,
             time_budget: None,
+            on_regression: OnRegression::Report,
+            profile_budget: None,
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod evidence;
 pub mod exit;
 pub mod fsutil;
 pub mod metric;
+pub mod profile;
 pub mod protocol;
 pub mod report;
 pub mod results;

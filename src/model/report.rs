@@ -184,6 +184,10 @@ pub struct BenchmarkComparison {
     /// Why, in one sentence.
     pub explanation: String,
     pub metrics: Vec<MetricComparison>,
+    /// What a deeper capture of a regressed benchmark found (`gate.on_regression: profile`
+    /// or `kgate check --profile-regressions`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::model::profile::BenchmarkProfile>,
 }
 
 /// One metric's comparison.

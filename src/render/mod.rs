@@ -14,6 +14,7 @@ pub mod html;
 pub mod junit;
 pub mod markdown_details;
 pub mod markdown_limits;
+pub mod profile;
 pub mod stored;
 
 pub use markdown_limits::render_markdown_limited;
@@ -523,6 +524,9 @@ impl Exporter for TableExporter {
                     escape_terminal(&b.name),
                     escape_terminal(&b.explanation)
                 )));
+                if let Some(p) = &b.profile {
+                    out.push_str(&prose(profile::table_line(p)));
+                }
             } else if b.metrics.iter().any(|m| m.waived) {
                 out.push_str(&prose(format!(
                     "waived {}: {}",
@@ -675,6 +679,7 @@ impl Exporter for MarkdownExporter {
             out.push_str("\n</details>\n");
         }
         out.push_str(&markdown_details::benchmark_sections(report));
+        out.push_str(&profile::markdown_sections(report));
         for w in &report.warnings {
             out.push_str(&format!("\n> [!NOTE]\n> {}\n", escape_markdown(w)));
         }

@@ -24,6 +24,7 @@ mod import_formats;
 mod injection;
 mod jax_example;
 mod ncu_capture;
+mod profile_regressions;
 mod reports;
 mod schemas;
 mod simulation;

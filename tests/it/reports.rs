@@ -99,6 +99,7 @@ pub(crate) fn fixture() -> Report {
                 Some((0.12, [0.101, 0.14], 0.0001)),
                 Some(0.021),
             )],
+            profile: None,
         },
         BenchmarkComparison {
             name: "reduce".into(),
@@ -115,6 +116,7 @@ pub(crate) fn fixture() -> Report {
                 Some((-0.2, [-0.22, -0.181], 0.0002)),
                 Some(0.018),
             )],
+            profile: None,
         },
         BenchmarkComparison {
             name: "softmax".into(),
@@ -144,6 +146,7 @@ pub(crate) fn fixture() -> Report {
                     None,
                 ),
             ],
+            profile: None,
         },
         BenchmarkComparison {
             name: "layernorm".into(),
@@ -160,18 +163,21 @@ pub(crate) fn fixture() -> Report {
                 Some((0.044, [-0.09, 0.195], 0.38)),
                 Some(0.16),
             )],
+            profile: None,
         },
         BenchmarkComparison {
             name: "conv2d".into(),
             verdict: Verdict::New,
             explanation: "not in the baseline; this run's numbers become its reference once saved".into(),
             metrics: Vec::new(),
+            profile: None,
         },
         BenchmarkComparison {
             name: "attention `flash` <v2>".into(),
             verdict: Verdict::Missing,
             explanation: "failed in the candidate: exited with status 1".into(),
             metrics: Vec::new(),
+            profile: None,
         },
     ];
     let evidence = Evidence {

@@ -377,6 +377,7 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
             view: crate::cli::ViewArgs {
                 all_metrics: false,
                 max_chars: None,
+                full_evidence: false,
             },
         },
         baseline: args.baseline.clone(),
@@ -388,6 +389,8 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
         changed_since: None,
         record: args.record,
         history: Vec::new(),
+        // `gate.on_regression: profile` still applies.
+        profile_regressions: false,
     };
     // The report goes to its file as `kgate check` writes it (for `kgate comment` in a second
     // workflow), and is posted from memory.

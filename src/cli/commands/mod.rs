@@ -342,6 +342,8 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
         (None, Some(reference)) => Some((reference.as_str(), true)),
         (None, None) => None,
     };
+    // The base revision's work tree, kept for profiling the base side of a regression.
+    let mut base_tree: Option<Worktree> = None;
     let (report, head) = match against {
         Some((reference, tip)) => {
             github::refuse_untrusted_run(&loaded.root)?;
@@ -375,6 +377,7 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
             warn_declared(&plan, &mut head);
             let mut report = compare::compare(&base, &head, &policy, Design::Interleaved);
             report.evidence = Some(Evidence::from_runs(Some(&base), &head));
+            base_tree = Some(tree);
             (report, head)
         }
         None => {
@@ -477,6 +480,10 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
     };
     let mut report = report;
     scale::apply_waivers(&loaded.root, &mut report)?;
+    if args.profile_regressions || loaded.config.gate.on_regression == config::OnRegression::Profile
+    {
+        profile_regressions(&loaded, args, base_tree.as_ref(), &mut report)?;
+    }
     if args.record {
         scale::record_checked(&loaded.root, &head, &report)?;
     }
@@ -488,6 +495,36 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
         head,
         fail_on_inconclusive,
     })
+}
+
+/// Re-runs each regressed benchmark under a deeper capture on each side that can be re-run
+/// (see `crate::profile`) and attaches what changed to the report.
+fn profile_regressions(
+    loaded: &LoadedConfig,
+    args: &CheckArgs,
+    base_tree: Option<&Worktree>,
+    report: &mut Report,
+) -> Result<()> {
+    let regressed = report.summary.regressed;
+    if regressed == 0 {
+        return Ok(());
+    }
+    let plan = Plan::new(&loaded.config, &overrides(&args.selection))?;
+    let budget = loaded
+        .config
+        .gate
+        .profile_budget
+        .map_or(config::DEFAULT_PROFILE_BUDGET, |d| d.0);
+    eprintln!(
+        "profiling {} under a deeper capture",
+        crate::model::text::count(regressed, "regressed benchmark", "regressed benchmarks")
+    );
+    let sides = crate::profile::Sides {
+        base: base_tree.map(|t| t.root.as_path()),
+        head: &loaded.root,
+    };
+    crate::profile::profile_regressions(report, &plan, &sides, budget);
+    Ok(())
 }
 
 /// The commit `check --against REF` measures, and how to name it: the merge-base of REF and

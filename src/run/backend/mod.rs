@@ -19,6 +19,9 @@ mod protocol;
 mod timer;
 mod valgrind;
 
+/// The cache geometry every valgrind run is given, for other stages that run valgrind.
+pub use valgrind::CACHES as VALGRIND_CACHES;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

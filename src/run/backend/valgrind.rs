@@ -24,7 +24,7 @@ const LOG_EXT: &str = "valgrind.log";
 /// Cache geometry given to Valgrind, so that simulated misses do not depend on the machine
 /// that ran the simulation: 32 KiB 8-way L1s and an 8 MiB 16-way last level, all with 64-byte
 /// lines.
-const CACHES: [&str; 3] = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"];
+pub const CACHES: [&str; 3] = ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"];
 
 /// Where the pinned geometry is recorded: a benchmark's `provenance.details` and the
 /// environment's `tools` (so that it is part of the baseline key: counts simulated with
