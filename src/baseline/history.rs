@@ -314,20 +314,31 @@ pub fn job_summaries(
 
 /// Log-scale job medians per (benchmark, metric) from the records of a key, oldest first: what
 /// the prediction-interval model of the comparison reads when no result files are given.
-pub fn job_medians(records: &[HistoryRecord]) -> crate::stats::inference::JobMedians {
+///
+/// A job in which the gate found the metric regressed or improved is left out: it was off its
+/// baseline's level by the gate's own decision, so it cannot describe that level, and jobs
+/// recorded after a regression landed would otherwise widen the interval until the regression
+/// itself reads as noise. Returns the medians and how many jobs were left out this way.
+pub fn job_medians(records: &[HistoryRecord]) -> (crate::stats::inference::JobMedians, usize) {
     let mut out = crate::stats::inference::JobMedians::new();
+    let mut off_level = 0;
     for (benchmark, metric) in metric_pairs(records) {
-        let medians: Vec<f64> = series(records, &benchmark, &metric)
-            .into_iter()
-            .map(|j| j.summary.median)
-            .filter(|m| m.is_finite() && *m > 0.0)
-            .map(f64::ln)
-            .collect();
+        let mut medians = Vec::new();
+        for job in series(records, &benchmark, &metric) {
+            if matches!(job.verdict, Some(Verdict::Regressed | Verdict::Improved)) {
+                off_level += 1;
+                continue;
+            }
+            let m = job.summary.median;
+            if m.is_finite() && m > 0.0 {
+                medians.push(m.ln());
+            }
+        }
         if !medians.is_empty() {
             out.insert((benchmark, metric), medians);
         }
     }
-    out
+    (out, off_level)
 }
 
 /// The most recent recorded duration of each benchmark (ns).
@@ -370,4 +381,48 @@ pub fn metric_pairs(records: &[HistoryRecord]) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(median: f64, verdict: Option<Verdict>) -> HistoryRecord {
+        HistoryRecord {
+            schema_version: HISTORY_SCHEMA_VERSION,
+            created: "2026-01-01T00:00:00Z".into(),
+            commit: None,
+            dirty: false,
+            baseline_key: "k".into(),
+            environment: Fingerprint::default(),
+            benchmarks: vec![HistoryBenchmark {
+                name: "mm".into(),
+                duration_ns: None,
+                metrics: vec![HistoryMetric {
+                    name: "kernel_time".into(),
+                    unit: "ns".into(),
+                    direction: Direction::Lower,
+                    summary: stats::summarize(&[median]).unwrap(),
+                    verdict,
+                    mde: None,
+                }],
+            }],
+        }
+    }
+
+    #[test]
+    fn jobs_the_gate_found_off_their_baseline_do_not_describe_it() {
+        let records = vec![
+            job(100.0, None),
+            job(101.0, Some(Verdict::Unchanged)),
+            job(130.0, Some(Verdict::Regressed)),
+            job(131.0, Some(Verdict::Regressed)),
+            job(80.0, Some(Verdict::Improved)),
+            job(99.0, Some(Verdict::Inconclusive)),
+        ];
+        let (medians, off_level) = job_medians(&records);
+        let kept = &medians[&("mm".to_string(), "kernel_time".to_string())];
+        assert_eq!(kept, &vec![100f64.ln(), 101f64.ln(), 99f64.ln()]);
+        assert_eq!(off_level, 3);
+    }
 }

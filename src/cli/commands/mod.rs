@@ -444,10 +444,13 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
             // else the history store's records of this environment (kept by --record).
             let key = crate::machine::envkey::baseline_key(&head.environment);
             let records = crate::baseline::history::load(&loaded.root, &key)?;
-            let medians = if history.is_empty() {
+            let (medians, off_level) = if history.is_empty() {
                 crate::baseline::history::job_medians(&records)
             } else {
-                compare::job_medians(std::iter::once(&base).chain(&history))
+                (
+                    compare::job_medians(std::iter::once(&base).chain(&history)),
+                    0,
+                )
             };
             let mut report = compare::compare_with_job_medians(
                 &base,
@@ -456,6 +459,13 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
                 &policy,
                 Design::StoredBaseline,
             );
+            if off_level > 0 {
+                report.warnings.push(format!(
+                    "{} in which the gate found a metric regressed or improved {} left out of that metric's prediction interval: off the baseline's level, such a job cannot describe it",
+                    crate::model::text::count(off_level, "recorded job", "recorded jobs"),
+                    if off_level == 1 { "is" } else { "are" }
+                ));
+            }
             scale::check_environments(
                 &base,
                 &head,
