@@ -110,12 +110,17 @@ fn profile_one(
     start: Instant,
 ) -> BenchmarkProfile {
     if bench.captures.contains(&CaptureKind::Ncu) {
+        let planned = ncu_argv(bench).join(" ");
         let note = if on_path("ncu") {
-            "ncu's full section set is not captured by this version of kgate; the ncu metrics of this benchmark are what was measured"
+            format!(
+                "ncu's full section set (`{planned}`) is not captured by this version of kgate; the ncu metrics of this benchmark are what was measured"
+            )
         } else {
-            "ncu not found on PATH: the full section set was not captured; the ncu metrics of this benchmark are what was measured"
+            format!(
+                "ncu not found on PATH: the full section set (`{planned}`) was not captured; the ncu metrics of this benchmark are what was measured"
+            )
         };
-        return note_only("ncu", note.into());
+        return note_only("ncu", note);
     }
     if bench.device.is_some() {
         return note_only(
@@ -163,6 +168,26 @@ fn profile_one(
     profile.notes.splice(0..0, notes);
     profile.seconds = began.elapsed().as_secs_f64();
     profile
+}
+
+/// The ncu run a GPU benchmark's profile calls for: every section (`--set full`), on the
+/// kernels and launches the benchmark's `ncu` settings select.
+fn ncu_argv(bench: &BenchmarkPlan) -> Vec<String> {
+    let mut argv: Vec<String> = ["ncu", "--set", "full", "--csv", "--page", "raw"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    if let Some(k) = &bench.ncu.kernel_name {
+        argv.extend(["--kernel-name".into(), k.clone()]);
+    }
+    if let Some(n) = bench.ncu.launch_skip {
+        argv.extend(["--launch-skip".into(), n.to_string()]);
+    }
+    if let Some(n) = bench.ncu.launch_count {
+        argv.extend(["--launch-count".into(), n.to_string()]);
+    }
+    argv.extend(bench.command.argv());
+    argv
 }
 
 /// Runs the benchmark once under callgrind in `root` and reads its functions.
@@ -525,6 +550,20 @@ mod tests {
                 p.notes
             );
         }
+    }
+
+    #[test]
+    fn the_ncu_plan_takes_every_section_of_the_selected_kernels() {
+        let config = crate::config::parse(
+            "benchmarks:\n  - name: k\n    command: [./k, '8']\n    captures: [ncu]\n    ncu: {kernel_name: 'regex:gemm', launch_count: 1}\n",
+            "kgate.yaml",
+        )
+        .unwrap();
+        let plan = Plan::new(&config, &Overrides::default()).unwrap();
+        assert_eq!(
+            ncu_argv(&plan.benchmarks[0]).join(" "),
+            "ncu --set full --csv --page raw --kernel-name regex:gemm --launch-count 1 ./k 8"
+        );
     }
 
     #[test]

@@ -57,6 +57,15 @@ fn limited(report: &Report, max_chars: usize, hint: &str, size: fn(&str) -> usiz
             return text;
         }
     }
+    if trimmed.benchmarks.iter().any(|b| b.profile.is_some()) {
+        for b in &mut trimmed.benchmarks {
+            b.profile = None;
+        }
+        cut.push("profiles (the JSON report has them)".into());
+        if let Some(text) = fits(&trimmed, &cut, max_chars, hint, size) {
+            return text;
+        }
+    }
     // Keep the k most important benchmarks, in their original order; find the largest k that
     // fits by bisection (rendering is linear, so this stays fast for large suites).
     let mut order: Vec<usize> = (0..trimmed.benchmarks.len()).collect();

@@ -145,6 +145,37 @@ fn a_regressed_matmul_names_the_naive_kernel_and_its_ir_change() {
         md.contains("| kgate\\_example\\_kernels::matmul::naive | examples/kernels/src/matmul.rs:"),
         "{md}"
     );
+    // Cut to a comment limit, the profiles go after the charts and before any benchmark.
+    let mut bare = report.clone();
+    bare.as_object_mut().unwrap().remove("evidence");
+    for b in bare["benchmarks"].as_array_mut().unwrap() {
+        b.as_object_mut().unwrap().remove("profile");
+    }
+    write(d, "bare.json", &bare.to_string());
+    let bare_md = kgate(d)
+        .args([
+            "report",
+            "bare.json",
+            "--format",
+            "markdown",
+            "--max-chars",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    let limit = String::from_utf8_lossy(&bare_md.stdout).chars().count() + 400;
+    let cut = kgate(d)
+        .args(["report", "report.json", "--format", "markdown"])
+        .args(["--max-chars", &limit.to_string()])
+        .output()
+        .unwrap();
+    let cut = String::from_utf8_lossy(&cut.stdout);
+    assert!(
+        cut.contains("left out: charts and counter tables; profiles (the JSON report has them)"),
+        "{cut}"
+    );
+    assert!(!cut.contains("profile (callgrind"), "{cut}");
+    assert!(cut.contains("matmul\\_callgrind"), "{cut}");
     let table = kgate(d).args(["report", "report.json"]).output().unwrap();
     let table = String::from_utf8_lossy(&table.stdout);
     assert!(
@@ -153,11 +184,6 @@ fn a_regressed_matmul_names_the_naive_kernel_and_its_ir_change() {
         )),
         "{table}"
     );
-    std::fs::write(
-        std::env::temp_dir().join("kgate-profiled-regression.md"),
-        md.as_bytes(),
-    )
-    .ok();
 }
 
 #[test]
