@@ -21,6 +21,8 @@ gate:
   # correction: bh            # across gated metrics: bh (default) or holm
   # equivalence_margin: 1%    # "unchanged" needs the interval inside this (default: threshold)
   # time_budget: 10m          # no adaptive look starts after this
+  # on_regression: profile    # re-run what regressed under callgrind, per-function changes
+  # profile_budget: 5m        # wall time for those profiling runs (default 5m)
 
 benchmarks:
   - name: example

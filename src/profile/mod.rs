@@ -567,6 +567,41 @@ mod tests {
     }
 
     #[test]
+    fn a_run_past_the_budget_is_stopped_and_said() {
+        if !on_path("valgrind") {
+            return;
+        }
+        let config = crate::config::parse(
+            "benchmarks:\n  - name: k\n    command: [sh, -c, 'sleep 30']\n    captures: [callgrind]\n",
+            "kgate.yaml",
+        )
+        .unwrap();
+        let plan = Plan::new(&config, &Overrides::default()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let sides = Sides {
+            base: Some(dir.path()),
+            head: dir.path(),
+        };
+        let started = Instant::now();
+        let p = profile_one(&plan.benchmarks[0], &sides, Duration::from_secs(1), started);
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(p.sides.is_empty(), "{p:?}");
+        assert!(
+            p.notes[0].starts_with("base side not profiled: the run under callgrind was stopped when the profile budget ran out"),
+            "{:?}",
+            p.notes
+        );
+        assert_eq!(
+            p.notes[1],
+            "head side not profiled: the profile budget (1s) is spent"
+        );
+    }
+
+    #[test]
     fn budgets_read_as_written() {
         assert_eq!(budget_words(Duration::from_secs(300)), "5m");
         assert_eq!(budget_words(Duration::from_secs(90)), "90s");
