@@ -142,7 +142,7 @@ fn profile_one(
     match sides.base {
         Some(base) => plan_sides.push(("base", base)),
         None => notes.push(
-            "the base side is a stored baseline, which cannot be re-run: only the head side was profiled, so no function shows a change; `kgate check --against REF` profiles both"
+            "the base side is a stored baseline, which cannot be re-run: only the head side is profiled, so no function shows a change; `kgate check --against REF` profiles both"
                 .to_string(),
         ),
     }

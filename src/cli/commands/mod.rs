@@ -533,7 +533,12 @@ fn profile_regressions(
         base: base_tree.map(|t| t.root.as_path()),
         head: &loaded.root,
     };
-    crate::profile::profile_regressions(report, &plan, &sides, budget);
+    let profiled = crate::profile::profile_regressions(report, &plan, &sides, budget);
+    if profiled < regressed {
+        eprintln!(
+            "profiled {profiled} of {regressed}; the report's profile notes say why the others were not"
+        );
+    }
     Ok(())
 }
 
