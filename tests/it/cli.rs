@@ -683,10 +683,7 @@ fn results_are_compact_by_default_and_pretty_on_request() {
     assert_eq!(a["schema_version"], b["schema_version"]);
     assert_eq!(a["benchmarks"][0]["name"], "a");
     // Both read back: merged, and compared with each other.
-    let out = kgate(d)
-        .args(["merge", "compact.json"])
-        .output()
-        .unwrap();
+    let out = kgate(d).args(["merge", "compact.json"]).output().unwrap();
     assert!(out.status.success(), "{}", stderr_of(&out));
     assert_eq!(stdout_of(&out).lines().count(), 1);
     let merged: Value = serde_json::from_slice(&out.stdout).unwrap();
