@@ -57,7 +57,8 @@ pub enum Commands {
     /// Check a configuration file and report the first problem.
     Validate,
     /// `check` for GitHub Actions: job summary, outputs, annotations, then the sticky PR
-    /// comment and check run (docs/github.md).
+    /// comment and check run (docs/github.md); in GitLab CI the JUnit report and the sticky
+    /// merge-request note (docs/gitlab.md).
     Ci(CiArgs),
     /// Post a JSON report (from `check --format json`) as the sticky PR comment.
     Comment(CommentArgs),
