@@ -632,3 +632,61 @@ fn compare_refuses_imports_from_different_devices_and_compares_the_same_device()
     assert_eq!(report["verdict"], "regressed");
     assert_eq!(report["benchmarks"][0]["name"], "gemm_kernel");
 }
+
+/// Python's `json.dumps` writes non-finite floats as the bare tokens `NaN`, `Infinity` and
+/// `-Infinity` unless told not to (`allow_nan=True` is its default), so traces written from
+/// Python carry them. Such a reading is left out with a note; the kernels and the finite
+/// readings of the same counter stand. (This text is what `json.dumps` gives for these events.)
+#[test]
+fn a_trace_with_python_s_nan_and_infinity_keeps_its_kernels_and_notes_the_readings() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("t.json"),
+        r#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k1", "pid": 1, "tid": 1, "ts": 10, "dur": 5}, {"ph": "C", "name": "util", "pid": 1, "tid": 1, "ts": 11, "args": {"v": NaN}}, {"ph": "C", "name": "util", "pid": 1, "tid": 1, "ts": 12, "args": {"v": 50.0}}, {"ph": "C", "name": "mem", "pid": 1, "tid": 1, "ts": 13, "args": {"v": -Infinity}}, {"ph": "C", "name": "mem", "pid": 1, "tid": 1, "ts": 14, "args": {"v": Infinity}}, {"ph": "X", "cat": "kernel", "name": "k1", "pid": 1, "tid": 1, "ts": 20, "dur": 6}]}"#,
+    )
+    .unwrap();
+    let out = Command::cargo_bin("kgate")
+        .unwrap()
+        .current_dir(d)
+        .args(["import", "chrome-trace", "t.json", "-o", "r.json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("r.json")).unwrap()).unwrap();
+    let bench = |name: &str| {
+        r["benchmarks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(
+        bench("k1")["metrics"][0]["values"],
+        serde_json::json!([5000.0, 6000.0])
+    );
+    let counters = bench("counters");
+    let readings = counters["counters"].as_array().unwrap();
+    assert_eq!(readings.len(), 1, "{readings:?}");
+    assert_eq!(readings[0]["counter"], "util.v");
+    assert_eq!(readings[0]["value"], 50.0);
+    let notes = counters["provenance"]["notes"].to_string();
+    assert!(
+        notes.contains(
+            "counter `util.v`: 1 reading not a finite number (NaN or an infinity) left out"
+        ),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("counter `mem.v`: 2 readings not a finite number"),
+        "{notes}"
+    );
+    assert!(
+        stderr_of(&out).contains("not a finite number"),
+        "{}",
+        stderr_of(&out)
+    );
+}

@@ -333,6 +333,16 @@ impl<'a> Scanner<'a> {
             b't' => (Kind::True, self.literal(b"true")?),
             b'f' => (Kind::False, self.literal(b"false")?),
             b'n' => (Kind::Null, self.literal(b"null")?),
+            // Not JSON, but what Python's `json.dumps` writes for non-finite floats by default
+            // (PyTorch's and JAX's trace writers among its users): read as numbers, so that a
+            // reading of NaN is left out with a note rather than failing the whole file.
+            b'N' => (Kind::Num, self.literal(b"NaN")?),
+            b'I' => (Kind::Num, self.literal(b"Infinity")?),
+            b'-' if self.buf.get(at + 1) == Some(&b'I') => {
+                self.pos += 1;
+                let word = self.literal(b"Infinity")?;
+                (Kind::Num, &self.buf[at..at + 1 + word.len()])
+            }
             b'-' | b'0'..=b'9' => {
                 let rest = &self.buf[at..];
                 // A number that touches the end of the buffer is incomplete: inside an

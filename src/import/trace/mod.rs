@@ -321,15 +321,14 @@ fn build_results(
                 .provenance
                 .notes
                 .extend(samples.notes.iter().cloned());
+            let mut not_finite: BTreeMap<String, usize> = BTreeMap::new();
             for (counter, t_ns, value) in samples.counters {
                 let how = sampling.get(&counter).copied();
                 if !(t_ns.is_finite() && value.is_finite()) {
-                    return Err(ImportError::Content {
-                        path,
-                        message: format!(
-                            "counter `{counter}`: a reading of {value} at {t_ns} ns is not a finite number, which a results file cannot hold"
-                        ),
-                    });
+                    // A NaN or an infinity (Python's json writes them) is no reading; the rest
+                    // of the counter stands, and the note counts what was left out.
+                    *not_finite.entry(counter).or_default() += 1;
+                    continue;
                 }
                 result.counters.push(CounterReading {
                     repetition: rep,
@@ -341,6 +340,13 @@ fn build_results(
                     core: None,
                     sampling: how,
                 });
+            }
+            for (counter, n) in not_finite {
+                result.provenance.notes.push(format!(
+                    "{}: counter `{counter}`: {} not a finite number (NaN or an infinity) left out",
+                    path.display(),
+                    crate::model::text::count(n, "reading", "readings")
+                ));
             }
             finish_repetition(collector, &path);
         }
@@ -358,7 +364,7 @@ fn tracks(counters: &[(String, f64, f64)]) -> Vec<Track<'_>> {
     let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (name, t, v) in counters {
         if !(t.is_finite() && v.is_finite()) {
-            continue; // refused with the counters benchmark
+            continue; // left out of the counters benchmark too, with a note
         }
         let i = *index.entry(name).or_insert_with(|| {
             tracks.push((name, Vec::new()));
