@@ -56,6 +56,7 @@ pub fn valgrind_tool(kind: CaptureKind) -> Option<Tool> {
 /// Values of one perf stat block; unavailable events are listed, never zero.
 pub fn perf_reading(block: &perf::Block) -> Reading {
     let mut r = Reading::default();
+    r.notes.extend(block.interval_note());
     for c in &block.counters {
         match (c.value, &c.unavailable) {
             (Some(value), _) => {

@@ -53,10 +53,21 @@ pub struct Block {
     pub command: Option<String>,
     /// `N` of `perf stat -r N`, when the human output's header says `(N runs)`.
     pub runs: Option<u32>,
+    /// With `perf stat -I MS`: how many intervals the counters were summed over (one block
+    /// for the whole run, not one per interval).
+    pub intervals: Option<usize>,
     pub counters: Vec<Counter>,
 }
 
 impl Block {
+    /// What interval output became, in words for the provenance.
+    pub fn interval_note(&self) -> Option<String> {
+        let n = self.intervals?;
+        Some(format!(
+            "perf stat -I output: each counter is the sum of its {n} intervals (an interval perf printed `<not counted>` for counts as 0, the counter idle then)"
+        ))
+    }
+
     /// What a counter's stated spread means, in words for the provenance: `task-clock` is
     /// the mean of 5 runs (`perf stat -r 5`), ± 4.18 %.
     pub fn spread_note(&self, counter: &Counter) -> Option<String> {
@@ -198,12 +209,134 @@ pub fn parse(text: &str) -> Result<Vec<Block>, ParseError> {
         None => return Err(err(0, "the file holds no perf stat output")),
         Some(l) if l.starts_with('{') => parse_json(text)?,
         Some(l) if l.starts_with("Performance counter stats") => parse_human(text)?,
-        Some(_) => parse_csv(text)?,
+        Some(_) if is_human_interval(text) => {
+            let (csv, intervals) = human_interval_lines(text)?;
+            sum_intervals(parse_csv(&csv)?, intervals)
+        }
+        Some(_) => match interval_lines(text) {
+            Some((stripped, intervals)) => sum_intervals(parse_csv(&stripped)?, intervals),
+            None => parse_csv(text)?,
+        },
     };
     if blocks.iter().all(|b| b.counters.is_empty()) {
         return Err(err(0, "no counter lines were found"));
     }
     Ok(blocks)
+}
+
+/// `perf stat -I MS -x SEP` output: every data line starts with the interval's end time in
+/// seconds and a separator. Returns the text without that field, and how many intervals
+/// (distinct times) it held; `None` when the lines are not of that form.
+fn interval_lines(text: &str) -> Option<(String, usize)> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .collect();
+    SEPARATORS.into_iter().find_map(|sep| {
+        let mut stripped = Vec::with_capacity(lines.len());
+        let mut times: Vec<&str> = Vec::new();
+        for line in &lines {
+            let (time, rest) = line.trim_start().split_once(sep)?;
+            let seconds = time.trim();
+            // An interval time has a fraction (`0.100173849`); a count never does in `-x,`.
+            if !(seconds.contains('.') && seconds.parse::<f64>().is_ok_and(|t| t >= 0.0)) {
+                return None;
+            }
+            if times.last() != Some(&seconds) {
+                times.push(seconds);
+            }
+            stripped.push(rest);
+        }
+        (!stripped.is_empty() && fits(&stripped, sep)).then(|| (stripped.join("\n"), times.len()))
+    })
+}
+
+/// Whether this is the human-readable form of `perf stat -I`: its column header
+/// (`#           time             counts unit events`) comes before the data lines.
+fn is_human_interval(text: &str) -> bool {
+    text.lines().any(|l| {
+        let words: Vec<&str> = l.trim_start_matches('#').split_whitespace().collect();
+        l.trim_start().starts_with('#')
+            && words.first() == Some(&"time")
+            && words.contains(&"counts")
+    })
+}
+
+/// The human-readable `perf stat -I` lines (`TIME VALUE [UNIT] EVENT  # comment`) as `-x;`
+/// lines without the time, and how many intervals they held. A line that is not of that form
+/// is an error naming it.
+fn human_interval_lines(text: &str) -> Result<(String, usize), ParseError> {
+    let mut out = Vec::new();
+    let mut times: Vec<String> = Vec::new();
+    for (idx, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        let bad = || {
+            err(
+                idx + 1,
+                format!(
+                    "`{}` is not a line of `perf stat -I` output (TIME VALUE UNIT EVENT); `-x,` output reads more reliably",
+                    raw.trim()
+                ),
+            )
+        };
+        let (time, rest) = tokens.split_first().ok_or_else(bad)?;
+        if !time.contains('.') || time.replace(',', ".").parse::<f64>().is_err() {
+            return Err(bad());
+        }
+        let (value, rest) = match rest {
+            [first, second, rest @ ..] if first.starts_with('<') && second.ends_with('>') => {
+                (format!("{first} {second}"), rest)
+            }
+            [value, rest @ ..] => (value.to_string(), rest),
+            [] => return Err(bad()),
+        };
+        let (unit, event) = match rest {
+            [event] => ("", *event),
+            [unit, event] => (*unit, *event),
+            _ => return Err(bad()),
+        };
+        if times.last() != Some(&time.to_string()) {
+            times.push(time.to_string());
+        }
+        out.push(format!("{value};{unit};{event}"));
+    }
+    if out.is_empty() {
+        return Err(err(0, "the `perf stat -I` output holds no interval lines"));
+    }
+    Ok((out.join("\n"), times.len()))
+}
+
+/// The blocks of interval output (one per interval) as one block: each counter's values
+/// summed; `<not counted>` in an interval is 0 there (perf prints it for an interval in which
+/// the counter never ran), and a counter counted in no interval stays unavailable.
+fn sum_intervals(blocks: Vec<Block>, intervals: usize) -> Vec<Block> {
+    let mut total = Block {
+        intervals: Some(intervals),
+        ..Block::default()
+    };
+    for block in blocks {
+        for c in block.counters {
+            match total.counters.iter_mut().find(|t| t.event == c.event) {
+                None => total.counters.push(c),
+                Some(t) => {
+                    if let Some(v) = c.value {
+                        t.value = Some(t.value.unwrap_or(0.0) + v);
+                        t.unavailable = None;
+                        t.running_pct = match (t.running_pct, c.running_pct) {
+                            (Some(a), Some(b)) => Some(a.min(b)),
+                            (a, b) => a.or(b),
+                        };
+                    }
+                }
+            }
+        }
+    }
+    vec![total]
 }
 
 /// Pushes a counter, starting a new block when the event repeats (perf output concatenated).
@@ -561,6 +694,7 @@ fn parse_human(text: &str) -> Result<Vec<Block>, ParseError> {
             blocks.push(Block {
                 command: Some(command),
                 runs,
+                intervals: None,
                 counters: Vec::new(),
             });
             continue;

@@ -676,3 +676,27 @@ fn folders_are_walked_for_the_formats_own_files() {
     );
     assert!(!err.contains("os error 21"), "{err}");
 }
+
+/// `perf stat -I` prints a line per counter per interval, each led by the interval's end
+/// time: one run, whose counts are the sums over its intervals (an idle interval is
+/// `<not counted>`, 0 there). Both forms, written by the real perf.
+#[test]
+fn perf_stat_interval_output_sums_its_intervals() {
+    let r = run("perf-stat", &[fixture("perf_stat/interval_csv.txt")]);
+    let b = benchmark(&r, "interval_csv");
+    // 0.97 + 0.06 msec over four intervals, two of them `<not counted>`.
+    assert_eq!(values(b, "task-clock"), [1_030_000.0]);
+    assert_eq!(values(b, "page-faults"), [75.0]);
+    assert!(has_note(
+        b,
+        "perf stat -I output: each counter is the sum of its 4 intervals (an interval perf printed `<not counted>` for counts as 0, the counter idle then)"
+    ));
+    let r = run("perf-stat", &[fixture("perf_stat/interval_human.txt")]);
+    let b = benchmark(&r, "interval_human");
+    assert_eq!(values(b, "task-clock"), [1_200_000.0]); // 1.14 + 0.06 msec
+    assert_eq!(values(b, "page-faults"), [76.0]);
+    assert!(has_note(
+        b,
+        "perf stat -I output: each counter is the sum of its 3 intervals (an interval perf printed `<not counted>` for counts as 0, the counter idle then)"
+    ));
+}
