@@ -35,8 +35,10 @@ seeds() {
     import_callgrind|import_cachegrind|valgrind_parse) add "$corpus/callgrind" "$corpus/cachegrind" ;;
     config) add fuzz/corpus/config-seeds ;;
   esac
-  [ -d "fuzz/regressions/$1" ] && dirs+=("fuzz/regressions/$1")
-  printf '%s\n' "${dirs[@]}"
+  if [ -d "fuzz/regressions/$1" ]; then dirs+=("fuzz/regressions/$1"); fi
+  # Nothing at all for a target without seeds (an empty line would reach libFuzzer as a
+  # folder named "").
+  if [ ${#dirs[@]} -gt 0 ]; then printf '%s\n' "${dirs[@]}"; fi
 }
 
 # The configuration seeds are the project's own kgate.yaml files.
@@ -70,14 +72,16 @@ for t in "${targets[@]}"; do
     -artifact_prefix="fuzz/artifacts/$t/" >"$log" 2>&1
   rc=$?
   set -e
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-  units=$(grep -o 'corp: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$')
+  # A run that stopped before its statistics (libFuzzer refusing its arguments) has none:
+  # `?` in the table and its exit status below, not an abort of the whole script.
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
+  units=$(grep -o 'corp: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
   if [ $rc -eq 0 ]; then
     result=ok
   else
-    result="CRASH (exit $rc): $(ls "fuzz/artifacts/$t" | grep -v last-run.log | head -3 | tr '\n' ' ')"
+    result="CRASH (exit $rc): $(ls "fuzz/artifacts/$t" | grep -v last-run.log | head -3 | tr '\n' ' ' || true)"
     failed=1
-    grep -m3 -E 'panicked at|ERROR: libFuzzer|SUMMARY' "$log" | sed 's/^/    /'
+    grep -m3 -E 'panicked at|ERROR: libFuzzer|SUMMARY' "$log" | sed 's/^/    /' || tail -2 "$log" | sed 's/^/    /'
   fi
   printf '%-26s %12s %8s %s\n' "$t" "${execs:-?}" "${units:-?}" "$result"
 done
