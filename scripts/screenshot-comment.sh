@@ -94,9 +94,8 @@ $mermaid_tag
 </body></html>
 HTML
 
-flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
-    --disable-background-networking --disable-component-update --disable-sync
-    --user-data-dir="$work/profile" --virtual-time-budget=5000)
+source scripts/headless.sh "$work/profile"
+flags=("${headless_flags[@]}" --virtual-time-budget=5000)
 "$chromium" "${flags[@]}" --screenshot="$out" --window-size=920,${HEIGHT:-760} "file://$work/comment.html" 2>"$work/chromium.log" >/dev/null \
     || { cat "$work/chromium.log" >&2; exit 1; }
 "$chromium" "${flags[@]}" --dump-dom "file://$work/comment.html" 2>>"$work/chromium.log" > "$work/dom.html"

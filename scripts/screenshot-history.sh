@@ -13,6 +13,7 @@
 # Needs Debian's chromium package (`apt-get install chromium`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts=$(pwd)/scripts
 
 chromium=${CHROMIUM:-/usr/bin/chromium}
 if [[ ! -x $chromium ]]; then
@@ -60,15 +61,17 @@ for i in $(seq 1 12); do
 done
 "$KGATE" history --format html -o site/index.html --repo-url https://github.com/OWNER/kernels
 
-flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
-    --disable-background-networking --disable-component-update --disable-sync
-    --user-data-dir="$work/profile")
+source "$scripts/headless.sh" "$work/profile"
+flags=("${headless_flags[@]}")
 "$chromium" "${flags[@]}" --screenshot="$out" --window-size=1000,1500 "file://$repo/site/index.html" 2>"$work/chromium.log" >/dev/null \
     || { cat "$work/chromium.log" >&2; exit 1; }
 "$chromium" "${flags[@]}" --dump-dom "file://$repo/site/index.html" 2>>"$work/chromium.log" > "$work/dom.html"
 
-python3 - "$out" "$work/dom.html" "$repo/site/index.html" <<'PY'
-import struct, sys, zlib
+python3 - "$out" "$work/dom.html" "$repo/site/index.html" "$scripts" <<'PY'
+import sys
+
+sys.path.insert(0, sys.argv[4])
+import pngrows
 
 png, dom, page = sys.argv[1:4]
 expected_svgs = open(page, encoding="utf-8").read().count("<svg")
@@ -80,35 +83,8 @@ links = dom_text.count('href="https://github.com/OWNER/kernels/commit/')
 if links == 0:
     sys.exit("screenshot-history: the DOM holds no commit links")
 
-data = open(png, "rb").read()
-assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-pos, idat = 8, b""
-while pos < len(data):
-    length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-    body = data[pos + 8:pos + 8 + length]
-    if kind == b"IHDR":
-        width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
-    elif kind == b"IDAT":
-        idat += body
-    pos += 12 + length
-assert depth == 8 and color in (2, 6) and interlace == 0, (depth, color, interlace)
-bpp = 3 if color == 2 else 4
-raw = zlib.decompress(idat)
+width, height, bpp, rows = pngrows.decode(png)
 stride = width * bpp
-rows, prev, i = [], bytearray(stride), 0
-for _ in range(height):
-    f = raw[i]; line = bytearray(raw[i + 1:i + 1 + stride]); i += 1 + stride
-    for x in range(stride):
-        a = line[x - bpp] if x >= bpp else 0
-        b = prev[x]
-        c = prev[x - bpp] if x >= bpp else 0
-        if f == 1: line[x] = (line[x] + a) & 255
-        elif f == 2: line[x] = (line[x] + b) & 255
-        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
-        elif f == 4:
-            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-    rows.append(line); prev = line
 
 colours = {"median line": (0x1f, 0x77, 0xb4), "MDE band": (0xd5, 0xe4, 0xf0),
            "regressed job": (0xd6, 0x27, 0x28), "change point": (0x7b, 0x3f, 0xb5)}

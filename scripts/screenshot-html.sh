@@ -30,15 +30,17 @@ mkdir -p "$(dirname "$out")"
 
 cargo run --quiet -- report "$report" --format html -o "$work/report.html"
 
-flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
-    --disable-background-networking --disable-component-update --disable-sync
-    --user-data-dir="$work/profile")
+source scripts/headless.sh "$work/profile"
+flags=("${headless_flags[@]}")
 "$chromium" "${flags[@]}" --screenshot="$out" --window-size=1200,1600 "file://$work/report.html" 2>"$work/chromium.log" >/dev/null \
     || { cat "$work/chromium.log" >&2; exit 1; }
 "$chromium" "${flags[@]}" --dump-dom "file://$work/report.html" 2>>"$work/chromium.log" > "$work/dom.html"
 
 python3 - "$out" "$work/dom.html" "$work/report.html" <<'PY'
-import struct, sys, zlib
+import sys
+
+sys.path.insert(0, "scripts")
+import pngrows
 
 png, dom, page = sys.argv[1:4]
 expected_svgs = open(page, encoding="utf-8").read().count("<svg")
@@ -47,36 +49,8 @@ parsed_svgs = dom_text.count("<svg")
 if expected_svgs == 0 or parsed_svgs != expected_svgs:
     sys.exit(f"screenshot-html: the page has {expected_svgs} plots, the browser parsed {parsed_svgs}")
 
-# Decode the PNG (8-bit RGB or RGBA, not interlaced) with the standard library alone.
-data = open(png, "rb").read()
-assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-pos, idat = 8, b""
-while pos < len(data):
-    length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-    body = data[pos + 8:pos + 8 + length]
-    if kind == b"IHDR":
-        width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
-    elif kind == b"IDAT":
-        idat += body
-    pos += 12 + length
-assert depth == 8 and color in (2, 6) and interlace == 0, (depth, color, interlace)
-bpp = 3 if color == 2 else 4
-raw = zlib.decompress(idat)
+width, height, bpp, rows = pngrows.decode(png)
 stride = width * bpp
-rows, prev, i = [], bytearray(stride), 0
-for _ in range(height):
-    f = raw[i]; line = bytearray(raw[i + 1:i + 1 + stride]); i += 1 + stride
-    for x in range(stride):
-        a = line[x - bpp] if x >= bpp else 0
-        b = prev[x]
-        c = prev[x - bpp] if x >= bpp else 0
-        if f == 1: line[x] = (line[x] + a) & 255
-        elif f == 2: line[x] = (line[x] + b) & 255
-        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
-        elif f == 4:
-            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-    rows.append(line); prev = line
 
 def near(px, rgb, tol=60):
     return all(abs(p - q) <= tol for p, q in zip(px, rgb))

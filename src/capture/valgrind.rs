@@ -82,7 +82,7 @@ pub struct ParseError {
     pub message: String,
 }
 
-fn err(line: usize, message: impl Into<String>) -> ParseError {
+pub(crate) fn err(line: usize, message: impl Into<String>) -> ParseError {
     ParseError {
         line,
         message: message.into(),
@@ -100,7 +100,8 @@ fn current_event_name(name: &str) -> String {
     .to_string()
 }
 
-fn parse_number(token: &str) -> Option<i64> {
+/// A count or position of Valgrind's output: decimal, or hexadecimal with `0x`.
+pub(crate) fn parse_number(token: &str) -> Option<i64> {
     match token
         .strip_prefix("0x")
         .or_else(|| token.strip_prefix("0X"))

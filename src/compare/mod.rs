@@ -1234,26 +1234,31 @@ mod tests {
         assert_eq!(r.verdict, RunVerdict::Pass);
     }
 
+    /// A job of benchmark `a` at `scale` times the base timings, recorded on day `at` + 1.
+    fn dated_job(scale: f64, at: usize) -> RunResults {
+        let mut r = run(vec![bench("a", samples(&BASE.map(|v| v * scale), 0.02))]);
+        r.created = format!("2026-01-{:02}T00:00:00Z", at + 1);
+        r
+    }
+
+    /// Six jobs at one level, with a small job-to-job wiggle, from day `from` + 1 on.
+    fn level_jobs(level: f64, from: usize) -> Vec<RunResults> {
+        [1.0, 1.004, 0.997, 1.002, 0.999, 1.003]
+            .iter()
+            .enumerate()
+            .map(|(i, w)| dated_job(level * w, from + i))
+            .collect()
+    }
+
     #[test]
     fn the_prediction_interval_uses_only_the_jobs_since_the_last_change_point() {
         // Six jobs at 1.00, then six at 1.10 (a change `kgate history` finds); a candidate at
         // 1.11 is in line with the current regime. Pooling all twelve jobs would make it look
         // far off their mean.
-        let job = |scale: f64, at: usize| {
-            let mut r = run(vec![bench("a", samples(&BASE.map(|v| v * scale), 0.02))]);
-            r.created = format!("2026-01-{:02}T00:00:00Z", at + 1);
-            r
-        };
-        let wiggle = [1.0, 1.004, 0.997, 1.002, 0.999, 1.003];
-        let mut jobs: Vec<RunResults> = Vec::new();
-        for (i, w) in wiggle.iter().enumerate() {
-            jobs.push(job(*w, i));
-        }
-        for (i, w) in wiggle.iter().enumerate() {
-            jobs.push(job(1.10 * w, 6 + i));
-        }
+        let mut jobs = level_jobs(1.0, 0);
+        jobs.extend(level_jobs(1.10, 6));
         let base = jobs.pop().unwrap();
-        let head = job(1.11, 20);
+        let head = dated_job(1.11, 20);
         let r = compare_with_history(
             &base,
             &head,
@@ -1279,21 +1284,10 @@ mod tests {
         // after the regression landed. A candidate still 30 % slower than the baseline is a
         // regression against it: the yardstick is the jobs at the baseline's level, not the
         // regressed ones.
-        let job = |scale: f64, at: usize| {
-            let mut r = run(vec![bench("a", samples(&BASE.map(|v| v * scale), 0.02))]);
-            r.created = format!("2026-01-{:02}T00:00:00Z", at + 1);
-            r
-        };
-        let wiggle = [1.0, 1.004, 0.997, 1.002, 0.999, 1.003];
-        let mut jobs: Vec<RunResults> = Vec::new();
-        for (i, w) in wiggle.iter().enumerate() {
-            jobs.push(job(*w, i));
-        }
+        let mut jobs = level_jobs(1.0, 0);
         let base = jobs.remove(5);
-        for (i, w) in wiggle.iter().enumerate() {
-            jobs.push(job(1.30 * w, 6 + i));
-        }
-        let head = job(1.30, 20);
+        jobs.extend(level_jobs(1.30, 6));
+        let head = dated_job(1.30, 20);
         let r = compare_with_history(
             &base,
             &head,

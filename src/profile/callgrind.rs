@@ -11,6 +11,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// A line that is not callgrind output: the same error as the totals reader's.
+pub use crate::capture::valgrind::ParseError;
+use crate::capture::valgrind::{err, parse_number as number};
+
 /// One function's costs, in the order of the file's `events:` line.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Function {
@@ -35,21 +39,6 @@ impl Functions {
     /// Index of an event by name.
     pub fn event(&self, name: &str) -> Option<usize> {
         self.events.iter().position(|e| e == name)
-    }
-}
-
-/// A line that is not callgrind output; `line` is 1-based (0: the whole file).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("line {line}: {message}")]
-pub struct ParseError {
-    pub line: usize,
-    pub message: String,
-}
-
-fn err(line: usize, message: impl Into<String>) -> ParseError {
-    ParseError {
-        line,
-        message: message.into(),
     }
 }
 
@@ -97,16 +86,6 @@ fn resolve(
     } else {
         table.insert(id.to_string(), name.to_string());
         Ok(name.to_string())
-    }
-}
-
-fn number(token: &str) -> Option<i64> {
-    match token
-        .strip_prefix("0x")
-        .or_else(|| token.strip_prefix("0X"))
-    {
-        Some(hex) => i64::from_str_radix(hex, 16).ok(),
-        None => token.parse().ok(),
     }
 }
 
