@@ -6,6 +6,9 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET ...]
 #
+# FUZZ_RUNS=N also stops a target after N executions (the long campaign: 10 M executions or
+# 30 minutes, whichever comes first, is `FUZZ_RUNS=10000000 scripts/fuzz.sh 1800`).
+#
 # Needs cargo-fuzz (`cargo install cargo-fuzz`) and nightly features: RUSTC_BOOTSTRAP=1 lets
 # the stable toolchain build it. Seeds: the conformance corpus ($KGATE_CORPUS, when set), the
 # test fixtures and fuzz/seeds/. Every target runs under a 2 GB memory limit.
@@ -67,7 +70,7 @@ for t in "${targets[@]}"; do
   set +e
   # The built binary itself: `cargo fuzz run` would rebuild first.
   "$bin_dir/$t" "fuzz/corpus/$t" "${seed_dirs[@]}" \
-    -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+    -max_total_time="$seconds" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -rss_limit_mb=2048 -malloc_limit_mb=2048 \
     -max_len=262144 -timeout=20 -print_final_stats=1 \
     -artifact_prefix="fuzz/artifacts/$t/" >"$log" 2>&1
   rc=$?
