@@ -192,6 +192,10 @@ pub struct ViewArgs {
     /// series, and counts what it left out under `evidence.omitted`).
     #[arg(long)]
     pub full_evidence: bool,
+    /// Indent a JSON report for people (the default is compact: one line, about two thirds
+    /// of the size).
+    #[arg(long)]
+    pub pretty: bool,
 }
 
 #[derive(Debug, Args)]

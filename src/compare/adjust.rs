@@ -27,10 +27,15 @@ pub fn recount(report: &mut Report) {
 /// Replaces the entries of benchmarks that were not run (reported `missing` by the comparison)
 /// with `skipped` ones carrying their baseline values, and recounts.
 pub fn mark_skipped(report: &mut Report, skipped: &[String], base: Option<&RunResults>, why: &str) {
-    report.benchmarks.retain(|b| !skipped.contains(&b.name));
+    let skipped_names: std::collections::HashSet<&str> =
+        skipped.iter().map(String::as_str).collect();
+    report
+        .benchmarks
+        .retain(|b| !skipped_names.contains(b.name.as_str()));
+    let base_index = base.map(RunResults::by_name).unwrap_or_default();
     for name in skipped {
-        let metrics = base
-            .and_then(|r| r.benchmark(name))
+        let metrics = base_index
+            .get(name.as_str())
             .map(|b| {
                 b.metrics
                     .iter()

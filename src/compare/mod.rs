@@ -139,7 +139,7 @@ pub fn job_medians<'r>(runs: impl IntoIterator<Item = &'r RunResults>) -> JobMed
     for r in runs {
         for b in &r.benchmarks {
             for m in &b.metrics {
-                if let Some(median) = job_summary(r, &b.name, &m.name) {
+                if let Some(median) = job_summary(b, m) {
                     out.entry((b.name.clone(), m.name.clone()))
                         .or_default()
                         .push(median);
@@ -174,10 +174,11 @@ pub fn compare_with_job_medians(
             &head.environment,
         ),
     };
+    let (base_index, head_index) = (base.by_name(), head.by_name());
     let mut benchmarks = Vec::new();
     let mut pending: Vec<(usize, usize, Evidence)> = Vec::new();
     for h in &head.benchmarks {
-        let cmp = match base.benchmark(&h.name) {
+        let cmp = match base_index.get(h.name.as_str()) {
             Some(b) => {
                 let (cmp, evidence) = gather_benchmark(b, h, &ctx);
                 let index = benchmarks.len();
@@ -196,7 +197,10 @@ pub fn compare_with_job_medians(
         .any(|(_, _, e)| e.method == Method::PredictionInterval);
     decide_all(&mut benchmarks, pending, &ctx);
     for cmp in &mut benchmarks {
-        if let (Some(b), Some(h)) = (base.benchmark(&cmp.name), head.benchmark(&cmp.name)) {
+        if let (Some(b), Some(h)) = (
+            base_index.get(cmp.name.as_str()),
+            head_index.get(cmp.name.as_str()),
+        ) {
             refuse_mixed_counters(b, h, cmp);
         }
     }
@@ -207,7 +211,7 @@ pub fn compare_with_job_medians(
         }
     }
     for b in &base.benchmarks {
-        if head.benchmark(&b.name).is_none() {
+        if !head_index.contains_key(b.name.as_str()) {
             benchmarks.push(BenchmarkComparison {
                 name: b.name.clone(),
                 verdict: Verdict::Missing,
@@ -697,12 +701,11 @@ fn gather_metric(
 }
 
 /// The median of the logs of a job's values for one metric, when all are positive.
-fn job_summary(results: &RunResults, benchmark: &str, metric: &str) -> Option<f64> {
-    let b = results.benchmark(benchmark)?;
+fn job_summary(b: &BenchmarkResult, m: &MetricSamples) -> Option<f64> {
     if b.status == Status::Failed {
         return None;
     }
-    let values = &b.metric(metric)?.values;
+    let values = &m.values;
     if values.is_empty() || values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
         return None;
     }

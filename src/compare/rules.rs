@@ -86,9 +86,10 @@ pub(super) fn directional(
     base: &[f64],
     direction: Direction,
 ) -> Option<(f64, f64, f64)> {
-    let up = stats::mann_whitney(head, base, Alternative::Greater)?.p_value;
-    let down = stats::mann_whitney(head, base, Alternative::Less)?.p_value;
-    let two = stats::mann_whitney(head, base, Alternative::TwoSided)?.p_value;
+    let ranks = stats::RankSum::new(head, base)?;
+    let up = ranks.test(Alternative::Greater).p_value;
+    let down = ranks.test(Alternative::Less).p_value;
+    let two = ranks.test(Alternative::TwoSided).p_value;
     Some(match direction {
         Direction::Lower => (up, down, two),
         Direction::Higher => (down, up, two),

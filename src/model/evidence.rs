@@ -133,17 +133,19 @@ impl Evidence {
     /// Collects the evidence of two runs; benchmarks in the candidate's order, then those only
     /// in the baseline.
     pub fn from_runs(base: Option<&RunResults>, head: &RunResults) -> Evidence {
+        let base_index = base.map(RunResults::by_name).unwrap_or_default();
         let mut benchmarks: Vec<BenchmarkEvidence> = head
             .benchmarks
             .iter()
             .map(|h| {
-                let b = base.and_then(|b| b.benchmark(&h.name));
+                let b = base_index.get(h.name.as_str()).copied();
                 BenchmarkEvidence::from_results(&h.name, b, Some(h))
             })
             .collect();
         if let Some(base) = base {
+            let head_index = head.by_name();
             for b in &base.benchmarks {
-                if head.benchmark(&b.name).is_none() {
+                if !head_index.contains_key(b.name.as_str()) {
                     benchmarks.push(BenchmarkEvidence::from_results(&b.name, Some(b), None));
                 }
             }
@@ -209,6 +211,11 @@ impl Evidence {
     /// The evidence of a benchmark, by name.
     pub fn benchmark(&self, name: &str) -> Option<&BenchmarkEvidence> {
         self.benchmarks.iter().find(|b| b.name == name)
+    }
+
+    /// The evidence by benchmark name, for lookups in a loop (see [`crate::model::by_name`]).
+    pub fn by_name(&self) -> std::collections::HashMap<&str, &BenchmarkEvidence> {
+        super::by_name(&self.benchmarks, |b| b.name.as_str())
     }
 }
 

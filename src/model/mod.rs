@@ -13,3 +13,15 @@ pub mod results;
 pub mod text;
 pub mod units;
 pub mod verdict;
+
+use std::collections::HashMap;
+
+/// Items by name, the first of each name kept (the one a linear search finds): for lookups in
+/// a loop over a suite, which a linear search per item makes quadratic in the suite's size.
+pub fn by_name<'a, T>(items: &'a [T], name: impl Fn(&'a T) -> &'a str) -> HashMap<&'a str, &'a T> {
+    let mut index = HashMap::with_capacity(items.len());
+    for item in items {
+        index.entry(name(item)).or_insert(item);
+    }
+    index
+}

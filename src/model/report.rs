@@ -117,12 +117,13 @@ impl Report {
             Verdict::WithinThreshold => Some(3),
             Verdict::Unchanged | Verdict::NotGated | Verdict::Skipped => None,
         };
+        let by_name = evidence.by_name();
         let mut candidates: Vec<(u8, usize, &str, &str)> = Vec::new();
         for (order, b) in self.benchmarks.iter().enumerate() {
             if matches!(b.verdict, Verdict::New | Verdict::Missing) {
                 // One side only: its evidence is the run itself, every metric of it.
-                for m in evidence
-                    .benchmark(&b.name)
+                for m in by_name
+                    .get(b.name.as_str())
                     .into_iter()
                     .flat_map(|e| &e.metrics)
                 {

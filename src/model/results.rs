@@ -416,16 +416,23 @@ impl RunResults {
             path: path.to_path_buf(),
             source,
         })?;
-        // Only the version is read first (the rest skipped without building a tree), so that
-        // a file of another version is refused by name rather than by a parse error.
-        #[derive(Deserialize)]
-        struct VersionOnly {
-            schema_version: Option<u64>,
-        }
-        let version: Option<u32> = serde_json::from_str::<VersionOnly>(&text)
-            .ok()
-            .and_then(|v| v.schema_version)
-            .map(|v| v.min(u64::from(u32::MAX)) as u32);
+        let parsed = serde_json::from_str::<RunResults>(&text);
+        // A file of another version is refused by its version, whether or not it also parses
+        // as this one; the version alone is read (the rest skipped without building a tree)
+        // only when the whole document did not parse.
+        let version = match &parsed {
+            Ok(results) => Some(results.schema_version),
+            Err(_) => {
+                #[derive(Deserialize)]
+                struct VersionOnly {
+                    schema_version: Option<u64>,
+                }
+                serde_json::from_str::<VersionOnly>(&text)
+                    .ok()
+                    .and_then(|v| v.schema_version)
+                    .map(|v| v.min(u64::from(u32::MAX)) as u32)
+            }
+        };
         if let Some(found) = version
             && found != RESULTS_SCHEMA_VERSION
         {
@@ -434,7 +441,7 @@ impl RunResults {
                 found,
             });
         }
-        serde_json::from_str(&text).map_err(|source| ResultsError::Parse {
+        parsed.map_err(|source| ResultsError::Parse {
             path: path.to_path_buf(),
             source,
         })
@@ -482,6 +489,11 @@ impl RunResults {
     /// The benchmark of that name.
     pub fn benchmark(&self, name: &str) -> Option<&BenchmarkResult> {
         self.benchmarks.iter().find(|b| b.name == name)
+    }
+
+    /// The benchmarks by name, for lookups in a loop (see [`crate::model::by_name`]).
+    pub fn by_name(&self) -> std::collections::HashMap<&str, &BenchmarkResult> {
+        super::by_name(&self.benchmarks, |b| b.name.as_str())
     }
 
     /// Whether any benchmark failed.

@@ -63,8 +63,11 @@ impl Exporter for HtmlExporter {
             css(BASE_COLOR),
             css(HEAD_COLOR)
         ));
+        let by_name = report.evidence.as_ref().map(|e| e.by_name());
         for b in &report.benchmarks {
-            let evidence = report.evidence.as_ref().and_then(|e| e.benchmark(&b.name));
+            let evidence = by_name
+                .as_ref()
+                .and_then(|e| e.get(b.name.as_str()).copied());
             out.push_str(&benchmark_section(b, evidence));
         }
         out.push_str(&format!(

@@ -28,8 +28,9 @@ pub fn benchmark_sections(report: &Report) -> String {
         return String::new();
     };
     let mut out = String::new();
+    let by_name = evidence.by_name();
     for b in &report.benchmarks {
-        if let Some(e) = evidence.benchmark(&b.name) {
+        if let Some(e) = by_name.get(b.name.as_str()) {
             out.push_str(&benchmark_section(b, e));
         }
     }

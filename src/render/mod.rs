@@ -73,7 +73,7 @@ pub fn exporter(format: Format, color: bool) -> Box<dyn Exporter> {
             ..TableExporter::default()
         }),
         Format::Markdown => Box::new(MarkdownExporter),
-        Format::Json => Box::new(JsonExporter),
+        Format::Json => Box::new(JsonExporter { pretty: false }),
         Format::Html => Box::new(html::HtmlExporter),
         Format::Junit => Box::new(junit::JunitExporter),
     }
@@ -701,12 +701,19 @@ impl Exporter for MarkdownExporter {
     }
 }
 
-/// The JSON report of DESIGN.md's contract.
-pub struct JsonExporter;
+/// The JSON report of DESIGN.md's contract: compact (one line) unless `pretty`.
+pub struct JsonExporter {
+    pub pretty: bool,
+}
 
 impl Exporter for JsonExporter {
     fn render(&self, report: &Report) -> String {
-        let mut s = serde_json::to_string_pretty(report).expect("reports serialize to JSON");
+        let mut s = if self.pretty {
+            serde_json::to_string_pretty(report)
+        } else {
+            serde_json::to_string(report)
+        }
+        .expect("reports serialize to JSON");
         s.push('\n');
         s
     }

@@ -254,16 +254,7 @@ pub fn exact_null_cdf(k: usize, m: usize, n: usize) -> f64 {
 /// n1*n2 <= 10_000, otherwise the normal approximation with tie correction and
 /// continuity correction. None if either side is empty or any value is non-finite.
 pub fn mann_whitney(x: &[f64], y: &[f64], alternative: Alternative) -> Option<MannWhitney> {
-    if !valid_pair(x, y) {
-        return None;
-    }
-    let (_, ties) = u_statistic(x, y);
-    let method = if ties.is_empty() && x.len() * y.len() <= EXACT_AUTO_LIMIT {
-        MwuMethod::Exact
-    } else {
-        MwuMethod::Asymptotic
-    };
-    mann_whitney_with(x, y, alternative, method, true)
+    RankSum::new(x, y).map(|r| r.test(alternative))
 }
 
 /// Forced method; `continuity` applies to the asymptotic method only. Exact
@@ -275,48 +266,100 @@ pub fn mann_whitney_with(
     method: MwuMethod,
     continuity: bool,
 ) -> Option<MannWhitney> {
-    if !valid_pair(x, y) {
-        return None;
+    RankSum::new(x, y)?.test_with(alternative, method, continuity)
+}
+
+/// The rank sum of x against y, ranked once: the U statistic and the pooled sample's tie
+/// groups, from which the test in any direction follows without ranking again.
+#[derive(Debug, Clone)]
+pub struct RankSum {
+    n1: usize,
+    n2: usize,
+    u1: f64,
+    ties: Vec<usize>,
+}
+
+impl RankSum {
+    /// None if either side is empty or any value is non-finite.
+    pub fn new(x: &[f64], y: &[f64]) -> Option<RankSum> {
+        if !valid_pair(x, y) {
+            return None;
+        }
+        let (u1, ties) = u_statistic(x, y);
+        Some(RankSum {
+            n1: x.len(),
+            n2: y.len(),
+            u1,
+            ties,
+        })
     }
-    let (n1, n2) = (x.len(), y.len());
-    let (u1, ties) = u_statistic(x, y);
-    let u2 = (n1 * n2) as f64 - u1;
-    // The upper tail is always the one evaluated.
-    let u = match alternative {
-        Alternative::Greater => u1,
-        Alternative::Less => u2,
-        Alternative::TwoSided => u1.max(u2),
-    };
-    let upper_tail = match method {
-        MwuMethod::Exact => {
-            if !ties.is_empty() || n1 * n2 > EXACT_FORCED_LIMIT {
-                return None;
-            }
-            sf_from_pmf(&exact_null_pmf(n1, n2), u)
+
+    /// The test with the automatic choice of method (see [`mann_whitney`]).
+    pub fn test(&self, alternative: Alternative) -> MannWhitney {
+        let method = if self.ties.is_empty() && self.n1 * self.n2 <= EXACT_AUTO_LIMIT {
+            MwuMethod::Exact
+        } else {
+            MwuMethod::Asymptotic
+        };
+        // The automatic choice is exact only within the forced method's limit.
+        self.compute(alternative, method, true)
+    }
+
+    /// The test with a forced method (see [`mann_whitney_with`]).
+    pub fn test_with(
+        &self,
+        alternative: Alternative,
+        method: MwuMethod,
+        continuity: bool,
+    ) -> Option<MannWhitney> {
+        if method == MwuMethod::Exact
+            && (!self.ties.is_empty() || self.n1 * self.n2 > EXACT_FORCED_LIMIT)
+        {
+            return None;
         }
-        MwuMethod::Asymptotic => {
-            let sigma = sigma_u(n1, n2, &ties);
-            if sigma <= 0.0 {
-                // Every value tied: the permutation distribution is a point mass.
-                1.0
-            } else {
-                let cc = if continuity { 0.5 } else { 0.0 };
-                let z = (u - (n1 * n2) as f64 / 2.0 - cc) / sigma;
-                Normal::standard().sf(z)
+        Some(self.compute(alternative, method, continuity))
+    }
+
+    fn compute(
+        &self,
+        alternative: Alternative,
+        method: MwuMethod,
+        continuity: bool,
+    ) -> MannWhitney {
+        let (n1, n2, u1) = (self.n1, self.n2, self.u1);
+        let u2 = (n1 * n2) as f64 - u1;
+        // The upper tail is always the one evaluated.
+        let u = match alternative {
+            Alternative::Greater => u1,
+            Alternative::Less => u2,
+            Alternative::TwoSided => u1.max(u2),
+        };
+        let upper_tail = match method {
+            MwuMethod::Exact => sf_from_pmf(&exact_null_pmf(n1, n2), u),
+            MwuMethod::Asymptotic => {
+                let sigma = sigma_u(n1, n2, &self.ties);
+                if sigma <= 0.0 {
+                    // Every value tied: the permutation distribution is a point mass.
+                    1.0
+                } else {
+                    let cc = if continuity { 0.5 } else { 0.0 };
+                    let z = (u - (n1 * n2) as f64 / 2.0 - cc) / sigma;
+                    Normal::standard().sf(z)
+                }
             }
+        };
+        let sides = if alternative == Alternative::TwoSided {
+            2.0
+        } else {
+            1.0
+        };
+        let p_value = (sides * upper_tail).min(1.0);
+        MannWhitney {
+            u1,
+            p_value,
+            method,
         }
-    };
-    let sides = if alternative == Alternative::TwoSided {
-        2.0
-    } else {
-        1.0
-    };
-    let p_value = (sides * upper_tail).min(1.0);
-    Some(MannWhitney {
-        u1,
-        p_value,
-        method,
-    })
+    }
 }
 
 /// The m·n pairwise differences x_i − y_j of two samples, held as the two samples sorted:
@@ -331,6 +374,20 @@ pub fn mann_whitney_with(
 /// walk, and the rows' ranges shrink to the side that holds the k-th, until the candidates
 /// are few enough (m + n) to select among directly. The answer is one of the computed
 /// differences, the same bits as sorting all of them.
+/// Most differences selected among in place ([`PairwiseDifferences::kth`]): 32 KiB of keys.
+const SELECT_IN_PLACE_MAX: usize = 4096;
+
+/// An integer that orders as [`f64::total_cmp`] orders `v` (the same transform); its own
+/// inverse.
+fn total_order_key(v: f64) -> i64 {
+    let bits = v.to_bits() as i64;
+    bits ^ (((bits >> 63) as u64) >> 1) as i64
+}
+
+fn from_total_order_key(key: i64) -> f64 {
+    f64::from_bits((key ^ (((key >> 63) as u64) >> 1) as i64) as u64)
+}
+
 #[derive(Debug, Clone)]
 pub struct PairwiseDifferences {
     xs: Vec<f64>,
@@ -386,6 +443,62 @@ impl PairwiseDifferences {
         if k == 0 || k > self.len() {
             return None;
         }
+        Some(if self.len() <= SELECT_IN_PLACE_MAX {
+            self.kth_in_place(k)
+        } else {
+            self.kth_by_walks(k)
+        })
+    }
+
+    /// The `low`-th and `high`-th smallest differences, 1-indexed, `low <= high` (an
+    /// interval's ends); None unless both are in 1..=m·n. One pass fills the keys for both.
+    pub fn kth_pair(&self, low: usize, high: usize) -> Option<(f64, f64)> {
+        if low == 0 || low > high || high > self.len() {
+            return None;
+        }
+        if self.len() > SELECT_IN_PLACE_MAX {
+            return Some((self.kth_by_walks(low), self.kth_by_walks(high)));
+        }
+        Some(self.with_keys(|keys| {
+            let (_, low_key, above) = keys.select_nth_unstable(low - 1);
+            let low_key = *low_key;
+            // Everything from `low` up is in `above`, in no order: the high end is among it.
+            let high_key = if high == low {
+                low_key
+            } else {
+                *above.select_nth_unstable(high - low - 1).1
+            };
+            (
+                from_total_order_key(low_key),
+                from_total_order_key(high_key),
+            )
+        }))
+    }
+
+    /// The k-th (valid) by selection over every difference (see [`PairwiseDifferences::with_keys`]).
+    fn kth_in_place(&self, k: usize) -> f64 {
+        self.with_keys(|keys| from_total_order_key(*keys.select_nth_unstable(k - 1).1))
+    }
+
+    /// Runs `select` over every difference, written as keys that order as [`f64::total_cmp`]
+    /// does into a buffer kept for the next call: for a few dozen repetitions a side, a
+    /// partition of a few kilobytes of integers is cheaper than the staircase walks.
+    fn with_keys<T>(&self, select: impl FnOnce(&mut [i64]) -> T) -> T {
+        thread_local! {
+            static KEYS: std::cell::RefCell<Vec<i64>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        KEYS.with(|keys| {
+            let mut keys = keys.borrow_mut();
+            keys.clear();
+            for &x in &self.xs {
+                keys.extend(self.ys.iter().map(|&y| total_order_key(x - y)));
+            }
+            select(&mut keys)
+        })
+    }
+
+    /// The k-th (valid) by Monahan's selection (see [`PairwiseDifferences`]).
+    fn kth_by_walks(&self, k: usize) -> f64 {
         let (m, n) = (self.xs.len(), self.ys.len());
         // Row i's candidates are columns lo[i]..hi[i]: entries above the last pivot found to
         // lie below the k-th and below the last one found to lie above it.
@@ -404,7 +517,7 @@ impl PairwiseDifferences {
                     candidates.extend((l..h).map(|c| self.at(i, c)));
                 }
                 let (_, kth, _) = candidates.select_nth_unstable_by(k - 1 - before, f64::total_cmp);
-                return Some(*kth);
+                return *kth;
             }
             state ^= state << 13;
             state ^= state >> 7;
@@ -430,7 +543,7 @@ impl PairwiseDifferences {
                 before = at_most;
                 continue;
             }
-            return Some(pivot);
+            return pivot;
         }
     }
 
@@ -477,20 +590,21 @@ fn critical_rank(
     let mn = m * n;
     let alpha = 1.0 - confidence;
     if ties.is_empty() && mn <= EXACT_AUTO_LIMIT {
-        let pmf = exact_null_pmf(m, n);
-        // Smallest q with P(U <= q) >= alpha/2 (R's qwilcox, same fuzz).
-        let target = alpha / 2.0 - 10.0 * f64::EPSILON;
-        let mut cum = 0.0;
-        let qu = pmf.iter().position(|p| {
-            cum += p;
-            cum >= target
-        });
-        let qu = qu.unwrap_or(mn);
-        if qu == 0 {
-            return None;
+        use std::cell::RefCell;
+        use std::collections::HashMap;
+        type Cache = RefCell<HashMap<(usize, usize, u64), Option<(usize, f64)>>>;
+        thread_local! {
+            // Every metric of a run asks for the same few sizes and levels.
+            static CACHE: Cache = RefCell::new(HashMap::new());
         }
-        let achieved = 1.0 - 2.0 * cdf_from_pmf(&pmf, qu - 1);
-        Some((qu, achieved, MwuMethod::Exact))
+        let key = (m.max(n), m.min(n), confidence.to_bits());
+        let found = CACHE.with(|c| c.borrow().get(&key).copied());
+        let found = found.unwrap_or_else(|| {
+            let computed = exact_critical_rank(m, n, alpha);
+            CACHE.with(|c| c.borrow_mut().insert(key, computed));
+            computed
+        });
+        found.map(|(qu, achieved)| (qu, achieved, MwuMethod::Exact))
     } else {
         let sigma = sigma_u(m, n, ties);
         let mu = mn as f64 / 2.0;
@@ -508,6 +622,25 @@ fn critical_rank(
         let achieved = 1.0 - 2.0 * normal.cdf((q - 0.5 - mu) / sigma);
         Some((q as usize, achieved, MwuMethod::Asymptotic))
     }
+}
+
+/// The exact branch of [`critical_rank`]: qu and the achieved confidence, without ties.
+fn exact_critical_rank(m: usize, n: usize, alpha: f64) -> Option<(usize, f64)> {
+    let mn = m * n;
+    let pmf = exact_null_pmf(m, n);
+    // Smallest q with P(U <= q) >= alpha/2 (R's qwilcox, same fuzz).
+    let target = alpha / 2.0 - 10.0 * f64::EPSILON;
+    let mut cum = 0.0;
+    let qu = pmf.iter().position(|p| {
+        cum += p;
+        cum >= target
+    });
+    let qu = qu.unwrap_or(mn);
+    if qu == 0 {
+        return None;
+    }
+    let achieved = 1.0 - 2.0 * cdf_from_pmf(&pmf, qu - 1);
+    Some((qu, achieved))
 }
 
 /// Hodges–Lehmann shift with its distribution-free interval.
@@ -555,10 +688,11 @@ impl HodgesLehmann {
     pub fn estimate(&self, confidence: f64) -> Option<ShiftEstimate> {
         let (m, n) = (self.diffs.xs.len(), self.diffs.ys.len());
         let (qu, achieved_confidence, method) = critical_rank(m, n, &self.ties, confidence)?;
+        let (low, high) = self.diffs.kth_pair(qu, m * n + 1 - qu)?;
         Some(ShiftEstimate {
             shift: self.shift,
-            low: self.diffs.kth(qu)?,
-            high: self.diffs.kth(m * n + 1 - qu)?,
+            low,
+            high,
             achieved_confidence,
             method,
         })
@@ -844,13 +978,27 @@ mod tests {
             assert_eq!(d.kth(0), None);
             assert_eq!(d.kth(want.len() + 1), None);
             for (k, w) in want.iter().enumerate() {
-                let got = d.kth(k + 1).unwrap();
-                assert_eq!(
-                    got.to_bits(),
-                    w.to_bits(),
-                    "trial {trial} k {k}: {x:?} - {y:?}"
-                );
+                // Both selections, whichever `kth` picks for this size.
+                let pair = d.kth_pair(k + 1, want.len()).unwrap().0;
+                for got in [d.kth_in_place(k + 1), d.kth_by_walks(k + 1), pair] {
+                    assert_eq!(
+                        got.to_bits(),
+                        w.to_bits(),
+                        "trial {trial} k {k}: {x:?} - {y:?}"
+                    );
+                }
             }
+            for low in 1..=want.len() {
+                for high in [low, (low + want.len()) / 2, want.len()] {
+                    let (l, h) = d.kth_pair(low, high).unwrap();
+                    assert_eq!(
+                        (l.to_bits(), h.to_bits()),
+                        (want[low - 1].to_bits(), want[high - 1].to_bits()),
+                        "trial {trial} pair {low}, {high}"
+                    );
+                }
+            }
+            assert_eq!(d.kth_pair(2, 1), None);
             assert_eq!(
                 d.median().to_bits(),
                 median_sorted(&want).to_bits(),
@@ -872,6 +1020,32 @@ mod tests {
             }
         }
         assert!(compared > 5_000, "{compared}");
+    }
+
+    #[test]
+    fn total_order_keys_order_as_total_cmp_and_invert() {
+        let values = [
+            f64::NEG_INFINITY,
+            -1e308,
+            -1.5,
+            -5e-324,
+            -0.0,
+            0.0,
+            5e-324,
+            f64::MIN_POSITIVE,
+            1.5,
+            1e308,
+            f64::INFINITY,
+        ];
+        for a in values {
+            assert_eq!(
+                from_total_order_key(total_order_key(a)).to_bits(),
+                a.to_bits()
+            );
+            for b in values {
+                assert_eq!(total_order_key(a).cmp(&total_order_key(b)), a.total_cmp(&b));
+            }
+        }
     }
 
     #[test]

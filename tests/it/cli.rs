@@ -300,6 +300,32 @@ fn compare_exit_codes_and_json_contract() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["schema_version"], 1);
     assert_eq!(report["verdict"], "regressed");
+    // Compact by default (one line), indented with --pretty, the same document either way.
+    let compact = String::from_utf8(out.stdout.clone()).unwrap();
+    assert_eq!(compact.lines().count(), 1, "{compact}");
+    let pretty = kgate(d)
+        .args([
+            "compare",
+            "base.json",
+            "slow.json",
+            "--format",
+            "json",
+            "--pretty",
+        ])
+        .output()
+        .unwrap();
+    let pretty_text = String::from_utf8(pretty.stdout).unwrap();
+    assert!(
+        pretty_text.starts_with("{\n  \"schema_version\": 1,\n"),
+        "{pretty_text}"
+    );
+    assert_eq!(serde_json::from_str::<Value>(&pretty_text).unwrap(), report);
+    let refused = kgate(d)
+        .args(["compare", "base.json", "slow.json", "--pretty"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr_of(&refused).contains("--pretty applies to --format json only"));
     let b = &report["benchmarks"][0];
     assert_eq!(b["name"], "k|<b>");
     assert_eq!(b["verdict"], "regressed");

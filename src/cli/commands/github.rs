@@ -378,6 +378,7 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
                 all_metrics: false,
                 max_chars: None,
                 full_evidence: false,
+                pretty: false,
             },
         },
         baseline: args.baseline.clone(),
