@@ -56,8 +56,9 @@ KERNELS = [
 OPS = ["aten::conv2d", "aten::add_", "aten::batch_norm", "aten::relu_", "aten::mm"]
 
 
-def generate(path: str, size_bytes: int) -> tuple[int, int, int]:
-    """Writes the trace; returns (events, kernel events, counter events)."""
+def generate(path: str, size_bytes: int, counter_share: float) -> tuple[int, int, int]:
+    """Writes the trace, `counter_share` of its events counter events; returns (events, kernel
+    events, counter events)."""
     rng = random.Random(7)
     events = kernels = counters = 0
     ts = 1_700_000_000_000.0
@@ -71,8 +72,15 @@ def generate(path: str, size_bytes: int) -> tuple[int, int, int]:
         while written < size_bytes:
             for _ in range(2000):
                 ts += rng.uniform(1.0, 5.0)
-                r = rng.random()
                 corr = events
+                if rng.random() < counter_share:
+                    chunk.append(
+                        f'{{"ph": "C", "name": "GPU 0 Utilization", "pid": 0, "ts": {ts:.3f}, '
+                        f'"args": {{"GPU Utilization": {rng.random():.4f}}}}}')
+                    counters += 1
+                    events += 1
+                    continue
+                r = rng.random()
                 if r < 0.45:
                     op = OPS[corr % len(OPS)]
                     chunk.append(
@@ -85,7 +93,7 @@ def generate(path: str, size_bytes: int) -> tuple[int, int, int]:
                         f'{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 4512, '
                         f'"tid": 4512, "ts": {ts:.3f}, "dur": {rng.uniform(2, 9):.3f}, '
                         f'"args": {{"External id": {corr}, "cbid": 211, "correlation": {corr}}}}}')
-                elif r < 0.98:
+                else:
                     name = KERNELS[corr % len(KERNELS)]
                     chunk.append(
                         f'{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, '
@@ -95,11 +103,6 @@ def generate(path: str, size_bytes: int) -> tuple[int, int, int]:
                         f'"warps per SM": 31.030304, "grid": [1024, 1, 1], "block": [128, 1, 1], '
                         f'"est. achieved occupancy %": 48}}}}')
                     kernels += 1
-                else:
-                    chunk.append(
-                        f'{{"ph": "C", "name": "GPU 0 Utilization", "pid": 0, "ts": {ts:.3f}, '
-                        f'"args": {{"GPU Utilization": {rng.random():.4f}}}}}')
-                    counters += 1
                 events += 1
             text = ",\n" + ",\n".join(chunk)
             chunk.clear()
@@ -133,11 +136,14 @@ def main() -> None:
     ap.add_argument("--kgate", default="target/release/kgate")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip-python", action="store_true")
+    ap.add_argument("--counter-share", type=float, default=0.02,
+                    help="fraction of the events that are counter events (default 0.02; 0.5 for "
+                         "a trace half counter readings)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kgate-trace-bench-") as tmp:
         trace = os.path.join(tmp, "bench.pt.trace.json")
         t0 = time.monotonic()
-        events, kernels, counters = generate(trace, int(args.size_mb * 1e6))
+        events, kernels, counters = generate(trace, int(args.size_mb * 1e6), args.counter_share)
         size_mb = os.path.getsize(trace) / 1e6
         print(f"trace: {size_mb:.0f} MB, {events} events ({kernels} kernels, {counters} counters), "
               f"generated in {time.monotonic() - t0:.0f} s")
