@@ -8,7 +8,9 @@ resident memory, the report's size and the exit status. Cases:
 
   * one benchmark, one metric, 20,000 samples a side;
   * one benchmark, one metric, 100,000 samples a side;
-  * 1,000 benchmarks x 20 metrics x 30 samples a side.
+  * 1,000 benchmarks x 20 metrics x 30 samples a side;
+  * 10,000 benchmarks x 20 metrics x 30 samples a side (only when asked for by --case: its
+    files take a few minutes to write), to show the time growing linearly with the suite.
 
 Usage (from the repository root):
 
@@ -31,7 +33,9 @@ CASES = {
     "20k": (1, 1, 20_000),
     "100k": (1, 1, 100_000),
     "1000x20x30": (1_000, 20, 30),
+    "10000x20x30": (10_000, 20, 30),
 }
+DEFAULT_CASES = ["20k", "100k", "1000x20x30"]
 
 
 def results(benchmarks, metrics, samples, shift, seed, commit):
@@ -114,7 +118,7 @@ def main():
         sys.exit(f"{args.kgate} not found: run `cargo build --release` first")
     print(f"{'case':<12} {'format':<6} {'median s':>10} {'peak MB':>9} {'report MB':>10}  exit")
     with tempfile.TemporaryDirectory() as dir:
-        for name in args.case or list(CASES):
+        for name in args.case or DEFAULT_CASES:
             benchmarks, metrics, samples = CASES[name]
             base = os.path.join(dir, f"{name}-base.json")
             head = os.path.join(dir, f"{name}-head.json")

@@ -62,6 +62,7 @@ def generate(path: str, size_bytes: int, counter_share: float) -> tuple[int, int
     rng = random.Random(7)
     events = kernels = counters = 0
     ts = 1_700_000_000_000.0
+    stream_free = ts
     with open(path, "w") as f:
         f.write('{"schemaVersion": 1, "displayTimeUnit": "ms", "deviceProperties": '
                 '[{"id": 0, "name": "NVIDIA H100", "numSms": 132}], "traceEvents": [\n')
@@ -95,9 +96,15 @@ def generate(path: str, size_bytes: int, counter_share: float) -> tuple[int, int
                         f'"args": {{"External id": {corr}, "cbid": 211, "correlation": {corr}}}}}')
                 else:
                     name = KERNELS[corr % len(KERNELS)]
+                    # One stream runs one kernel at a time: a launch starts when the previous
+                    # one has ended, as in a real trace (overlapping launches would make every
+                    # kernel's windows cover every counter reading).
+                    start = max(ts, stream_free)
+                    dur = rng.uniform(0.5, 6.0)
+                    stream_free = start + dur
                     chunk.append(
                         f'{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, '
-                        f'"ts": {ts:.3f}, "dur": {rng.uniform(1, 600):.3f}, "args": {{"queued": 0, '
+                        f'"ts": {start:.3f}, "dur": {dur:.3f}, "args": {{"queued": 0, '
                         f'"device": 0, "context": 1, "stream": 7, "correlation": {corr}, '
                         f'"registers per thread": 32, "shared memory": 0, "blocks per SM": 7.757576, '
                         f'"warps per SM": 31.030304, "grid": [1024, 1, 1], "block": [128, 1, 1], '
@@ -153,8 +160,12 @@ def main() -> None:
         with open(out) as f:
             results = json.load(f)
         samples = sum(len(m["values"]) for b in results["benchmarks"] for m in b["metrics"])
-        kgate_counters = sum(len(b.get("counters", [])) for b in results["benchmarks"])
+        # Every reading is on the `counters` benchmark; each kernel's benchmark also keeps the
+        # readings around its own launches, for its utilization.
+        kgate_counters = sum(len(b.get("counters", [])) for b in results["benchmarks"]
+                             if b["name"] == "counters")
         assert samples == kernels and kgate_counters == counters, (samples, kgate_counters)
+        print(f"results: {os.path.getsize(out) / 1e6:.0f} MB")
         rows = [("kgate import chrome-trace", wall, rss)]
         if not args.skip_python:
             script = os.path.join(tmp, "extract.py")

@@ -362,18 +362,6 @@ impl RankSum {
     }
 }
 
-/// The m·n pairwise differences x_i − y_j of two samples, held as the two samples sorted:
-/// their order statistics are found by selection, without materialising the differences
-/// (O(m + n) memory, O((m + n) log(m·n)) expected time per selection).
-///
-/// Rounded subtraction is monotone, so with x ascending and y descending the difference
-/// `x[i] - y[j]` (as computed in f64) does not decrease along either index, also under
-/// `f64::total_cmp` with signed zeros: a matrix sorted by rows and by columns. The selection is
-/// Monahan's for such a matrix: each row keeps the range of its entries that may still be the
-/// k-th; a pivot drawn from those candidates is counted against every row in one staircase
-/// walk, and the rows' ranges shrink to the side that holds the k-th, until the candidates
-/// are few enough (m + n) to select among directly. The answer is one of the computed
-/// differences, the same bits as sorting all of them.
 /// Most differences selected among in place ([`PairwiseDifferences::kth`]): 32 KiB of keys.
 const SELECT_IN_PLACE_MAX: usize = 4096;
 
@@ -388,6 +376,22 @@ fn from_total_order_key(key: i64) -> f64 {
     f64::from_bits((key ^ (((key >> 63) as u64) >> 1) as i64) as u64)
 }
 
+/// The m·n pairwise differences x_i − y_j of two samples, held as the two samples sorted:
+/// their order statistics are found by selection, without materialising the differences
+/// (O(m + n) memory, O((m + n) log(m·n)) expected time per selection).
+///
+/// Rounded subtraction is monotone, so with x ascending and y descending the difference
+/// `x[i] - y[j]` (as computed in f64) does not decrease along either index, also under
+/// `f64::total_cmp` with signed zeros: a matrix sorted by rows and by columns. The selection is
+/// Monahan's for such a matrix: each row keeps the range of its entries that may still be the
+/// k-th; a pivot drawn from those candidates is counted against every row in one staircase
+/// walk, and the rows' ranges shrink to the side that holds the k-th, until the candidates
+/// are few enough (m + n) to select among directly. The answer is one of the computed
+/// differences, the same bits as sorting all of them.
+///
+/// Up to [`SELECT_IN_PLACE_MAX`] differences (a few dozen repetitions a side, the usual case)
+/// are instead written out for each selection into a reused buffer and partitioned there,
+/// which costs less than the walks at that size; the answers are the same bits.
 #[derive(Debug, Clone)]
 pub struct PairwiseDifferences {
     xs: Vec<f64>,
