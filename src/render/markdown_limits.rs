@@ -19,6 +19,17 @@ pub const GITHUB_STEP_SUMMARY_LIMIT: usize = 1024 * 1024;
 /// Where the reader is told to find the full report when this one was cut.
 pub const DEFAULT_FULL_REPORT_HINT: &str = "the job's JSON report (render it with `kgate report FILE --format markdown` or `--format html`)";
 
+/// Markdown cut to at most `max_chars` characters (see [`render_markdown_limited`]).
+pub struct LimitedMarkdownExporter {
+    pub max_chars: usize,
+}
+
+impl Exporter for LimitedMarkdownExporter {
+    fn render(&self, report: &Report) -> String {
+        render_markdown_limited(report, self.max_chars)
+    }
+}
+
 /// The Markdown report, cut to at most `max_chars` characters.
 pub fn render_markdown_limited(report: &Report, max_chars: usize) -> String {
     render_markdown_limited_with_hint(report, max_chars, DEFAULT_FULL_REPORT_HINT)

@@ -17,7 +17,7 @@ pub mod markdown_limits;
 pub mod profile;
 pub mod stored;
 
-pub use markdown_limits::render_markdown_limited;
+pub use markdown_limits::{LimitedMarkdownExporter, render_markdown_limited};
 
 use comfy_table::{Cell, Color, ContentArrangement, Table, presets};
 
@@ -42,6 +42,12 @@ pub enum Format {
 /// Renders a report in one format.
 pub trait Exporter {
     fn render(&self, report: &Report) -> String;
+
+    /// Writes the report into `out`; a format that can be produced piece by piece overrides
+    /// this so that a large report is never held whole in memory.
+    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        out.write_all(self.render(report).as_bytes())
+    }
 }
 
 /// How a report is shown on a terminal.
@@ -708,14 +714,20 @@ pub struct JsonExporter {
 
 impl Exporter for JsonExporter {
     fn render(&self, report: &Report) -> String {
-        let mut s = if self.pretty {
-            serde_json::to_string_pretty(report)
+        let mut out = Vec::new();
+        self.write_to(report, &mut out)
+            .expect("reports serialize to JSON");
+        String::from_utf8(out).expect("JSON is UTF-8")
+    }
+
+    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        if self.pretty {
+            serde_json::to_writer_pretty(&mut *out, report)
         } else {
-            serde_json::to_string(report)
+            serde_json::to_writer(&mut *out, report)
         }
-        .expect("reports serialize to JSON");
-        s.push('\n');
-        s
+        .map_err(std::io::Error::other)?;
+        out.write_all(b"\n")
     }
 }
 

@@ -29,7 +29,7 @@ use crate::model::results::{JsonLayout, RunResults, Status};
 use crate::model::text::{escape_log, escape_terminal};
 use crate::model::verdict::RunVerdict;
 use crate::plan::{MetricPolicy, Overrides, Plan};
-use crate::render::{self, Exporter, Format};
+use crate::render::{self, Format};
 use crate::run::progress;
 use crate::run::runner::{self, Revision, RunError};
 use crate::run::worktree::Worktree;
@@ -232,19 +232,40 @@ fn emit_results(results: &RunResults, output: Option<&Path>, pretty: bool) -> Re
 }
 
 fn write_stdout(text: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+    write_stdout_with(|out| out.write_all(text.as_bytes()))
+}
+
+/// Streams a document to stdout; a reader that went away (`| head`) is not an error.
+fn write_stdout_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    match write(&mut out).and_then(|_| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),
     }
 }
 
+/// Writes a report to `output` (atomically) or to stdout, streamed by its exporter.
+fn write_report(
+    report: &Report,
+    exporter: &dyn render::Exporter,
+    output: Option<&Path>,
+) -> Result<()> {
+    match output {
+        Some(path) => {
+            fsutil::write_atomic_with(path, Overwrite::Allow, |out| exporter.write_to(report, out))
+                .with_context(|| format!("cannot write the report to {}", path.display()))?;
+            Ok(())
+        }
+        None => write_stdout_with(|out| exporter.write_to(report, out)),
+    }
+}
+
 /// Renders and emits a report; returns the exit status its verdict calls for.
 fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -> Result<u8> {
-    let text = render_view(report, args.format, &args.view, args.output.is_none())?;
+    let exporter = view_exporter(args.format, &args.view, args.output.is_none())?;
+    write_report(report, exporter.as_ref(), args.output.as_deref())?;
     match &args.output {
-        Some(path) => {
-            fsutil::write_atomic(path, text.as_bytes(), Overwrite::Allow)?;
+        Some(_) => {
             // The verdict and the warnings still go to the terminal.
             eprint_warnings(report);
             eprintln!("{}", escape_terminal(&render::summary_line(report)));
@@ -252,7 +273,6 @@ fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -
         // A table or Markdown on stdout carries the warnings itself; JSON, HTML and JUnit on
         // stdout are for programs, so a person reads the warnings on stderr. Each is said once.
         None => {
-            write_stdout(&text)?;
             if !matches!(args.format, Format::Table | Format::Markdown) {
                 eprint_warnings(report);
             }
@@ -276,14 +296,13 @@ fn eprint_warnings(report: &Report) {
     }
 }
 
-/// A report in one format, as the view flags ask: the table fitted to the terminal (when it
-/// goes to one), Markdown cut to `--max-chars`.
-fn render_view(
-    report: &Report,
+/// The exporter of a report format as the view flags ask: the table fitted to the terminal
+/// (when it goes to one), Markdown cut to `--max-chars`, JSON indented with `--pretty`.
+fn view_exporter(
     format: Format,
     view: &crate::cli::ViewArgs,
     to_stdout: bool,
-) -> Result<String> {
+) -> Result<Box<dyn render::Exporter>> {
     if view.max_chars.is_some() && format != Format::Markdown {
         bail!("--max-chars applies to --format markdown only");
     }
@@ -295,8 +314,8 @@ fn render_view(
             .max_chars
             .unwrap_or(crate::github::body::COMMENT_LIMIT_CHARS)
         {
-            0 => render::exporter(format, false).render(report),
-            max => render::render_markdown_limited(report, max),
+            0 => render::exporter(format, false),
+            max_chars => Box::new(render::LimitedMarkdownExporter { max_chars }),
         },
         Format::Table => {
             let terminal = render::TerminalOptions {
@@ -308,13 +327,12 @@ fn render_view(
                 },
                 all_metrics: view.all_metrics,
             };
-            render::exporter_for_terminal(format, terminal).render(report)
+            render::exporter_for_terminal(format, terminal)
         }
-        Format::Json => render::JsonExporter {
+        Format::Json => Box::new(render::JsonExporter {
             pretty: view.pretty,
-        }
-        .render(report),
-        other => render::exporter(other, false).render(report),
+        }),
+        other => render::exporter(other, false),
     })
 }
 
@@ -769,12 +787,8 @@ fn calibrate(config_path: &Path, args: CalibrateArgs) -> Result<u8> {
 /// verdict: the gate already spoke when the report was made.
 fn render_stored(args: RenderArgs) -> Result<u8> {
     let report = render::stored::load_report(&args.file)?;
-    let text = render_view(&report, args.format, &args.view, args.output.is_none())?;
-    match &args.output {
-        Some(path) => fsutil::write_atomic(path, text.as_bytes(), Overwrite::Allow)
-            .with_context(|| format!("cannot write the report to {}", path.display()))?,
-        None => write_stdout(&text)?,
-    }
+    let exporter = view_exporter(args.format, &args.view, args.output.is_none())?;
+    write_report(&report, exporter.as_ref(), args.output.as_deref())?;
     Ok(ExitStatus::PASS)
 }
 
