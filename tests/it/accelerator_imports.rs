@@ -294,7 +294,9 @@ fn ncu_raw_pages_keep_each_metrics_launch_order_across_kernels_and_gaps() {
     let dir = tempfile::tempdir().unwrap();
     let mut text =
         String::from("\"ID\",\"Kernel Name\",\"a\",\"b\",\"c\"\n\"\",\"\",\"ns\",\"byte\",\"\"\n");
-    let mut expected: BTreeMap<(String, &str), (Vec<f64>, Vec<u32>)> = BTreeMap::new();
+    // (kernel, metric) → (values, repetitions)
+    type Samples = (Vec<f64>, Vec<u32>);
+    let mut expected: BTreeMap<(String, &str), Samples> = BTreeMap::new();
     let mut seen: BTreeMap<String, u32> = BTreeMap::new();
     for l in 0..200u32 {
         let kernel = format!("k{}", l % 3);
