@@ -1,12 +1,16 @@
-//! Speed of `kgate import ncu` on a large raw-page CSV, beside Python's csv module doing the
-//! same extraction. Run with `cargo bench --bench ncu_import` (add `-- COUNTERS LAUNCHES` to
-//! change the default 16,000 counters × 1,000 launches). Prints throughput and peak memory of
-//! both; the generated file is removed afterwards.
+//! Speed and peak memory of `kgate import ncu` on large raw-page CSVs, beside Python's csv
+//! module and pandas.read_csv doing the same extraction. Run with `cargo bench --bench
+//! ncu_import`: two shapes, "wide" (16,000 counters x 1,000 launches) and "tall" (100 counters x
+//! 90,000 launches); `-- wide` or `-- tall` runs one, `-- COUNTERS LAUNCHES` another shape, and
+//! `--runs N` changes the 5 runs each figure is the median of. Every import runs in a process of
+//! its own, so that each has its own peak RSS. The CLI import of each file is run once more to
+//! compare the size of the results file it writes with the input. Generated files are removed
+//! afterwards.
 
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use kgate::import::{ImportContext, Importer, Policies, ncu::Ncu};
@@ -60,78 +64,232 @@ fn generate(path: &Path, counters: usize, launches: usize) -> std::io::Result<()
     w.flush()
 }
 
-/// Peak resident memory in MiB of this process (`RUSAGE_SELF`) or its finished children.
-fn peak_mib(who: libc::c_int) -> f64 {
-    // SAFETY: getrusage fills the struct we pass; no other memory is touched.
+/// Runs `command` to its end: wall seconds and the peak RSS (MiB) of that process alone, or
+/// why it failed (its stderr went to `log`).
+fn measure(command: &mut Command, log: &Path) -> Result<(f64, f64), String> {
+    let stderr = std::fs::File::create(log).map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let child = command
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: wait4 fills the status and the struct we pass; no other memory is touched.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(who, &mut usage) };
-    usage.ru_maxrss as f64 / 1024.0
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let secs = t.elapsed().as_secs_f64();
+    if waited != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        let said = std::fs::read_to_string(log).unwrap_or_default();
+        return Err(format!("exit status {status}: {}", said.trim()));
+    }
+    Ok((secs, usage.ru_maxrss as f64 / 1024.0))
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    let counters: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(16_000);
-    let launches: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1_000);
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// One contender: how to run it, and its times and peaks so far.
+struct Contender {
+    name: &'static str,
+    command: Box<dyn Fn() -> Command>,
+    secs: Vec<f64>,
+    peaks: Vec<f64>,
+    failed: Option<String>,
+}
+
+fn bench_shape(counters: usize, launches: usize, runs: usize) {
     let dir = tempfile::tempdir().expect("temporary folder");
     let path = dir.path().join("large.ncu.csv");
     let t = Instant::now();
     generate(&path, counters, launches).expect("write the CSV");
-    let mb = std::fs::metadata(&path).unwrap().len() as f64 / 1e6;
+    let bytes = std::fs::metadata(&path).unwrap().len();
+    let mb = bytes as f64 / 1e6;
     println!(
-        "generated {counters} counters x {launches} launches: {mb:.1} MB in {:.1} s",
+        "\n{counters} counters x {launches} launches: {mb:.1} MB generated in {:.1} s; medians of {runs} runs",
         t.elapsed().as_secs_f64()
     );
 
-    let t = Instant::now();
-    let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
+    let mut parse = Vec::new();
     let mut values = 0usize;
-    kgate::import::ncu::parse_each(file, &mut |_, launch| {
-        values += launch.values.len();
-        Ok(())
-    })
-    .expect("parse");
-    let secs = t.elapsed().as_secs_f64();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
+        values = 0;
+        kgate::import::ncu::parse_each(file, &mut |_, launch| {
+            values += launch.values.len();
+            Ok(())
+        })
+        .expect("parse");
+        parse.push(t.elapsed().as_secs_f64());
+    }
+    let secs = median(&mut parse);
     println!(
-        "parse : {secs:6.2} s  {:7.1} MB/s  ({values} values, CSV reading only)",
+        "  parse  : {secs:6.2} s  {:7.1} MB/s  ({values} values, CSV reading only, in this process)",
         mb / secs
     );
 
-    let before = peak_mib(libc::RUSAGE_SELF);
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
+    let me = std::env::current_exe().expect("the bench's own path");
+    let mut contenders = vec![
+        Contender {
+            name: "kgate",
+            command: Box::new({
+                let path = path.clone();
+                move || {
+                    let mut c = Command::new(&me);
+                    c.arg("--child-import").arg(&path);
+                    c
+                }
+            }),
+            secs: Vec::new(),
+            peaks: Vec::new(),
+            failed: None,
+        },
+        Contender {
+            name: "python csv",
+            command: Box::new({
+                let (script, path) = (scripts.join("ncu_csv_extract.py"), path.clone());
+                move || {
+                    let mut c = Command::new("python3");
+                    c.arg(&script).arg(&path);
+                    c
+                }
+            }),
+            secs: Vec::new(),
+            peaks: Vec::new(),
+            failed: None,
+        },
+    ];
+    let has_pandas = Command::new("python3")
+        .args(["-c", "import pandas"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if has_pandas {
+        contenders.push(Contender {
+            name: "pandas",
+            command: Box::new({
+                let (script, path) = (scripts.join("ncu_pandas_extract.py"), path.clone());
+                move || {
+                    let mut c = Command::new("python3");
+                    c.arg(&script).arg(&path);
+                    c
+                }
+            }),
+            secs: Vec::new(),
+            peaks: Vec::new(),
+            failed: None,
+        });
+    }
+    let log = dir.path().join("stderr.txt");
+    // Interleaved, so that the machine's noise falls on all alike.
+    for _ in 0..runs {
+        for c in contenders.iter_mut().filter(|c| c.failed.is_none()) {
+            match measure(&mut (c.command)(), &log) {
+                Ok((secs, peak)) => {
+                    c.secs.push(secs);
+                    c.peaks.push(peak);
+                }
+                Err(e) => c.failed = Some(e),
+            }
+        }
+    }
+    let mut kgate_secs = None;
+    let mut table = Vec::new();
+    for c in &mut contenders {
+        if let Some(e) = &c.failed {
+            println!("  {:<11}: not measured ({e})", c.name);
+            continue;
+        }
+        let secs = median(&mut c.secs);
+        let peak = median(&mut c.peaks);
+        kgate_secs.get_or_insert(secs);
+        table.push((c.name, secs, peak));
+    }
+    for (name, secs, peak) in &table {
+        let vs = match kgate_secs {
+            Some(k) if *name != "kgate" => format!("  (kgate {:.1}x faster)", secs / k),
+            _ => String::new(),
+        };
+        println!(
+            "  {name:<11}: {secs:6.2} s  {:7.1} MB/s  peak RSS {peak:7.1} MiB{vs}",
+            mb / secs
+        );
+    }
+    if !has_pandas {
+        println!("  pandas     : pandas not installed, skipped");
+    }
+
+    // The results file the CLI writes, beside its input.
+    let results = dir.path().join("results.json");
+    let mut cli = Command::new(env!("CARGO_BIN_EXE_kgate"));
+    cli.args(["import", "ncu"])
+        .arg(&path)
+        .arg("-o")
+        .arg(&results);
+    match measure(&mut cli, &log) {
+        Ok((secs, peak)) => {
+            let out = std::fs::metadata(&results).map(|m| m.len()).unwrap_or(0);
+            println!(
+                "  kgate import ncu -o results.json: {secs:.2} s, peak RSS {peak:.1} MiB; results {:.1} MB for {mb:.1} MB of CSV ({:.2}x the input)",
+                out as f64 / 1e6,
+                out as f64 / bytes as f64
+            );
+        }
+        Err(e) => println!("  kgate import ncu: failed ({e})"),
+    }
+}
+
+/// The child process of a kgate run: the import of one file, as `kgate import ncu` does it.
+fn child_import(path: &Path) {
     let ctx = ImportContext::new(Policies::new(
         BTreeMap::new(),
         MetricPolicy::permissive(0.05),
     ));
-    let t = Instant::now();
-    let results = Ncu
-        .import(std::slice::from_ref(&path), &ctx)
-        .expect("import");
-    let secs = t.elapsed().as_secs_f64();
+    let results = Ncu.import(&[path.to_path_buf()], &ctx).expect("import");
     let samples: usize = results
         .benchmarks
         .iter()
         .flat_map(|b| &b.metrics)
         .map(|m| m.values.len())
         .sum();
-    println!(
-        "kgate : {secs:6.2} s  {:7.1} MB/s  peak RSS {:7.1} MiB (before import {before:.1})  {samples} samples",
-        mb / secs,
-        peak_mib(libc::RUSAGE_SELF)
-    );
-    drop(results);
+    eprintln!("kgate: {samples} samples");
+}
 
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ncu_csv_extract.py");
-    let t = Instant::now();
-    let status = Command::new("python3").arg(&script).arg(&path).status();
-    let secs = t.elapsed().as_secs_f64();
-    match status {
-        Ok(s) if s.success() => println!(
-            "python: {secs:6.2} s  {:7.1} MB/s  peak RSS {:7.1} MiB",
-            mb / secs,
-            peak_mib(libc::RUSAGE_CHILDREN)
-        ),
-        other => println!("python: not measured ({other:?})"),
+fn main() {
+    let mut args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    if args.first().map(String::as_str) == Some("--child-import") {
+        child_import(Path::new(&args[1]));
+        return;
+    }
+    let mut runs = 5;
+    if let Some(i) = args.iter().position(|a| a == "--runs") {
+        runs = args
+            .get(i + 1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(5)
+            .max(1);
+        args.drain(i..(i + 2).min(args.len()));
+    }
+    let shapes: Vec<(usize, usize)> = match args.first().map(String::as_str) {
+        Some("wide") => vec![(16_000, 1_000)],
+        Some("tall") => vec![(100, 90_000)],
+        Some(counters) => vec![(
+            counters.parse().expect("COUNTERS: a number"),
+            args.get(1)
+                .and_then(|a| a.parse().ok())
+                .expect("LAUNCHES: a number"),
+        )],
+        None => vec![(16_000, 1_000), (100, 90_000)],
+    };
+    for (counters, launches) in shapes {
+        bench_shape(counters, launches, runs);
     }
 }

@@ -22,6 +22,7 @@ pub mod gbench;
 pub mod hyperfine;
 mod input;
 pub mod ncu;
+mod ncu_csv;
 pub mod protocol;
 pub mod proton;
 pub mod pytest_benchmark;

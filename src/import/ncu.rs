@@ -4,9 +4,9 @@
 //! ncu's CSV is rarely clean: `==PROF==` lines and the profiled program's own output surround
 //! it, Windows captures carry a byte-order mark and CRLF, en-US builds group thousands
 //! (`"134,221,568"`), rows of the details page are ragged, and a failed run writes no CSV at
-//! all. The reader therefore streams the file through a line filter that keeps only the CSV
-//! records (quoted lines from the `"ID",…` header on) and remembers the profiler's own
-//! messages, so a run without CSV is reported with ncu's words. Values are scaled to base units
+//! all. The reader ([`super::ncu_csv`]) therefore keeps only the CSV records (quoted lines from
+//! the `"ID",…` header on), splits them itself, and remembers the profiler's own messages, so
+//! a run without CSV is reported with ncu's words. Values are scaled to base units
 //! (`usecond` → ns, `Gbyte` → byte, `Mhz` → hz); each launch becomes one sample of the kernel
 //! it ran, and launches are aggregated per kernel name. On the details page a metric is
 //! keyed by its section, its body item (`Body Item Label`: the rows of a roofline chart, or
@@ -20,6 +20,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
+
+use super::ncu_csv::{RecordError, Records};
 use std::path::{Path, PathBuf};
 
 use super::builder::Benchmarks;
@@ -129,6 +131,15 @@ pub enum NcuError {
     Content(String),
 }
 
+impl From<RecordError> for NcuError {
+    fn from(e: RecordError) -> NcuError {
+        match e {
+            RecordError::Io(e) => NcuError::Io(e),
+            RecordError::Content(message) => NcuError::Content(message),
+        }
+    }
+}
+
 /// Where a number is trusted from: a duration is a device timer, every other ncu value comes
 /// from the hardware counters (or ncu's arithmetic on them).
 pub fn source_of(unit: &str) -> Source {
@@ -165,56 +176,45 @@ pub fn parse_each<R: BufRead>(
     input: R,
     on_launch: &mut OnLaunch<'_>,
 ) -> Result<NcuReport, NcuError> {
-    let mut filter = CsvLines::new(input, MAX_LINE_BYTES, MAX_INPUT_BYTES);
-    let result = read_csv(&mut filter, on_launch);
-    // A bound that was hit is the story, whatever the CSV reader made of the cut input.
-    match filter.refusal.take() {
-        Some(refusal) => Err(NcuError::Content(refusal)),
-        None => result,
+    let mut records = Records::new(input, MAX_LINE_BYTES, MAX_INPUT_BYTES);
+    if !records.next_record()? {
+        return Err(NcuError::Content(records.no_csv_message()));
     }
-}
-
-fn read_csv<R: BufRead>(
-    filter: &mut CsvLines<R>,
-    on_launch: &mut OnLaunch<'_>,
-) -> Result<NcuReport, NcuError> {
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .buffer_capacity(1 << 20)
-        .from_reader(&mut *filter);
-    let mut header = csv::ByteRecord::new();
-    let has_header = reader.read_byte_record(&mut header).map_err(csv_error)?;
-    if !has_header {
-        drop(reader);
-        return Err(NcuError::Content(filter.no_csv_message()));
-    }
-    let header: Vec<String> = header
+    let header: Vec<String> = records
         .iter()
         .map(|f| String::from_utf8_lossy(f).into_owned())
         .collect();
     let report = if header.iter().any(|h| h == "Metric Value") {
-        read_details(&mut reader, &header, on_launch)?
+        read_details(&mut records, &header, on_launch)?
     } else if header.iter().any(|h| h == "Average" || h == "Invocations") {
         return Err(NcuError::Content(
             "is an ncu `--print-summary` table, which holds only per-kernel aggregates and no launch kgate could take as a sample; export per launch instead (`ncu --csv --page raw`, or the details page without --print-summary)".into(),
         ));
     } else {
-        read_raw(&mut reader, &header, on_launch)?
+        read_raw(&mut records, &header, on_launch)?
     };
-    drop(reader);
     if report.launch_count == 0 {
         return Err(NcuError::Content(format!(
             "holds the ncu CSV header but no kernel launch after it, so there is nothing to import; the profiled run may have stopped before its first kernel finished{}",
-            filter.last_messages()
+            records.last_messages()
         )));
     }
     Ok(report)
 }
 
-fn csv_error(e: csv::Error) -> NcuError {
-    let line = e.position().map(|p| p.line()).unwrap_or(0);
-    NcuError::Content(format!("CSV record {line}: {e}"))
+/// Refuses a record with a field that is not UTF-8 (the details page reads its cells as text).
+fn check_utf8<R: Read>(records: &Records<R>) -> Result<(), NcuError> {
+    for (i, field) in records.iter().enumerate() {
+        if let Err(e) = std::str::from_utf8(field) {
+            return Err(NcuError::Content(format!(
+                "line {}: field {} is not UTF-8 text (its byte {} is not), so it is not ncu `--csv` output as ncu writes it; pass the file that `ncu --csv` or `--log-file` wrote",
+                records.line(),
+                i + 1,
+                e.valid_up_to() + 1
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn column(header: &[String], name: &str) -> Result<usize, NcuError> {
@@ -227,7 +227,7 @@ fn column(header: &[String], name: &str) -> Result<usize, NcuError> {
 
 /// The long format: one row per (launch, metric).
 fn read_details<R: Read>(
-    reader: &mut csv::Reader<R>,
+    records: &mut Records<R>,
     header: &[String],
     on_launch: &mut OnLaunch<'_>,
 ) -> Result<NcuReport, NcuError> {
@@ -248,10 +248,15 @@ fn read_details<R: Read>(
     let mut metric_index: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut seen: BTreeSet<(usize, String)> = BTreeSet::new();
     let mut keys: BTreeSet<(usize, String, String, String)> = BTreeSet::new();
-    let mut record = csv::StringRecord::new();
-    while reader.read_record(&mut record).map_err(csv_error)? {
+    while records.next_record()? {
+        check_utf8(records)?;
         // Ragged rows: fields missing at the end are empty.
-        let cell = |i: usize| record.get(i).unwrap_or("");
+        let cell = |i: usize| {
+            records
+                .get(i)
+                .and_then(|f| std::str::from_utf8(f).ok())
+                .unwrap_or("")
+        };
         let metric = cell(name_col);
         if metric.is_empty() {
             continue; // a rule row
@@ -357,7 +362,7 @@ enum RawColumn {
 
 /// The wide format: one row per launch, a units row after the header.
 fn read_raw<R: Read>(
-    reader: &mut csv::Reader<R>,
+    records: &mut Records<R>,
     header: &[String],
     on_launch: &mut OnLaunch<'_>,
 ) -> Result<NcuReport, NcuError> {
@@ -367,9 +372,9 @@ fn read_raw<R: Read>(
         page: "raw",
         ..NcuReport::default()
     };
-    let mut record = csv::ByteRecord::new();
     let mut columns: Option<Vec<RawColumn>> = None;
-    while reader.read_byte_record(&mut record).map_err(csv_error)? {
+    while records.next_record()? {
+        let record = &*records;
         let id = String::from_utf8_lossy(record.get(id_col).unwrap_or(b""));
         if columns.is_none() {
             let units_row = id.is_empty();
@@ -572,173 +577,6 @@ pub fn parse_version(text: &str) -> Option<String> {
         .map(|v| v.trim().to_string())
 }
 
-/// A `Read` over only the CSV records of an ncu log: from the `"ID",…` header on, quoted lines
-/// and the continuation lines of a quoted field that spans lines. Everything else (`==PROF==`,
-/// `==ERROR==`, the application's own output, a byte-order mark) is dropped; ncu's messages
-/// are kept for error reports.
-struct CsvLines<R> {
-    inner: R,
-    line: Vec<u8>,
-    pos: usize,
-    started: bool,
-    in_quotes: bool,
-    messages: Vec<String>,
-    /// The bounds: bytes of one line or quoted record, and of the whole input.
-    max_line: usize,
-    max_input: u64,
-    /// Bytes read so far, and of the quoted record that spans lines.
-    read: u64,
-    record: usize,
-    /// Why the input was refused, when a bound was hit.
-    refusal: Option<String>,
-}
-
-impl<R: BufRead> CsvLines<R> {
-    fn new(inner: R, max_line: usize, max_input: u64) -> CsvLines<R> {
-        CsvLines {
-            inner,
-            line: Vec::new(),
-            pos: 0,
-            started: false,
-            in_quotes: false,
-            messages: Vec::new(),
-            max_line,
-            max_input,
-            read: 0,
-            record: 0,
-            refusal: None,
-        }
-    }
-
-    /// Stops the input with `refusal` as the reason.
-    fn refuse(&mut self, refusal: String) -> std::io::Error {
-        self.refusal = Some(refusal.clone());
-        std::io::Error::new(std::io::ErrorKind::InvalidData, refusal)
-    }
-
-    /// Loads the next line that belongs to the CSV; false at the end of the input.
-    fn next_csv_line(&mut self) -> std::io::Result<bool> {
-        loop {
-            self.line.clear();
-            self.pos = 0;
-            let limit = self.max_line as u64 + 1;
-            let n = (&mut self.inner)
-                .take(limit)
-                .read_until(b'\n', &mut self.line)?;
-            if n == 0 {
-                return Ok(false);
-            }
-            self.read += n as u64;
-            if self.line.len() > self.max_line && self.line.last() != Some(&b'\n') {
-                return Err(self.refuse(format!(
-                    "has a line longer than {}, so it is not ncu `--csv` output (ncu writes one row per line; this looks like binary data or an endless stream); pass the file that `ncu --csv` or `--log-file` wrote",
-                    size_words(self.max_line as u64)
-                )));
-            }
-            if self.read > self.max_input {
-                return Err(self.refuse(format!(
-                    "is larger than {}, more than kgate reads from one ncu export (or an endless stream); export fewer launches per file (`--launch-skip`, `--launch-count`, `--kernel-name`) and pass the files together",
-                    size_words(self.max_input)
-                )));
-            }
-            if self.line.starts_with("\u{feff}".as_bytes()) {
-                self.line.drain(..3);
-            }
-            let keep = if self.in_quotes {
-                true
-            } else if self.started {
-                self.line.first() == Some(&b'"')
-            } else if self.line.starts_with(b"\"ID\",") {
-                self.started = true;
-                true
-            } else {
-                false
-            };
-            if keep {
-                let quotes = self.line.iter().filter(|&&b| b == b'"').count();
-                if quotes % 2 == 1 {
-                    self.in_quotes = !self.in_quotes;
-                }
-                self.record = if self.in_quotes {
-                    self.record + self.line.len()
-                } else {
-                    0
-                };
-                if self.record > self.max_line {
-                    return Err(self.refuse(format!(
-                        "has a quoted CSV field that runs on for more than {} without closing, so it is not ncu `--csv` output; pass the file that `ncu --csv` or `--log-file` wrote",
-                        size_words(self.max_line as u64)
-                    )));
-                }
-                if self.line.last() != Some(&b'\n') {
-                    self.line.push(b'\n');
-                }
-                return Ok(true);
-            }
-            if self.line.starts_with(b"==") {
-                let text = String::from_utf8_lossy(&self.line).trim_end().to_string();
-                if self.messages.len() >= 64 {
-                    self.messages.remove(0);
-                }
-                self.messages.push(text);
-            }
-        }
-    }
-
-    fn no_csv_message(&self) -> String {
-        if self.read == 0 {
-            return "is empty: ncu wrote nothing there; pass the file that `ncu --csv` or `--log-file` wrote (with `--log-file`, the CSV goes to that file, not to standard output)".into();
-        }
-        let errors: Vec<&str> = self
-            .messages
-            .iter()
-            .filter(|m| m.starts_with("==ERROR==") || m.starts_with("==WARNING=="))
-            .map(String::as_str)
-            .collect();
-        if errors.is_empty() {
-            format!(
-                "ncu wrote no CSV (no `\"ID\",…` header), so there is nothing to import: either no kernel was profiled (check that the program launches a kernel, and ncu's --kernel-name, --launch-skip and --target-processes) or this is not ncu `--csv` output{}",
-                self.last_messages()
-            )
-        } else {
-            format!(
-                "ncu wrote no CSV; it said: {} (nothing to import: fix the profiled run and profile again)",
-                errors.join(" ")
-            )
-        }
-    }
-
-    fn last_messages(&self) -> String {
-        match self.messages.last() {
-            Some(m) => format!(" (ncu's last message: `{m}`)"),
-            None => String::new(),
-        }
-    }
-}
-
-impl<R: BufRead> Read for CsvLines<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.pos >= self.line.len() && !self.next_csv_line()? {
-            return Ok(0);
-        }
-        let n = buf.len().min(self.line.len() - self.pos);
-        buf[..n].copy_from_slice(&self.line[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
-    }
-}
-
-/// A byte count in words: `16 MiB`, `8 GiB`.
-fn size_words(bytes: u64) -> String {
-    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
-        format!("{} GiB", bytes >> 30)
-    } else if bytes >= 1 << 20 {
-        format!("{} MiB", bytes >> 20)
-    } else {
-        format!("{bytes} bytes")
-    }
-}
-
 /// `kgate import ncu`.
 pub struct Ncu;
 
@@ -781,36 +619,53 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         };
         let file = File::open(path).map_err(|e| to_import_error(e.into()))?;
         let mut ordinal: BTreeMap<String, u32> = BTreeMap::new();
-        // Per kernel: report metric position → (collector slot, unit factor).
-        let mut slots: BTreeMap<String, Vec<Option<(usize, f64)>>> = BTreeMap::new();
+        let mut kernels: BTreeMap<String, Stored> = BTreeMap::new();
+        let mut pending = 0usize;
         let report = parse_alongside(
             BufReader::with_capacity(1 << 20, file),
             |metrics, launch| {
                 let base = *offsets.get(&launch.kernel).unwrap_or(&0);
-                let n = ordinal.entry(launch.kernel.clone()).or_insert(0);
+                let n = match ordinal.get_mut(&launch.kernel) {
+                    Some(n) => n,
+                    None => ordinal.entry(launch.kernel.clone()).or_insert(0),
+                };
                 let repetition = base + *n;
                 *n += 1;
                 let collector = benchmarks.get(&launch.kernel);
-                let cache = slots.entry(launch.kernel.clone()).or_default();
-                cache.resize(metrics.len(), None);
-                for (position, value) in launch.values {
-                    let (slot, factor) = match cache[position] {
-                        Some(s) => s,
-                        None => {
-                            let m = &metrics[position];
-                            let s = collector
-                                .slot(&m.name, &m.unit, m.source, m.direction)
-                                .map_err(|e| format!("kernel `{}`: {e}", launch.kernel))?;
-                            cache[position] = Some(s);
-                            s
-                        }
-                    };
-                    collector.push_at(slot, repetition, value * factor);
+                let stored = match kernels.get_mut(&launch.kernel) {
+                    Some(s) => s,
+                    None => kernels.entry(launch.kernel.clone()).or_default(),
+                };
+                stored.slots.resize(metrics.len(), None);
+                // Slots are taken on arrival, so that a unit clash stops the import where
+                // it is met; the values wait for a tile.
+                for &(position, _) in &launch.values {
+                    if stored.slots[position].is_none() {
+                        let m = &metrics[position];
+                        let s = collector
+                            .slot(&m.name, &m.unit, m.source, m.direction)
+                            .map_err(|e| format!("kernel `{}`: {e}", launch.kernel))?;
+                        stored.slots[position] = Some(s);
+                    }
+                }
+                pending += launch.values.len();
+                stored.tile.push((repetition, launch.values));
+                if stored.tile.len() >= TILE_LAUNCHES {
+                    pending -= stored.store(collector);
+                }
+                if pending > MAX_PENDING_VALUES {
+                    for (kernel, stored) in kernels.iter_mut() {
+                        stored.store(benchmarks.get(kernel));
+                    }
+                    pending = 0;
                 }
                 Ok(())
             },
         )
         .map_err(to_import_error)?;
+        for (kernel, stored) in kernels.iter_mut() {
+            stored.store(benchmarks.get(kernel));
+        }
         for (kernel, n) in ordinal {
             let total = offsets.entry(kernel.clone()).or_insert(0);
             *total += n;
@@ -838,6 +693,58 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         benchmarks.device(path, tool)?;
     }
     benchmarks.finish(files)
+}
+
+/// Launches of one kernel stored together: a raw page of thousands of metrics stored launch
+/// by launch touches every metric's samples once per value, so launches are gathered into
+/// tiles and stored metric by metric.
+const TILE_LAUNCHES: usize = 32;
+
+/// The most values waiting in tiles (of all kernels) before all are stored.
+const MAX_PENDING_VALUES: usize = 1 << 21;
+
+/// One kernel of an import: report metric position → (collector slot, unit factor), and the
+/// launches (repetition, values by position) not yet stored.
+#[derive(Default)]
+struct Stored {
+    slots: Vec<Option<(usize, f64)>>,
+    tile: Vec<(u32, Vec<(usize, f64)>)>,
+}
+
+impl Stored {
+    /// Stores the tile's launches into `collector`, each metric's samples in launch order;
+    /// returns how many values that was. A run of launches with the same metrics in the same
+    /// order (every row of a raw page, as a rule) is stored metric by metric.
+    fn store(&mut self, collector: &mut crate::capture::Collector<'_>) -> usize {
+        let mut stored = 0;
+        let mut start = 0;
+        while start < self.tile.len() {
+            let first = &self.tile[start].1;
+            let end = start
+                + 1
+                + self.tile[start + 1..]
+                    .iter()
+                    .take_while(|(_, values)| {
+                        values.len() == first.len()
+                            && values.iter().zip(first).all(|(a, b)| a.0 == b.0)
+                    })
+                    .count();
+            let run = &self.tile[start..end];
+            for (i, &(position, _)) in first.iter().enumerate() {
+                // Every position was given a slot when its launch arrived.
+                let Some((slot, factor)) = self.slots[position] else {
+                    continue;
+                };
+                for (repetition, values) in run {
+                    collector.push_at(slot, *repetition, values[i].1 * factor);
+                }
+            }
+            stored += first.len() * run.len();
+            start = end;
+        }
+        self.tile.clear();
+        stored
+    }
 }
 
 /// The device a report names: the device name (or, on a details page that has none, the
@@ -980,40 +887,4 @@ fn version_file(path: &Path) -> Option<String> {
         return None;
     }
     parse_version(&text)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Read;
-
-    #[test]
-    fn an_endless_stream_of_lines_stops_at_the_input_bound() {
-        let endless = BufReader::new(std::io::repeat(b'\n'));
-        let mut filter = CsvLines::new(endless, 64, 4096);
-        let mut sink = Vec::new();
-        let e = filter.read_to_end(&mut sink).unwrap_err();
-        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
-        assert_eq!(
-            filter.refusal.as_deref(),
-            Some(
-                "is larger than 4096 bytes, more than kgate reads from one ncu export (or an endless stream); export fewer launches per file (`--launch-skip`, `--launch-count`, `--kernel-name`) and pass the files together"
-            )
-        );
-    }
-
-    #[test]
-    fn a_quoted_field_without_end_stops_at_the_line_bound() {
-        let text = format!("\"ID\",\"Kernel Name\"\n\"0\",\"{}", "x\n".repeat(100));
-        let mut filter = CsvLines::new(text.as_bytes(), 64, 1 << 20);
-        let mut sink = Vec::new();
-        assert!(filter.read_to_end(&mut sink).is_err());
-        assert!(
-            filter.refusal.as_deref().is_some_and(
-                |r| r.starts_with("has a quoted CSV field that runs on for more than 64 bytes")
-            ),
-            "{:?}",
-            filter.refusal
-        );
-    }
 }

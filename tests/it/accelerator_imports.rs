@@ -257,6 +257,96 @@ fn ncu_runs_without_csv_fail_with_the_profilers_message() {
 }
 
 #[test]
+fn ncu_malformed_csv_is_refused_naming_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = "\"ID\",\"Kernel Name\",\"a.sum\"\n\"\",\"\",\"byte\"\n";
+    // A quoted field that never closes (a file cut short).
+    let cut = dir.path().join("cut.csv");
+    std::fs::write(
+        &cut,
+        format!("==PROF== Connected\n{header}\"0\",\"k\",\"5\"\n\"1\",\"k\",\"6\n"),
+    )
+    .unwrap();
+    let e = error("ncu", std::slice::from_ref(&cut));
+    assert!(
+        e.contains("cut.csv")
+            && e.contains(
+                "line 5: a quoted CSV field opened there is not closed by the end of the file"
+            ),
+        "{e}"
+    );
+    // A details page with a cell that is not UTF-8.
+    let latin1 = dir.path().join("latin1.csv");
+    let mut bytes = b"\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\r\n\"0\",\"k\",\"Duration\",\"usecond\",\"1.5\"\r\n\"0\",\"k\",\"Dur".to_vec();
+    bytes.extend_from_slice(b"\xe9e\",\"usecond\",\"2\"\r\n");
+    std::fs::write(&latin1, bytes).unwrap();
+    let e = error("ncu", std::slice::from_ref(&latin1));
+    assert!(
+        e.contains("latin1.csv") && e.contains("line 3: field 3 is not UTF-8 text"),
+        "{e}"
+    );
+}
+
+#[test]
+fn ncu_raw_pages_keep_each_metrics_launch_order_across_kernels_and_gaps() {
+    // More launches than are stored together, three kernels interleaved, and rows whose cells
+    // are missing, n/a or ragged, so that launches of one kernel differ in their metrics.
+    let dir = tempfile::tempdir().unwrap();
+    let mut text =
+        String::from("\"ID\",\"Kernel Name\",\"a\",\"b\",\"c\"\n\"\",\"\",\"ns\",\"byte\",\"\"\n");
+    // (kernel, metric) → (values, repetitions)
+    type Samples = (Vec<f64>, Vec<u32>);
+    let mut expected: BTreeMap<(String, &str), Samples> = BTreeMap::new();
+    let mut seen: BTreeMap<String, u32> = BTreeMap::new();
+    for l in 0..200u32 {
+        let kernel = format!("k{}", l % 3);
+        let repetition = *seen
+            .entry(kernel.clone())
+            .and_modify(|n| *n += 1)
+            .or_insert(0);
+        let a = if l % 7 == 0 {
+            "n/a".to_string()
+        } else {
+            l.to_string()
+        };
+        let b = if l % 11 == 0 {
+            String::new()
+        } else {
+            format!("{}.5", l * 2)
+        };
+        let row = if l % 13 == 0 {
+            format!("\"{l}\",\"{kernel}\",\"{a}\",\"{b}\"\n")
+        } else {
+            format!("\"{l}\",\"{kernel}\",\"{a}\",\"{b}\",\"{}\"\n", l * 3)
+        };
+        text.push_str(&row);
+        let mut add = |metric, value: f64| {
+            let e = expected.entry((kernel.clone(), metric)).or_default();
+            e.0.push(value);
+            e.1.push(repetition);
+        };
+        if l % 7 != 0 {
+            add("a", f64::from(l));
+        }
+        if l % 11 != 0 {
+            add("b", f64::from(l * 2) + 0.5);
+        }
+        if l % 13 != 0 {
+            add("c", f64::from(l * 3));
+        }
+    }
+    let path = dir.path().join("gaps.csv");
+    std::fs::write(&path, text).unwrap();
+    let r = run("ncu", &[path]);
+    assert_eq!(r.benchmarks.len(), 3);
+    for ((kernel, metric), (values, repetitions)) in expected {
+        let m = r.benchmark(&kernel).unwrap().metric(metric).unwrap();
+        assert_eq!(m.values, values, "{kernel} {metric}");
+        assert_eq!(m.repetition, repetitions, "{kernel} {metric}");
+    }
+}
+
+#[test]
 fn ncu_hand_made_edge_cases() {
     let dir = tempfile::tempdir().unwrap();
     // Details page: units to scale, n/a, European grouping, a quoted field spanning lines,
