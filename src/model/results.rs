@@ -202,6 +202,7 @@ pub struct MetricSamples {
     /// How the metric is gated.
     pub gate: GateRule,
     /// One value per sample.
+    #[serde(serialize_with = "whole_numbers::values")]
     pub values: Vec<f64>,
     /// The repetition (0-based) each value was measured in; a benchmark may report several
     /// samples per repetition.
@@ -213,7 +214,9 @@ pub struct MetricSamples {
 pub struct CounterReading {
     pub repetition: u32,
     pub counter: String,
+    #[serde(serialize_with = "whole_numbers::value")]
     pub t_ns: f64,
+    #[serde(serialize_with = "whole_numbers::value")]
     pub value: f64,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub unit: String,
@@ -258,7 +261,9 @@ impl CounterReading {
 pub struct KernelWindow {
     pub repetition: u32,
     pub kernel: String,
+    #[serde(serialize_with = "whole_numbers::value")]
     pub start_ns: f64,
+    #[serde(serialize_with = "whole_numbers::value")]
     pub end_ns: f64,
 }
 
@@ -514,4 +519,77 @@ pub enum JsonLayout {
 /// The current time in RFC 3339.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// Measurements written without a fraction where they have none: a count of 1234567 or a time
+/// of 88000 ns is `1234567`, not `1234567.0`. Counters, launch times and integral durations
+/// are most of a large results file, and JSON readers (kgate's included) read either form as
+/// the same number. Values beyond 2^53, fractions and negative zero keep the float form, so
+/// every value reads back to the same bits.
+mod whole_numbers {
+    use serde::Serializer;
+    use serde::ser::SerializeSeq;
+
+    /// Largest magnitude below which every integer is an exact f64.
+    const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0;
+
+    pub fn value<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        let v = *v;
+        if v.fract() == 0.0 && v.abs() < EXACT_INTEGERS && !(v == 0.0 && v.is_sign_negative()) {
+            s.serialize_i64(v as i64)
+        } else {
+            s.serialize_f64(v)
+        }
+    }
+
+    pub fn values<S: Serializer>(values: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        struct One(f64);
+        impl serde::Serialize for One {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                value(&self.0, s)
+            }
+        }
+        let mut seq = s.serialize_seq(Some(values.len()))?;
+        for v in values {
+            seq.serialize_element(&One(*v))?;
+        }
+        seq.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Values {
+        #[serde(serialize_with = "super::whole_numbers::values")]
+        values: Vec<f64>,
+    }
+
+    #[test]
+    fn whole_numbers_lose_their_fraction_and_every_value_reads_back_to_its_bits() {
+        let values = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -3.0,
+            1_234_567.0,
+            0.5,
+            88_000.25,
+            9_007_199_254_740_991.0,
+            9_007_199_254_740_992.0,
+            1e300,
+            f64::MIN_POSITIVE,
+        ];
+        let text = serde_json::to_string(&Values {
+            values: values.clone(),
+        })
+        .unwrap();
+        assert_eq!(
+            text,
+            r#"{"values":[0,-0.0,1,-3,1234567,0.5,88000.25,9007199254740991,9007199254740992.0,1e+300,2.2250738585072014e-308]}"#
+        );
+        let back: Values = serde_json::from_str(&text).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&back.values), bits(&values));
+    }
 }
