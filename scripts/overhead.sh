@@ -38,6 +38,7 @@ YAML
 loop=""
 if cc_bin=$(command -v cc || command -v gcc || command -v clang); then
   cat >"$work/spawnloop.c" <<'C'
+#define _GNU_SOURCE
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -87,56 +88,65 @@ fi
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 now_ns() { date +%s%N; }
-wall() { # COMMAND...: wall time of COMMAND in ns, its output discarded
-  local t0 t1
+# COMMAND...: wall time of COMMAND in ns, its output discarded; its CPU time (user + system,
+# with the children it waited for: the spawned `true`s too) in ns into the file cpu.
+wall() {
+  local t0 t1 TIMEFORMAT='%3U %3S'
   t0=$(now_ns)
-  "$@" >/dev/null 2>&1
+  { time "$@" >/dev/null 2>&1; } 2>"$work/time"
   t1=$(now_ns)
+  awk '{printf "%d\n", ($1 + $2) * 1e9 + 0.5}' "$work/time" >"$work/cpu"
   echo $(( t1 - t0 ))
 }
 # Two figures per tool and round, from a run of $reps repetitions (T_N) and one of 1 (T_1):
 # per repetition = T_N / N, as a user sees it (fixed start and finish costs spread over N);
 # marginal = (T_N - T_1) / (N - 1), the cost of one more repetition (fixed costs cancel).
-record() { # NAME T_N T_1: appends both figures to NAME_total and NAME_marginal
+# The CPU time per repetition (of the run of N) is read beside: on a loaded machine it moves
+# less than wall time.
+record() { # NAME T_N T_1 CPU_N: appends the figures to NAME_total, NAME_marginal, NAME_cpu
   eval "$1_total+=($(( $2 / reps )))"
   eval "$1_marginal+=($(( ($2 - $3) / (reps > 1 ? reps - 1 : 1) )))"
+  eval "$1_cpu+=($(( $4 / reps )))"
 }
 printf 'defaults: {warmup: 0, repetitions: 1, captures: [timer]}\nbenchmarks:\n  - {name: spawn, command: [true]}\n' >"$work/one.yaml"
 
-kg_total=(); kg_marginal=(); hf_total=(); hf_marginal=(); bl_total=(); bl_marginal=(); samples=()
+kg_total=(); kg_marginal=(); kg_cpu=(); hf_total=(); hf_marginal=(); hf_cpu=()
+bl_total=(); bl_marginal=(); bl_cpu=(); samples=()
 for _ in $(seq "$rounds"); do
-  tn=$(wall "$kgate" -c "$work/kgate.yaml" run --no-progress -o "$work/r.json")
+  tn=$(wall "$kgate" -c "$work/kgate.yaml" run --no-progress -o "$work/r.json"); cn=$(cat "$work/cpu")
   samples+=("$(python3 -c 'import json,sys,statistics; v=json.load(open(sys.argv[1]))["benchmarks"][0]["metrics"][0]["values"]; print(int(statistics.median(v)))' "$work/r.json")")
-  record kg "$tn" "$(wall "$kgate" -c "$work/one.yaml" run --no-progress -o "$work/one.json")"
+  record kg "$tn" "$(wall "$kgate" -c "$work/one.yaml" run --no-progress -o "$work/one.json")" "$cn"
   if [ -n "$have_hf" ]; then
-    tn=$(wall hyperfine -N --runs "$reps" --warmup 0 --style none true)
-    record hf "$tn" "$(wall hyperfine -N --runs 1 --warmup 0 --style none true)"
+    tn=$(wall hyperfine -N --runs "$reps" --warmup 0 --style none true); cn=$(cat "$work/cpu")
+    record hf "$tn" "$(wall hyperfine -N --runs 1 --warmup 0 --style none true)" "$cn"
   fi
   if [ -n "$loop" ]; then
-    record bl "$(wall "$loop" "$reps")" "$(wall "$loop" 1)"
+    tn=$(wall "$loop" "$reps"); cn=$(cat "$work/cpu")
+    record bl "$tn" "$(wall "$loop" 1)" "$cn"
   fi
 done
 med() { printf '%s\n' "$@" | median; }
-row() { printf '  %-14s %12s ns %16s ns\n' "$1" "$2" "$3"; }
+row() { printf '  %-14s %12s ns %16s ns %16s ns\n' "$1" "$2" "$3" "$4"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
-k=$(med "${kg_total[@]}"); km=$(med "${kg_marginal[@]}"); s=$(med "${samples[@]}")
+k=$(med "${kg_total[@]}"); km=$(med "${kg_marginal[@]}"); kc=$(med "${kg_cpu[@]}")
+s=$(med "${samples[@]}")
 echo "$reps repetitions of \`true\`, medians of $rounds rounds (each round runs every tool back to back):"
-printf '  %-14s %15s %19s\n' "" "per repetition" "marginal"
-row "kgate run" "$k" "$km"
+printf '  %-14s %15s %19s %19s\n' "" "per repetition" "marginal" "CPU per repetition"
+row "kgate run" "$k" "$km" "$kc"
 if [ -n "$have_hf" ]; then
-  h=$(med "${hf_total[@]}"); hm=$(med "${hf_marginal[@]}")
-  row "hyperfine -N" "$h" "$hm"
+  h=$(med "${hf_total[@]}"); hm=$(med "${hf_marginal[@]}"); hc=$(med "${hf_cpu[@]}")
+  row "hyperfine -N" "$h" "$hm" "$hc"
 fi
 if [ -n "$loop" ]; then
-  b=$(med "${bl_total[@]}"); bm=$(med "${bl_marginal[@]}")
-  row "bare loop (C)" "$b" "$bm"
+  b=$(med "${bl_total[@]}"); bm=$(med "${bl_marginal[@]}"); bc=$(med "${bl_cpu[@]}")
+  row "bare loop (C)" "$b" "$bm" "$bc"
 fi
 echo "  bare spawn+wait (kgate's own wall_time samples, median): ${s} ns"
 if [ -n "$have_hf" ]; then
-  echo "ratio kgate / hyperfine -N: $(ratio "$k" "$h") per repetition, $(ratio "$km" "$hm") marginal"
+  echo "ratio kgate / hyperfine -N: $(ratio "$k" "$h") per repetition, $(ratio "$km" "$hm") marginal, $(ratio "$kc" "$hc") CPU"
 fi
 if [ -n "$loop" ]; then
-  echo "kgate over the bare loop: $(( k - b )) ns per repetition, $(( km - bm )) ns marginal"
+  echo "kgate over the bare loop: $(( k - b )) ns per repetition, $(( km - bm )) ns marginal, $(( kc - bc )) ns CPU"
 fi
 echo "kgate over its own wall_time samples: $(( k - s )) ns per repetition, $(( km - s )) ns marginal"
 
