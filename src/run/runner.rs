@@ -944,10 +944,6 @@ mod tests {
         .unwrap()
     }
 
-    fn sh(script: &str, timeout: Duration) -> ProcessOutcome {
-        sh_with(script, timeout, Watcher::Pidfd)
-    }
-
     /// Both ways of learning of the exit: the pidfd, and the thread used where there is none.
     const WATCHERS: [Watcher; 2] = [Watcher::Pidfd, Watcher::Thread];
 
