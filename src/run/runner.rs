@@ -2,20 +2,24 @@
 //!
 //! Each repetition is its own process, started in its own process group so that a timeout (or
 //! Ctrl-C) kills the benchmark together with everything it spawned. Wall time is taken around
-//! spawn and wait on a waiter thread, so the timeout never skews the measurement. A benchmark
-//! that fails is recorded with the tail of its stderr and the other benchmarks still run. What a
-//! repetition measures is up to the benchmark's capture backends ([`crate::run::backend`]):
-//! they prepare the process, then explain its failure or collect its samples.
+//! spawn and wait; the runner's own thread reads stderr and waits for the exit (a pidfd) in one
+//! poll loop, so a repetition costs no thread, and the timeout never skews the measurement. A
+//! benchmark that fails is recorded with the tail of its stderr and the other benchmarks still
+//! run. What a repetition measures is up to the benchmark's capture backends
+//! ([`crate::run::backend`]): they prepare the process, then explain its failure or collect its
+//! samples.
 //! Nothing is written here: results leave the runner only when the whole run is complete, so an
 //! interrupted run leaves no partial file behind.
 
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+#[cfg(target_os = "linux")]
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::capture::Collector;
@@ -104,6 +108,89 @@ pub const FIXED_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// Runs one process in its own process group, with a timeout that kills the whole group.
 pub fn run_process(spec: &ProcessSpec<'_>) -> std::io::Result<ProcessOutcome> {
+    run_watched(spec, Watcher::Pidfd)
+}
+
+/// How the runner learns that the process exited.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Watcher {
+    /// A pidfd where the kernel offers one (Linux 5.3 and later), else a thread.
+    Pidfd,
+    /// Always a thread (as where pidfds are missing or forbidden); for the tests.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Thread,
+}
+
+fn run_watched(spec: &ProcessSpec<'_>, watcher: Watcher) -> std::io::Result<ProcessOutcome> {
+    let mut cmd = command(spec)?;
+    let start = Instant::now();
+    let mut child = cmd.spawn()?;
+    let pgid = child.id() as i32;
+    CURRENT_GROUP.store(pgid, Ordering::SeqCst);
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        kill_group(pgid);
+    }
+    let mut stderr = child.stderr.take();
+    let watch = ExitWatch::new(child, start, watcher).inspect_err(|_| {
+        CURRENT_GROUP.store(0, Ordering::SeqCst);
+    })?;
+    // One thread reads stderr and waits for the exit at once: the tail cannot fill the pipe
+    // and block the benchmark, and the timeout never skews the measurement.
+    let mut tail = Tail::default();
+    let exited = match pump(
+        &mut stderr,
+        &mut tail,
+        Some(watch.fd()),
+        start.checked_add(spec.timeout),
+    ) {
+        Ok(exited) => exited,
+        Err(e) => {
+            kill_group(pgid);
+            let _ = watch.finish();
+            CURRENT_GROUP.store(0, Ordering::SeqCst);
+            return Err(e);
+        }
+    };
+    if !exited {
+        kill_group(pgid);
+    }
+    let (status, wall) = watch.finish();
+    let wall = if exited { wall } else { spec.timeout };
+    // Whatever the leader left running in its group goes too, so that pipes close.
+    kill_group(pgid);
+    CURRENT_GROUP.store(0, Ordering::SeqCst);
+    // Only a process that left the group can still hold stderr: it gets a bounded wait.
+    let closed = pump(
+        &mut stderr,
+        &mut tail,
+        None,
+        Instant::now().checked_add(PIPE_GRACE),
+    )
+    .unwrap_or(true);
+    let (stderr_tail, pipe_held_open) = if closed {
+        (secrets::mask(&tail.text()).into_owned(), false)
+    } else {
+        (String::new(), true)
+    };
+    let status = status?;
+    let exit = if !exited {
+        Exit::TimedOut
+    } else if let Some(code) = status.code() {
+        Exit::Code(code)
+    } else {
+        Exit::Signal(status.signal().unwrap_or(0))
+    };
+    Ok(ProcessOutcome {
+        exit,
+        wall,
+        stderr_tail,
+        pipe_held_open,
+    })
+}
+
+/// The command of a spec: its own process group, stdin and stdout on `/dev/null`, stderr
+/// piped, the environment without the runner's credentials.
+fn command(spec: &ProcessSpec<'_>) -> std::io::Result<Command> {
     let (program, args) = spec
         .argv
         .split_first()
@@ -121,6 +208,7 @@ pub fn run_process(spec: &ProcessSpec<'_>) -> std::io::Result<ProcessOutcome> {
             cmd.env_remove(name);
         }
     }
+    // No `pre_exec`: with `process_group` alone, std starts the child with posix_spawn.
     cmd.args(args)
         .current_dir(spec.cwd)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
@@ -129,82 +217,178 @@ pub fn run_process(spec: &ProcessSpec<'_>) -> std::io::Result<ProcessOutcome> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0);
-    let start = Instant::now();
-    let mut child = cmd.spawn()?;
-    let pgid = child.id() as i32;
-    CURRENT_GROUP.store(pgid, Ordering::SeqCst);
-    if INTERRUPTED.load(Ordering::SeqCst) {
-        kill_group(pgid);
-    }
-    // The tail is read on its own thread and handed over by channel, so that a pipe held open
-    // by an escaped process cannot hold up the run (a join would wait for it forever).
-    let stderr = child.stderr.take().map(|s| {
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(tail(s));
-        });
-        rx
-    });
-    let (tx, rx) = mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let status = child.wait();
-        let _ = tx.send((status, start.elapsed()));
-    });
-    let (status, wall, timed_out) = match rx.recv_timeout(spec.timeout) {
-        Ok((status, wall)) => (status, wall, false),
-        Err(_) => {
-            kill_group(pgid);
-            let (status, _) = rx
-                .recv()
-                .map_err(|_| std::io::Error::other("waiter thread vanished"))?;
-            (status, spec.timeout, true)
-        }
-    };
-    // Whatever the leader left running in its group goes too, so that pipes close.
-    kill_group(pgid);
-    CURRENT_GROUP.store(0, Ordering::SeqCst);
-    let _ = waiter.join();
-    let (stderr_tail, pipe_held_open) = match stderr.map(|rx| rx.recv_timeout(PIPE_GRACE)) {
-        None => (String::new(), false),
-        Some(Ok(tail)) => (secrets::mask(&tail).into_owned(), false),
-        Some(Err(mpsc::RecvTimeoutError::Disconnected)) => (String::new(), false),
-        Some(Err(mpsc::RecvTimeoutError::Timeout)) => (String::new(), true),
-    };
-    let status = status?;
-    let exit = if timed_out {
-        Exit::TimedOut
-    } else if let Some(code) = status.code() {
-        Exit::Code(code)
-    } else {
-        Exit::Signal(status.signal().unwrap_or(0))
-    };
-    Ok(ProcessOutcome {
-        exit,
-        wall,
-        stderr_tail,
-        pipe_held_open,
-    })
+    Ok(cmd)
 }
 
-/// Reads a stream to its end, keeping the last [`TAIL_BYTES`] as text.
-fn tail(mut reader: impl Read) -> String {
-    let mut kept: Vec<u8> = Vec::new();
+/// What the runner polls to learn that the process exited.
+enum ExitWatch {
+    /// The process's pidfd, readable once it exited.
+    #[cfg(target_os = "linux")]
+    Pidfd {
+        child: Child,
+        fd: OwnedFd,
+        start: Instant,
+    },
+    /// A thread waits for the process, then drops the write end of a pipe whose read end is
+    /// polled.
+    Thread {
+        fd: std::io::PipeReader,
+        waiter: std::thread::JoinHandle<(std::io::Result<ExitStatus>, Duration)>,
+    },
+}
+
+impl ExitWatch {
+    fn new(mut child: Child, start: Instant, watcher: Watcher) -> std::io::Result<ExitWatch> {
+        #[cfg(target_os = "linux")]
+        if watcher == Watcher::Pidfd {
+            // SAFETY: pidfd_open(2) takes a pid and flags and touches no memory. The child is
+            // not reaped yet, so the pid is still its own.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) };
+            if let Ok(fd) = RawFd::try_from(fd)
+                && fd >= 0
+            {
+                // SAFETY: a new descriptor (close-on-exec) that nothing else owns.
+                let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+                return Ok(ExitWatch::Pidfd { child, fd, start });
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = watcher;
+        let (fd, done) = match std::io::pipe() {
+            Ok(pipe) => pipe,
+            Err(e) => {
+                kill_group(child.id() as i32);
+                let _ = child.wait();
+                return Err(e);
+            }
+        };
+        let waiter = std::thread::spawn(move || {
+            let status = child.wait();
+            let wall = start.elapsed();
+            drop(done);
+            (status, wall)
+        });
+        Ok(ExitWatch::Thread { fd, waiter })
+    }
+
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            #[cfg(target_os = "linux")]
+            ExitWatch::Pidfd { fd, .. } => fd.as_fd(),
+            ExitWatch::Thread { fd, .. } => fd.as_fd(),
+        }
+    }
+
+    /// Reaps the process (at once when [`ExitWatch::fd`] was readable): its status, and the
+    /// time from spawn to its end.
+    fn finish(self) -> (std::io::Result<ExitStatus>, Duration) {
+        match self {
+            #[cfg(target_os = "linux")]
+            ExitWatch::Pidfd {
+                mut child, start, ..
+            } => {
+                let status = child.wait();
+                (status, start.elapsed())
+            }
+            ExitWatch::Thread { waiter, .. } => waiter.join().unwrap_or_else(|_| {
+                (
+                    Err(std::io::Error::other("waiter thread panicked")),
+                    Duration::ZERO,
+                )
+            }),
+        }
+    }
+}
+
+/// Reads what the process writes to stderr into `tail` until `exit` is readable, or, without
+/// `exit`, until stderr closes. `Ok(false)` when `deadline` came first. A stderr that ended
+/// (or failed) is set to `None`.
+fn pump(
+    stderr: &mut Option<std::process::ChildStderr>,
+    tail: &mut Tail,
+    exit: Option<BorrowedFd<'_>>,
+    deadline: Option<Instant>,
+) -> std::io::Result<bool> {
     let mut buf = [0u8; 8192];
     loop {
-        match reader.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                kept.extend_from_slice(&buf[..n]);
-                if kept.len() > 2 * TAIL_BYTES {
-                    kept.drain(..kept.len() - TAIL_BYTES);
-                }
+        let err_fd = stderr.as_ref().map_or(-1, |s| s.as_raw_fd());
+        if err_fd < 0 && exit.is_none() {
+            return Ok(true);
+        }
+        let mut fds = [err_fd, exit.map_or(-1, |fd| fd.as_raw_fd())].map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        if !poll_until(&mut fds, deadline)? {
+            return Ok(false);
+        }
+        // The exit first: the wall time is taken before the last of stderr is read.
+        if fds[1].revents != 0 {
+            return Ok(true);
+        }
+        if fds[0].revents != 0
+            && let Some(s) = stderr.as_mut()
+        {
+            match s.read(&mut buf) {
+                Ok(0) => *stderr = None,
+                Ok(n) => tail.push(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => *stderr = None,
             }
         }
     }
-    if kept.len() > TAIL_BYTES {
-        kept.drain(..kept.len() - TAIL_BYTES);
+}
+
+/// poll(2) until one of `fds` is ready (`Ok(true)`) or `deadline` passed (`Ok(false)`);
+/// without a deadline it waits as long as it takes.
+fn poll_until(fds: &mut [libc::pollfd], deadline: Option<Instant>) -> std::io::Result<bool> {
+    loop {
+        let ms = match deadline {
+            None => -1,
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(false);
+                }
+                // Rounded up, so the wait never ends before the deadline.
+                i32::try_from(left.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX)
+            }
+        };
+        // SAFETY: `fds` is a valid, exclusively borrowed array of `fds.len()` pollfd structs.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if n > 0 {
+            return Ok(true);
+        }
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
     }
-    String::from_utf8_lossy(&kept).trim_end().to_string()
+}
+
+/// The end of a stream as it is read: the last [`TAIL_BYTES`], as text when done.
+#[derive(Default)]
+struct Tail {
+    kept: Vec<u8>,
+}
+
+impl Tail {
+    fn push(&mut self, bytes: &[u8]) {
+        self.kept.extend_from_slice(bytes);
+        if self.kept.len() > 2 * TAIL_BYTES {
+            self.kept.drain(..self.kept.len() - TAIL_BYTES);
+        }
+    }
+
+    fn text(mut self) -> String {
+        if self.kept.len() > TAIL_BYTES {
+            self.kept.drain(..self.kept.len() - TAIL_BYTES);
+        }
+        String::from_utf8_lossy(&self.kept).trim_end().to_string()
+    }
 }
 
 fn signal_name(sig: i32) -> String {
@@ -744,92 +928,130 @@ fn build_program(command: &crate::config::CommandSpec) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn sh(script: &str, timeout: Duration) -> ProcessOutcome {
+    fn sh_with(script: &str, timeout: Duration, watcher: Watcher) -> ProcessOutcome {
         let argv = vec!["sh".to_string(), "-c".to_string(), script.to_string()];
-        run_process(&ProcessSpec {
-            argv: &argv,
-            cwd: Path::new("."),
-            env: Vec::new(),
-            clear_env: false,
-            pass_env: &[],
-            timeout,
-        })
+        run_watched(
+            &ProcessSpec {
+                argv: &argv,
+                cwd: Path::new("."),
+                env: Vec::new(),
+                clear_env: false,
+                pass_env: &[],
+                timeout,
+            },
+            watcher,
+        )
         .unwrap()
     }
 
+    /// Both ways of learning of the exit: the pidfd, and the thread used where there is none.
+    const WATCHERS: [Watcher; 2] = [Watcher::Pidfd, Watcher::Thread];
+
     #[test]
     fn exit_codes_signals_and_stderr_tails() {
-        assert_eq!(sh("exit 0", Duration::from_secs(10)).exit, Exit::Code(0));
-        let o = sh("echo boom >&2; exit 3", Duration::from_secs(10));
-        assert_eq!(o.exit, Exit::Code(3));
-        assert_eq!(o.stderr_tail, "boom");
-        let o = sh("kill -SEGV $$", Duration::from_secs(10));
-        assert_eq!(o.exit, Exit::Signal(libc::SIGSEGV));
-        let f = failure_of(&o, Duration::from_secs(1)).unwrap();
-        assert_eq!(f.kind, FailureKind::Crashed);
-        assert_eq!(f.message, "killed by SIGSEGV (segmentation fault)");
+        for w in WATCHERS {
+            assert_eq!(
+                sh_with("exit 0", Duration::from_secs(10), w).exit,
+                Exit::Code(0)
+            );
+            let o = sh_with("echo boom >&2; exit 3", Duration::from_secs(10), w);
+            assert_eq!(o.exit, Exit::Code(3));
+            assert_eq!(o.stderr_tail, "boom");
+            assert!(!o.pipe_held_open);
+            let o = sh_with("kill -SEGV $$", Duration::from_secs(10), w);
+            assert_eq!(o.exit, Exit::Signal(libc::SIGSEGV));
+            let f = failure_of(&o, Duration::from_secs(1)).unwrap();
+            assert_eq!(f.kind, FailureKind::Crashed);
+            assert_eq!(f.message, "killed by SIGSEGV (segmentation fault)");
+        }
     }
 
     #[test]
     fn timeout_kills_the_whole_process_group() {
-        let dir = tempfile::tempdir().unwrap();
-        let marker = dir.path().join("grandchild-survived");
-        // The grandchild sleeps, then would leave a marker: it must die with its parent.
-        let script = format!("(sleep 2; touch '{}') & sleep 30", marker.display());
-        let o = sh(&script, Duration::from_millis(300));
-        assert_eq!(o.exit, Exit::TimedOut);
-        assert_eq!(o.wall, Duration::from_millis(300));
-        std::thread::sleep(Duration::from_millis(2500));
-        assert!(
-            !marker.exists(),
-            "a process of the group outlived the timeout"
-        );
+        for w in WATCHERS {
+            let dir = tempfile::tempdir().unwrap();
+            let marker = dir.path().join("grandchild-survived");
+            // The grandchild sleeps, then would leave a marker: it must die with its parent.
+            let script = format!("(sleep 2; touch '{}') & sleep 30", marker.display());
+            let started = Instant::now();
+            let o = sh_with(&script, Duration::from_millis(300), w);
+            assert!(started.elapsed() < Duration::from_secs(10), "{w:?}");
+            assert_eq!(o.exit, Exit::TimedOut);
+            assert_eq!(o.wall, Duration::from_millis(300));
+            std::thread::sleep(Duration::from_millis(2500));
+            assert!(
+                !marker.exists(),
+                "a process of the group outlived the timeout ({w:?})"
+            );
+        }
     }
 
     #[test]
     fn a_daemon_holding_stderr_cannot_hold_up_the_run() {
-        // `setsid` puts the helper outside the benchmark's process group, where the group kill
-        // does not reach it; it keeps stderr open for 30 s.
-        let started = Instant::now();
-        let o = sh(
-            "setsid sleep 30 & sleep 0.1; exit 0",
-            Duration::from_secs(5),
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "waited {:?} for a pipe held by a daemon",
-            started.elapsed()
-        );
-        assert!(o.pipe_held_open);
-        let f = failure_of(&o, Duration::from_secs(5)).expect("a failure");
-        assert!(
-            f.message.contains("outside its process group"),
-            "{}",
-            f.message
-        );
-        // With a timeout, the same.
-        let started = Instant::now();
-        let o = sh("setsid sleep 30 & sleep 30", Duration::from_millis(500));
-        assert!(started.elapsed() < Duration::from_secs(10));
-        assert_eq!(o.exit, Exit::TimedOut);
-        assert!(o.pipe_held_open);
-        let f = failure_of(&o, Duration::from_millis(500)).unwrap();
-        assert!(
-            f.message.starts_with("timed out after 500ms"),
-            "{}",
-            f.message
-        );
+        for w in WATCHERS {
+            // `setsid` puts the helper outside the benchmark's process group, where the group
+            // kill does not reach it; it keeps stderr open for 30 s.
+            let started = Instant::now();
+            let o = sh_with(
+                "setsid sleep 30 & sleep 0.1; exit 0",
+                Duration::from_secs(5),
+                w,
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "waited {:?} for a pipe held by a daemon ({w:?})",
+                started.elapsed()
+            );
+            assert!(o.pipe_held_open);
+            let f = failure_of(&o, Duration::from_secs(5)).expect("a failure");
+            assert!(
+                f.message.contains("outside its process group"),
+                "{}",
+                f.message
+            );
+            // With a timeout, the same.
+            let started = Instant::now();
+            let o = sh_with("setsid sleep 30 & sleep 30", Duration::from_millis(500), w);
+            assert!(started.elapsed() < Duration::from_secs(10));
+            assert_eq!(o.exit, Exit::TimedOut);
+            assert!(o.pipe_held_open);
+            let f = failure_of(&o, Duration::from_millis(500)).unwrap();
+            assert!(
+                f.message.starts_with("timed out after 500ms"),
+                "{}",
+                f.message
+            );
+        }
     }
 
     #[test]
     fn stderr_tail_keeps_the_end() {
-        let o = sh(
-            "i=0; while [ $i -lt 2000 ]; do echo line-$i >&2; i=$((i+1)); done; exit 1",
-            Duration::from_secs(20),
-        );
-        assert!(o.stderr_tail.ends_with("line-1999"));
-        assert!(o.stderr_tail.len() <= TAIL_BYTES);
-        assert!(!o.stderr_tail.contains("line-0\n"));
+        for w in WATCHERS {
+            let o = sh_with(
+                "i=0; while [ $i -lt 2000 ]; do echo line-$i >&2; i=$((i+1)); done; exit 1",
+                Duration::from_secs(20),
+                w,
+            );
+            assert!(o.stderr_tail.ends_with("line-1999"));
+            assert!(o.stderr_tail.len() <= TAIL_BYTES);
+            assert!(!o.stderr_tail.contains("line-0\n"));
+        }
+    }
+
+    /// stderr is read while the process runs: one that writes more than a pipe holds
+    /// (64 KiB on Linux) before it exits is not blocked into its timeout.
+    #[test]
+    fn stderr_beyond_a_pipe_buffer_is_read_while_the_process_runs() {
+        for w in WATCHERS {
+            let o = sh_with(
+                "head -c 1000000 /dev/zero | tr '\\0' x >&2; echo >&2; echo last-line >&2; exit 2",
+                Duration::from_secs(20),
+                w,
+            );
+            assert_eq!(o.exit, Exit::Code(2), "{w:?}");
+            assert!(o.stderr_tail.ends_with("last-line"), "{w:?}");
+            assert!(o.stderr_tail.len() <= TAIL_BYTES);
+        }
     }
 
     #[test]

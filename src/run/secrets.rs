@@ -42,33 +42,55 @@ pub fn is_credential(name: &str) -> bool {
 
 /// The credential variables of kgate's environment to withhold from a process, given the
 /// names the configuration passes through.
-pub fn withheld(pass: &[String]) -> Vec<String> {
-    std::env::vars_os()
-        .filter_map(|(k, _)| k.into_string().ok())
-        .filter(|k| is_credential(k) && !pass.iter().any(|p| p == k))
-        .collect()
+pub fn withheld(pass: &[String]) -> impl Iterator<Item = &'static str> {
+    found()
+        .names
+        .iter()
+        .map(String::as_str)
+        .filter(|k| !pass.iter().any(|p| p == k))
+}
+
+/// The credentials of kgate's environment, found once: kgate never changes its own
+/// environment, and every repetition would otherwise scan it again.
+struct Found {
+    /// Names of the credential variables.
+    names: Vec<String>,
+    /// Their values worth masking, longest first.
+    values: Vec<String>,
+}
+
+fn found() -> &'static Found {
+    static FOUND: std::sync::OnceLock<Found> = std::sync::OnceLock::new();
+    FOUND.get_or_init(|| {
+        let mut names = Vec::new();
+        let mut values = Vec::new();
+        for (k, v) in std::env::vars_os() {
+            let Ok(k) = k.into_string() else { continue };
+            if !is_credential(&k) {
+                continue;
+            }
+            if let Ok(v) = v.into_string()
+                && v.len() >= MIN_SECRET_LEN
+                && !v.starts_with("http")
+            {
+                values.push(v);
+            }
+            names.push(k);
+        }
+        // Longest first, so a token that contains another is masked whole.
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        values.dedup();
+        Found { names, values }
+    })
 }
 
 /// Values shorter than this are not masked: they are not secrets, and masking them would
 /// garble ordinary text.
 const MIN_SECRET_LEN: usize = 8;
 
-/// The values of the credential variables in kgate's environment.
-fn secret_values() -> Vec<String> {
-    let mut values: Vec<String> = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .filter(|(k, v)| is_credential(k) && v.len() >= MIN_SECRET_LEN && !v.starts_with("http"))
-        .map(|(_, v)| v)
-        .collect();
-    // Longest first, so a token that contains another is masked whole.
-    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
-    values.dedup();
-    values
-}
-
 /// `text` with every credential value of kgate's environment replaced by `***`.
 pub fn mask(text: &str) -> Cow<'_, str> {
-    mask_values(text, &secret_values())
+    mask_values(text, &found().values)
 }
 
 fn mask_values<'t>(text: &'t str, secrets: &[String]) -> Cow<'t, str> {
