@@ -89,8 +89,11 @@ def measure(kgate, base, head, runs, fmt, out):
     times, peaks, codes = [], [], set()
     for _ in range(runs):
         start = time.perf_counter()
+        # In the files' own folder: a kgate.yaml where the script is started would set the
+        # gate policy.
         proc = subprocess.run(
             ["/usr/bin/time", "-v", kgate, "compare", base, head, "--format", fmt, "-o", out],
+            cwd=os.path.dirname(base),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
