@@ -128,3 +128,13 @@ pub fn path_with_fake_nvidia_smi(dir: &Path) -> std::ffi::OsString {
     }
     path
 }
+
+/// A JSON array of numbers as f64s: results write whole numbers without a fraction (`88000`),
+/// which serde_json's `Value` keeps apart from `88000.0`, the same number.
+pub fn numbers(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|n| n.as_f64().unwrap_or_else(|| panic!("not a number: {n}")))
+        .collect()
+}

@@ -388,8 +388,8 @@ fn a_gzip_of_a_gigabyte_of_whitespace_streams_under_a_memory_cap() {
     );
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
-        r["benchmarks"][0]["metrics"][0]["values"],
-        json!([4000.0, 4000.0])
+        crate::common::numbers(&r["benchmarks"][0]["metrics"][0]["values"]),
+        [4000.0, 4000.0]
     );
 
     // Whitespace inside one event cannot stream: refused at the bound, naming the file.
