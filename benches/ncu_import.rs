@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -101,6 +101,30 @@ struct Contender {
     failed: Option<String>,
 }
 
+impl Contender {
+    fn new(name: &'static str, command: Box<dyn Fn() -> Command>) -> Contender {
+        Contender {
+            name,
+            command,
+            secs: Vec::new(),
+            peaks: Vec::new(),
+            failed: None,
+        }
+    }
+
+    /// A Python script of `scripts/` run on the file.
+    fn python(name: &'static str, script: PathBuf, path: PathBuf) -> Contender {
+        Contender::new(
+            name,
+            Box::new(move || {
+                let mut c = Command::new("python3");
+                c.arg(&script).arg(&path);
+                c
+            }),
+        )
+    }
+}
+
 fn bench_shape(counters: usize, launches: usize, runs: usize) {
     let dir = tempfile::tempdir().expect("temporary folder");
     let path = dir.path().join("large.ncu.csv");
@@ -135,9 +159,9 @@ fn bench_shape(counters: usize, launches: usize, runs: usize) {
     let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
     let me = std::env::current_exe().expect("the bench's own path");
     let mut contenders = vec![
-        Contender {
-            name: "kgate",
-            command: Box::new({
+        Contender::new(
+            "kgate",
+            Box::new({
                 let path = path.clone();
                 move || {
                     let mut c = Command::new(&me);
@@ -145,24 +169,12 @@ fn bench_shape(counters: usize, launches: usize, runs: usize) {
                     c
                 }
             }),
-            secs: Vec::new(),
-            peaks: Vec::new(),
-            failed: None,
-        },
-        Contender {
-            name: "python csv",
-            command: Box::new({
-                let (script, path) = (scripts.join("ncu_csv_extract.py"), path.clone());
-                move || {
-                    let mut c = Command::new("python3");
-                    c.arg(&script).arg(&path);
-                    c
-                }
-            }),
-            secs: Vec::new(),
-            peaks: Vec::new(),
-            failed: None,
-        },
+        ),
+        Contender::python(
+            "python csv",
+            scripts.join("ncu_csv_extract.py"),
+            path.clone(),
+        ),
     ];
     let has_pandas = Command::new("python3")
         .args(["-c", "import pandas"])
@@ -170,20 +182,11 @@ fn bench_shape(counters: usize, launches: usize, runs: usize) {
         .status()
         .is_ok_and(|s| s.success());
     if has_pandas {
-        contenders.push(Contender {
-            name: "pandas",
-            command: Box::new({
-                let (script, path) = (scripts.join("ncu_pandas_extract.py"), path.clone());
-                move || {
-                    let mut c = Command::new("python3");
-                    c.arg(&script).arg(&path);
-                    c
-                }
-            }),
-            secs: Vec::new(),
-            peaks: Vec::new(),
-            failed: None,
-        });
+        contenders.push(Contender::python(
+            "pandas",
+            scripts.join("ncu_pandas_extract.py"),
+            path.clone(),
+        ));
     }
     let log = dir.path().join("stderr.txt");
     // Interleaved, so that the machine's noise falls on all alike.
