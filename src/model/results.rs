@@ -528,7 +528,6 @@ pub fn now_rfc3339() -> String {
 /// every value reads back to the same bits.
 mod whole_numbers {
     use serde::Serializer;
-    use serde::ser::SerializeSeq;
 
     /// Largest magnitude below which every integer is an exact f64.
     const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0;
@@ -549,11 +548,7 @@ mod whole_numbers {
                 value(&self.0, s)
             }
         }
-        let mut seq = s.serialize_seq(Some(values.len()))?;
-        for v in values {
-            seq.serialize_element(&One(*v))?;
-        }
-        seq.end()
+        s.collect_seq(values.iter().map(|v| One(*v)))
     }
 }
 
