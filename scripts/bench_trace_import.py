@@ -162,8 +162,9 @@ def main() -> None:
         samples = sum(len(m["values"]) for b in results["benchmarks"] for m in b["metrics"])
         # Every reading is on the `counters` benchmark; each kernel's benchmark also keeps the
         # readings around its own launches, for its utilization.
-        kgate_counters = sum(len(b.get("counters", [])) for b in results["benchmarks"]
-                             if b["name"] == "counters")
+        # (Results format 2: one series per counter, its readings' times in `t_ns`.)
+        kgate_counters = sum(len(c["t_ns"]) for b in results["benchmarks"]
+                             if b["name"] == "counters" for c in b.get("counters", []))
         assert samples == kernels and kgate_counters == counters, (samples, kgate_counters)
         print(f"results: {os.path.getsize(out) / 1e6:.0f} MB")
         rows = [("kgate import chrome-trace", wall, rss)]

@@ -12,9 +12,7 @@ use std::collections::HashMap;
 
 use crate::model::metric::{Direction, Source, Tolerance};
 use crate::model::protocol::{MeasurementLine, ProtocolLine};
-use crate::model::results::{
-    BenchmarkResult, CounterReading, KernelWindow, MetricSamples, Provenance,
-};
+use crate::model::results::{BenchmarkResult, MetricSamples, Provenance};
 use crate::model::units;
 use crate::plan::MetricPolicy;
 
@@ -104,14 +102,8 @@ impl<'a> Collector<'a> {
                     self.add_measurement(repetition, m)?;
                     measurements += 1;
                 }
-                ProtocolLine::Counter(c) => self
-                    .result
-                    .counters
-                    .push(CounterReading::from_line(repetition, c)),
-                ProtocolLine::Kernel(k) => self
-                    .result
-                    .kernel_windows
-                    .push(KernelWindow::from_line(repetition, k)),
+                ProtocolLine::Counter(c) => self.result.push_counter(repetition, c, None),
+                ProtocolLine::Kernel(k) => self.result.push_window(repetition, k),
             }
         }
         Ok(measurements)

@@ -68,7 +68,7 @@ pub struct Window {
 /// Right-shift `scaling` is restored (value << scaling). Integral values use integer
 /// arithmetic (exact up to 2^53, the precision of a JSON number).
 pub fn windows(
-    readings: &[&CounterReading],
+    readings: &[CounterReading<'_>],
     mode: SampleMode,
     scaling: u8,
 ) -> Result<Vec<Window>, String> {
@@ -184,11 +184,11 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
     let mut unknown: Vec<&str> = Vec::new();
     let mut unknown_seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut registers_left_out: Vec<&str> = Vec::new();
-    for r in &result.counters {
-        let base = match profile.counter_key(&r.counter) {
+    for c in &result.counters {
+        let base = match profile.counter_key(&c.counter) {
             Some(key) => {
-                if key != r.counter {
-                    aliased.insert(r.counter.clone(), key.to_string());
+                if key != c.counter {
+                    aliased.insert(c.counter.clone(), key.to_string());
                 }
                 key.to_string()
             }
@@ -197,38 +197,38 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
                 // sample holds tens of thousands), counted in one note.
                 let register = marker
                     .as_ref()
-                    .is_some_and(|m| r.counter.to_ascii_uppercase().contains(m.as_str()));
-                if unknown_seen.insert(r.counter.as_str()) {
+                    .is_some_and(|m| c.counter.to_ascii_uppercase().contains(m.as_str()));
+                if unknown_seen.insert(c.counter.as_str()) {
                     if register {
-                        registers_left_out.push(&r.counter);
-                    } else if r.unit.is_empty() {
+                        registers_left_out.push(&c.counter);
+                    } else if c.unit.is_empty() {
                         // Without a unit of its own or the profile's, nothing tells what it
                         // counts.
-                        unknown.push(&r.counter);
+                        unknown.push(&c.counter);
                     }
                 }
                 if register {
                     continue;
                 }
-                r.counter.clone()
+                c.counter.clone()
             }
         };
-        let core = r.core.or_else(|| {
+        let core = c.core.or_else(|| {
             core_rule
                 .as_ref()
-                .and_then(|re| crate::config::profile::core_of(re, &r.counter))
+                .and_then(|re| crate::config::profile::core_of(re, &c.counter))
         });
         let name = match core {
             Some(core) => format!("{base}.core{core}"),
             None => base.clone(),
         };
-        let mode = match (opts.explicit_mode, r.sampling) {
+        let mode = match (opts.explicit_mode, c.sampling) {
             (false, Some(Sampling::Interval)) => SampleMode::Interval,
             (false, Some(Sampling::Cumulative)) => SampleMode::Cumulative,
             _ => opts.mode,
         };
         series
-            .entry((r.repetition, name))
+            .entry((c.repetition, name))
             .or_insert_with(|| Series {
                 base,
                 core,
@@ -236,7 +236,7 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
                 readings: Vec::new(),
             })
             .readings
-            .push(r);
+            .extend(c.readings());
     }
     for (trace_name, key) in &aliased {
         result
@@ -282,10 +282,7 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
         } = s;
         readings.sort_by(|a, b| a.t_ns.total_cmp(&b.t_ns));
         let merged = merge_registers(&readings);
-        let readings: Vec<&CounterReading> = match &merged {
-            Some(m) => m.iter().collect(),
-            None => readings,
-        };
+        let readings = merged.unwrap_or(readings);
         let mode_word = match mode {
             SampleMode::Cumulative => "cumulative",
             SampleMode::Interval => "interval",
@@ -323,11 +320,14 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
             }
         };
         let interval = median_interval(&wins);
-        let kernels: Vec<(String, f64, f64)> = result
+        let kernels: Vec<(&str, f64, f64)> = result
             .kernel_windows
             .iter()
             .filter(|k| k.repetition == rep)
-            .map(|k| (k.kernel.clone(), k.start_ns, k.end_ns))
+            .flat_map(|k| {
+                k.windows()
+                    .map(|(start, end)| (k.kernel.as_str(), start, end))
+            })
             .collect();
         let (delta, span) = if kernels.is_empty() {
             match (wins.first(), wins.last()) {
@@ -382,7 +382,7 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
         let unit = if readings[0].unit.is_empty() {
             spec.unit.clone()
         } else {
-            readings[0].unit.clone()
+            readings[0].unit.to_string()
         };
         computed.push(Computed {
             rep,
@@ -660,7 +660,7 @@ struct Series<'a> {
     base: String,
     core: Option<u32>,
     mode: SampleMode,
-    readings: Vec<&'a CounterReading>,
+    readings: Vec<CounterReading<'a>>,
 }
 
 /// What one series gave inside the kernel windows.
@@ -681,12 +681,12 @@ struct Computed {
 /// Readings (in time order) of several registers under one key, summed per time: `None`
 /// when they are one register's. A register missing at a time the others were read at makes
 /// the sum at that time partial, so only times every register was read at are kept.
-fn merge_registers(readings: &[&CounterReading]) -> Option<Vec<CounterReading>> {
+fn merge_registers<'a>(readings: &[CounterReading<'a>]) -> Option<Vec<CounterReading<'a>>> {
     let first = readings.first()?;
     if readings.iter().all(|r| r.counter == first.counter) {
         return None;
     }
-    let mut names: Vec<&str> = readings.iter().map(|r| r.counter.as_str()).collect();
+    let mut names: Vec<&str> = readings.iter().map(|r| r.counter).collect();
     names.sort_unstable();
     names.dedup();
     let mut out: Vec<CounterReading> = Vec::new();
@@ -698,13 +698,13 @@ fn merge_registers(readings: &[&CounterReading]) -> Option<Vec<CounterReading>> 
         let mut seen: Vec<&str> = Vec::new();
         while j < readings.len() && readings[j].t_ns == t {
             sum += readings[j].value;
-            if !seen.contains(&readings[j].counter.as_str()) {
-                seen.push(&readings[j].counter);
+            if !seen.contains(&readings[j].counter) {
+                seen.push(readings[j].counter);
             }
             j += 1;
         }
         if seen.len() == names.len() {
-            let mut r = readings[i].clone();
+            let mut r = readings[i];
             r.value = sum;
             // The sum of several registers may exceed one register's width.
             r.bits = None;
@@ -1007,16 +1007,33 @@ mod tests {
         assert!(counter_delta(0, 1, 12).unwrap_err().contains("12 bits"));
     }
 
-    fn reading(t: f64, v: f64, bits: Option<u8>) -> CounterReading {
+    fn reading(t: f64, v: f64, bits: Option<u8>) -> CounterReading<'static> {
         CounterReading {
             repetition: 0,
-            counter: "mxu_busy_0".into(),
+            counter: "mxu_busy_0",
             t_ns: t,
             value: v,
-            unit: "cycles".into(),
+            unit: "cycles",
             bits,
             core: None,
             sampling: None,
+        }
+    }
+
+    /// Adds readings to a result's series, as a capture would.
+    fn add(result: &mut BenchmarkResult, readings: &[CounterReading<'_>]) {
+        for r in readings {
+            let line = crate::model::protocol::CounterLine {
+                counter: r.counter.into(),
+                t_ns: r.t_ns,
+                value: r.value,
+                unit: r.unit.into(),
+                bits: r.bits,
+                core: r.core,
+                benchmark: None,
+                t_exact: None,
+            };
+            result.push_counter(r.repetition, line, r.sampling);
         }
     }
 
@@ -1027,7 +1044,7 @@ mod tests {
             reading(1000.0, 100.0, Some(16)),
             reading(2000.0, 600.0, Some(16)),
         ];
-        let refs: Vec<&CounterReading> = r.iter().collect();
+        let refs = r;
         let w = windows(&refs, SampleMode::Cumulative, 0).unwrap();
         assert_eq!(w[0].delta, 636.0); // 65536 − 65000 + 100
         assert_eq!(w[1].delta, 500.0);
@@ -1041,12 +1058,14 @@ mod tests {
     fn a_kernel_between_two_samples_is_unresolved_with_the_fix() {
         let profile = crate::config::profile::builtin("tpu-v7x").unwrap();
         let mut result = BenchmarkResult::new("k", Default::default());
-        result.counters = vec![reading(0.0, 0.0, None), reading(1000.0, 500.0, None)];
-        result.kernel_windows = vec![crate::model::results::KernelWindow {
-            repetition: 0,
-            kernel: "tiny".into(),
-            start_ns: 100.0,
-            end_ns: 600.0,
+        add(
+            &mut result,
+            &[reading(0.0, 0.0, None), reading(1000.0, 500.0, None)],
+        );
+        result.kernel_windows = vec![crate::model::results::KernelWindows {
+            start_ns: vec![100.0],
+            end_ns: vec![600.0],
+            ..crate::model::results::KernelWindows::new("tiny", 0)
         }];
         apply_cumulative(&mut result, &profile);
         assert!(result.metric("util.mxu_busy_0").is_none());
@@ -1065,16 +1084,19 @@ mod tests {
             ("cycles", [0.0, 1900.0, 3800.0]),
         ] {
             for (i, v) in values.iter().enumerate() {
-                result.counters.push(CounterReading {
-                    repetition: 0,
-                    counter: counter.into(),
-                    t_ns: 1000.0 * i as f64,
-                    value: *v,
-                    unit: String::new(),
-                    bits: Some(32),
-                    core: None,
-                    sampling: None,
-                });
+                add(
+                    &mut result,
+                    &[CounterReading {
+                        repetition: 0,
+                        counter,
+                        t_ns: 1000.0 * i as f64,
+                        value: *v,
+                        unit: "",
+                        bits: Some(32),
+                        core: None,
+                        sampling: None,
+                    }],
+                );
             }
         }
         apply_cumulative(&mut result, &profile);
@@ -1091,8 +1113,8 @@ mod tests {
 
     #[test]
     fn registers_under_one_key_are_summed_at_the_times_all_were_read() {
-        let at = |counter: &str, t: f64, v: f64| CounterReading {
-            counter: counter.into(),
+        let at = |counter: &'static str, t: f64, v: f64| CounterReading {
+            counter,
             ..reading(t, v, Some(16))
         };
         let r = [
@@ -1102,7 +1124,7 @@ mod tests {
             at("RD_RESP_PS1", 1000.0, 20.0),
             at("RD_RESP_PS0", 2000.0, 30.0),
         ];
-        let refs: Vec<&CounterReading> = r.iter().collect();
+        let refs = r;
         let merged = merge_registers(&refs).unwrap();
         let got: Vec<(f64, f64, Option<u8>)> =
             merged.iter().map(|m| (m.t_ns, m.value, m.bits)).collect();
@@ -1119,10 +1141,13 @@ mod tests {
         // the 50 % that 1 µs × 1.9 GHz would give.
         for (counter, step) in [("mxu_busy_2", 950.0), ("cycle_count", 1520.0)] {
             for i in 0..3 {
-                result.counters.push(CounterReading {
-                    counter: counter.into(),
-                    ..reading(1000.0 * i as f64, step * i as f64, None)
-                });
+                add(
+                    &mut result,
+                    &[CounterReading {
+                        counter,
+                        ..reading(1000.0 * i as f64, step * i as f64, None)
+                    }],
+                );
             }
         }
         apply_cumulative(&mut result, &profile);
@@ -1139,7 +1164,10 @@ mod tests {
         let profile = crate::config::profile::builtin("tpu-v7x").unwrap();
         let mut result = BenchmarkResult::new("k", Default::default());
         // 3000 busy cycles in 1 µs at 1.9 GHz: 158 %.
-        result.counters = vec![reading(0.0, 0.0, None), reading(1000.0, 3000.0, None)];
+        add(
+            &mut result,
+            &[reading(0.0, 0.0, None), reading(1000.0, 3000.0, None)],
+        );
         apply_cumulative(&mut result, &profile);
         assert!(result.metric("util.mxu_busy_0").is_none());
         assert!(result.provenance.notes[0].contains("exceeds 100 %"));

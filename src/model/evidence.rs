@@ -292,9 +292,9 @@ impl BenchmarkEvidence {
             let Some(r) = side else { continue };
             let mut by_counter: BTreeMap<
                 &str,
-                BTreeMap<u32, Vec<&crate::model::results::CounterReading>>,
+                BTreeMap<u32, Vec<&crate::model::results::CounterSeries>>,
             > = BTreeMap::new();
-            for c in &r.counters {
+            for c in r.counters.iter().filter(|c| !c.is_empty()) {
                 by_counter
                     .entry(c.counter.as_str())
                     .or_default()
@@ -313,13 +313,20 @@ impl BenchmarkEvidence {
                 if pair.unit.is_empty() {
                     pair.unit = first.first().map(|c| c.unit.clone()).unwrap_or_default();
                 }
-                let mut timeline: Vec<[f64; 2]> = first.iter().map(|c| [c.t_ns, c.value]).collect();
+                let mut timeline: Vec<[f64; 2]> = first
+                    .iter()
+                    .flat_map(|c| c.readings().map(|r| [r.t_ns, r.value]))
+                    .collect();
                 timeline.sort_by(|a, b| a[0].total_cmp(&b[0]));
                 let side = CounterSide {
                     timeline,
                     repetition_means: reps
                         .values()
-                        .map(|rs| rs.iter().map(|c| c.value).sum::<f64>() / rs.len() as f64)
+                        .map(|series| {
+                            let values = series.iter().flat_map(|c| &c.value);
+                            let n = series.iter().map(|c| c.value.len()).sum::<usize>();
+                            values.sum::<f64>() / n as f64
+                        })
                         .collect(),
                     thinned_from: None,
                 };
@@ -361,7 +368,8 @@ impl BenchmarkEvidence {
 mod tests {
     use super::*;
     use crate::model::metric::{Direction, GateRule, Source};
-    use crate::model::results::{Artifact, CounterReading, MetricSamples, Provenance};
+    use crate::model::protocol::CounterLine;
+    use crate::model::results::{Artifact, MetricSamples, Provenance};
 
     fn result(name: &str, times: &[f64], util: &[(u32, f64, f64)], ir: &str) -> BenchmarkResult {
         let mut r = BenchmarkResult::new(name, Provenance::default());
@@ -375,16 +383,14 @@ mod tests {
             repetition: (0..times.len() as u32).collect(),
         });
         for &(repetition, t_ns, value) in util {
-            r.counters.push(CounterReading {
-                repetition,
+            let line = CounterLine {
                 counter: "sm_util".into(),
                 t_ns,
                 value,
                 unit: "%".into(),
-                bits: None,
-                core: None,
-                sampling: None,
-            });
+                ..CounterLine::default()
+            };
+            r.push_counter(repetition, line, None);
         }
         r.artifacts.insert(
             "ptx".into(),

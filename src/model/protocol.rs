@@ -46,7 +46,7 @@ pub struct MeasurementLine {
 }
 
 /// A raw counter reading at a point in time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CounterLine {
     /// Counter name, such as `mxu_busy`.

@@ -16,8 +16,10 @@ use crate::model::fsutil::{self, Overwrite};
 use crate::model::metric::{Direction, GateRule, Source};
 use crate::model::protocol::{CounterLine, KernelLine};
 
-/// Version of the results format; bumped on incompatible changes.
-pub const RESULTS_SCHEMA_VERSION: u32 = 1;
+/// Version of the results format; bumped on incompatible changes. Version 2 stores counter
+/// readings as series (a counter's name once, then its times and values); version 1 files,
+/// one object per reading, are still read (see [`RunResults::load`]).
+pub const RESULTS_SCHEMA_VERSION: u32 = 2;
 
 /// Everything one run measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -53,12 +55,14 @@ pub struct BenchmarkResult {
     pub repetitions: u32,
     /// Metrics, each with one value per sample.
     pub metrics: Vec<MetricSamples>,
-    /// Raw counter readings reported through the protocol, in arrival order.
+    /// Raw counter readings: one series per counter and repetition, in order of each series'
+    /// first reading.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub counters: Vec<CounterReading>,
-    /// Kernel windows reported through the protocol.
+    pub counters: Vec<CounterSeries>,
+    /// Kernel windows (reported through the protocol, or a trace's launches): one entry per
+    /// kernel and repetition.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub kernel_windows: Vec<KernelWindow>,
+    pub kernel_windows: Vec<KernelWindows>,
     /// How the numbers were captured.
     pub provenance: Provenance,
     /// Text files the benchmark wrote (lowered IR, PTX, MLIR), by the name the configuration
@@ -146,6 +150,54 @@ impl BenchmarkResult {
     pub fn metric(&self, name: &str) -> Option<&MetricSamples> {
         self.metrics.iter().find(|m| m.name == name)
     }
+
+    /// Adds a counter reading (a protocol counter line, read in `repetition`) to its series:
+    /// the latest series of that counter, repetition, unit, width, core and sampling, or a new
+    /// one.
+    pub fn push_counter(&mut self, repetition: u32, line: CounterLine, sampling: Option<Sampling>) {
+        let found = self
+            .counters
+            .iter()
+            .rposition(|s| s.holds(repetition, &line, sampling));
+        let series = match found {
+            Some(i) => &mut self.counters[i],
+            None => {
+                self.counters.push(CounterSeries {
+                    unit: line.unit,
+                    bits: line.bits,
+                    core: line.core,
+                    sampling,
+                    ..CounterSeries::new(&line.counter, repetition)
+                });
+                self.counters.last_mut().expect("just pushed")
+            }
+        };
+        series.t_ns.push(line.t_ns);
+        series.value.push(line.value);
+    }
+
+    /// Adds a kernel line, read in `repetition`, to that kernel's windows in the repetition.
+    pub fn push_window(&mut self, repetition: u32, line: KernelLine) {
+        let found = self
+            .kernel_windows
+            .iter()
+            .rposition(|k| k.repetition == repetition && k.kernel == line.kernel);
+        let windows = match found {
+            Some(i) => &mut self.kernel_windows[i],
+            None => {
+                self.kernel_windows
+                    .push(KernelWindows::new(&line.kernel, repetition));
+                self.kernel_windows.last_mut().expect("just pushed")
+            }
+        };
+        windows.start_ns.push(line.start_ns);
+        windows.end_ns.push(line.end_ns);
+    }
+
+    /// Every counter reading, series by series.
+    pub fn counter_readings(&self) -> impl Iterator<Item = CounterReading<'_>> {
+        self.counters.iter().flat_map(CounterSeries::readings)
+    }
 }
 
 /// Whether a benchmark completed.
@@ -209,26 +261,101 @@ pub struct MetricSamples {
     pub repetition: Vec<u32>,
 }
 
-/// A counter reading (see the protocol's counter lines).
+/// One counter's readings in one repetition (see the protocol's counter lines): the name and
+/// what describes every reading once, then the readings' times and values as two arrays of
+/// one length, in arrival order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct CounterReading {
-    pub repetition: u32,
+pub struct CounterSeries {
+    /// The counter's name as the benchmark or the trace gave it.
     pub counter: String,
-    #[serde(serialize_with = "whole_numbers::value")]
-    pub t_ns: f64,
-    #[serde(serialize_with = "whole_numbers::value")]
-    pub value: f64,
+    /// The repetition (0-based) the readings were taken in.
+    pub repetition: u32,
+    /// The unit the readings were given in, when one was.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub unit: String,
+    /// The register's width in bits, for counters that wrap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bits: Option<u8>,
+    /// The core (die) the counter belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub core: Option<u32>,
-    /// How the file that held the reading samples it, where the file says (an XSpace's
+    /// How the file that held the readings samples them, where the file says (an XSpace's
     /// end-of-profile readings are running totals, its `_counters_` samples increments); a
     /// benchmark's `counters.mode` in the configuration overrides it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling: Option<Sampling>,
+    /// Each reading's time in nanoseconds.
+    #[serde(serialize_with = "whole_numbers::values")]
+    pub t_ns: Vec<f64>,
+    /// Each reading's value, in the same order as `t_ns`.
+    #[serde(serialize_with = "whole_numbers::values")]
+    pub value: Vec<f64>,
+}
+
+impl CounterSeries {
+    /// An empty series of a counter in a repetition.
+    pub fn new(counter: &str, repetition: u32) -> CounterSeries {
+        CounterSeries {
+            counter: counter.to_string(),
+            repetition,
+            unit: String::new(),
+            bits: None,
+            core: None,
+            sampling: None,
+            t_ns: Vec::new(),
+            value: Vec::new(),
+        }
+    }
+
+    /// The number of readings.
+    pub fn len(&self) -> usize {
+        self.t_ns.len().min(self.value.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The readings, in arrival order.
+    pub fn readings(&self) -> impl Iterator<Item = CounterReading<'_>> {
+        self.t_ns
+            .iter()
+            .zip(&self.value)
+            .map(move |(&t_ns, &value)| CounterReading {
+                counter: &self.counter,
+                repetition: self.repetition,
+                unit: &self.unit,
+                bits: self.bits,
+                core: self.core,
+                sampling: self.sampling,
+                t_ns,
+                value,
+            })
+    }
+
+    /// Whether a reading of this description belongs to this series.
+    fn holds(&self, repetition: u32, line: &CounterLine, sampling: Option<Sampling>) -> bool {
+        self.repetition == repetition
+            && self.counter == line.counter
+            && self.unit == line.unit
+            && self.bits == line.bits
+            && self.core == line.core
+            && self.sampling == sampling
+    }
+}
+
+/// One reading of a series, as a view: what the series says of it, when it was taken and
+/// what it read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CounterReading<'a> {
+    pub counter: &'a str,
+    pub repetition: u32,
+    pub unit: &'a str,
+    pub bits: Option<u8>,
+    pub core: Option<u32>,
+    pub sampling: Option<Sampling>,
+    pub t_ns: f64,
+    pub value: f64,
 }
 
 /// How a counter reading was sampled.
@@ -241,40 +368,47 @@ pub enum Sampling {
     Interval,
 }
 
-impl CounterReading {
-    pub fn from_line(repetition: u32, c: CounterLine) -> CounterReading {
-        CounterReading {
+/// One kernel's time windows in one repetition (see the protocol's kernel lines): the kernel's
+/// name once, then each launch's start and end as two arrays of one length.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KernelWindows {
+    /// The kernel's name.
+    pub kernel: String,
+    /// The repetition (0-based) the kernel ran in.
+    pub repetition: u32,
+    /// Each launch's start in nanoseconds.
+    #[serde(serialize_with = "whole_numbers::values")]
+    pub start_ns: Vec<f64>,
+    /// Each launch's end in nanoseconds, in the same order as `start_ns`.
+    #[serde(serialize_with = "whole_numbers::values")]
+    pub end_ns: Vec<f64>,
+}
+
+impl KernelWindows {
+    /// No window yet of a kernel in a repetition.
+    pub fn new(kernel: &str, repetition: u32) -> KernelWindows {
+        KernelWindows {
+            kernel: kernel.to_string(),
             repetition,
-            counter: c.counter,
-            t_ns: c.t_ns,
-            value: c.value,
-            unit: c.unit,
-            bits: c.bits,
-            core: c.core,
-            sampling: None,
+            start_ns: Vec::new(),
+            end_ns: Vec::new(),
         }
     }
-}
 
-/// A kernel's time window (see the protocol's kernel lines).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct KernelWindow {
-    pub repetition: u32,
-    pub kernel: String,
-    #[serde(serialize_with = "whole_numbers::value")]
-    pub start_ns: f64,
-    #[serde(serialize_with = "whole_numbers::value")]
-    pub end_ns: f64,
-}
+    /// Each window's start and end, in order.
+    pub fn windows(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.start_ns
+            .iter()
+            .copied()
+            .zip(self.end_ns.iter().copied())
+    }
 
-impl KernelWindow {
-    pub fn from_line(repetition: u32, k: KernelLine) -> KernelWindow {
-        KernelWindow {
-            repetition,
-            kernel: k.kernel,
-            start_ns: k.start_ns,
-            end_ns: k.end_ns,
-        }
+    pub fn len(&self) -> usize {
+        self.start_ns.len().min(self.end_ns.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -331,6 +465,8 @@ pub enum ResultsError {
         "`{path}` has results format version {found}; this kgate reads version {RESULTS_SCHEMA_VERSION}"
     )]
     Version { path: PathBuf, found: u32 },
+    #[error("`{path}` is damaged: {message}; write it again with `kgate run` or `kgate import`")]
+    Damaged { path: PathBuf, message: String },
     #[error(
         "refusing to write `{path}`: {what} is not a finite number, and a results file holding it could not be read back"
     )]
@@ -395,7 +531,7 @@ impl RunResults {
                     ));
                 }
             }
-            for c in &b.counters {
+            for c in b.counter_readings() {
                 if !(c.t_ns.is_finite() && c.value.is_finite()) {
                     return Some(format!(
                         "benchmark `{}`, counter `{}` ({} at {} ns)",
@@ -404,10 +540,13 @@ impl RunResults {
                 }
             }
             for k in &b.kernel_windows {
-                if !(k.start_ns.is_finite() && k.end_ns.is_finite()) {
+                if let Some((start, end)) = k
+                    .windows()
+                    .find(|(start, end)| !(start.is_finite() && end.is_finite()))
+                {
                     return Some(format!(
-                        "benchmark `{}`, kernel window `{}` ({} to {} ns)",
-                        b.name, k.kernel, k.start_ns, k.end_ns
+                        "benchmark `{}`, kernel window `{}` ({start} to {end} ns)",
+                        b.name, k.kernel
                     ));
                 }
             }
@@ -415,7 +554,8 @@ impl RunResults {
         None
     }
 
-    /// Reads and checks a results file.
+    /// Reads and checks a results file. A version 1 file (counter readings one object each)
+    /// is read too, its readings gathered into series as version 2 stores them.
     pub fn load(path: &Path) -> Result<RunResults, ResultsError> {
         let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read {
             path: path.to_path_buf(),
@@ -438,18 +578,59 @@ impl RunResults {
                     .map(|v| v.min(u64::from(u32::MAX)) as u32)
             }
         };
-        if let Some(found) = version
-            && found != RESULTS_SCHEMA_VERSION
-        {
-            return Err(ResultsError::Version {
-                path: path.to_path_buf(),
-                found,
-            });
-        }
-        parsed.map_err(|source| ResultsError::Parse {
+        let parse_error = |source| ResultsError::Parse {
             path: path.to_path_buf(),
             source,
-        })
+        };
+        let results = match version {
+            Some(RESULTS_SCHEMA_VERSION) | None => parsed.map_err(parse_error)?,
+            Some(1) => version1::upgrade(&text).map_err(parse_error)?,
+            Some(found) => {
+                return Err(ResultsError::Version {
+                    path: path.to_path_buf(),
+                    found,
+                });
+            }
+        };
+        results
+            .check_series()
+            .map_err(|message| ResultsError::Damaged {
+                path: path.to_path_buf(),
+                message,
+            })?;
+        Ok(results)
+    }
+
+    /// Refuses a counter series whose times and values differ in number (or kernel windows
+    /// whose starts and ends do): no reading can be told from the next.
+    fn check_series(&self) -> Result<(), String> {
+        for b in &self.benchmarks {
+            for c in &b.counters {
+                if c.t_ns.len() != c.value.len() {
+                    return Err(format!(
+                        "benchmark `{}`, counter `{}` (repetition {}): {} but {}",
+                        b.name,
+                        c.counter,
+                        c.repetition,
+                        crate::model::text::count(c.t_ns.len(), "time", "times"),
+                        crate::model::text::count(c.value.len(), "value", "values"),
+                    ));
+                }
+            }
+            for k in &b.kernel_windows {
+                if k.start_ns.len() != k.end_ns.len() {
+                    return Err(format!(
+                        "benchmark `{}`, kernel windows of `{}` (repetition {}): {} but {}",
+                        b.name,
+                        k.kernel,
+                        k.repetition,
+                        crate::model::text::count(k.start_ns.len(), "start", "starts"),
+                        crate::model::text::count(k.end_ns.len(), "end", "ends"),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Writes the results atomically, indented ([`JsonLayout::Pretty`]: what baselines use,
@@ -519,6 +700,97 @@ pub enum JsonLayout {
 /// The current time in RFC 3339.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// Version 1 of the format, read for the baselines and history files written before version 2:
+/// the same document, but each counter reading an object of its own.
+mod version1 {
+    use super::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
+    use crate::model::protocol::{CounterLine, KernelLine};
+    use serde::Deserialize;
+
+    /// A version 1 counter reading.
+    #[derive(Deserialize)]
+    struct Reading {
+        repetition: u32,
+        counter: String,
+        t_ns: f64,
+        value: f64,
+        #[serde(default)]
+        unit: String,
+        #[serde(default)]
+        bits: Option<u8>,
+        #[serde(default)]
+        core: Option<u32>,
+        #[serde(default)]
+        sampling: Option<super::Sampling>,
+    }
+
+    /// A version 1 kernel window.
+    #[derive(Deserialize)]
+    struct Window {
+        repetition: u32,
+        kernel: String,
+        start_ns: f64,
+        end_ns: f64,
+    }
+
+    /// Reads a version 1 document: its readings and kernel windows are taken out of the tree
+    /// and gathered into series in arrival order, then the rest reads as version 2.
+    pub(super) fn upgrade(text: &str) -> Result<RunResults, serde_json::Error> {
+        let mut doc: serde_json::Value = serde_json::from_str(text)?;
+        let mut taken: Vec<(Vec<Reading>, Vec<Window>)> = Vec::new();
+        if let Some(benchmarks) = doc
+            .get_mut("benchmarks")
+            .and_then(serde_json::Value::as_array_mut)
+        {
+            for b in benchmarks {
+                let mut take = |key: &str| {
+                    b.as_object_mut()
+                        .and_then(|b| b.remove(key))
+                        .unwrap_or_else(|| serde_json::Value::Array(Vec::new()))
+                };
+                let readings = serde_json::from_value(take("counters"))?;
+                let windows = serde_json::from_value(take("kernel_windows"))?;
+                taken.push((readings, windows));
+            }
+        }
+        doc["schema_version"] = RESULTS_SCHEMA_VERSION.into();
+        let mut results: RunResults = serde_json::from_value(doc)?;
+        for (b, (readings, windows)) in results.benchmarks.iter_mut().zip(taken) {
+            gather(b, readings);
+            for w in windows {
+                b.push_window(
+                    w.repetition,
+                    KernelLine {
+                        kernel: w.kernel,
+                        start_ns: w.start_ns,
+                        end_ns: w.end_ns,
+                        benchmark: None,
+                        exact: None,
+                    },
+                );
+            }
+        }
+        Ok(results)
+    }
+
+    fn gather(b: &mut BenchmarkResult, readings: Vec<Reading>) {
+        for r in readings {
+            let sampling = r.sampling;
+            let line = CounterLine {
+                counter: r.counter,
+                t_ns: r.t_ns,
+                value: r.value,
+                unit: r.unit,
+                bits: r.bits,
+                core: r.core,
+                benchmark: None,
+                t_exact: None,
+            };
+            b.push_counter(r.repetition, line, sampling);
+        }
+    }
 }
 
 /// Measurements written without a fraction where they have none: a count of 1234567 or a time

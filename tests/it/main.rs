@@ -26,6 +26,7 @@ mod jax_example;
 mod ncu_capture;
 mod profile_regressions;
 mod reports;
+mod results_format;
 mod schemas;
 mod simulation;
 mod stats_vectors;

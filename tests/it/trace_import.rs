@@ -114,16 +114,16 @@ fn kineto_v100_2021_and_its_counter_tracks() {
     assert_eq!(with_counters.counters.len(), 78);
     let utilization: Vec<_> = with_counters
         .counters
-        .iter()
-        .filter(|(n, ..)| n == "GPU 0 Utilization.GPU Utilization")
+        .readings()
+        .filter(|(n, ..)| *n == "GPU 0 Utilization.GPU Utilization")
         .collect();
     assert_eq!(utilization.len(), 16);
     // Times count from the earliest kept, the first reading at 1621401187223005 µs.
     assert_eq!(
-        with_counters.counters[0],
-        ("GPU 0 Utilization.GPU Utilization".to_string(), 0.0, 1.0)
+        with_counters.counters.readings().next().unwrap(),
+        ("GPU 0 Utilization.GPU Utilization", 0.0, 1.0)
     );
-    let last = with_counters.counters.last().unwrap();
+    let last = with_counters.counters.readings().last().unwrap();
     assert_eq!(last.0, "GPU 0 Est. SM Efficiency.Est. SM Efficiency");
     assert_eq!((last.1, last.2), (13_497_000.0, 0.0));
 }
@@ -164,8 +164,8 @@ fn catapult_begin_end_traces_in_both_forms() {
     assert_eq!(simple.counters.len(), 5);
     // 826 µs, counted from the earliest kept event at 818 µs.
     assert_eq!(
-        simple.counters[0],
-        ("counter.value".to_string(), 8_000.0, 10.0)
+        simple.counters.readings().next().unwrap(),
+        ("counter.value", 8_000.0, 10.0)
     );
 
     let asynchronous = chrome(&dir, "catapult_async_begin_end.json", &all);
@@ -191,11 +191,7 @@ fn catapult_counters_with_ids() {
         &TraceSelection::default(),
     );
     assert!(s.kernels.is_empty(), "no kernel-category events");
-    let got: Vec<(&str, f64, f64)> = s
-        .counters
-        .iter()
-        .map(|(n, t, v)| (n.as_str(), *t, *v))
-        .collect();
+    let got: Vec<(&str, f64, f64)> = s.counters.readings().collect();
     assert_eq!(got.len(), 8);
     // 9524 µs and 9631 µs, counted from the earliest, 9524 µs.
     assert_eq!(got[0], ("counter[123].value", 0.0, 2.0));
@@ -225,9 +221,9 @@ fn real_chrome_browser_trace_by_process_and_thread_name() {
     assert_eq!(s.counters.len(), 42);
     // 172187584989 µs, counted from the earliest kept event 640 µs before it.
     assert_eq!(
-        s.counters[0],
+        s.counters.readings().next().unwrap(),
         (
-            "unused_memory_bytes[0xaf5adc4cfdc05dcc].value".to_string(),
+            "unused_memory_bytes[0xaf5adc4cfdc05dcc].value",
             640_000.0,
             34_570_240.0
         )
@@ -669,10 +665,11 @@ fn a_trace_with_python_s_nan_and_infinity_keeps_its_kernels_and_notes_the_readin
         [5000.0, 6000.0]
     );
     let counters = bench("counters");
-    let readings = counters["counters"].as_array().unwrap();
-    assert_eq!(readings.len(), 1, "{readings:?}");
-    assert_eq!(readings[0]["counter"], "util.v");
-    assert_eq!(readings[0]["value"], 50.0);
+    // One series, `util.v`, holding its one finite reading (`mem.v` had none).
+    let series = counters["counters"].as_array().unwrap();
+    assert_eq!(series.len(), 1, "{series:?}");
+    assert_eq!(series[0]["counter"], "util.v");
+    assert_eq!(crate::common::numbers(&series[0]["value"]), [50.0]);
     let notes = counters["provenance"]["notes"].to_string();
     assert!(
         notes.contains(

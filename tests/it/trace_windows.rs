@@ -292,8 +292,8 @@ fn kineto_epoch_microseconds_keep_their_nanoseconds() {
     .unwrap();
     let times: Vec<f64> = s
         .counters
-        .iter()
-        .filter(|(n, ..)| n == "mxu_busy_1.value")
+        .readings()
+        .filter(|(n, ..)| *n == "mxu_busy_1.value")
         .map(|c| c.1)
         .collect();
     // Readings every microsecond from 1 µs before the kernel; the earliest kept time is the
@@ -367,14 +367,16 @@ fn kineto_counter_tracks_give_utilization_over_the_kernel_window() {
     assert_eq!(values(gemm, "util.mxu_busy_1.peak_window"), [50.0]);
     assert_eq!(values(gemm, "util.mxu_busy_2"), [90.0]);
     assert_eq!(values(gemm, "counter.mxu_busy_1"), [9_500.0]);
+    // One kernel in one repetition: one entry, holding its one launch.
     let windows = gemm["kernel_windows"].as_array().unwrap();
     assert_eq!(windows.len(), 1);
+    assert_eq!(windows[0]["kernel"], "gemm");
     assert_eq!(
         (
-            windows[0]["start_ns"].as_f64(),
-            windows[0]["end_ns"].as_f64()
+            crate::common::numbers(&windows[0]["start_ns"]),
+            crate::common::numbers(&windows[0]["end_ns"])
         ),
-        (Some(1_000.0), Some(11_000.0))
+        (vec![1_000.0], vec![11_000.0])
     );
     let details = &gemm["provenance"]["details"];
     assert_eq!(details["counter_alias.mxu_busy_1.value"], "mxu_busy_1");
@@ -456,19 +458,23 @@ fn protocol_time_ns_integers_keep_their_nanoseconds() {
     assert_eq!(values(b, "util.mxu_busy_1"), [50.0]);
     assert_eq!(values(b, "util.mxu_busy_1.peak_window"), [50.0]);
     assert_eq!(values(b, "util.mxu_busy_2"), [90.0]);
-    let times: Vec<f64> = b["counters"]
+    // The counter's name once, then its times: one series per counter and repetition.
+    let series: Vec<&serde_json::Value> = b["counters"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|c| c["counter"] == "mxu_busy_1")
-        .map(|c| c["t_ns"].as_f64().unwrap())
         .collect();
+    assert_eq!(series.len(), 1);
     let want: Vec<f64> = (0..13).map(|k| 1000.0 * k as f64).collect();
-    assert_eq!(times, want);
+    assert_eq!(crate::common::numbers(&series[0]["t_ns"]), want);
     let w = &b["kernel_windows"][0];
     assert_eq!(
-        (w["start_ns"].as_f64(), w["end_ns"].as_f64()),
-        (Some(1_000.0), Some(11_000.0))
+        (
+            crate::common::numbers(&w["start_ns"]),
+            crate::common::numbers(&w["end_ns"])
+        ),
+        (vec![1_000.0], vec![11_000.0])
     );
     assert_eq!(
         b["provenance"]["details"]["time_origin_ns.0"],

@@ -397,7 +397,7 @@ fn both_sample_kinds_are_read_as_xprof_writes_them() {
     // Periodic: increments at their own times, sampled as intervals.
     let busy: Vec<(f64, f64)> = s
         .counters
-        .iter()
+        .readings()
         .filter(|c| c.0 == "COUNT_MXU_BUSY_2")
         .map(|c| (c.1, c.2))
         .collect();
@@ -409,7 +409,7 @@ fn both_sample_kinds_are_read_as_xprof_writes_them() {
     // (200 µs), since the event carries no later time.
     let cycles: Vec<(f64, f64)> = s
         .counters
-        .iter()
+        .readings()
         .filter(|c| c.0 == v7x_tc(0, "COUNT_CYCLES"))
         .map(|c| (c.1, c.2))
         .collect();
@@ -470,10 +470,10 @@ fn counter_events_without_a_value_and_with_several_are_said() {
     };
     let s = xplane::samples(&space, &TraceSelection::default());
     assert_eq!(
-        s.counters,
+        s.counters.readings().collect::<Vec<_>>(),
         [
-            ("COUNT_MXU_BUSY_1.TC Stats".to_string(), 2_000.0, 7.0),
-            ("COUNT_MXU_BUSY_1.SC Stats".to_string(), 2_000.0, 2.5)
+            ("COUNT_MXU_BUSY_1.TC Stats", 2_000.0, 7.0),
+            ("COUNT_MXU_BUSY_1.SC Stats", 2_000.0, 2.5)
         ]
     );
     let notes = s.notes.join("\n");

@@ -19,13 +19,16 @@ use super::device::Device;
 use super::{ImportError, Policies};
 use crate::capture::Collector;
 use crate::model::metric::{Direction, Source};
-use crate::model::results::{Artifact, CounterReading, KernelWindow, RunResults, Sampling};
+use crate::model::results::{
+    Artifact, BenchmarkResult, CounterSeries, KernelWindows, RunResults, Sampling,
+};
 use crate::model::units;
 use std::collections::BTreeMap;
 
 pub mod chrome;
 pub mod hlo_proto;
 mod json_scan;
+pub mod tracks;
 pub mod xplane;
 pub mod xplane_proto;
 
@@ -161,8 +164,8 @@ pub struct TraceSamples {
     pub kernels: Vec<(String, Vec<f64>)>,
     /// For each entry of `kernels`, the start of each launch (same order and length).
     pub starts: Vec<Vec<f64>>,
-    /// Counter readings: name, time (ns), value.
-    pub counters: Vec<(String, f64, f64)>,
+    /// Counter readings, by counter: times (ns) and values.
+    pub counters: tracks::CounterTracks,
     /// The device (driver, clocks, tool versions) the file names, whatever was selected.
     pub device: Device,
     /// What the selection decided that a reader of the results should know (events it left
@@ -236,7 +239,11 @@ fn build_results(
     }
     for (path, mut samples) in files {
         benchmarks.device(&path, samples.device)?;
-        let tracks = tracks(&samples.counters);
+        // A NaN or an infinity (Python's json writes them) is no reading; the rest of the
+        // counter stands, and the counters benchmark's notes count what was left out.
+        let mut counters = std::mem::take(&mut samples.counters);
+        let not_finite = counters.retain_finite();
+        counters.sort();
         let starts = std::mem::take(&mut samples.starts);
         let sampling = std::mem::take(&mut samples.sampling);
         let estimates = std::mem::take(&mut samples.estimates);
@@ -251,7 +258,7 @@ fn build_results(
                 &kernel,
                 launches,
                 &durations,
-                &tracks,
+                counters.tracks(),
                 &sampling,
             );
             for (name, artifact) in artifacts
@@ -313,7 +320,7 @@ fn build_results(
             }
             finish_repetition(collector, &path);
         }
-        if !samples.counters.is_empty() {
+        if !(counters.is_empty() && not_finite.is_empty()) {
             let collector = benchmarks.get(COUNTERS_BENCHMARK);
             let result = collector.result_mut();
             let rep = result.repetitions;
@@ -321,24 +328,16 @@ fn build_results(
                 .provenance
                 .notes
                 .extend(samples.notes.iter().cloned());
-            let mut not_finite: BTreeMap<String, usize> = BTreeMap::new();
-            for (counter, t_ns, value) in samples.counters {
-                let how = sampling.get(&counter).copied();
-                if !(t_ns.is_finite() && value.is_finite()) {
-                    // A NaN or an infinity (Python's json writes them) is no reading; the rest
-                    // of the counter stands, and the note counts what was left out.
-                    *not_finite.entry(counter).or_default() += 1;
+            // The tracks move into the results as they are: no reading is copied.
+            for track in counters.into_tracks() {
+                if track.is_empty() {
                     continue;
                 }
-                result.counters.push(CounterReading {
-                    repetition: rep,
-                    counter,
-                    t_ns,
-                    value,
-                    unit: String::new(),
-                    bits: None,
-                    core: None,
-                    sampling: how,
+                result.counters.push(CounterSeries {
+                    sampling: sampling.get(&track.name).copied(),
+                    t_ns: track.t_ns,
+                    value: track.values,
+                    ..CounterSeries::new(&track.name, rep)
                 });
             }
             for (counter, n) in not_finite {
@@ -354,93 +353,67 @@ fn build_results(
     Ok(benchmarks.into_results())
 }
 
-/// One counter track of a file: its name and its finite readings (time, value) in time
-/// order.
-type Track<'a> = (&'a str, Vec<(f64, f64)>);
-
-/// A file's counter readings as tracks, each in time order.
-fn tracks(counters: &[(String, f64, f64)]) -> Vec<Track<'_>> {
-    let mut tracks: Vec<Track<'_>> = Vec::new();
-    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for (name, t, v) in counters {
-        if !(t.is_finite() && v.is_finite()) {
-            continue; // left out of the counters benchmark too, with a note
-        }
-        let i = *index.entry(name).or_insert_with(|| {
-            tracks.push((name, Vec::new()));
-            tracks.len() - 1
-        });
-        tracks[i].1.push((*t, *v));
-    }
-    for (_, readings) in &mut tracks {
-        readings.sort_by(|a, b| a.0.total_cmp(&b.0));
-    }
-    tracks
-}
-
 /// Gives a kernel's benchmark its launches as kernel windows and, of each counter track, the
 /// readings inside them plus the one before and the one after each launch, so that
 /// utilization is derived over the kernel's own windows as for protocol kernel lines (a launch
 /// between two readings is then reported as unresolved, not skipped). Only launches within
 /// the span the tracks cover get a window; nothing is added when the file has no counter
-/// readings (windows only serve counters, and a trace holds millions of launches).
+/// readings (windows only serve counters, and a trace holds millions of launches). The tracks
+/// are in time order.
 fn tie_counters(
-    result: &mut crate::model::results::BenchmarkResult,
+    result: &mut BenchmarkResult,
     rep: u32,
     kernel: &str,
     starts: &[f64],
     durations: &[f64],
-    tracks: &[Track<'_>],
+    tracks: &[tracks::CounterTrack],
     sampling: &BTreeMap<String, Sampling>,
 ) {
     if starts.len() != durations.len() {
         return;
     }
     // The span the tracks cover: a launch outside it ran while no counter was recorded.
-    let first = tracks.iter().filter_map(|(_, r)| r.first()).map(|r| r.0);
-    let last = tracks.iter().filter_map(|(_, r)| r.last()).map(|r| r.0);
+    let first = tracks.iter().filter_map(|t| t.t_ns.first().copied());
+    let last = tracks.iter().filter_map(|t| t.t_ns.last().copied());
     let (Some(first), Some(last)) = (first.reduce(f64::min), last.reduce(f64::max)) else {
         return;
     };
-    let mut keep: Vec<Vec<bool>> = tracks.iter().map(|(_, r)| vec![false; r.len()]).collect();
-    let mut windows = 0;
+    let mut keep: Vec<Vec<bool>> = tracks.iter().map(|t| vec![false; t.len()]).collect();
+    let mut windows = KernelWindows::new(kernel, rep);
     for (&start, &duration) in starts.iter().zip(durations) {
         let end = start + duration;
         if end < first || start > last {
             continue;
         }
-        windows += 1;
-        result.kernel_windows.push(KernelWindow {
-            repetition: rep,
-            kernel: kernel.to_string(),
-            start_ns: start,
-            end_ns: end,
-        });
-        for ((_, readings), keep) in tracks.iter().zip(&mut keep) {
-            let lo = readings.partition_point(|r| r.0 < start).saturating_sub(1);
-            let hi = readings
-                .partition_point(|r| r.0 <= end)
-                .min(readings.len() - 1);
+        windows.start_ns.push(start);
+        windows.end_ns.push(end);
+        for (track, keep) in tracks.iter().zip(&mut keep) {
+            if track.is_empty() {
+                continue;
+            }
+            let times = &track.t_ns;
+            let lo = times.partition_point(|&t| t < start).saturating_sub(1);
+            let hi = times.partition_point(|&t| t <= end).min(times.len() - 1);
             for k in &mut keep[lo..=hi.max(lo)] {
                 *k = true;
             }
         }
     }
-    if windows == 0 {
+    if windows.is_empty() {
         return;
     }
-    for ((name, readings), keep) in tracks.iter().zip(&keep) {
-        for (&(t_ns, value), _) in readings.iter().zip(keep).filter(|(_, k)| **k) {
-            result.counters.push(CounterReading {
-                repetition: rep,
-                counter: name.to_string(),
-                t_ns,
-                value,
-                unit: String::new(),
-                bits: None,
-                core: None,
-                sampling: sampling.get(*name).copied(),
-            });
+    result.kernel_windows.push(windows);
+    for (track, keep) in tracks.iter().zip(&keep) {
+        let mut series = CounterSeries {
+            sampling: sampling.get(&track.name).copied(),
+            ..CounterSeries::new(&track.name, rep)
+        };
+        for ((t_ns, value), _) in track.readings().zip(keep).filter(|(_, k)| **k) {
+            series.t_ns.push(t_ns);
+            series.value.push(value);
+        }
+        if !series.is_empty() {
+            result.counters.push(series);
         }
     }
     result.provenance.details.insert(
@@ -492,9 +465,11 @@ mod tests {
 
     #[test]
     fn each_file_is_a_repetition_of_its_kernels() {
+        let mut counters = tracks::CounterTracks::default();
+        counters.push("util.value", 5.0, 0.5);
         let a = TraceSamples {
             kernels: vec![("k".into(), vec![1.0, 2.0])],
-            counters: vec![("util.value".into(), 5.0, 0.5)],
+            counters,
             ..TraceSamples::default()
         };
         let b = TraceSamples {
@@ -526,6 +501,6 @@ mod tests {
         );
         let c = r.benchmark(COUNTERS_BENCHMARK).unwrap();
         assert_eq!(c.counters[0].counter, "util.value");
-        assert_eq!(c.counters[0].t_ns, 5.0);
+        assert_eq!(c.counters[0].t_ns, [5.0]);
     }
 }

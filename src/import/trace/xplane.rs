@@ -402,7 +402,7 @@ fn counters(
     for r in periodic.readings {
         if keep(&r, &mut other_chips) {
             out.sampling.insert(r.1.clone(), Sampling::Interval);
-            out.counters.push((r.1, r.2, r.3));
+            out.counters.push(&r.1, r.2, r.3);
         }
     }
     let mut per_counter: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
@@ -429,7 +429,7 @@ fn counters(
         }
         out.sampling.insert(name.clone(), Sampling::Cumulative);
         for (t, v) in readings {
-            out.counters.push((name.clone(), t, v));
+            out.counters.push(&name, t, v);
         }
     }
     if periodic_count > 0 {
@@ -823,11 +823,8 @@ mod tests {
         assert_eq!(s.kernel("copy.2").unwrap(), [1.0]);
         // One end-of-profile reading: a total since the profile's start (its earliest time).
         assert_eq!(
-            s.counters,
-            vec![
-                ("CYCLES".to_string(), 0.0, 0.0),
-                ("CYCLES".to_string(), 1_004.5, 123.0)
-            ]
+            s.counters.readings().collect::<Vec<_>>(),
+            [("CYCLES", 0.0, 0.0), ("CYCLES", 1_004.5, 123.0)]
         );
         assert_eq!(s.sampling["CYCLES"], Sampling::Cumulative);
         assert!(

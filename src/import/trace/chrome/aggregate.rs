@@ -4,12 +4,14 @@
 //! known.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 use rustc_hash::FxHashMap;
 
 use super::event::{Event, Id, invalid};
 use crate::import::device::{Device, cuda_version};
 use crate::import::trace::json_scan::{Kind, Scanner, Stop};
+use crate::import::trace::tracks::CounterTracks;
 use crate::import::trace::{TraceSamples, TraceSelection};
 use crate::model::results::Sampling;
 
@@ -109,7 +111,10 @@ pub(super) struct Aggregator<'s> {
     explicit_selection: bool,
     kernels: FxHashMap<String, KernelEntry>,
     open: HashMap<(Id, Id), Vec<Open>>,
-    counters: Vec<(Id, String, f64, f64)>,
+    /// Counter readings by process, in order of each process' first reading.
+    counters: Vec<(Id, CounterTracks)>,
+    /// Where a counter's name is put together (`{name}.{key}`) before its track is found.
+    counter_name: String,
     /// Counters written in XProf's grouped form (`entries` rows): XProf writes its periodic
     /// `_counters_` samples so, which are increments per interval.
     grouped: std::collections::BTreeSet<String>,
@@ -134,6 +139,7 @@ impl<'s> Aggregator<'s> {
             kernels: FxHashMap::default(),
             open: HashMap::new(),
             counters: Vec::new(),
+            counter_name: String::new(),
             grouped: Default::default(),
             origin_ps: None,
             process_names: HashMap::new(),
@@ -261,30 +267,45 @@ impl<'s> Aggregator<'s> {
             let id = &ev.id;
             base = format!("{base}[{}]", Event::text(id)?);
         }
+        let tracks = match self.counters.iter().rposition(|(p, _)| *p == pid) {
+            Some(i) => &mut self.counters[i].1,
+            None => {
+                self.counters.push((pid, CounterTracks::default()));
+                &mut self.counters.last_mut().expect("just pushed").1
+            }
+        };
+        let name = &mut self.counter_name;
         if ev.entries.kind == Kind::Container {
             // XProf's grouped form: rows of [ts_us, v1, v2, ...].
             let stats = Event::text(&ev.event_stats)?;
-            let (origin, counters, grouped) =
-                (&mut self.origin_ps, &mut self.counters, &mut self.grouped);
+            let (origin, grouped) = (&mut self.origin_ps, &mut self.grouped);
             return walk_entries(Scanner::new(ev.base, ev.entries.at), |ts_ps, values| {
                 let Some(ts_ps) = ts_ps else {
                     return;
                 };
                 let ts = relative_ns(origin, ts_ps);
                 for (i, &v) in values.iter().enumerate() {
-                    let counter = match (i, stats.is_empty()) {
-                        (0, true) => base.clone(),
-                        (0, false) => format!("{base}.{stats}"),
-                        (i, _) => format!("{base}.{i}"),
-                    };
-                    if !grouped.contains(&counter) {
-                        grouped.insert(counter.clone());
+                    name.clear();
+                    name.push_str(&base);
+                    match (i, stats.is_empty()) {
+                        (0, true) => {}
+                        (0, false) => {
+                            name.push('.');
+                            name.push_str(&stats);
+                        }
+                        (i, _) => {
+                            let _ = write!(name, ".{i}");
+                        }
                     }
-                    counters.push((pid.clone(), counter, ts, v));
+                    if !grouped.contains(name.as_str()) {
+                        grouped.insert(name.clone());
+                    }
+                    tracks.push(name, ts, v);
                 }
             });
         }
-        let Some(ts) = self.time_ns(ev)? else {
+        let origin = &mut self.origin_ps;
+        let Some(ts) = ev.ts.fixed(6)?.map(|ps| relative_ns(origin, ps)) else {
             return Ok(());
         };
         let args_at = ev.args.at;
@@ -292,8 +313,11 @@ impl<'s> Aggregator<'s> {
             // Strings that are not numbers (notes, names) are not counter readings.
             if let Ok(Some(v)) = value.number() {
                 let key = key.text().map_err(|e| invalid(e, args_at))?;
-                self.counters
-                    .push((pid.clone(), format!("{base}.{key}"), ts, v));
+                name.clear();
+                name.push_str(&base);
+                name.push('.');
+                name.push_str(&key);
+                tracks.push(name, ts, v);
             }
             Ok(())
         })
@@ -322,8 +346,8 @@ impl<'s> Aggregator<'s> {
             for open in later.open.values_mut().flatten() {
                 open.ts += shift;
             }
-            for (_, _, t, _) in &mut later.counters {
-                *t += shift;
+            for (_, tracks) in &mut later.counters {
+                tracks.shift(shift);
             }
         }
         for (name, entry) in later.kernels {
@@ -352,7 +376,12 @@ impl<'s> Aggregator<'s> {
         for (thread, opens) in later.open {
             self.open.entry(thread).or_default().extend(opens);
         }
-        self.counters.extend(later.counters);
+        for (pid, tracks) in later.counters {
+            match self.counters.iter_mut().find(|(p, _)| *p == pid) {
+                Some((_, mine)) => mine.append(tracks),
+                None => self.counters.push((pid, tracks)),
+            }
+        }
         self.grouped.extend(later.grouped);
         self.process_names.extend(later.process_names);
         self.thread_names.extend(later.thread_names);
@@ -411,18 +440,18 @@ impl<'s> Aggregator<'s> {
             }
         }
         kernels.sort_by_key(|k| k.0);
-        let mut counters: Vec<(String, f64, f64)> = self
-            .counters
-            .into_iter()
-            .filter(|(pid, ..)| pid_ok(pid))
-            .map(|(_, name, t, v)| (name, t, v))
-            .collect();
+        let mut counters = CounterTracks::default();
+        for (pid, tracks) in self.counters {
+            if pid_ok(&pid) {
+                counters.append(tracks);
+            }
+        }
         // Times count from the earliest one kept.
         let earliest = kernels
             .iter()
             .flat_map(|k| k.2.iter().map(|l| l.0))
-            .chain(counters.iter().map(|c| c.1))
             .filter(|t| t.is_finite())
+            .chain(counters.earliest())
             .reduce(f64::min)
             .unwrap_or(0.0);
         if earliest != 0.0 {
@@ -431,9 +460,7 @@ impl<'s> Aggregator<'s> {
                     *start -= earliest;
                 }
             }
-            for (_, t, _) in &mut counters {
-                *t -= earliest;
-            }
+            counters.shift(-earliest);
         }
         let mut notes = Vec::new();
         if host_launches > 0 {
@@ -447,9 +474,9 @@ impl<'s> Aggregator<'s> {
             ));
         }
         let mut sampling = std::collections::BTreeMap::new();
-        for (name, ..) in &counters {
-            if self.grouped.contains(name) && !sampling.contains_key(name) {
-                sampling.insert(name.clone(), Sampling::Interval);
+        for track in counters.tracks() {
+            if self.grouped.contains(&track.name) {
+                sampling.insert(track.name.clone(), Sampling::Interval);
             }
         }
         if !sampling.is_empty() {

@@ -158,18 +158,15 @@ mod tests {
             {"pid": 2, "name": "HBM", "ph": "C", "event_stats": "bandwidth", "entries": [[1.5, 7, 8], [2.5, "9", "NaN"]]}
         ]"#;
         let s = parse(text, &TraceSelection::default()).unwrap();
-        let c: Vec<(&str, f64, f64)> = s
-            .counters
-            .iter()
-            .map(|(n, t, v)| (n.as_str(), *t, *v))
-            .collect();
+        // Track by track, each in arrival order.
+        let c: Vec<(&str, f64, f64)> = s.counters.readings().collect();
         // Times count from the earliest, 1.5 µs.
         assert_eq!(c[0], ("mem.used", 3500.0, 10.0));
         assert_eq!(c[1], ("mem.free", 3500.0, 20.0));
         assert_eq!(c[2], ("ctr[0x1].value", 4500.0, 3.0));
         assert_eq!(c[3], ("HBM.bandwidth", 0.0, 7.0));
-        assert_eq!(c[4], ("HBM.1", 0.0, 8.0));
-        assert_eq!(c[5], ("HBM.bandwidth", 1000.0, 9.0));
+        assert_eq!(c[4], ("HBM.bandwidth", 1000.0, 9.0));
+        assert_eq!(c[5], ("HBM.1", 0.0, 8.0));
         assert!(c[6].2.is_nan());
         assert_eq!(c.len(), 7);
     }
