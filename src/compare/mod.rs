@@ -448,14 +448,47 @@ fn aggregate(cmp: &mut BenchmarkComparison) {
         (Verdict::NotGated, not_gated_explanation(&cmp.metrics))
     } else {
         let verdict = worst_verdict(gating.iter().map(|m| m.verdict)).unwrap_or(Verdict::Unchanged);
-        let explanation = pick(verdict)
-            .map(|m| format!("{}: {}", m.name, m.reason))
-            .collect::<Vec<_>>()
-            .join("; ");
-        (verdict, explanation)
+        (verdict, worst_explanation(pick(verdict), verdict))
     };
     cmp.verdict = verdict;
     cmp.explanation = explanation;
+}
+
+/// How many of the metrics behind a benchmark's verdict its explanation gives with their reasons;
+/// the rest are named. A suite with twenty metrics a benchmark would otherwise repeat every
+/// metric's sentence in the explanation, which the metric rows already carry.
+pub const EXPLAINED_METRICS: usize = 3;
+
+/// The explanation of a benchmark's verdict from the metrics that have it: the first
+/// [`EXPLAINED_METRICS`] with their reasons, then the others by name and change.
+fn worst_explanation<'a>(
+    metrics: impl Iterator<Item = &'a &'a MetricComparison>,
+    verdict: Verdict,
+) -> String {
+    let metrics: Vec<&MetricComparison> = metrics.copied().collect();
+    let mut parts: Vec<String> = metrics
+        .iter()
+        .take(EXPLAINED_METRICS)
+        .map(|m| format!("{}: {}", m.name, m.reason))
+        .collect();
+    let rest = &metrics[metrics.len().min(EXPLAINED_METRICS)..];
+    if !rest.is_empty() {
+        let named: Vec<String> = rest
+            .iter()
+            .map(|m| match m.change {
+                Some(c) => format!("{} {}", m.name, crate::model::units::format_change(c)),
+                None => m.name.clone(),
+            })
+            .collect();
+        parts.push(format!(
+            "{} more {} {}: {}",
+            rest.len(),
+            verdict.as_str(),
+            if rest.len() == 1 { "metric" } else { "metrics" },
+            named.join(", ")
+        ));
+    }
+    parts.join("; ")
 }
 
 /// The benchmark verdict a set of gating metric verdicts adds up to: the worst of regressed,

@@ -1,24 +1,25 @@
 //! A self-contained HTML report with SVG plots, for reading a comparison offline.
 //!
 //! One file, no scripts, no web fonts, no external style sheets: CI systems keep it as an
-//! artifact and people open it from a zip on a plane. The plots are drawn with `plotters`' SVG
-//! backend and inlined: per benchmark, the samples of base and head on one axis (a strip plot,
-//! so a shift or a bimodal side is visible at a glance), and each counter's timeline over the
-//! first repetition, base against head.
+//! artifact and people open it from a zip on a plane. The plots are inlined SVG: per benchmark,
+//! the samples of base and head on one axis (a strip plot, so a shift or a bimodal side is
+//! visible at a glance; written by [`crate::render::strip`]), and each counter's timeline over
+//! the first repetition, base against head (drawn with `plotters`' SVG backend). Metrics that
+//! held (unchanged or within threshold) are summarised in a line under the table.
 
 use plotters::prelude::*;
 
 use crate::model::evidence::{BenchmarkEvidence, CounterPair, SamplePair};
 use crate::model::report::{BenchmarkComparison, MetricComparison, Report};
 use crate::model::units::{format_change, format_value};
+use crate::model::verdict::Verdict;
 use crate::render::escape::{escape_html, escape_html_lines, escape_terminal};
 use crate::render::markdown_details::{display_unit, unified_diff};
-use crate::render::{Exporter, summary_line, verdict_word};
+use crate::render::{Exporter, strip, summary_line, verdict_word};
 
 pub(crate) const BASE_COLOR: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
 pub(crate) const HEAD_COLOR: RGBColor = RGBColor(0xd6, 0x27, 0x28);
 const PLOT_WIDTH: u32 = 640;
-const STRIP_HEIGHT: u32 = 200;
 const TIMELINE_HEIGHT: u32 = 240;
 
 /// The HTML report.
@@ -92,12 +93,35 @@ fn benchmark_section(b: &BenchmarkComparison, e: Option<&BenchmarkEvidence>) -> 
     if !b.explanation.is_empty() {
         s.push_str(&format!("<p>{}</p>\n", escape_html(&b.explanation)));
     }
-    if !b.metrics.is_empty() {
+    // Rows for the metrics that changed or are undecided (or say why they cannot gate); the
+    // ones that held are summarised in one line: a suite of a thousand benchmarks would
+    // otherwise be tens of thousands of rows saying nothing moved. The JSON report has them.
+    let (held, shown): (Vec<&MetricComparison>, Vec<&MetricComparison>) = b
+        .metrics
+        .iter()
+        .partition(|m| matches!(m.verdict, Verdict::Unchanged | Verdict::WithinThreshold));
+    if !shown.is_empty() {
         s.push_str("<table>\n<tr><th>metric</th><th>base</th><th>head</th><th>change</th><th>interval</th><th>p</th><th>MDE</th><th>source</th><th>verdict</th></tr>\n");
-        for m in &b.metrics {
+        for m in shown {
             s.push_str(&metric_row(m));
         }
         s.push_str("</table>\n");
+    }
+    if !held.is_empty() {
+        let named: Vec<String> = held
+            .iter()
+            .map(|m| {
+                let change = m.change.map(format_change).unwrap_or_default();
+                format!("{} {change}", escape_html(&m.name))
+                    .trim_end()
+                    .to_string()
+            })
+            .collect();
+        s.push_str(&format!(
+            "<p class=\"held\">{} unchanged or within threshold: {}</p>\n",
+            crate::model::text::count(held.len(), "metric", "metrics"),
+            named.join(", ")
+        ));
     }
     if let Some(e) = e {
         for pair in &e.metrics {
@@ -211,55 +235,28 @@ fn strip_plot(pair: &SamplePair) -> Option<String> {
     };
     let base = scaled(&pair.base);
     let head = scaled(&pair.head);
-    let (lo, hi) = padded_range(base.iter().chain(&head).copied())?;
-    draw_svg(PLOT_WIDTH, STRIP_HEIGHT, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(
-                plot_label(&format!("{} ({unit})", pair.name)),
-                ("sans-serif", 16),
-            )
-            .margin(8)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(lo..hi, -0.5f64..1.5f64)
-            .ok()?;
-        chart
-            .configure_mesh()
-            .y_labels(3)
-            .y_label_formatter(&|y| {
-                if (y - 0.0).abs() < 1e-9 {
-                    "base".into()
-                } else if (y - 1.0).abs() < 1e-9 {
-                    "head".into()
-                } else {
-                    String::new()
-                }
-            })
-            .x_desc(plot_label(&unit))
-            .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
-            .disable_y_mesh()
-            .draw()
-            .ok()?;
-        for (row, values, color) in [(0.0, &base, BASE_COLOR), (1.0, &head, HEAD_COLOR)] {
-            let jitter = |i: usize| ((i * 37) % 17) as f64 / 17.0 * 0.5 - 0.25;
-            chart
-                .draw_series(
-                    values.iter().enumerate().map(|(i, &x)| {
-                        Circle::new((x, row + jitter(i)), 3, color.mix(0.6).filled())
-                    }),
-                )
-                .ok()?;
-            if let Some(s) = crate::stats::summarize(values) {
-                chart
-                    .draw_series(LineSeries::new(
-                        [(s.median, row - 0.4), (s.median, row + 0.4)],
-                        color.stroke_width(2),
-                    ))
-                    .ok()?;
-            }
-        }
-        Some(())
-    })
+    let range = padded_range(base.iter().chain(&head).copied())?;
+    let median = |v: &[f64]| crate::stats::summarize(v).map(|s| s.median);
+    let rows = [
+        strip::Row {
+            label: "base",
+            color: BASE_COLOR,
+            values: &base,
+            median: median(&base),
+        },
+        strip::Row {
+            label: "head",
+            color: HEAD_COLOR,
+            values: &head,
+            median: median(&head),
+        },
+    ];
+    Some(strip::strip_plot(
+        &plot_label(&format!("{} ({unit})", pair.name)),
+        &plot_label(&unit),
+        range,
+        &rows,
+    ))
 }
 
 /// A counter's readings over the first repetition, base and head as two lines.
@@ -295,7 +292,7 @@ fn timeline_plot(c: &CounterPair) -> Option<String> {
         chart
             .configure_mesh()
             .x_desc(format!("time ({time_unit})"))
-            .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
+            .max_light_lines(0)
             .draw()
             .ok()?;
         for (side, color) in [(&c.base, BASE_COLOR), (&c.head, HEAD_COLOR)] {

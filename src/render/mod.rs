@@ -16,6 +16,7 @@ pub mod markdown_details;
 pub mod markdown_limits;
 pub mod profile;
 pub mod stored;
+pub mod strip;
 
 pub use markdown_limits::{LimitedMarkdownExporter, render_markdown_limited};
 

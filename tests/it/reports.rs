@@ -412,8 +412,8 @@ fn junit_snapshot() {
 }
 
 /// The SVG structure of the HTML report: one strip plot per benchmark with samples (a circle
-/// per sample), one timeline per counter with readings over time (two polylines), and nothing
-/// fetched from the network.
+/// per sample, a median mark per side), one timeline per counter with readings over time (two
+/// polylines), and nothing fetched from the network.
 #[test]
 fn html_is_self_contained_with_plots() {
     let text = render(Format::Html);
@@ -424,7 +424,8 @@ fn html_is_self_contained_with_plots() {
         "two strip plots and one timeline"
     );
     assert_eq!(text.matches("<circle").count(), 12 + 12 + 10 + 10);
-    assert!(text.matches("<polyline").count() >= 2 + 2 + 2);
+    assert_eq!(text.matches("stroke-width=\"2\"/>").count(), 2 + 2);
+    assert!(text.matches("<polyline").count() >= 2);
     for external in ["<script", "<link", "http://", "https://", "@import", "url("] {
         let allowed = "http://www.w3.org/2000/svg";
         assert!(
