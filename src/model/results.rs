@@ -582,10 +582,16 @@ impl RunResults {
             path: path.to_path_buf(),
             source,
         };
-        let results = match version {
-            Some(RESULTS_SCHEMA_VERSION) | None => parsed.map_err(parse_error)?,
-            Some(1) => version1::upgrade(&text).map_err(parse_error)?,
-            Some(found) => {
+        let results = match (version, parsed) {
+            (Some(RESULTS_SCHEMA_VERSION) | None, parsed) => parsed.map_err(parse_error)?,
+            // A version 1 file without counter readings or kernel windows reads as version 2
+            // as it is (version 1 readings and windows do not parse as series).
+            (Some(1), Ok(results)) => RunResults {
+                schema_version: RESULTS_SCHEMA_VERSION,
+                ..results
+            },
+            (Some(1), Err(_)) => version1::upgrade(&text).map_err(parse_error)?,
+            (Some(found), _) => {
                 return Err(ResultsError::Version {
                     path: path.to_path_buf(),
                     found,

@@ -78,23 +78,24 @@ fn limited(report: &Report, max_chars: usize, hint: &str, size: fn(&str) -> usiz
         }
     }
     // Keep the k most important benchmarks, in their original order; find the largest k that
-    // fits by bisection (rendering is linear, so this stays fast for large suites).
-    let mut order: Vec<usize> = (0..trimmed.benchmarks.len()).collect();
-    order.sort_by_key(|&i| (importance(trimmed.benchmarks[i].verdict), i));
+    // fits by galloping up from one, then bisecting: what fits is usually a small share of a
+    // large suite, and a render costs what it keeps, so the search costs a few renders of
+    // the part that fits rather than of the whole suite.
+    let benchmarks = std::mem::take(&mut trimmed.benchmarks);
+    let shell = trimmed;
+    let mut order: Vec<usize> = (0..benchmarks.len()).collect();
+    order.sort_by_key(|&i| (importance(benchmarks[i].verdict), i));
     let keep = |k: usize| -> (Report, Vec<String>) {
         let mut kept: Vec<usize> = order[..k].to_vec();
         kept.sort_unstable();
-        let mut r = trimmed.clone();
-        r.benchmarks = kept
-            .iter()
-            .map(|&i| trimmed.benchmarks[i].clone())
-            .collect();
+        let mut r = shell.clone();
+        r.benchmarks = kept.iter().map(|&i| benchmarks[i].clone()).collect();
         let mut what = cut.clone();
-        let dropped = trimmed.benchmarks.len() - k;
+        let dropped = benchmarks.len() - k;
         if dropped > 0 {
             let mut by_verdict: Vec<(Verdict, usize)> = Vec::new();
             for &i in &order[k..] {
-                let v = trimmed.benchmarks[i].verdict;
+                let v = benchmarks[i].verdict;
                 match by_verdict.iter_mut().find(|(w, _)| *w == v) {
                     Some((_, n)) => *n += 1,
                     None => by_verdict.push((v, 1)),
@@ -106,18 +107,35 @@ fn limited(report: &Report, max_chars: usize, hint: &str, size: fn(&str) -> usiz
                 .collect();
             what.push(format!(
                 "{dropped} of {} benchmarks ({})",
-                trimmed.benchmarks.len(),
+                benchmarks.len(),
                 parts.join(", ")
             ));
         }
         (r, what)
     };
-    let (mut lo, mut hi) = (0usize, trimmed.benchmarks.len());
+    let attempt = |k: usize| {
+        let (r, what) = keep(k);
+        fits(&r, &what, max_chars, hint, size)
+    };
+    let (mut lo, mut hi) = (0usize, benchmarks.len());
     let mut best = None;
+    let mut step = 1;
+    while step <= hi {
+        match attempt(step) {
+            Some(text) => {
+                best = Some(text);
+                lo = step + 1;
+                step *= 2;
+            }
+            None => {
+                hi = step - 1;
+                break;
+            }
+        }
+    }
     while lo <= hi {
         let mid = (lo + hi) / 2;
-        let (r, what) = keep(mid);
-        match fits(&r, &what, max_chars, hint, size) {
+        match attempt(mid) {
             Some(text) => {
                 best = Some(text);
                 lo = mid + 1;

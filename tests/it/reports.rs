@@ -468,7 +468,9 @@ fn markdown_fits_github_limits_by_dropping_the_least_important_first() {
     assert!(summary.len() <= 2000 && summary.contains("The full report is in the artifacts."));
 }
 
-/// A large suite: thousands of rows cut to a comment in well under a second.
+/// A large suite: thousands of rows cut to a comment, the regression kept, the rest counted.
+/// (How long the cut takes is measured by `scripts/bench_compare.py --format markdown`, not
+/// asserted here.)
 #[test]
 fn large_suites_are_cut_to_a_comment() {
     let mut report = fixture();
@@ -478,7 +480,6 @@ fn large_suites_are_cut_to_a_comment() {
         b.name = format!("case_{i:04}");
         report.benchmarks.push(b);
     }
-    let started = std::time::Instant::now();
     let text =
         render::render_markdown_limited(&report, render::markdown_limits::GITHUB_COMMENT_LIMIT);
     assert!(text.chars().count() <= render::markdown_limits::GITHUB_COMMENT_LIMIT);
@@ -487,7 +488,12 @@ fn large_suites_are_cut_to_a_comment() {
         "the note counts what was dropped"
     );
     assert!(text.contains("matmul&#124;fp16"));
-    assert!(started.elapsed().as_secs() < 10);
+    // As many benchmarks as fit are kept: the comment is close to the limit, not a fraction.
+    assert!(
+        text.chars().count() > render::markdown_limits::GITHUB_COMMENT_LIMIT * 9 / 10,
+        "{}",
+        text.chars().count()
+    );
 }
 
 #[test]
