@@ -68,7 +68,7 @@ def results(benchmarks, metrics, samples, shift, seed, commit):
             }
         )
     return {
-        "schema_version": 1,
+        "schema_version": 2,
         "kgate_version": "0.1.0",
         "created": "2026-01-01T00:00:00Z",
         "environment": {
