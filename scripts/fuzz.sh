@@ -37,6 +37,7 @@ seeds() {
     import_perf_stat|perf_stat_parse) add "$corpus/perf_stat" tests/fixtures/perf_stat ;;
     import_callgrind|import_cachegrind|valgrind_parse) add "$corpus/callgrind" "$corpus/cachegrind" ;;
     config) add fuzz/corpus/config-seeds ;;
+    results) add tests/fixtures/results_v1 .kgate/baselines ;;
   esac
   if [ -d "fuzz/regressions/$1" ]; then dirs+=("fuzz/regressions/$1"); fi
   # Nothing at all for a target without seeds (an empty line would reach libFuzzer as a

@@ -57,11 +57,25 @@ pub fn import_bytes(format: &str, data: &[u8]) {
     }
 }
 
-/// What kgate writes must read back.
+/// What kgate writes must read back, through the reader every command uses.
 fn round_trip(results: &RunResults) {
     let text = results.to_json();
-    if let Err(e) = serde_json::from_str::<RunResults>(&text) {
+    if let Err(e) = RunResults::parse(&text, std::path::Path::new("results.json")) {
         panic!("accepted results do not read back: {e}");
+    }
+}
+
+/// A results file as `compare`, `baseline` and `history` read it (committed baselines and
+/// files from other revisions are inputs too): any version, damaged series. What it accepts
+/// must write and read back the same.
+pub fn results(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data)
+        && let Ok(results) = RunResults::parse(text, std::path::Path::new("results.json"))
+        && results.non_finite().is_none()
+    {
+        let again = RunResults::parse(&results.to_json(), std::path::Path::new("again.json"))
+            .unwrap_or_else(|e| panic!("accepted results do not read back: {e}"));
+        assert_eq!(again, results, "results changed on a round trip");
     }
 }
 
@@ -107,6 +121,7 @@ pub fn by_target(target: &str) -> Option<fn(&[u8])> {
         "config" => config,
         "perf_stat_parse" => perf_stat,
         "valgrind_parse" => valgrind,
+        "results" => results,
         "import_protocol" => |d| import_bytes("protocol", d),
         "import_ncu" => |d| import_bytes("ncu", d),
         "import_rocprof" => |d| import_bytes("rocprof", d),

@@ -561,7 +561,13 @@ impl RunResults {
             path: path.to_path_buf(),
             source,
         })?;
-        let parsed = serde_json::from_str::<RunResults>(&text);
+        RunResults::parse(&text, path)
+    }
+
+    /// Reads and checks the text of a results file; `path` names it in errors. See
+    /// [`RunResults::load`].
+    pub fn parse(text: &str, path: &Path) -> Result<RunResults, ResultsError> {
+        let parsed = serde_json::from_str::<RunResults>(text);
         // A file of another version is refused by its version, whether or not it also parses
         // as this one; the version alone is read (the rest skipped without building a tree)
         // only when the whole document did not parse.
@@ -572,7 +578,7 @@ impl RunResults {
                 struct VersionOnly {
                     schema_version: Option<u64>,
                 }
-                serde_json::from_str::<VersionOnly>(&text)
+                serde_json::from_str::<VersionOnly>(text)
                     .ok()
                     .and_then(|v| v.schema_version)
                     .map(|v| v.min(u64::from(u32::MAX)) as u32)
@@ -590,7 +596,7 @@ impl RunResults {
                 schema_version: RESULTS_SCHEMA_VERSION,
                 ..results
             },
-            (Some(1), Err(_)) => version1::upgrade(&text).map_err(parse_error)?,
+            (Some(1), Err(_)) => version1::upgrade(text).map_err(parse_error)?,
             (Some(found), _) => {
                 return Err(ResultsError::Version {
                     path: path.to_path_buf(),

@@ -61,8 +61,9 @@ fn fuzz_targets_and_entry_points_agree() {
             "{name} has no entry point"
         );
     }
-    // One target per import format, plus the protocol line, the config, perf and valgrind.
-    assert_eq!(names.len(), harness::IMPORT_TARGETS.len() + 4, "{names:?}");
+    // One target per import format, plus the protocol line, the config, perf, valgrind and
+    // the results reader.
+    assert_eq!(names.len(), harness::IMPORT_TARGETS.len() + 5, "{names:?}");
     let manifest = std::fs::read_to_string(dir.parent().unwrap().join("Cargo.toml")).unwrap();
     for name in &names {
         assert!(
