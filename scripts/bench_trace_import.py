@@ -6,6 +6,7 @@ kernels with their args, counter events, metadata) in a temporary folder, then r
 the other on the same file:
 
   * kgate (release build): `kgate import chrome-trace FILE`, default selection;
+  * `cat FILE > /dev/null`, the floor: reading the file and nothing else;
   * Python: `json.load` and the same extraction (durations per kernel name of the `kernel`
     category events, counter readings).
 
@@ -168,6 +169,9 @@ def main() -> None:
         assert samples == kernels and kgate_counters == counters, (samples, kgate_counters)
         print(f"results: {os.path.getsize(out) / 1e6:.0f} MB")
         rows = [("kgate import chrome-trace", wall, rss)]
+        # The floor: reading the file and nothing else.
+        cwall, crss, _ = repeat(args.runs, ["sh", "-c", f'cat "{trace}" > /dev/null'])
+        rows.append(("cat FILE > /dev/null", cwall, crss))
         if not args.skip_python:
             script = os.path.join(tmp, "extract.py")
             with open(script, "w") as f:
@@ -179,9 +183,10 @@ def main() -> None:
         print(f"|---|---:|---:|---:|")
         for name, w, r in rows:
             print(f"| {name} | {w:.2f} | {size_mb / w:.0f} | {r:.0f} |")
-        if len(rows) == 2:
-            print(f"\nkgate: {rows[1][1] / rows[0][1]:.1f}x Python's throughput, "
-                  f"{rows[1][2] / rows[0][2]:.0f}x less peak memory")
+        print(f"\nkgate: {rows[0][1] / rows[1][1]:.1f}x the time of `cat`")
+        if len(rows) == 3:
+            print(f"kgate: {rows[2][1] / rows[0][1]:.1f}x Python's throughput, "
+                  f"{rows[2][2] / rows[0][2]:.0f}x less peak memory")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
 //! tracks they cost the 16 bytes of their time and value, and a track moves into the results
 //! as it is (a [`crate::model::results::CounterSeries`]) without being copied.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// One counter's readings in one file, in arrival order until [`CounterTracks::sort`].
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -37,7 +37,7 @@ impl CounterTrack {
 #[derive(Debug, Default, Clone)]
 pub struct CounterTracks {
     tracks: Vec<CounterTrack>,
-    index: HashMap<String, usize>,
+    index: FxHashMap<String, usize>,
 }
 
 impl PartialEq for CounterTracks {

@@ -262,10 +262,10 @@ impl<'s> Aggregator<'s> {
 
     fn take_counter(&mut self, ev: &Event<'_>) -> Result<(), Stop> {
         let pid = ev.pid()?;
-        let mut base = Event::text(&ev.name)?.into_owned();
+        let mut base = Event::text(&ev.name)?;
         if ev.id.is_present() {
             let id = &ev.id;
-            base = format!("{base}[{}]", Event::text(id)?);
+            base = format!("{base}[{}]", Event::text(id)?).into();
         }
         let tracks = match self.counters.iter().rposition(|(p, _)| *p == pid) {
             Some(i) => &mut self.counters[i].1,
