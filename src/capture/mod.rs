@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use crate::model::metric::{Direction, Source, Tolerance};
 use crate::model::protocol::{MeasurementLine, ProtocolLine};
-use crate::model::results::{BenchmarkResult, MetricSamples, Provenance};
+use crate::model::results::{BenchmarkResult, MetricSamples, Provenance, SeriesIndex};
 use crate::model::units;
 use crate::plan::MetricPolicy;
 
@@ -32,6 +32,8 @@ pub struct Collector<'a> {
     /// Position of each metric in `result.metrics`: a profiler import can carry thousands of
     /// metrics, and a linear search per sample would make it quadratic.
     index: HashMap<String, usize>,
+    /// Position of each counter's series and kernel's windows, for the same reason.
+    series: SeriesIndex,
 }
 
 impl<'a> Collector<'a> {
@@ -40,6 +42,7 @@ impl<'a> Collector<'a> {
             policy,
             result: BenchmarkResult::new(name, provenance),
             index: HashMap::new(),
+            series: SeriesIndex::default(),
         }
     }
 
@@ -102,8 +105,11 @@ impl<'a> Collector<'a> {
                     self.add_measurement(repetition, m)?;
                     measurements += 1;
                 }
-                ProtocolLine::Counter(c) => self.result.push_counter(repetition, c, None),
-                ProtocolLine::Kernel(k) => self.result.push_window(repetition, k),
+                ProtocolLine::Counter(c) => {
+                    self.series
+                        .push_counter(&mut self.result, repetition, c, None)
+                }
+                ProtocolLine::Kernel(k) => self.series.push_window(&mut self.result, repetition, k),
             }
         }
         Ok(measurements)

@@ -1022,6 +1022,7 @@ mod tests {
 
     /// Adds readings to a result's series, as a capture would.
     fn add(result: &mut BenchmarkResult, readings: &[CounterReading<'_>]) {
+        let mut index = crate::model::results::SeriesIndex::default();
         for r in readings {
             let line = crate::model::protocol::CounterLine {
                 counter: r.counter.into(),
@@ -1033,7 +1034,7 @@ mod tests {
                 benchmark: None,
                 t_exact: None,
             };
-            result.push_counter(r.repetition, line, r.sampling);
+            index.push_counter(result, r.repetition, line, r.sampling);
         }
     }
 
@@ -1083,21 +1084,21 @@ mod tests {
             ("hbm_wr_beats", [0.0, 10_000.0, 20_000.0]),
             ("cycles", [0.0, 1900.0, 3800.0]),
         ] {
-            for (i, v) in values.iter().enumerate() {
-                add(
-                    &mut result,
-                    &[CounterReading {
-                        repetition: 0,
-                        counter,
-                        t_ns: 1000.0 * i as f64,
-                        value: *v,
-                        unit: "",
-                        bits: Some(32),
-                        core: None,
-                        sampling: None,
-                    }],
-                );
-            }
+            let readings: Vec<CounterReading<'_>> = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| CounterReading {
+                    repetition: 0,
+                    counter,
+                    t_ns: 1000.0 * i as f64,
+                    value: *v,
+                    unit: "",
+                    bits: Some(32),
+                    core: None,
+                    sampling: None,
+                })
+                .collect();
+            add(&mut result, &readings);
         }
         apply_cumulative(&mut result, &profile);
         // 80 000 read beats × 32 B in 2 µs = 1.28e12 B/s; with the writes, 3.2 MB in 2 µs
@@ -1140,15 +1141,13 @@ mod tests {
         // 950 busy of 1520 measured cycles per microsecond (a throttled clock): 62.5 %, not
         // the 50 % that 1 µs × 1.9 GHz would give.
         for (counter, step) in [("mxu_busy_2", 950.0), ("cycle_count", 1520.0)] {
-            for i in 0..3 {
-                add(
-                    &mut result,
-                    &[CounterReading {
-                        counter,
-                        ..reading(1000.0 * i as f64, step * i as f64, None)
-                    }],
-                );
-            }
+            let readings: Vec<CounterReading<'_>> = (0..3)
+                .map(|i| CounterReading {
+                    counter,
+                    ..reading(1000.0 * i as f64, step * i as f64, None)
+                })
+                .collect();
+            add(&mut result, &readings);
         }
         apply_cumulative(&mut result, &profile);
         assert_eq!(result.metric("util.mxu_busy_2").unwrap().values, [62.5]);

@@ -382,6 +382,7 @@ mod tests {
             values: times.to_vec(),
             repetition: (0..times.len() as u32).collect(),
         });
+        let mut index = crate::model::results::SeriesIndex::default();
         for &(repetition, t_ns, value) in util {
             let line = CounterLine {
                 counter: "sm_util".into(),
@@ -390,7 +391,7 @@ mod tests {
                 unit: "%".into(),
                 ..CounterLine::default()
             };
-            r.push_counter(repetition, line, None);
+            index.push_counter(&mut r, repetition, line, None);
         }
         r.artifacts.insert(
             "ptx".into(),

@@ -151,52 +151,81 @@ impl BenchmarkResult {
         self.metrics.iter().find(|m| m.name == name)
     }
 
-    /// Adds a counter reading (a protocol counter line, read in `repetition`) to its series:
-    /// the latest series of that counter, repetition, unit, width, core and sampling, or a new
-    /// one.
-    pub fn push_counter(&mut self, repetition: u32, line: CounterLine, sampling: Option<Sampling>) {
-        let found = self
-            .counters
-            .iter()
-            .rposition(|s| s.holds(repetition, &line, sampling));
-        let series = match found {
-            Some(i) => &mut self.counters[i],
+    /// Every counter reading, series by series.
+    pub fn counter_readings(&self) -> impl Iterator<Item = CounterReading<'_>> {
+        self.counters.iter().flat_map(CounterSeries::readings)
+    }
+}
+
+/// Where a result's counter series and kernel windows are, by name, so that a reading finds
+/// its series without a search through all of them: a protocol file that reads a thousand
+/// counters at every timestamp would otherwise compare each reading with a thousand series.
+/// One index serves one result, and only readings added through it.
+#[derive(Debug, Default)]
+pub struct SeriesIndex {
+    counters: std::collections::HashMap<String, Vec<usize>>,
+    kernels: std::collections::HashMap<String, Vec<usize>>,
+}
+
+impl SeriesIndex {
+    /// Adds a counter reading (a protocol counter line, read in `repetition`) to its series in
+    /// `result`: the latest of that counter, repetition, unit, width, core and sampling, or a
+    /// new one.
+    pub fn push_counter(
+        &mut self,
+        result: &mut BenchmarkResult,
+        repetition: u32,
+        line: CounterLine,
+        sampling: Option<Sampling>,
+    ) {
+        let series = &mut result.counters;
+        let found = self.counters.get(&line.counter).and_then(|candidates| {
+            candidates
+                .iter()
+                .rev()
+                .copied()
+                .find(|&i| series[i].holds(repetition, &line, sampling))
+        });
+        let i = match found {
+            Some(i) => i,
             None => {
-                self.counters.push(CounterSeries {
+                series.push(CounterSeries {
                     unit: line.unit,
                     bits: line.bits,
                     core: line.core,
                     sampling,
                     ..CounterSeries::new(&line.counter, repetition)
                 });
-                self.counters.last_mut().expect("just pushed")
+                let i = series.len() - 1;
+                self.counters.entry(line.counter).or_default().push(i);
+                i
             }
         };
-        series.t_ns.push(line.t_ns);
-        series.value.push(line.value);
+        series[i].t_ns.push(line.t_ns);
+        series[i].value.push(line.value);
     }
 
     /// Adds a kernel line, read in `repetition`, to that kernel's windows in the repetition.
-    pub fn push_window(&mut self, repetition: u32, line: KernelLine) {
-        let found = self
-            .kernel_windows
-            .iter()
-            .rposition(|k| k.repetition == repetition && k.kernel == line.kernel);
-        let windows = match found {
-            Some(i) => &mut self.kernel_windows[i],
+    pub fn push_window(&mut self, result: &mut BenchmarkResult, repetition: u32, line: KernelLine) {
+        let windows = &mut result.kernel_windows;
+        let found = self.kernels.get(&line.kernel).and_then(|candidates| {
+            candidates
+                .iter()
+                .rev()
+                .copied()
+                .find(|&i| windows[i].repetition == repetition)
+        });
+        let i = match found {
+            Some(i) => i,
             None => {
-                self.kernel_windows
-                    .push(KernelWindows::new(&line.kernel, repetition));
-                self.kernel_windows.last_mut().expect("just pushed")
+                windows.push(KernelWindows::new(&line.kernel, repetition));
+                let i = windows.len() - 1;
+                self.kernels.entry(line.kernel).or_default().push(i);
+                i
             }
         };
-        windows.start_ns.push(line.start_ns);
-        windows.end_ns.push(line.end_ns);
-    }
-
-    /// Every counter reading, series by series.
-    pub fn counter_readings(&self) -> impl Iterator<Item = CounterReading<'_>> {
-        self.counters.iter().flat_map(CounterSeries::readings)
+        windows[i].start_ns.push(line.start_ns);
+        windows[i].end_ns.push(line.end_ns);
     }
 }
 
@@ -717,7 +746,7 @@ pub fn now_rfc3339() -> String {
 /// Version 1 of the format, read for the baselines and history files written before version 2:
 /// the same document, but each counter reading an object of its own.
 mod version1 {
-    use super::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
+    use super::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults, SeriesIndex};
     use crate::model::protocol::{CounterLine, KernelLine};
     use serde::Deserialize;
 
@@ -770,9 +799,11 @@ mod version1 {
         doc["schema_version"] = RESULTS_SCHEMA_VERSION.into();
         let mut results: RunResults = serde_json::from_value(doc)?;
         for (b, (readings, windows)) in results.benchmarks.iter_mut().zip(taken) {
-            gather(b, readings);
+            let mut index = SeriesIndex::default();
+            gather(b, &mut index, readings);
             for w in windows {
-                b.push_window(
+                index.push_window(
+                    b,
                     w.repetition,
                     KernelLine {
                         kernel: w.kernel,
@@ -787,7 +818,7 @@ mod version1 {
         Ok(results)
     }
 
-    fn gather(b: &mut BenchmarkResult, readings: Vec<Reading>) {
+    fn gather(b: &mut BenchmarkResult, index: &mut SeriesIndex, readings: Vec<Reading>) {
         for r in readings {
             let sampling = r.sampling;
             let line = CounterLine {
@@ -800,7 +831,7 @@ mod version1 {
                 benchmark: None,
                 t_exact: None,
             };
-            b.push_counter(r.repetition, line, sampling);
+            index.push_counter(b, r.repetition, line, sampling);
         }
     }
 }
@@ -838,6 +869,78 @@ mod whole_numbers {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn readings_gather_into_one_series_per_counter_repetition_and_description() {
+        let mut r = BenchmarkResult::new("b", Provenance::default());
+        let mut index = SeriesIndex::default();
+        let line = |counter: &str, t_ns: f64, unit: &str| CounterLine {
+            counter: counter.into(),
+            t_ns,
+            value: t_ns * 2.0,
+            unit: unit.into(),
+            ..CounterLine::default()
+        };
+        // Interleaved, as a benchmark reads all its counters at each time.
+        for rep in 0..2 {
+            for t in [1.0, 2.0, 3.0] {
+                for c in ["a", "b", "c"] {
+                    index.push_counter(&mut r, rep, line(c, t, "cycles"), None);
+                }
+            }
+        }
+        // The same name in another unit, or sampled otherwise, is another series.
+        index.push_counter(&mut r, 1, line("a", 4.0, "bytes"), None);
+        index.push_counter(&mut r, 1, line("a", 5.0, "cycles"), Some(Sampling::Interval));
+        index.push_counter(&mut r, 1, line("a", 6.0, "cycles"), None);
+        let got: Vec<(&str, u32, &str, usize)> = r
+            .counters
+            .iter()
+            .map(|s| (s.counter.as_str(), s.repetition, s.unit.as_str(), s.len()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", 0, "cycles", 3),
+                ("b", 0, "cycles", 3),
+                ("c", 0, "cycles", 3),
+                ("a", 1, "cycles", 4),
+                ("b", 1, "cycles", 3),
+                ("c", 1, "cycles", 3),
+                ("a", 1, "bytes", 1),
+                ("a", 1, "cycles", 1),
+            ]
+        );
+        assert_eq!(r.counters[3].t_ns, [1.0, 2.0, 3.0, 6.0]);
+        assert_eq!(r.counters[7].sampling, Some(Sampling::Interval));
+        assert_eq!(r.counter_readings().count(), 21);
+
+        let window = |kernel: &str, start_ns: f64| KernelLine {
+            kernel: kernel.into(),
+            start_ns,
+            end_ns: start_ns + 1.0,
+            benchmark: None,
+            exact: None,
+        };
+        for (rep, k, t) in [(0, "x", 0.0), (0, "y", 1.0), (0, "x", 2.0), (1, "x", 3.0)] {
+            index.push_window(&mut r, rep, window(k, t));
+        }
+        let got: Vec<(&str, u32, Vec<f64>)> = r
+            .kernel_windows
+            .iter()
+            .map(|k| (k.kernel.as_str(), k.repetition, k.start_ns.clone()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("x", 0, vec![0.0, 2.0]),
+                ("y", 0, vec![1.0]),
+                ("x", 1, vec![3.0])
+            ]
+        );
+    }
+
     #[derive(serde::Serialize, serde::Deserialize)]
     struct Values {
         #[serde(serialize_with = "super::whole_numbers::values")]
