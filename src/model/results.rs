@@ -602,6 +602,9 @@ impl RunResults {
         // only when the whole document did not parse.
         let version = match &parsed {
             Ok(results) => Some(results.schema_version),
+            // Only an object has a version: serde reads a struct from an array too, and `[1]`
+            // would pass for a version 1 file.
+            Err(_) if !text.trim_start().starts_with('{') => None,
             Err(_) => {
                 #[derive(Deserialize)]
                 struct VersionOnly {
@@ -780,6 +783,11 @@ mod version1 {
     /// and gathered into series in arrival order, then the rest reads as version 2.
     pub(super) fn upgrade(text: &str) -> Result<RunResults, serde_json::Error> {
         let mut doc: serde_json::Value = serde_json::from_str(text)?;
+        if !doc.is_object() {
+            return Err(serde::de::Error::custom(
+                "a results file is a JSON object, and this is not one",
+            ));
+        }
         let mut taken: Vec<(Vec<Reading>, Vec<Window>)> = Vec::new();
         if let Some(benchmarks) = doc
             .get_mut("benchmarks")
@@ -892,7 +900,12 @@ mod tests {
         }
         // The same name in another unit, or sampled otherwise, is another series.
         index.push_counter(&mut r, 1, line("a", 4.0, "bytes"), None);
-        index.push_counter(&mut r, 1, line("a", 5.0, "cycles"), Some(Sampling::Interval));
+        index.push_counter(
+            &mut r,
+            1,
+            line("a", 5.0, "cycles"),
+            Some(Sampling::Interval),
+        );
         index.push_counter(&mut r, 1, line("a", 6.0, "cycles"), None);
         let got: Vec<(&str, u32, &str, usize)> = r
             .counters
