@@ -30,6 +30,17 @@ fn import_now(dir: &Path, format: &str, input: &Path, name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// The protocol fixture with two counters read 13 times and one kernel window, imported into
+/// `dir/r.json`.
+fn protocol_results(dir: &Path) -> PathBuf {
+    import_now(
+        dir,
+        "protocol",
+        &fixture("trace_windows", "protocol_epoch_ns.jsonl"),
+        "r.json",
+    )
+}
+
 #[test]
 fn version_1_files_read_as_the_series_this_version_writes() {
     let cases = [
@@ -104,12 +115,7 @@ fn version_1_files_read_as_the_series_this_version_writes() {
 #[test]
 fn version_2_stores_each_counter_name_once() {
     let dir = tempfile::tempdir().unwrap();
-    let path = import_now(
-        dir.path(),
-        "protocol",
-        &fixture("trace_windows", "protocol_epoch_ns.jsonl"),
-        "r.json",
-    );
+    let path = protocol_results(dir.path());
     let text = std::fs::read_to_string(&path).unwrap();
     // Two counters read 13 times each: each name once in `counters` (and once more in the
     // metrics derived from it), not once per reading.
@@ -128,12 +134,7 @@ fn version_2_stores_each_counter_name_once() {
 #[test]
 fn a_series_whose_arrays_differ_in_length_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    let path = import_now(
-        dir.path(),
-        "protocol",
-        &fixture("trace_windows", "protocol_epoch_ns.jsonl"),
-        "r.json",
-    );
+    let path = protocol_results(dir.path());
     let mut doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     doc["benchmarks"][0]["counters"][0]["t_ns"]
@@ -170,12 +171,7 @@ fn a_series_whose_arrays_differ_in_length_is_refused_by_name() {
 #[test]
 fn a_newer_version_is_refused_with_both_versions_named() {
     let dir = tempfile::tempdir().unwrap();
-    let path = import_now(
-        dir.path(),
-        "protocol",
-        &fixture("trace_windows", "protocol_epoch_ns.jsonl"),
-        "r.json",
-    );
+    let path = protocol_results(dir.path());
     let text = std::fs::read_to_string(&path).unwrap().replacen(
         r#""schema_version":2"#,
         r#""schema_version":3"#,
