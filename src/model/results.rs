@@ -286,8 +286,16 @@ pub struct MetricSamples {
     #[serde(serialize_with = "whole_numbers::values")]
     pub values: Vec<f64>,
     /// The repetition (0-based) each value was measured in; a benchmark may report several
-    /// samples per repetition.
+    /// samples per repetition. Left out of the file when each value is its own repetition in
+    /// order (value i measured in repetition i, as most captures and every ncu launch are),
+    /// and read back as such.
+    #[serde(default, skip_serializing_if = "one_value_per_repetition")]
     pub repetition: Vec<u32>,
+}
+
+/// Whether value i was measured in repetition i, for every value.
+fn one_value_per_repetition(repetition: &[u32]) -> bool {
+    repetition.iter().enumerate().all(|(i, &r)| r as usize == i)
 }
 
 /// One counter's readings in one repetition (see the protocol's counter lines): the name and
@@ -636,6 +644,8 @@ impl RunResults {
                 });
             }
         };
+        let mut results = results;
+        results.fill_repetitions();
         results
             .check_series()
             .map_err(|message| ResultsError::Damaged {
@@ -645,10 +655,35 @@ impl RunResults {
         Ok(results)
     }
 
+    /// Gives back the `repetition` arrays the file left out (each value its own repetition).
+    fn fill_repetitions(&mut self) {
+        for m in self.benchmarks.iter_mut().flat_map(|b| &mut b.metrics) {
+            if m.repetition.is_empty() && !m.values.is_empty() {
+                m.repetition = (0..m.values.len() as u32).collect();
+            }
+        }
+    }
+
     /// Refuses a counter series whose times and values differ in number (or kernel windows
-    /// whose starts and ends do): no reading can be told from the next.
+    /// whose starts and ends do, or a metric whose values and repetition numbers do): no
+    /// reading can be told from the next.
     fn check_series(&self) -> Result<(), String> {
         for b in &self.benchmarks {
+            for m in &b.metrics {
+                if m.repetition.len() != m.values.len() {
+                    return Err(format!(
+                        "benchmark `{}`, metric `{}`: {} but {}",
+                        b.name,
+                        m.name,
+                        crate::model::text::count(m.values.len(), "value", "values"),
+                        crate::model::text::count(
+                            m.repetition.len(),
+                            "repetition number",
+                            "repetition numbers"
+                        ),
+                    ));
+                }
+            }
             for c in &b.counters {
                 if c.t_ns.len() != c.value.len() {
                     return Err(format!(

@@ -184,3 +184,28 @@ fn a_newer_version_is_refused_with_both_versions_named() {
         "{err}"
     );
 }
+
+#[test]
+fn repetition_numbers_are_left_out_when_each_value_is_its_own_repetition() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = protocol_results(dir.path());
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let metric = &doc["benchmarks"][0]["metrics"][0];
+    assert_eq!(metric["name"], "kernel_time");
+    assert!(metric.get("repetition").is_none(), "{metric}");
+    let back = RunResults::load(&path).unwrap();
+    assert_eq!(back.benchmarks[0].metrics[0].repetition, [0]);
+
+    // Numbers given that do not match the values are refused by name.
+    doc["benchmarks"][0]["metrics"][0]["repetition"] = serde_json::json!([0, 1]);
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, doc.to_string()).unwrap();
+    let err = RunResults::load(&bad).unwrap_err().to_string();
+    assert!(
+        err.contains(
+            "benchmark `protocol_epoch_ns`, metric `kernel_time`: 1 value but 2 repetition numbers"
+        ),
+        "{err}"
+    );
+}
