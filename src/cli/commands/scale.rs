@@ -215,9 +215,9 @@ pub fn merge(args: &MergeArgs) -> Result<u8> {
     let merged = shard::merge(&parts)?;
     super::emit_results(&merged, args.output.as_deref(), args.pretty)?;
     eprintln!(
-        "merged {} files: {} benchmarks",
-        parts.len(),
-        merged.benchmarks.len()
+        "merged {}: {}",
+        crate::model::text::count(parts.len(), "file", "files"),
+        crate::model::text::count(merged.benchmarks.len(), "benchmark", "benchmarks")
     );
     Ok(ExitStatus::PASS)
 }
