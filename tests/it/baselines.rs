@@ -250,6 +250,25 @@ fn baselines_are_read_from_the_merge_base_of_a_ref_without_checkout() {
         "{}",
         stderr_of(&out)
     );
+    // A damaged baseline at the ref is named by its path in the repository, not by a copy.
+    git(dir, &["commit", "-qam", "a damaged baseline"]);
+    let out = kgate(dir)
+        .args([
+            "compare",
+            ".kgate/baselines/default.json",
+            "head.json",
+            "--baseline-ref",
+            "main",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("`.kgate/baselines/default.json` is not a kgate results file"),
+        "{err}"
+    );
+    assert!(!err.contains("baseline.json"), "{err}");
 }
 
 /// `check --against main` on a branch measures what the branch started from, not main's tip:

@@ -38,10 +38,11 @@ pub fn baseline_at_ref(root: &Path, path: &Path, reference: &str) -> Result<RunR
         &commit[..12]
     );
     eprintln!("baseline: {label}");
-    let dir = tempfile::tempdir()?;
-    let copy = dir.path().join("baseline.json");
-    std::fs::write(&copy, bytes)?;
-    RunResults::load(&copy).with_context(|| format!("cannot read the baseline {label}"))
+    // Read from the blob itself: errors name the file in the repository, not a copy of it.
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow::anyhow!("the baseline {label} is not UTF-8 text"))?;
+    RunResults::parse(&text, Path::new(&repo_path))
+        .with_context(|| format!("cannot read the baseline {label}"))
 }
 
 /// Refuses incomparable environments (exit 2) unless allowed; adds the override's warning.
