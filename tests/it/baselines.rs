@@ -175,6 +175,20 @@ fn baselines_are_read_from_the_merge_base_of_a_ref_without_checkout() {
         c1
     );
     assert_eq!(kgate::baseline::gitref::merge_base(dir, &c2).unwrap(), c1);
+    // `kgate compare` of the baseline at main's merge-base against head.json.
+    let compare_at_main = |extra: &[&str]| {
+        kgate(dir)
+            .args([
+                "compare",
+                ".kgate/baselines/default.json",
+                "head.json",
+                "--baseline-ref",
+                "main",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
     // The work tree's copy is something else entirely: it must not be read.
     write(dir, ".kgate/baselines/default.json", "not json");
     write(
@@ -182,18 +196,7 @@ fn baselines_are_read_from_the_merge_base_of_a_ref_without_checkout() {
         "head.json",
         &results("cpu", "h", "2026-01-04T00:00:00Z", &[("mm", &SLOW)]),
     );
-    let out = kgate(dir)
-        .args([
-            "compare",
-            ".kgate/baselines/default.json",
-            "head.json",
-            "--baseline-ref",
-            "main",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
+    let out = compare_at_main(&["--format", "json"]);
     // Against the merge-base (100) the head (120) regressed; against main's tip (120) it would not.
     assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
     let report = stdout_json(&out);
@@ -210,18 +213,7 @@ fn baselines_are_read_from_the_merge_base_of_a_ref_without_checkout() {
     );
     git(dir, &["checkout", "-q", "main"]);
     write(dir, ".kgate/baselines/default.json", "not json");
-    let out = kgate(dir)
-        .args([
-            "compare",
-            ".kgate/baselines/default.json",
-            "head.json",
-            "--baseline-ref",
-            "main",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
+    let out = compare_at_main(&["--format", "json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     assert_eq!(stdout_json(&out)["base_commit"], "c2");
     // A ref without the file, and a name that is no ref, are clear errors.
@@ -252,16 +244,7 @@ fn baselines_are_read_from_the_merge_base_of_a_ref_without_checkout() {
     );
     // A damaged baseline at the ref is named by its path in the repository, not by a copy.
     git(dir, &["commit", "-qam", "a damaged baseline"]);
-    let out = kgate(dir)
-        .args([
-            "compare",
-            ".kgate/baselines/default.json",
-            "head.json",
-            "--baseline-ref",
-            "main",
-        ])
-        .output()
-        .unwrap();
+    let out = compare_at_main(&[]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr_of(&out);
     assert!(
