@@ -448,7 +448,8 @@ fn aggregate(cmp: &mut BenchmarkComparison) {
         (Verdict::NotGated, not_gated_explanation(&cmp.metrics))
     } else {
         let verdict = worst_verdict(gating.iter().map(|m| m.verdict)).unwrap_or(Verdict::Unchanged);
-        (verdict, worst_explanation(pick(verdict), verdict))
+        let behind: Vec<&MetricComparison> = pick(verdict).copied().collect();
+        (verdict, worst_explanation(&behind, verdict))
     };
     cmp.verdict = verdict;
     cmp.explanation = explanation;
@@ -461,11 +462,7 @@ pub const EXPLAINED_METRICS: usize = 3;
 
 /// The explanation of a benchmark's verdict from the metrics that have it: the first
 /// [`EXPLAINED_METRICS`] with their reasons, then the others by name and change.
-fn worst_explanation<'a>(
-    metrics: impl Iterator<Item = &'a &'a MetricComparison>,
-    verdict: Verdict,
-) -> String {
-    let metrics: Vec<&MetricComparison> = metrics.copied().collect();
+fn worst_explanation(metrics: &[&MetricComparison], verdict: Verdict) -> String {
     let mut parts: Vec<String> = metrics
         .iter()
         .take(EXPLAINED_METRICS)

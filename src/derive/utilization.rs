@@ -273,6 +273,14 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
     // Per series: its increase inside the kernel windows, their span, the sampling windows
     // used and all of them.
     let mut computed: Vec<Computed> = Vec::new();
+    // The kernel windows of each repetition, gathered once for all its series.
+    let mut windows_by_rep: BTreeMap<u32, Vec<(&str, f64, f64)>> = BTreeMap::new();
+    for k in &result.kernel_windows {
+        windows_by_rep.entry(k.repetition).or_default().extend(
+            k.windows()
+                .map(|(start, end)| (k.kernel.as_str(), start, end)),
+        );
+    }
     for ((rep, name), s) in series {
         let Series {
             base,
@@ -320,15 +328,7 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
             }
         };
         let interval = median_interval(&wins);
-        let kernels: Vec<(&str, f64, f64)> = result
-            .kernel_windows
-            .iter()
-            .filter(|k| k.repetition == rep)
-            .flat_map(|k| {
-                k.windows()
-                    .map(|(start, end)| (k.kernel.as_str(), start, end))
-            })
-            .collect();
+        let kernels: &[(&str, f64, f64)] = windows_by_rep.get(&rep).map_or(&[], Vec::as_slice);
         let (delta, span) = if kernels.is_empty() {
             match (wins.first(), wins.last()) {
                 (Some(f), Some(l)) => (wins.iter().map(|w| w.delta).sum(), l.end_ns - f.start_ns),
@@ -337,7 +337,7 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
         } else {
             let mut total = (0.0, 0.0);
             let mut unresolved = false;
-            for (kernel, start, end) in &kernels {
+            for (kernel, start, end) in kernels {
                 match in_window(&wins, *start, *end) {
                     Some((d, s)) => {
                         total.0 += d;
