@@ -377,7 +377,7 @@ fn gather_benchmark(
         name: head.name.clone(),
         verdict: Verdict::Inconclusive,
         explanation: String::new(),
-        metrics: Vec::new(),
+        metrics: Vec::with_capacity(head.metrics.len()),
         profile: None,
     };
     for (side, r) in [("candidate", head), ("baseline", base)] {
@@ -598,7 +598,7 @@ pub fn compare_metric(
             improvement: ctx.alpha_look,
         };
         let (p_reg, p_imp) = (e.p_reg, e.p_imp);
-        decide(&mut out, e, p_reg, p_imp, 1, levels, &ctx);
+        decide(&mut out, &e, p_reg, p_imp, 1, levels, &ctx);
     }
     out
 }

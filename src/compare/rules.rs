@@ -27,10 +27,12 @@ pub(super) struct Evidence {
 }
 
 pub(super) enum Power {
-    /// Two-sample rank test: base and head values, and their shift prepared once.
+    /// Two-sample rank test: the sample sizes (base, head), their pooled robust log-scale
+    /// noise (None unless every value is positive), and their shift prepared once. The
+    /// samples themselves stay in the results they were read from.
     Samples {
-        base: Vec<f64>,
-        head: Vec<f64>,
+        sizes: (usize, usize),
+        noise: Option<f64>,
         shift: RelativeShift,
     },
     /// Prediction interval: the jobs' history and this job's log-scale distance from its mean.
@@ -108,22 +110,44 @@ pub(super) struct RelativeShift {
 impl RelativeShift {
     /// None when the estimate is undefined (empty or non-finite samples, or data that are not
     /// all positive around a zero baseline median).
-    pub(super) fn new(base: &[f64], head: &[f64]) -> Option<RelativeShift> {
+    ///
+    /// The interval at `confidence` comes with it, from the selection that finds the estimate
+    /// (None where it is not attainable).
+    pub(super) fn with_interval(
+        base: &[f64],
+        head: &[f64],
+        confidence: f64,
+    ) -> Option<(RelativeShift, Option<[f64; 2]>)> {
         let positive = base.iter().chain(head).all(|v| *v > 0.0);
-        if positive {
+        let (hl, estimate, scale) = if positive {
             let lb: Vec<f64> = base.iter().map(|v| v.ln()).collect();
             let lh: Vec<f64> = head.iter().map(|v| v.ln()).collect();
-            Some(RelativeShift {
-                hl: stats::HodgesLehmann::new(&lh, &lb)?,
-                scale: None,
-            })
+            let (hl, estimate) = stats::HodgesLehmann::with_interval(&lh, &lb, Some(confidence))?;
+            (hl, estimate, None)
         } else {
             let scale = stats::median(base).map(f64::abs).filter(|m| *m > 0.0)?;
-            Some(RelativeShift {
-                hl: stats::HodgesLehmann::new(head, base)?,
-                scale: Some(scale),
-            })
+            let (hl, estimate) = stats::HodgesLehmann::with_interval(head, base, Some(confidence))?;
+            (hl, estimate, Some(scale))
+        };
+        let shift = RelativeShift { hl, scale };
+        let interval = estimate.map(|s| [shift.relative(s.low), shift.relative(s.high)]);
+        Some((shift, interval))
+    }
+
+    /// The pooled robust log-scale noise of the two samples ([`inference::pooled_log_noise`]),
+    /// from the sorted logs the estimate holds; None unless every value is positive.
+    fn log_noise(&self, base: &[f64], head: &[f64]) -> Option<f64> {
+        if self.scale.is_some() {
+            return None;
         }
+        let (head_logs, base_logs) = self.hl.sorted_samples();
+        let side = |logs: &[f64], values: &[f64]| {
+            inference::log_noise_of_sorted_logs(logs).or_else(|| inference::log_noise(values))
+        };
+        Some(inference::pooled_noise(
+            side(base_logs, base)?,
+            side(head_logs, head)?,
+        ))
     }
 
     fn relative(&self, shift: f64) -> f64 {
@@ -164,8 +188,9 @@ pub(super) fn rank_evidence(
     ctx: &Context<'_>,
 ) -> Result<Evidence, (String, Option<f64>)> {
     let ps = directional(head, base, direction);
-    let shift = RelativeShift::new(base, head).filter(|s| s.attainable(1.0 - ctx.alpha_look));
-    let (Some((p_reg, p_imp, p_two)), Some(shift)) = (ps, shift) else {
+    let shift = RelativeShift::with_interval(base, head, 1.0 - 2.0 * ctx.alpha_look)
+        .filter(|(s, _)| s.attainable(1.0 - ctx.alpha_look));
+    let (Some((p_reg, p_imp, p_two)), Some((shift, equivalence_ci))) = (ps, shift) else {
         let reason = format!(
             "no test possible on these samples ({} baseline, {} candidate): the rank test or the Hodges–Lehmann estimate is undefined for them",
             base.len(),
@@ -173,7 +198,6 @@ pub(super) fn rank_evidence(
         );
         return Err((reason, ps.map(|p| p.2)));
     };
-    let equivalence_ci = shift.interval(1.0 - 2.0 * ctx.alpha_look);
     Ok(Evidence {
         method: Method::RankTest,
         change: shift.change(),
@@ -182,8 +206,8 @@ pub(super) fn rank_evidence(
         p_reg,
         p_imp,
         power: Power::Samples {
-            base: base.to_vec(),
-            head: head.to_vec(),
+            sizes: (base.len(), head.len()),
+            noise: shift.log_noise(base, head),
             shift,
         },
         basis: format!("{} vs {} repetitions", base.len(), head.len()),
@@ -333,32 +357,41 @@ pub(super) fn decide_all(
     pending: Vec<(usize, usize, Evidence)>,
     ctx: &Context<'_>,
 ) {
-    let mut families: [Vec<(usize, usize, Evidence)>; 2] = [Vec::new(), Vec::new()];
-    for item in pending {
-        let gating = benchmarks[item.0].metrics[item.1].gates;
-        families[usize::from(!gating)].push(item);
-    }
-    for (index, family) in families.into_iter().enumerate() {
+    // Each family is decided in place, by position in `pending`, so the evidence of a whole
+    // run is never held twice.
+    let gating: Vec<bool> = pending
+        .iter()
+        .map(|(b, m, _)| benchmarks[*b].metrics[*m].gates)
+        .collect();
+    for family_gates in [true, false] {
+        let members = || {
+            pending
+                .iter()
+                .zip(&gating)
+                .filter(move |(_, g)| **g == family_gates)
+                .map(|(item, _)| item)
+        };
+        let tested = members().count();
         // Untested members of an assumed larger family count as p = 1, which is what BH and
         // Holm do with a family of that size.
-        let size = if index == 0 {
-            family.len().max(ctx.policy.family_hint)
+        let size = if family_gates {
+            tested.max(ctx.policy.family_hint)
         } else {
-            family.len()
+            tested
         };
         let padded = |p: Vec<f64>| {
             let mut p = p;
             p.resize(size, 1.0);
             inference::adjust(&p, ctx.policy.correction)
         };
-        let reg = padded(family.iter().map(|(_, _, e)| e.p_reg).collect());
-        let imp = padded(family.iter().map(|(_, _, e)| e.p_imp).collect());
+        let reg = padded(members().map(|(_, _, e)| e.p_reg).collect());
+        let imp = padded(members().map(|(_, _, e)| e.p_imp).collect());
         let levels = Levels {
             regression: inference::decision_level(&reg, ctx.alpha_look, ctx.policy.correction),
             improvement: inference::decision_level(&imp, ctx.alpha_look, ctx.policy.correction),
         };
-        for (((b, m, e), r), i) in family.into_iter().zip(reg).zip(imp) {
-            decide(&mut benchmarks[b].metrics[m], e, r, i, size, levels, ctx);
+        for (((b, m, e), r), i) in members().zip(reg).zip(imp) {
+            decide(&mut benchmarks[*b].metrics[*m], e, r, i, size, levels, ctx);
         }
     }
 }
@@ -376,7 +409,7 @@ fn beyond_zero(ci: [f64; 2], bad_side_is_up: bool) -> bool {
 /// the size of its family and the levels the family's decisions were taken at.
 pub(super) fn decide(
     out: &mut MetricComparison,
-    e: Evidence,
+    e: &Evidence,
     p_reg_adj: f64,
     p_imp_adj: f64,
     family: usize,
@@ -390,8 +423,8 @@ pub(super) fn decide(
     // The level a single regression faces: BH and Holm both reduce to alpha / m for it.
     let single = alpha / family.max(1) as f64;
     let floor_blocks = match &e.power {
-        Power::Samples { base, head, .. } => {
-            let floor = inference::mwu_floor(base.len(), head.len());
+        Power::Samples { sizes, .. } => {
+            let floor = inference::mwu_floor(sizes.0, sizes.1);
             (floor > single).then_some(floor)
         }
         Power::Prediction { .. } => None,
@@ -415,9 +448,9 @@ pub(super) fn decide(
     out.ci_level = ci.map(|_| ci_level);
     out.mde = match (&e.power, floor_blocks, ci) {
         (_, Some(_), _) => None,
-        (Power::Samples { base, head, .. }, None, ci) => {
-            inference::min_detectable_change(base, head, single, ci.map(|c| (c, ci_level)))
-        }
+        (Power::Samples { sizes, noise, .. }, None, ci) => noise.and_then(|noise| {
+            inference::min_detectable_change(noise, *sizes, single, ci.map(|c| (c, ci_level)))
+        }),
         (Power::Prediction { history, .. }, None, _) => {
             Some(history.min_detectable_shift(single).exp_m1())
         }

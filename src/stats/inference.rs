@@ -107,10 +107,28 @@ pub fn log_noise(values: &[f64]) -> Option<f64> {
     })
 }
 
+/// [`log_noise`] from the logs of a sample already sorted, without taking logs or sorting
+/// again; None where [`log_noise`] needs the sample itself: fewer than two values, or a MAD of
+/// zero (its fallback sums the logs in their measured order). Otherwise the same bits.
+pub fn log_noise_of_sorted_logs(sorted_logs: &[f64]) -> Option<f64> {
+    if sorted_logs.len() < 2 {
+        return None;
+    }
+    let median = crate::stats::median_sorted(sorted_logs);
+    let mut deviations: Vec<f64> = sorted_logs.iter().map(|v| (v - median).abs()).collect();
+    deviations.sort_by(f64::total_cmp);
+    let mad = crate::stats::median_sorted(&deviations);
+    (mad > 0.0).then_some(MAD_TO_SIGMA * mad)
+}
+
 /// Pooled log-scale noise of two samples (root mean square of the two).
 pub fn pooled_log_noise(a: &[f64], b: &[f64]) -> Option<f64> {
-    let (x, y) = (log_noise(a)?, log_noise(b)?);
-    Some(((x * x + y * y) / 2.0).sqrt())
+    Some(pooled_noise(log_noise(a)?, log_noise(b)?))
+}
+
+/// The root mean square of two samples' noise.
+pub fn pooled_noise(a: f64, b: f64) -> f64 {
+    ((a * a + b * b) / 2.0).sqrt()
 }
 
 /// The log-scale noise implied by the width of a two-sided interval for a relative change
@@ -223,21 +241,22 @@ fn solve_noncentrality(df: f64, alpha: f64, power: f64, two_sided: bool) -> Opti
 }
 
 /// The minimum detectable relative change (0.02 is 2 %) for a one-sided test at `alpha` with
-/// 80 % power, from the observed noise of both samples: the larger of the robust log-scale
-/// noise and, when given, the noise implied by the comparison's interval (`ci` at
-/// `confidence`), so that a few spikes cannot make the figure optimistic.
+/// 80 % power between samples of `sizes` (base, head), from their observed noise: the larger
+/// of the robust log-scale noise (`robust`, [`pooled_log_noise`]) and, when given, the noise
+/// implied by the comparison's interval (`ci` at `confidence`), so that a few spikes cannot
+/// make the figure optimistic.
 pub fn min_detectable_change(
-    base: &[f64],
-    head: &[f64],
+    robust: f64,
+    sizes: (usize, usize),
     alpha: f64,
     interval: Option<([f64; 2], f64)>,
 ) -> Option<f64> {
-    let robust = pooled_log_noise(base, head)?;
+    let (n_base, n_head) = sizes;
     let implied = interval
-        .and_then(|(ci, confidence)| noise_from_interval(ci, confidence, base.len(), head.len()))
+        .and_then(|(ci, confidence)| noise_from_interval(ci, confidence, n_base, n_head))
         .unwrap_or(0.0);
     let sigma = robust.max(implied);
-    min_detectable_shift(sigma, base.len(), head.len(), alpha, MDE_POWER, false).map(f64::exp_m1)
+    min_detectable_shift(sigma, n_base, n_head, alpha, MDE_POWER, false).map(f64::exp_m1)
 }
 
 /// A Bencher-style prediction interval for one new job's summary, given the summaries of K
@@ -519,8 +538,9 @@ mod tests {
         assert_eq!(noise_from_interval([-1.5, 0.1], 0.99, 10, 10), None);
         // Spikes: the interval-implied noise wins over the robust one.
         let calm: Vec<f64> = (0..10).map(|i| 100.0 + f64::from(i) * 0.05).collect();
-        let robust = min_detectable_change(&calm, &calm, 0.005, None).unwrap();
-        let wide = min_detectable_change(&calm, &calm, 0.005, Some((ci, 0.99))).unwrap();
+        let noise = pooled_log_noise(&calm, &calm).unwrap();
+        let robust = min_detectable_change(noise, (10, 10), 0.005, None).unwrap();
+        let wide = min_detectable_change(noise, (10, 10), 0.005, Some((ci, 0.99))).unwrap();
         assert!(wide > robust, "{wide} vs {robust}");
     }
 
@@ -542,6 +562,29 @@ mod tests {
         close(mwu_floor(5, 5), 0.003968, 1e-3);
         close(mwu_floor(10, 10), 5.41e-6, 1e-3);
         close(mwu_floor(4, 5), 1.0 / 126.0, 1e-12);
+    }
+
+    #[test]
+    fn log_noise_from_sorted_logs_is_the_same_bits() {
+        let mut rng = Xorshift::new(11);
+        for trial in 0..200 {
+            let n = 2 + trial % 40;
+            // Every third trial on a coarse grid, where the MAD can be zero.
+            let values: Vec<f64> = (0..n)
+                .map(|_| {
+                    let v = 100.0 * (0.05 * rng.normal()).exp();
+                    if trial % 3 == 0 { v.round() } else { v }
+                })
+                .collect();
+            let mut logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+            logs.sort_by(f64::total_cmp);
+            let want = log_noise(&values).unwrap();
+            match log_noise_of_sorted_logs(&logs) {
+                Some(got) => assert_eq!(got.to_bits(), want.to_bits(), "trial {trial}"),
+                None => assert_eq!(crate::stats::summarize(&logs).unwrap().mad, 0.0),
+            }
+        }
+        assert_eq!(log_noise_of_sorted_logs(&[1.0]), None);
     }
 
     #[test]

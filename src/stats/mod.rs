@@ -58,7 +58,7 @@ fn sorted_copy(values: &[f64]) -> Vec<f64> {
 }
 
 /// Median of an already sorted, non-empty slice.
-fn median_sorted(sorted: &[f64]) -> f64 {
+pub(crate) fn median_sorted(sorted: &[f64]) -> f64 {
     let n = sorted.len();
     if n % 2 == 1 {
         sorted[n / 2]
@@ -599,6 +599,49 @@ impl PairwiseDifferences {
             .min_by(f64::total_cmp)
     }
 
+    /// The median (as [`PairwiseDifferences::median`]) and, for `ranks` `(low, high)` with
+    /// `low` at most and `high` at least the median's rank (an interval's ends), the `low`-th
+    /// and `high`-th smallest differences. Where the differences are few enough to write out,
+    /// one pass fills them and the ends are selected on either side of the median, in half the
+    /// differences each; the answers are the same bits as [`PairwiseDifferences::median`] and
+    /// [`PairwiseDifferences::kth_pair`].
+    fn median_and_pair(&self, ranks: Option<(usize, usize)>) -> (f64, Option<(f64, f64)>) {
+        let len = self.len();
+        let ranks = ranks.filter(|&(low, high)| low >= 1 && low <= high && high <= len);
+        // 0-based position of the median (the lower middle one when m·n is even).
+        let mid = (len - 1) / 2;
+        let straddles = ranks.is_none_or(|(low, high)| low - 1 <= mid && high > mid);
+        if len > SELECT_IN_PLACE_MAX || !straddles {
+            let pair = ranks.and_then(|(low, high)| self.kth_pair(low, high));
+            return (self.median(), pair);
+        }
+        self.with_keys(|keys| {
+            let (below, mid_key, above) = keys.select_nth_unstable(mid);
+            let mid_key = *mid_key;
+            let median = if len % 2 == 1 {
+                from_total_order_key(mid_key)
+            } else {
+                // The upper middle one is the smallest above (itself again on a tie).
+                let upper = above.iter().copied().min().unwrap_or(mid_key);
+                (from_total_order_key(mid_key) + from_total_order_key(upper)) / 2.0
+            };
+            let pair = ranks.map(|(low, high)| {
+                let low = if low - 1 == mid {
+                    mid_key
+                } else {
+                    *below.select_nth_unstable(low - 1).1
+                };
+                let high = if high - 1 == mid {
+                    mid_key
+                } else {
+                    *above.select_nth_unstable(high - 1 - mid - 1).1
+                };
+                (from_total_order_key(low), from_total_order_key(high))
+            });
+            (median, pair)
+        })
+    }
+
     /// The median of the differences (the mean of the two middle ones when m·n is even).
     pub fn median(&self) -> f64 {
         let len = self.len();
@@ -703,10 +746,40 @@ pub struct HodgesLehmann {
 impl HodgesLehmann {
     /// None when either side is empty or holds a non-finite value.
     pub fn new(x: &[f64], y: &[f64]) -> Option<HodgesLehmann> {
+        Self::with_interval(x, y, None).map(|(hl, _)| hl)
+    }
+
+    /// [`HodgesLehmann::new`] with the interval at `confidence` found in the same selection
+    /// (the first interval every comparison asks for); the estimate is None where the
+    /// interval is not attainable (see [`HodgesLehmann::estimate`]).
+    pub fn with_interval(
+        x: &[f64],
+        y: &[f64],
+        confidence: Option<f64>,
+    ) -> Option<(HodgesLehmann, Option<ShiftEstimate>)> {
         let diffs = PairwiseDifferences::new(x, y)?;
         let ties = tie_groups(&diffs.xs, &diffs.ys);
-        let shift = diffs.median();
-        Some(HodgesLehmann { diffs, ties, shift })
+        let (m, n) = (diffs.xs.len(), diffs.ys.len());
+        let critical = confidence.and_then(|c| critical_rank(m, n, &ties, c));
+        let ranks = critical.map(|(qu, _, _)| (qu, m * n + 1 - qu));
+        let (shift, pair) = diffs.median_and_pair(ranks);
+        let estimate = critical
+            .zip(pair)
+            .map(
+                |((_, achieved_confidence, method), (low, high))| ShiftEstimate {
+                    shift,
+                    low,
+                    high,
+                    achieved_confidence,
+                    method,
+                },
+            );
+        Some((HodgesLehmann { diffs, ties, shift }, estimate))
+    }
+
+    /// The two samples, each sorted (x first).
+    pub fn sorted_samples(&self) -> (&[f64], &[f64]) {
+        (&self.diffs.xs, &self.diffs.ys)
     }
 
     /// The estimate: the median of the pairwise differences.
@@ -750,7 +823,7 @@ pub fn hodges_lehmann(x: &[f64], y: &[f64], confidence: f64) -> Option<ShiftEsti
     if !(valid_pair(x, y) && confidence > 0.0 && confidence < 1.0) {
         return None;
     }
-    HodgesLehmann::new(x, y)?.estimate(confidence)
+    HodgesLehmann::with_interval(x, y, Some(confidence))?.1
 }
 
 #[cfg(test)]
@@ -1131,11 +1204,12 @@ mod tests {
             let y: Vec<f64> = (0..n).map(|_| draw(&mut rng)).collect();
             let prepared = HodgesLehmann::new(&x, &y).unwrap();
             for conf in [0.9, 0.98, 0.99, 0.9999] {
-                assert_eq!(
-                    prepared.estimate(conf),
-                    hodges_lehmann_brute(&x, &y, conf),
-                    "trial {trial} at {conf}"
-                );
+                let brute = hodges_lehmann_brute(&x, &y, conf);
+                assert_eq!(prepared.estimate(conf), brute, "trial {trial} at {conf}");
+                // The interval selected beside the median, in the pass that finds it.
+                let (with, estimate) = HodgesLehmann::with_interval(&x, &y, Some(conf)).unwrap();
+                assert_eq!(estimate, brute, "trial {trial} at {conf}");
+                assert_eq!(with.shift().to_bits(), prepared.shift().to_bits());
             }
         }
     }
