@@ -3,8 +3,10 @@
 
 Writes two results files per case in a temporary folder (seeded log-normal timings, the
 candidate 2 % slower), then runs `kgate compare BASE HEAD --format FORMAT -o REPORT` --runs
-times (default 5) under `/usr/bin/time -v` and prints the median wall time, the largest peak
-resident memory, the report's size and the exit status. Cases:
+times (default 5) under `/usr/bin/time -v` and prints the median wall time, the median CPU time
+(user + system), the largest peak resident memory, the report's size and the exit status.
+Given --kgate more than once (two builds, say), the builds take turns run by run on the same
+files, so that they share the machine's load. Cases:
 
   * one benchmark, one metric, 20,000 samples a side;
   * one benchmark, one metric, 100,000 samples a side;
@@ -15,7 +17,7 @@ resident memory, the report's size and the exit status. Cases:
 Usage (from the repository root):
 
     cargo build --release
-    python3 scripts/bench_compare.py [--runs 5] [--kgate target/release/kgate] [--case NAME] [--format json --format html]
+    python3 scripts/bench_compare.py [--runs 5] [--kgate target/release/kgate [--kgate OTHER]] [--case NAME] [--format json --format html]
 """
 
 import argparse
@@ -85,41 +87,54 @@ def results(benchmarks, metrics, samples, shift, seed, commit):
     }
 
 
-def measure(kgate, base, head, runs, fmt, out):
-    times, peaks, codes = [], [], set()
-    for _ in range(runs):
-        start = time.perf_counter()
-        # In the files' own folder: a kgate.yaml where the script is started would set the
-        # gate policy.
-        proc = subprocess.run(
-            ["/usr/bin/time", "-v", kgate, "compare", base, head, "--format", fmt, "-o", out],
-            cwd=os.path.dirname(base),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        times.append(time.perf_counter() - start)
-        found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
-        peaks.append(int(found.group(1)) if found else 0)
-        status = re.search(r"Exit status: (\d+)", proc.stderr)
-        codes.add(int(status.group(1)) if status else proc.returncode)
-    return statistics.median(times), max(peaks), sorted(codes), os.path.getsize(out)
+def measure_once(kgate, base, head, fmt, out):
+    """Wall seconds, CPU seconds, peak KB and exit status of one compare."""
+    start = time.perf_counter()
+    # In the files' own folder: a kgate.yaml where the script is started would set the gate
+    # policy.
+    proc = subprocess.run(
+        ["/usr/bin/time", "-v", kgate, "compare", base, head, "--format", fmt, "-o", out],
+        cwd=os.path.dirname(base),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wall = time.perf_counter() - start
+
+    def field(pattern):
+        found = re.search(pattern, proc.stderr)
+        return found.group(1) if found else None
+
+    cpu = sum(
+        float(field(rf"{kind} time \(seconds\): ([\d.]+)") or 0) for kind in ("User", "System")
+    )
+    peak = int(field(r"Maximum resident set size \(kbytes\): (\d+)") or 0)
+    status = field(r"Exit status: (\d+)")
+    return wall, cpu, peak, int(status) if status else proc.returncode
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--kgate", default="target/release/kgate")
+    parser.add_argument(
+        "--kgate", action="append",
+        help="the binary to time (repeatable; default target/release/kgate)",
+    )
     parser.add_argument("--case", choices=sorted(CASES), action="append")
     parser.add_argument(
         "--format", choices=["json", "html", "markdown", "table"], action="append",
         help="report format (repeatable; default json)",
     )
     args = parser.parse_args()
-    kgate = os.path.abspath(args.kgate)
-    if not os.path.exists(kgate):
-        sys.exit(f"{args.kgate} not found: run `cargo build --release` first")
-    print(f"{'case':<12} {'format':<6} {'median s':>10} {'peak MB':>9} {'report MB':>10}  exit")
+    builds = [os.path.abspath(k) for k in args.kgate or ["target/release/kgate"]]
+    for build in builds:
+        if not os.path.exists(build):
+            sys.exit(f"{build} not found: run `cargo build --release` first")
+    label = {b: (b if len(builds) > 1 else "") for b in builds}
+    print(
+        f"{'case':<12} {'format':<8} {'median s':>9} {'CPU s':>7} {'peak MB':>8} "
+        f"{'report MB':>10}  exit  build"
+    )
     with tempfile.TemporaryDirectory() as dir:
         for name in args.case or DEFAULT_CASES:
             benchmarks, metrics, samples = CASES[name]
@@ -130,13 +145,22 @@ def main():
             with open(head, "w") as f:
                 json.dump(results(benchmarks, metrics, samples, 1.02, 2, "b"), f)
             for fmt in args.format or ["json"]:
-                out = os.path.join(dir, f"{name}-report.{fmt}")
-                secs, peak_kb, codes, size = measure(kgate, base, head, args.runs, fmt, out)
-                print(
-                    f"{name:<12} {fmt:<6} {secs:>10.3f} {peak_kb / 1024:>9.1f} {size / 1e6:>10.1f}  "
-                    f"{','.join(map(str, codes))}",
-                    flush=True,
-                )
+                runs = {b: [] for b in builds}
+                sizes = {}
+                for _ in range(args.runs):
+                    for i, build in enumerate(builds):
+                        out = os.path.join(dir, f"{name}-report-{i}.{fmt}")
+                        runs[build].append(measure_once(build, base, head, fmt, out))
+                        sizes[build] = os.path.getsize(out)
+                for build in builds:
+                    walls, cpus, peaks, codes = zip(*runs[build])
+                    print(
+                        f"{name:<12} {fmt:<8} {statistics.median(walls):>9.3f} "
+                        f"{statistics.median(cpus):>7.2f} {max(peaks) / 1024:>8.1f} "
+                        f"{sizes[build] / 1e6:>10.1f}  {','.join(map(str, sorted(set(codes))))}"
+                        f"     {label[build]}",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

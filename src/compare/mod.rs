@@ -969,6 +969,59 @@ mod tests {
     }
 
     #[test]
+    fn evidence_bounded_while_it_is_built_is_the_evidence_bounded_afterwards() {
+        use crate::model::evidence::{Evidence, MAX_CHARTED_METRICS};
+        // More regressed and undecided metrics than a bounded report charts, metrics that
+        // held, benchmarks with nothing charted, a long series to thin, and a benchmark on
+        // one side only each way.
+        let named = |name: &str, values: &[f64]| MetricSamples {
+            name: name.into(),
+            ..samples(values, 0.01)
+        };
+        let long: Vec<f64> = (0..1500).map(|i| 100.0 + f64::from(i % 7)).collect();
+        let longer: Vec<f64> = long.iter().map(|v| v * 1.1).collect();
+        let mut base = Vec::new();
+        let mut head = Vec::new();
+        for i in 0..150 {
+            let mut b = bench(&format!("b{i}"), named("slow", &BASE));
+            b.metrics.push(named("held", &SAME));
+            b.metrics.push(named("noisy", &NOISY));
+            let slow: &[f64] = if i % 2 == 0 { &NEW } else { &BASE };
+            let mut h = bench(&format!("b{i}"), named("slow", slow));
+            h.metrics.push(named("held", &SAME));
+            h.metrics.push(named("noisy", &SAME));
+            if i == 0 {
+                b.metrics.push(named("long", &long));
+                h.metrics.push(named("long", &longer));
+            }
+            base.push(b);
+            head.push(h);
+        }
+        base.push(bench("gone", named("slow", &BASE)));
+        head.insert(3, bench("fresh", named("slow", &NEW)));
+        let (base, head) = (run(base), run(head));
+        let mut built = compare(&base, &head, &ComparePolicy::default(), Design::Files);
+        let mut afterwards = built.clone();
+        afterwards.evidence = Some(Evidence::from_runs(Some(&base), &head));
+        afterwards.bound_evidence();
+        built.attach_bounded_evidence(Some(&base), &head);
+        assert_eq!(built.evidence, afterwards.evidence);
+        let evidence = built.evidence.unwrap();
+        let omitted = evidence.omitted.clone().expect("something was left out");
+        assert!(omitted.benchmarks > 0 && omitted.metrics > 0 && omitted.thinned_series > 0);
+        let charted: usize = evidence
+            .benchmarks
+            .iter()
+            .flat_map(|b| &b.metrics)
+            .filter(|m| !m.base.is_empty() || !m.head.is_empty())
+            .count();
+        assert_eq!(charted, MAX_CHARTED_METRICS);
+        for one_side in ["fresh", "gone"] {
+            assert!(!evidence.benchmark(one_side).unwrap().metrics.is_empty());
+        }
+    }
+
+    #[test]
     fn run_verdicts_new_missing_and_untrusted_sources() {
         let base = run(vec![
             bench("a", samples(&BASE, 0.01)),

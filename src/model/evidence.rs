@@ -133,26 +133,32 @@ impl Evidence {
     /// Collects the evidence of two runs; benchmarks in the candidate's order, then those only
     /// in the baseline.
     pub fn from_runs(base: Option<&RunResults>, head: &RunResults) -> Evidence {
-        let base_index = base.map(RunResults::by_name).unwrap_or_default();
-        let mut benchmarks: Vec<BenchmarkEvidence> = head
-            .benchmarks
-            .iter()
-            .map(|h| {
-                let b = base_index.get(h.name.as_str()).copied();
-                BenchmarkEvidence::from_results(&h.name, b, Some(h))
+        Evidence {
+            benchmarks: sides(base, head)
+                .map(|(name, b, h)| BenchmarkEvidence::from_results(name, b, h))
+                .collect(),
+            omitted: None,
+        }
+    }
+
+    /// [`Evidence::from_runs`] followed by [`Evidence::bound`], one benchmark at a time: no
+    /// more than one benchmark's whole evidence is held at once.
+    pub fn from_runs_bounded<'a>(
+        base: Option<&RunResults>,
+        head: &RunResults,
+        shown: impl Fn(&str) -> Option<&'a [String]>,
+    ) -> Evidence {
+        let mut omitted = Omitted::default();
+        let benchmarks = sides(base, head)
+            .map(|(name, b, h)| {
+                let mut evidence = BenchmarkEvidence::from_results(name, b, h);
+                evidence.bound(shown(name), &mut omitted);
+                evidence
             })
             .collect();
-        if let Some(base) = base {
-            let head_index = head.by_name();
-            for b in &base.benchmarks {
-                if !head_index.contains_key(b.name.as_str()) {
-                    benchmarks.push(BenchmarkEvidence::from_results(&b.name, Some(b), None));
-                }
-            }
-        }
         Evidence {
             benchmarks,
-            omitted: None,
+            omitted: (omitted != Omitted::default()).then_some(omitted),
         }
     }
 
@@ -165,45 +171,7 @@ impl Evidence {
         let mut omitted = Omitted::default();
         for b in &mut self.benchmarks {
             let keep = shown(&b.name);
-            let mut dropped = 0;
-            for m in &mut b.metrics {
-                let kept = keep.is_some_and(|names| names.contains(&m.name));
-                if !kept && (!m.base.is_empty() || !m.head.is_empty()) {
-                    m.base = Vec::new();
-                    m.head = Vec::new();
-                    dropped += 1;
-                }
-            }
-            b.metrics
-                .retain(|m| !m.base.is_empty() || !m.head.is_empty() || !m.history.is_empty());
-            omitted.metrics += dropped;
-            if keep.is_none() {
-                let had = dropped > 0
-                    || !b.counters.is_empty()
-                    || b.artifacts.iter().any(|a| !a.changed());
-                b.counters = Vec::new();
-                b.artifacts.retain(ArtifactPair::changed);
-                omitted.benchmarks += usize::from(had);
-                continue;
-            }
-            for m in &mut b.metrics {
-                let counts = [m.base.len(), m.head.len()];
-                if counts.iter().any(|n| *n > MAX_SERIES_POINTS) {
-                    m.base = order_statistics(&m.base, MAX_SERIES_POINTS);
-                    m.head = order_statistics(&m.head, MAX_SERIES_POINTS);
-                    m.thinned_from = Some(counts);
-                    omitted.thinned_series += 1;
-                }
-            }
-            for c in &mut b.counters {
-                for side in [&mut c.base, &mut c.head] {
-                    if side.timeline.len() > MAX_SERIES_POINTS {
-                        side.thinned_from = Some(side.timeline.len());
-                        side.timeline = envelope(&side.timeline, MAX_SERIES_POINTS / 2);
-                        omitted.thinned_series += 1;
-                    }
-                }
-            }
+            b.bound(keep, &mut omitted);
         }
         self.omitted = (omitted != Omitted::default()).then_some(omitted);
     }
@@ -259,7 +227,92 @@ fn envelope(timeline: &[[f64; 2]], buckets: usize) -> Vec<[f64; 2]> {
     out
 }
 
+/// Each benchmark of two runs with its two sides: the candidate's in order, then those only
+/// in the baseline.
+fn sides<'r>(
+    base: Option<&'r RunResults>,
+    head: &'r RunResults,
+) -> impl Iterator<
+    Item = (
+        &'r str,
+        Option<&'r BenchmarkResult>,
+        Option<&'r BenchmarkResult>,
+    ),
+> {
+    let base_index = base.map(RunResults::by_name).unwrap_or_default();
+    let head_index = head.by_name();
+    let in_head = head.benchmarks.iter().map(move |h| {
+        let b = base_index.get(h.name.as_str()).copied();
+        (h.name.as_str(), b, Some(h))
+    });
+    let only_in_base = base
+        .into_iter()
+        .flat_map(|base| &base.benchmarks)
+        .filter(move |b| !head_index.contains_key(b.name.as_str()))
+        .map(|b| (b.name.as_str(), Some(b), None));
+    in_head.chain(only_in_base)
+}
+
+/// The metric names a benchmark's evidence holds, in its order: the baseline's, then those
+/// only the candidate measured.
+pub fn metric_names<'r>(
+    base: Option<&'r BenchmarkResult>,
+    head: Option<&'r BenchmarkResult>,
+) -> Vec<&'r str> {
+    let mut names: Vec<&str> = Vec::new();
+    for m in [base, head].into_iter().flatten().flat_map(|r| &r.metrics) {
+        if !names.contains(&m.name.as_str()) {
+            names.push(&m.name);
+        }
+    }
+    names
+}
+
 impl BenchmarkEvidence {
+    /// [`Evidence::bound`] for one benchmark: `keep` names the metrics whose samples are
+    /// charted, None when none is.
+    fn bound(&mut self, keep: Option<&[String]>, omitted: &mut Omitted) {
+        let mut dropped = 0;
+        for m in &mut self.metrics {
+            let kept = keep.is_some_and(|names| names.contains(&m.name));
+            if !kept && (!m.base.is_empty() || !m.head.is_empty()) {
+                m.base = Vec::new();
+                m.head = Vec::new();
+                dropped += 1;
+            }
+        }
+        self.metrics
+            .retain(|m| !m.base.is_empty() || !m.head.is_empty() || !m.history.is_empty());
+        omitted.metrics += dropped;
+        if keep.is_none() {
+            let had = dropped > 0
+                || !self.counters.is_empty()
+                || self.artifacts.iter().any(|a| !a.changed());
+            self.counters = Vec::new();
+            self.artifacts.retain(ArtifactPair::changed);
+            omitted.benchmarks += usize::from(had);
+            return;
+        }
+        for m in &mut self.metrics {
+            let counts = [m.base.len(), m.head.len()];
+            if counts.iter().any(|n| *n > MAX_SERIES_POINTS) {
+                m.base = order_statistics(&m.base, MAX_SERIES_POINTS);
+                m.head = order_statistics(&m.head, MAX_SERIES_POINTS);
+                m.thinned_from = Some(counts);
+                omitted.thinned_series += 1;
+            }
+        }
+        for c in &mut self.counters {
+            for side in [&mut c.base, &mut c.head] {
+                if side.timeline.len() > MAX_SERIES_POINTS {
+                    side.thinned_from = Some(side.timeline.len());
+                    side.timeline = envelope(&side.timeline, MAX_SERIES_POINTS / 2);
+                    omitted.thinned_series += 1;
+                }
+            }
+        }
+    }
+
     fn from_results(
         name: &str,
         base: Option<&BenchmarkResult>,

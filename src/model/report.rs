@@ -107,9 +107,52 @@ impl Report {
     /// summaries only for the rest. See
     /// [`Evidence::bound`](crate::model::evidence::Evidence::bound).
     pub fn bound_evidence(&mut self) {
-        let Some(evidence) = &mut self.evidence else {
+        let Some(mut evidence) = self.evidence.take() else {
             return;
         };
+        let charted = {
+            let by_name = evidence.by_name();
+            self.charted_metrics(|name| {
+                by_name
+                    .get(name)
+                    .into_iter()
+                    .flat_map(|e| &e.metrics)
+                    .map(|m| m.name.as_str())
+                    .collect()
+            })
+        };
+        evidence.bound(|name| charted.get(name).map(Vec::as_slice));
+        self.evidence = Some(evidence);
+    }
+
+    /// Sets the evidence of the two runs, bounded as [`Report::bound_evidence`] bounds it but
+    /// built one benchmark at a time, so that the samples of the metrics it leaves out are
+    /// never copied (see [`Evidence::from_runs_bounded`]).
+    pub fn attach_bounded_evidence(
+        &mut self,
+        base: Option<&crate::model::results::RunResults>,
+        head: &crate::model::results::RunResults,
+    ) {
+        use crate::model::evidence::{Evidence, metric_names};
+        let charted = {
+            let base_index = base.map(|b| b.by_name()).unwrap_or_default();
+            let head_index = head.by_name();
+            self.charted_metrics(|name| {
+                metric_names(base_index.get(name).copied(), head_index.get(name).copied())
+            })
+        };
+        self.evidence = Some(Evidence::from_runs_bounded(base, head, |name| {
+            charted.get(name).map(Vec::as_slice)
+        }));
+    }
+
+    /// The metrics whose samples a bounded report charts, per benchmark (see
+    /// [`Report::bound_evidence`]); `evidence_metrics` names the metrics a benchmark's
+    /// evidence holds, which are all charted for a new or missing benchmark.
+    fn charted_metrics<'n>(
+        &self,
+        evidence_metrics: impl Fn(&str) -> Vec<&'n str>,
+    ) -> std::collections::HashMap<String, Vec<String>> {
         let rank = |v: Verdict| match v {
             Verdict::Regressed | Verdict::New | Verdict::Missing => Some(0),
             Verdict::Improved => Some(1),
@@ -117,17 +160,12 @@ impl Report {
             Verdict::WithinThreshold => Some(3),
             Verdict::Unchanged | Verdict::NotGated | Verdict::Skipped => None,
         };
-        let by_name = evidence.by_name();
         let mut candidates: Vec<(u8, usize, &str, &str)> = Vec::new();
         for (order, b) in self.benchmarks.iter().enumerate() {
             if matches!(b.verdict, Verdict::New | Verdict::Missing) {
                 // One side only: its evidence is the run itself, every metric of it.
-                for m in by_name
-                    .get(b.name.as_str())
-                    .into_iter()
-                    .flat_map(|e| &e.metrics)
-                {
-                    candidates.push((0, order, b.name.as_str(), m.name.as_str()));
+                for m in evidence_metrics(&b.name) {
+                    candidates.push((0, order, b.name.as_str(), m));
                 }
                 continue;
             }
@@ -145,7 +183,7 @@ impl Report {
                 .or_default()
                 .push(metric.to_string());
         }
-        evidence.bound(|name| charted.get(name).map(Vec::as_slice));
+        charted
     }
 }
 

@@ -636,9 +636,10 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
         &mut report,
     )?;
     scale::apply_waivers(&root, &mut report)?;
-    report.evidence = Some(Evidence::from_runs(Some(&base), &head));
-    if !args.report.view.full_evidence {
-        report.bound_evidence();
+    if args.report.view.full_evidence {
+        report.evidence = Some(Evidence::from_runs(Some(&base), &head));
+    } else {
+        report.attach_bounded_evidence(Some(&base), &head);
     }
     let status = emit_report(
         &report,
