@@ -735,9 +735,11 @@ impl Stored {
                 let Some((slot, factor)) = self.slots[position] else {
                     continue;
                 };
-                for (repetition, values) in run {
-                    collector.push_at(slot, *repetition, values[i].1 * factor);
-                }
+                collector.extend_at(
+                    slot,
+                    run.iter().map(|(repetition, _)| *repetition),
+                    run.iter().map(|(_, values)| values[i].1 * factor),
+                );
             }
             stored += first.len() * run.len();
             start = end;
