@@ -771,39 +771,69 @@ pub fn device(report: &NcuReport) -> Device {
     device
 }
 
-/// [`parse_each`] on a thread of its own, handing each launch to `on_launch` on this one:
-/// splitting the CSV and parsing its numbers overlap with storing the samples, which for a
-/// raw page of thousands of metrics take about as long. An error of `on_launch` stops the
-/// parse and is the one returned.
+/// How many values the CSV reading thread gathers before it hands its launches over: one
+/// launch of a wide raw page, hundreds of a tall one, so that the two threads meet a few
+/// thousand times per gigabyte instead of once per launch.
+const BATCH_VALUES: usize = 1 << 16;
+
+/// [`parse_each`] on a thread of its own, handing the launches to `on_launch` on this one, in
+/// order, in batches of about [`BATCH_VALUES`] values: splitting the CSV and parsing its
+/// numbers overlap with storing the samples, which for a raw page of thousands of metrics take
+/// about as long. An error of `on_launch` stops the parse and is the one returned; every
+/// launch read before a parse error is handed over first, so an error in the samples before
+/// it is still the one reported.
 fn parse_alongside<R: BufRead + Send>(
     input: R,
     mut on_launch: impl FnMut(&[MetricInfo], Launch) -> Result<(), String>,
 ) -> Result<NcuReport, NcuError> {
-    type Message = (Option<std::sync::Arc<Vec<MetricInfo>>>, Launch);
+    type Message = (Option<std::sync::Arc<Vec<MetricInfo>>>, Vec<Launch>);
     std::thread::scope(|scope| {
-        let (sender, receiver) = std::sync::mpsc::sync_channel::<Message>(8);
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<Message>(4);
         let parser = scope.spawn(move || {
+            // The metric list only grows, so the one current when a batch is sent covers
+            // every launch in it; it is copied when it has grown, and sent again then.
+            let mut current: std::sync::Arc<Vec<MetricInfo>> = Default::default();
             let mut sent = None;
-            parse_each(input, &mut |metrics, launch| {
-                // The metric list only grows; it is sent again when it has.
-                let fresh = (sent != Some(metrics.len())).then(|| {
-                    sent = Some(metrics.len());
-                    std::sync::Arc::new(metrics.to_vec())
+            let mut send = |current: &std::sync::Arc<Vec<MetricInfo>>, batch: Vec<Launch>| {
+                let fresh = (sent != Some(current.len())).then(|| {
+                    sent = Some(current.len());
+                    current.clone()
                 });
                 sender
-                    .send((fresh, launch))
+                    .send((fresh, batch))
                     .map_err(|_| "stopped by an earlier error".to_string())
-            })
+            };
+            let mut batch: Vec<Launch> = Vec::new();
+            let mut values = 0;
+            let report = parse_each(input, &mut |metrics, launch| {
+                if current.len() != metrics.len() {
+                    current = std::sync::Arc::new(metrics.to_vec());
+                }
+                values += launch.values.len().max(1);
+                batch.push(launch);
+                if values < BATCH_VALUES {
+                    return Ok(());
+                }
+                values = 0;
+                send(&current, std::mem::take(&mut batch))
+            });
+            if !batch.is_empty() {
+                // Ignored when the receiver has stopped: its error is the one reported.
+                let _ = send(&current, batch);
+            }
+            report
         });
         let mut metrics = std::sync::Arc::new(Vec::new());
         let mut failure = None;
-        for (fresh, launch) in receiver.iter() {
+        'batches: for (fresh, batch) in receiver.iter() {
             if let Some(fresh) = fresh {
                 metrics = fresh;
             }
-            if let Err(e) = on_launch(&metrics, launch) {
-                failure = Some(e);
-                break;
+            for launch in batch {
+                if let Err(e) = on_launch(&metrics, launch) {
+                    failure = Some(e);
+                    break 'batches;
+                }
             }
         }
         drop(receiver);

@@ -744,13 +744,9 @@ pub struct HodgesLehmann {
 }
 
 impl HodgesLehmann {
-    /// None when either side is empty or holds a non-finite value.
-    pub fn new(x: &[f64], y: &[f64]) -> Option<HodgesLehmann> {
-        Self::with_interval(x, y, None).map(|(hl, _)| hl)
-    }
-
-    /// [`HodgesLehmann::new`] with the interval at `confidence` found in the same selection
-    /// (the first interval every comparison asks for); the estimate is None where the
+    /// The samples prepared, with the interval at `confidence` (when asked for) found in the
+    /// selection that finds the estimate: the first interval every comparison needs. None
+    /// when either side is empty or holds a non-finite value; the estimate is None where the
     /// interval is not attainable (see [`HodgesLehmann::estimate`]).
     pub fn with_interval(
         x: &[f64],
@@ -1139,6 +1135,20 @@ mod tests {
                 median_sorted(&want).to_bits(),
                 "trial {trial}"
             );
+            // The median with each symmetric interval's ends, from one selection.
+            let bits = |v: f64| v.to_bits();
+            for low in 1..=want.len().div_ceil(2) {
+                let high = want.len() + 1 - low;
+                let (median, pair) = d.median_and_pair(Some((low, high)));
+                assert_eq!(bits(median), bits(median_sorted(&want)), "trial {trial}");
+                assert_eq!(
+                    pair.map(|(l, h)| (bits(l), bits(h))),
+                    Some((bits(want[low - 1]), bits(want[high - 1]))),
+                    "trial {trial} pair {low}, {high}"
+                );
+            }
+            let (median, pair) = d.median_and_pair(None);
+            assert_eq!((bits(median), pair), (bits(median_sorted(&want)), None));
             for conf in [0.5, 0.8, 0.9, 0.95, 0.98, 0.99] {
                 let (got, brute) = (
                     hodges_lehmann(&x, &y, conf),
@@ -1202,7 +1212,7 @@ mod tests {
             };
             let x: Vec<f64> = (0..m).map(|_| draw(&mut rng)).collect();
             let y: Vec<f64> = (0..n).map(|_| draw(&mut rng)).collect();
-            let prepared = HodgesLehmann::new(&x, &y).unwrap();
+            let (prepared, _) = HodgesLehmann::with_interval(&x, &y, None).unwrap();
             for conf in [0.9, 0.98, 0.99, 0.9999] {
                 let brute = hodges_lehmann_brute(&x, &y, conf);
                 assert_eq!(prepared.estimate(conf), brute, "trial {trial} at {conf}");

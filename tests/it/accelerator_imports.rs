@@ -288,9 +288,32 @@ fn ncu_malformed_csv_is_refused_naming_the_file_and_line() {
 }
 
 #[test]
+fn ncu_the_first_error_in_the_file_is_the_one_reported() {
+    // A metric given twice in units of different kinds (a clash met when its launch is
+    // stored), then thousands of launches, then a quoted field cut short at the end: the
+    // launches are stored on one thread while the next are read on another, and the clash,
+    // which comes first in the file, is the error.
+    let dir = tempfile::tempdir().unwrap();
+    let mut text =
+        String::from("\"ID\",\"Kernel Name\",\"a.sum\",\"a.sum\"\n\"\",\"\",\"byte\",\"%\"\n");
+    for l in 0..5_000 {
+        text.push_str(&format!("\"{l}\",\"k\",\"{l}\",\"50\"\n"));
+    }
+    text.push_str("\"5000\",\"k\",\"1\",\"5\n");
+    let path = dir.path().join("clash.csv");
+    std::fs::write(&path, text).unwrap();
+    let e = error("ncu", std::slice::from_ref(&path));
+    assert!(
+        e.contains("clash.csv") && e.contains("one metric needs one unit"),
+        "{e}"
+    );
+}
+
+#[test]
 fn ncu_raw_pages_keep_each_metrics_launch_order_across_kernels_and_gaps() {
-    // More launches than are stored together, three kernels interleaved, and rows whose cells
-    // are missing, n/a or ragged, so that launches of one kernel differ in their metrics.
+    // More launches than are stored together or handed over between the reading and the
+    // storing thread at once, three kernels interleaved, and rows whose cells are missing,
+    // n/a or ragged, so that launches of one kernel differ in their metrics.
     let dir = tempfile::tempdir().unwrap();
     let mut text =
         String::from("\"ID\",\"Kernel Name\",\"a\",\"b\",\"c\"\n\"\",\"\",\"ns\",\"byte\",\"\"\n");
@@ -298,7 +321,7 @@ fn ncu_raw_pages_keep_each_metrics_launch_order_across_kernels_and_gaps() {
     type Samples = (Vec<f64>, Vec<u32>);
     let mut expected: BTreeMap<(String, &str), Samples> = BTreeMap::new();
     let mut seen: BTreeMap<String, u32> = BTreeMap::new();
-    for l in 0..200u32 {
+    for l in 0..60_000u32 {
         let kernel = format!("k{}", l % 3);
         let repetition = *seen
             .entry(kernel.clone())
