@@ -611,9 +611,10 @@ fn gather_metric(
     head: &MetricSamples,
     ctx: &Context<'_>,
 ) -> (MetricComparison, Option<Evidence>) {
+    let (base_sorted, head_sorted) = (stats::sorted(&base.values), stats::sorted(&head.values));
     let mut out = MetricComparison {
-        base: stats::summarize(&base.values),
-        head: stats::summarize(&head.values),
+        base: stats::summarize_sorted(&base.values, &base_sorted),
+        head: stats::summarize_sorted(&head.values, &head_sorted),
         ..blank(head, ctx.policy)
     };
     if let Some(why) = &out.not_gating {
@@ -707,7 +708,13 @@ fn gather_metric(
                 hold_back(&mut out, head.source, ctx);
                 return (out, None);
             }
-            rank_evidence(&base.values, &head.values, head.direction, ctx)
+            let sides = rules::Sides {
+                base: &base.values,
+                head: &head.values,
+                base_sorted: &base_sorted,
+                head_sorted: &head_sorted,
+            };
+            rank_evidence(&sides, head.direction, ctx)
         }
     };
     match evidence {

@@ -82,13 +82,23 @@ pub(super) fn repetitions_needed(level: f64) -> usize {
         .unwrap_or(64)
 }
 
-/// p-values in the regression and improvement directions for `head` against `base`.
-pub(super) fn directional(
-    head: &[f64],
-    base: &[f64],
+/// A metric's samples on both sides, as measured and in ascending order ([`stats::sorted`]),
+/// sorted once for every statistic that needs them.
+pub(super) struct Sides<'a> {
+    pub(super) base: &'a [f64],
+    pub(super) head: &'a [f64],
+    pub(super) base_sorted: &'a [f64],
+    pub(super) head_sorted: &'a [f64],
+}
+
+/// p-values in the regression and improvement directions for `head` against `base`, both in
+/// ascending order.
+fn directional(
+    head_sorted: &[f64],
+    base_sorted: &[f64],
     direction: Direction,
 ) -> Option<(f64, f64, f64)> {
-    let ranks = stats::RankSum::new(head, base)?;
+    let ranks = stats::RankSum::from_sorted(head_sorted, base_sorted)?;
     let up = ranks.test(Alternative::Greater).p_value;
     let down = ranks.test(Alternative::Less).p_value;
     let two = ranks.test(Alternative::TwoSided).p_value;
@@ -182,14 +192,19 @@ pub(super) fn percent_level(confidence: f64) -> String {
 /// The two-sample rank test: Mann–Whitney p-values and the Hodges–Lehmann estimate. Err
 /// carries the reason no decision is possible and the two-sided p-value when there is one.
 pub(super) fn rank_evidence(
-    base: &[f64],
-    head: &[f64],
+    sides: &Sides<'_>,
     direction: Direction,
     ctx: &Context<'_>,
 ) -> Result<Evidence, (String, Option<f64>)> {
-    let ps = directional(head, base, direction);
-    let shift = RelativeShift::with_interval(base, head, 1.0 - 2.0 * ctx.alpha_look)
-        .filter(|(s, _)| s.attainable(1.0 - ctx.alpha_look));
+    let (base, head) = (sides.base, sides.head);
+    let ps = directional(sides.head_sorted, sides.base_sorted, direction);
+    // The estimate depends on the samples, not their order: the sorted ones save its sorts.
+    let shift = RelativeShift::with_interval(
+        sides.base_sorted,
+        sides.head_sorted,
+        1.0 - 2.0 * ctx.alpha_look,
+    )
+    .filter(|(s, _)| s.attainable(1.0 - ctx.alpha_look));
     let (Some((p_reg, p_imp, p_two)), Some((shift, equivalence_ci))) = (ps, shift) else {
         let reason = format!(
             "no test possible on these samples ({} baseline, {} candidate): the rank test or the Hodges–Lehmann estimate is undefined for them",

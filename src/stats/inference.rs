@@ -115,9 +115,7 @@ pub fn log_noise_of_sorted_logs(sorted_logs: &[f64]) -> Option<f64> {
         return None;
     }
     let median = crate::stats::median_sorted(sorted_logs);
-    let mut deviations: Vec<f64> = sorted_logs.iter().map(|v| (v - median).abs()).collect();
-    deviations.sort_by(f64::total_cmp);
-    let mad = crate::stats::median_sorted(&deviations);
+    let mad = crate::stats::mad_sorted(sorted_logs, median);
     (mad > 0.0).then_some(MAD_TO_SIGMA * mad)
 }
 

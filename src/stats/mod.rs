@@ -67,6 +67,40 @@ pub(crate) fn median_sorted(sorted: &[f64]) -> f64 {
     }
 }
 
+/// The median absolute deviation from `median` (the sample's own) of an already sorted,
+/// non-empty slice of finite values, without sorting the deviations: going outwards from
+/// the median, the deviations of a sorted sample grow on either side (rounded subtraction
+/// is monotone), so the middle one is found by merging those two runs halfway. The same bits
+/// as sorting `|v - median|` and taking its median.
+pub(crate) fn mad_sorted(sorted: &[f64], median: f64) -> f64 {
+    let n = sorted.len();
+    // Left run: indices split-1 down to 0; right run: split up to n-1.
+    let split = sorted.partition_point(|v| *v < median);
+    let left = |i: usize| (sorted[split - 1 - i] - median).abs();
+    let right = |j: usize| (sorted[split + j] - median).abs();
+    let (mut i, mut j) = (0, 0);
+    let mut next = || {
+        let take_left = j >= n - split || (i < split && left(i) <= right(j));
+        if take_left {
+            i += 1;
+            left(i - 1)
+        } else {
+            j += 1;
+            right(j - 1)
+        }
+    };
+    let k = (n - 1) / 2;
+    for _ in 0..k {
+        next();
+    }
+    let lower = next();
+    if n % 2 == 1 {
+        lower
+    } else {
+        (lower + next()) / 2.0
+    }
+}
+
 /// Type-7 (linear interpolation) quantile of an already sorted, non-empty slice.
 fn quantile_type7(sorted: &[f64], p: f64) -> f64 {
     let h = (sorted.len() - 1) as f64 * p;
@@ -75,14 +109,25 @@ fn quantile_type7(sorted: &[f64], p: f64) -> f64 {
     sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
 }
 
+/// A copy of `values` in ascending order (`f64::total_cmp`), for the `_sorted` functions
+/// that share one sort.
+pub fn sorted(values: &[f64]) -> Vec<f64> {
+    sorted_copy(values)
+}
+
 /// None for an empty slice or any non-finite value.
 pub fn summarize(values: &[f64]) -> Option<Summary> {
+    summarize_sorted(values, &sorted_copy(values))
+}
+
+/// [`summarize`] given `sorted`, the values in ascending order ([`sorted`]).
+pub fn summarize_sorted(values: &[f64], sorted: &[f64]) -> Option<Summary> {
     if values.is_empty() || !all_finite(values) {
         return None;
     }
+    debug_assert_eq!(values.len(), sorted.len());
     let n = values.len();
-    let sorted = sorted_copy(values);
-    let median = median_sorted(&sorted);
+    let median = median_sorted(sorted);
     let mean = values.iter().sum::<f64>() / n as f64;
     let std_dev = if n > 1 {
         let ss: f64 = values.iter().map(|v| (v - mean) * (v - mean)).sum();
@@ -91,10 +136,8 @@ pub fn summarize(values: &[f64]) -> Option<Summary> {
         0.0
     };
     let cv = if mean == 0.0 { 0.0 } else { std_dev / mean };
-    let mut deviations: Vec<f64> = values.iter().map(|v| (v - median).abs()).collect();
-    deviations.sort_by(f64::total_cmp);
-    let mad = median_sorted(&deviations);
-    let (q1, q3) = (quantile_type7(&sorted, 0.25), quantile_type7(&sorted, 0.75));
+    let mad = mad_sorted(sorted, median);
+    let (q1, q3) = (quantile_type7(sorted, 0.25), quantile_type7(sorted, 0.75));
     let (lo, hi) = (q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1));
     let outliers = values.iter().filter(|&&v| v < lo || v > hi).count();
     Some(Summary {
@@ -324,6 +367,35 @@ impl RankSum {
             n2: y.len(),
             u1,
             ties,
+        })
+    }
+
+    /// [`RankSum::new`] for samples already in ascending order ([`sorted`]): U counts the
+    /// pairs with x above y, and half those where they are equal, in one merge instead of
+    /// ranking the pooled sample. U is a sum of halves either way, so it is exact and the
+    /// same bits; the tie groups are the pooled sample's.
+    pub fn from_sorted(xs: &[f64], ys: &[f64]) -> Option<RankSum> {
+        if !valid_pair(xs, ys) {
+            return None;
+        }
+        // ys[..below] < x and ys[..at_most] <= x, for the current x.
+        let (mut below, mut at_most) = (0, 0);
+        let mut u1 = 0.0;
+        for &x in xs {
+            while below < ys.len() && ys[below] < x {
+                below += 1;
+            }
+            at_most = at_most.max(below);
+            while at_most < ys.len() && ys[at_most] <= x {
+                at_most += 1;
+            }
+            u1 += below as f64 + 0.5 * (at_most - below) as f64;
+        }
+        Some(RankSum {
+            n1: xs.len(),
+            n2: ys.len(),
+            u1,
+            ties: tie_groups(xs, ys),
         })
     }
 
@@ -1165,6 +1237,56 @@ mod tests {
             }
         }
         assert!(compared > 5_000, "{compared}");
+    }
+
+    #[test]
+    fn rank_sums_from_sorted_samples_are_the_rank_sums_of_the_pooled_ranking() {
+        let mut rng = crate::stats::inference::Xorshift::new(5);
+        for trial in 0..2_000 {
+            let draw = |rng: &mut crate::stats::inference::Xorshift| match trial % 3 {
+                0 => [-0.0, 0.0, 1.0, -2.5, 3.0][(rng.next_u64() % 5) as usize],
+                1 => (rng.normal() * 4.0).round() / 2.0,
+                _ => 100.0 * (0.05 * rng.normal()).exp(),
+            };
+            let m = 1 + (rng.next_u64() % 35) as usize;
+            let n = 1 + (rng.next_u64() % 35) as usize;
+            let x: Vec<f64> = (0..m).map(|_| draw(&mut rng)).collect();
+            let y: Vec<f64> = (0..n).map(|_| draw(&mut rng)).collect();
+            let (ranked, merged) = (
+                RankSum::new(&x, &y).unwrap(),
+                RankSum::from_sorted(&sorted(&x), &sorted(&y)).unwrap(),
+            );
+            assert_eq!(ranked.u1.to_bits(), merged.u1.to_bits(), "trial {trial}");
+            assert_eq!(ranked.ties, merged.ties, "trial {trial}");
+        }
+        assert!(RankSum::from_sorted(&[], &[1.0]).is_none());
+        assert!(RankSum::from_sorted(&[f64::NAN], &[1.0]).is_none());
+    }
+
+    #[test]
+    fn the_mad_from_the_sorted_sample_is_the_median_of_the_sorted_deviations() {
+        let mut rng = crate::stats::inference::Xorshift::new(99);
+        for trial in 0..2_000 {
+            let n = 1 + trial % 41;
+            let values: Vec<f64> = (0..n)
+                .map(|_| match trial % 4 {
+                    // Few distinct values (many zero deviations), signed zeros, negatives.
+                    0 => [-0.0, 0.0, 1.0, -2.5, 3.0][(rng.next_u64() % 5) as usize],
+                    1 => (rng.normal() * 4.0).round() / 2.0,
+                    2 => 1e-300 * rng.normal(),
+                    _ => 100.0 * (0.05 * rng.normal()).exp(),
+                })
+                .collect();
+            let sorted = sorted_copy(&values);
+            let median = median_sorted(&sorted);
+            let mut deviations: Vec<f64> = values.iter().map(|v| (v - median).abs()).collect();
+            deviations.sort_by(f64::total_cmp);
+            assert_eq!(
+                mad_sorted(&sorted, median).to_bits(),
+                median_sorted(&deviations).to_bits(),
+                "trial {trial}: {values:?}"
+            );
+        }
     }
 
     #[test]
