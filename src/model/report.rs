@@ -8,8 +8,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::model::evidence::MAX_CHARTED_METRICS;
+use crate::model::evidence::{Evidence, MAX_CHARTED_METRICS, metric_names};
 use crate::model::metric::{Direction, Source};
+use crate::model::results::RunResults;
 use crate::model::verdict::{RunVerdict, Verdict};
 use crate::stats::Summary;
 use crate::stats::inference::Correction;
@@ -96,7 +97,7 @@ pub struct Report {
     /// The samples, counter readings and artifacts behind the verdicts, for charts and diffs
     /// (see docs/reports.md); absent when the report was built without them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<crate::model::evidence::Evidence>,
+    pub evidence: Option<Evidence>,
 }
 
 impl Report {
@@ -105,7 +106,7 @@ impl Report {
     /// first, then improvements, undecided, within threshold), with the counters and artifacts
     /// of their benchmarks, and every metric of a new or missing benchmark (one side only);
     /// summaries only for the rest. See
-    /// [`Evidence::bound`](crate::model::evidence::Evidence::bound).
+    /// [`Evidence::bound`].
     pub fn bound_evidence(&mut self) {
         let Some(mut evidence) = self.evidence.take() else {
             return;
@@ -128,12 +129,7 @@ impl Report {
     /// Sets the evidence of the two runs, bounded as [`Report::bound_evidence`] bounds it but
     /// built one benchmark at a time, so that the samples of the metrics it leaves out are
     /// never copied (see [`Evidence::from_runs_bounded`]).
-    pub fn attach_bounded_evidence(
-        &mut self,
-        base: Option<&crate::model::results::RunResults>,
-        head: &crate::model::results::RunResults,
-    ) {
-        use crate::model::evidence::{Evidence, metric_names};
+    pub fn attach_bounded_evidence(&mut self, base: Option<&RunResults>, head: &RunResults) {
         let charted = {
             let base_index = base.map(|b| b.by_name()).unwrap_or_default();
             let head_index = head.by_name();
