@@ -132,11 +132,11 @@ impl RelativeShift {
         let (hl, estimate, scale) = if positive {
             let lb: Vec<f64> = base.iter().map(|v| v.ln()).collect();
             let lh: Vec<f64> = head.iter().map(|v| v.ln()).collect();
-            let (hl, estimate) = stats::HodgesLehmann::with_interval(&lh, &lb, Some(confidence))?;
+            let (hl, estimate) = stats::HodgesLehmann::with_interval(&lh, &lb, confidence)?;
             (hl, estimate, None)
         } else {
             let scale = stats::median(base).map(f64::abs).filter(|m| *m > 0.0)?;
-            let (hl, estimate) = stats::HodgesLehmann::with_interval(head, base, Some(confidence))?;
+            let (hl, estimate) = stats::HodgesLehmann::with_interval(head, base, confidence)?;
             (hl, estimate, Some(scale))
         };
         let shift = RelativeShift { hl, scale };

@@ -293,6 +293,25 @@ pub struct MetricSamples {
     pub repetition: Vec<u32>,
 }
 
+/// Refuses two arrays that pair up element by element (a series' times and values) but
+/// differ in length: `what` names them, each side is (length, singular, plural).
+fn paired(
+    what: impl FnOnce() -> String,
+    (a, a_one, a_many): (usize, &str, &str),
+    (b, b_one, b_many): (usize, &str, &str),
+) -> Result<(), String> {
+    use crate::model::text::count;
+    if a == b {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: {} but {}",
+        what(),
+        count(a, a_one, a_many),
+        count(b, b_one, b_many)
+    ))
+}
+
 /// Whether value i was measured in repetition i, for every value.
 fn one_value_per_repetition(repetition: &[u32]) -> bool {
     repetition.iter().enumerate().all(|(i, &r)| r as usize == i)
@@ -670,43 +689,41 @@ impl RunResults {
     fn check_series(&self) -> Result<(), String> {
         for b in &self.benchmarks {
             for m in &b.metrics {
-                if m.repetition.len() != m.values.len() {
-                    return Err(format!(
-                        "benchmark `{}`, metric `{}`: {} but {}",
-                        b.name,
-                        m.name,
-                        crate::model::text::count(m.values.len(), "value", "values"),
-                        crate::model::text::count(
-                            m.repetition.len(),
-                            "repetition number",
-                            "repetition numbers"
-                        ),
-                    ));
-                }
+                paired(
+                    || format!("benchmark `{}`, metric `{}`", b.name, m.name),
+                    (m.values.len(), "value", "values"),
+                    (
+                        m.repetition.len(),
+                        "repetition number",
+                        "repetition numbers",
+                    ),
+                )?;
             }
             for c in &b.counters {
-                if c.t_ns.len() != c.value.len() {
-                    return Err(format!(
-                        "benchmark `{}`, counter `{}` (repetition {}): {} but {}",
-                        b.name,
-                        c.counter,
-                        c.repetition,
-                        crate::model::text::count(c.t_ns.len(), "time", "times"),
-                        crate::model::text::count(c.value.len(), "value", "values"),
-                    ));
-                }
+                let what = || {
+                    format!(
+                        "benchmark `{}`, counter `{}` (repetition {})",
+                        b.name, c.counter, c.repetition
+                    )
+                };
+                paired(
+                    what,
+                    (c.t_ns.len(), "time", "times"),
+                    (c.value.len(), "value", "values"),
+                )?;
             }
             for k in &b.kernel_windows {
-                if k.start_ns.len() != k.end_ns.len() {
-                    return Err(format!(
-                        "benchmark `{}`, kernel windows of `{}` (repetition {}): {} but {}",
-                        b.name,
-                        k.kernel,
-                        k.repetition,
-                        crate::model::text::count(k.start_ns.len(), "start", "starts"),
-                        crate::model::text::count(k.end_ns.len(), "end", "ends"),
-                    ));
-                }
+                let what = || {
+                    format!(
+                        "benchmark `{}`, kernel windows of `{}` (repetition {})",
+                        b.name, k.kernel, k.repetition
+                    )
+                };
+                paired(
+                    what,
+                    (k.start_ns.len(), "start", "starts"),
+                    (k.end_ns.len(), "end", "ends"),
+                )?;
             }
         }
         Ok(())

@@ -51,7 +51,9 @@ fn valid_pair(x: &[f64], y: &[f64]) -> bool {
     !x.is_empty() && !y.is_empty() && all_finite(x) && all_finite(y)
 }
 
-fn sorted_copy(values: &[f64]) -> Vec<f64> {
+/// A copy of `values` in ascending order (`f64::total_cmp`), for the `_sorted` functions
+/// that share one sort.
+pub fn sorted(values: &[f64]) -> Vec<f64> {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     v
@@ -109,15 +111,9 @@ fn quantile_type7(sorted: &[f64], p: f64) -> f64 {
     sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
 }
 
-/// A copy of `values` in ascending order (`f64::total_cmp`), for the `_sorted` functions
-/// that share one sort.
-pub fn sorted(values: &[f64]) -> Vec<f64> {
-    sorted_copy(values)
-}
-
 /// None for an empty slice or any non-finite value.
 pub fn summarize(values: &[f64]) -> Option<Summary> {
-    summarize_sorted(values, &sorted_copy(values))
+    summarize_sorted(values, &sorted(values))
 }
 
 /// [`summarize`] given `sorted`, the values in ascending order ([`sorted`]).
@@ -155,7 +151,7 @@ pub fn summarize_sorted(values: &[f64], sorted: &[f64]) -> Option<Summary> {
 
 /// None when empty. NaN values sort last (total order) rather than panicking.
 pub fn median(values: &[f64]) -> Option<f64> {
-    (!values.is_empty()).then(|| median_sorted(&sorted_copy(values)))
+    (!values.is_empty()).then(|| median_sorted(&sorted(values)))
 }
 
 /// Direction of the alternative hypothesis.
@@ -507,8 +503,8 @@ impl PairwiseDifferences {
     /// None when either side is empty or holds a non-finite value.
     pub fn new(x: &[f64], y: &[f64]) -> Option<PairwiseDifferences> {
         valid_pair(x, y).then(|| PairwiseDifferences {
-            xs: sorted_copy(x),
-            ys: sorted_copy(y),
+            xs: sorted(x),
+            ys: sorted(y),
         })
     }
 
@@ -816,19 +812,19 @@ pub struct HodgesLehmann {
 }
 
 impl HodgesLehmann {
-    /// The samples prepared, with the interval at `confidence` (when asked for) found in the
-    /// selection that finds the estimate: the first interval every comparison needs. None
+    /// The samples prepared, with the interval at `confidence` found in the selection that
+    /// finds the estimate: the first interval every comparison needs. None
     /// when either side is empty or holds a non-finite value; the estimate is None where the
     /// interval is not attainable (see [`HodgesLehmann::estimate`]).
     pub fn with_interval(
         x: &[f64],
         y: &[f64],
-        confidence: Option<f64>,
+        confidence: f64,
     ) -> Option<(HodgesLehmann, Option<ShiftEstimate>)> {
         let diffs = PairwiseDifferences::new(x, y)?;
         let ties = tie_groups(&diffs.xs, &diffs.ys);
         let (m, n) = (diffs.xs.len(), diffs.ys.len());
-        let critical = confidence.and_then(|c| critical_rank(m, n, &ties, c));
+        let critical = critical_rank(m, n, &ties, confidence);
         let ranks = critical.map(|(qu, _, _)| (qu, m * n + 1 - qu));
         let (shift, pair) = diffs.median_and_pair(ranks);
         let estimate = critical
@@ -891,7 +887,7 @@ pub fn hodges_lehmann(x: &[f64], y: &[f64], confidence: f64) -> Option<ShiftEsti
     if !(valid_pair(x, y) && confidence > 0.0 && confidence < 1.0) {
         return None;
     }
-    HodgesLehmann::with_interval(x, y, Some(confidence))?.1
+    HodgesLehmann::with_interval(x, y, confidence)?.1
 }
 
 #[cfg(test)]
@@ -1158,11 +1154,7 @@ mod tests {
             let x: Vec<f64> = (0..m).map(|_| palette[next() as usize % 7]).collect();
             let y: Vec<f64> = (0..n).map(|_| palette[next() as usize % 7]).collect();
             let (_, pooled) = u_statistic(&x, &y);
-            assert_eq!(
-                tie_groups(&sorted_copy(&x), &sorted_copy(&y)),
-                pooled,
-                "{x:?} {y:?}"
-            );
+            assert_eq!(tie_groups(&sorted(&x), &sorted(&y)), pooled, "{x:?} {y:?}");
         }
         assert!(tie_groups(&[1.0, 2.0], &[3.0]).is_empty());
     }
@@ -1277,7 +1269,7 @@ mod tests {
                     _ => 100.0 * (0.05 * rng.normal()).exp(),
                 })
                 .collect();
-            let sorted = sorted_copy(&values);
+            let sorted = sorted(&values);
             let median = median_sorted(&sorted);
             let mut deviations: Vec<f64> = values.iter().map(|v| (v - median).abs()).collect();
             deviations.sort_by(f64::total_cmp);
@@ -1334,12 +1326,12 @@ mod tests {
             };
             let x: Vec<f64> = (0..m).map(|_| draw(&mut rng)).collect();
             let y: Vec<f64> = (0..n).map(|_| draw(&mut rng)).collect();
-            let (prepared, _) = HodgesLehmann::with_interval(&x, &y, None).unwrap();
+            let (prepared, _) = HodgesLehmann::with_interval(&x, &y, 0.5).unwrap();
             for conf in [0.9, 0.98, 0.99, 0.9999] {
                 let brute = hodges_lehmann_brute(&x, &y, conf);
                 assert_eq!(prepared.estimate(conf), brute, "trial {trial} at {conf}");
                 // The interval selected beside the median, in the pass that finds it.
-                let (with, estimate) = HodgesLehmann::with_interval(&x, &y, Some(conf)).unwrap();
+                let (with, estimate) = HodgesLehmann::with_interval(&x, &y, conf).unwrap();
                 assert_eq!(estimate, brute, "trial {trial} at {conf}");
                 assert_eq!(with.shift().to_bits(), prepared.shift().to_bits());
             }
@@ -1377,8 +1369,8 @@ mod tests {
         let w: Vec<f64> = (1..=9).map(f64::from).chain([100.0]).collect();
         let s = summarize(&w).unwrap();
         assert_eq!((s.outliers, s.median, s.mad), (1, 5.5, 2.5));
-        abs_close(quantile_type7(&sorted_copy(&w), 0.25), 3.25);
-        abs_close(quantile_type7(&sorted_copy(&w), 0.75), 7.75);
+        abs_close(quantile_type7(&sorted(&w), 0.25), 3.25);
+        abs_close(quantile_type7(&sorted(&w), 0.75), 7.75);
         // TV-OUT-4: only 14.8 lies outside (9.7375, 10.4375).
         let s = summarize(&[10.1, 10.0, 10.2, 10.1, 9.9, 10.0, 10.3, 10.1, 14.8, 10.0]).unwrap();
         assert_eq!(s.outliers, 1);

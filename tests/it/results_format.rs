@@ -41,6 +41,11 @@ fn protocol_results(dir: &Path) -> PathBuf {
     )
 }
 
+/// A results file as a JSON tree, to be edited into a damaged one.
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 #[test]
 fn version_1_files_read_as_the_series_this_version_writes() {
     let cases = [
@@ -135,8 +140,7 @@ fn version_2_stores_each_counter_name_once() {
 fn a_series_whose_arrays_differ_in_length_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let path = protocol_results(dir.path());
-    let mut doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut doc = read_json(&path);
     doc["benchmarks"][0]["counters"][0]["t_ns"]
         .as_array_mut()
         .unwrap()
@@ -189,8 +193,7 @@ fn a_newer_version_is_refused_with_both_versions_named() {
 fn repetition_numbers_are_left_out_when_each_value_is_its_own_repetition() {
     let dir = tempfile::tempdir().unwrap();
     let path = protocol_results(dir.path());
-    let mut doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut doc = read_json(&path);
     let metric = &doc["benchmarks"][0]["metrics"][0];
     assert_eq!(metric["name"], "kernel_time");
     assert!(metric.get("repetition").is_none(), "{metric}");
