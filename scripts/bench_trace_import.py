@@ -16,7 +16,7 @@ first, so both read it from the page cache, and deleted afterwards. Usage (from 
 repository root):
 
     cargo build --release
-    python3 scripts/bench_trace_import.py [--size-mb 500] [--runs 3] [--kgate target/release/kgate]
+    python3 scripts/bench_trace_import.py [--size-mb 500] [--runs 3] [--kgate target/release/kgate ...]
 """
 
 import argparse
@@ -141,7 +141,9 @@ def repeat(runs: int, cmd: list[str]) -> tuple[float, float, str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=float, default=500)
-    ap.add_argument("--kgate", default="target/release/kgate")
+    ap.add_argument("--kgate", action="append",
+                    help="kgate binary (default target/release/kgate); repeat it to run several "
+                         "builds side by side, run by run in turn, on the same file")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip-python", action="store_true")
     ap.add_argument("--counter-share", type=float, default=0.02,
@@ -155,23 +157,27 @@ def main() -> None:
         size_mb = os.path.getsize(trace) / 1e6
         print(f"trace: {size_mb:.0f} MB, {events} events ({kernels} kernels, {counters} counters), "
               f"generated in {time.monotonic() - t0:.0f} s")
+        binaries = args.kgate or ["target/release/kgate"]
         out = os.path.join(tmp, "results.json")
-        wall, rss, _ = repeat(args.runs, [args.kgate, "-c", os.path.join(tmp, "none.yaml"),
-                                          "import", "chrome-trace", trace, "-o", out])
-        with open(out) as f:
-            results = json.load(f)
-        samples = sum(len(m["values"]) for b in results["benchmarks"] for m in b["metrics"])
-        # Every reading is on the `counters` benchmark; each kernel's benchmark also keeps the
-        # readings around its own launches, for its utilization.
-        # (Results format 2: one series per counter, its readings' times in `t_ns`.)
-        kgate_counters = sum(len(c["t_ns"]) for b in results["benchmarks"]
-                             if b["name"] == "counters" for c in b.get("counters", []))
-        assert samples == kernels and kgate_counters == counters, (samples, kgate_counters)
-        print(f"results: {os.path.getsize(out) / 1e6:.0f} MB")
-        rows = [("kgate import chrome-trace", wall, rss)]
+        # Builds take turns run by run, so that a change in the machine's load falls on all.
+        runs: dict[str, list[tuple[float, float, str]]] = {b: [] for b in binaries}
+        sizes: dict[str, int] = {}
+        for _ in range(args.runs):
+            for binary in binaries:
+                runs[binary].append(measure([binary, "-c", os.path.join(tmp, "none.yaml"),
+                                             "import", "chrome-trace", trace, "-o", out]))
+                sizes[binary] = check_results(out, kernels, counters, binary)
+        for binary in binaries:
+            print(f"{binary}: results {sizes[binary] / 1e6:.0f} MB")
+        rows = []
+        for binary in binaries:
+            label = "kgate import chrome-trace" + (f" ({binary})" if len(binaries) > 1 else "")
+            rows.append((label, statistics.median(r[0] for r in runs[binary]),
+                         max(r[1] for r in runs[binary])))
         # The floor: reading the file and nothing else.
         cwall, crss, _ = repeat(args.runs, ["sh", "-c", f'cat "{trace}" > /dev/null'])
         rows.append(("cat FILE > /dev/null", cwall, crss))
+        cat = rows[-1]
         if not args.skip_python:
             script = os.path.join(tmp, "extract.py")
             with open(script, "w") as f:
@@ -183,10 +189,27 @@ def main() -> None:
         print(f"|---|---:|---:|---:|")
         for name, w, r in rows:
             print(f"| {name} | {w:.2f} | {size_mb / w:.0f} | {r:.0f} |")
-        print(f"\nkgate: {rows[0][1] / rows[1][1]:.1f}x the time of `cat`")
-        if len(rows) == 3:
-            print(f"kgate: {rows[2][1] / rows[0][1]:.1f}x Python's throughput, "
-                  f"{rows[2][2] / rows[0][2]:.0f}x less peak memory")
+        print()
+        for name, w, r in rows[:len(binaries)]:
+            print(f"{name}: {w / cat[1]:.1f}x the time of `cat`")
+            if not args.skip_python:
+                python = rows[-1]
+                print(f"{name}: {python[1] / w:.1f}x Python's throughput, "
+                      f"{python[2] / r:.0f}x less peak memory")
+
+
+def check_results(out: str, kernels: int, counters: int, binary: str) -> int:
+    """Checks that a results file holds every launch and every reading; returns its size."""
+    with open(out) as f:
+        results = json.load(f)
+    samples = sum(len(m["values"]) for b in results["benchmarks"] for m in b["metrics"])
+    # Every reading is on the `counters` benchmark; each kernel's benchmark also keeps the
+    # readings around its own launches, for its utilization.
+    # (Results format 2: one series per counter, its readings' times in `t_ns`.)
+    kgate_counters = sum(len(c["t_ns"]) for b in results["benchmarks"]
+                         if b["name"] == "counters" for c in b.get("counters", []))
+    assert samples == kernels and kgate_counters == counters, (binary, samples, kgate_counters)
+    return os.path.getsize(out)
 
 
 if __name__ == "__main__":

@@ -229,6 +229,14 @@ impl<'a> Collector<'a> {
         m.repetition.push(repetition);
     }
 
+    /// Makes room for exactly `additional` more samples of the metric at `slot`: a trace's
+    /// million launches pushed one by one would leave up to twice their size allocated.
+    pub fn reserve_exact(&mut self, slot: usize, additional: usize) {
+        let m = &mut self.result.metrics[slot];
+        m.values.reserve_exact(additional);
+        m.repetition.reserve_exact(additional);
+    }
+
     /// Records the samples of the metric at `slot` of a run of launches: their repetitions
     /// and values (already in the metric's canonical unit), one per launch, in order.
     pub fn extend_at(

@@ -244,23 +244,29 @@ fn build_results(
         let mut counters = std::mem::take(&mut samples.counters);
         let not_finite = counters.retain_finite();
         counters.sort();
-        let starts = std::mem::take(&mut samples.starts);
+        counters.shrink_to_fit();
+        let mut starts = std::mem::take(&mut samples.starts);
         let sampling = std::mem::take(&mut samples.sampling);
         let estimates = std::mem::take(&mut samples.estimates);
         let artifacts = std::mem::take(&mut samples.artifacts);
         for (index, (kernel, durations)) in samples.kernels.into_iter().enumerate() {
             let collector = benchmarks.get(&kernel);
             let rep = collector.result_mut().repetitions;
-            let launches = starts.get(index).map(Vec::as_slice).unwrap_or_default();
+            // Taken, not borrowed: each kernel's starts are freed once its windows are made.
+            let launches = starts
+                .get_mut(index)
+                .map(std::mem::take)
+                .unwrap_or_default();
             tie_counters(
                 collector.result_mut(),
                 rep,
                 &kernel,
-                launches,
+                &launches,
                 &durations,
                 counters.tracks(),
                 &sampling,
             );
+            drop(launches);
             for (name, artifact) in artifacts
                 .iter()
                 .filter(|(k, ..)| *k == kernel)
@@ -307,6 +313,7 @@ fn build_results(
                     path: path.clone(),
                     message,
                 })?;
+            collector.reserve_exact(slot, durations.len());
             for value in durations {
                 // A duration that overflowed on its way to nanoseconds, or a negative one,
                 // would make a results file no later command reads (or a meaningless time).
@@ -378,13 +385,16 @@ fn tie_counters(
     let (Some(first), Some(last)) = (first.reduce(f64::min), last.reduce(f64::max)) else {
         return;
     };
+    let in_span = |(&start, &duration): (&f64, &f64)| !(start + duration < first || start > last);
     let mut keep: Vec<Vec<bool>> = tracks.iter().map(|t| vec![false; t.len()]).collect();
     let mut windows = KernelWindows::new(kernel, rep);
-    for (&start, &duration) in starts.iter().zip(durations) {
+    // Sized before they fill: a trace holds millions of launches and readings, and a vector
+    // left to grow by doubling holds up to twice what it keeps.
+    let launches = starts.iter().zip(durations).filter(|l| in_span(*l)).count();
+    windows.start_ns.reserve_exact(launches);
+    windows.end_ns.reserve_exact(launches);
+    for (&start, &duration) in starts.iter().zip(durations).filter(|l| in_span(*l)) {
         let end = start + duration;
-        if end < first || start > last {
-            continue;
-        }
         windows.start_ns.push(start);
         windows.end_ns.push(end);
         for (track, keep) in tracks.iter().zip(&mut keep) {
@@ -404,8 +414,11 @@ fn tie_counters(
     }
     result.kernel_windows.push(windows);
     for (track, keep) in tracks.iter().zip(&keep) {
+        let kept = keep.iter().filter(|k| **k).count();
         let mut series = CounterSeries {
             sampling: sampling.get(&track.name).copied(),
+            t_ns: Vec::with_capacity(kept),
+            value: Vec::with_capacity(kept),
             ..CounterSeries::new(&track.name, rep)
         };
         for ((t_ns, value), _) in track.readings().zip(keep).filter(|(_, k)| **k) {
@@ -461,6 +474,47 @@ mod tests {
         assert!(!s.pid_matches("12", Some("java")));
         assert!(s.tid_matches("7", None));
         assert!(!TraceSelection::default().is_explicit());
+    }
+
+    #[test]
+    fn a_large_trace_is_kept_at_the_size_of_what_it_holds() {
+        // A vector grown by doubling holds up to twice its samples; on a trace of millions of
+        // launches and readings that is most of the import's memory.
+        let mut counters = tracks::CounterTracks::default();
+        let mut piece = tracks::CounterTracks::default();
+        for i in 0..3_000 {
+            counters.push("util.value", i as f64 * 10.0, 0.5);
+        }
+        for i in 0..500 {
+            piece.push("util.value", 30_000.0 + i as f64 * 10.0, 0.5);
+        }
+        counters.append(piece);
+        let launches = 2_500;
+        let a = TraceSamples {
+            kernels: vec![("k".into(), vec![5.0; launches])],
+            starts: vec![(0..launches).map(|i| i as f64 * 20.0).collect()],
+            counters,
+            ..TraceSamples::default()
+        };
+        let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
+        let r = build_results("chrome-trace", vec![("a.json".into(), a)], &policies).unwrap();
+        let k = r.benchmark("k").unwrap();
+        let m = k.metric(KERNEL_TIME).unwrap();
+        assert_eq!(m.values.len(), launches);
+        assert_eq!(m.values.capacity(), m.values.len());
+        assert_eq!(m.repetition.capacity(), m.repetition.len());
+        // Launches after the last reading get no window.
+        let w = &k.kernel_windows[0];
+        assert_eq!(w.start_ns.len(), 1_750);
+        assert_eq!((w.start_ns.capacity(), w.end_ns.capacity()), (1_750, 1_750));
+        let copy = &k.counters[0];
+        assert!(copy.len() > 1_000, "{}", copy.len());
+        assert_eq!(copy.t_ns.capacity(), copy.len());
+        assert_eq!(copy.value.capacity(), copy.len());
+        let track = &r.benchmark(COUNTERS_BENCHMARK).unwrap().counters[0];
+        assert_eq!(track.len(), 3_500);
+        assert_eq!(track.t_ns.capacity(), 3_500);
+        assert_eq!(track.value.capacity(), 3_500);
     }
 
     #[test]

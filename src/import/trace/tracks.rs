@@ -72,6 +72,10 @@ impl CounterTracks {
             match self.index.get(&track.name) {
                 Some(&i) => {
                     let mine = &mut self.tracks[i];
+                    // Exactly what it adds: growing by doubling would hold up to twice the
+                    // readings of a large file.
+                    mine.t_ns.reserve_exact(track.t_ns.len());
+                    mine.values.reserve_exact(track.values.len());
                     mine.t_ns.extend(track.t_ns);
                     mine.values.extend(track.values);
                 }
@@ -153,6 +157,15 @@ impl CounterTracks {
             lost.push((track.name.clone(), before - track.len()));
         }
         lost
+    }
+
+    /// Frees what each track's arrays hold beyond their readings (the slack a growing vector
+    /// keeps, up to as much again).
+    pub fn shrink_to_fit(&mut self) {
+        for track in &mut self.tracks {
+            track.t_ns.shrink_to_fit();
+            track.values.shrink_to_fit();
+        }
     }
 
     /// Puts each track's readings in time order (a stable sort: readings at one time keep
