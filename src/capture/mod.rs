@@ -229,12 +229,14 @@ impl<'a> Collector<'a> {
         m.repetition.push(repetition);
     }
 
-    /// Makes room for exactly `additional` more samples of the metric at `slot`: a trace's
-    /// million launches pushed one by one would leave up to twice their size allocated.
-    pub fn reserve_exact(&mut self, slot: usize, additional: usize) {
+    /// Makes room for `additional` more samples of the metric at `slot`: exactly that many for
+    /// a metric that has none yet (a trace's million launches pushed one by one would leave up
+    /// to twice their size allocated), then with a vector's amortized growth, so that the
+    /// files of an import of many stay linear in time.
+    pub fn reserve(&mut self, slot: usize, additional: usize) {
         let m = &mut self.result.metrics[slot];
-        m.values.reserve_exact(additional);
-        m.repetition.reserve_exact(additional);
+        m.values.reserve(additional);
+        m.repetition.reserve(additional);
     }
 
     /// Records the samples of the metric at `slot` of a run of launches: their repetitions

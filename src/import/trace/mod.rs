@@ -313,7 +313,7 @@ fn build_results(
                     path: path.clone(),
                     message,
                 })?;
-            collector.reserve_exact(slot, durations.len());
+            collector.reserve(slot, durations.len());
             for value in durations {
                 // A duration that overflowed on its way to nanoseconds, or a negative one,
                 // would make a results file no later command reads (or a meaningless time).

@@ -72,10 +72,6 @@ impl CounterTracks {
             match self.index.get(&track.name) {
                 Some(&i) => {
                     let mine = &mut self.tracks[i];
-                    // Exactly what it adds: growing by doubling would hold up to twice the
-                    // readings of a large file.
-                    mine.t_ns.reserve_exact(track.t_ns.len());
-                    mine.values.reserve_exact(track.values.len());
                     mine.t_ns.extend(track.t_ns);
                     mine.values.extend(track.values);
                 }
