@@ -203,8 +203,8 @@ def check_results(out: str, kernels: int, counters: int, binary: str) -> int:
     with open(out) as f:
         results = json.load(f)
     samples = sum(len(m["values"]) for b in results["benchmarks"] for m in b["metrics"])
-    # Every reading is on the `counters` benchmark; each kernel's benchmark also keeps the
-    # readings around its own launches, for its utilization.
+    # Every reading is on the `counters` benchmark, once; a kernel's windows are read against
+    # the readings there around its launches (`counters_of`).
     # (Results format 2: one series per counter, its readings' times in `t_ns`.)
     kgate_counters = sum(len(c["t_ns"]) for b in results["benchmarks"]
                          if b["name"] == "counters" for c in b.get("counters", []))

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use crate::config::profile::DeviceProfile;
 use crate::model::metric::{Direction, GateRule, Source};
 use crate::model::results::{
-    BenchmarkResult, CounterReading, MetricSamples, Sampling, UnavailableCounter,
+    BenchmarkResult, CounterReading, CounterSeries, MetricSamples, Sampling, UnavailableCounter,
 };
 use crate::plan::MetricPolicy;
 
@@ -101,19 +101,52 @@ fn as_count(v: f64) -> Option<u64> {
     (v >= 0.0 && v.fract() == 0.0 && v < 18_446_744_073_709_551_616.0).then_some(v as u64)
 }
 
-/// Increase of a counter inside `[start, end]`: the windows that lie within it. `None` when
-/// no window does (the kernel is shorter than the sampling interval).
+/// Increase of a counter inside `[start, end]`: the windows (in time order, as [`windows`]
+/// gives them) that lie within it. `None` when no window does (the kernel is shorter than
+/// the sampling interval).
 pub fn in_window(windows: &[Window], start_ns: f64, end_ns: f64) -> Option<(f64, f64)> {
-    let inside: Vec<&Window> = windows
-        .iter()
-        .filter(|w| w.start_ns >= start_ns && w.end_ns <= end_ns)
-        .collect();
+    let inside = &windows[inside(windows, start_ns, end_ns)];
     if inside.is_empty() {
         return None;
     }
     let delta = inside.iter().map(|w| w.delta).sum();
     let span = inside.iter().map(|w| w.end_ns - w.start_ns).sum();
     Some((delta, span))
+}
+
+/// Which of the sampling windows (in time order) lie within `[start, end]`: one run of them,
+/// since both ends of the windows rise with their index, found by two binary searches. A
+/// trace holds thousands of launches of a kernel over thousands of readings, and a scan of
+/// every window per launch was most of its import.
+fn inside(windows: &[Window], start_ns: f64, end_ns: f64) -> std::ops::Range<usize> {
+    let lo = windows.partition_point(|w| w.start_ns < start_ns);
+    let hi = windows.partition_point(|w| w.end_ns <= end_ns);
+    lo..hi.max(lo)
+}
+
+/// The sampling windows (in time order) a kernel-window figure is computed from: those of
+/// some length inside any of the kernel windows (all of them without kernel windows), each
+/// once, in time order.
+fn windows_used(wins: &[Window], kernels: &[(&str, f64, f64)]) -> Vec<Window> {
+    let has_length = |w: &&Window| w.end_ns > w.start_ns;
+    if kernels.is_empty() {
+        return wins.iter().filter(has_length).cloned().collect();
+    }
+    let mut runs: Vec<std::ops::Range<usize>> = kernels
+        .iter()
+        .map(|(_, s, e)| inside(wins, *s, *e))
+        .filter(|r| !r.is_empty())
+        .collect();
+    runs.sort_by_key(|r| r.start);
+    let mut used = Vec::new();
+    let mut next = 0;
+    for run in runs {
+        let from = run.start.max(next);
+        let to = run.end.max(from);
+        used.extend(wins[from..to].iter().filter(has_length).cloned());
+        next = next.max(run.end);
+    }
+    used
 }
 
 /// Settings for [`apply`].
@@ -151,8 +184,10 @@ impl<'a> Options<'a> {
 
 /// Computes counter totals, utilizations, bandwidths, the profile's formulas and the roofline
 /// position for every repetition, and records them as metrics of `result`. Problems (a window
-/// above 100 %, a kernel shorter than the sampling interval) go to the provenance.
-pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
+/// above 100 %, a kernel shorter than the sampling interval) go to the provenance. The
+/// series are the benchmark's own and `lent`, those its kernel windows are read against on
+/// another benchmark ([`crate::model::results::RunResults::lent_counters`]).
+pub fn apply(result: &mut BenchmarkResult, lent: &[CounterSeries], opts: Options<'_>) {
     let profile = opts.profile;
     result
         .provenance
@@ -184,7 +219,7 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
     let mut unknown: Vec<&str> = Vec::new();
     let mut unknown_seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let mut registers_left_out: Vec<&str> = Vec::new();
-    for c in &result.counters {
+    for c in result.counters.iter().chain(lent) {
         let base = match profile.counter_key(&c.counter) {
             Some(key) => {
                 if key != c.counter {
@@ -366,18 +401,7 @@ pub fn apply(result: &mut BenchmarkResult, opts: Options<'_>) {
             }
             total
         };
-        // The sampling windows the kernel-window figure was computed from.
-        let used: Vec<Window> = wins
-            .iter()
-            .filter(|w| {
-                w.end_ns > w.start_ns
-                    && (kernels.is_empty()
-                        || kernels
-                            .iter()
-                            .any(|(_, s, e)| w.start_ns >= *s && w.end_ns <= *e))
-            })
-            .cloned()
-            .collect();
+        let used = windows_used(&wins, kernels);
         let spec = profile.counters.get(&base).cloned().unwrap_or_default();
         let unit = if readings[0].unit.is_empty() {
             spec.unit.clone()
@@ -630,16 +654,19 @@ pub fn options(b: &crate::plan::BenchmarkPlan) -> Option<Options<'_>> {
 /// the others the configuration's device profile with default settings.
 pub fn apply_to_import(results: &mut crate::model::results::RunResults, plan: &crate::plan::Plan) {
     let fallback = plan.benchmarks.iter().find_map(|b| b.device.clone());
-    for result in &mut results.benchmarks {
+    for i in 0..results.benchmarks.len() {
+        // The readings around a kernel's windows, held one benchmark at a time.
+        let lent = results.lent_counters(&results.benchmarks[i]);
+        let result = &mut results.benchmarks[i];
         match plan.benchmarks.iter().find(|b| b.name == result.name) {
             Some(b) => {
                 if let Some(opts) = options(b) {
-                    apply(result, opts);
+                    apply(result, &lent, opts);
                 }
             }
             None => {
                 if let Some(profile) = &fallback {
-                    apply(result, Options::cumulative(profile));
+                    apply(result, &lent, Options::cumulative(profile));
                 }
             }
         }
@@ -981,7 +1008,70 @@ mod tests {
         result: &mut BenchmarkResult,
         profile: &crate::config::profile::DeviceProfile,
     ) {
-        apply(result, Options::cumulative(profile));
+        apply(result, &[], Options::cumulative(profile));
+    }
+
+    #[test]
+    fn the_windows_inside_a_launch_are_found_as_a_scan_of_all_would() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        for _ in 0..300 {
+            // Readings in time order, some at one time (a window of no length).
+            let mut t = 0.0;
+            let times: Vec<f64> = (0..rng.usize(0..40))
+                .map(|_| {
+                    t += [0.0, 1.0, 2.5, 10.0][rng.usize(0..4)];
+                    t
+                })
+                .collect();
+            let wins: Vec<Window> = times
+                .windows(2)
+                .map(|p| Window {
+                    start_ns: p[0],
+                    end_ns: p[1],
+                    delta: rng.f64(),
+                })
+                .collect();
+            for _ in 0..20 {
+                let start = rng.f64() * (t + 5.0) - 2.0;
+                let end = start + rng.f64() * 30.0;
+                let scanned: Vec<usize> = (0..wins.len())
+                    .filter(|&i| wins[i].start_ns >= start && wins[i].end_ns <= end)
+                    .collect();
+                let found: Vec<usize> = inside(&wins, start, end).collect();
+                assert_eq!(found, scanned, "{times:?} [{start}, {end}]");
+                let sum = |ix: &[usize]| -> Option<(f64, f64)> {
+                    (!ix.is_empty()).then(|| {
+                        let d = ix.iter().map(|&i| wins[i].delta).sum();
+                        let s = ix.iter().map(|&i| wins[i].end_ns - wins[i].start_ns).sum();
+                        (d, s)
+                    })
+                };
+                assert_eq!(in_window(&wins, start, end), sum(&scanned));
+            }
+            // Launches that may overlap: each window used once, in time order.
+            let kernels: Vec<(&str, f64, f64)> = (0..rng.usize(0..6))
+                .map(|_| {
+                    let start = rng.f64() * t;
+                    ("k", start, start + rng.f64() * 20.0)
+                })
+                .collect();
+            let scanned: Vec<Window> = wins
+                .iter()
+                .filter(|w| {
+                    w.end_ns > w.start_ns
+                        && (kernels.is_empty()
+                            || kernels
+                                .iter()
+                                .any(|(_, s, e)| w.start_ns >= *s && w.end_ns <= *e))
+                })
+                .cloned()
+                .collect();
+            assert_eq!(
+                windows_used(&wins, &kernels),
+                scanned,
+                "{times:?} {kernels:?}"
+            );
+        }
     }
 
     #[test]

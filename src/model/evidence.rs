@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::model::results::{BenchmarkResult, RunResults};
+use crate::model::results::{BenchmarkResult, CounterSeries, RunResults};
 
 /// The evidence of a whole comparison, one entry per benchmark present on either side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -135,7 +135,10 @@ impl Evidence {
     pub fn from_runs(base: Option<&RunResults>, head: &RunResults) -> Evidence {
         Evidence {
             benchmarks: sides(base, head)
-                .map(|(name, b, h)| BenchmarkEvidence::from_results(name, b, h))
+                .map(|(name, b, h)| {
+                    let lent = [lent(base, b), lent(Some(head), h)];
+                    BenchmarkEvidence::from_results(name, b, h, &lent)
+                })
                 .collect(),
             omitted: None,
         }
@@ -151,8 +154,14 @@ impl Evidence {
         let mut omitted = Omitted::default();
         let benchmarks = sides(base, head)
             .map(|(name, b, h)| {
-                let mut evidence = BenchmarkEvidence::from_results(name, b, h);
-                evidence.bound(shown(name), &mut omitted);
+                let keep = shown(name);
+                // Counters are charted only for a benchmark the report shows.
+                let lent = match keep {
+                    Some(_) => [lent(base, b), lent(Some(head), h)],
+                    None => Default::default(),
+                };
+                let mut evidence = BenchmarkEvidence::from_results(name, b, h, &lent);
+                evidence.bound(keep, &mut omitted);
                 evidence
             })
             .collect();
@@ -253,6 +262,15 @@ fn sides<'r>(
     in_head.chain(only_in_base)
 }
 
+/// The readings a benchmark's kernel windows are read against on another benchmark of its
+/// run (a trace import's `counters` benchmark), for its counter charts.
+fn lent(run: Option<&RunResults>, b: Option<&BenchmarkResult>) -> Vec<CounterSeries> {
+    match (run, b) {
+        (Some(run), Some(b)) => run.lent_counters(b),
+        _ => Vec::new(),
+    }
+}
+
 /// The metric names a benchmark's evidence holds, in its order: the baseline's, then those
 /// only the candidate measured.
 pub fn metric_names<'r>(
@@ -313,10 +331,13 @@ impl BenchmarkEvidence {
         }
     }
 
+    /// One benchmark's evidence; `lent` holds, for the base and the head, the series its
+    /// kernel windows are read against on another benchmark.
     fn from_results(
         name: &str,
         base: Option<&BenchmarkResult>,
         head: Option<&BenchmarkResult>,
+        lent: &[Vec<CounterSeries>; 2],
     ) -> BenchmarkEvidence {
         let mut metrics: Vec<SamplePair> = Vec::new();
         for (is_head, side) in [(false, base), (true, head)] {
@@ -343,11 +364,10 @@ impl BenchmarkEvidence {
         let mut counters: BTreeMap<String, CounterPair> = BTreeMap::new();
         for (is_head, side) in [(false, base), (true, head)] {
             let Some(r) = side else { continue };
-            let mut by_counter: BTreeMap<
-                &str,
-                BTreeMap<u32, Vec<&crate::model::results::CounterSeries>>,
-            > = BTreeMap::new();
-            for c in r.counters.iter().filter(|c| !c.is_empty()) {
+            let mut by_counter: BTreeMap<&str, BTreeMap<u32, Vec<&CounterSeries>>> =
+                BTreeMap::new();
+            let lent = &lent[usize::from(is_head)];
+            for c in r.counters.iter().chain(lent).filter(|c| !c.is_empty()) {
                 by_counter
                     .entry(c.counter.as_str())
                     .or_default()
@@ -550,7 +570,8 @@ mod tests {
             "a\n",
         );
         let head = result("mm", &[2.0], &[(0, 10.0, 90.0)], "b\n");
-        let pair = BenchmarkEvidence::from_results("mm", Some(&base), Some(&head));
+        let pair =
+            BenchmarkEvidence::from_results("mm", Some(&base), Some(&head), &Default::default());
         assert_eq!(pair.metrics[0].base, vec![3.0, 1.0]);
         assert_eq!(pair.metrics[0].head, vec![2.0]);
         let util = &pair.counters[0];

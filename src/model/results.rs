@@ -368,6 +368,49 @@ impl CounterSeries {
         self.t_ns.len().min(self.value.len())
     }
 
+    /// The readings around `windows`, as a series of the windows' repetition: of the readings
+    /// in time order, those inside a window plus the one before and the one after each, so
+    /// that a launch between two readings is still seen (and reported as unresolved).
+    pub fn around(&self, windows: &KernelWindows) -> CounterSeries {
+        let mut readings: Vec<(f64, f64)> = self
+            .t_ns
+            .iter()
+            .copied()
+            .zip(self.value.iter().copied())
+            .collect();
+        // Stable: readings at one time keep their order.
+        if !readings.is_sorted_by(|a, b| a.0.total_cmp(&b.0).is_le()) {
+            readings.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        let mut keep = vec![false; readings.len()];
+        if !readings.is_empty() {
+            for (start, end) in windows.windows() {
+                let lo = readings.partition_point(|r| r.0 < start).saturating_sub(1);
+                let hi = readings
+                    .partition_point(|r| r.0 <= end)
+                    .min(readings.len() - 1);
+                for k in &mut keep[lo..=hi.max(lo)] {
+                    *k = true;
+                }
+            }
+        }
+        let kept = keep.iter().filter(|k| **k).count();
+        let mut series = CounterSeries {
+            unit: self.unit.clone(),
+            bits: self.bits,
+            core: self.core,
+            sampling: self.sampling,
+            t_ns: Vec::with_capacity(kept),
+            value: Vec::with_capacity(kept),
+            ..CounterSeries::new(&self.counter, windows.repetition)
+        };
+        for ((t_ns, value), _) in readings.into_iter().zip(&keep).filter(|(_, k)| **k) {
+            series.t_ns.push(t_ns);
+            series.value.push(value);
+        }
+        series
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -438,6 +481,22 @@ pub struct KernelWindows {
     /// Each launch's end in nanoseconds, in the same order as `start_ns`.
     #[serde(serialize_with = "whole_numbers::values")]
     pub end_ns: Vec<f64>,
+    /// The series these windows are read against when another benchmark holds them (a trace
+    /// import's `counters` benchmark); absent, they are this benchmark's own series of
+    /// `repetition`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters_of: Option<CountersOf>,
+}
+
+/// Where the counter readings of a kernel's windows are: a trace import keeps each reading
+/// once, on its `counters` benchmark, instead of a copy on the benchmark of every kernel it
+/// was read around. [`RunResults::lent_counters`] gives the readings around the windows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CountersOf {
+    /// The benchmark that holds the series.
+    pub benchmark: String,
+    /// Its repetition the windows' readings are in (the same file of an import).
+    pub repetition: u32,
 }
 
 impl KernelWindows {
@@ -448,6 +507,7 @@ impl KernelWindows {
             repetition,
             start_ns: Vec::new(),
             end_ns: Vec::new(),
+            counters_of: None,
         }
     }
 
@@ -683,10 +743,38 @@ impl RunResults {
         }
     }
 
+    /// The series a benchmark's kernel windows are read against that another benchmark holds
+    /// (see [`KernelWindows::counters_of`]): of each, the readings around the windows
+    /// ([`CounterSeries::around`]), as series of the windows' repetition. Empty for windows
+    /// read against their own benchmark's series.
+    pub fn lent_counters(&self, b: &BenchmarkResult) -> Vec<CounterSeries> {
+        let mut lent = Vec::new();
+        for k in &b.kernel_windows {
+            let Some(of) = &k.counters_of else { continue };
+            let Some(lender) = self.benchmark(&of.benchmark) else {
+                continue;
+            };
+            for series in lender
+                .counters
+                .iter()
+                .filter(|c| c.repetition == of.repetition)
+            {
+                let around = series.around(k);
+                if !around.is_empty() {
+                    lent.push(around);
+                }
+            }
+        }
+        lent
+    }
+
     /// Refuses a counter series whose times and values differ in number (or kernel windows
     /// whose starts and ends do, or a metric whose values and repetition numbers do): no
-    /// reading can be told from the next.
+    /// reading can be told from the next. Refuses kernel windows read against the series of
+    /// a benchmark the file does not hold.
     fn check_series(&self) -> Result<(), String> {
+        let names: std::collections::HashSet<&str> =
+            self.benchmarks.iter().map(|b| b.name.as_str()).collect();
         for b in &self.benchmarks {
             for m in &b.metrics {
                 paired(
@@ -724,6 +812,15 @@ impl RunResults {
                     (k.start_ns.len(), "start", "starts"),
                     (k.end_ns.len(), "end", "ends"),
                 )?;
+                if let Some(of) = &k.counters_of
+                    && !names.contains(of.benchmark.as_str())
+                {
+                    return Err(format!(
+                        "{} are read against the counters of benchmark `{}`, which the file does not hold; the file was cut or edited: import the trace again",
+                        what(),
+                        of.benchmark
+                    ));
+                }
             }
         }
         Ok(())

@@ -643,7 +643,7 @@ impl<'p> BenchmarkRun<'p> {
         }
         let mut result = self.collector.finish();
         if let Some(opts) = crate::derive::utilization::options(self.plan) {
-            crate::derive::utilization::apply(&mut result, opts);
+            crate::derive::utilization::apply(&mut result, &[], opts);
         }
         result
     }

@@ -78,11 +78,30 @@ fn version_1_files_read_as_the_series_this_version_writes() {
         for (a, b) in old.benchmarks.iter().zip(&new.benchmarks) {
             assert_eq!(a.name, b.name);
             assert_eq!(a.metrics, b.metrics, "{name}: {}", a.name);
-            assert_eq!(a.counters, b.counters, "{name}: {}", a.name);
-            assert_eq!(a.kernel_windows, b.kernel_windows, "{name}: {}", a.name);
+            // A v1 trace import copied the readings around a kernel's launches onto its
+            // benchmark; this version keeps them once, on `counters`, and its windows say
+            // where: the readings they are read against are the ones v1 copied.
+            let mut read_against = b.counters.clone();
+            read_against.extend(new.lent_counters(b));
+            assert_eq!(a.counters, read_against, "{name}: {}", a.name);
+            let mut windows = b.kernel_windows.clone();
+            for w in &mut windows {
+                w.counters_of = None;
+            }
+            assert_eq!(a.kernel_windows, windows, "{name}: {}", a.name);
             series += a.counters.len();
         }
         assert!(series >= 2, "{name}: the fixture holds counter series");
+        let stored = |r: &RunResults| -> usize {
+            r.benchmarks
+                .iter()
+                .flat_map(|b| &b.counters)
+                .map(|c| c.len())
+                .sum()
+        };
+        if name == "kineto_epoch_counters" {
+            assert!(stored(&new) < stored(&old), "{name}: each reading once");
+        }
         // Every reading survives the gathering: the v1 file's reading objects, counted.
         let v1: serde_json::Value = serde_json::from_str(&text).unwrap();
         let v1_readings: usize = v1["benchmarks"]
@@ -170,6 +189,84 @@ fn a_series_whose_arrays_differ_in_length_is_refused_by_name() {
         "{}",
         stderr_of(&out)
     );
+}
+
+#[test]
+fn kernel_windows_read_against_a_benchmark_the_file_lacks_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = import_now(
+        dir.path(),
+        "chrome-trace",
+        &fixture("trace_windows", "kineto_epoch_counters.json"),
+        "r.json",
+    );
+    let mut doc = read_json(&path);
+    let benchmarks = doc["benchmarks"].as_array_mut().unwrap();
+    let kernel = benchmarks
+        .iter()
+        .find(|b| {
+            b["kernel_windows"]
+                .as_array()
+                .is_some_and(|w| !w.is_empty())
+        })
+        .unwrap()
+        .clone();
+    assert_eq!(
+        kernel["kernel_windows"][0]["counters_of"],
+        serde_json::json!({"benchmark": "counters", "repetition": 0})
+    );
+    benchmarks.retain(|b| b["name"] != "counters");
+    std::fs::write(dir.path().join("cut.json"), doc.to_string()).unwrap();
+    let err = RunResults::load(&dir.path().join("cut.json"))
+        .unwrap_err()
+        .to_string();
+    let expected = format!(
+        "cut.json` is damaged: benchmark `{0}`, kernel windows of `{0}` (repetition 0) are read against the counters of benchmark `counters`, which the file does not hold",
+        kernel["name"].as_str().unwrap()
+    );
+    assert!(err.contains(&expected), "{err}");
+}
+
+#[test]
+fn a_kernels_report_evidence_charts_the_readings_its_windows_are_read_against() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = fixture("trace_windows", "kineto_epoch_counters.json");
+    let base = import_now(dir.path(), "chrome-trace", &trace, "base.json");
+    let head = import_now(dir.path(), "chrome-trace", &trace, "head.json");
+    let results = RunResults::load(&head).unwrap();
+    let kernel = results
+        .benchmarks
+        .iter()
+        .find(|b| !b.kernel_windows.is_empty())
+        .unwrap();
+    let around = results.lent_counters(kernel);
+    assert!(!around.is_empty() && kernel.counters.is_empty());
+    let out = kgate(dir.path())
+        .arg("compare")
+        .args([&base, &head])
+        .args(["--format", "json", "--full-evidence"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr_of(&out)));
+    let evidence = report["evidence"]["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == kernel.name.as_str())
+        .unwrap();
+    let charted: Vec<&str> = evidence["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    let expected: Vec<&str> = around.iter().map(|c| c.counter.as_str()).collect();
+    assert!(!charted.is_empty());
+    assert!(charted.iter().all(|c| expected.contains(c)), "{charted:?}");
+    let first = &evidence["counters"][0]["head"]["timeline"];
+    let series = around.iter().find(|c| c.counter == charted[0]).unwrap();
+    assert_eq!(first.as_array().unwrap().len(), series.len());
 }
 
 #[test]

@@ -20,7 +20,7 @@ use super::{ImportError, Policies};
 use crate::capture::Collector;
 use crate::model::metric::{Direction, Source};
 use crate::model::results::{
-    Artifact, BenchmarkResult, CounterSeries, KernelWindows, RunResults, Sampling,
+    Artifact, BenchmarkResult, CounterSeries, CountersOf, KernelWindows, RunResults, Sampling,
 };
 use crate::model::units;
 use std::collections::BTreeMap;
@@ -249,6 +249,12 @@ fn build_results(
         let sampling = std::mem::take(&mut samples.sampling);
         let estimates = std::mem::take(&mut samples.estimates);
         let artifacts = std::mem::take(&mut samples.artifacts);
+        // The repetition this file's readings become on the counters benchmark.
+        let counters_rep = if counters.is_empty() {
+            0
+        } else {
+            benchmarks.get(COUNTERS_BENCHMARK).result_mut().repetitions
+        };
         for (index, (kernel, durations)) in samples.kernels.into_iter().enumerate() {
             let collector = benchmarks.get(&kernel);
             let rep = collector.result_mut().repetitions;
@@ -264,7 +270,7 @@ fn build_results(
                 &launches,
                 &durations,
                 counters.tracks(),
-                &sampling,
+                counters_rep,
             );
             drop(launches);
             for (name, artifact) in artifacts
@@ -360,13 +366,14 @@ fn build_results(
     Ok(benchmarks.into_results())
 }
 
-/// Gives a kernel's benchmark its launches as kernel windows and, of each counter track, the
-/// readings inside them plus the one before and the one after each launch, so that
-/// utilization is derived over the kernel's own windows as for protocol kernel lines (a launch
-/// between two readings is then reported as unresolved, not skipped). Only launches within
+/// Gives a kernel's benchmark its launches as kernel windows, read against the counter
+/// tracks of the file on the [`COUNTERS_BENCHMARK`] benchmark (its repetition
+/// `counters_rep`): each reading is kept once, there, and the readings around a kernel's
+/// launches (those inside one plus the one before and the one after it) are found when its
+/// utilization is derived or its counters charted ([`RunResults::lent_counters`]), so a
+/// launch between two readings is reported as unresolved, not skipped. Only launches within
 /// the span the tracks cover get a window; nothing is added when the file has no counter
-/// readings (windows only serve counters, and a trace holds millions of launches). The tracks
-/// are in time order.
+/// readings (windows only serve counters, and a trace holds millions of launches).
 fn tie_counters(
     result: &mut BenchmarkResult,
     rep: u32,
@@ -374,7 +381,7 @@ fn tie_counters(
     starts: &[f64],
     durations: &[f64],
     tracks: &[tracks::CounterTrack],
-    sampling: &BTreeMap<String, Sampling>,
+    counters_rep: u32,
 ) {
     if starts.len() != durations.len() {
         return;
@@ -386,53 +393,31 @@ fn tie_counters(
         return;
     };
     let in_span = |(&start, &duration): (&f64, &f64)| !(start + duration < first || start > last);
-    let mut keep: Vec<Vec<bool>> = tracks.iter().map(|t| vec![false; t.len()]).collect();
-    let mut windows = KernelWindows::new(kernel, rep);
-    // Sized before they fill: a trace holds millions of launches and readings, and a vector
-    // left to grow by doubling holds up to twice what it keeps.
+    let mut windows = KernelWindows {
+        counters_of: Some(CountersOf {
+            benchmark: COUNTERS_BENCHMARK.to_string(),
+            repetition: counters_rep,
+        }),
+        ..KernelWindows::new(kernel, rep)
+    };
+    // Sized before they fill: a trace holds millions of launches, and a vector left to grow
+    // by doubling holds up to twice what it keeps.
     let launches = starts.iter().zip(durations).filter(|l| in_span(*l)).count();
     windows.start_ns.reserve_exact(launches);
     windows.end_ns.reserve_exact(launches);
     for (&start, &duration) in starts.iter().zip(durations).filter(|l| in_span(*l)) {
-        let end = start + duration;
         windows.start_ns.push(start);
-        windows.end_ns.push(end);
-        for (track, keep) in tracks.iter().zip(&mut keep) {
-            if track.is_empty() {
-                continue;
-            }
-            let times = &track.t_ns;
-            let lo = times.partition_point(|&t| t < start).saturating_sub(1);
-            let hi = times.partition_point(|&t| t <= end).min(times.len() - 1);
-            for k in &mut keep[lo..=hi.max(lo)] {
-                *k = true;
-            }
-        }
+        windows.end_ns.push(start + duration);
     }
     if windows.is_empty() {
         return;
     }
     result.kernel_windows.push(windows);
-    for (track, keep) in tracks.iter().zip(&keep) {
-        let kept = keep.iter().filter(|k| **k).count();
-        let mut series = CounterSeries {
-            sampling: sampling.get(&track.name).copied(),
-            t_ns: Vec::with_capacity(kept),
-            value: Vec::with_capacity(kept),
-            ..CounterSeries::new(&track.name, rep)
-        };
-        for ((t_ns, value), _) in track.readings().zip(keep).filter(|(_, k)| **k) {
-            series.t_ns.push(t_ns);
-            series.value.push(value);
-        }
-        if !series.is_empty() {
-            result.counters.push(series);
-        }
-    }
     result.provenance.details.insert(
         COUNTER_WINDOWS_DETAIL.into(),
-        "the trace's own kernel events: each launch a window, with the counter readings around it"
-            .into(),
+        format!(
+            "the trace's own kernel events: each launch a window, read against the counter readings of benchmark `{COUNTERS_BENCHMARK}` around it"
+        ),
     );
 }
 
@@ -507,10 +492,19 @@ mod tests {
         let w = &k.kernel_windows[0];
         assert_eq!(w.start_ns.len(), 1_750);
         assert_eq!((w.start_ns.capacity(), w.end_ns.capacity()), (1_750, 1_750));
-        let copy = &k.counters[0];
-        assert!(copy.len() > 1_000, "{}", copy.len());
-        assert_eq!(copy.t_ns.capacity(), copy.len());
-        assert_eq!(copy.value.capacity(), copy.len());
+        // Each reading is kept once, on the counters benchmark; the windows say where.
+        assert!(k.counters.is_empty());
+        assert_eq!(
+            w.counters_of,
+            Some(CountersOf {
+                benchmark: COUNTERS_BENCHMARK.into(),
+                repetition: 0
+            })
+        );
+        let around = &r.lent_counters(k)[0];
+        assert!(around.len() > 1_000, "{}", around.len());
+        assert_eq!(around.t_ns.capacity(), around.len());
+        assert_eq!(around.value.capacity(), around.len());
         let track = &r.benchmark(COUNTERS_BENCHMARK).unwrap().counters[0];
         assert_eq!(track.len(), 3_500);
         assert_eq!(track.t_ns.capacity(), 3_500);
