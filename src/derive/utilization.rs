@@ -124,13 +124,13 @@ fn inside(windows: &[Window], start_ns: f64, end_ns: f64) -> std::ops::Range<usi
     lo..hi.max(lo)
 }
 
-/// The sampling windows (in time order) a kernel-window figure is computed from: those of
-/// some length inside any of the kernel windows (all of them without kernel windows), each
-/// once, in time order.
-fn windows_used(wins: &[Window], kernels: &[(&str, f64, f64)]) -> Vec<Window> {
-    let has_length = |w: &&Window| w.end_ns > w.start_ns;
+/// The sampling windows (in time order) a kernel-window figure is computed from, as runs of
+/// their indices: those inside any of the kernel windows (all of them without kernel
+/// windows), each once, in time order. Runs, not copies: a counter of a long trace has
+/// millions of windows.
+fn windows_used(wins: &[Window], kernels: &[(&str, f64, f64)]) -> Vec<std::ops::Range<usize>> {
     if kernels.is_empty() {
-        return wins.iter().filter(has_length).cloned().collect();
+        return std::iter::once(0..wins.len()).collect();
     }
     let mut runs: Vec<std::ops::Range<usize>> = kernels
         .iter()
@@ -138,13 +138,12 @@ fn windows_used(wins: &[Window], kernels: &[(&str, f64, f64)]) -> Vec<Window> {
         .filter(|r| !r.is_empty())
         .collect();
     runs.sort_by_key(|r| r.start);
-    let mut used = Vec::new();
-    let mut next = 0;
+    let mut used: Vec<std::ops::Range<usize>> = Vec::new();
     for run in runs {
-        let from = run.start.max(next);
-        let to = run.end.max(from);
-        used.extend(wins[from..to].iter().filter(has_length).cloned());
-        next = next.max(run.end);
+        match used.last_mut() {
+            Some(last) if run.start <= last.end => last.end = last.end.max(run.end),
+            _ => used.push(run),
+        }
     }
     used
 }
@@ -454,10 +453,15 @@ pub fn apply(result: &mut BenchmarkResult, lent: &[CounterSeries], opts: Options
                     .find(|o| o.rep == c.rep && o.core == c.core && &o.base == key && o.delta > 0.0)
             });
             let per_window = |w: &Window| {
+                // The cycle counter's window of the same times: its windows are in time
+                // order, so those that start there are one run (a scan per window was
+                // quadratic in a trace's readings).
                 let cycles = measured.and_then(|m| {
-                    m.wins
+                    let from = m.wins.partition_point(|o| o.start_ns < w.start_ns);
+                    m.wins[from..]
                         .iter()
-                        .find(|o| o.start_ns == w.start_ns && o.end_ns == w.end_ns && o.delta > 0.0)
+                        .take_while(|o| o.start_ns == w.start_ns)
+                        .find(|o| o.end_ns == w.end_ns && o.delta > 0.0)
                 });
                 match cycles {
                     Some(m) => w.delta / (m.delta * f64::from(lanes.max(1))),
@@ -515,7 +519,13 @@ pub fn apply(result: &mut BenchmarkResult, lent: &[CounterSeries], opts: Options
                 c.rep,
                 u * 100.0,
             );
-            let peak = c.used.iter().map(per_window).fold(0.0, f64::max);
+            let peak = c
+                .used
+                .iter()
+                .flat_map(|run| &c.wins[run.clone()])
+                .filter(|w| w.end_ns > w.start_ns)
+                .map(per_window)
+                .fold(0.0, f64::max);
             out.push(
                 &format!("util.{}.peak_window", c.name),
                 "%",
@@ -699,7 +709,8 @@ struct Computed {
     pass: Option<usize>,
     delta: f64,
     span: f64,
-    used: Vec<Window>,
+    /// The windows of `wins` inside the kernel windows, as runs of indices.
+    used: Vec<std::ops::Range<usize>>,
     wins: Vec<Window>,
     unit: String,
     spec: crate::config::profile::CounterSpec,
@@ -1066,11 +1077,13 @@ mod tests {
                 })
                 .cloned()
                 .collect();
-            assert_eq!(
-                windows_used(&wins, &kernels),
-                scanned,
-                "{times:?} {kernels:?}"
-            );
+            let used: Vec<Window> = windows_used(&wins, &kernels)
+                .into_iter()
+                .flat_map(|run| &wins[run])
+                .filter(|w| w.end_ns > w.start_ns)
+                .cloned()
+                .collect();
+            assert_eq!(used, scanned, "{times:?} {kernels:?}");
         }
     }
 
