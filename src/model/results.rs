@@ -372,23 +372,27 @@ impl CounterSeries {
     /// in time order, those inside a window plus the one before and the one after each, so
     /// that a launch between two readings is still seen (and reported as unresolved).
     pub fn around(&self, windows: &KernelWindows) -> CounterSeries {
-        let mut readings: Vec<(f64, f64)> = self
-            .t_ns
-            .iter()
-            .copied()
-            .zip(self.value.iter().copied())
-            .collect();
-        // Stable: readings at one time keep their order.
-        if !readings.is_sorted_by(|a, b| a.0.total_cmp(&b.0).is_le()) {
-            readings.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let n = self.len();
+        let (t_ns, value) = (&self.t_ns[..n], &self.value[..n]);
+        if t_ns.is_sorted_by(|a, b| a.total_cmp(b).is_le()) {
+            return self.around_sorted(t_ns, value, windows);
         }
-        let mut keep = vec![false; readings.len()];
-        if !readings.is_empty() {
+        // A series out of time order (a file written elsewhere) is put in order first; a
+        // stable sort keeps readings at one time in their order.
+        let mut readings: Vec<(f64, f64)> =
+            t_ns.iter().copied().zip(value.iter().copied()).collect();
+        readings.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (t_ns, value): (Vec<f64>, Vec<f64>) = readings.into_iter().unzip();
+        self.around_sorted(&t_ns, &value, windows)
+    }
+
+    /// [`CounterSeries::around`] over this series' readings in time order.
+    fn around_sorted(&self, t_ns: &[f64], value: &[f64], windows: &KernelWindows) -> CounterSeries {
+        let mut keep = vec![false; t_ns.len()];
+        if !t_ns.is_empty() {
             for (start, end) in windows.windows() {
-                let lo = readings.partition_point(|r| r.0 < start).saturating_sub(1);
-                let hi = readings
-                    .partition_point(|r| r.0 <= end)
-                    .min(readings.len() - 1);
+                let lo = t_ns.partition_point(|&t| t < start).saturating_sub(1);
+                let hi = t_ns.partition_point(|&t| t <= end).min(t_ns.len() - 1);
                 for k in &mut keep[lo..=hi.max(lo)] {
                     *k = true;
                 }
@@ -404,9 +408,9 @@ impl CounterSeries {
             value: Vec::with_capacity(kept),
             ..CounterSeries::new(&self.counter, windows.repetition)
         };
-        for ((t_ns, value), _) in readings.into_iter().zip(&keep).filter(|(_, k)| **k) {
-            series.t_ns.push(t_ns);
-            series.value.push(value);
+        for (i, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
+            series.t_ns.push(t_ns[i]);
+            series.value.push(value[i]);
         }
         series
     }
@@ -1027,6 +1031,37 @@ mod whole_numbers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_readings_around_windows_are_those_inside_and_one_either_side() {
+        let mut series = CounterSeries::new("busy", 3);
+        series.unit = "cycles".into();
+        series.t_ns = vec![0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0];
+        series.value = vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let windows = KernelWindows {
+            start_ns: vec![12.0, 41.0, -5.0, 70.0],
+            end_ns: vec![25.0, 44.0, -1.0, 80.0],
+            ..KernelWindows::new("k", 0)
+        };
+        let around = series.around(&windows);
+        // [12, 25]: 10 before, 20 inside, 30 after; [41, 44]: 40 and 50 on either side; a
+        // window before the first reading takes the first, one after the last the last.
+        assert_eq!(around.t_ns, [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0]);
+        let narrow = KernelWindows {
+            start_ns: vec![12.0],
+            end_ns: vec![25.0],
+            ..KernelWindows::new("k", 0)
+        };
+        let around = series.around(&narrow);
+        assert_eq!(around.t_ns, [10.0, 20.0, 30.0]);
+        assert_eq!(around.value, [1.0, 2.0, 3.0]);
+        assert_eq!((around.repetition, around.unit.as_str()), (0, "cycles"));
+        // Out of time order, the same readings.
+        let mut shuffled = series.clone();
+        shuffled.t_ns.reverse();
+        shuffled.value.reverse();
+        assert_eq!(shuffled.around(&narrow), around);
+    }
 
     #[test]
     fn readings_gather_into_one_series_per_counter_repetition_and_description() {
