@@ -665,21 +665,15 @@ pub fn options(b: &crate::plan::BenchmarkPlan) -> Option<Options<'_>> {
 pub fn apply_to_import(results: &mut crate::model::results::RunResults, plan: &crate::plan::Plan) {
     let fallback = plan.benchmarks.iter().find_map(|b| b.device.clone());
     for i in 0..results.benchmarks.len() {
+        let name = results.benchmarks[i].name.as_str();
+        let opts = match plan.benchmarks.iter().find(|b| b.name == name) {
+            Some(b) => options(b),
+            None => fallback.as_ref().map(Options::cumulative),
+        };
+        let Some(opts) = opts else { continue };
         // The readings around a kernel's windows, held one benchmark at a time.
         let lent = results.lent_counters(&results.benchmarks[i]);
-        let result = &mut results.benchmarks[i];
-        match plan.benchmarks.iter().find(|b| b.name == result.name) {
-            Some(b) => {
-                if let Some(opts) = options(b) {
-                    apply(result, &lent, opts);
-                }
-            }
-            None => {
-                if let Some(profile) = &fallback {
-                    apply(result, &lent, Options::cumulative(profile));
-                }
-            }
-        }
+        apply(&mut results.benchmarks[i], &lent, opts);
     }
 }
 
