@@ -780,6 +780,14 @@ impl RunResults {
         let names: std::collections::HashSet<&str> =
             self.benchmarks.iter().map(|b| b.name.as_str()).collect();
         for b in &self.benchmarks {
+            // A series of one repetition, named for a message: "benchmark `b`, counter `c`
+            // (repetition 0)".
+            let series = |what: &'static str, name: &str, repetition: u32| {
+                format!(
+                    "benchmark `{}`, {what} `{name}` (repetition {repetition})",
+                    b.name
+                )
+            };
             for m in &b.metrics {
                 paired(
                     || format!("benchmark `{}`, metric `{}`", b.name, m.name),
@@ -792,25 +800,14 @@ impl RunResults {
                 )?;
             }
             for c in &b.counters {
-                let what = || {
-                    format!(
-                        "benchmark `{}`, counter `{}` (repetition {})",
-                        b.name, c.counter, c.repetition
-                    )
-                };
                 paired(
-                    what,
+                    || series("counter", &c.counter, c.repetition),
                     (c.t_ns.len(), "time", "times"),
                     (c.value.len(), "value", "values"),
                 )?;
             }
             for k in &b.kernel_windows {
-                let what = || {
-                    format!(
-                        "benchmark `{}`, kernel windows of `{}` (repetition {})",
-                        b.name, k.kernel, k.repetition
-                    )
-                };
+                let what = || series("kernel windows of", &k.kernel, k.repetition);
                 paired(
                     what,
                     (k.start_ns.len(), "start", "starts"),

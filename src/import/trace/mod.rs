@@ -249,7 +249,9 @@ fn build_results(
         let sampling = std::mem::take(&mut samples.sampling);
         let estimates = std::mem::take(&mut samples.estimates);
         let artifacts = std::mem::take(&mut samples.artifacts);
-        // The repetition this file's readings become on the counters benchmark.
+        // The span this file's tracks cover, and the repetition its readings become on the
+        // counters benchmark.
+        let span = track_span(counters.tracks());
         let counters_rep = if counters.is_empty() {
             0
         } else {
@@ -269,7 +271,7 @@ fn build_results(
                 &kernel,
                 &launches,
                 &durations,
-                counters.tracks(),
+                span,
                 counters_rep,
             );
             drop(launches);
@@ -372,7 +374,7 @@ fn build_results(
 /// launches (those inside one plus the one before and the one after it) are found when its
 /// utilization is derived or its counters charted ([`RunResults::lent_counters`]), so a
 /// launch between two readings is reported as unresolved, not skipped. Only launches within
-/// the span the tracks cover get a window; nothing is added when the file has no counter
+/// `span`, the times the tracks cover, get a window; nothing is added when the file has no counter
 /// readings (windows only serve counters, and a trace holds millions of launches).
 fn tie_counters(
     result: &mut BenchmarkResult,
@@ -380,16 +382,14 @@ fn tie_counters(
     kernel: &str,
     starts: &[f64],
     durations: &[f64],
-    tracks: &[tracks::CounterTrack],
+    span: Option<(f64, f64)>,
     counters_rep: u32,
 ) {
     if starts.len() != durations.len() {
         return;
     }
-    // The span the tracks cover: a launch outside it ran while no counter was recorded.
-    let first = tracks.iter().filter_map(|t| t.t_ns.first().copied());
-    let last = tracks.iter().filter_map(|t| t.t_ns.last().copied());
-    let (Some(first), Some(last)) = (first.reduce(f64::min), last.reduce(f64::max)) else {
+    // A launch outside the tracks' span ran while no counter was recorded.
+    let Some((first, last)) = span else {
         return;
     };
     let in_span = |(&start, &duration): (&f64, &f64)| !(start + duration < first || start > last);
@@ -419,6 +419,14 @@ fn tie_counters(
             "the trace's own kernel events: each launch a window, read against the counter readings of benchmark `{COUNTERS_BENCHMARK}` around it"
         ),
     );
+}
+
+/// The first and last time any of the (time-ordered) tracks has a reading: none without a
+/// reading.
+fn track_span(tracks: &[tracks::CounterTrack]) -> Option<(f64, f64)> {
+    let first = tracks.iter().filter_map(|t| t.t_ns.first().copied());
+    let last = tracks.iter().filter_map(|t| t.t_ns.last().copied());
+    Some((first.reduce(f64::min)?, last.reduce(f64::max)?))
 }
 
 /// Provenance detail saying where a trace benchmark's kernel windows came from.
