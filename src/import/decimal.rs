@@ -17,6 +17,15 @@ const POW10: [f64; 23] = [
 /// `None` for any other text, and for numbers the caller must hand to the general parser.
 #[inline]
 pub fn parse_plain(text: &[u8]) -> Option<f64> {
+    parse_plain_scaled(text, 0)
+}
+
+/// [`parse_plain`] of the number times 10^`exp10`, with the decimal point moved in the text
+/// before the one rounding: `2.026` microseconds read as nanoseconds (`exp10` 3) is exactly
+/// 2026, where `2.026 * 1000.0` is 2025.9999999999998. `None` where the fast path is not
+/// exact; the caller then parses and multiplies.
+#[inline]
+pub fn parse_plain_scaled(text: &[u8], exp10: i32) -> Option<f64> {
     let (negative, digits) = match text.split_first()? {
         (b'-', rest) => (true, rest),
         _ => (false, text),
@@ -44,12 +53,35 @@ pub fn parse_plain(text: &[u8]) -> Option<f64> {
             _ => return None,
         }
     }
-    let scale = fraction.unwrap_or(0);
-    if !seen_digit || mantissa > 1 << 53 || scale >= POW10.len() {
+    if !seen_digit || mantissa > 1 << 53 {
         return None;
     }
-    let value = mantissa as f64 / POW10[scale];
+    // The digits and the power of ten are exact, so one multiplication or division rounds
+    // correctly (Clinger's fast path).
+    let exponent = exp10 - i32::try_from(fraction.unwrap_or(0)).ok()?;
+    let power = POW10.get(exponent.unsigned_abs() as usize)?;
+    let value = if exponent >= 0 {
+        mantissa as f64 * power
+    } else {
+        mantissa as f64 / power
+    };
     Some(if negative { -value } else { value })
+}
+
+/// `k` when `factor` is the `f64` nearest 10^k for some `k` from -22 to 22 (a unit prefix), for
+/// [`parse_plain_scaled`].
+pub fn power_of_ten(factor: f64) -> Option<i32> {
+    if let Some(k) = POW10.iter().position(|&p| p == factor) {
+        return Some(k as i32);
+    }
+    const NEGATIVE: [f64; 22] = [
+        1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11, 1e-12, 1e-13, 1e-14,
+        1e-15, 1e-16, 1e-17, 1e-18, 1e-19, 1e-20, 1e-21, 1e-22,
+    ];
+    NEGATIVE
+        .iter()
+        .position(|&p| p == factor)
+        .map(|k| -(k as i32) - 1)
 }
 
 #[cfg(test)]
@@ -86,6 +118,35 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_unit_prefix_moves_the_decimal_point_before_the_rounding() {
+        assert_ne!(2.026 * 1e3, 2026.0);
+        assert_eq!(parse_plain_scaled(b"2.026", 3), Some(2026.0));
+        assert_eq!(parse_plain_scaled(b"1.10", 3), Some(1100.0));
+        assert_eq!(parse_plain_scaled(b"-4.012", 3), Some(-4012.0));
+        assert_eq!(parse_plain_scaled(b"123456", -3), Some(123.456));
+        assert_eq!(parse_plain_scaled(b"1.5", 22), Some(1.5e22));
+        // Beyond the exact powers the caller multiplies.
+        assert_eq!(parse_plain_scaled(b"1", 23), None);
+        let mut rng = fastrand::Rng::with_seed(9);
+        for _ in 0..100_000 {
+            let text = format!("{}.{:03}", rng.u32(0..100_000), rng.u32(0..1000));
+            let k = rng.i32(-9..=9);
+            let (digits, fraction) = text.split_once('.').unwrap();
+            let general: f64 = format!("{digits}{fraction}e{}", k - 3).parse().unwrap();
+            assert_eq!(
+                parse_plain_scaled(text.as_bytes(), k).map(f64::to_bits),
+                Some(general.to_bits()),
+                "{text} e{k}"
+            );
+        }
+        for k in -22..=22 {
+            assert_eq!(power_of_ten(format!("1e{k}").parse().unwrap()), Some(k));
+        }
+        assert_eq!(power_of_ten(2.5), None);
+        assert_eq!(power_of_ten(1e-6 * 1e9), Some(3));
     }
 
     #[test]

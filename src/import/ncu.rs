@@ -280,10 +280,15 @@ fn read_details<R: Read>(
             });
             launches.len() - 1
         });
-        let Some(number) = parse_number(cell(value_col).as_bytes(), &mut report) else {
+        let (unit, factor) = base_unit(cell(unit_col));
+        let Some(number) = parse_in_base_unit(
+            cell(value_col).as_bytes(),
+            &mut report,
+            factor,
+            super::decimal::power_of_ten(factor),
+        ) else {
             continue; // text such as `PolicySpread`, or n/a
         };
-        let (unit, factor) = base_unit(cell(unit_col));
         let section = section_col.map(cell).unwrap_or("").trim();
         let body = body_col.map(cell).unwrap_or("").trim();
         // A row of a body item (a roofline chart's rows, one table among several) is named by
@@ -331,7 +336,7 @@ fn read_details<R: Read>(
                 metrics.push(MetricInfo::new(name, unit));
                 metrics.len() - 1
             });
-        launches[index].values.push((position, number * factor));
+        launches[index].values.push((position, number));
     }
     report.launch_count = launches.len();
     for launch in launches {
@@ -353,7 +358,13 @@ fn row_label(section: &str, body: &str, metric: &str) -> String {
 /// How a raw-page column is used.
 enum RawColumn {
     Ignore,
-    Metric { position: usize, factor: f64 },
+    /// A metric's column: its position, and the factor into its base unit (with the power of
+    /// ten it is, where it is one).
+    Metric {
+        position: usize,
+        factor: f64,
+        exp10: Option<i32>,
+    },
     Passes(String),
     DeviceName,
     ComputeCapability,
@@ -405,9 +416,13 @@ fn read_raw<R: Read>(
         for (field, col) in record.iter().zip(columns) {
             match col {
                 RawColumn::Ignore => {}
-                RawColumn::Metric { position, factor } => {
-                    if let Some(v) = parse_number(field, &mut report) {
-                        launch.values.push((*position, v * factor));
+                RawColumn::Metric {
+                    position,
+                    factor,
+                    exp10,
+                } => {
+                    if let Some(v) = parse_in_base_unit(field, &mut report, *factor, *exp10) {
+                        launch.values.push((*position, v));
                     }
                 }
                 RawColumn::Passes(name) => {
@@ -466,8 +481,27 @@ fn classify(name: &str, unit: &str, metrics: &mut Vec<MetricInfo>) -> RawColumn 
         RawColumn::Metric {
             position: metrics.len() - 1,
             factor,
+            exp10: super::decimal::power_of_ten(factor),
         }
     }
+}
+
+/// Parses one ncu number into its metric's base unit (`factor`, 10^`exp10` where it is a power
+/// of ten). A prefix moves the decimal point of the text before the one rounding, so that
+/// `1.10` usecond is 1100 ns, not the 1100.0000000000002 of `1.1 * 1000.0`; numbers off the
+/// plain decimal path are parsed and multiplied.
+fn parse_in_base_unit(
+    raw: &[u8],
+    report: &mut NcuReport,
+    factor: f64,
+    exp10: Option<i32>,
+) -> Option<f64> {
+    if let Some(k) = exp10
+        && let Some(v) = super::decimal::parse_plain_scaled(raw.trim_ascii(), k)
+    {
+        return Some(v);
+    }
+    parse_number(raw, report).map(|v| v * factor)
 }
 
 /// Parses one ncu number. `None` for empty cells, `n/a` and text. Accepts grouping in the

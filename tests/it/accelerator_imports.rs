@@ -375,7 +375,7 @@ fn ncu_hand_made_edge_cases() {
     // Details page: units to scale, n/a, European grouping, a quoted field spanning lines,
     // application output after the header, two launches of one kernel and another kernel.
     let text = "\u{feff}app says hi\r\n\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\r\n\
-\"0\",\"1\",\"a\",\"h\",\"k1\",\"1\",\"7\",\"(1, 1, 1)\",\"(1, 1, 1)\",\"0\",\"9.0\",\"S\",\"Duration\",\"usecond\",\"1.5\"\r\n\
+\"0\",\"1\",\"a\",\"h\",\"k1\",\"1\",\"7\",\"(1, 1, 1)\",\"(1, 1, 1)\",\"0\",\"9.0\",\"S\",\"Duration\",\"usecond\",\"2.026\"\r\n\
 \"0\",\"1\",\"a\",\"h\",\"k1\",\"1\",\"7\",\"(1, 1, 1)\",\"(1, 1, 1)\",\"0\",\"9.0\",\"S\",\"DRAM Bytes\",\"Kbyte\",\"2.5\"\r\n\
 \"0\",\"1\",\"a\",\"h\",\"k1\",\"1\",\"7\",\"(1, 1, 1)\",\"(1, 1, 1)\",\"0\",\"9.0\",\"S\",\"SM Frequency\",\"Ghz\",\"1.41\"\r\n\
 \"0\",\"1\",\"a\",\"h\",\"k1\",\"1\",\"7\",\"(1, 1, 1)\",\"(1, 1, 1)\",\"0\",\"9.0\",\"S\",\"Bandwidth\",\"Gbyte/second\",\"2.5\"\r\n\
@@ -391,7 +391,9 @@ fn ncu_hand_made_edge_cases() {
     assert_eq!(r.benchmarks.len(), 2);
     let k1 = r.benchmark("k1").unwrap();
     assert_eq!(k1.repetitions, 2);
-    assert_eq!(values(k1, "Duration"), vec![1500.0, 1_250_000.0]);
+    // The unit's prefix moves the decimal point: 2.026 us is 2026 ns, not the
+    // 2025.9999999999998 of `2.026 * 1000.0`.
+    assert_eq!(values(k1, "Duration"), vec![2026.0, 1_250_000.0]);
     assert_eq!(values(k1, "DRAM Bytes"), vec![2500.0, 27_595_520.0]);
     assert_eq!(k1.metric("DRAM Bytes").unwrap().unit, "byte");
     let f = k1.metric("SM Frequency").unwrap();
@@ -414,7 +416,7 @@ fn ncu_hand_made_edge_cases() {
         "\"ID\",\"Kernel Name\",\"a.sum\",\"b.sum\",\"c.sum\",\"d.sum\",\"e.sum\"\n\
          \"\",\"\",\"byte\",\"\",\"\",\"usecond\",\"\"\n\
          \"0\",\"k3\",\"1,234\",\"3e3\",\" 12.5 \",\"2\",\"n/a\"\n\
-         \"1\",\"k3\",\"7\",\"-0.25\",\"1.234,5\",\"0.5\",\"n/a\"\n",
+         \"1\",\"k3\",\"7\",\"-0.25\",\"1.234,5\",\"1.1\",\"n/a\"\n",
     )
     .unwrap();
     let r = run("ncu", std::slice::from_ref(&raw));
@@ -422,7 +424,7 @@ fn ncu_hand_made_edge_cases() {
     assert_eq!(values(k3, "a.sum"), vec![1234.0, 7.0]);
     assert_eq!(values(k3, "b.sum"), vec![3000.0, -0.25]);
     assert_eq!(values(k3, "c.sum"), vec![12.5, 1234.5]);
-    assert_eq!(values(k3, "d.sum"), vec![2000.0, 500.0]);
+    assert_eq!(values(k3, "d.sum"), vec![2000.0, 1100.0]);
     assert!(k3.metric("e.sum").is_none());
     assert_eq!(k3.provenance.details["ncu.not_available_cells"], "2");
 

@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 
 use super::event::{Event, Id, invalid};
 use crate::import::device::{Device, cuda_version};
-use crate::import::trace::json_scan::{Kind, Scanner, Stop};
+use crate::import::trace::json_scan::{Kind, Scanner, Stop, Value};
 use crate::import::trace::tracks::CounterTracks;
 use crate::import::trace::{TraceSamples, TraceSelection};
 use crate::model::results::Sampling;
@@ -161,11 +161,11 @@ impl<'s> Aggregator<'s> {
                 if taken == Taken::Not {
                     return Ok(());
                 }
-                if let Some(dur) = ev.dur.number()?
+                if let Some(nanos) = duration_ns(&ev.dur)?
                     && let Some(start) = self.time_ns(ev)?
                 {
                     let name = Event::text(&ev.name)?;
-                    self.add_duration(&name, ev.thread()?, taken, start, dur * 1000.0);
+                    self.add_duration(&name, ev.thread()?, taken, start, nanos);
                 }
             }
             b'B' => {
@@ -500,6 +500,17 @@ impl<'s> Aggregator<'s> {
             sampling,
             ..TraceSamples::default()
         })
+    }
+}
+
+/// A complete event's `dur` (microseconds) in nanoseconds, computed from the decimal text in
+/// integer picoseconds like its `ts`: `2.026` µs is 2026 ns, where `2.026 * 1000.0` in floating
+/// point is 2025.9999999999998. A duration too large for that (beyond 10^35 ps) is scaled as a
+/// floating-point number.
+fn duration_ns(dur: &Value<'_>) -> Result<Option<f64>, Stop> {
+    match dur.fixed(6) {
+        Ok(Some(ps)) => Ok(Some(ps as f64 / 1000.0)),
+        Ok(None) | Err(_) => Ok(dur.number()?.map(|us| us * 1000.0)),
     }
 }
 

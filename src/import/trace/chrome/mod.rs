@@ -138,6 +138,19 @@ mod tests {
     }
 
     #[test]
+    fn durations_are_exact_nanoseconds_of_their_decimal_text() {
+        // Kineto writes `dur` in microseconds with three decimals; scaled as floating point,
+        // 2.026 µs would be kept as 2025.9999999999998 ns.
+        let text = r#"[
+            {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 0, "ts": 1, "dur": 2.026},
+            {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 0, "ts": 5, "dur": 4.012},
+            {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 0, "ts": 9, "dur": 1e40}
+        ]"#;
+        let s = parse(text, &TraceSelection::default()).unwrap();
+        assert_eq!(s.kernel("k").unwrap(), [2026.0, 4012.0, 1e43]);
+    }
+
+    #[test]
     fn bare_array_may_lack_its_closing_bracket() {
         let text = "[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 1},\n{\"ph\": \"X\", \"name\": \"a\", \"ts\": 2, \"dur\": 2},\n";
         let s = parse(text, &kernels_named("a")).unwrap();
