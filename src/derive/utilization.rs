@@ -677,6 +677,23 @@ pub fn apply_to_import(results: &mut crate::model::results::RunResults, plan: &c
     }
 }
 
+/// Whether [`apply_to_import`] derives anything for these results: a benchmark the plan
+/// declares with counter settings, or any other benchmark once the configuration names a
+/// device profile (which they then use). An import that derives nothing is written without
+/// gathering its samples in memory.
+pub fn derives_on_import(
+    results: &crate::model::results::RunResults,
+    plan: &crate::plan::Plan,
+) -> bool {
+    let fallback = plan.benchmarks.iter().any(|b| b.device.is_some());
+    results.benchmarks.iter().any(
+        |r| match plan.benchmarks.iter().find(|b| b.name == r.name) {
+            Some(b) => options(b).is_some(),
+            None => fallback,
+        },
+    )
+}
+
 /// Provenance detail describing how counters were collected and normalized.
 pub const CONFIG_DETAIL: &str = "counters.config";
 /// Provenance detail saying what each busy counter's utilization was divided by: the

@@ -82,7 +82,100 @@ pub trait Importer: Sync {
         None
     }
     /// Reads the files (each one repetition, unless the format says otherwise) into results.
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError>;
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
+        self.import_held(files, ctx)?.into_results()
+    }
+    /// [`Importer::import`], with the largest arrays left where the format keeps them until
+    /// the results are written (a trace's launches and readings, in columns of a temporary
+    /// file). A format implements this or `import`.
+    fn import_held(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<Imported, ImportError> {
+        self.import(files, ctx).map(Imported::whole)
+    }
+}
+
+/// An import's results, some of whose arrays may still be held where the import put them
+/// (see [`trace::held`]): written straight from there by [`Imported::save`], or gathered by
+/// [`Imported::into_results`] for a stage that needs every number in memory.
+#[derive(Debug)]
+pub struct Imported {
+    /// The results; a held array's place in them is empty (a metric's `repetition` holds a
+    /// stand-in that keeps the field in the file).
+    results: RunResults,
+    held: Option<trace::held::TraceArrays>,
+}
+
+impl Imported {
+    /// Results with every number in them.
+    pub fn whole(results: RunResults) -> Imported {
+        Imported {
+            results,
+            held: None,
+        }
+    }
+
+    pub(crate) fn held(results: RunResults, held: trace::held::TraceArrays) -> Imported {
+        Imported {
+            results,
+            held: Some(held),
+        }
+    }
+
+    /// The results without their held arrays: names, units, notes and everything else but
+    /// those numbers.
+    pub fn outline(&self) -> &RunResults {
+        &self.results
+    }
+
+    /// Why some held arrays stayed in memory, when their temporary file could not be written.
+    pub fn spill_failure(&self) -> Option<String> {
+        self.held.as_ref().and_then(|h| h.spill_failure())
+    }
+
+    /// [`RunResults::require_measurements`], counting the held samples.
+    pub fn require_measurements(&self, what: &str) -> Result<(), String> {
+        let held_samples = self.held.as_ref().is_some_and(|h| h.holds_samples());
+        let ok = self
+            .results
+            .benchmarks
+            .iter()
+            .any(|b| b.status == crate::model::results::Status::Ok);
+        if held_samples && ok {
+            return match self.results.non_finite() {
+                Some(value) => Err(format!(
+                    "{what} holds a number that is not finite ({value}), which a results file cannot hold; the input is damaged or its units overflow"
+                )),
+                None => Ok(()),
+            };
+        }
+        self.results.require_measurements(what)
+    }
+
+    /// The results with every held array read into them.
+    pub fn into_results(self) -> Result<RunResults, ImportError> {
+        let mut results = self.results;
+        if let Some(held) = self.held {
+            held.fill(&mut results).map_err(|e| ImportError::Content {
+                path: std::env::temp_dir(),
+                message: format!("the import's temporary file cannot be read back: {e}"),
+            })?;
+        }
+        Ok(results)
+    }
+
+    /// Writes the results atomically ([`RunResults::save_as`]), the held arrays streamed in.
+    pub fn save(
+        &self,
+        path: &Path,
+        overwrite: crate::model::fsutil::Overwrite,
+        layout: crate::model::results::JsonLayout,
+    ) -> Result<(), crate::model::results::ResultsError> {
+        match &self.held {
+            Some(held) => {
+                crate::model::held_arrays::save(&self.results, path, overwrite, layout, held)
+            }
+            None => self.results.save_as(path, overwrite, layout),
+        }
+    }
 }
 
 impl std::fmt::Debug for dyn Importer {

@@ -5,6 +5,7 @@
 pub mod evidence;
 pub mod exit;
 pub mod fsutil;
+pub mod held_arrays;
 pub mod metric;
 pub mod profile;
 pub mod protocol;

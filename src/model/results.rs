@@ -999,18 +999,22 @@ mod version1 {
 /// are most of a large results file, and JSON readers (kgate's included) read either form as
 /// the same number. Values beyond 2^53, fractions and negative zero keep the float form, so
 /// every value reads back to the same bits.
+/// `v` as the integer the results file writes it as, when it is a whole number an `f64` holds
+/// exactly (not -0, whose sign an integer would lose).
+pub(crate) fn whole_number(v: f64) -> Option<i64> {
+    /// Largest magnitude below which every integer is an exact f64.
+    const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0;
+    (v.fract() == 0.0 && v.abs() < EXACT_INTEGERS && !(v == 0.0 && v.is_sign_negative()))
+        .then_some(v as i64)
+}
+
 mod whole_numbers {
     use serde::Serializer;
 
-    /// Largest magnitude below which every integer is an exact f64.
-    const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0;
-
     pub fn value<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-        let v = *v;
-        if v.fract() == 0.0 && v.abs() < EXACT_INTEGERS && !(v == 0.0 && v.is_sign_negative()) {
-            s.serialize_i64(v as i64)
-        } else {
-            s.serialize_f64(v)
+        match super::whole_number(*v) {
+            Some(i) => s.serialize_i64(i),
+            None => s.serialize_f64(*v),
         }
     }
 

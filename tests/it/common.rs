@@ -138,3 +138,12 @@ pub fn numbers(v: &serde_json::Value) -> Vec<f64> {
         .map(|n| n.as_f64().unwrap_or_else(|| panic!("not a number: {n}")))
         .collect()
 }
+
+/// A trace's kernels with their durations read into memory, for comparisons.
+pub fn kernels(samples: &kgate::import::trace::TraceSamples) -> Vec<(String, Vec<f64>)> {
+    samples
+        .kernels
+        .iter()
+        .map(|(name, durations)| (name.clone(), durations.to_vec().unwrap()))
+        .collect()
+}

@@ -222,7 +222,10 @@ fn jax_cpu_profiles_keep_host_ops_and_say_what_was_selected() {
         ..Default::default()
     };
     let s = xplane::samples(&space, &TraceSelection::default());
-    assert_eq!(s.kernels, [("ynn_fusion".to_string(), vec![31_916.0])]);
+    assert_eq!(
+        crate::common::kernels(&s),
+        [("ynn_fusion".to_string(), vec![31_916.0])]
+    );
     assert_eq!(
         s.notes,
         [
@@ -265,7 +268,7 @@ fn trace_viewer_json_of_jax_on_gpu_leaves_host_launch_calls_out() {
     ]}"#;
     let s = trace::chrome::read_trace(text.as_bytes(), &TraceSelection::default()).unwrap();
     assert_eq!(
-        s.kernels,
+        crate::common::kernels(&s),
         [
             ("fusion_1".to_string(), vec![15_000.0]),
             ("dot_2".to_string(), vec![40_000.0])

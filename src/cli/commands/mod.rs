@@ -699,28 +699,61 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
     for line in &taken {
         eprintln!("import: {}", escape_log(line));
     }
-    let mut results = importer.import(&files, &ctx)?;
+    let imported = importer.import_held(&files, &ctx)?;
     let files: Vec<String> = args
         .files
         .iter()
         .map(|f| format!("`{}`", f.display()))
         .collect();
-    results
+    imported
         .require_measurements(&format!(
             "the {} import of {}",
             importer.name(),
             files.join(", ")
         ))
         .map_err(anyhow::Error::msg)?;
-    if let Some((plan, _)) = &plan {
-        crate::derive::utilization::apply_to_import(&mut results, plan);
+    if let Some(why) = imported.spill_failure() {
+        eprintln!(
+            "note: the import kept its samples in memory: {}",
+            escape_log(&why)
+        );
     }
-    print_import_notes(&results);
-    for w in crate::plan::declared::unit_lookalikes(&results) {
+    let layout = if args.pretty {
+        JsonLayout::Pretty
+    } else {
+        JsonLayout::Compact
+    };
+    // Deriving utilization needs every reading in memory; without it, the samples a trace
+    // import holds in its columns go from there straight into the file.
+    match &plan {
+        Some((plan, _))
+            if crate::derive::utilization::derives_on_import(imported.outline(), plan) =>
+        {
+            let mut results = imported.into_results()?;
+            crate::derive::utilization::apply_to_import(&mut results, plan);
+            report_import(&results);
+            emit_results(&results, args.output.as_deref(), args.pretty)?;
+        }
+        _ => {
+            report_import(imported.outline());
+            let (path, what) = match args.output.as_deref() {
+                Some(path) => (path, path.display().to_string()),
+                None => (Path::new("-"), "stdout".to_string()),
+            };
+            imported
+                .save(path, Overwrite::Allow, layout)
+                .with_context(|| format!("cannot write results to {what}"))?;
+        }
+    }
+    Ok(ExitStatus::PASS)
+}
+
+/// Says on stderr what an import noted and what in it looks like a mistake.
+fn report_import(results: &RunResults) {
+    print_import_notes(results);
+    for w in crate::plan::declared::unit_lookalikes(results) {
         eprintln!("warning: {}", escape_log(&w));
     }
-    emit_results(&results, args.output.as_deref(), args.pretty)?;
-    Ok(ExitStatus::PASS)
 }
 
 /// Says on stderr what an import noted in the results (rows it skipped, spreads it kept, what

@@ -14,18 +14,25 @@ use std::path::{Path, PathBuf};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
+use std::sync::Arc;
+
+use self::column::Column;
+use self::held::{Part, TraceArrays};
 use super::builder::Benchmarks;
 use super::device::Device;
-use super::{ImportError, Policies};
+use super::{ImportError, Imported, Policies};
 use crate::capture::Collector;
+use crate::model::held_arrays::Field;
 use crate::model::metric::{Direction, Source};
 use crate::model::results::{
-    Artifact, BenchmarkResult, CounterSeries, CountersOf, KernelWindows, RunResults, Sampling,
+    Artifact, BenchmarkResult, CounterSeries, CountersOf, KernelWindows, Sampling,
 };
 use crate::model::units;
 use std::collections::BTreeMap;
 
 pub mod chrome;
+pub mod column;
+pub mod held;
 pub mod hlo_proto;
 mod json_scan;
 pub mod tracks;
@@ -161,9 +168,9 @@ fn matches_id(wanted: Option<&str>, id: &str, name: Option<&str>) -> bool {
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct TraceSamples {
     /// Kernel name → launch durations in nanoseconds, in order of first appearance.
-    pub kernels: Vec<(String, Vec<f64>)>,
+    pub kernels: Vec<(String, Column)>,
     /// For each entry of `kernels`, the start of each launch (same order and length).
-    pub starts: Vec<Vec<f64>>,
+    pub starts: Vec<Column>,
     /// Counter readings, by counter: times (ns) and values.
     pub counters: tracks::CounterTracks,
     /// The device (driver, clocks, tool versions) the file names, whatever was selected.
@@ -187,12 +194,13 @@ impl TraceSamples {
         self.kernels.is_empty() && self.counters.is_empty()
     }
 
-    /// Durations of one kernel, for tests and tools.
-    pub fn kernel(&self, name: &str) -> Option<&[f64]> {
+    /// Durations of one kernel, read into memory: for tests and tools (it panics when the
+    /// import's temporary file cannot be read back).
+    pub fn kernel(&self, name: &str) -> Option<Vec<f64>> {
         self.kernels
             .iter()
             .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_slice())
+            .map(|(_, v)| v.to_vec().expect("the import's temporary file reads back"))
     }
 }
 
@@ -205,7 +213,7 @@ pub fn import_files(
     policies: &Policies,
     read: impl Fn(&Path) -> Result<TraceSamples, ImportError>,
     nothing_matched: impl Fn() -> String,
-) -> Result<RunResults, ImportError> {
+) -> Result<Imported, ImportError> {
     let mut per_file = Vec::with_capacity(files.len());
     for path in files {
         let samples = read(path)?;
@@ -220,14 +228,60 @@ pub fn import_files(
     build_results(capture, per_file, policies)
 }
 
+/// What one pass over a counter track found: the readings whose time and value are both
+/// finite (the ones kept), whether they are in time order, and the first and last time.
+struct Survey {
+    kept: usize,
+    sorted: bool,
+    first: f64,
+    last: f64,
+}
+
+fn survey(track: &tracks::CounterTrack) -> std::io::Result<Survey> {
+    let mut survey = Survey {
+        kept: 0,
+        sorted: true,
+        first: f64::INFINITY,
+        last: f64::NEG_INFINITY,
+    };
+    let mut previous = f64::NEG_INFINITY;
+    let (mut t, mut v) = (track.t_ns.cursor(), track.values.cursor());
+    while let (Some(time), Some(value)) = (t.read()?, v.read()?) {
+        if !(time.is_finite() && value.is_finite()) {
+            continue;
+        }
+        survey.kept += 1;
+        survey.sorted &= previous.total_cmp(&time).is_le();
+        previous = time;
+        survey.first = survey.first.min(time);
+        survey.last = survey.last.max(time);
+    }
+    Ok(survey)
+}
+
+/// A track's kept readings put in time order in memory (a stable sort: readings at one time
+/// keep their arrival order), for the rare track that arrives out of order.
+fn sorted_readings(track: &tracks::CounterTrack) -> std::io::Result<(Vec<f64>, Vec<f64>)> {
+    let (times, values) = (track.t_ns.to_vec()?, track.values.to_vec()?);
+    let mut kept: Vec<(f64, f64)> = times
+        .into_iter()
+        .zip(values)
+        .filter(|(t, v)| t.is_finite() && v.is_finite())
+        .collect();
+    kept.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Ok(kept.into_iter().unzip())
+}
+
 /// Turns per-file samples into results: one benchmark per kernel name, each file one
-/// repetition, plus the counter benchmark when a file had counter tracks.
+/// repetition, plus the counter benchmark when a file had counter tracks. The launches and
+/// readings stay in their columns ([`held::TraceArrays`]) until the results are written.
 fn build_results(
     capture: &'static str,
     files: Vec<(PathBuf, TraceSamples)>,
     policies: &Policies,
-) -> Result<RunResults, ImportError> {
+) -> Result<Imported, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, capture);
+    let mut arrays = TraceArrays::default();
     // Benchmarks in order of first appearance across the files.
     for (_, samples) in &files {
         for (kernel, _) in &samples.kernels {
@@ -238,43 +292,61 @@ fn build_results(
         }
     }
     for (path, mut samples) in files {
+        let unreadable = |e: std::io::Error| ImportError::Content {
+            path: path.clone(),
+            message: format!("the import's temporary file cannot be read back: {e}"),
+        };
         benchmarks.device(&path, samples.device)?;
         // A NaN or an infinity (Python's json writes them) is no reading; the rest of the
         // counter stands, and the counters benchmark's notes count what was left out.
-        let mut counters = std::mem::take(&mut samples.counters);
-        let not_finite = counters.retain_finite();
-        counters.sort();
-        counters.shrink_to_fit();
+        let mut tracks = Vec::new();
+        let mut not_finite = Vec::new();
+        for track in std::mem::take(&mut samples.counters).into_tracks() {
+            arrays.keep_spill(track.t_ns.spill());
+            let survey = survey(&track).map_err(unreadable)?;
+            if survey.kept < track.len() {
+                not_finite.push((track.name.clone(), track.len() - survey.kept));
+            }
+            if survey.kept > 0 {
+                tracks.push((track, survey));
+            }
+        }
         let mut starts = std::mem::take(&mut samples.starts);
         let sampling = std::mem::take(&mut samples.sampling);
         let estimates = std::mem::take(&mut samples.estimates);
         let artifacts = std::mem::take(&mut samples.artifacts);
         // The span this file's tracks cover, and the repetition its readings become on the
         // counters benchmark.
-        let span = track_span(counters.tracks());
-        let counters_rep = if counters.is_empty() {
+        let span = tracks
+            .iter()
+            .map(|(_, s)| (s.first, s.last))
+            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+        let counters_rep = if tracks.is_empty() {
             0
         } else {
             benchmarks.get(COUNTERS_BENCHMARK).result_mut().repetitions
         };
         for (index, (kernel, durations)) in samples.kernels.into_iter().enumerate() {
+            arrays.keep_spill(durations.spill());
             let collector = benchmarks.get(&kernel);
             let rep = collector.result_mut().repetitions;
-            // Taken, not borrowed: each kernel's starts are freed once its windows are made.
             let launches = starts
                 .get_mut(index)
                 .map(std::mem::take)
                 .unwrap_or_default();
             tie_counters(
                 collector.result_mut(),
-                rep,
-                &kernel,
-                &launches,
-                &durations,
+                &mut arrays,
+                Launches {
+                    kernel: &kernel,
+                    repetition: rep,
+                    starts: &launches,
+                    durations: &durations,
+                },
                 span,
                 counters_rep,
-            );
-            drop(launches);
+            )
+            .map_err(unreadable)?;
             for (name, artifact) in artifacts
                 .iter()
                 .filter(|(k, ..)| *k == kernel)
@@ -315,27 +387,38 @@ fn build_results(
                 .notes
                 .extend(samples.notes.iter().cloned());
             // One lookup per kernel, not per launch: a trace holds millions of launches.
-            let (slot, factor) = collector
+            let (_, factor) = collector
                 .slot(KERNEL_TIME, "ns", Source::Timer, Direction::default())
                 .map_err(|message| ImportError::Content {
                     path: path.clone(),
                     message,
                 })?;
-            collector.reserve(slot, durations.len());
-            for value in durations {
-                // A duration that overflowed on its way to nanoseconds, or a negative one,
-                // would make a results file no later command reads (or a meaningless time).
-                let value = units::to_canonical(value * factor, "ns").map_err(|e| {
-                    ImportError::Content {
-                        path: path.clone(),
-                        message: format!("kernel `{kernel}`: {e}"),
-                    }
+            // A duration that overflowed on its way to nanoseconds, or a negative one, would
+            // make a results file no later command reads (or a meaningless time).
+            let mut cursor = durations.cursor();
+            while let Some(value) = cursor.read().map_err(unreadable)? {
+                units::to_canonical(value * factor, "ns").map_err(|e| ImportError::Content {
+                    path: path.clone(),
+                    message: format!("kernel `{kernel}`: {e}"),
                 })?;
-                collector.push_at(slot, rep, value.1);
             }
+            let place = |field| held::Place {
+                benchmark: kernel.clone(),
+                entry: KERNEL_TIME.to_string(),
+                repetition: 0,
+                field,
+            };
+            arrays.add_repetitions(place(Field::MetricRepetition), rep, durations.len());
+            arrays.add(
+                place(Field::MetricValues),
+                Part::Scaled {
+                    column: durations,
+                    factor,
+                },
+            );
             finish_repetition(collector, &path);
         }
-        if !(counters.is_empty() && not_finite.is_empty()) {
+        if !(tracks.is_empty() && not_finite.is_empty()) {
             let collector = benchmarks.get(COUNTERS_BENCHMARK);
             let result = collector.result_mut();
             let rep = result.repetitions;
@@ -343,17 +426,35 @@ fn build_results(
                 .provenance
                 .notes
                 .extend(samples.notes.iter().cloned());
-            // The tracks move into the results as they are: no reading is copied.
-            for track in counters.into_tracks() {
-                if track.is_empty() {
-                    continue;
-                }
+            for (track, survey) in tracks {
                 result.counters.push(CounterSeries {
                     sampling: sampling.get(&track.name).copied(),
-                    t_ns: track.t_ns,
-                    value: track.values,
                     ..CounterSeries::new(&track.name, rep)
                 });
+                let place = |field| held::Place {
+                    benchmark: COUNTERS_BENCHMARK.to_string(),
+                    entry: track.name.clone(),
+                    repetition: rep,
+                    field,
+                };
+                if survey.sorted {
+                    for (field, take_values) in
+                        [(Field::SeriesTimes, false), (Field::SeriesValues, true)]
+                    {
+                        arrays.add(
+                            place(field),
+                            Part::Finite {
+                                times: track.t_ns.clone(),
+                                values: track.values.clone(),
+                                take_values,
+                            },
+                        );
+                    }
+                } else {
+                    let (times, values) = sorted_readings(&track).map_err(unreadable)?;
+                    arrays.add(place(Field::SeriesTimes), Part::Memory(Arc::new(times)));
+                    arrays.add(place(Field::SeriesValues), Part::Memory(Arc::new(values)));
+                }
             }
             for (counter, n) in not_finite {
                 result.provenance.notes.push(format!(
@@ -365,68 +466,109 @@ fn build_results(
             finish_repetition(collector, &path);
         }
     }
-    Ok(benchmarks.into_results())
+    let mut results = benchmarks.into_results();
+    // A metric whose every value is its own repetition leaves its repetition numbers out of
+    // the file: those (one per file) are kept in the results, the others held.
+    for b in &mut results.benchmarks {
+        for m in b.metrics.iter_mut().filter(|m| m.name == KERNEL_TIME) {
+            let place = held::Place {
+                benchmark: b.name.clone(),
+                entry: KERNEL_TIME.to_string(),
+                repetition: 0,
+                field: Field::MetricRepetition,
+            };
+            let runs = arrays.repetitions(&place);
+            if runs
+                .iter()
+                .enumerate()
+                .all(|(i, &(r, n))| r as usize == i && n == 1)
+            {
+                m.repetition = runs.iter().map(|&(r, _)| r).collect();
+                arrays.forget(&place);
+            } else {
+                m.repetition = HELD_REPETITIONS.to_vec();
+            }
+        }
+    }
+    arrays.resolve(&results);
+    Ok(Imported::held(results, arrays))
+}
+
+/// What a metric's `repetition` holds while its numbers are held: any two numbers that are not
+/// one value per repetition, so that the field is written (and its numbers streamed in).
+const HELD_REPETITIONS: [u32; 2] = [0, 0];
+
+/// One kernel's launches in one file, for [`tie_counters`].
+struct Launches<'a> {
+    kernel: &'a str,
+    repetition: u32,
+    starts: &'a Column,
+    durations: &'a Column,
 }
 
 /// Gives a kernel's benchmark its launches as kernel windows, read against the counter
 /// tracks of the file on the [`COUNTERS_BENCHMARK`] benchmark (its repetition
 /// `counters_rep`): each reading is kept once, there, and the readings around a kernel's
 /// launches (those inside one plus the one before and the one after it) are found when its
-/// utilization is derived or its counters charted ([`RunResults::lent_counters`]), so a
+/// utilization is derived or its counters charted ([`lent_counters`]), so a
 /// launch between two readings is reported as unresolved, not skipped. Only launches within
 /// `span`, the times the tracks cover, get a window; nothing is added when the file has no counter
-/// readings (windows only serve counters, and a trace holds millions of launches).
+/// readings (windows only serve counters, and a trace holds millions of launches). The
+/// windows' times stay in the launches' columns until the results are written.
+///
+/// [`lent_counters`]: crate::model::results::RunResults::lent_counters
 fn tie_counters(
     result: &mut BenchmarkResult,
-    rep: u32,
-    kernel: &str,
-    starts: &[f64],
-    durations: &[f64],
+    arrays: &mut TraceArrays,
+    launches: Launches<'_>,
     span: Option<(f64, f64)>,
     counters_rep: u32,
-) {
-    if starts.len() != durations.len() {
-        return;
+) -> std::io::Result<()> {
+    if launches.starts.len() != launches.durations.len() {
+        return Ok(());
     }
     // A launch outside the tracks' span ran while no counter was recorded.
     let Some((first, last)) = span else {
-        return;
+        return Ok(());
     };
-    let in_span = |(&start, &duration): (&f64, &f64)| !(start + duration < first || start > last);
-    let mut windows = KernelWindows {
+    let (mut s, mut d) = (launches.starts.cursor(), launches.durations.cursor());
+    let mut inside = 0usize;
+    while let (Some(start), Some(duration)) = (s.read()?, d.read()?) {
+        inside += usize::from(!(start + duration < first || start > last));
+    }
+    if inside == 0 {
+        return Ok(());
+    }
+    result.kernel_windows.push(KernelWindows {
         counters_of: Some(CountersOf {
             benchmark: COUNTERS_BENCHMARK.to_string(),
             repetition: counters_rep,
         }),
-        ..KernelWindows::new(kernel, rep)
-    };
-    // Sized before they fill: a trace holds millions of launches, and a vector left to grow
-    // by doubling holds up to twice what it keeps.
-    let launches = starts.iter().zip(durations).filter(|l| in_span(*l)).count();
-    windows.start_ns.reserve_exact(launches);
-    windows.end_ns.reserve_exact(launches);
-    for (&start, &duration) in starts.iter().zip(durations).filter(|l| in_span(*l)) {
-        windows.start_ns.push(start);
-        windows.end_ns.push(start + duration);
+        ..KernelWindows::new(launches.kernel, launches.repetition)
+    });
+    for (field, end) in [(Field::WindowStarts, false), (Field::WindowEnds, true)] {
+        arrays.add(
+            held::Place {
+                benchmark: result.name.clone(),
+                entry: launches.kernel.to_string(),
+                repetition: launches.repetition,
+                field,
+            },
+            Part::Windows {
+                starts: launches.starts.clone(),
+                durations: launches.durations.clone(),
+                span: (first, last),
+                end,
+            },
+        );
     }
-    if windows.is_empty() {
-        return;
-    }
-    result.kernel_windows.push(windows);
     result.provenance.details.insert(
         COUNTER_WINDOWS_DETAIL.into(),
         format!(
             "the trace's own kernel events: each launch a window, read against the counter readings of benchmark `{COUNTERS_BENCHMARK}` around it"
         ),
     );
-}
-
-/// The first and last time any of the (time-ordered) tracks has a reading: none without a
-/// reading.
-fn track_span(tracks: &[tracks::CounterTrack]) -> Option<(f64, f64)> {
-    let first = tracks.iter().filter_map(|t| t.t_ns.first().copied());
-    let last = tracks.iter().filter_map(|t| t.t_ns.last().copied());
-    Some((first.reduce(f64::min)?, last.reduce(f64::max)?))
+    Ok(())
 }
 
 /// Provenance detail saying where a trace benchmark's kernel windows came from.
@@ -469,37 +611,85 @@ mod tests {
         assert!(!TraceSelection::default().is_explicit());
     }
 
+    /// The file `imported` writes, in `layout`.
+    fn written(imported: &Imported, layout: crate::model::results::JsonLayout) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        imported
+            .save(&path, crate::model::fsutil::Overwrite::Allow, layout)
+            .unwrap();
+        std::fs::read_to_string(path).unwrap()
+    }
+
     #[test]
-    fn a_large_trace_is_kept_at_the_size_of_what_it_holds() {
-        // A vector grown by doubling holds up to twice its samples; on a trace of millions of
-        // launches and readings that is most of the import's memory.
-        let mut counters = tracks::CounterTracks::default();
-        let mut piece = tracks::CounterTracks::default();
-        for i in 0..3_000 {
-            counters.push("util.value", i as f64 * 10.0, 0.5);
+    fn a_traces_samples_go_from_their_columns_into_the_file_as_they_would_from_memory() {
+        use crate::model::results::JsonLayout;
+        // Blocks of 16 values: every column below is mostly in the temporary file.
+        let spill = column::Spill::with_block(16);
+        let mut counters = tracks::CounterTracks::new(&spill);
+        let mut piece = tracks::CounterTracks::new(&spill);
+        for i in 0..300 {
+            counters.push("util.value", i as f64 * 10.0, 0.5 + i as f64);
         }
-        for i in 0..500 {
-            piece.push("util.value", 30_000.0 + i as f64 * 10.0, 0.5);
+        counters.push("util.value", 5.0, f64::NAN);
+        for i in 0..50 {
+            piece.push("util.value", 3_000.0 + i as f64 * 10.0, 0.25);
+            // A track out of time order is put in order.
+            piece.push("late", 900.0 - i as f64, i as f64);
         }
         counters.append(piece);
-        let launches = 2_500;
+        let launches = 250;
+        let mut durations = column::Column::new(&spill);
+        let mut starts = column::Column::new(&spill);
+        for i in 0..launches {
+            durations.push(5.0 + (i % 7) as f64 * 0.125);
+            starts.push(i as f64 * 20.0);
+        }
         let a = TraceSamples {
-            kernels: vec![("k".into(), vec![5.0; launches])],
-            starts: vec![(0..launches).map(|i| i as f64 * 20.0).collect()],
+            kernels: vec![("k".into(), durations.clone())],
+            starts: vec![starts.clone()],
             counters,
             ..TraceSamples::default()
         };
+        let b = TraceSamples {
+            kernels: vec![("k".into(), durations), ("j".into(), vec![4.5].into())],
+            starts: vec![starts, vec![1.0].into()],
+            ..TraceSamples::default()
+        };
         let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
-        let r = build_results("chrome-trace", vec![("a.json".into(), a)], &policies).unwrap();
+        let imported = build_results(
+            "chrome-trace",
+            vec![("a.json".into(), a), ("b.json".into(), b)],
+            &policies,
+        )
+        .unwrap();
+        // The outline holds none of the numbers.
+        let outline = imported.outline();
+        assert!(
+            outline
+                .benchmarks
+                .iter()
+                .all(|b| b.metrics.iter().all(|m| m.values.is_empty()))
+        );
+        assert!(imported.require_measurements("the import").is_ok());
+        let compact = written(&imported, JsonLayout::Compact);
+        let pretty = written(&imported, JsonLayout::Pretty);
+        let whole = Imported::whole(imported.into_results().unwrap());
+        assert_eq!(compact, written(&whole, JsonLayout::Compact));
+        assert_eq!(pretty, written(&whole, JsonLayout::Pretty));
+        let r = crate::model::results::RunResults::parse(&compact, Path::new("r.json")).unwrap();
+        assert_eq!(r, whole.into_results().unwrap());
+
         let k = r.benchmark("k").unwrap();
         let m = k.metric(KERNEL_TIME).unwrap();
-        assert_eq!(m.values.len(), launches);
-        assert_eq!(m.values.capacity(), m.values.len());
-        assert_eq!(m.repetition.capacity(), m.repetition.len());
-        // Launches after the last reading get no window.
+        assert_eq!(m.values.len(), 2 * launches);
+        assert_eq!(m.values[7], 5.0);
+        assert_eq!(m.values[launches + 3], 5.375);
+        assert_eq!(m.repetition[launches - 1..launches + 1], [0, 1]);
+        // Launches after the last reading (3,490 ns) get no window.
         let w = &k.kernel_windows[0];
-        assert_eq!(w.start_ns.len(), 1_750);
-        assert_eq!((w.start_ns.capacity(), w.end_ns.capacity()), (1_750, 1_750));
+        assert_eq!(w.start_ns.len(), 175);
+        assert_eq!(w.end_ns[1], 25.125);
         // Each reading is kept once, on the counters benchmark; the windows say where.
         assert!(k.counters.is_empty());
         assert_eq!(
@@ -509,14 +699,31 @@ mod tests {
                 repetition: 0
             })
         );
-        let around = &r.lent_counters(k)[0];
-        assert!(around.len() > 1_000, "{}", around.len());
-        assert_eq!(around.t_ns.capacity(), around.len());
-        assert_eq!(around.value.capacity(), around.len());
-        let track = &r.benchmark(COUNTERS_BENCHMARK).unwrap().counters[0];
-        assert_eq!(track.len(), 3_500);
-        assert_eq!(track.t_ns.capacity(), 3_500);
-        assert_eq!(track.value.capacity(), 3_500);
+        let c = r.benchmark(COUNTERS_BENCHMARK).unwrap();
+        assert_eq!(c.counters[0].len(), 350);
+        assert_eq!(c.counters[0].value[299], 299.5);
+        assert_eq!(c.counters[1].counter, "late");
+        assert!(c.counters[1].t_ns.is_sorted());
+        assert_eq!(c.counters[1].value[0], 49.0);
+        assert!(
+            c.provenance
+                .notes
+                .iter()
+                .any(|n| n.contains("1 reading not a finite number"))
+        );
+        // One launch in its one file: its repetition numbers are left out of the file.
+        assert!(
+            !compact.contains(r#""values":[4.5],"repetition""#),
+            "{compact}"
+        );
+        assert_eq!(
+            r.benchmark("j")
+                .unwrap()
+                .metric(KERNEL_TIME)
+                .unwrap()
+                .repetition,
+            [0]
+        );
     }
 
     #[test]
@@ -524,12 +731,15 @@ mod tests {
         let mut counters = tracks::CounterTracks::default();
         counters.push("util.value", 5.0, 0.5);
         let a = TraceSamples {
-            kernels: vec![("k".into(), vec![1.0, 2.0])],
+            kernels: vec![("k".into(), vec![1.0, 2.0].into())],
             counters,
             ..TraceSamples::default()
         };
         let b = TraceSamples {
-            kernels: vec![("k".into(), vec![3.0]), ("j".into(), vec![4.0])],
+            kernels: vec![
+                ("k".into(), vec![3.0].into()),
+                ("j".into(), vec![4.0].into()),
+            ],
             ..TraceSamples::default()
         };
         let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
@@ -538,6 +748,8 @@ mod tests {
             vec![("a.json".into(), a), ("b.json".into(), b)],
             &policies,
         )
+        .unwrap()
+        .into_results()
         .unwrap();
         let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
         assert_eq!(names, ["k", "counters", "j"]);

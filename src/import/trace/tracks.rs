@@ -6,16 +6,20 @@
 //! tracks they cost the 16 bytes of their time and value, and a track moves into the results
 //! as it is (a [`crate::model::results::CounterSeries`]) without being copied.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
-/// One counter's readings in one file, in arrival order until [`CounterTracks::sort`].
+use super::column::{Column, Spill};
+
+/// One counter's readings in one file, in arrival order.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct CounterTrack {
     pub name: String,
     /// Each reading's time, in nanoseconds from the file's origin.
-    pub t_ns: Vec<f64>,
+    pub t_ns: Column,
     /// Each reading's value, in the order of `t_ns`.
-    pub values: Vec<f64>,
+    pub values: Column,
 }
 
 impl CounterTrack {
@@ -27,17 +31,27 @@ impl CounterTrack {
         self.t_ns.is_empty()
     }
 
-    /// The readings (time, value), in order.
+    /// The readings (time, value), in order, read into memory: for tests and tools (it panics
+    /// when the import's temporary file cannot be read back).
     pub fn readings(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
-        self.t_ns.iter().copied().zip(self.values.iter().copied())
+        let read = |c: &Column| c.to_vec().expect("the import's temporary file reads back");
+        read(&self.t_ns).into_iter().zip(read(&self.values))
     }
 }
 
 /// The counter tracks of a file (or of a piece of one), in order of first reading.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct CounterTracks {
     tracks: Vec<CounterTrack>,
     index: FxHashMap<String, usize>,
+    spill: Arc<Spill>,
+}
+
+impl Default for CounterTracks {
+    /// Tracks kept in memory.
+    fn default() -> CounterTracks {
+        CounterTracks::new(&Spill::in_memory())
+    }
 }
 
 impl PartialEq for CounterTracks {
@@ -47,6 +61,15 @@ impl PartialEq for CounterTracks {
 }
 
 impl CounterTracks {
+    /// No track yet; the tracks' full blocks go to `spill`.
+    pub fn new(spill: &Arc<Spill>) -> CounterTracks {
+        CounterTracks {
+            tracks: Vec::new(),
+            index: FxHashMap::default(),
+            spill: Arc::clone(spill),
+        }
+    }
+
     /// Adds a reading to the track of that name; the name is copied only for a new track.
     pub fn push(&mut self, name: &str, t_ns: f64, value: f64) {
         let i = match self.index.get(name) {
@@ -55,7 +78,8 @@ impl CounterTracks {
                 self.index.insert(name.to_string(), self.tracks.len());
                 self.tracks.push(CounterTrack {
                     name: name.to_string(),
-                    ..CounterTrack::default()
+                    t_ns: Column::new(&self.spill),
+                    values: Column::new(&self.spill),
                 });
                 self.tracks.len() - 1
             }
@@ -72,8 +96,8 @@ impl CounterTracks {
             match self.index.get(&track.name) {
                 Some(&i) => {
                     let mine = &mut self.tracks[i];
-                    mine.t_ns.extend(track.t_ns);
-                    mine.values.extend(track.values);
+                    mine.t_ns.append(track.t_ns);
+                    mine.values.append(track.values);
                 }
                 None => {
                     self.index.insert(track.name.clone(), self.tracks.len());
@@ -85,8 +109,8 @@ impl CounterTracks {
 
     /// Moves every reading's time by `by` nanoseconds.
     pub fn shift(&mut self, by: f64) {
-        for t in self.tracks.iter_mut().flat_map(|t| t.t_ns.iter_mut()) {
-            *t += by;
+        for track in &mut self.tracks {
+            track.t_ns.shift(by);
         }
     }
 
@@ -112,7 +136,8 @@ impl CounterTracks {
         self.index.get(name).map(|&i| &self.tracks[i])
     }
 
-    /// Every reading (name, time, value), track by track.
+    /// Every reading (name, time, value), track by track, read into memory: for tests and
+    /// tools (see [`CounterTrack::readings`]).
     pub fn readings(&self) -> impl Iterator<Item = (&str, f64, f64)> {
         self.tracks.iter().flat_map(|t| {
             t.readings()
@@ -124,58 +149,8 @@ impl CounterTracks {
     pub fn earliest(&self) -> Option<f64> {
         self.tracks
             .iter()
-            .flat_map(|t| t.t_ns.iter().copied())
-            .filter(|t| t.is_finite())
+            .filter_map(|t| t.t_ns.least())
             .reduce(f64::min)
-    }
-
-    /// Leaves out readings whose time or value is not a finite number (Python's json writes
-    /// NaN and infinities) and returns how many each counter lost, by name.
-    pub fn retain_finite(&mut self) -> Vec<(String, usize)> {
-        let mut lost = Vec::new();
-        for track in &mut self.tracks {
-            let before = track.len();
-            if track
-                .readings()
-                .all(|(t, v)| t.is_finite() && v.is_finite())
-            {
-                continue;
-            }
-            let (mut t_ns, mut values) = (Vec::new(), Vec::new());
-            for (t, v) in track.readings() {
-                if t.is_finite() && v.is_finite() {
-                    t_ns.push(t);
-                    values.push(v);
-                }
-            }
-            track.t_ns = t_ns;
-            track.values = values;
-            lost.push((track.name.clone(), before - track.len()));
-        }
-        lost
-    }
-
-    /// Frees what each track's arrays hold beyond their readings (the slack a growing vector
-    /// keeps, up to as much again).
-    pub fn shrink_to_fit(&mut self) {
-        for track in &mut self.tracks {
-            track.t_ns.shrink_to_fit();
-            track.values.shrink_to_fit();
-        }
-    }
-
-    /// Puts each track's readings in time order (a stable sort: readings at one time keep
-    /// their arrival order). Tracks already in order, as most are, are left as they are.
-    pub fn sort(&mut self) {
-        for track in &mut self.tracks {
-            if track.t_ns.is_sorted_by(|a, b| a.total_cmp(b).is_le()) {
-                continue;
-            }
-            let mut order: Vec<u32> = (0..track.len() as u32).collect();
-            order.sort_by(|&a, &b| track.t_ns[a as usize].total_cmp(&track.t_ns[b as usize]));
-            track.t_ns = order.iter().map(|&i| track.t_ns[i as usize]).collect();
-            track.values = order.iter().map(|&i| track.values[i as usize]).collect();
-        }
     }
 }
 
@@ -184,36 +159,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn readings_gather_by_name_keep_order_and_sort_stably() {
-        let mut a = CounterTracks::default();
+    fn readings_gather_by_name_and_keep_their_order() {
+        let spill = Spill::with_block(1);
+        let mut a = CounterTracks::new(&spill);
         a.push("x", 3.0, 30.0);
         a.push("y", 1.0, 10.0);
         a.push("x", 1.0, 11.0);
-        let mut later = CounterTracks::default();
-        later.push("z", 0.0, 0.5);
+        let mut later = CounterTracks::new(&spill);
+        later.push("z", 0.5, 0.5);
         later.push("x", 1.0, 12.0);
-        later.shift(0.0);
+        later.shift(-0.5);
         a.append(later);
         assert_eq!(a.len(), 5);
         let names: Vec<&str> = a.tracks().iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["x", "y", "z"]);
-        a.sort();
         let x: Vec<(f64, f64)> = a.track("x").unwrap().readings().collect();
-        assert_eq!(x, [(1.0, 11.0), (1.0, 12.0), (3.0, 30.0)]);
+        assert_eq!(x, [(3.0, 30.0), (1.0, 11.0), (0.5, 12.0)]);
         assert_eq!(a.earliest(), Some(0.0));
-    }
-
-    #[test]
-    fn non_finite_readings_are_left_out_and_counted() {
-        let mut a = CounterTracks::default();
-        a.push("x", 1.0, f64::NAN);
-        a.push("x", 2.0, 2.0);
-        a.push("x", f64::INFINITY, 3.0);
-        a.push("y", 1.0, 1.0);
-        assert_eq!(a.retain_finite(), [("x".to_string(), 2)]);
-        assert_eq!(
-            a.readings().collect::<Vec<_>>(),
-            [("x", 2.0, 2.0), ("y", 1.0, 1.0)]
-        );
     }
 }

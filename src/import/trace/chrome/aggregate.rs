@@ -5,11 +5,13 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
 use super::event::{Event, Id, invalid};
 use crate::import::device::{Device, cuda_version};
+use crate::import::trace::column::{Column, Spill};
 use crate::import::trace::json_scan::{Kind, Scanner, Stop, Value};
 use crate::import::trace::tracks::CounterTracks;
 use crate::import::trace::{TraceSamples, TraceSelection};
@@ -83,9 +85,36 @@ enum Taken {
     Not,
 }
 
-/// Launches of one kernel on one thread: (start in nanoseconds from the piece's origin,
-/// duration in nanoseconds).
-type Launches = Vec<(f64, f64)>;
+/// Launches of one kernel on one thread: each one's start (nanoseconds from the piece's
+/// origin) and duration (nanoseconds), in two columns of one length.
+#[derive(Debug)]
+struct Launches {
+    starts: Column,
+    durations: Column,
+}
+
+impl Launches {
+    fn new(spill: &Arc<Spill>) -> Launches {
+        Launches {
+            starts: Column::new(spill),
+            durations: Column::new(spill),
+        }
+    }
+
+    fn push(&mut self, start: f64, duration: f64) {
+        self.starts.push(start);
+        self.durations.push(duration);
+    }
+
+    fn append(&mut self, other: Launches) {
+        self.starts.append(other.starts);
+        self.durations.append(other.durations);
+    }
+
+    fn len(&self) -> usize {
+        self.starts.len()
+    }
+}
 
 /// Per kernel name: whether the name passes the patterns, and its launches per thread and
 /// reason taken.
@@ -103,6 +132,8 @@ fn is_device_process(name: Option<&String>) -> bool {
 
 pub(super) struct Aggregator<'s> {
     selection: &'s TraceSelection,
+    /// Where the launches' and readings' columns write their full blocks.
+    spill: Arc<Spill>,
     /// Whether this aggregate starts at a cut rather than at the start of the file.
     from_cut: bool,
     /// Whether, starting at a cut, an end event found no begin (it came before the cut).
@@ -130,9 +161,14 @@ pub(super) struct Aggregator<'s> {
 }
 
 impl<'s> Aggregator<'s> {
-    pub(super) fn new(selection: &'s TraceSelection, from_cut: bool) -> Aggregator<'s> {
+    pub(super) fn new(
+        selection: &'s TraceSelection,
+        from_cut: bool,
+        spill: &Arc<Spill>,
+    ) -> Aggregator<'s> {
         Aggregator {
             selection,
+            spill: Arc::clone(spill),
             from_cut,
             orphan_end: false,
             explicit_selection: selection.is_explicit(),
@@ -236,6 +272,7 @@ impl<'s> Aggregator<'s> {
     fn add_duration(&mut self, name: &str, thread: (Id, Id), taken: Taken, start: f64, nanos: f64) {
         let events = self.events;
         let selection = self.selection;
+        let spill = &self.spill;
         let entry = match self.kernels.get_mut(name) {
             Some(e) => e,
             None => self
@@ -255,8 +292,12 @@ impl<'s> Aggregator<'s> {
             .iter_mut()
             .find(|(t, k, _)| *t == thread && *k == taken)
         {
-            Some((.., launches)) => launches.push((start, nanos)),
-            None => entry.threads.push((thread, taken, vec![(start, nanos)])),
+            Some((.., launches)) => launches.push(start, nanos),
+            None => {
+                let mut launches = Launches::new(spill);
+                launches.push(start, nanos);
+                entry.threads.push((thread, taken, launches));
+            }
         }
     }
 
@@ -270,7 +311,7 @@ impl<'s> Aggregator<'s> {
         let tracks = match self.counters.iter().rposition(|(p, _)| *p == pid) {
             Some(i) => &mut self.counters[i].1,
             None => {
-                self.counters.push((pid, CounterTracks::default()));
+                self.counters.push((pid, CounterTracks::new(&self.spill)));
                 &mut self.counters.last_mut().expect("just pushed").1
             }
         };
@@ -338,9 +379,7 @@ impl<'s> Aggregator<'s> {
         if shift != 0.0 {
             for entry in later.kernels.values_mut() {
                 for (.., launches) in &mut entry.threads {
-                    for (start, _) in launches {
-                        *start += shift;
-                    }
+                    launches.starts.shift(shift);
                 }
             }
             for open in later.open.values_mut().flatten() {
@@ -359,7 +398,7 @@ impl<'s> Aggregator<'s> {
                             .iter_mut()
                             .find(|(t, k, _)| *t == thread && *k == taken)
                         {
-                            Some((.., existing)) => existing.extend(launches),
+                            Some((.., existing)) => existing.append(launches),
                             None => mine.threads.push((thread, taken, launches)),
                         }
                     }
@@ -415,10 +454,11 @@ impl<'s> Aggregator<'s> {
             .any(|n| is_device_process(Some(n)));
         let (mut host_launches, mut host_ops) = (0usize, 0usize);
         let mut kernels: Vec<(u64, String, Launches)> = Vec::new();
+        let spill = self.spill;
         for (name, entry) in self.kernels {
             let mut threads = entry.threads;
             threads.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
-            let mut launches = Vec::new();
+            let mut launches = Launches::new(&spill);
             for ((pid, tid), taken, values) in threads {
                 let thread_name = self.thread_names.get(&(pid.clone(), tid.clone()));
                 if !(pid_ok(&pid)
@@ -433,14 +473,14 @@ impl<'s> Aggregator<'s> {
                     }
                     host_ops += values.len();
                 }
-                launches.extend(values);
+                launches.append(values);
             }
-            if !launches.is_empty() {
+            if launches.len() > 0 {
                 kernels.push((entry.first_seen, name, launches));
             }
         }
         kernels.sort_by_key(|k| k.0);
-        let mut counters = CounterTracks::default();
+        let mut counters = CounterTracks::new(&spill);
         for (pid, tracks) in self.counters {
             if pid_ok(&pid) {
                 counters.append(tracks);
@@ -449,16 +489,13 @@ impl<'s> Aggregator<'s> {
         // Times count from the earliest one kept.
         let earliest = kernels
             .iter()
-            .flat_map(|k| k.2.iter().map(|l| l.0))
-            .filter(|t| t.is_finite())
+            .filter_map(|k| k.2.starts.least())
             .chain(counters.earliest())
             .reduce(f64::min)
             .unwrap_or(0.0);
         if earliest != 0.0 {
             for (.., launches) in &mut kernels {
-                for (start, _) in launches {
-                    *start -= earliest;
-                }
+                launches.starts.shift(-earliest);
             }
             counters.shift(-earliest);
         }
@@ -488,8 +525,8 @@ impl<'s> Aggregator<'s> {
         let (mut names, mut durations, mut starts) = (Vec::new(), Vec::new(), Vec::new());
         for (_, name, launches) in kernels {
             names.push(name);
-            starts.push(launches.iter().map(|l| l.0).collect());
-            durations.push(launches.into_iter().map(|l| l.1).collect::<Vec<f64>>());
+            starts.push(launches.starts);
+            durations.push(launches.durations);
         }
         Ok(TraceSamples {
             kernels: names.into_iter().zip(durations).collect(),

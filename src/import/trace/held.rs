@@ -1,0 +1,270 @@
+//! The arrays of a trace import that stay in their columns until the results are written:
+//! each kernel's durations and launch windows, each counter track's readings.
+//!
+//! A trace's benchmarks are built without these numbers (their places in the results are
+//! left empty); [`TraceArrays`] says what goes in each place and streams it from the columns
+//! when the file is written ([`crate::model::held_arrays`]), or fills the places when a
+//! later stage needs the numbers in memory (deriving utilization).
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::Arc;
+
+use super::column::{Column, Spill};
+use crate::model::held_arrays::{ArrayAt, Field, HeldArrays, Number};
+use crate::model::results::RunResults;
+
+/// Names an array of a benchmark before the results' order is final: the benchmark, the
+/// entry's name (metric, kernel or counter) and repetition (windows and series), the field.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct Place {
+    pub benchmark: String,
+    pub entry: String,
+    pub repetition: u32,
+    pub field: Field,
+}
+
+/// What goes in one array, piece after piece (a kernel's durations from each file).
+#[derive(Debug, Clone)]
+enum Held {
+    Values(Vec<Part>),
+    /// Repetition numbers, as runs of (repetition, count).
+    Repetitions(Vec<(u32, usize)>),
+}
+
+/// One piece of an array of values.
+#[derive(Debug, Clone)]
+pub(super) enum Part {
+    /// Each value of `column` times `factor`.
+    Scaled { column: Column, factor: f64 },
+    /// Each launch inside `span` (`first`, `last`): its start, or its start plus its
+    /// duration (`end`).
+    Windows {
+        starts: Column,
+        durations: Column,
+        span: (f64, f64),
+        end: bool,
+    },
+    /// The readings whose time and value are both finite: their times, or their values.
+    Finite {
+        times: Column,
+        values: Column,
+        take_values: bool,
+    },
+    /// Numbers already in memory (a track put in time order).
+    Memory(Arc<Vec<f64>>),
+}
+
+impl Part {
+    /// Hands each number to `emit`, in order.
+    fn emit(&self, emit: &mut dyn FnMut(f64) -> io::Result<()>) -> io::Result<()> {
+        match self {
+            Part::Scaled { column, factor } => {
+                let mut cursor = column.cursor();
+                while let Some(v) = cursor.read()? {
+                    emit(v * factor)?;
+                }
+            }
+            Part::Windows {
+                starts,
+                durations,
+                span: (first, last),
+                end,
+            } => {
+                let (mut s, mut d) = (starts.cursor(), durations.cursor());
+                while let (Some(start), Some(duration)) = (s.read()?, d.read()?) {
+                    if !(start + duration < *first || start > *last) {
+                        emit(if *end { start + duration } else { start })?;
+                    }
+                }
+            }
+            Part::Finite {
+                times,
+                values,
+                take_values,
+            } => {
+                let (mut t, mut v) = (times.cursor(), values.cursor());
+                while let (Some(time), Some(value)) = (t.read()?, v.read()?) {
+                    if time.is_finite() && value.is_finite() {
+                        emit(if *take_values { value } else { time })?;
+                    }
+                }
+            }
+            Part::Memory(values) => {
+                for &v in values.iter() {
+                    emit(v)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every array of a trace import kept in columns, by where it goes.
+#[derive(Debug, Default)]
+pub struct TraceArrays {
+    /// By place until [`TraceArrays::resolve`], then by position.
+    pending: HashMap<Place, Held>,
+    placed: HashMap<ArrayAt, Held>,
+    /// The spills of the files' columns, for what they could not write.
+    spills: Vec<Arc<Spill>>,
+}
+
+impl TraceArrays {
+    /// Appends `part` to the values at `place`.
+    pub(super) fn add(&mut self, place: Place, part: Part) {
+        match self
+            .pending
+            .entry(place)
+            .or_insert_with(|| Held::Values(Vec::new()))
+        {
+            Held::Values(parts) => parts.push(part),
+            Held::Repetitions(_) => unreachable!("a repetition place holds no values"),
+        }
+    }
+
+    /// Appends `count` repetition numbers `repetition` at `place`.
+    pub(super) fn add_repetitions(&mut self, place: Place, repetition: u32, count: usize) {
+        if count == 0 {
+            return;
+        }
+        match self
+            .pending
+            .entry(place)
+            .or_insert_with(|| Held::Repetitions(Vec::new()))
+        {
+            Held::Repetitions(runs) => match runs.last_mut() {
+                Some((r, n)) if *r == repetition => *n += count,
+                _ => runs.push((repetition, count)),
+            },
+            Held::Values(_) => unreachable!("a value place holds no repetitions"),
+        }
+    }
+
+    /// The repetition runs held at `place`.
+    pub(super) fn repetitions(&self, place: &Place) -> &[(u32, usize)] {
+        match self.pending.get(place) {
+            Some(Held::Repetitions(runs)) => runs,
+            _ => &[],
+        }
+    }
+
+    /// Lets go of the repetitions at `place` (they are kept in the results instead).
+    pub(super) fn forget(&mut self, place: &Place) {
+        self.pending.remove(place);
+    }
+
+    pub(super) fn keep_spill(&mut self, spill: &Arc<Spill>) {
+        if !self.spills.iter().any(|s| Arc::ptr_eq(s, spill)) {
+            self.spills.push(Arc::clone(spill));
+        }
+    }
+
+    /// Why some columns stayed in memory, if their temporary file could not be written.
+    pub fn spill_failure(&self) -> Option<String> {
+        self.spills.iter().find_map(|s| s.failure())
+    }
+
+    /// Whether any held array has a number.
+    pub fn holds_samples(&self) -> bool {
+        self.pending
+            .iter()
+            .map(|(p, h)| (p.field, h))
+            .chain(self.placed.iter().map(|(a, h)| (a.field, h)))
+            .any(|(field, held)| {
+                field == Field::MetricValues
+                    && matches!(held, Held::Values(parts) if !parts.is_empty())
+            })
+    }
+
+    /// Turns places into positions in `results`, whose order is now final. A place without
+    /// its entry in the results is a bug in the import that built them.
+    pub(super) fn resolve(&mut self, results: &RunResults) {
+        let index: HashMap<&str, usize> = results
+            .benchmarks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b.name.as_str(), i))
+            .collect();
+        for (place, held) in std::mem::take(&mut self.pending) {
+            let i = index[place.benchmark.as_str()];
+            let b = &results.benchmarks[i];
+            let entry = match place.field {
+                Field::MetricValues | Field::MetricRepetition => {
+                    b.metrics.iter().position(|m| m.name == place.entry)
+                }
+                Field::WindowStarts | Field::WindowEnds => b
+                    .kernel_windows
+                    .iter()
+                    .position(|w| w.kernel == place.entry && w.repetition == place.repetition),
+                Field::SeriesTimes | Field::SeriesValues => b
+                    .counters
+                    .iter()
+                    .position(|c| c.counter == place.entry && c.repetition == place.repetition),
+            };
+            let at = ArrayAt {
+                benchmark: i,
+                entry: entry.expect("each held array has its entry in the results"),
+                field: place.field,
+            };
+            self.placed.insert(at, held);
+        }
+    }
+
+    /// Puts every held array into `results` (read from the columns): the results as a
+    /// whole, for a stage that needs the numbers.
+    pub fn fill(self, results: &mut RunResults) -> io::Result<()> {
+        for (at, held) in self.placed {
+            let b = &mut results.benchmarks[at.benchmark];
+            let mut values = Vec::new();
+            let mut repetitions = Vec::new();
+            emit_held(&held, &mut |n| {
+                match n {
+                    Number::Value(v) => values.push(v),
+                    Number::Repetition(r) => repetitions.push(r),
+                }
+                Ok(())
+            })?;
+            match at.field {
+                Field::MetricValues => b.metrics[at.entry].values = values,
+                Field::MetricRepetition => b.metrics[at.entry].repetition = repetitions,
+                Field::WindowStarts => b.kernel_windows[at.entry].start_ns = values,
+                Field::WindowEnds => b.kernel_windows[at.entry].end_ns = values,
+                Field::SeriesTimes => b.counters[at.entry].t_ns = values,
+                Field::SeriesValues => b.counters[at.entry].value = values,
+            }
+        }
+        Ok(())
+    }
+}
+
+fn emit_held(held: &Held, emit: &mut dyn FnMut(Number) -> io::Result<()>) -> io::Result<()> {
+    match held {
+        Held::Values(parts) => {
+            for part in parts {
+                part.emit(&mut |v| emit(Number::Value(v)))?;
+            }
+        }
+        Held::Repetitions(runs) => {
+            for &(r, n) in runs {
+                for _ in 0..n {
+                    emit(Number::Repetition(r))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+impl HeldArrays for TraceArrays {
+    fn holds(&self, at: &ArrayAt) -> bool {
+        self.placed.contains_key(at)
+    }
+
+    fn emit(&self, at: &ArrayAt, emit: &mut dyn FnMut(Number) -> io::Result<()>) -> io::Result<()> {
+        match self.placed.get(at) {
+            Some(held) => emit_held(held, emit),
+            None => Ok(()),
+        }
+    }
+}
