@@ -696,3 +696,130 @@ fn a_trace_with_python_s_nan_and_infinity_keeps_its_kernels_and_notes_the_readin
         stderr_of(&out)
     );
 }
+
+/// A trace with more launches and readings than a column keeps in memory (8,192), one
+/// counter track out of time order, and a reading that is not a number.
+fn large_trace(dir: &Path) -> PathBuf {
+    let mut events = Vec::new();
+    for i in 0..12_000u32 {
+        let ts = 1_700_000_000_000.0 + f64::from(i) * 4.0;
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": {ts:.3}, "dur": {:.3}}}"#,
+            1.0 + f64::from(i % 13) * 0.125
+        ));
+        events.push(format!(
+            r#"{{"ph": "C", "name": "GPU 0 Utilization", "pid": 0, "ts": {:.3}, "args": {{"value": {}}}}}"#,
+            ts + 1.5,
+            if i == 77 { "NaN".to_string() } else { format!("{:.4}", f64::from(i % 100) / 100.0) }
+        ));
+        if i % 3 == 0 {
+            // Written newest first: the import puts it in time order.
+            events.push(format!(
+                r#"{{"ph": "C", "name": "late", "pid": 0, "ts": {:.3}, "args": {{"value": {i}}}}}"#,
+                1_700_000_048_000.0 - f64::from(i)
+            ));
+        }
+    }
+    common::write(
+        dir,
+        "large.json",
+        &format!("{{\"traceEvents\": [\n{}\n]}}\n", events.join(",\n")),
+    )
+}
+
+#[test]
+fn a_large_trace_is_written_from_its_columns_as_it_is_read_in_memory() {
+    use kgate::import::{ImportContext, Importer, Policies};
+    use kgate::model::fsutil::Overwrite;
+    use kgate::model::results::{JsonLayout, RunResults};
+    use kgate::plan::MetricPolicy;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = large_trace(dir.path());
+    // The command streams the samples from the import's temporary file into the results.
+    let mut outputs = Vec::new();
+    for pretty in [false, true] {
+        let out = dir.path().join(format!("streamed-{pretty}.json"));
+        let mut cmd = common::kgate(dir.path());
+        cmd.args(["import", "chrome-trace"])
+            .arg(&trace)
+            .arg("-o")
+            .arg(&out);
+        if pretty {
+            cmd.arg("--pretty");
+        }
+        let assert = cmd.assert().success();
+        let stderr = stderr_of(assert.get_output());
+        assert!(stderr.contains("1 reading not a finite number"), "{stderr}");
+        assert!(!stderr.contains("kept its samples in memory"), "{stderr}");
+        outputs.push(std::fs::read_to_string(&out).unwrap());
+    }
+    // The same results gathered in memory and written by the results' own serializer.
+    let ctx = ImportContext::new(Policies::new(
+        Default::default(),
+        MetricPolicy::permissive(0.05),
+    ));
+    let whole = trace::chrome::ChromeTrace
+        .import(&[trace.clone()], &ctx)
+        .unwrap();
+    for (layout, streamed) in [JsonLayout::Compact, JsonLayout::Pretty]
+        .into_iter()
+        .zip(&outputs)
+    {
+        let path = dir.path().join("whole.json");
+        whole.save_as(&path, Overwrite::Allow, layout).unwrap();
+        let expected = std::fs::read_to_string(&path).unwrap();
+        // The benchmarks, byte for byte (the two were made at other times and places).
+        let benchmarks = |text: &str| text[text.find("\"benchmarks\"").unwrap()..].to_string();
+        let (streamed, expected) = (&benchmarks(streamed), benchmarks(&expected));
+        if let Some(at) = streamed
+            .bytes()
+            .zip(expected.bytes())
+            .position(|(a, b)| a != b)
+        {
+            let window = |t: &str| t[at.saturating_sub(80)..(at + 80).min(t.len())].to_string();
+            panic!(
+                "{layout:?} files differ at byte {at}:\n{}\n{}",
+                window(streamed),
+                window(&expected)
+            );
+        }
+        assert_eq!(streamed.len(), expected.len());
+    }
+    let r = RunResults::parse(&outputs[0], Path::new("streamed.json")).unwrap();
+    let gemm = r.benchmark("gemm").unwrap();
+    assert_eq!(gemm.metric(KERNEL_TIME).unwrap().values.len(), 12_000);
+    assert_eq!(gemm.metric(KERNEL_TIME).unwrap().values[5], 1625.0);
+    // The first launch ends before the first reading: no window.
+    assert_eq!(gemm.kernel_windows[0].start_ns.len(), 11_999);
+    let counters = r.benchmark(COUNTERS_BENCHMARK).unwrap();
+    assert_eq!(counters.counters[0].len(), 11_999);
+    let late = counters
+        .counters
+        .iter()
+        .find(|c| c.counter == "late.value")
+        .unwrap();
+    assert_eq!(late.len(), 4_000);
+    assert!(late.t_ns.is_sorted());
+    assert_eq!(late.value[0], 11_997.0);
+
+    // Where no temporary file can be made, the samples stay in memory and the results are the
+    // same; a note says so.
+    let out = dir.path().join("in-memory.json");
+    let assert = common::kgate(dir.path())
+        .env("TMPDIR", dir.path().join("missing"))
+        .args(["import", "chrome-trace"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let stderr = stderr_of(assert.get_output());
+    assert!(
+        stderr.contains(
+            "note: the import kept its samples in memory: cannot create a temporary file in"
+        ),
+        "{stderr}"
+    );
+    let fallback = RunResults::load(&out).unwrap();
+    assert_eq!(fallback.benchmarks, r.benchmarks);
+}
