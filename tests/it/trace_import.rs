@@ -759,7 +759,7 @@ fn a_large_trace_is_written_from_its_columns_as_it_is_read_in_memory() {
         MetricPolicy::permissive(0.05),
     ));
     let whole = trace::chrome::ChromeTrace
-        .import(&[trace.clone()], &ctx)
+        .import(std::slice::from_ref(&trace), &ctx)
         .unwrap();
     for (layout, streamed) in [JsonLayout::Compact, JsonLayout::Pretty]
         .into_iter()
