@@ -126,14 +126,14 @@ struct Block {
 }
 
 impl Block {
-    /// Reads the block's values into `out` (cleared first).
-    fn read(&self, out: &mut Vec<f64>) -> io::Result<()> {
+    /// Reads the block's values into `out` (cleared first), through `bytes`.
+    fn read(&self, out: &mut Vec<f64>, bytes: &mut Vec<u8>) -> io::Result<()> {
         out.clear();
         match &self.stored {
             Stored::Memory(values) => out.extend_from_slice(values),
             Stored::File { file, at } => {
-                let mut bytes = vec![0u8; self.len * 8];
-                file.read_exact_at(&mut bytes, *at)?;
+                bytes.resize(self.len * 8, 0);
+                file.read_exact_at(bytes, *at)?;
                 out.extend(
                     bytes
                         .chunks_exact(8)
@@ -157,8 +157,83 @@ pub struct Column {
     blocks: Vec<Block>,
     tail: Vec<f64>,
     len: usize,
+    summary: Summary,
+}
+
+/// What a column's values are like, kept as they arrive so that the common questions (where
+/// do times start, are they in order, is any not a number) need no pass over the file.
+#[derive(Debug, Clone, Copy)]
+struct Summary {
     /// The least finite value, `INFINITY` while there is none.
     least: f64,
+    /// How many values are NaN or infinite.
+    not_finite: usize,
+    /// Whether each value is at least the one before (in `f64::total_cmp`'s order).
+    ascending: bool,
+    first: f64,
+    last: f64,
+}
+
+impl Default for Summary {
+    fn default() -> Summary {
+        Summary {
+            least: f64::INFINITY,
+            not_finite: 0,
+            ascending: true,
+            first: f64::NAN,
+            last: f64::NAN,
+        }
+    }
+}
+
+impl Summary {
+    /// After `value` was appended to `len` values.
+    #[inline]
+    fn add(&mut self, len: usize, value: f64) {
+        if value.is_finite() {
+            if value < self.least {
+                self.least = value;
+            }
+        } else {
+            self.not_finite += 1;
+        }
+        if len == 0 {
+            self.first = value;
+        } else if self.last.total_cmp(&value).is_gt() {
+            self.ascending = false;
+        }
+        self.last = value;
+    }
+
+    /// After `by` was added to each value. Adding a constant keeps the values' order
+    /// (rounding is monotonic), so the least, first and last values move with them; the
+    /// first and last get the same one rounding as the values themselves.
+    fn shift(&mut self, by: f64) {
+        self.first += by;
+        self.last += by;
+        if self.least.is_finite() {
+            self.least += by;
+            if !self.least.is_finite() {
+                self.least = f64::INFINITY;
+            }
+        }
+    }
+
+    /// After `other`'s `other_len` values were appended to `len` values.
+    fn then(&mut self, len: usize, other: Summary, other_len: usize) {
+        if other_len == 0 {
+            return;
+        }
+        self.least = self.least.min(other.least);
+        self.not_finite += other.not_finite;
+        if len == 0 {
+            self.first = other.first;
+            self.ascending = other.ascending;
+        } else {
+            self.ascending &= other.ascending && self.last.total_cmp(&other.first).is_le();
+        }
+        self.last = other.last;
+    }
 }
 
 impl std::fmt::Debug for Column {
@@ -215,7 +290,7 @@ impl Column {
             blocks: Vec::new(),
             tail: Vec::new(),
             len: 0,
-            least: f64::INFINITY,
+            summary: Summary::default(),
         }
     }
 
@@ -234,13 +309,23 @@ impl Column {
 
     /// The least finite value, if any.
     pub fn least(&self) -> Option<f64> {
-        self.least.is_finite().then_some(self.least)
+        let least = self.summary.least;
+        least.is_finite().then_some(least)
     }
 
+    /// How many values are NaN or infinite.
+    pub fn not_finite(&self) -> usize {
+        self.summary.not_finite
+    }
+
+    /// The first and last value, when every value is at least the one before it.
+    pub fn ascending_from_to(&self) -> Option<(f64, f64)> {
+        (self.summary.ascending && self.len > 0).then_some((self.summary.first, self.summary.last))
+    }
+
+    #[inline]
     pub fn push(&mut self, value: f64) {
-        if value.is_finite() && value < self.least {
-            self.least = value;
-        }
+        self.summary.add(self.len, value);
         self.tail.push(value);
         self.len += 1;
         if self.tail.len() >= self.spill.block {
@@ -277,14 +362,7 @@ impl Column {
         for v in &mut self.tail {
             *v += by;
         }
-        // Adding a constant keeps the order of values (rounding is monotonic), so the least
-        // value moves with them.
-        if self.least.is_finite() {
-            self.least += by;
-            if !self.least.is_finite() {
-                self.least = f64::INFINITY;
-            }
-        }
+        self.summary.shift(by);
     }
 
     /// Appends `other`'s values after this column's. Columns of another spill are copied.
@@ -299,19 +377,18 @@ impl Column {
             match other.to_vec() {
                 Ok(values) => values.into_iter().for_each(|v| self.push(v)),
                 // Only a read of a file this process wrote can fail here: keep the blocks.
-                Err(_) => {
-                    self.store_tail();
-                    self.len += other.len;
-                    self.least = self.least.min(other.least);
-                    self.blocks.extend(other.blocks);
-                    self.tail = other.tail;
-                }
+                Err(_) => self.take_blocks(other),
             }
             return;
         }
+        self.take_blocks(other);
+    }
+
+    /// Appends `other`'s blocks and tail after this column's values.
+    fn take_blocks(&mut self, other: Column) {
         self.store_tail();
+        self.summary.then(self.len, other.summary, other.len);
         self.len += other.len;
-        self.least = self.least.min(other.least);
         self.blocks.extend(other.blocks);
         self.tail = other.tail;
     }
@@ -322,6 +399,7 @@ impl Column {
             column: self,
             next_block: 0,
             buf: Vec::new(),
+            bytes: Vec::new(),
             pos: 0,
             in_tail: false,
         }
@@ -330,24 +408,13 @@ impl Column {
     /// Every value, in order, in memory.
     pub fn to_vec(&self) -> io::Result<Vec<f64>> {
         let mut out = Vec::with_capacity(self.len);
-        let mut buf = Vec::new();
+        let (mut buf, mut bytes) = (Vec::new(), Vec::new());
         for block in &self.blocks {
-            block.read(&mut buf)?;
+            block.read(&mut buf, &mut bytes)?;
             out.extend_from_slice(&buf);
         }
         out.extend_from_slice(&self.tail);
         Ok(out)
-    }
-
-    /// Calls `f` with each run of values in order.
-    pub fn for_each_run(&self, mut f: impl FnMut(&[f64])) -> io::Result<()> {
-        let mut buf = Vec::new();
-        for block in &self.blocks {
-            block.read(&mut buf)?;
-            f(&buf);
-        }
-        f(&self.tail);
-        Ok(())
     }
 }
 
@@ -356,6 +423,7 @@ pub struct Cursor<'c> {
     column: &'c Column,
     next_block: usize,
     buf: Vec<f64>,
+    bytes: Vec<u8>,
     pos: usize,
     in_tail: bool,
 }
@@ -380,7 +448,7 @@ impl Cursor<'_> {
             self.pos = 0;
             match self.column.blocks.get(self.next_block) {
                 Some(block) => {
-                    block.read(&mut self.buf)?;
+                    block.read(&mut self.buf, &mut self.bytes)?;
                     self.next_block += 1;
                 }
                 None => self.in_tail = true,
@@ -416,6 +484,19 @@ mod tests {
         assert!(a.tail.len() <= 3, "at most a block in memory");
         assert_eq!(values(&a), (0..10).map(f64::from).collect::<Vec<_>>());
         assert_eq!(a.least(), Some(0.0));
+        assert_eq!(a.ascending_from_to(), Some((0.0, 9.0)));
+        // Order and ends are known across appends and shifts without reading the file.
+        let mut b = Column::new(&spill);
+        for i in 10..17 {
+            b.push(i as f64);
+        }
+        b.shift(0.5);
+        a.append(b);
+        assert_eq!(a.ascending_from_to(), Some((0.0, 16.5)));
+        a.shift(-1.0);
+        assert_eq!(a.ascending_from_to(), Some((-1.0, 15.5)));
+        a.push(3.0);
+        assert_eq!(a.ascending_from_to(), None);
         assert!(spill.failure().is_none());
     }
 
@@ -456,6 +537,15 @@ mod tests {
             }
             let least = expected.iter().copied().reduce(f64::min);
             assert_eq!(column.least(), least);
+            let ascending = expected.is_sorted_by(|a, b| a.total_cmp(b).is_le());
+            let ends = (expected.first().copied(), expected.last().copied());
+            match column.ascending_from_to() {
+                Some((first, last)) => {
+                    assert!(ascending);
+                    assert_eq!((Some(first), Some(last)), ends);
+                }
+                None => assert!(!ascending || expected.is_empty()),
+            }
         }
         // A column of another spill is copied in.
         let mut other = Column::new(&Spill::with_block(2));
@@ -484,6 +574,8 @@ mod tests {
         assert_eq!(got.len(), 5);
         assert!(got[1].is_nan());
         assert_eq!(c.least(), Some(1.0));
+        assert_eq!(c.not_finite(), 1);
+        assert_eq!(c.ascending_from_to(), None);
         assert_eq!(spill.failure().as_deref(), Some("disk full"));
     }
 }

@@ -238,6 +238,18 @@ struct Survey {
 }
 
 fn survey(track: &tracks::CounterTrack) -> std::io::Result<Survey> {
+    // Most tracks need no pass: every reading a number, the times in order.
+    if track.t_ns.not_finite() == 0
+        && track.values.not_finite() == 0
+        && let Some((first, last)) = track.t_ns.ascending_from_to()
+    {
+        return Ok(Survey {
+            kept: track.len(),
+            sorted: true,
+            first,
+            last,
+        });
+    }
     let mut survey = Survey {
         kept: 0,
         sorted: true,
@@ -394,13 +406,19 @@ fn build_results(
                     message,
                 })?;
             // A duration that overflowed on its way to nanoseconds, or a negative one, would
-            // make a results file no later command reads (or a meaningless time).
-            let mut cursor = durations.cursor();
-            while let Some(value) = cursor.read().map_err(unreadable)? {
-                units::to_canonical(value * factor, "ns").map_err(|e| ImportError::Content {
-                    path: path.clone(),
-                    message: format!("kernel `{kernel}`: {e}"),
-                })?;
+            // make a results file no later command reads (or a meaningless time). The column
+            // knows whether it holds one; only then is it read to find which.
+            let clean = durations.not_finite() == 0 && durations.least().is_none_or(|l| l >= 0.0);
+            if !(clean && factor == 1.0) {
+                let mut cursor = durations.cursor();
+                while let Some(value) = cursor.read().map_err(unreadable)? {
+                    units::to_canonical(value * factor, "ns").map_err(|e| {
+                        ImportError::Content {
+                            path: path.clone(),
+                            message: format!("kernel `{kernel}`: {e}"),
+                        }
+                    })?;
+                }
             }
             let place = |field| held::Place {
                 benchmark: kernel.clone(),
@@ -437,7 +455,20 @@ fn build_results(
                     repetition: rep,
                     field,
                 };
-                if survey.sorted {
+                if survey.sorted && survey.kept == track.len() {
+                    for (field, column) in [
+                        (Field::SeriesTimes, &track.t_ns),
+                        (Field::SeriesValues, &track.values),
+                    ] {
+                        arrays.add(
+                            place(field),
+                            Part::Scaled {
+                                column: column.clone(),
+                                factor: 1.0,
+                            },
+                        );
+                    }
+                } else if survey.sorted {
                     for (field, take_values) in
                         [(Field::SeriesTimes, false), (Field::SeriesValues, true)]
                     {
