@@ -52,8 +52,36 @@ pub fn import_bytes(format: &str, data: &[u8]) {
         Default::default(),
         MetricPolicy::permissive(0.05),
     ));
-    if let Ok(results) = importer.import(std::slice::from_ref(&path), &ctx) {
-        round_trip(&results);
+    let Ok(imported) = importer.import_held(std::slice::from_ref(&path), &ctx) else {
+        return;
+    };
+    // Written as `kgate import` writes it (held arrays streamed in), it reads back as the
+    // results gathered in memory do.
+    let written = SCRATCH.with(|d| d.path().join("results.json"));
+    let saved = imported.save(
+        &written,
+        kgate::model::fsutil::Overwrite::Allow,
+        kgate::model::results::JsonLayout::Compact,
+    );
+    let results = imported
+        .into_results()
+        .unwrap_or_else(|e| panic!("held arrays do not read back: {e}"));
+    round_trip(&results);
+    match saved {
+        Ok(()) => {
+            let streamed = RunResults::load(&written)
+                .unwrap_or_else(|e| panic!("streamed results do not read back: {e}"));
+            let whole = RunResults::parse(&results.to_json(), std::path::Path::new("r.json"))
+                .expect("read back above");
+            assert_eq!(
+                streamed.benchmarks, whole.benchmarks,
+                "streamed results differ"
+            );
+        }
+        Err(e) => assert!(
+            results.non_finite().is_some(),
+            "streamed results were not written: {e}"
+        ),
     }
 }
 

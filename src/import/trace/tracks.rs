@@ -3,8 +3,9 @@
 //!
 //! A trace can hold millions of readings of a few dozen counters. Kept one tuple per reading,
 //! each with its own copy of the counter's name, they cost about 250 bytes a reading; kept as
-//! tracks they cost the 16 bytes of their time and value, and a track moves into the results
-//! as it is (a [`crate::model::results::CounterSeries`]) without being copied.
+//! tracks they cost the 16 bytes of their time and value, in two [`Column`]s that hold a block
+//! in memory and the rest in the import's temporary file, from where the results file is
+//! written (a track becomes a [`crate::model::results::CounterSeries`]).
 
 use std::sync::Arc;
 
