@@ -663,14 +663,12 @@ pub fn options(b: &crate::plan::BenchmarkPlan) -> Option<Options<'_>> {
 /// Applies [`apply`] to imported benchmarks: those the plan declares use their own settings,
 /// the others the configuration's device profile with default settings.
 pub fn apply_to_import(results: &mut crate::model::results::RunResults, plan: &crate::plan::Plan) {
-    let fallback = plan.benchmarks.iter().find_map(|b| b.device.clone());
+    let fallback = plan.benchmarks.iter().find_map(|b| b.device.as_ref());
     for i in 0..results.benchmarks.len() {
         let name = results.benchmarks[i].name.as_str();
-        let opts = match plan.benchmarks.iter().find(|b| b.name == name) {
-            Some(b) => options(b),
-            None => fallback.as_ref().map(Options::cumulative),
+        let Some(opts) = import_options(name, plan, fallback) else {
+            continue;
         };
-        let Some(opts) = opts else { continue };
         // The readings around a kernel's windows, held one benchmark at a time.
         let lent = results.lent_counters(&results.benchmarks[i]);
         apply(&mut results.benchmarks[i], &lent, opts);
@@ -685,13 +683,24 @@ pub fn derives_on_import(
     results: &crate::model::results::RunResults,
     plan: &crate::plan::Plan,
 ) -> bool {
-    let fallback = plan.benchmarks.iter().any(|b| b.device.is_some());
-    results.benchmarks.iter().any(
-        |r| match plan.benchmarks.iter().find(|b| b.name == r.name) {
-            Some(b) => options(b).is_some(),
-            None => fallback,
-        },
-    )
+    let fallback = plan.benchmarks.iter().find_map(|b| b.device.as_ref());
+    results
+        .benchmarks
+        .iter()
+        .any(|r| import_options(&r.name, plan, fallback).is_some())
+}
+
+/// The settings an imported benchmark is derived with: its own where the plan declares it,
+/// else the configuration's device profile (`fallback`) with default settings.
+fn import_options<'p>(
+    name: &str,
+    plan: &'p crate::plan::Plan,
+    fallback: Option<&'p DeviceProfile>,
+) -> Option<Options<'p>> {
+    match plan.benchmarks.iter().find(|b| b.name == name) {
+        Some(b) => options(b),
+        None => fallback.map(Options::cumulative),
+    }
 }
 
 /// Provenance detail describing how counters were collected and normalized.

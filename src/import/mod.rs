@@ -134,20 +134,7 @@ impl Imported {
     /// [`RunResults::require_measurements`], counting the held samples.
     pub fn require_measurements(&self, what: &str) -> Result<(), String> {
         let held_samples = self.held.as_ref().is_some_and(|h| h.holds_samples());
-        let ok = self
-            .results
-            .benchmarks
-            .iter()
-            .any(|b| b.status == crate::model::results::Status::Ok);
-        if held_samples && ok {
-            return match self.results.non_finite() {
-                Some(value) => Err(format!(
-                    "{what} holds a number that is not finite ({value}), which a results file cannot hold; the input is damaged or its units overflow"
-                )),
-                None => Ok(()),
-            };
-        }
-        self.results.require_measurements(what)
+        self.results.require_measurements_or(what, held_samples)
     }
 
     /// The results with every held array read into them.

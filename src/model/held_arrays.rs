@@ -13,7 +13,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::ser::{CharEscape, CompactFormatter, Formatter, PrettyFormatter};
 
-use super::fsutil::{self, Overwrite};
+use super::fsutil::Overwrite;
 use super::results::{JsonLayout, ResultsError, RunResults, whole_number};
 
 /// The arrays of a benchmark's entries that can be held elsewhere.
@@ -85,20 +85,10 @@ pub fn save(
     layout: JsonLayout,
     held: &dyn HeldArrays,
 ) -> Result<(), ResultsError> {
-    if let Some(what) = results.non_finite() {
-        return Err(ResultsError::NotFinite {
-            path: path.to_path_buf(),
-            what,
-        });
-    }
-    fsutil::write_atomic_with(path, overwrite, |out| {
-        match layout {
-            JsonLayout::Compact => serialize_with(&mut *out, CompactFormatter, results, held),
-            JsonLayout::Pretty => serialize_with(&mut *out, PrettyFormatter::new(), results, held),
-        }?;
-        out.write_all(b"\n")
-    })?;
-    Ok(())
+    results.save_through(path, overwrite, |out| match layout {
+        JsonLayout::Compact => serialize_with(out, CompactFormatter, results, held),
+        JsonLayout::Pretty => serialize_with(out, PrettyFormatter::new(), results, held),
+    })
 }
 
 /// Serializes `results` into `out` through `formatter`, with the arrays `held` holds streamed

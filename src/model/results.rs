@@ -602,15 +602,21 @@ impl RunResults {
     /// A value that is not finite is refused too, naming where it is (see
     /// [`RunResults::non_finite`]).
     pub fn require_measurements(&self, what: &str) -> Result<(), String> {
+        self.require_measurements_or(what, false)
+    }
+
+    /// [`RunResults::require_measurements`] for results whose samples may be held outside
+    /// them (`held_samples`: some are, and then any benchmark that did not fail measured).
+    pub fn require_measurements_or(&self, what: &str, held_samples: bool) -> Result<(), String> {
         if let Some(value) = self.non_finite() {
             return Err(format!(
                 "{what} holds a number that is not finite ({value}), which a results file cannot hold; the input is damaged or its units overflow"
             ));
         }
-        let measured = self
-            .benchmarks
-            .iter()
-            .any(|b| b.status == Status::Ok && b.metrics.iter().any(|m| !m.values.is_empty()));
+        let measured = self.benchmarks.iter().any(|b| {
+            b.status == Status::Ok
+                && (held_samples || b.metrics.iter().any(|m| !m.values.is_empty()))
+        });
         if measured {
             return Ok(());
         }
@@ -842,6 +848,24 @@ impl RunResults {
         overwrite: Overwrite,
         layout: JsonLayout,
     ) -> Result<(), ResultsError> {
+        self.save_through(path, overwrite, |out| {
+            match layout {
+                JsonLayout::Compact => serde_json::to_writer(out, self),
+                JsonLayout::Pretty => serde_json::to_writer_pretty(out, self),
+            }
+            .map_err(std::io::Error::other)
+        })
+    }
+
+    /// Writes the document `serialize` produces atomically, with a trailing newline, after
+    /// refusing results holding a number JSON cannot carry: what every way of saving shares
+    /// (a results file with held arrays is saved through it too).
+    pub(crate) fn save_through(
+        &self,
+        path: &Path,
+        overwrite: Overwrite,
+        serialize: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> Result<(), ResultsError> {
         if let Some(what) = self.non_finite() {
             return Err(ResultsError::NotFinite {
                 path: path.to_path_buf(),
@@ -849,12 +873,8 @@ impl RunResults {
             });
         }
         fsutil::write_atomic_with(path, overwrite, |out| {
-            match layout {
-                JsonLayout::Compact => serde_json::to_writer(&mut *out, self),
-                JsonLayout::Pretty => serde_json::to_writer_pretty(&mut *out, self),
-            }
-            .map_err(std::io::Error::other)?;
-            std::io::Write::write_all(out, b"\n")
+            serialize(&mut *out)?;
+            out.write_all(b"\n")
         })?;
         Ok(())
     }

@@ -365,7 +365,7 @@ impl Column {
         self.summary.shift(by);
     }
 
-    /// Appends `other`'s values after this column's. Columns of another spill are copied.
+    /// Appends `other`'s values after this column's (its blocks are taken over, not read).
     pub fn append(&mut self, other: Column) {
         if other.blocks.is_empty() {
             for v in other.tail {
@@ -373,19 +373,7 @@ impl Column {
             }
             return;
         }
-        if !Arc::ptr_eq(&self.spill, &other.spill) {
-            match other.to_vec() {
-                Ok(values) => values.into_iter().for_each(|v| self.push(v)),
-                // Only a read of a file this process wrote can fail here: keep the blocks.
-                Err(_) => self.take_blocks(other),
-            }
-            return;
-        }
-        self.take_blocks(other);
-    }
-
-    /// Appends `other`'s blocks and tail after this column's values.
-    fn take_blocks(&mut self, other: Column) {
+        // A block names the file it is in, so blocks of another spill read back as well.
         self.store_tail();
         self.summary.then(self.len, other.summary, other.len);
         self.len += other.len;
@@ -547,7 +535,7 @@ mod tests {
                 None => assert!(!ascending || expected.is_empty()),
             }
         }
-        // A column of another spill is copied in.
+        // A column of another spill is appended too.
         let mut other = Column::new(&Spill::with_block(2));
         for v in [1.0, 2.0, 3.0] {
             other.push(v);
