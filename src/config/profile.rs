@@ -63,6 +63,40 @@ pub struct Formula {
     /// share of idle or stalled cycles).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<crate::model::metric::Direction>,
+    /// `expr` parsed, the first time it is asked for ([`Formula::parsed`]).
+    #[serde(skip)]
+    #[schemars(skip)]
+    parsed: Compiled<Option<exmex::FlatEx<f64>>>,
+}
+
+impl Formula {
+    /// `expr` parsed once, however many windows it is evaluated over; `None` where it does
+    /// not parse.
+    pub fn parsed(&self) -> Option<&exmex::FlatEx<f64>> {
+        self.parsed
+            .0
+            .get_or_init(|| exmex::parse::<f64>(&self.expr).ok())
+            .as_ref()
+    }
+}
+
+/// A value compiled from a profile's text (a formula, a regular expression) the first time it
+/// is needed and kept with it: a trace import derives utilization for thousands of kernels
+/// under one profile. Not part of the profile's format, and equal whatever it holds, as it is
+/// a function of the text beside it.
+#[derive(Debug, Clone)]
+struct Compiled<T>(std::sync::OnceLock<T>);
+
+impl<T> Default for Compiled<T> {
+    fn default() -> Self {
+        Compiled(std::sync::OnceLock::new())
+    }
+}
+
+impl<T> PartialEq for Compiled<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// How a device's full register names map to counter keys: the part after the last
@@ -84,6 +118,10 @@ pub struct RegisterNames {
     /// Where the naming scheme comes from.
     #[serde(default)]
     pub source: String,
+    /// `core` compiled, the first time it is asked for.
+    #[serde(skip)]
+    #[schemars(skip)]
+    core_rule: Compiled<Option<regex::Regex>>,
 }
 
 /// A device's figures.
@@ -171,12 +209,18 @@ impl DeviceProfile {
 
     /// The core a register name names, by the profile's `register_names.core` rule.
     pub fn register_core(&self, name: &str) -> Option<u32> {
-        core_of(&self.register_core_regex()?, name)
+        core_of(self.register_core_regex()?, name)
     }
 
-    /// The compiled `register_names.core` rule (checked when the profile is resolved).
-    pub fn register_core_regex(&self) -> Option<regex::Regex> {
-        regex::Regex::new(self.register_names.as_ref()?.core.as_deref()?).ok()
+    /// The compiled `register_names.core` rule (checked when the profile is resolved),
+    /// compiled once.
+    pub fn register_core_regex(&self) -> Option<&regex::Regex> {
+        let names = self.register_names.as_ref()?;
+        names
+            .core_rule
+            .0
+            .get_or_init(|| regex::Regex::new(names.core.as_deref()?).ok())
+            .as_ref()
     }
 }
 

@@ -664,13 +664,14 @@ pub fn options(b: &crate::plan::BenchmarkPlan) -> Option<Options<'_>> {
 /// the others the configuration's device profile with default settings.
 pub fn apply_to_import(results: &mut crate::model::results::RunResults, plan: &crate::plan::Plan) {
     let fallback = plan.benchmarks.iter().find_map(|b| b.device.as_ref());
+    let lenders = results.lenders();
     for i in 0..results.benchmarks.len() {
         let name = results.benchmarks[i].name.as_str();
         let Some(opts) = import_options(name, plan, fallback) else {
             continue;
         };
         // The readings around a kernel's windows, held one benchmark at a time.
-        let lent = results.lent_counters(&results.benchmarks[i]);
+        let lent = lenders.lent_counters(results, &results.benchmarks[i]);
         apply(&mut results.benchmarks[i], &lent, opts);
     }
 }
@@ -812,7 +813,7 @@ fn formulas(
             None => formula.clone(),
         };
         let name = &name;
-        let Ok(expr) = exmex::parse::<f64>(&f.expr) else {
+        let Some(expr) = f.parsed() else {
             refused.push(format!(
                 "formula `{name}` of profile `{}` does not parse",
                 profile.name
@@ -834,7 +835,7 @@ fn formulas(
             ));
             continue;
         }
-        let Some(value) = crate::config::derived::finite_value(&expr, &inputs) else {
+        let Some(value) = crate::config::derived::finite_value(expr, &inputs) else {
             continue;
         };
         if f.unit == "%" && value > 100.0 + 1e-7 {

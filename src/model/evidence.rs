@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::model::results::{BenchmarkResult, CounterSeries, RunResults};
+use crate::model::results::{BenchmarkResult, CounterSeries, Lenders, RunResults};
 
 /// The evidence of a whole comparison, one entry per benchmark present on either side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -133,10 +133,14 @@ impl Evidence {
     /// Collects the evidence of two runs; benchmarks in the candidate's order, then those only
     /// in the baseline.
     pub fn from_runs(base: Option<&RunResults>, head: &RunResults) -> Evidence {
+        let (base_lenders, head_lenders) = (base.map(RunResults::lenders), head.lenders());
         Evidence {
             benchmarks: sides(base, head)
                 .map(|(name, b, h)| {
-                    let lent = [lent(base, b), lent(Some(head), h)];
+                    let lent = [
+                        lent(base.zip(base_lenders.as_ref()), b),
+                        lent(Some((head, &head_lenders)), h),
+                    ];
                     BenchmarkEvidence::from_results(name, b, h, &lent)
                 })
                 .collect(),
@@ -152,12 +156,16 @@ impl Evidence {
         shown: impl Fn(&str) -> Option<&'a [String]>,
     ) -> Evidence {
         let mut omitted = Omitted::default();
+        let (base_lenders, head_lenders) = (base.map(RunResults::lenders), head.lenders());
         let benchmarks = sides(base, head)
             .map(|(name, b, h)| {
                 let keep = shown(name);
                 // Counters are charted only for a benchmark the report shows.
                 let lent = match keep {
-                    Some(_) => [lent(base, b), lent(Some(head), h)],
+                    Some(_) => [
+                        lent(base.zip(base_lenders.as_ref()), b),
+                        lent(Some((head, &head_lenders)), h),
+                    ],
                     None => Default::default(),
                 };
                 let mut evidence = BenchmarkEvidence::from_results(name, b, h, &lent);
@@ -264,9 +272,9 @@ fn sides<'r>(
 
 /// The readings a benchmark's kernel windows are read against on another benchmark of its
 /// run (a trace import's `counters` benchmark), for its counter charts.
-fn lent(run: Option<&RunResults>, b: Option<&BenchmarkResult>) -> Vec<CounterSeries> {
+fn lent(run: Option<(&RunResults, &Lenders)>, b: Option<&BenchmarkResult>) -> Vec<CounterSeries> {
     match (run, b) {
-        (Some(run), Some(b)) => run.lent_counters(b),
+        (Some((run, lenders)), Some(b)) => lenders.lent_counters(run, b),
         _ => Vec::new(),
     }
 }

@@ -372,33 +372,55 @@ impl CounterSeries {
     /// in time order, those inside a window plus the one before and the one after each, so
     /// that a launch between two readings is still seen (and reported as unresolved).
     pub fn around(&self, windows: &KernelWindows) -> CounterSeries {
+        match self.in_time_order() {
+            Some((t_ns, value)) => self.around_sorted(&t_ns, &value, windows),
+            None => {
+                let n = self.len();
+                self.around_sorted(&self.t_ns[..n], &self.value[..n], windows)
+            }
+        }
+    }
+
+    /// The times and values of a series out of time order (a file written elsewhere), put in
+    /// order by a stable sort, which keeps readings at one time in their order; `None` for a
+    /// series already in order.
+    fn in_time_order(&self) -> Option<(Vec<f64>, Vec<f64>)> {
         let n = self.len();
         let (t_ns, value) = (&self.t_ns[..n], &self.value[..n]);
         if t_ns.is_sorted_by(|a, b| a.total_cmp(b).is_le()) {
-            return self.around_sorted(t_ns, value, windows);
+            return None;
         }
-        // A series out of time order (a file written elsewhere) is put in order first; a
-        // stable sort keeps readings at one time in their order.
         let mut readings: Vec<(f64, f64)> =
             t_ns.iter().copied().zip(value.iter().copied()).collect();
         readings.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let (t_ns, value): (Vec<f64>, Vec<f64>) = readings.into_iter().unzip();
-        self.around_sorted(&t_ns, &value, windows)
+        Some(readings.into_iter().unzip())
     }
 
-    /// [`CounterSeries::around`] over this series' readings in time order.
+    /// [`CounterSeries::around`] over this series' readings in time order. Each window
+    /// keeps a run of readings (found by bisection); the runs are merged, so the cost is that
+    /// of the windows and the readings kept, not of the whole series: a trace's counters
+    /// benchmark lends one long series to every kernel.
     fn around_sorted(&self, t_ns: &[f64], value: &[f64], windows: &KernelWindows) -> CounterSeries {
-        let mut keep = vec![false; t_ns.len()];
+        let mut runs: Vec<(usize, usize)> = Vec::new();
         if !t_ns.is_empty() {
-            for (start, end) in windows.windows() {
-                let lo = t_ns.partition_point(|&t| t < start).saturating_sub(1);
-                let hi = t_ns.partition_point(|&t| t <= end).min(t_ns.len() - 1);
-                for k in &mut keep[lo..=hi.max(lo)] {
-                    *k = true;
-                }
+            runs = windows
+                .windows()
+                .map(|(start, end)| {
+                    let lo = t_ns.partition_point(|&t| t < start).saturating_sub(1);
+                    let hi = t_ns.partition_point(|&t| t <= end).min(t_ns.len() - 1);
+                    (lo, hi.max(lo) + 1)
+                })
+                .collect();
+        }
+        runs.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(runs.len());
+        for (lo, hi) in runs {
+            match merged.last_mut() {
+                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                _ => merged.push((lo, hi)),
             }
         }
-        let kept = keep.iter().filter(|k| **k).count();
+        let kept = merged.iter().map(|(lo, hi)| hi - lo).sum();
         let mut series = CounterSeries {
             unit: self.unit.clone(),
             bits: self.bits,
@@ -408,9 +430,9 @@ impl CounterSeries {
             value: Vec::with_capacity(kept),
             ..CounterSeries::new(&self.counter, windows.repetition)
         };
-        for (i, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
-            series.t_ns.push(t_ns[i]);
-            series.value.push(value[i]);
+        for (lo, hi) in merged {
+            series.t_ns.extend_from_slice(&t_ns[lo..hi]);
+            series.value.extend_from_slice(&value[lo..hi]);
         }
         series
     }
@@ -595,6 +617,51 @@ pub enum ResultsError {
     Write(#[from] fsutil::WriteError),
 }
 
+/// What reading many benchmarks' kernel windows against the series other benchmarks lend
+/// needs once, not once per benchmark ([`RunResults::lenders`]): where each benchmark is by
+/// name, and, of a lender's series out of time order, its readings in order. A trace import
+/// has a benchmark per kernel, all reading one counters benchmark. It stays right while the
+/// benchmarks keep their names, order and counters.
+pub struct Lenders {
+    index: std::collections::HashMap<String, usize>,
+    /// (benchmark, series) → the series' times and values in time order, for the series
+    /// that are not (a file written elsewhere; kgate writes its own in order).
+    in_order: std::collections::HashMap<(usize, usize), (Vec<f64>, Vec<f64>)>,
+}
+
+impl Lenders {
+    /// [`RunResults::lent_counters`] of `b`: of each series its windows are read against,
+    /// the readings around the windows.
+    pub fn lent_counters(&self, results: &RunResults, b: &BenchmarkResult) -> Vec<CounterSeries> {
+        let mut lent = Vec::new();
+        for k in &b.kernel_windows {
+            let Some(of) = &k.counters_of else { continue };
+            let Some((i, lender)) = self
+                .index
+                .get(&of.benchmark)
+                .and_then(|&i| Some((i, results.benchmarks.get(i)?)))
+            else {
+                continue;
+            };
+            for (j, series) in lender.counters.iter().enumerate() {
+                if series.repetition != of.repetition {
+                    continue;
+                }
+                let n = series.len();
+                let (t_ns, value) = match self.in_order.get(&(i, j)) {
+                    Some((t, v)) => (&t[..], &v[..]),
+                    None => (&series.t_ns[..n], &series.value[..n]),
+                };
+                let around = series.around_sorted(t_ns, value, k);
+                if !around.is_empty() {
+                    lent.push(around);
+                }
+            }
+        }
+        lent
+    }
+}
+
 impl RunResults {
     /// Refuses results in which no benchmark holds a single measured value (an import of a
     /// file with no benchmark entries, or only errored ones): such a file gates nothing, and
@@ -758,26 +825,25 @@ impl RunResults {
     /// ([`CounterSeries::around`]), as series of the windows' repetition. Empty for windows
     /// read against their own benchmark's series.
     pub fn lent_counters(&self, b: &BenchmarkResult) -> Vec<CounterSeries> {
-        let mut lent = Vec::new();
-        for k in &b.kernel_windows {
-            let Some(of) = &k.counters_of else { continue };
-            let Some(lender) = self.benchmark(&of.benchmark) else {
-                continue;
-            };
-            for series in lender
-                .counters
-                .iter()
-                .filter(|c| c.repetition == of.repetition)
-            {
-                let around = series.around(k);
-                if !around.is_empty() {
-                    lent.push(around);
+        self.lenders().lent_counters(self, b)
+    }
+
+    /// What [`Lenders::lent_counters`] reads against, gathered once for a loop over many
+    /// benchmarks: the benchmarks by name (the first of a name, as [`RunResults::benchmark`]
+    /// finds), and a sorted copy of each series out of time order.
+    pub fn lenders(&self) -> Lenders {
+        let mut index = std::collections::HashMap::with_capacity(self.benchmarks.len());
+        let mut in_order = std::collections::HashMap::new();
+        for (i, b) in self.benchmarks.iter().enumerate() {
+            index.entry(b.name.clone()).or_insert(i);
+            for (j, series) in b.counters.iter().enumerate() {
+                if let Some(sorted) = series.in_time_order() {
+                    in_order.insert((i, j), sorted);
                 }
             }
         }
-        lent
+        Lenders { index, in_order }
     }
-
     /// Refuses a counter series whose times and values differ in number (or kernel windows
     /// whose starts and ends do, or a metric whose values and repetition numbers do): no
     /// reading can be told from the next. Refuses kernel windows read against the series of
@@ -1082,6 +1148,95 @@ mod tests {
         shuffled.t_ns.reverse();
         shuffled.value.reverse();
         assert_eq!(shuffled.around(&narrow), around);
+    }
+
+    /// The readings around windows by the definition, one mark per reading: those from the
+    /// one before each window's start to the one after its end.
+    fn around_by_marks(t_ns: &[f64], windows: &KernelWindows) -> Vec<f64> {
+        let mut keep = vec![false; t_ns.len()];
+        for (start, end) in windows.windows() {
+            let lo = t_ns.partition_point(|&t| t < start).saturating_sub(1);
+            let hi = t_ns.partition_point(|&t| t <= end).min(t_ns.len() - 1);
+            keep[lo..=hi.max(lo)].iter_mut().for_each(|k| *k = true);
+        }
+        t_ns.iter().zip(keep).filter(|(_, k)| *k).map(|(t, _)| *t).collect()
+    }
+
+    #[test]
+    fn overlapping_and_unordered_windows_keep_each_reading_once_in_time_order() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        for _ in 0..2_000 {
+            let mut series = CounterSeries::new("busy", 0);
+            let mut t = 0.0;
+            for _ in 0..rng.usize(1..60) {
+                // Repeated times as well as gaps.
+                t += f64::from(rng.u8(0..3)) * 5.0;
+                series.t_ns.push(t);
+                series.value.push(t * 2.0);
+            }
+            let mut windows = KernelWindows::new("k", 0);
+            for _ in 0..rng.usize(0..12) {
+                let start = rng.f64() * (t + 20.0) - 10.0;
+                windows.start_ns.push(start);
+                windows.end_ns.push(start + rng.f64() * 30.0);
+            }
+            let around = series.around(&windows);
+            assert_eq!(around.t_ns, around_by_marks(&series.t_ns, &windows));
+            assert_eq!(
+                around.value,
+                around.t_ns.iter().map(|t| t * 2.0).collect::<Vec<_>>()
+            );
+        }
+    }
+
+    #[test]
+    fn lenders_lend_what_a_lookup_per_benchmark_lends() {
+        let mut lender = BenchmarkResult::new("counters", Provenance::default());
+        for (rep, reversed) in [(0, false), (1, true)] {
+            let mut series = CounterSeries::new("busy", rep);
+            series.t_ns = (0..50).map(f64::from).collect();
+            series.value = series.t_ns.iter().map(|t| t * 3.0).collect();
+            if reversed {
+                // Out of time order, as a file written elsewhere may hold it.
+                series.t_ns.reverse();
+                series.value.reverse();
+            }
+            lender.counters.push(series);
+        }
+        let mut results = RunResults {
+            schema_version: RESULTS_SCHEMA_VERSION,
+            kgate_version: "0".into(),
+            created: "2026-01-01T00:00:00Z".into(),
+            environment: crate::machine::fingerprint::Fingerprint::default(),
+            benchmarks: Vec::new(),
+        };
+        for k in 0..20 {
+            let mut kernel = BenchmarkResult::new(&format!("k{k}"), Provenance::default());
+            for rep in 0..2 {
+                kernel.kernel_windows.push(KernelWindows {
+                    start_ns: vec![f64::from(k) * 2.0 + 0.5],
+                    end_ns: vec![f64::from(k) * 2.0 + 3.5],
+                    counters_of: Some(CountersOf {
+                        benchmark: "counters".into(),
+                        repetition: rep,
+                    }),
+                    ..KernelWindows::new(&format!("k{k}"), rep)
+                });
+            }
+            results.benchmarks.push(kernel);
+        }
+        results.benchmarks.push(lender);
+        let lenders = results.lenders();
+        for b in &results.benchmarks {
+            let lent = lenders.lent_counters(&results, b);
+            assert_eq!(lent, results.lent_counters(b));
+        }
+        let k3 = lenders.lent_counters(&results, &results.benchmarks[3]);
+        assert_eq!(k3.len(), 2);
+        for series in &k3 {
+            assert_eq!(series.t_ns, [6.0, 7.0, 8.0, 9.0, 10.0]);
+            assert_eq!(series.value, [18.0, 21.0, 24.0, 27.0, 30.0]);
+        }
     }
 
     #[test]

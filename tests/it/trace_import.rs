@@ -697,6 +697,79 @@ fn a_trace_with_python_s_nan_and_infinity_keeps_its_kernels_and_notes_the_readin
     );
 }
 
+#[test]
+fn a_kernel_named_like_the_counters_benchmark_keeps_its_own_benchmark() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("t.json"),
+        r#"{"traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "counters", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+            {"ph": "X", "cat": "kernel", "name": "counters#2", "pid": 1, "tid": 1, "ts": 16, "dur": 2},
+            {"ph": "X", "cat": "kernel", "name": "counters", "pid": 1, "tid": 1, "ts": 20, "dur": 6},
+            {"ph": "C", "name": "sm_busy", "pid": 1, "tid": 1, "ts": 9, "args": {"value": 3}},
+            {"ph": "C", "name": "sm_busy", "pid": 1, "tid": 1, "ts": 27, "args": {"value": 4}}]}"#,
+    )
+    .unwrap();
+    let out = Command::cargo_bin("kgate")
+        .unwrap()
+        .current_dir(d)
+        .args(["import", "chrome-trace", "t.json", "t.json", "-o", "r.json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let r = kgate::model::results::RunResults::load(&d.join("r.json")).unwrap();
+    let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["counters", "counters#2", "counters#3"]);
+    // The kernel: its two launches per file, one repetition per file, no readings of its own.
+    let kernel = r.benchmark("counters").unwrap();
+    assert_eq!(kernel.repetitions, 2);
+    let time = kernel.metric(KERNEL_TIME).unwrap();
+    assert_eq!(time.values, [5000.0, 6000.0, 5000.0, 6000.0]);
+    assert_eq!(time.repetition, [0, 0, 1, 1]);
+    assert!(kernel.counters.is_empty());
+    // Its windows point at the readings of the same file, on the benchmark that holds them.
+    let windows: Vec<_> = kernel
+        .kernel_windows
+        .iter()
+        .map(|w| w.counters_of.clone().unwrap())
+        .collect();
+    assert_eq!(
+        windows
+            .iter()
+            .map(|c| (c.benchmark.as_str(), c.repetition))
+            .collect::<Vec<_>>(),
+        [("counters#3", 0), ("counters#3", 1)]
+    );
+    let readings = r.benchmark("counters#3").unwrap();
+    assert_eq!(readings.repetitions, 2);
+    assert!(readings.metrics.is_empty());
+    assert_eq!(
+        readings
+            .counters
+            .iter()
+            .map(|c| c.repetition)
+            .collect::<Vec<_>>(),
+        [0, 1]
+    );
+    let notes = readings.provenance.notes.join("\n");
+    assert_eq!(
+        notes
+            .matches("are on benchmark `counters#3`, not `counters`")
+            .count(),
+        1,
+        "{notes}"
+    );
+    // Each window lends its own file's readings around the launches: both of them.
+    let lent = r.lent_counters(kernel);
+    assert_eq!(
+        lent.iter()
+            .map(|c| (c.repetition, c.len()))
+            .collect::<Vec<_>>(),
+        [(0, 2), (1, 2)]
+    );
+}
+
 /// A trace with more launches and readings than a column keeps in memory (8,192), one
 /// counter track out of time order, and a reading that is not a number.
 fn large_trace(dir: &Path) -> PathBuf {

@@ -4,7 +4,8 @@
 //! A profiler trace holds every launch of every kernel, so it maps to results the same way for
 //! both formats: one benchmark per kernel name with a `kernel_time` metric (one sample per
 //! launch, source `timer`, each file one repetition), and the counter tracks as raw counter
-//! readings on a benchmark named [`COUNTERS_BENCHMARK`].
+//! readings on a benchmark named [`COUNTERS_BENCHMARK`] (`counters#2` where a kernel has that
+//! name).
 //!
 //! Each format reads its files into [`TraceSamples`] in its own submodule: [`chrome`] (over
 //! the byte scanner `json_scan`) and [`xplane`] (over the protobuf messages of `xplane_proto`).
@@ -294,13 +295,14 @@ fn build_results(
 ) -> Result<Imported, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, capture);
     let mut arrays = TraceArrays::default();
+    let counters_name = counters_benchmark_name(&files);
     // Benchmarks in order of first appearance across the files.
     for (_, samples) in &files {
         for (kernel, _) in &samples.kernels {
             benchmarks.get(kernel);
         }
         if !samples.counters.is_empty() {
-            benchmarks.get(COUNTERS_BENCHMARK);
+            benchmarks.get(&counters_name);
         }
     }
     for (path, mut samples) in files {
@@ -336,7 +338,7 @@ fn build_results(
         let counters_rep = if tracks.is_empty() {
             0
         } else {
-            benchmarks.get(COUNTERS_BENCHMARK).result_mut().repetitions
+            benchmarks.get(&counters_name).result_mut().repetitions
         };
         for (index, (kernel, durations)) in samples.kernels.into_iter().enumerate() {
             arrays.keep_spill(durations.spill());
@@ -356,7 +358,10 @@ fn build_results(
                     durations: &durations,
                 },
                 span,
-                counters_rep,
+                CountersOf {
+                    benchmark: counters_name.clone(),
+                    repetition: counters_rep,
+                },
             )
             .map_err(unreadable)?;
             for (name, artifact) in artifacts
@@ -437,20 +442,25 @@ fn build_results(
             finish_repetition(collector, &path);
         }
         if !(tracks.is_empty() && not_finite.is_empty()) {
-            let collector = benchmarks.get(COUNTERS_BENCHMARK);
+            let collector = benchmarks.get(&counters_name);
             let result = collector.result_mut();
             let rep = result.repetitions;
             result
                 .provenance
                 .notes
                 .extend(samples.notes.iter().cloned());
+            if counters_name != COUNTERS_BENCHMARK && rep == 0 {
+                result.provenance.notes.push(format!(
+                    "the trace's counter readings are on benchmark `{counters_name}`, not `{COUNTERS_BENCHMARK}`: a kernel of the import has that name"
+                ));
+            }
             for (track, survey) in tracks {
                 result.counters.push(CounterSeries {
                     sampling: sampling.get(&track.name).copied(),
                     ..CounterSeries::new(&track.name, rep)
                 });
                 let place = |field| held::Place {
-                    benchmark: COUNTERS_BENCHMARK.to_string(),
+                    benchmark: counters_name.clone(),
                     entry: track.name.clone(),
                     repetition: rep,
                     field,
@@ -538,14 +548,15 @@ struct Launches<'a> {
 }
 
 /// Gives a kernel's benchmark its launches as kernel windows, read against the counter
-/// tracks of the file on the [`COUNTERS_BENCHMARK`] benchmark (its repetition
-/// `counters_rep`): each reading is kept once, there, and the readings around a kernel's
-/// launches (those inside one plus the one before and the one after it) are found when its
-/// utilization is derived or its counters charted ([`lent_counters`]), so a
-/// launch between two readings is reported as unresolved, not skipped. Only launches within
-/// `span`, the times the tracks cover, get a window; nothing is added when the file has no counter
-/// readings (windows only serve counters, and a trace holds millions of launches). The
-/// windows' times stay in the launches' columns until the results are written.
+/// tracks of the file on the benchmark and repetition `counters_of` (the
+/// [`COUNTERS_BENCHMARK`], unless a kernel has that name): each reading is kept once, there,
+/// and the readings around a kernel's launches (those inside one plus the one before and the
+/// one after it) are found when its utilization is derived or its counters charted
+/// ([`lent_counters`]), so a launch between two readings is reported as unresolved, not
+/// skipped. Only launches within `span`, the times the tracks cover, get a window; nothing is
+/// added when the file has no counter readings (windows only serve counters, and a trace
+/// holds millions of launches). The windows' times stay in the launches' columns until the
+/// results are written.
 ///
 /// [`lent_counters`]: crate::model::results::RunResults::lent_counters
 fn tie_counters(
@@ -553,7 +564,7 @@ fn tie_counters(
     arrays: &mut TraceArrays,
     launches: Launches<'_>,
     span: Option<(f64, f64)>,
-    counters_rep: u32,
+    counters_of: CountersOf,
 ) -> std::io::Result<()> {
     if launches.starts.len() != launches.durations.len() {
         return Ok(());
@@ -570,11 +581,12 @@ fn tie_counters(
     if inside == 0 {
         return Ok(());
     }
+    let detail = format!(
+        "the trace's own kernel events: each launch a window, read against the counter readings of benchmark `{}` around it",
+        counters_of.benchmark
+    );
     result.kernel_windows.push(KernelWindows {
-        counters_of: Some(CountersOf {
-            benchmark: COUNTERS_BENCHMARK.to_string(),
-            repetition: counters_rep,
-        }),
+        counters_of: Some(counters_of),
         ..KernelWindows::new(launches.kernel, launches.repetition)
     });
     for (field, end) in [(Field::WindowStarts, false), (Field::WindowEnds, true)] {
@@ -593,13 +605,27 @@ fn tie_counters(
             },
         );
     }
-    result.provenance.details.insert(
-        COUNTER_WINDOWS_DETAIL.into(),
-        format!(
-            "the trace's own kernel events: each launch a window, read against the counter readings of benchmark `{COUNTERS_BENCHMARK}` around it"
-        ),
-    );
+    result
+        .provenance
+        .details
+        .insert(COUNTER_WINDOWS_DETAIL.into(), detail);
     Ok(())
+}
+
+/// The benchmark an import's counter readings go on: [`COUNTERS_BENCHMARK`], or where a kernel
+/// of the import has that name, the first of `counters#2`, `counters#3`, … that none has, so
+/// that a kernel's launches and the readings never share one benchmark (and its
+/// repetitions).
+fn counters_benchmark_name(files: &[(PathBuf, TraceSamples)]) -> String {
+    let taken = |name: &str| {
+        files
+            .iter()
+            .any(|(_, samples)| samples.kernels.iter().any(|(kernel, _)| kernel == name))
+    };
+    std::iter::once(COUNTERS_BENCHMARK.to_string())
+        .chain((2..).map(|n| format!("{COUNTERS_BENCHMARK}#{n}")))
+        .find(|name| !taken(name))
+        .expect("an unbounded list of names")
 }
 
 /// Provenance detail saying where a trace benchmark's kernel windows came from.
