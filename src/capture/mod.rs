@@ -239,19 +239,6 @@ impl<'a> Collector<'a> {
         m.repetition.reserve(additional);
     }
 
-    /// Records the samples of the metric at `slot` of a run of launches: their repetitions
-    /// and values (already in the metric's canonical unit), one per launch, in order.
-    pub fn extend_at(
-        &mut self,
-        slot: usize,
-        repetitions: impl ExactSizeIterator<Item = u32>,
-        values: impl ExactSizeIterator<Item = f64>,
-    ) {
-        let m = &mut self.result.metrics[slot];
-        m.values.extend(values);
-        m.repetition.extend(repetitions);
-    }
-
     fn push(
         &mut self,
         name: &str,

@@ -30,6 +30,64 @@ pub fn parse_plain_scaled(text: &[u8], exp10: i32) -> Option<f64> {
         (b'-', rest) => (true, rest),
         _ => (false, text),
     };
+    // Most numbers are at most 19 bytes long, so their digits cannot overflow a u64 and no
+    // count is kept per digit: the integer digits, then those after the point, in two tight
+    // loops.
+    if digits.len() <= 19 {
+        let mut mantissa: u64 = 0;
+        let mut i = 0;
+        while let Some(d) = digits
+            .get(i)
+            .map(|b| b.wrapping_sub(b'0'))
+            .filter(|d| *d < 10)
+        {
+            mantissa = mantissa * 10 + u64::from(d);
+            i += 1;
+        }
+        let whole = i;
+        let mut fraction = 0;
+        if digits.get(i) == Some(&b'.') {
+            i += 1;
+            while let Some(d) = digits
+                .get(i)
+                .map(|b| b.wrapping_sub(b'0'))
+                .filter(|d| *d < 10)
+            {
+                mantissa = mantissa * 10 + u64::from(d);
+                i += 1;
+                fraction += 1;
+            }
+        }
+        let count = whole + fraction;
+        if i == digits.len() && (1..=19).contains(&count) {
+            return scaled(negative, mantissa, exp10, fraction);
+        }
+    }
+    parse_plain_scaled_long(negative, digits, exp10)
+}
+
+/// The value of `mantissa` × 10^(`exp10` − `fraction`), negated where `negative`, when
+/// Clinger's fast path makes it exact.
+#[inline]
+fn scaled(negative: bool, mantissa: u64, exp10: i32, fraction: usize) -> Option<f64> {
+    if mantissa > 1 << 53 {
+        return None;
+    }
+    // The digits and the power of ten are exact, so one multiplication or division rounds
+    // correctly (Clinger's fast path).
+    let exponent = exp10 - i32::try_from(fraction).ok()?;
+    let power = POW10.get(exponent.unsigned_abs() as usize)?;
+    let value = if exponent >= 0 {
+        mantissa as f64 * power
+    } else {
+        mantissa as f64 / power
+    };
+    Some(if negative { -value } else { value })
+}
+
+/// [`parse_plain_scaled`] of digits that may be more than 19 (leading zeros, a long
+/// fraction): significant digits counted one by one, so the mantissa cannot overflow.
+fn parse_plain_scaled_long(negative: bool, digits: &[u8], exp10: i32) -> Option<f64> {
     let mut mantissa: u64 = 0;
     let mut significant = 0u32;
     let mut seen_digit = false;
@@ -53,19 +111,10 @@ pub fn parse_plain_scaled(text: &[u8], exp10: i32) -> Option<f64> {
             _ => return None,
         }
     }
-    if !seen_digit || mantissa > 1 << 53 {
+    if !seen_digit {
         return None;
     }
-    // The digits and the power of ten are exact, so one multiplication or division rounds
-    // correctly (Clinger's fast path).
-    let exponent = exp10 - i32::try_from(fraction.unwrap_or(0)).ok()?;
-    let power = POW10.get(exponent.unsigned_abs() as usize)?;
-    let value = if exponent >= 0 {
-        mantissa as f64 * power
-    } else {
-        mantissa as f64 / power
-    };
-    Some(if negative { -value } else { value })
+    scaled(negative, mantissa, exp10, fraction.unwrap_or(0))
 }
 
 /// `k` when `factor` is the `f64` nearest 10^k for some `k` from -22 to 22 (a unit prefix), for
@@ -130,6 +179,16 @@ mod tests {
         assert_eq!(parse_plain_scaled(b"1.5", 22), Some(1.5e22));
         // Beyond the exact powers the caller multiplies.
         assert_eq!(parse_plain_scaled(b"1", 23), None);
+        // Long digit strings take the counted path, which cannot overflow.
+        assert_eq!(parse_plain(b"99999999999999999999"), None);
+        assert_eq!(parse_plain(b"00000000000000000000000012.5"), Some(12.5));
+        assert_eq!(parse_plain(b"9007199254740992"), Some(9007199254740992.0));
+        assert_eq!(parse_plain(b"9007199254740993"), None);
+        for text in ["", "-", ".", "-.", "1.2.3", "1e5", "+1", " 1", "1 "] {
+            assert_eq!(parse_plain(text.as_bytes()), None, "{text:?}");
+        }
+        assert_eq!(parse_plain(b"5."), Some(5.0));
+        assert_eq!(parse_plain(b"-.25"), Some(-0.25));
         let mut rng = fastrand::Rng::with_seed(9);
         for _ in 0..100_000 {
             let text = format!("{}.{:03}", rng.u32(0..100_000), rng.u32(0..1000));

@@ -734,6 +734,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
 /// tiles and stored metric by metric.
 const TILE_LAUNCHES: usize = 32;
 
+/// How many metrics of a tile are stored together (see [`Stored::store`]).
+const STORE_BLOCK: usize = 64;
+
 /// The most values waiting in tiles (of all kernels) before all are stored.
 const MAX_PENDING_VALUES: usize = 1 << 21;
 
@@ -764,16 +767,24 @@ impl Stored {
                     })
                     .count();
             let run = &self.tile[start..end];
-            for (i, &(position, _)) in first.iter().enumerate() {
-                // Every position was given a slot when its launch arrived.
-                let Some((slot, factor)) = self.slots[position] else {
-                    continue;
-                };
-                collector.extend_at(
-                    slot,
-                    run.iter().map(|(repetition, _)| *repetition),
-                    run.iter().map(|(_, values)| values[i].1 * factor),
-                );
+            // Metrics a block at a time, each launch's values of the block read in order: a
+            // launch of a wide page holds thousands of values, so reading one metric down
+            // the whole tile would touch a page per value.
+            for block in (0..first.len()).step_by(STORE_BLOCK) {
+                let block = block..(block + STORE_BLOCK).min(first.len());
+                for &(position, _) in &first[block.clone()] {
+                    // Every position was given a slot when its launch arrived.
+                    if let Some((slot, _)) = self.slots[position] {
+                        collector.reserve(slot, run.len());
+                    }
+                }
+                for (repetition, values) in run {
+                    for &(position, value) in &values[block.clone()] {
+                        if let Some((slot, factor)) = self.slots[position] {
+                            collector.push_at(slot, *repetition, value * factor);
+                        }
+                    }
+                }
             }
             stored += first.len() * run.len();
             start = end;
@@ -822,7 +833,7 @@ fn parse_alongside<R: BufRead + Send>(
 ) -> Result<NcuReport, NcuError> {
     type Message = (Option<std::sync::Arc<Vec<MetricInfo>>>, Vec<Launch>);
     std::thread::scope(|scope| {
-        let (sender, receiver) = std::sync::mpsc::sync_channel::<Message>(4);
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<Message>(16);
         let parser = scope.spawn(move || {
             // The metric list only grows, so the one current when a batch is sent covers
             // every launch in it; it is copied when it has grown, and sent again then.

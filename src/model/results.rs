@@ -1159,7 +1159,11 @@ mod tests {
             let hi = t_ns.partition_point(|&t| t <= end).min(t_ns.len() - 1);
             keep[lo..=hi.max(lo)].iter_mut().for_each(|k| *k = true);
         }
-        t_ns.iter().zip(keep).filter(|(_, k)| *k).map(|(t, _)| *t).collect()
+        t_ns.iter()
+            .zip(keep)
+            .filter(|(_, k)| *k)
+            .map(|(t, _)| *t)
+            .collect()
     }
 
     #[test]

@@ -310,6 +310,54 @@ fn ncu_the_first_error_in_the_file_is_the_one_reported() {
 }
 
 #[test]
+fn ncu_wide_raw_pages_keep_every_metric_of_every_launch() {
+    // More metrics than are stored together (64) and more launches than a tile (32), two
+    // kernels, and cells left empty in a pattern that differs by metric and launch, so that
+    // runs of launches with the same metrics are short and blocks end mid-run.
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = 150;
+    let mut text = String::from("\"ID\",\"Kernel Name\"");
+    for m in 0..metrics {
+        text.push_str(&format!(",\"m{m}\""));
+    }
+    text.push_str("\n\"\",\"\"");
+    text.push_str(&",\"ns\"".repeat(metrics));
+    text.push('\n');
+    let mut expected: BTreeMap<(String, String), (Vec<f64>, Vec<u32>)> = BTreeMap::new();
+    for l in 0..200u32 {
+        let kernel = format!("k{}", l % 2);
+        text.push_str(&format!("\"{l}\",\"{kernel}\""));
+        for m in 0..metrics as u32 {
+            let present = (l * 7 + m) % 23 != 0 || l < 40;
+            if present {
+                let value = f64::from(l * 1000 + m);
+                text.push_str(&format!(",\"{value}\""));
+                let e = expected
+                    .entry((kernel.clone(), format!("m{m}")))
+                    .or_default();
+                e.0.push(value);
+                e.1.push(l / 2);
+            } else {
+                text.push_str(",\"\"");
+            }
+        }
+        text.push('\n');
+    }
+    let path = dir.path().join("wide.csv");
+    std::fs::write(&path, text).unwrap();
+    let r = run("ncu", &[path]);
+    assert_eq!(r.benchmarks.len(), 2);
+    for b in &r.benchmarks {
+        assert_eq!(b.metrics.len(), metrics, "{}", b.name);
+    }
+    for ((kernel, metric), (values, repetitions)) in expected {
+        let m = r.benchmark(&kernel).unwrap().metric(&metric).unwrap();
+        assert_eq!(m.values, values, "{kernel} {metric}");
+        assert_eq!(m.repetition, repetitions, "{kernel} {metric}");
+    }
+}
+
+#[test]
 fn ncu_raw_pages_keep_each_metrics_launch_order_across_kernels_and_gaps() {
     // More launches than are stored together or handed over between the reading and the
     // storing thread at once, three kernels interleaved, and rows whose cells are missing,
