@@ -34,36 +34,34 @@ pub fn parse_plain_scaled(text: &[u8], exp10: i32) -> Option<f64> {
     // count is kept per digit: the integer digits, then those after the point, in two tight
     // loops.
     if digits.len() <= 19 {
-        let mut mantissa: u64 = 0;
-        let mut i = 0;
-        while let Some(d) = digits
-            .get(i)
-            .map(|b| b.wrapping_sub(b'0'))
-            .filter(|d| *d < 10)
-        {
-            mantissa = mantissa * 10 + u64::from(d);
-            i += 1;
-        }
-        let whole = i;
-        let mut fraction = 0;
-        if digits.get(i) == Some(&b'.') {
-            i += 1;
-            while let Some(d) = digits
-                .get(i)
-                .map(|b| b.wrapping_sub(b'0'))
-                .filter(|d| *d < 10)
-            {
-                mantissa = mantissa * 10 + u64::from(d);
-                i += 1;
-                fraction += 1;
-            }
-        }
+        let (whole, mantissa) = digit_run(digits, 0);
+        let (fraction, mantissa) = match digits.get(whole) {
+            Some(b'.') => digit_run(&digits[whole + 1..], mantissa),
+            _ => (0, mantissa),
+        };
+        let i = whole + usize::from(digits.get(whole) == Some(&b'.')) + fraction;
         let count = whole + fraction;
         if i == digits.len() && (1..=19).contains(&count) {
             return scaled(negative, mantissa, exp10, fraction);
         }
     }
     parse_plain_scaled_long(negative, digits, exp10)
+}
+
+/// How many ASCII digits `bytes` starts with, and `mantissa` with them appended. The caller
+/// bounds the length, so that the mantissa cannot overflow.
+#[inline]
+fn digit_run(bytes: &[u8], mut mantissa: u64) -> (usize, u64) {
+    let mut n = 0;
+    while let Some(d) = bytes
+        .get(n)
+        .map(|b| b.wrapping_sub(b'0'))
+        .filter(|d| *d < 10)
+    {
+        mantissa = mantissa * 10 + u64::from(d);
+        n += 1;
+    }
+    (n, mantissa)
 }
 
 /// The value of `mantissa` × 10^(`exp10` − `fraction`), negated where `negative`, when
