@@ -83,7 +83,9 @@ impl Formula {
 /// A value compiled from a profile's text (a formula, a regular expression) the first time it
 /// is needed and kept with it: a trace import derives utilization for thousands of kernels
 /// under one profile. Not part of the profile's format, and equal whatever it holds, as it is
-/// a function of the text beside it.
+/// a function of the text beside it. That text is set once: a profile is deserialized whole,
+/// after its `base` is merged in as JSON ([`resolve`]), and nothing edits `expr` or `core`
+/// afterwards; code that wants another text builds a new `Formula` or `RegisterNames`.
 #[derive(Debug, Clone)]
 struct Compiled<T>(std::sync::OnceLock<T>);
 
