@@ -35,13 +35,11 @@ pub fn parse_plain_scaled(text: &[u8], exp10: i32) -> Option<f64> {
     // loops.
     if digits.len() <= 19 {
         let (whole, mantissa) = digit_run(digits, 0);
-        let (fraction, mantissa) = match digits.get(whole) {
-            Some(b'.') => digit_run(&digits[whole + 1..], mantissa),
-            _ => (0, mantissa),
+        let (point, (fraction, mantissa)) = match digits.get(whole) {
+            Some(b'.') => (1, digit_run(&digits[whole + 1..], mantissa)),
+            _ => (0, (0, mantissa)),
         };
-        let i = whole + usize::from(digits.get(whole) == Some(&b'.')) + fraction;
-        let count = whole + fraction;
-        if i == digits.len() && (1..=19).contains(&count) {
+        if whole + point + fraction == digits.len() && (1..=19).contains(&(whole + fraction)) {
             return scaled(negative, mantissa, exp10, fraction);
         }
     }

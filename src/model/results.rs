@@ -829,13 +829,24 @@ impl RunResults {
     }
 
     /// What [`Lenders::lent_counters`] reads against, gathered once for a loop over many
-    /// benchmarks: the benchmarks by name (the first of a name, as [`RunResults::benchmark`]
-    /// finds), and a sorted copy of each series out of time order.
+    /// benchmarks: the lenders by name (the first of a name, as [`RunResults::benchmark`]
+    /// finds), and a sorted copy of each of their series out of time order.
     pub fn lenders(&self) -> Lenders {
-        let mut index = std::collections::HashMap::with_capacity(self.benchmarks.len());
+        // Only the benchmarks some kernel windows name are lenders: their series alone are
+        // checked for time order (a run's own counters are never read this way).
+        let lending: std::collections::HashSet<&str> = self
+            .benchmarks
+            .iter()
+            .flat_map(|b| &b.kernel_windows)
+            .filter_map(|k| Some(k.counters_of.as_ref()?.benchmark.as_str()))
+            .collect();
+        let mut index = std::collections::HashMap::with_capacity(lending.len());
         let mut in_order = std::collections::HashMap::new();
         for (i, b) in self.benchmarks.iter().enumerate() {
-            index.entry(b.name.clone()).or_insert(i);
+            if !lending.contains(b.name.as_str()) || index.contains_key(&b.name) {
+                continue;
+            }
+            index.insert(b.name.clone(), i);
             for (j, series) in b.counters.iter().enumerate() {
                 if let Some(sorted) = series.in_time_order() {
                     in_order.insert((i, j), sorted);
@@ -844,6 +855,7 @@ impl RunResults {
         }
         Lenders { index, in_order }
     }
+
     /// Refuses a counter series whose times and values differ in number (or kernel windows
     /// whose starts and ends do, or a metric whose values and repetition numbers do): no
     /// reading can be told from the next. Refuses kernel windows read against the series of
