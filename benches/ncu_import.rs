@@ -1,8 +1,9 @@
 //! Speed and peak memory of `kgate import ncu` on large raw-page CSVs, beside Python's csv
 //! module and pandas.read_csv doing the same extraction. Run with `cargo bench --bench
 //! ncu_import`: two shapes, "wide" (16,000 counters x 1,000 launches) and "tall" (100 counters x
-//! 90,000 launches); `-- wide` or `-- tall` runs one, `-- COUNTERS LAUNCHES` another shape, and
-//! `--runs N` changes the 5 runs each figure is the median of. Every import runs in a process of
+//! 90,000 launches); `-- wide` or `-- tall` runs one, `-- COUNTERS LAUNCHES` another shape;
+//! `--runs N` changes the 5 runs each figure is the median of, and `--parse-only` stops after the
+//! first figure (the CSV reading thread on its own). Every import runs in a process of
 //! its own, so that each has its own peak RSS. The CLI import of each file is run once more to
 //! compare the size of the results file it writes with the input. Generated files are removed
 //! afterwards.
@@ -125,7 +126,7 @@ impl Contender {
     }
 }
 
-fn bench_shape(counters: usize, launches: usize, runs: usize) {
+fn bench_shape(counters: usize, launches: usize, runs: usize, parse_only: bool) {
     let dir = tempfile::tempdir().expect("temporary folder");
     let path = dir.path().join("large.ncu.csv");
     let t = Instant::now();
@@ -155,6 +156,9 @@ fn bench_shape(counters: usize, launches: usize, runs: usize) {
         "  parse  : {secs:6.2} s  {:7.1} MB/s  ({values} values, CSV reading only, in this process)",
         mb / secs
     );
+    if parse_only {
+        return;
+    }
 
     let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
     let me = std::env::current_exe().expect("the bench's own path");
@@ -281,6 +285,8 @@ fn main() {
             .max(1);
         args.drain(i..(i + 2).min(args.len()));
     }
+    let parse_only = args.iter().any(|a| a == "--parse-only");
+    args.retain(|a| a != "--parse-only");
     let shapes: Vec<(usize, usize)> = match args.first().map(String::as_str) {
         Some("wide") => vec![(16_000, 1_000)],
         Some("tall") => vec![(100, 90_000)],
@@ -293,6 +299,6 @@ fn main() {
         None => vec![(16_000, 1_000), (100, 90_000)],
     };
     for (counters, launches) in shapes {
-        bench_shape(counters, launches, runs);
+        bench_shape(counters, launches, runs, parse_only);
     }
 }

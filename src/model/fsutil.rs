@@ -200,6 +200,16 @@ pub fn write_atomic_with(
 /// The write buffer of a streamed document.
 const BUFFER: usize = 256 * 1024;
 
+/// A buffer of the serializer's own in front of `out`. A serializer writes a few bytes at a
+/// time (a comma, a number), and each write through a `dyn Write` is a call the compiler
+/// cannot inline: a results file of millions of numbers spent more in those calls than in
+/// formatting. Through this buffer the small writes are copies, and `out` gets them
+/// [`BUFFER`] bytes at a time, which a `BufWriter` of that size (every writer
+/// [`write_atomic_with`] hands out) passes straight on. Flush it before `out` is used again.
+pub fn serializer_buffer(out: &mut dyn Write) -> std::io::BufWriter<&mut dyn Write> {
+    std::io::BufWriter::with_capacity(BUFFER, out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -85,9 +85,13 @@ pub fn save(
     layout: JsonLayout,
     held: &dyn HeldArrays,
 ) -> Result<(), ResultsError> {
-    results.save_through(path, overwrite, |out| match layout {
-        JsonLayout::Compact => serialize_with(out, CompactFormatter, results, held),
-        JsonLayout::Pretty => serialize_with(out, PrettyFormatter::new(), results, held),
+    results.save_through(path, overwrite, |out| {
+        let mut out = super::fsutil::serializer_buffer(out);
+        match layout {
+            JsonLayout::Compact => serialize_with(&mut out, CompactFormatter, results, held),
+            JsonLayout::Pretty => serialize_with(&mut out, PrettyFormatter::new(), results, held),
+        }?;
+        out.flush()
     })
 }
 
@@ -152,42 +156,29 @@ impl<F: Formatter> Streaming<'_, F> {
         self.held.holds(&at).then_some(at)
     }
 
-    /// Writes the held array's numbers, as the serializer would have. They are formatted into
-    /// a block of [`HELD_BLOCK`] bytes that goes to `writer` in one write, not a few bytes at
-    /// a time through it: the writer is a `dyn Write` behind the file's buffer, and a trace
-    /// import's readings are millions of numbers.
+    /// Writes the held array's numbers, as the serializer would have.
     fn write_held<W: ?Sized + Write>(&mut self, writer: &mut W, at: &ArrayAt) -> io::Result<()> {
         let inner = &mut self.inner;
-        let mut block: Vec<u8> = Vec::with_capacity(HELD_BLOCK + 64);
         let mut first = true;
         self.held.emit(at, &mut |number| {
-            inner.begin_array_value(&mut block, first)?;
+            inner.begin_array_value(writer, first)?;
             first = false;
             match number {
-                Number::Repetition(r) => inner.write_u32(&mut block, r)?,
+                Number::Repetition(r) => inner.write_u32(writer, r)?,
                 Number::Value(v) if !v.is_finite() => {
                     return Err(io::Error::other(format!(
                         "a held number is not finite ({v})"
                     )));
                 }
                 Number::Value(v) => match whole_number(v) {
-                    Some(i) => inner.write_i64(&mut block, i)?,
-                    None => inner.write_f64(&mut block, v)?,
+                    Some(i) => inner.write_i64(writer, i)?,
+                    None => inner.write_f64(writer, v)?,
                 },
             }
-            inner.end_array_value(&mut block)?;
-            if block.len() >= HELD_BLOCK {
-                writer.write_all(&block)?;
-                block.clear();
-            }
-            Ok(())
-        })?;
-        writer.write_all(&block)
+            inner.end_array_value(writer)
+        })
     }
 }
-
-/// The bytes of held numbers formatted before they are handed to the writer.
-const HELD_BLOCK: usize = 64 << 10;
 
 /// Forwards a formatter call to the inner formatter, unless inside a held array's place.
 macro_rules! forward {

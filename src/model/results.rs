@@ -927,11 +927,13 @@ impl RunResults {
         layout: JsonLayout,
     ) -> Result<(), ResultsError> {
         self.save_through(path, overwrite, |out| {
+            let mut out = fsutil::serializer_buffer(out);
             match layout {
-                JsonLayout::Compact => serde_json::to_writer(out, self),
-                JsonLayout::Pretty => serde_json::to_writer_pretty(out, self),
+                JsonLayout::Compact => serde_json::to_writer(&mut out, self),
+                JsonLayout::Pretty => serde_json::to_writer_pretty(&mut out, self),
             }
-            .map_err(std::io::Error::other)
+            .map_err(std::io::Error::other)?;
+            std::io::Write::flush(&mut out)
         })
     }
 

@@ -722,13 +722,16 @@ impl Exporter for JsonExporter {
     }
 
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut out = crate::model::fsutil::serializer_buffer(out);
         if self.pretty {
-            serde_json::to_writer_pretty(&mut *out, report)
+            serde_json::to_writer_pretty(&mut out, report)
         } else {
-            serde_json::to_writer(&mut *out, report)
+            serde_json::to_writer(&mut out, report)
         }
         .map_err(std::io::Error::other)?;
-        out.write_all(b"\n")
+        out.write_all(b"\n")?;
+        out.flush()
     }
 }
 
