@@ -30,20 +30,29 @@ pub fn parse_plain_scaled(text: &[u8], exp10: i32) -> Option<f64> {
         (b'-', rest) => (true, rest),
         _ => (false, text),
     };
-    // Most numbers are at most 19 bytes long, so their digits cannot overflow a u64 and no
-    // count is kept per digit: the integer digits, then those after the point, in two tight
-    // loops.
-    if digits.len() <= 19 {
-        let (whole, mantissa) = digit_run(digits, 0);
-        let (point, (fraction, mantissa)) = match digits.get(whole) {
-            Some(b'.') => (1, digit_run(&digits[whole + 1..], mantissa)),
-            _ => (0, (0, mantissa)),
-        };
-        if whole + point + fraction == digits.len() && (1..=19).contains(&(whole + fraction)) {
-            return scaled(negative, mantissa, exp10, fraction);
-        }
+    if let Some((mantissa, fraction)) = short_decimal_digits(digits) {
+        return scaled(negative, mantissa, exp10, fraction);
     }
     parse_plain_scaled_long(negative, digits, exp10)
+}
+
+/// The digits of an unsigned plain decimal of at most 19 bytes (digits and at most one `.`)
+/// as one integer, and how many of them follow the point: `12.50` is (1250, 2). `None` for any
+/// other text, and for longer text, whose digits might not fit. Most numbers of a profiler's
+/// export are this short, so their digits cannot overflow a `u64` and no count is kept per
+/// digit: the integer digits, then those after the point, in two tight loops.
+#[inline]
+pub(crate) fn short_decimal_digits(digits: &[u8]) -> Option<(u64, usize)> {
+    if digits.len() > 19 {
+        return None;
+    }
+    let (whole, mantissa) = digit_run(digits, 0);
+    let (point, (fraction, mantissa)) = match digits.get(whole) {
+        Some(b'.') => (1, digit_run(&digits[whole + 1..], mantissa)),
+        _ => (0, (0, mantissa)),
+    };
+    (whole + point + fraction == digits.len() && (1..=19).contains(&(whole + fraction)))
+        .then_some((mantissa, fraction))
 }
 
 /// How many ASCII digits `bytes` starts with, and `mantissa` with them appended. The caller

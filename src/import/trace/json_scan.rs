@@ -151,11 +151,24 @@ fn parse_number(text: &[u8]) -> Option<f64> {
 /// `text` (an optional `-`, digits, an optional fraction and exponent) times 10^`digits`,
 /// rounded half away from zero; `None` when it is not such a number or does not fit.
 fn fixed_point(text: &[u8], digits: u32) -> Option<i128> {
-    const LIMIT: i128 = 10i128.pow(35);
     let (negative, rest) = match text.split_first()? {
         (b'-', rest) => (true, rest),
         _ => (false, text),
     };
+    // A trace's times are plain decimals of at most 19 digits: read as one u64, without an
+    // i128 multiplication per digit.
+    let scaled = match crate::import::decimal::short_decimal_digits(rest) {
+        Some((mantissa, fraction)) => {
+            scale(i128::from(mantissa), i64::from(digits) - fraction as i64)?
+        }
+        None => fixed_point_general(rest, digits)?,
+    };
+    Some(if negative { -scaled } else { scaled })
+}
+
+/// [`fixed_point`] of an unsigned number of any length, with an exponent or not.
+fn fixed_point_general(rest: &[u8], digits: u32) -> Option<i128> {
+    const LIMIT: i128 = 10i128.pow(35);
     let (mantissa, exponent) = match rest.iter().position(|&b| b == b'e' || b == b'E') {
         Some(i) => {
             let exp = std::str::from_utf8(&rest[i + 1..]).ok()?;
@@ -189,16 +202,38 @@ fn fixed_point(text: &[u8], digits: u32) -> Option<i128> {
     if !seen_digit {
         return None;
     }
-    let shift = i64::from(digits) + i64::from(exponent) - i64::from(fraction_digits);
-    let scaled = if shift >= 0 {
-        value.checked_mul(10i128.checked_pow(u32::try_from(shift).ok()?)?)?
-    } else if shift < -38 {
-        0
-    } else {
-        let divisor = 10i128.pow((-shift) as u32);
-        (value + divisor / 2) / divisor
+    scale(
+        value,
+        i64::from(digits) + i64::from(exponent) - i64::from(fraction_digits),
+    )
+}
+
+/// `value` (not negative) times 10^`shift`, rounded half up; `None` when it does not fit.
+fn scale(value: i128, shift: i64) -> Option<i128> {
+    /// 10^0 to 10^38, every power of ten an i128 holds.
+    const POW10: [i128; 39] = {
+        let mut table = [1i128; 39];
+        let mut k = 1;
+        while k < 39 {
+            table[k] = table[k - 1] * 10;
+            k += 1;
+        }
+        table
     };
-    Some(if negative { -scaled } else { scaled })
+    if shift >= 0 {
+        return value.checked_mul(*POW10.get(usize::try_from(shift).ok()?)?);
+    }
+    if shift < -38 {
+        return Some(0);
+    }
+    let divisor = POW10[shift.unsigned_abs() as usize];
+    // Within u64 the division is one instruction, not a call for 128 bits.
+    if let (Ok(v), Ok(d)) = (u64::try_from(value), u64::try_from(divisor))
+        && v <= u64::MAX - d / 2
+    {
+        return Some(i128::from((v + d / 2) / d));
+    }
+    Some((value + divisor / 2) / divisor)
 }
 
 /// Bytes that end a run of uninteresting bytes when skipping a container.
@@ -522,6 +557,54 @@ mod tests {
 
     fn scan(text: &str) -> Scanner<'_> {
         Scanner::new(text.as_bytes(), 0)
+    }
+
+    #[test]
+    fn short_numbers_read_as_the_general_path_reads_them() {
+        let mut rng = fastrand::Rng::with_seed(21);
+        for _ in 0..200_000 {
+            let mut text = String::new();
+            if rng.u8(..4) == 0 {
+                text.push('-');
+            }
+            for _ in 0..rng.usize(0..14) {
+                text.push(char::from(b'0' + rng.u8(0..10)));
+            }
+            if rng.bool() {
+                text.push('.');
+                for _ in 0..rng.usize(0..10) {
+                    text.push(char::from(b'0' + rng.u8(0..10)));
+                }
+            }
+            let digits = rng.u32(0..40);
+            let (negative, rest) = match text.strip_prefix('-') {
+                Some(rest) => (true, rest),
+                None => (false, text.as_str()),
+            };
+            let general =
+                fixed_point_general(rest.as_bytes(), digits).map(|v| if negative { -v } else { v });
+            let fast = fixed_point(text.as_bytes(), digits);
+            assert_eq!(fast, general, "{text} at {digits}");
+            // And as by hand: the point moved `digits` places, rounded on the next digit.
+            let (whole, fraction) = rest.split_once('.').unwrap_or((rest, ""));
+            if digits < 25 && !(whole.is_empty() && fraction.is_empty()) {
+                let d = digits as usize;
+                let moved: String = whole
+                    .chars()
+                    .chain(fraction.chars().chain(std::iter::repeat('0')).take(d))
+                    .collect();
+                let mut by_hand: i128 = if moved.is_empty() {
+                    0
+                } else {
+                    moved.parse().unwrap()
+                };
+                if fraction.as_bytes().get(d).is_some_and(|&b| b >= b'5') {
+                    by_hand += 1;
+                }
+                let by_hand = if negative { -by_hand } else { by_hand };
+                assert_eq!(fast, Some(by_hand), "{text} at {digits}");
+            }
+        }
     }
 
     #[test]
