@@ -14,6 +14,7 @@ use crate::model::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults}
 use crate::plan::MetricPolicy;
 
 pub mod builder;
+mod bytes;
 pub mod counters;
 pub mod criterion;
 mod decimal;

@@ -19,6 +19,8 @@
 
 use std::io::Read;
 
+use super::bytes::find;
+
 /// How much is read from the input at a time.
 const CHUNK: usize = 4 << 20;
 
@@ -182,7 +184,7 @@ impl<R: Read> Records<R> {
                 // Where undoubled content ends, once a `""` has been seen.
                 let mut write: Option<usize> = None;
                 let close = loop {
-                    let found = memchr::memchr(b'"', &self.buf[self.pos + j..self.pos + line_end]);
+                    let found = find(b'"', &self.buf[self.pos + j..self.pos + line_end]);
                     let Some(q) = found.map(|q| j + q) else {
                         // The field goes on past this line.
                         if let Some(w) = write.as_mut() {

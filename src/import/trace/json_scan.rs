@@ -10,6 +10,8 @@
 
 use std::borrow::Cow;
 
+use crate::import::bytes::{bytes_equal_to, word_at};
+
 /// Why scanning stopped short of a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -520,15 +522,6 @@ fn prefix_xor(mut x: u64) -> u64 {
     x
 }
 
-/// The high bit of each byte of `word` that equals `byte`. A bit can be set wrongly only above
-/// (after) a byte that truly matches, so the lowest set bit is always the first match.
-#[inline(always)]
-fn bytes_equal_to(word: u64, byte: u8) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let zero_where_equal = word ^ (ONES * u64::from(byte));
-    zero_where_equal.wrapping_sub(ONES) & !zero_where_equal & (ONES << 7)
-}
-
 /// The index of the closing quote of the string whose contents start at `start`, and
 /// whether a backslash escape came before it.
 #[inline]
@@ -537,10 +530,9 @@ fn string_end(buf: &[u8], start: usize) -> Result<(usize, bool), Stop> {
     // Keys and short names end soon: eight bytes at a time as one word beats both a loop per
     // byte and a vectorised search there. Long strings, an escape and the buffer's last bytes
     // go on below.
-    while let Some(word) = buf.get(i..i + 8)
-        && i - start < 32
+    while i - start < 32
+        && let Some(word) = word_at(buf, i)
     {
-        let word = u64::from_le_bytes(word.try_into().expect("an eight-byte slice"));
         let found = bytes_equal_to(word, b'"') | bytes_equal_to(word, b'\\');
         if found != 0 {
             let at = i + (found.trailing_zeros() / 8) as usize;
