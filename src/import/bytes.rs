@@ -41,6 +41,25 @@ pub(crate) fn find(byte: u8, bytes: &[u8]) -> Option<usize> {
     memchr::memchr(byte, &bytes[i..]).map(|k| i + k)
 }
 
+/// Random text for the tests of word-at-a-time searches: `filler` bytes, and one in `one_in`
+/// of them from `tricky` (the bytes searched for, and those a word test could confuse with
+/// them).
+#[cfg(test)]
+pub(crate) fn random_text(
+    rng: &mut fastrand::Rng,
+    len: usize,
+    tricky: &[u8],
+    one_in: u8,
+    filler: std::ops::RangeInclusive<u8>,
+) -> Vec<u8> {
+    (0..len)
+        .map(|_| match rng.u8(..one_in) {
+            0 => tricky[rng.usize(..tricky.len())],
+            _ => rng.u8(filler.clone()),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,12 +72,7 @@ mod tests {
         let tricky = [b'"', b'"' | 0x80, b'"' ^ 1, b'"' - 1, 0x00, 0xFF, b','];
         for _ in 0..20_000 {
             let len = rng.usize(0..80);
-            let bytes: Vec<u8> = (0..len)
-                .map(|_| match rng.u8(..4) {
-                    0 => tricky[rng.usize(..tricky.len())],
-                    _ => rng.u8(b'0'..=b'9'),
-                })
-                .collect();
+            let bytes = random_text(&mut rng, len, &tricky, 4, b'0'..=b'9');
             for start in 0..=len {
                 let rest = &bytes[start..];
                 assert_eq!(

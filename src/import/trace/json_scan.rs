@@ -722,12 +722,7 @@ mod tests {
         let alphabet = b"ab\"\\\xe9\x00\xff\x22\x5c\xa2\xdc}";
         for _ in 0..50_000 {
             let len = rng.usize(0..60);
-            let buf: Vec<u8> = (0..len)
-                .map(|_| match rng.u8(..8) {
-                    0 => alphabet[rng.usize(..alphabet.len())],
-                    _ => rng.u8(b'a'..=b'z'),
-                })
-                .collect();
+            let buf = crate::import::bytes::random_text(&mut rng, len, alphabet, 8, b'a'..=b'z');
             for start in 0..=len {
                 assert_eq!(
                     string_end(&buf, start),
