@@ -85,13 +85,9 @@ pub fn save(
     layout: JsonLayout,
     held: &dyn HeldArrays,
 ) -> Result<(), ResultsError> {
-    results.save_through(path, overwrite, |out| {
-        let mut out = super::fsutil::serializer_buffer(out);
-        match layout {
-            JsonLayout::Compact => serialize_with(&mut out, CompactFormatter, results, held),
-            JsonLayout::Pretty => serialize_with(&mut out, PrettyFormatter::new(), results, held),
-        }?;
-        out.flush()
+    results.save_through(path, overwrite, |out| match layout {
+        JsonLayout::Compact => serialize_with(out, CompactFormatter, results, held),
+        JsonLayout::Pretty => serialize_with(out, PrettyFormatter::new(), results, held),
     })
 }
 

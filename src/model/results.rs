@@ -927,24 +927,23 @@ impl RunResults {
         layout: JsonLayout,
     ) -> Result<(), ResultsError> {
         self.save_through(path, overwrite, |out| {
-            let mut out = fsutil::serializer_buffer(out);
             match layout {
-                JsonLayout::Compact => serde_json::to_writer(&mut out, self),
-                JsonLayout::Pretty => serde_json::to_writer_pretty(&mut out, self),
+                JsonLayout::Compact => serde_json::to_writer(out, self),
+                JsonLayout::Pretty => serde_json::to_writer_pretty(out, self),
             }
-            .map_err(std::io::Error::other)?;
-            std::io::Write::flush(&mut out)
+            .map_err(std::io::Error::other)
         })
     }
 
     /// Writes the document `serialize` produces atomically, with a trailing newline, after
     /// refusing results holding a number JSON cannot carry: what every way of saving shares
-    /// (a results file with held arrays is saved through it too).
+    /// (a results file with held arrays is saved through it too). `serialize` writes into the
+    /// serializer's own buffer ([`fsutil::serializer_buffer`]).
     pub(crate) fn save_through(
         &self,
         path: &Path,
         overwrite: Overwrite,
-        serialize: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+        serialize: impl FnOnce(&mut std::io::BufWriter<&mut dyn std::io::Write>) -> std::io::Result<()>,
     ) -> Result<(), ResultsError> {
         if let Some(what) = self.non_finite() {
             return Err(ResultsError::NotFinite {
@@ -953,8 +952,11 @@ impl RunResults {
             });
         }
         fsutil::write_atomic_with(path, overwrite, |out| {
-            serialize(&mut *out)?;
-            out.write_all(b"\n")
+            use std::io::Write as _;
+            let mut out = fsutil::serializer_buffer(out);
+            serialize(&mut out)?;
+            out.write_all(b"\n")?;
+            out.flush()
         })?;
         Ok(())
     }
