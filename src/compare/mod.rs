@@ -176,7 +176,7 @@ pub fn compare_with_job_medians(
     };
     let (base_index, head_index) = (base.by_name(), head.by_name());
     let mut benchmarks = Vec::new();
-    let mut pending: Vec<(usize, usize, Evidence)> = Vec::new();
+    let mut pending: Vec<(usize, usize, Evidence<'_>)> = Vec::new();
     for h in &head.benchmarks {
         let cmp = match base_index.get(h.name.as_str()) {
             Some(b) => {
@@ -368,11 +368,11 @@ struct Context<'a> {
 
 /// Compares one benchmark's metrics; noisy metrics come back undecided with their evidence,
 /// indexed by metric position.
-fn gather_benchmark(
-    base: &BenchmarkResult,
-    head: &BenchmarkResult,
+fn gather_benchmark<'a>(
+    base: &'a BenchmarkResult,
+    head: &'a BenchmarkResult,
     ctx: &Context<'_>,
-) -> (BenchmarkComparison, Vec<(usize, Evidence)>) {
+) -> (BenchmarkComparison, Vec<(usize, Evidence<'a>)>) {
     let mut cmp = BenchmarkComparison {
         name: head.name.clone(),
         verdict: Verdict::Inconclusive,
@@ -605,12 +605,12 @@ pub fn compare_metric(
 
 /// Summaries, and either a final decision (tolerance, no test possible) or the evidence of a
 /// test that still needs the run-wide adjustment.
-fn gather_metric(
+fn gather_metric<'a>(
     benchmark: &str,
-    base: &MetricSamples,
-    head: &MetricSamples,
+    base: &'a MetricSamples,
+    head: &'a MetricSamples,
     ctx: &Context<'_>,
-) -> (MetricComparison, Option<Evidence>) {
+) -> (MetricComparison, Option<Evidence<'a>>) {
     let (base_sorted, head_sorted) = (stats::sorted(&base.values), stats::sorted(&head.values));
     let mut out = MetricComparison {
         base: stats::summarize_sorted(&base.values, &base_sorted),

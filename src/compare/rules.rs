@@ -12,7 +12,7 @@ use crate::stats::inference::{self, History};
 use crate::stats::{self, Alternative};
 
 /// Test results of a noisy metric waiting for the run-wide multiplicity adjustment.
-pub(super) struct Evidence {
+pub(super) struct Evidence<'a> {
     pub(super) method: Method,
     pub(super) change: f64,
     pub(super) equivalence_ci: Option<[f64; 2]>,
@@ -21,29 +21,29 @@ pub(super) struct Evidence {
     pub(super) p_imp: f64,
     /// Log-scale noise and sizes for the minimum detectable effect and the interval at the
     /// decision's level, or the prediction history.
-    pub(super) power: Power,
+    pub(super) power: Power<'a>,
     /// What the test compared, for the reason ("10 vs 10 repetitions", "3 stored jobs").
     pub(super) basis: String,
 }
 
-pub(super) enum Power {
+pub(super) enum Power<'a> {
     /// Two-sample rank test: the sample sizes (base, head), their pooled robust log-scale
-    /// noise (None unless every value is positive), and their shift prepared once. The
-    /// samples themselves stay in the results they were read from.
+    /// noise (None unless every value is positive), and the samples, borrowed from the results
+    /// they were read from until the run-wide correction sets the level of their interval.
     Samples {
         sizes: (usize, usize),
         noise: Option<f64>,
-        shift: RelativeShift,
+        samples: SamplePair<'a>,
     },
     /// Prediction interval: the jobs' history and this job's log-scale distance from its mean.
     Prediction { history: History, distance: f64 },
 }
 
-impl Evidence {
+impl Evidence<'_> {
     /// The two-sided interval of the change at `confidence`, when it can be computed.
     pub(super) fn interval(&self, confidence: f64) -> Option<[f64; 2]> {
         match &self.power {
-            Power::Samples { shift, .. } => shift.interval(confidence),
+            Power::Samples { samples, .. } => samples.interval(confidence),
             Power::Prediction { history, distance } => {
                 let w = history.half_width(confidence);
                 Some([(distance - w).exp_m1(), (distance + w).exp_m1()])
@@ -83,12 +83,13 @@ pub(super) fn repetitions_needed(level: f64) -> usize {
 }
 
 /// A metric's samples on both sides, as measured and in ascending order ([`stats::sorted`]),
-/// sorted once for every statistic that needs them.
-pub(super) struct Sides<'a> {
+/// sorted once for every statistic that needs them (the sorted copies live only while the
+/// metric is gathered).
+pub(super) struct Sides<'a, 's> {
     pub(super) base: &'a [f64],
     pub(super) head: &'a [f64],
-    pub(super) base_sorted: &'a [f64],
-    pub(super) head_sorted: &'a [f64],
+    pub(super) base_sorted: &'s [f64],
+    pub(super) head_sorted: &'s [f64],
 }
 
 /// p-values in the regression and improvement directions for `head` against `base`, both in
@@ -176,11 +177,34 @@ impl RelativeShift {
     pub(super) fn attainable(&self, confidence: f64) -> bool {
         self.hl.attainable(confidence)
     }
+}
 
-    /// The two-sided interval of the relative change at `confidence`, when attainable.
-    pub(super) fn interval(&self, confidence: f64) -> Option<[f64; 2]> {
-        let s = self.hl.estimate(confidence)?;
-        Some([self.relative(s.low), self.relative(s.high)])
+/// A metric's two samples as they were read, for the interval at the level the run-wide
+/// correction sets, and the baseline's magnitude where the data are not all positive
+/// ([`RelativeShift`]'s scale). Holding the prepared [`RelativeShift`] of every metric until
+/// then would keep a sorted copy of every sample of the run, beside the samples themselves.
+pub(super) struct SamplePair<'a> {
+    base: &'a [f64],
+    head: &'a [f64],
+    scale: Option<f64>,
+}
+
+impl SamplePair<'_> {
+    /// The two-sided interval of the relative change at `confidence`: the interval
+    /// [`RelativeShift::with_interval`] finds, without the estimate's own selection.
+    fn interval(&self, confidence: f64) -> Option<[f64; 2]> {
+        let (low, high) = match self.scale {
+            None => {
+                let logs = |v: &[f64]| v.iter().map(|v| v.ln()).collect::<Vec<f64>>();
+                stats::hodges_lehmann_interval(&logs(self.head), &logs(self.base), confidence)?
+            }
+            Some(_) => stats::hodges_lehmann_interval(self.head, self.base, confidence)?,
+        };
+        let relative = |shift: f64| match self.scale {
+            None => shift.exp_m1(),
+            Some(scale) => shift / scale,
+        };
+        Some([relative(low), relative(high)])
     }
 }
 
@@ -191,11 +215,11 @@ pub(super) fn percent_level(confidence: f64) -> String {
 
 /// The two-sample rank test: Mann–Whitney p-values and the Hodges–Lehmann estimate. Err
 /// carries the reason no decision is possible and the two-sided p-value when there is one.
-pub(super) fn rank_evidence(
-    sides: &Sides<'_>,
+pub(super) fn rank_evidence<'a>(
+    sides: &Sides<'a, '_>,
     direction: Direction,
     ctx: &Context<'_>,
-) -> Result<Evidence, (String, Option<f64>)> {
+) -> Result<Evidence<'a>, (String, Option<f64>)> {
     let (base, head) = (sides.base, sides.head);
     let ps = directional(sides.head_sorted, sides.base_sorted, direction);
     // The estimate depends on the samples, not their order: the sorted ones save its sorts.
@@ -223,7 +247,11 @@ pub(super) fn rank_evidence(
         power: Power::Samples {
             sizes: (base.len(), head.len()),
             noise: shift.log_noise(base, head),
-            shift,
+            samples: SamplePair {
+                base,
+                head,
+                scale: shift.scale,
+            },
         },
         basis: format!("{} vs {} repetitions", base.len(), head.len()),
     })
@@ -309,7 +337,7 @@ pub(super) fn prediction_evidence(
     head: &[f64],
     direction: Direction,
     ctx: &Context<'_>,
-) -> (Option<Evidence>, Option<String>) {
+) -> (Option<Evidence<'static>>, Option<String>) {
     if ctx.history.is_empty() || head.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
         return (None, None);
     }
@@ -369,7 +397,7 @@ pub(super) fn prediction_evidence(
 /// metrics; informational metrics) and decides every pending metric.
 pub(super) fn decide_all(
     benchmarks: &mut [BenchmarkComparison],
-    pending: Vec<(usize, usize, Evidence)>,
+    pending: Vec<(usize, usize, Evidence<'_>)>,
     ctx: &Context<'_>,
 ) {
     // Each family is decided in place, by position in `pending`, so the evidence of a whole
@@ -424,7 +452,7 @@ fn beyond_zero(ci: [f64; 2], bad_side_is_up: bool) -> bool {
 /// the size of its family and the levels the family's decisions were taken at.
 pub(super) fn decide(
     out: &mut MetricComparison,
-    e: &Evidence,
+    e: &Evidence<'_>,
     p_reg_adj: f64,
     p_imp_adj: f64,
     family: usize,

@@ -890,6 +890,20 @@ pub fn hodges_lehmann(x: &[f64], y: &[f64], confidence: f64) -> Option<ShiftEsti
     HodgesLehmann::with_interval(x, y, confidence)?.1
 }
 
+/// The two-sided interval of [`hodges_lehmann`] at `confidence` alone, without the selection
+/// that finds the estimate: for an interval asked for again, at a level known only later, of
+/// samples whose estimate is known already. The same bounds, and None in the same cases.
+pub fn hodges_lehmann_interval(x: &[f64], y: &[f64], confidence: f64) -> Option<(f64, f64)> {
+    if !(confidence > 0.0 && confidence < 1.0) {
+        return None;
+    }
+    let diffs = PairwiseDifferences::new(x, y)?;
+    let ties = tie_groups(&diffs.xs, &diffs.ys);
+    let (m, n) = (diffs.xs.len(), diffs.ys.len());
+    let (qu, _, _) = critical_rank(m, n, &ties, confidence)?;
+    diffs.kth_pair(qu, m * n + 1 - qu)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1136,6 +1150,57 @@ mod tests {
                 _ => (rng.uniform() * 10.0).ln(),
             })
             .collect()
+    }
+
+    #[test]
+    fn the_interval_alone_is_the_interval_of_the_estimate() {
+        let mut rng = crate::stats::inference::Xorshift::new(20_261_202);
+        let (mut attained, mut unattained) = (0, 0);
+        for trial in 0..1_200 {
+            // Exact critical ranks below m·n = 10,000, the normal approximation above, and
+            // sizes too small for the level.
+            let size = |rng: &mut crate::stats::inference::Xorshift| match trial % 3 {
+                0 => 1 + (rng.next_u64() % 6) as usize,
+                1 => 5 + (rng.next_u64() % 20) as usize,
+                _ => 101 + (rng.next_u64() % 20) as usize,
+            };
+            let (m, n) = (size(&mut rng), size(&mut rng));
+            let (x, y) = if trial % 2 == 0 {
+                (awkward_sample(&mut rng, m), awkward_sample(&mut rng, n))
+            } else {
+                let draw = |rng: &mut crate::stats::inference::Xorshift, k| {
+                    (0..k).map(|_| rng.normal() * 0.05).collect::<Vec<f64>>()
+                };
+                (draw(&mut rng, m), draw(&mut rng, n))
+            };
+            let confidence = [0.9, 0.98, 0.999, 0.99998][trial % 4];
+            let alone = hodges_lehmann_interval(&x, &y, confidence)
+                .map(|(l, h)| (l.to_bits(), h.to_bits()));
+            let whole =
+                hodges_lehmann(&x, &y, confidence).map(|e| (e.low.to_bits(), e.high.to_bits()));
+            assert_eq!(alone, whole, "trial {trial}: {x:?} - {y:?} at {confidence}");
+            // An estimate prepared at another level, asked again at this one.
+            let prepared = HodgesLehmann::with_interval(&x, &y, 0.5)
+                .and_then(|(hl, _)| hl.estimate(confidence))
+                .map(|e| (e.low.to_bits(), e.high.to_bits()));
+            assert_eq!(
+                alone, prepared,
+                "trial {trial}: {x:?} - {y:?} at {confidence}"
+            );
+            match alone {
+                Some(_) => attained += 1,
+                None => unattained += 1,
+            }
+        }
+        assert!(
+            attained > 600 && unattained > 100,
+            "{attained} {unattained}"
+        );
+        for bad in [0.0, 1.0, -0.5, f64::NAN] {
+            assert_eq!(hodges_lehmann_interval(&[1.0, 2.0], &[3.0], bad), None);
+        }
+        assert_eq!(hodges_lehmann_interval(&[], &[3.0], 0.9), None);
+        assert_eq!(hodges_lehmann_interval(&[f64::NAN], &[3.0], 0.9), None);
     }
 
     #[test]
