@@ -27,11 +27,10 @@ pub(super) struct Evidence<'a> {
 }
 
 pub(super) enum Power<'a> {
-    /// Two-sample rank test: the sample sizes (base, head), their pooled robust log-scale
-    /// noise (None unless every value is positive), and the samples, borrowed from the results
-    /// they were read from until the run-wide correction sets the level of their interval.
+    /// Two-sample rank test: the pooled robust log-scale noise of the samples (None unless
+    /// every value is positive), and the samples, borrowed from the results they were read
+    /// from until the run-wide correction sets the level of their interval.
     Samples {
-        sizes: (usize, usize),
         noise: Option<f64>,
         samples: SamplePair<'a>,
     },
@@ -162,10 +161,7 @@ impl RelativeShift {
     }
 
     fn relative(&self, shift: f64) -> f64 {
-        match self.scale {
-            None => shift.exp_m1(),
-            Some(scale) => shift / scale,
-        }
+        relative_change(shift, self.scale)
     }
 
     /// The estimated relative change.
@@ -189,7 +185,21 @@ pub(super) struct SamplePair<'a> {
     scale: Option<f64>,
 }
 
+/// A shift of the Hodges–Lehmann estimate as a relative change: on logs (`scale` None) a
+/// ratio, otherwise relative to the baseline's magnitude.
+fn relative_change(shift: f64, scale: Option<f64>) -> f64 {
+    match scale {
+        None => shift.exp_m1(),
+        Some(scale) => shift / scale,
+    }
+}
+
 impl SamplePair<'_> {
+    /// The sample sizes (base, head).
+    fn sizes(&self) -> (usize, usize) {
+        (self.base.len(), self.head.len())
+    }
+
     /// The two-sided interval of the relative change at `confidence`: the interval
     /// [`RelativeShift::with_interval`] finds, without the estimate's own selection.
     fn interval(&self, confidence: f64) -> Option<[f64; 2]> {
@@ -200,11 +210,10 @@ impl SamplePair<'_> {
             }
             Some(_) => stats::hodges_lehmann_interval(self.head, self.base, confidence)?,
         };
-        let relative = |shift: f64| match self.scale {
-            None => shift.exp_m1(),
-            Some(scale) => shift / scale,
-        };
-        Some([relative(low), relative(high)])
+        Some([
+            relative_change(low, self.scale),
+            relative_change(high, self.scale),
+        ])
     }
 }
 
@@ -245,7 +254,6 @@ pub(super) fn rank_evidence<'a>(
         p_reg,
         p_imp,
         power: Power::Samples {
-            sizes: (base.len(), head.len()),
             noise: shift.log_noise(base, head),
             samples: SamplePair {
                 base,
@@ -466,8 +474,9 @@ pub(super) fn decide(
     // The level a single regression faces: BH and Holm both reduce to alpha / m for it.
     let single = alpha / family.max(1) as f64;
     let floor_blocks = match &e.power {
-        Power::Samples { sizes, .. } => {
-            let floor = inference::mwu_floor(sizes.0, sizes.1);
+        Power::Samples { samples, .. } => {
+            let (nb, nh) = samples.sizes();
+            let floor = inference::mwu_floor(nb, nh);
             (floor > single).then_some(floor)
         }
         Power::Prediction { .. } => None,
@@ -491,8 +500,9 @@ pub(super) fn decide(
     out.ci_level = ci.map(|_| ci_level);
     out.mde = match (&e.power, floor_blocks, ci) {
         (_, Some(_), _) => None,
-        (Power::Samples { sizes, noise, .. }, None, ci) => noise.and_then(|noise| {
-            inference::min_detectable_change(noise, *sizes, single, ci.map(|c| (c, ci_level)))
+        (Power::Samples { samples, noise }, None, ci) => noise.and_then(|noise| {
+            let sizes = samples.sizes();
+            inference::min_detectable_change(noise, sizes, single, ci.map(|c| (c, ci_level)))
         }),
         (Power::Prediction { history, .. }, None, _) => {
             Some(history.min_detectable_shift(single).exp_m1())
