@@ -39,10 +39,94 @@ pub fn parse_plain_scaled(text: &[u8], exp10: i32) -> Option<f64> {
 /// The digits of an unsigned plain decimal of at most 19 bytes (digits and at most one `.`)
 /// as one integer, and how many of them follow the point: `12.50` is (1250, 2). `None` for any
 /// other text, and for longer text, whose digits might not fit. Most numbers of a profiler's
-/// export are this short, so their digits cannot overflow a `u64` and no count is kept per
-/// digit: the integer digits, then those after the point, in two tight loops.
+/// export are this short, so their digits cannot overflow a `u64`; up to 8 bytes (most of an
+/// ncu raw page's cells) are read as one word ([`eight_byte_decimal`]), without a branch per
+/// digit.
 #[inline]
 pub(crate) fn short_decimal_digits(digits: &[u8]) -> Option<(u64, usize)> {
+    match digits.len() {
+        1..=8 => eight_byte_decimal(digits),
+        9..=19 => decimal_digits_bytewise(digits),
+        _ => None,
+    }
+}
+
+/// [`short_decimal_digits`] of 1 to 8 bytes, as one word: the text right-aligned behind `0`s
+/// (which leave the value as it is), the point taken out by moving the digits before it one
+/// byte along, all eight bytes checked to be digits at once, and the digits combined by three
+/// multiplications ([`eight_digits`]). The same answers as [`decimal_digits_bytewise`];
+/// measured on numbers of an ncu raw page's shapes, a quarter less time per number. (A
+/// 128-bit word for up to 16 bytes was slower than the byte loop: its shifts by a variable
+/// amount cost more than the loop's branches.)
+#[inline]
+fn eight_byte_decimal(digits: &[u8]) -> Option<(u64, usize)> {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const ZEROS: u64 = u64::from_le_bytes([b'0'; 8]);
+    const HIGH_NIBBLES: u64 = u64::from_le_bytes([0xF0; 8]);
+    const SIXES: u64 = u64::from_le_bytes([6; 8]);
+    let word = right_aligned(digits);
+    // The high bit of each byte that is a `.`; only bits above a true one can be wrong.
+    let not_dot = word ^ (ONES * u64::from(b'.'));
+    let dots = not_dot.wrapping_sub(ONES) & !not_dot & (ONES << 7);
+    let (word, fraction) = if dots == 0 {
+        (word, 0)
+    } else {
+        // The first point's byte: the digits before it move one byte towards the end, and a
+        // `0` comes in at the front. A second point stays, and fails the digit test.
+        let at = dots.trailing_zeros() / 8;
+        let before = (1u64 << (8 * at)) - 1;
+        let point = 0xFFu64 << (8 * at);
+        let moved = ((word & before) << 8) | (word & !(before | point)) | u64::from(b'0');
+        (moved, 7 - at as usize)
+    };
+    // Every byte a digit: its high nibble is 3, and adding 6 to its low one does not carry.
+    let all_digits =
+        word & HIGH_NIBBLES == ZEROS && word.wrapping_add(SIXES) & HIGH_NIBBLES == ZEROS;
+    // Text that is one `.` alone holds no digit.
+    if !all_digits || (dots != 0 && digits.len() == 1) {
+        return None;
+    }
+    Some((eight_digits(word - ZEROS), fraction))
+}
+
+/// 1 to 8 bytes as a word with byte `8 - len + i` holding `digits[i]` and `0`s before them,
+/// read in two overlapping loads (or three bytes) rather than a byte at a time.
+#[inline(always)]
+fn right_aligned(digits: &[u8]) -> u64 {
+    const ZEROS: u64 = u64::from_le_bytes([b'0'; 8]);
+    let len = digits.len();
+    let pad = 8 - len;
+    let zeros = ZEROS.checked_shr(8 * len as u32).unwrap_or(0);
+    let body = if len >= 4 {
+        let first = u32::from_le_bytes(digits[..4].try_into().expect("four bytes"));
+        let last = u32::from_le_bytes(digits[len - 4..].try_into().expect("four bytes"));
+        (u64::from(last) << 32) | (u64::from(first) << (8 * pad))
+    } else {
+        (u64::from(digits[len - 1]) << 56)
+            | (u64::from(digits[len / 2]) << (8 * (pad + len / 2)))
+            | (u64::from(digits[0]) << (8 * pad))
+    };
+    body | zeros
+}
+
+/// The value of eight digit values (0 to 9, one a byte, the most significant in the lowest
+/// byte): pairs, then fours, then the eight, each by one multiplication.
+#[inline(always)]
+fn eight_digits(values: u64) -> u64 {
+    const LOW_BYTES: u64 = 0x0000_00FF_0000_00FF;
+    const HUNDREDS: u64 = 100 + (1_000_000 << 32);
+    const UNITS: u64 = 1 + (10_000 << 32);
+    let pairs = values.wrapping_mul(10).wrapping_add(values >> 8);
+    let eight = (pairs & LOW_BYTES)
+        .wrapping_mul(HUNDREDS)
+        .wrapping_add(((pairs >> 16) & LOW_BYTES).wrapping_mul(UNITS))
+        >> 32;
+    u64::from(eight as u32)
+}
+
+/// [`short_decimal_digits`] a byte at a time: the integer digits, then those after the point,
+/// in two tight loops. For 9 to 19 bytes, and the reference of the word-at-a-time reading.
+fn decimal_digits_bytewise(digits: &[u8]) -> Option<(u64, usize)> {
     if digits.len() > 19 {
         return None;
     }
@@ -227,5 +311,53 @@ mod tests {
         assert_eq!(parse_plain(b"12345.67"), Some(12345.67));
         assert_eq!(parse_plain(b"1700000000012.5"), Some(1700000000012.5));
         assert_eq!(parse_plain(b"0.000001"), Some(1e-6));
+    }
+
+    #[test]
+    fn the_word_at_a_time_reading_is_the_bytewise_one() {
+        let mut rng = fastrand::Rng::with_seed(16);
+        let alphabet = b"0123456789.0123456789.-+e /:9";
+        for _ in 0..300_000 {
+            let len = rng.usize(0..21);
+            let text: Vec<u8> = (0..len)
+                .map(|_| match rng.u8(0..6) {
+                    0 => alphabet[rng.usize(..alphabet.len())],
+                    1 => rng.u8(..),
+                    _ => b'0' + rng.u8(0..10),
+                })
+                .collect();
+            assert_eq!(
+                short_decimal_digits(&text),
+                decimal_digits_bytewise(&text),
+                "{:?}",
+                String::from_utf8_lossy(&text)
+            );
+        }
+        for text in [
+            &b"0"[..],
+            b".",
+            b"..",
+            b"5.",
+            b".5",
+            b"1.2.3",
+            b"99999999",
+            b"9999999.",
+            b".9999999",
+            b"9999.999",
+            b"1234567.",
+            b"12345678",
+            b"123",
+            b"12",
+        ] {
+            assert_eq!(
+                short_decimal_digits(text),
+                decimal_digits_bytewise(text),
+                "{:?}",
+                String::from_utf8_lossy(text)
+            );
+        }
+        assert_eq!(short_decimal_digits(b"12.50"), Some((1250, 2)));
+        assert_eq!(short_decimal_digits(b"99999999"), Some((99_999_999, 0)));
+        assert_eq!(short_decimal_digits(b".0000001"), Some((1, 7)));
     }
 }
