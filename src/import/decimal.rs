@@ -7,6 +7,8 @@
 //! correctly. Anything else (exponents, longer digit strings) is left to the caller's
 //! general parser, so results are the same bit for bit.
 
+use super::bytes::bytes_equal_to;
+
 /// Powers of ten that are exact in an `f64`.
 const POW10: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
@@ -60,14 +62,11 @@ pub(crate) fn short_decimal_digits(digits: &[u8]) -> Option<(u64, usize)> {
 /// amount cost more than the loop's branches.)
 #[inline]
 fn eight_byte_decimal(digits: &[u8]) -> Option<(u64, usize)> {
-    const ONES: u64 = u64::from_le_bytes([1; 8]);
-    const ZEROS: u64 = u64::from_le_bytes([b'0'; 8]);
     const HIGH_NIBBLES: u64 = u64::from_le_bytes([0xF0; 8]);
     const SIXES: u64 = u64::from_le_bytes([6; 8]);
     let word = right_aligned(digits);
-    // The high bit of each byte that is a `.`; only bits above a true one can be wrong.
-    let not_dot = word ^ (ONES * u64::from(b'.'));
-    let dots = not_dot.wrapping_sub(ONES) & !not_dot & (ONES << 7);
+    // Only bits above the first point's can be wrong, and only the first is used.
+    let dots = bytes_equal_to(word, b'.');
     let (word, fraction) = if dots == 0 {
         (word, 0)
     } else {
@@ -80,23 +79,25 @@ fn eight_byte_decimal(digits: &[u8]) -> Option<(u64, usize)> {
         (moved, 7 - at as usize)
     };
     // Every byte a digit: its high nibble is 3, and adding 6 to its low one does not carry.
-    let all_digits =
-        word & HIGH_NIBBLES == ZEROS && word.wrapping_add(SIXES) & HIGH_NIBBLES == ZEROS;
+    let all_digits = word & HIGH_NIBBLES == ASCII_ZEROS
+        && word.wrapping_add(SIXES) & HIGH_NIBBLES == ASCII_ZEROS;
     // Text that is one `.` alone holds no digit.
     if !all_digits || (dots != 0 && digits.len() == 1) {
         return None;
     }
-    Some((eight_digits(word - ZEROS), fraction))
+    Some((eight_digits(word - ASCII_ZEROS), fraction))
 }
+
+/// Each of the eight bytes of a word equal to `b'0'`.
+const ASCII_ZEROS: u64 = u64::from_le_bytes([b'0'; 8]);
 
 /// 1 to 8 bytes as a word with byte `8 - len + i` holding `digits[i]` and `0`s before them,
 /// read in two overlapping loads (or three bytes) rather than a byte at a time.
 #[inline(always)]
 fn right_aligned(digits: &[u8]) -> u64 {
-    const ZEROS: u64 = u64::from_le_bytes([b'0'; 8]);
     let len = digits.len();
     let pad = 8 - len;
-    let zeros = ZEROS.checked_shr(8 * len as u32).unwrap_or(0);
+    let zeros = ASCII_ZEROS.checked_shr(8 * len as u32).unwrap_or(0);
     let body = if len >= 4 {
         let first = u32::from_le_bytes(digits[..4].try_into().expect("four bytes"));
         let last = u32::from_le_bytes(digits[len - 4..].try_into().expect("four bytes"));
@@ -317,23 +318,17 @@ mod tests {
     fn the_word_at_a_time_reading_is_the_bytewise_one() {
         let mut rng = fastrand::Rng::with_seed(16);
         let alphabet = b"0123456789.0123456789.-+e /:9";
-        for _ in 0..300_000 {
+        let random = (0..300_000).map(|_| {
             let len = rng.usize(0..21);
-            let text: Vec<u8> = (0..len)
+            (0..len)
                 .map(|_| match rng.u8(0..6) {
                     0 => alphabet[rng.usize(..alphabet.len())],
                     1 => rng.u8(..),
                     _ => b'0' + rng.u8(0..10),
                 })
-                .collect();
-            assert_eq!(
-                short_decimal_digits(&text),
-                decimal_digits_bytewise(&text),
-                "{:?}",
-                String::from_utf8_lossy(&text)
-            );
-        }
-        for text in [
+                .collect::<Vec<u8>>()
+        });
+        let fixed = [
             &b"0"[..],
             b".",
             b"..",
@@ -348,12 +343,13 @@ mod tests {
             b"12345678",
             b"123",
             b"12",
-        ] {
+        ];
+        for text in fixed.iter().map(|t| t.to_vec()).chain(random) {
             assert_eq!(
-                short_decimal_digits(text),
-                decimal_digits_bytewise(text),
+                short_decimal_digits(&text),
+                decimal_digits_bytewise(&text),
                 "{:?}",
-                String::from_utf8_lossy(text)
+                String::from_utf8_lossy(&text)
             );
         }
         assert_eq!(short_decimal_digits(b"12.50"), Some((1250, 2)));
