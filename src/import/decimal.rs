@@ -62,9 +62,28 @@ pub(crate) fn short_decimal_digits(digits: &[u8]) -> Option<(u64, usize)> {
 /// amount cost more than the loop's branches.)
 #[inline]
 fn eight_byte_decimal(digits: &[u8]) -> Option<(u64, usize)> {
+    aligned_decimal(right_aligned(digits), digits.len())
+}
+
+/// [`parse_plain_scaled`] of the unsigned number in the first `len` (1 to 8) bytes of `word`
+/// (little-endian: the first byte the lowest), for a caller that has loaded the bytes already:
+/// the same answer as `parse_plain_scaled` of those bytes where it is `Some`; `None` where the
+/// caller must use `parse_plain_scaled` on the text (a sign, spaces, anything but digits and
+/// one point).
+#[inline(always)]
+pub(crate) fn parse_unsigned_in_word(word: u64, len: usize, exp10: i32) -> Option<f64> {
+    debug_assert!((1..=8).contains(&len));
+    let shift = 8 * (8 - len as u32);
+    let aligned = (word << shift) | ASCII_ZEROS.checked_shr(8 * len as u32).unwrap_or(0);
+    let (mantissa, fraction) = aligned_decimal(aligned, len)?;
+    scaled(false, mantissa, exp10, fraction)
+}
+
+/// [`eight_byte_decimal`] of a word that holds its `len` bytes right-aligned behind `0`s.
+#[inline(always)]
+fn aligned_decimal(word: u64, len: usize) -> Option<(u64, usize)> {
     const HIGH_NIBBLES: u64 = u64::from_le_bytes([0xF0; 8]);
     const SIXES: u64 = u64::from_le_bytes([6; 8]);
-    let word = right_aligned(digits);
     // Only bits above the first point's can be wrong, and only the first is used.
     let dots = bytes_equal_to(word, b'.');
     let (word, fraction) = if dots == 0 {
@@ -82,7 +101,7 @@ fn eight_byte_decimal(digits: &[u8]) -> Option<(u64, usize)> {
     let all_digits = word & HIGH_NIBBLES == ASCII_ZEROS
         && word.wrapping_add(SIXES) & HIGH_NIBBLES == ASCII_ZEROS;
     // Text that is one `.` alone holds no digit.
-    if !all_digits || (dots != 0 && digits.len() == 1) {
+    if !all_digits || (dots != 0 && len == 1) {
         return None;
     }
     Some((eight_digits(word - ASCII_ZEROS), fraction))

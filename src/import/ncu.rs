@@ -176,6 +176,23 @@ pub fn parse_each<R: BufRead>(
     input: R,
     on_launch: &mut OnLaunch<'_>,
 ) -> Result<NcuReport, NcuError> {
+    parse_each_reading(input, on_launch, RowReading::OnePass)
+}
+
+/// How a raw page's rows are read: each in one pass where it is plain (the rule), or every
+/// row split into fields first (the reference the one-pass reading is tested against).
+#[derive(Clone, Copy, PartialEq)]
+enum RowReading {
+    OnePass,
+    #[cfg(test)]
+    SplitFirst,
+}
+
+fn parse_each_reading<R: BufRead>(
+    input: R,
+    on_launch: &mut OnLaunch<'_>,
+    reading: RowReading,
+) -> Result<NcuReport, NcuError> {
     let mut records = Records::new(input, MAX_LINE_BYTES, MAX_INPUT_BYTES);
     if !records.next_record()? {
         return Err(NcuError::Content(records.no_csv_message()));
@@ -191,7 +208,7 @@ pub fn parse_each<R: BufRead>(
             "is an ncu `--print-summary` table, which holds only per-kernel aggregates and no launch kgate could take as a sample; export per launch instead (`ncu --csv --page raw`, or the details page without --print-summary)".into(),
         ));
     } else {
-        read_raw(&mut records, &header, on_launch)?
+        read_raw(&mut records, &header, on_launch, reading)?
     };
     if report.launch_count == 0 {
         return Err(NcuError::Content(format!(
@@ -376,6 +393,7 @@ fn read_raw<R: Read>(
     records: &mut Records<R>,
     header: &[String],
     on_launch: &mut OnLaunch<'_>,
+    reading: RowReading,
 ) -> Result<NcuReport, NcuError> {
     let id_col = column(header, "ID")?;
     let kernel_col = column(header, "Kernel Name")?;
@@ -384,7 +402,24 @@ fn read_raw<R: Read>(
         ..NcuReport::default()
     };
     let mut columns: Option<Vec<RawColumn>> = None;
-    while records.next_record()? {
+    let mut other_cells = Vec::new();
+    while records.next_unsplit()? {
+        if let Some(columns) = columns.as_ref().filter(|_| reading == RowReading::OnePass) {
+            let mut values = Vec::with_capacity(report.metrics.len());
+            if let Some(launch) = read_plain_row(
+                records.first_line(),
+                columns,
+                (id_col, kernel_col),
+                &mut report,
+                &mut values,
+                &mut other_cells,
+            ) {
+                report.launch_count += 1;
+                on_launch(&report.metrics, launch).map_err(NcuError::Content)?;
+                continue;
+            }
+        }
+        records.split_current()?;
         let record = &*records;
         let id = String::from_utf8_lossy(record.get(id_col).unwrap_or(b""));
         if columns.is_none() {
@@ -428,42 +463,140 @@ fn read_raw<R: Read>(
                 }
                 continue;
             }
-            match col {
-                RawColumn::Ignore | RawColumn::Metric { .. } => {}
-                RawColumn::Passes(name) => {
-                    let v = String::from_utf8_lossy(field).trim().to_string();
-                    if !v.is_empty() {
-                        report.passes.entry(name.clone()).or_default().insert(v);
-                    }
-                }
-                RawColumn::DeviceName => {
-                    let v = String::from_utf8_lossy(field).trim().to_string();
-                    if !v.is_empty() {
-                        report.devices.insert(v);
-                    }
-                }
-                RawColumn::ComputeCapability => {
-                    let v = String::from_utf8_lossy(field).trim().to_string();
-                    if !v.is_empty() {
-                        report.compute_capabilities.insert(v);
-                    }
-                }
-                RawColumn::DeviceClock(name) => {
-                    let v = String::from_utf8_lossy(field).trim().to_string();
-                    if !v.is_empty() {
-                        report
-                            .device_clocks
-                            .entry(name.clone())
-                            .or_default()
-                            .insert(v);
-                    }
-                }
-            }
+            note_cell(col, field, &mut report);
         }
         report.launch_count += 1;
         on_launch(&report.metrics, launch).map_err(NcuError::Content)?;
     }
     Ok(report)
+}
+
+/// A raw-page row read in one pass, without splitting it into fields first: every cell
+/// quoted, no `""` inside one, a comma after each but the last, which ends the line (before a
+/// `\r` of CRLF), and exactly one cell per column. That is every row ncu writes, and the cells
+/// read here are the fields [`Records::split_current`] would give. `None`, with `report` as it
+/// was, for any other row, which the caller then splits; `other_cells` is room for the
+/// non-metric cells (column, start, end), kept until the row is known to be whole.
+fn read_plain_row(
+    line: &[u8],
+    columns: &[RawColumn],
+    (id_col, kernel_col): (usize, usize),
+    report: &mut NcuReport,
+    values: &mut Vec<(usize, f64)>,
+    other_cells: &mut Vec<(usize, usize, usize)>,
+) -> Option<Launch> {
+    let counts = (report.not_available, report.regrouped_numbers);
+    other_cells.clear();
+    let line = match line.split_last() {
+        Some((b'\r', rest)) => rest,
+        _ => line,
+    };
+    let mut at = 0;
+    let whole = columns.iter().enumerate().all(|(i, col)| {
+        if line.get(at) != Some(&b'"') {
+            return false;
+        }
+        let start = at + 1;
+        // Most cells hold at most eight bytes: the word that holds their digits also holds
+        // their closing quote, or the byte after it does.
+        let word = super::bytes::word_at(line, start);
+        let quote = word.map_or(0, |w| super::bytes::bytes_equal_to(w, b'"'));
+        let (end, in_word) = if quote != 0 {
+            (start + (quote.trailing_zeros() / 8) as usize, true)
+        } else if word.is_some() && line.get(start + 8) == Some(&b'"') {
+            (start + 8, true)
+        } else {
+            match super::bytes::find(b'"', &line[start..]) {
+                Some(n) => (start + n, false),
+                None => return false,
+            }
+        };
+        let last = i + 1 == columns.len();
+        match line.get(end + 1) {
+            Some(b',') if !last => at = end + 2,
+            None if last => {}
+            _ => return false,
+        }
+        let cell = &line[start..end];
+        if let RawColumn::Metric {
+            position,
+            factor,
+            exp10,
+        } = col
+        {
+            let in_word = match (word, exp10) {
+                (Some(word), Some(k)) if in_word && !cell.is_empty() => {
+                    super::decimal::parse_unsigned_in_word(word, cell.len(), *k)
+                }
+                _ => None,
+            };
+            if let Some(v) = in_word.or_else(|| parse_in_base_unit(cell, report, *factor, *exp10)) {
+                values.push((*position, v));
+            }
+        } else {
+            other_cells.push((i, start, end));
+        }
+        true
+    });
+    if !whole {
+        (report.not_available, report.regrouped_numbers) = counts;
+        values.clear();
+        return None;
+    }
+    let text_of = |col: usize| {
+        other_cells
+            .iter()
+            .find(|&&(i, _, _)| i == col)
+            .map_or(String::new(), |&(_, s, e)| {
+                String::from_utf8_lossy(&line[s..e]).into_owned()
+            })
+    };
+    let launch = Launch {
+        id: text_of(id_col),
+        kernel: text_of(kernel_col),
+        values: std::mem::take(values),
+    };
+    for &(i, s, e) in other_cells.iter() {
+        note_cell(&columns[i], &line[s..e], report);
+    }
+    Some(launch)
+}
+
+/// Keeps what a raw page's non-metric cell says of the capture: replay passes, the device's
+/// name, compute capability and clocks.
+fn note_cell(col: &RawColumn, field: &[u8], report: &mut NcuReport) {
+    let text = || String::from_utf8_lossy(field).trim().to_string();
+    match col {
+        RawColumn::Ignore | RawColumn::Metric { .. } => {}
+        RawColumn::Passes(name) => {
+            let v = text();
+            if !v.is_empty() {
+                report.passes.entry(name.clone()).or_default().insert(v);
+            }
+        }
+        RawColumn::DeviceName => {
+            let v = text();
+            if !v.is_empty() {
+                report.devices.insert(v);
+            }
+        }
+        RawColumn::ComputeCapability => {
+            let v = text();
+            if !v.is_empty() {
+                report.compute_capabilities.insert(v);
+            }
+        }
+        RawColumn::DeviceClock(name) => {
+            let v = text();
+            if !v.is_empty() {
+                report
+                    .device_clocks
+                    .entry(name.clone())
+                    .or_default()
+                    .insert(v);
+            }
+        }
+    }
 }
 
 fn classify(name: &str, unit: &str, metrics: &mut Vec<MetricInfo>) -> RawColumn {
@@ -970,4 +1103,144 @@ fn version_file(path: &Path) -> Option<String> {
         return None;
     }
     parse_version(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Everything a parse hands out and reports, as text to compare.
+    fn parse_all(text: &[u8], reading: RowReading) -> String {
+        let mut out = String::new();
+        let result = parse_each_reading(
+            text,
+            &mut |metrics, launch| {
+                out.push_str(&format!(
+                    "{} {:?} {:?}\n",
+                    launch.id,
+                    launch.kernel,
+                    launch
+                        .values
+                        .iter()
+                        .map(|&(p, v)| (&metrics[p].name, &metrics[p].unit, v.to_bits()))
+                        .collect::<Vec<_>>()
+                ));
+                Ok(())
+            },
+            reading,
+        );
+        match result {
+            Ok(r) => out.push_str(&format!(
+                "{} {:?} {:?} {:?} {:?} {} {} {}",
+                r.launch_count,
+                r.passes,
+                r.devices,
+                r.compute_capabilities,
+                r.device_clocks,
+                r.not_available,
+                r.regrouped_numbers,
+                r.metrics.len()
+            )),
+            Err(e) => out.push_str(&format!("error: {e}")),
+        }
+        out
+    }
+
+    /// A cell of a random raw page: mostly what ncu writes, sometimes what it might not.
+    fn random_cell(rng: &mut fastrand::Rng) -> String {
+        fn plain(rng: &mut fastrand::Rng) -> String {
+            match rng.u8(..4) {
+                0 => rng.u32(..10_000_000).to_string(),
+                1 => format!("{}.{:02}", rng.u32(..100_000), rng.u8(..100)),
+                2 => format!("-{}.{}", rng.u16(..1000), rng.u64(..)),
+                _ => rng.u8(..10).to_string(),
+            }
+        }
+        match rng.u8(..40) {
+            0 => "\"\"".into(),
+            1 => "\"n/a\"".into(),
+            2 => "\"1,234,567\"".into(),
+            3 => "\"27.595.520\"".into(),
+            4 => plain(rng),
+            5 => "\"a \"\"quoted\"\" word\"".into(),
+            6 => format!("\"{}\"x", plain(rng)),
+            7 => "\"two\nlines\"".into(),
+            8 => "\"1e3\"".into(),
+            9 => "\" 42 \"".into(),
+            10 => "\"(256, 1, 1)\"".into(),
+            11 => "\"\u{e9}t\u{e9}\"".into(),
+            12 => "\"\r\"".into(),
+            _ => format!("\"{}\"", plain(rng)),
+        }
+    }
+
+    #[test]
+    fn one_pass_rows_read_as_split_rows_do() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let header = [
+            "ID",
+            "Kernel Name",
+            "device__attribute_display_name",
+            "device__attribute_clock_rate",
+            "CC",
+            "profiler__replayer_passes",
+            "gpu__time_duration.sum",
+            "dram__bytes.sum",
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+            "smsp__inst_executed.sum",
+            "launch__grid_size",
+        ];
+        let units = [
+            "", "", "", "khz", "", "", "usecond", "Kbyte", "%", "Minst", "",
+        ];
+        let mut fast_rows = 0;
+        for case in 0..400 {
+            let mut text = String::new();
+            if case % 7 == 0 {
+                text.push_str("==PROF== Connected to process 1\n");
+            }
+            let cells: Vec<String> = header.iter().map(|h| format!("\"{h}\"")).collect();
+            text.push_str(&cells.join(","));
+            text.push('\n');
+            let cells: Vec<String> = units.iter().map(|u| format!("\"{u}\"")).collect();
+            text.push_str(&cells.join(","));
+            text.push('\n');
+            let crlf = case % 5 == 0;
+            for row in 0..rng.usize(1..12) {
+                let mut cells = vec![
+                    format!("\"{row}\""),
+                    ["\"k\"", "\"void f<1, 2>(int, float)\"", "\"g\"\"\""][rng.usize(..3)].into(),
+                    "\"NVIDIA H200\"".into(),
+                    "\"1980000\"".into(),
+                    "\"9.0\"".into(),
+                    format!("\"{}\"", rng.u8(1..4)),
+                ];
+                let width = match rng.u8(..10) {
+                    0 => rng.usize(0..header.len() - cells.len()),
+                    1 => header.len() - cells.len() + 1,
+                    _ => header.len() - cells.len(),
+                };
+                cells.extend((0..width).map(|_| random_cell(&mut rng)));
+                let plain = |c: &String| {
+                    c.len() >= 2
+                        && c.starts_with('"')
+                        && c.ends_with('"')
+                        && !c[1..c.len() - 1].contains(['"', '\n'])
+                };
+                if cells.len() == header.len() && cells.iter().all(plain) {
+                    fast_rows += 1;
+                }
+                text.push_str(&cells.join(","));
+                text.push_str(if crlf { "\r\n" } else { "\n" });
+            }
+            if case % 3 == 0 {
+                text.pop();
+            }
+            let one_pass = parse_all(text.as_bytes(), RowReading::OnePass);
+            let split = parse_all(text.as_bytes(), RowReading::SplitFirst);
+            assert_eq!(one_pass, split, "case {case}:\n{text}");
+        }
+        // Most rows took the one-pass path, and many did not.
+        assert!(fast_rows > 200, "{fast_rows}");
+    }
 }

@@ -44,6 +44,8 @@ pub struct Records<R> {
     end: usize,
     /// Length of the current record in `buf`, its terminator included.
     taken: usize,
+    /// Length of the current record's first line, its terminator excluded.
+    first_line: usize,
     eof: bool,
     /// Lines read so far; the first line of the current record.
     lines: u64,
@@ -67,6 +69,7 @@ impl<R: Read> Records<R> {
             pos: 0,
             end: 0,
             taken: 0,
+            first_line: 0,
             eof: false,
             lines: 0,
             record_line: 0,
@@ -82,6 +85,17 @@ impl<R: Read> Records<R> {
     /// Moves to the next record; false at the end of the input. The first record is the
     /// `"ID",…` header.
     pub fn next_record(&mut self) -> Result<bool, RecordError> {
+        if !self.next_unsplit()? {
+            return Ok(false);
+        }
+        self.split_current()?;
+        Ok(true)
+    }
+
+    /// Moves to the next record without splitting it into fields: [`Records::first_line`]
+    /// gives its text, and [`Records::split_current`] splits it (with the lines a quoted field
+    /// may carry it over) when the caller cannot read it whole. False at the end of the input.
+    pub fn next_unsplit(&mut self) -> Result<bool, RecordError> {
         self.pos += self.taken;
         self.taken = 0;
         self.fields.clear();
@@ -105,7 +119,8 @@ impl<R: Read> Records<R> {
             };
             if is_record {
                 self.record_line = self.lines;
-                self.split(line_end)?;
+                self.first_line = line_end;
+                self.taken = (line_end + 1).min(self.end - self.pos);
                 return Ok(true);
             }
             if line.starts_with(b"==") {
@@ -117,6 +132,18 @@ impl<R: Read> Records<R> {
             }
             self.pos = (self.pos + line_end + 1).min(self.end);
         }
+    }
+
+    /// Splits the current record, read by [`Records::next_unsplit`], into its fields.
+    pub fn split_current(&mut self) -> Result<(), RecordError> {
+        self.fields.clear();
+        self.split(self.first_line)
+    }
+
+    /// The first line of the current record, without its line ending's `\n` (a `\r` before it
+    /// stays). A record whose quoted field holds a newline goes on past it.
+    pub fn first_line(&self) -> &[u8] {
+        &self.buf[self.pos..self.pos + self.first_line]
     }
 
     /// The current record's line (1-based) in the input: the first, for a record spanning
