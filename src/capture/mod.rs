@@ -229,14 +229,18 @@ impl<'a> Collector<'a> {
         m.repetition.push(repetition);
     }
 
-    /// Makes room for `additional` more samples of the metric at `slot`: exactly that many for
-    /// a metric that has none yet (a trace's million launches pushed one by one would leave up
-    /// to twice their size allocated), then with a vector's amortized growth, so that the
-    /// files of an import of many stay linear in time.
-    pub fn reserve(&mut self, slot: usize, additional: usize) {
+    /// Appends samples (repetition, value) to the metric at `slot`, as [`Collector::push_at`]
+    /// each would, finding the metric once: an import storing a tile of launches metric by
+    /// metric. Room is made for exactly the samples given where the metric has none yet,
+    /// then with a vector's amortized growth, so that an import of many files stays linear.
+    pub fn extend_at(&mut self, slot: usize, samples: impl ExactSizeIterator<Item = (u32, f64)>) {
         let m = &mut self.result.metrics[slot];
-        m.values.reserve(additional);
-        m.repetition.reserve(additional);
+        m.values.reserve(samples.len());
+        m.repetition.reserve(samples.len());
+        for (repetition, value) in samples {
+            m.values.push(value);
+            m.repetition.push(repetition);
+        }
     }
 
     fn push(

@@ -159,7 +159,7 @@ fn record(
     let kernels: std::collections::BTreeSet<&str> =
         report.launches.iter().map(|l| l.kernel.as_str()).collect();
     for launch in &report.launches {
-        for &(position, value) in &launch.values {
+        for (position, value) in launch.values.iter() {
             let m = &report.metrics[position];
             let name = if kernels.len() > 1 {
                 format!("{}/{}", launch.kernel, m.name)
