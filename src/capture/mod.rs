@@ -233,14 +233,15 @@ impl<'a> Collector<'a> {
     /// each would, finding the metric once: an import storing a tile of launches metric by
     /// metric. Room is made for exactly the samples given where the metric has none yet,
     /// then with a vector's amortized growth, so that an import of many files stays linear.
-    pub fn extend_at(&mut self, slot: usize, samples: impl ExactSizeIterator<Item = (u32, f64)>) {
+    pub fn extend_at<S>(&mut self, slot: usize, samples: S)
+    where
+        S: ExactSizeIterator<Item = (u32, f64)> + Clone,
+    {
         let m = &mut self.result.metrics[slot];
-        m.values.reserve(samples.len());
-        m.repetition.reserve(samples.len());
-        for (repetition, value) in samples {
-            m.values.push(value);
-            m.repetition.push(repetition);
-        }
+        // Two passes, each a vector's `extend` of a known length: no capacity test per sample.
+        m.values.extend(samples.clone().map(|(_, value)| value));
+        m.repetition
+            .extend(samples.map(|(repetition, _)| repetition));
     }
 
     fn push(
