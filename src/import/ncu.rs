@@ -133,12 +133,6 @@ pub enum LaunchValues {
     Listed(Vec<(usize, f64)>),
 }
 
-impl Default for LaunchValues {
-    fn default() -> LaunchValues {
-        LaunchValues::Listed(Vec::new())
-    }
-}
-
 impl LaunchValues {
     pub fn len(&self) -> usize {
         match self {
@@ -460,20 +454,22 @@ fn read_raw<R: Read>(
     let mut columns: Option<Vec<RawColumn>> = None;
     let mut other_cells = Vec::new();
     while records.next_unsplit()? {
-        if let Some(columns) = columns.as_ref().filter(|_| reading == RowReading::OnePass) {
-            let mut values = RowValues::with_capacity(report.metrics.len());
-            if let Some(launch) = read_plain_row(
+        // One row's values, whichever way the row is read (a one-pass reading that gives up
+        // leaves it empty).
+        let mut values = RowValues::with_capacity(report.metrics.len());
+        if let Some(columns) = columns.as_ref().filter(|_| reading == RowReading::OnePass)
+            && let Some(launch) = read_plain_row(
                 records.first_line(),
                 columns,
                 (id_col, kernel_col),
                 &mut report,
                 &mut values,
                 &mut other_cells,
-            ) {
-                report.launch_count += 1;
-                on_launch(&report.metrics, launch).map_err(NcuError::Content)?;
-                continue;
-            }
+            )
+        {
+            report.launch_count += 1;
+            on_launch(&report.metrics, launch).map_err(NcuError::Content)?;
+            continue;
         }
         records.split_current()?;
         let record = &*records;
@@ -499,12 +495,6 @@ fn read_raw<R: Read>(
             }
         }
         let columns = columns.as_ref().expect("set above");
-        let mut launch = Launch {
-            id: id.into_owned(),
-            kernel: String::from_utf8_lossy(record.get(kernel_col).unwrap_or(b"")).into_owned(),
-            values: LaunchValues::default(),
-        };
-        let mut values = RowValues::with_capacity(report.metrics.len());
         for (field, col) in record.iter().zip(columns) {
             // Metric columns, nearly every cell of a raw page, are tested for first, before
             // the `match` of the other kinds (a jump table, an indirect branch per cell): with
@@ -522,7 +512,11 @@ fn read_raw<R: Read>(
             }
             note_cell(col, field, &mut report);
         }
-        launch.values = values.finish();
+        let launch = Launch {
+            id: id.into_owned(),
+            kernel: String::from_utf8_lossy(record.get(kernel_col).unwrap_or(b"")).into_owned(),
+            values: values.finish(),
+        };
         report.launch_count += 1;
         on_launch(&report.metrics, launch).map_err(NcuError::Content)?;
     }
