@@ -309,6 +309,9 @@ impl BenchmarkEvidence {
         }
         self.metrics
             .retain(|m| !m.base.is_empty() || !m.head.is_empty() || !m.history.is_empty());
+        // The room of what was dropped goes too: a report of thousands of benchmarks keeps
+        // this one's entry to its end.
+        self.metrics.shrink_to_fit();
         omitted.metrics += dropped;
         if keep.is_none() {
             let had = dropped > 0
@@ -316,6 +319,7 @@ impl BenchmarkEvidence {
                 || self.artifacts.iter().any(|a| !a.changed());
             self.counters = Vec::new();
             self.artifacts.retain(ArtifactPair::changed);
+            self.artifacts.shrink_to_fit();
             omitted.benchmarks += usize::from(had);
             return;
         }
@@ -348,19 +352,18 @@ impl BenchmarkEvidence {
         lent: &[Vec<CounterSeries>; 2],
     ) -> BenchmarkEvidence {
         let mut metrics: Vec<SamplePair> = Vec::new();
+        // Pairs found by name through an index: an ncu raw page gives a benchmark thousands.
+        let mut position: std::collections::HashMap<&str, usize> = Default::default();
         for (is_head, side) in [(false, base), (true, head)] {
             for m in side.iter().flat_map(|r| &r.metrics) {
-                let idx = match metrics.iter().position(|p| p.name == m.name) {
-                    Some(i) => i,
-                    None => {
-                        metrics.push(SamplePair {
-                            name: m.name.clone(),
-                            unit: m.unit.clone(),
-                            ..SamplePair::default()
-                        });
-                        metrics.len() - 1
-                    }
-                };
+                let idx = *position.entry(m.name.as_str()).or_insert_with(|| {
+                    metrics.push(SamplePair {
+                        name: m.name.clone(),
+                        unit: m.unit.clone(),
+                        ..SamplePair::default()
+                    });
+                    metrics.len() - 1
+                });
                 let values = m.values.clone();
                 if is_head {
                     metrics[idx].head = values;
@@ -567,6 +570,48 @@ mod tests {
         small.benchmarks.retain(|b| b.name != "changed");
         small.bound(|_| Some(charted.as_slice()));
         assert_eq!(small.omitted, None);
+    }
+
+    #[test]
+    fn a_benchmark_left_out_keeps_no_room_for_what_it_dropped() {
+        // A compare of 10,000 benchmarks x 20 metrics held 45 MB of emptied metric and
+        // counter lists for the benchmarks its report does not chart.
+        let mut base = result("mm", &[3.0, 1.0], &[(0, 10.0, 40.0)], "a\n");
+        let mut head = result("mm", &[2.0, 4.0], &[(0, 10.0, 90.0)], "a\n");
+        for (i, side) in [&mut base, &mut head].into_iter().enumerate() {
+            for k in 0..19 {
+                let mut m = side.metrics[0].clone();
+                m.name = format!("metric_{k}");
+                m.values = vec![f64::from(k) + i as f64];
+                side.metrics.push(m);
+            }
+        }
+        let mut left_out =
+            BenchmarkEvidence::from_results("mm", Some(&base), Some(&head), &Default::default());
+        let mut omitted = Omitted::default();
+        left_out.bound(None, &mut omitted);
+        assert_eq!(omitted.metrics, 20);
+        assert!(left_out.metrics.is_empty() && left_out.counters.is_empty());
+        assert_eq!(
+            left_out.metrics.capacity(),
+            0,
+            "room kept for dropped metrics"
+        );
+        assert_eq!(
+            left_out.counters.capacity(),
+            0,
+            "room kept for dropped counters"
+        );
+        let shown = vec!["metric_3".to_string()];
+        let mut charted =
+            BenchmarkEvidence::from_results("mm", Some(&base), Some(&head), &Default::default());
+        charted.bound(Some(&shown), &mut omitted);
+        assert_eq!(charted.metrics.len(), 1);
+        assert_eq!(
+            charted.metrics.capacity(),
+            1,
+            "room kept for dropped metrics"
+        );
     }
 
     #[test]
