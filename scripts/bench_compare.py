@@ -12,7 +12,9 @@ files, so that they share the machine's load. Cases:
   * one benchmark, one metric, 100,000 samples a side;
   * 1,000 benchmarks x 20 metrics x 30 samples a side;
   * 10,000 benchmarks x 20 metrics x 30 samples a side (only when asked for by --case: its
-    files take a few minutes to write), to show the time growing linearly with the suite.
+    files take a few minutes to write), to show the time growing linearly with the suite;
+  * one benchmark of 16,000 metrics x 50 samples a side (only when asked for by --case), the
+    shape of an Nsight Compute raw-page import: time linear in the metrics of a benchmark.
 
 Usage (from the repository root):
 
@@ -36,6 +38,7 @@ CASES = {
     "100k": (1, 1, 100_000),
     "1000x20x30": (1_000, 20, 30),
     "10000x20x30": (10_000, 20, 30),
+    "1x16000x50": (1, 16_000, 50),
 }
 DEFAULT_CASES = ["20k", "100k", "1000x20x30"]
 

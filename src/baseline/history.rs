@@ -152,12 +152,14 @@ impl HistoryRecord {
 
     /// Adds the verdict and MDE of each metric that `report` compared.
     pub fn with_report(mut self, report: &Report) -> HistoryRecord {
+        let compared = crate::model::by_name(&report.benchmarks, |c| c.name.as_str());
         for b in &mut self.benchmarks {
-            let Some(cmp) = report.benchmarks.iter().find(|c| c.name == b.name) else {
+            let Some(cmp) = compared.get(b.name.as_str()) else {
                 continue;
             };
+            let rows = crate::model::by_name(&cmp.metrics, |c| c.name.as_str());
             for m in &mut b.metrics {
-                if let Some(mc) = cmp.metrics.iter().find(|c| c.name == m.name) {
+                if let Some(mc) = rows.get(m.name.as_str()) {
                     m.verdict = Some(mc.verdict);
                     m.mde = mc.mde.filter(|x| x.is_finite());
                 }

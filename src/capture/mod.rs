@@ -130,16 +130,9 @@ impl<'a> Collector<'a> {
         gates: bool,
         value: f64,
     ) -> Result<(), String> {
-        let existed = self.result.metrics.iter().any(|m| m.name == name);
-        self.push(name, unit, source, true, repetition, value)?;
-        if !existed {
+        if self.push(name, unit, source, true, repetition, value)? {
             let listed = self.policy.metrics.get(name);
-            let m = self
-                .result
-                .metrics
-                .iter_mut()
-                .find(|m| m.name == name)
-                .expect("pushed above");
+            let m = self.result.metrics.last_mut().expect("pushed above");
             if listed.is_none_or(|c| c.direction.is_none()) {
                 m.direction = direction;
             }
@@ -244,6 +237,18 @@ impl<'a> Collector<'a> {
             .extend(samples.map(|(repetition, _)| repetition));
     }
 
+    /// Where the metric `name` is in the result, by the index.
+    fn metric_index(&self, name: &str) -> Option<usize> {
+        match self.index.get(name) {
+            Some(&i) if self.result.metrics.get(i).is_some_and(|m| m.name == name) => Some(i),
+            // The index covers every metric unless the result was edited from outside.
+            None if self.index.len() == self.result.metrics.len() => None,
+            _ => self.result.metrics.iter().position(|m| m.name == name),
+        }
+    }
+
+    /// Appends a sample to the metric `name`, made with the policy's rule when it is new;
+    /// true when it was.
     fn push(
         &mut self,
         name: &str,
@@ -253,13 +258,7 @@ impl<'a> Collector<'a> {
         repetition: u32,
         value: f64,
     ) -> Result<bool, String> {
-        let found = match self.index.get(name) {
-            Some(&i) if self.result.metrics.get(i).is_some_and(|m| m.name == name) => Some(i),
-            // The index covers every metric unless the result was edited from outside.
-            None if self.index.len() == self.result.metrics.len() => None,
-            _ => self.result.metrics.iter().position(|m| m.name == name),
-        };
-        if let Some(i) = found {
+        if let Some(i) = self.metric_index(name) {
             let existing = &mut self.result.metrics[i];
             if existing.unit != unit {
                 return Err(format!(

@@ -63,18 +63,20 @@ pub struct Calibration {
 /// Analyses an A/A pair of runs (both sides the same build).
 pub fn analyse(a: &RunResults, b: &RunResults, policy: &ComparePolicy) -> Calibration {
     let mut pairs = Vec::new();
+    let b_index = b.by_name();
     for x in &a.benchmarks {
-        let Some(y) = b.benchmark(&x.name) else {
+        let Some(y) = b_index.get(x.name.as_str()) else {
             continue;
         };
         if x.status == Status::Failed || y.status == Status::Failed {
             continue;
         }
+        let y_metrics = crate::model::by_name(&y.metrics, |m| m.name.as_str());
         for mx in &x.metrics {
             if mx.gate.tolerance.is_some() {
                 continue;
             }
-            if let Some(my) = y.metric(&mx.name) {
+            if let Some(&my) = y_metrics.get(mx.name.as_str()) {
                 pairs.push((x.name.clone(), mx, my));
             }
         }

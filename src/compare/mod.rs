@@ -393,8 +393,11 @@ fn gather_benchmark<'a>(
         }
     }
     let mut evidence = Vec::new();
+    // By name, not by a search per metric: an ncu raw page gives a benchmark thousands.
+    let base_metrics = crate::model::by_name(&base.metrics, |m| m.name.as_str());
+    let head_metrics = crate::model::by_name(&head.metrics, |m| m.name.as_str());
     for h in &head.metrics {
-        let m = match base.metric(&h.name) {
+        let m = match base_metrics.get(h.name.as_str()) {
             Some(b) => {
                 let (m, e) = gather_metric(&head.name, b, h, ctx);
                 if let Some(e) = e {
@@ -414,7 +417,7 @@ fn gather_benchmark<'a>(
         cmp.metrics.push(m);
     }
     for b in &base.metrics {
-        if head.metric(&b.name).is_none() {
+        if !head_metrics.contains_key(b.name.as_str()) {
             cmp.metrics.push(MetricComparison {
                 verdict: Verdict::Missing,
                 reason: "measured in the baseline but not in this run".into(),

@@ -8,7 +8,7 @@
 //! reported; a kernel shorter than the sampling interval has no measurable window and is
 //! "unresolved", with the fix.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::config::profile::DeviceProfile;
 use crate::model::metric::{Direction, GateRule, Source};
@@ -890,8 +890,9 @@ fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &mut Recorde
     };
     let time = TIMES.iter().find_map(|t| result.metric(t));
     let source = flops.source.max(bytes.source).max(Source::Derived);
+    let (bytes_at, time_at) = (by_repetition(bytes), time.map(by_repetition));
     for (i, &rep) in flops.repetition.iter().enumerate() {
-        let Some(b) = value_at(bytes, rep) else {
+        let Some(&b) = bytes_at.get(&rep) else {
             continue;
         };
         let f = flops.values[i];
@@ -925,7 +926,9 @@ fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &mut Recorde
             rep,
             attainable,
         );
-        if let Some(t) = time.and_then(|t| value_at(t, rep).map(|v| (v, t)))
+        if let Some(t) = time
+            .zip(time_at.as_ref())
+            .and_then(|(t, at)| Some((*at.get(&rep)?, t)))
             && t.0 > 0.0
             && t.1.unit == "ns"
         {
@@ -942,11 +945,15 @@ fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &mut Recorde
     }
 }
 
-fn value_at(m: &MetricSamples, rep: u32) -> Option<f64> {
-    m.repetition
-        .iter()
-        .position(|r| *r == rep)
-        .map(|i| m.values[i])
+/// A metric's value of each repetition (the first where one has several): a lookup per
+/// repetition of another metric, without a search through all of them (an ncu import holds
+/// tens of thousands of launches).
+fn by_repetition(m: &MetricSamples) -> HashMap<u32, f64> {
+    let mut at = HashMap::with_capacity(m.repetition.len());
+    for (&rep, &value) in m.repetition.iter().zip(&m.values) {
+        at.entry(rep).or_insert(value);
+    }
+    at
 }
 
 /// Ridge point of a profile: the intensity (FLOP/B) above which a kernel is compute-bound.
@@ -957,6 +964,8 @@ pub fn ridge(profile: &DeviceProfile, precision: &str) -> Option<f64> {
 #[derive(Default)]
 struct Recorder {
     metrics: Vec<(String, MetricSamples)>,
+    /// Where each name is in `metrics`.
+    positions: HashMap<String, usize>,
     unavailable: Vec<UnavailableCounter>,
     notes: Vec<String>,
 }
@@ -971,9 +980,10 @@ impl Recorder {
         rep: u32,
         value: f64,
     ) {
-        let idx = match self.metrics.iter().position(|(n, _)| n == name) {
-            Some(i) => i,
+        let idx = match self.positions.get(name) {
+            Some(&i) => i,
             None => {
+                self.positions.insert(name.to_string(), self.metrics.len());
                 self.metrics.push((
                     name.to_string(),
                     MetricSamples {

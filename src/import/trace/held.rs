@@ -186,22 +186,35 @@ impl TraceArrays {
             .enumerate()
             .map(|(i, b)| (b.name.as_str(), i))
             .collect();
+        // Each entry by (benchmark, kind, name, repetition), the first of each as a search
+        // would find it: a trace of thousands of launches holds thousands of windows and
+        // series per benchmark, and a search per place would be quadratic in them.
+        let mut entries: HashMap<(usize, u8, &str, u32), usize> = HashMap::new();
+        for (i, b) in results.benchmarks.iter().enumerate() {
+            for (k, m) in b.metrics.iter().enumerate() {
+                entries.entry((i, 0, m.name.as_str(), 0)).or_insert(k);
+            }
+            for (k, w) in b.kernel_windows.iter().enumerate() {
+                entries
+                    .entry((i, 1, w.kernel.as_str(), w.repetition))
+                    .or_insert(k);
+            }
+            for (k, c) in b.counters.iter().enumerate() {
+                entries
+                    .entry((i, 2, c.counter.as_str(), c.repetition))
+                    .or_insert(k);
+            }
+        }
         for (place, held) in std::mem::take(&mut self.pending) {
             let i = index[place.benchmark.as_str()];
-            let b = &results.benchmarks[i];
-            let entry = match place.field {
-                Field::MetricValues | Field::MetricRepetition => {
-                    b.metrics.iter().position(|m| m.name == place.entry)
-                }
-                Field::WindowStarts | Field::WindowEnds => b
-                    .kernel_windows
-                    .iter()
-                    .position(|w| w.kernel == place.entry && w.repetition == place.repetition),
-                Field::SeriesTimes | Field::SeriesValues => b
-                    .counters
-                    .iter()
-                    .position(|c| c.counter == place.entry && c.repetition == place.repetition),
+            let key = match place.field {
+                Field::MetricValues | Field::MetricRepetition => (0, 0),
+                Field::WindowStarts | Field::WindowEnds => (1, place.repetition),
+                Field::SeriesTimes | Field::SeriesValues => (2, place.repetition),
             };
+            let entry = entries
+                .get(&(i, key.0, place.entry.as_str(), key.1))
+                .copied();
             let at = ArrayAt {
                 benchmark: i,
                 entry: entry.expect("each held array has its entry in the results"),
