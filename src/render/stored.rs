@@ -28,15 +28,49 @@ pub enum StoredReportError {
     Version { path: PathBuf, found: u64 },
 }
 
-/// Reads a JSON report written by `--format json`.
+/// Reads a JSON report written by `--format json`. A report of another version is refused by
+/// its version, whether or not it also reads as this one; the version alone is read (the rest
+/// skipped without building a tree of the whole document) only when the report did not read.
 pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
-    let text = std::fs::read_to_string(path).map_err(|source| StoredReportError::Read {
+    let read_error = |source| StoredReportError::Read {
         path: path.to_path_buf(),
         source,
-    })?;
-    let version = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| v.get("schema_version")?.as_u64());
+    };
+    // Read from the file as it parses, not from a copy of its text: a report of a suite of
+    // 10,000 benchmarks is over 200 MB.
+    let open = || {
+        std::fs::File::open(path)
+            .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
+            .map_err(read_error)
+    };
+    let parsed = serde_json::from_reader::<_, Report>(open()?);
+    let version = match &parsed {
+        Ok(report) => Some(u64::from(report.schema_version)),
+        Err(e) if e.is_io() => None,
+        Err(_) => {
+            // Only an object has a version: serde reads a struct from an array too.
+            let mut reader = open()?;
+            let first = loop {
+                let buf = std::io::BufRead::fill_buf(&mut reader).map_err(read_error)?;
+                match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+                    Some(i) => break Some(buf[i]),
+                    None if buf.is_empty() => break None,
+                    None => {
+                        let n = buf.len();
+                        std::io::BufRead::consume(&mut reader, n);
+                    }
+                }
+            };
+            #[derive(serde::Deserialize)]
+            struct VersionOnly {
+                schema_version: Option<u64>,
+            }
+            (first == Some(b'{'))
+                .then(|| serde_json::from_reader::<_, VersionOnly>(reader).ok())
+                .flatten()
+                .and_then(|v| v.schema_version)
+        }
+    };
     if let Some(found) = version
         && found != u64::from(REPORT_SCHEMA_VERSION)
     {
@@ -45,8 +79,14 @@ pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
             found,
         });
     }
-    serde_json::from_str(&text).map_err(|source| StoredReportError::Parse {
-        path: path.to_path_buf(),
-        source,
+    parsed.map_err(|source| match source.is_io() {
+        true => StoredReportError::Read {
+            path: path.to_path_buf(),
+            source: source.into(),
+        },
+        false => StoredReportError::Parse {
+            path: path.to_path_buf(),
+            source,
+        },
     })
 }

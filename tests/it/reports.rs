@@ -543,6 +543,64 @@ fn a_stored_report_renders_again() {
     );
 }
 
+/// A report of another format version is refused by its version, whether or not the rest of
+/// it reads as this version's report; the version is read without building a tree of the
+/// whole document (a 228 MB report took 1.28 GB to check).
+#[test]
+fn a_stored_report_of_another_version_is_refused_by_its_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let current = render(Format::Json);
+    let mut other: serde_json::Value = serde_json::from_str(&current).unwrap();
+    other["schema_version"] = serde_json::json!(7);
+    for (file, text) in [
+        ("readable.json", other.to_string()),
+        (
+            "unreadable.json",
+            r#"{"schema_version": 7, "verdict": 12}"#.to_string(),
+        ),
+    ] {
+        std::fs::write(dir.path().join(file), text).unwrap();
+        let out = assert_cmd::cargo::cargo_bin_cmd!("kgate")
+            .current_dir(dir.path())
+            .args(["report", file])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{file}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "`{file}` has report format version 7; this kgate reads version 1"
+            )),
+            "{file}: {err}"
+        );
+    }
+    // `kgate comment` reads a report as `kgate report` does: not one of another version.
+    let out = assert_cmd::cargo::cargo_bin_cmd!("kgate")
+        .current_dir(dir.path())
+        .env_remove("GITHUB_REPOSITORY")
+        .args(["comment", "readable.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("has report format version 7"),
+        "{out:?}"
+    );
+    // Only an object has a version: an array is not a report of version 7.
+    std::fs::write(dir.path().join("array.json"), "[7]").unwrap();
+    let out = assert_cmd::cargo::cargo_bin_cmd!("kgate")
+        .current_dir(dir.path())
+        .args(["report", "array.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`array.json` is not a kgate JSON report"),
+        "{err}"
+    );
+}
+
 /// Artifacts declared in the configuration and counters reported through the protocol travel
 /// from a real run into the results, then into the report's counter table, timeline chart and
 /// artifact diff.

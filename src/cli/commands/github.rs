@@ -572,14 +572,8 @@ fn gitlab_note(gl: &GitlabContext, report: &Report, post: &PostArgs, status: u8)
 }
 
 pub(super) fn comment(args: CommentArgs) -> Result<u8> {
-    let text = std::fs::read_to_string(&args.report)
-        .with_context(|| format!("cannot read the report {}", args.report.display()))?;
-    let report: Report = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{} is not a kgate JSON report; write one with `kgate check --format json -o FILE`",
-            args.report.display()
-        )
-    })?;
+    // Read as `kgate report` reads it: a report of another format version is refused by it.
+    let report = render::stored::load_report(&args.report)?;
     let ctx = GithubContext::from_env()?.context(
         "`kgate comment` needs the GitHub Actions context: GITHUB_REPOSITORY (and GITHUB_EVENT_PATH) are not set",
     )?;
