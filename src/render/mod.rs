@@ -20,7 +20,7 @@ pub mod strip;
 
 pub use markdown_limits::{LimitedMarkdownExporter, render_markdown_limited};
 
-use comfy_table::{Cell, Color, ContentArrangement, Table, presets};
+use comfy_table::{Cell, Color, ColumnConstraint, ContentArrangement, Table, Width, presets};
 
 use crate::compare::format_p;
 use crate::model::report::{MetricComparison, Report};
@@ -233,6 +233,22 @@ pub fn stdout_width() -> Option<usize> {
     (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }
 
+/// The columns of the terminal table, in order.
+const TABLE_COLUMNS: [&str; 9] = [
+    "benchmark",
+    "metric",
+    "base",
+    "head",
+    "change",
+    "CI",
+    "p",
+    "MDE",
+    "verdict",
+];
+
+/// How many rows of the terminal table are laid out at once (see [`TableExporter::table`]).
+const TABLE_CHUNK_ROWS: usize = 512;
+
 impl TableExporter {
     /// The rows shown, and how many informational metrics were left out.
     fn rows<'r>(&self, report: &'r Report) -> (Vec<TableRow<'r>>, usize) {
@@ -258,7 +274,48 @@ impl TableExporter {
         (rows, hidden)
     }
 
+    /// The table of `rows` without the `dropped` columns. A suite of thousands of benchmarks
+    /// gives hundreds of thousands of rows, and a table of cells held whole took twice the
+    /// memory of the comparison itself: the rows are laid out [`TABLE_CHUNK_ROWS`] at a time,
+    /// every piece at the widths of the whole (found in a first pass), and the pieces joined
+    /// where their borders meet. The text is the one a single table of every row gives.
     fn table(&self, rows: &[TableRow<'_>], dropped: &[&str]) -> String {
+        let keep: Vec<bool> = TABLE_COLUMNS.iter().map(|c| !dropped.contains(c)).collect();
+        if rows.len() <= TABLE_CHUNK_ROWS {
+            return self.comfy(rows, &keep, None).to_string();
+        }
+        let mut widths: Vec<u16> = Vec::new();
+        for chunk in rows.chunks(TABLE_CHUNK_ROWS) {
+            let piece = self.comfy(chunk, &keep, None).column_max_content_widths();
+            widths.resize(piece.len(), 0);
+            for (w, p) in widths.iter_mut().zip(piece) {
+                *w = (*w).max(p);
+            }
+        }
+        let mut out = String::new();
+        let chunks = rows.len().div_ceil(TABLE_CHUNK_ROWS);
+        for (i, chunk) in rows.chunks(TABLE_CHUNK_ROWS).enumerate() {
+            let text = self.comfy(chunk, &keep, Some(&widths)).to_string();
+            let lines: Vec<&str> = text.lines().collect();
+            // The first piece keeps the top border and the header, the last the bottom border.
+            let from = if i == 0 { 0 } else { 3 };
+            let to = if i + 1 == chunks {
+                lines.len()
+            } else {
+                lines.len() - 1
+            };
+            for line in &lines[from..to] {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(line);
+            }
+        }
+        out
+    }
+
+    /// One comfy table of `rows` (with the header), at `widths` of content when given.
+    fn comfy(&self, rows: &[TableRow<'_>], keep: &[bool], widths: Option<&[u16]>) -> Table {
         let mut table = Table::new();
         table
             .load_style(presets::UTF8_FULL_CONDENSED)
@@ -268,27 +325,15 @@ impl TableExporter {
         } else {
             table.enforce_styling();
         }
-        let columns = [
-            "benchmark",
-            "metric",
-            "base",
-            "head",
-            "change",
-            "CI",
-            "p",
-            "MDE",
-            "verdict",
-        ];
-        let keep: Vec<bool> = columns.iter().map(|c| !dropped.contains(c)).collect();
         let pick = |cells: Vec<Cell>| -> Vec<Cell> {
             cells
                 .into_iter()
-                .zip(&keep)
+                .zip(keep)
                 .filter(|(_, k)| **k)
                 .map(|(c, _)| c)
                 .collect()
         };
-        table.set_header(pick(columns.iter().map(Cell::new).collect()));
+        table.set_header(pick(TABLE_COLUMNS.iter().map(Cell::new).collect()));
         for row in rows {
             let cells = match row {
                 TableRow::Bare(b) => {
@@ -319,7 +364,15 @@ impl TableExporter {
             };
             table.add_row(pick(cells));
         }
-        table.to_string()
+        if let Some(widths) = widths {
+            // Content width plus the padding of one space a side, as an absolute width.
+            table.set_constraints(
+                widths
+                    .iter()
+                    .map(|&w| ColumnConstraint::Absolute(Width::Fixed(w.saturating_add(2)))),
+            );
+        }
+        table
     }
 }
 
@@ -750,6 +803,86 @@ mod tests {
             "+10.1\u{a0}% … +14.0\u{a0}%"
         );
         assert_eq!(unbreakable_figures("–"), "–");
+    }
+
+    #[test]
+    fn a_table_laid_out_in_pieces_is_the_table_of_every_row() {
+        use crate::machine::fingerprint::Fingerprint;
+        use crate::model::metric::{Direction, GateRule, Source};
+        use crate::model::report::Design;
+        use crate::model::results::{
+            BenchmarkResult, MetricSamples, Provenance, RESULTS_SCHEMA_VERSION, RunResults,
+        };
+        // More rows than a piece holds, of every width: a metric with long names and wide
+        // numbers only in the last piece, so that the widths come from the whole, a benchmark
+        // on one side only (a bare row), and changes that regress, improve and hold.
+        let side = |shift: f64, extra: bool| {
+            let mut benchmarks = Vec::new();
+            for b in 0..3 {
+                let mut r = BenchmarkResult::new(&format!("bench_{b}"), Provenance::default());
+                r.repetitions = 8;
+                for m in 0..(TABLE_CHUNK_ROWS / 2 + 7) {
+                    let wide = b == 2 && m + 1 == TABLE_CHUNK_ROWS / 2 + 7;
+                    let centre = if wide { 1.0e12 } else { 100.0 + m as f64 };
+                    let change = match m % 3 {
+                        0 => shift,
+                        1 => 1.0 / shift,
+                        _ => 1.0,
+                    };
+                    r.metrics.push(MetricSamples {
+                        name: if wide {
+                            format!("a_much_longer_metric_name_{m}")
+                        } else {
+                            format!("m{m}")
+                        },
+                        unit: "ns".into(),
+                        source: Source::Timer,
+                        direction: Direction::Lower,
+                        gate: GateRule::default(),
+                        values: (0..8)
+                            .map(|i| centre * change * (1.0 + 0.001 * f64::from(i)))
+                            .collect(),
+                        repetition: (0..8).collect(),
+                    });
+                }
+                benchmarks.push(r);
+            }
+            if extra {
+                benchmarks.push(BenchmarkResult::new("only_in_base", Provenance::default()));
+            }
+            RunResults {
+                schema_version: RESULTS_SCHEMA_VERSION,
+                kgate_version: "0".into(),
+                created: "2026-01-01T00:00:00Z".into(),
+                environment: Fingerprint::default(),
+                benchmarks,
+            }
+        };
+        let report = crate::compare::compare(
+            &side(1.0, true),
+            &side(1.5, false),
+            &crate::compare::ComparePolicy::default(),
+            Design::Files,
+        );
+        for color in [false, true] {
+            let exporter = TableExporter {
+                color,
+                all_metrics: true,
+                ..TableExporter::default()
+            };
+            let (rows, _) = exporter.rows(&report);
+            assert!(rows.len() > 3 * TABLE_CHUNK_ROWS / 2);
+            assert!(rows.iter().any(|r| matches!(r, TableRow::Bare(_))));
+            for dropped in [&[][..], &["MDE", "p"][..]] {
+                let keep: Vec<bool> = TABLE_COLUMNS.iter().map(|c| !dropped.contains(c)).collect();
+                let whole = exporter.comfy(&rows, &keep, None).to_string();
+                assert_eq!(
+                    exporter.table(&rows, dropped),
+                    whole,
+                    "color {color}, {dropped:?}"
+                );
+            }
+        }
     }
 
     #[test]
