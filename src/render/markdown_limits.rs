@@ -7,7 +7,7 @@
 //! from the end of the list). The verdict line and the summary counts always stay, and a
 //! line says what was cut and where the full report is.
 
-use crate::model::report::Report;
+use crate::model::report::{BenchmarkComparison, Report};
 use crate::model::verdict::Verdict;
 use crate::render::{Exporter, MarkdownExporter};
 
@@ -46,12 +46,45 @@ pub fn render_markdown_limited_with_hint(report: &Report, max_chars: usize, hint
 }
 
 fn limited(report: &Report, max_chars: usize, hint: &str, size: fn(&str) -> usize) -> String {
-    let full = MarkdownExporter.render(report);
-    if size(&full) <= max_chars {
-        return full;
+    limited_with(report, max_chars, hint, size, true)
+}
+
+/// The fewest characters (and bytes) a row of the "All metrics" table takes: the opening `|`,
+/// ten cells of a space, their text and ` |`, and the line's end. The two names may be empty;
+/// the other eight cells never are (a number absent shows `–`, source and verdict are words).
+const MIN_METRIC_ROW_CHARS: usize = 1 + 10 * 3 + 8 + 1;
+
+/// [`limited`]; `skip_hopeless` skips rendering the steps that keep every benchmark when the
+/// rows of the "All metrics" table alone are over the limit (each such render of a suite of
+/// thousands of benchmarks cost as much as the whole report, and held a copy of it), saying
+/// what they cut all the same: the text is the one rendering them gives.
+fn limited_with(
+    report: &Report,
+    max_chars: usize,
+    hint: &str,
+    size: fn(&str) -> usize,
+    skip_hopeless: bool,
+) -> String {
+    let rows: usize = report.benchmarks.iter().map(|b| b.metrics.len()).sum();
+    let hopeless = skip_hopeless && rows.saturating_mul(MIN_METRIC_ROW_CHARS) > max_chars;
+    if !hopeless {
+        let full = MarkdownExporter.render(report);
+        if size(&full) <= max_chars {
+            return full;
+        }
     }
-    let mut trimmed = report.clone();
     let mut cut: Vec<String> = Vec::new();
+    let mut trimmed = if hopeless {
+        if let Some(e) = &report.evidence {
+            if e.benchmarks.iter().any(|b| !b.artifacts.is_empty()) {
+                cut.push("artifact diffs".into());
+            }
+            cut.push("charts and counter tables".into());
+        }
+        without_benchmarks(report)
+    } else {
+        report.clone()
+    };
     if let Some(e) = &mut trimmed.evidence {
         if e.benchmarks.iter().any(|b| !b.artifacts.is_empty()) {
             for b in &mut e.benchmarks {
@@ -68,12 +101,13 @@ fn limited(report: &Report, max_chars: usize, hint: &str, size: fn(&str) -> usiz
             return text;
         }
     }
-    if trimmed.benchmarks.iter().any(|b| b.profile.is_some()) {
+    let strip_profiles = report.benchmarks.iter().any(|b| b.profile.is_some());
+    if strip_profiles {
         for b in &mut trimmed.benchmarks {
             b.profile = None;
         }
         cut.push("profiles (the JSON report has them)".into());
-        if let Some(text) = fits(&trimmed, &cut, max_chars, hint, size) {
+        if !hopeless && let Some(text) = fits(&trimmed, &cut, max_chars, hint, size) {
             return text;
         }
     }
@@ -81,7 +115,8 @@ fn limited(report: &Report, max_chars: usize, hint: &str, size: fn(&str) -> usiz
     // fits by galloping up from one, then bisecting: what fits is usually a small share of a
     // large suite, and a render costs what it keeps, so the search costs a few renders of
     // the part that fits rather than of the whole suite.
-    let benchmarks = std::mem::take(&mut trimmed.benchmarks);
+    let owned = std::mem::take(&mut trimmed.benchmarks);
+    let benchmarks: &[BenchmarkComparison] = if hopeless { &report.benchmarks } else { &owned };
     let shell = trimmed;
     let mut order: Vec<usize> = (0..benchmarks.len()).collect();
     order.sort_by_key(|&i| (importance(benchmarks[i].verdict), i));
@@ -89,7 +124,16 @@ fn limited(report: &Report, max_chars: usize, hint: &str, size: fn(&str) -> usiz
         let mut kept: Vec<usize> = order[..k].to_vec();
         kept.sort_unstable();
         let mut r = shell.clone();
-        r.benchmarks = kept.iter().map(|&i| benchmarks[i].clone()).collect();
+        r.benchmarks = kept
+            .iter()
+            .map(|&i| {
+                let mut b = benchmarks[i].clone();
+                if strip_profiles {
+                    b.profile = None;
+                }
+                b
+            })
+            .collect();
         let mut what = cut.clone();
         let dropped = benchmarks.len() - k;
         if dropped > 0 {
@@ -151,6 +195,26 @@ fn limited(report: &Report, max_chars: usize, hint: &str, size: fn(&str) -> usiz
     let (r, what) = keep(0);
     let text = with_note(&MarkdownExporter.render(&r), &what, hint);
     hard_cut(&text, max_chars, size)
+}
+
+/// Everything of `report` but its benchmarks and its evidence.
+fn without_benchmarks(report: &Report) -> Report {
+    Report {
+        schema_version: report.schema_version,
+        verdict: report.verdict,
+        summary: report.summary.clone(),
+        design: report.design,
+        alpha: report.alpha,
+        correction: report.correction,
+        looks: report.looks,
+        model: report.model,
+        base_commit: report.base_commit.clone(),
+        head_commit: report.head_commit.clone(),
+        head_dirty: report.head_dirty,
+        warnings: report.warnings.clone(),
+        benchmarks: Vec::new(),
+        evidence: None,
+    }
 }
 
 /// Lower is kept longer: regressions stay to the end, unchanged benchmarks go first.
@@ -223,4 +287,106 @@ fn hard_cut(text: &str, max: usize, size: fn(&str) -> usize) -> String {
         out.push_str(ELLIPSIS);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::fingerprint::Fingerprint;
+    use crate::model::metric::{Direction, GateRule, Source};
+    use crate::model::profile::BenchmarkProfile;
+    use crate::model::report::Design;
+    use crate::model::results::{
+        Artifact, BenchmarkResult, MetricSamples, Provenance, RESULTS_SCHEMA_VERSION, RunResults,
+    };
+
+    /// A suite of `benchmarks` × 12 metrics whose first benchmarks regress, with artifacts
+    /// (one changed), evidence, a profile and a warning.
+    fn report(benchmarks: usize) -> Report {
+        let side = |shift: f64, ir: &str| RunResults {
+            schema_version: RESULTS_SCHEMA_VERSION,
+            kgate_version: "0".into(),
+            created: "2026-01-01T00:00:00Z".into(),
+            environment: Fingerprint::default(),
+            benchmarks: (0..benchmarks)
+                .map(|b| {
+                    let mut r = BenchmarkResult::new(&format!("kernel_{b}"), Provenance::default());
+                    r.repetitions = 10;
+                    for m in 0..12 {
+                        let change = if b % 5 == 0 { shift } else { 1.0 };
+                        r.metrics.push(MetricSamples {
+                            name: format!("m{m}"),
+                            unit: "ns".into(),
+                            source: Source::Timer,
+                            direction: Direction::Lower,
+                            gate: GateRule::default(),
+                            values: (0..10)
+                                .map(|i| 100.0 * change * (1.0 + 0.002 * f64::from(i)))
+                                .collect(),
+                            repetition: (0..10).collect(),
+                        });
+                    }
+                    r.artifacts.insert(
+                        "ir".into(),
+                        Artifact {
+                            path: "out.ll".into(),
+                            text: if b == 0 { ir.into() } else { "same\n".into() },
+                            truncated: false,
+                        },
+                    );
+                    r
+                })
+                .collect(),
+        };
+        let (base, head) = (side(1.0, "add\n"), side(1.3, "mul\n"));
+        let mut report = crate::compare::compare(
+            &base,
+            &head,
+            &crate::compare::ComparePolicy::default(),
+            Design::Files,
+        );
+        report.attach_bounded_evidence(Some(&base), &head);
+        report.benchmarks[0].profile = Some(BenchmarkProfile {
+            tool: "callgrind".into(),
+            sides: vec!["base".into(), "head".into()],
+            events: Vec::new(),
+            functions: Vec::new(),
+            functions_left_out: 0,
+            notes: vec!["a note".into()],
+            seconds: 1.0,
+        });
+        report.warnings.push("a warning".into());
+        report
+    }
+
+    #[test]
+    fn skipping_the_renders_that_keep_every_benchmark_gives_the_same_text() {
+        let report = report(60);
+        let rows: usize = report.benchmarks.iter().map(|b| b.metrics.len()).sum();
+        let full = MarkdownExporter.render(&report);
+        // Limits under which every row is over the limit alone, and the rest.
+        for max in [
+            80,
+            2_000,
+            9_000,
+            rows * MIN_METRIC_ROW_CHARS - 1,
+            rows * MIN_METRIC_ROW_CHARS,
+            full.len() - 1,
+            full.len(),
+        ] {
+            for size in [chars as fn(&str) -> usize, str::len] {
+                let skipping = limited_with(&report, max, "the artifact", size, true);
+                let rendering = limited_with(&report, max, "the artifact", size, false);
+                assert_eq!(skipping, rendering, "limit {max}");
+                assert!(size(&skipping) <= max, "limit {max}");
+            }
+        }
+        // The bound holds: the table of every row is over it on its own.
+        let table_rows = full
+            .lines()
+            .filter(|l| l.starts_with("| kernel"))
+            .map(|l| l.chars().count() + 1);
+        assert!(table_rows.clone().count() >= rows);
+        assert!(table_rows.min().unwrap() >= MIN_METRIC_ROW_CHARS);
+    }
 }
