@@ -22,8 +22,50 @@ struct Tally {
     skipped: usize,
 }
 
-fn metric_case(b: &BenchmarkComparison, m: &MetricComparison, tally: &mut Tally) -> String {
-    tally.tests += 1;
+/// What a test case reports besides its output.
+#[derive(Clone, Copy, PartialEq)]
+enum Outcome {
+    Failure,
+    Skipped,
+    Error,
+    Passed,
+}
+
+fn metric_outcome(m: &MetricComparison) -> Outcome {
+    match (m.verdict, m.gates) {
+        (Verdict::Regressed, true) => Outcome::Failure,
+        (Verdict::Inconclusive, true) => Outcome::Skipped,
+        _ => Outcome::Passed,
+    }
+}
+
+fn benchmark_outcome(b: &BenchmarkComparison) -> Outcome {
+    match b.verdict {
+        Verdict::Missing => Outcome::Error,
+        _ => Outcome::Passed,
+    }
+}
+
+/// The counts of the header, before any test case is written.
+fn tally(report: &Report) -> Tally {
+    let mut tally = Tally::default();
+    let outcomes = report.benchmarks.iter().flat_map(|b| {
+        let bare = b.metrics.is_empty().then(|| benchmark_outcome(b));
+        bare.into_iter().chain(b.metrics.iter().map(metric_outcome))
+    });
+    for outcome in outcomes {
+        tally.tests += 1;
+        match outcome {
+            Outcome::Failure => tally.failures += 1,
+            Outcome::Skipped => tally.skipped += 1,
+            Outcome::Error => tally.errors += 1,
+            Outcome::Passed => {}
+        }
+    }
+    tally
+}
+
+fn metric_case(b: &BenchmarkComparison, m: &MetricComparison) -> String {
     let detail = format!(
         "{}{}: base {}, head {}, change {}{}",
         m.verdict.as_str(),
@@ -47,19 +89,13 @@ fn metric_case(b: &BenchmarkComparison, m: &MetricComparison, tally: &mut Tally)
             format!("; {}", m.reason)
         }
     );
-    let body = match (m.verdict, m.gates) {
-        (Verdict::Regressed, true) => {
-            tally.failures += 1;
-            format!(
-                "<failure message=\"{}\" type=\"regression\">{}</failure>",
-                escape_html(&detail),
-                escape_html(&detail)
-            )
-        }
-        (Verdict::Inconclusive, true) => {
-            tally.skipped += 1;
-            format!("<skipped message=\"{}\"/>", escape_html(&detail))
-        }
+    let body = match metric_outcome(m) {
+        Outcome::Failure => format!(
+            "<failure message=\"{}\" type=\"regression\">{}</failure>",
+            escape_html(&detail),
+            escape_html(&detail)
+        ),
+        Outcome::Skipped => format!("<skipped message=\"{}\"/>", escape_html(&detail)),
         _ => format!("<system-out>{}</system-out>", escape_html(&detail)),
     };
     format!(
@@ -69,16 +105,12 @@ fn metric_case(b: &BenchmarkComparison, m: &MetricComparison, tally: &mut Tally)
     )
 }
 
-fn benchmark_case(b: &BenchmarkComparison, tally: &mut Tally) -> String {
-    tally.tests += 1;
-    let body = match b.verdict {
-        Verdict::Missing => {
-            tally.errors += 1;
-            format!(
-                "<error message=\"{}\" type=\"missing\"/>",
-                escape_html(&b.explanation)
-            )
-        }
+fn benchmark_case(b: &BenchmarkComparison) -> String {
+    let body = match benchmark_outcome(b) {
+        Outcome::Error => format!(
+            "<error message=\"{}\" type=\"missing\"/>",
+            escape_html(&b.explanation)
+        ),
         _ => format!(
             "<system-out>{}: {}</system-out>",
             b.verdict.as_str(),
@@ -94,27 +126,34 @@ fn benchmark_case(b: &BenchmarkComparison, tally: &mut Tally) -> String {
 
 impl Exporter for JunitExporter {
     fn render(&self, report: &Report) -> String {
-        let mut tally = Tally::default();
-        let mut cases = String::new();
+        let mut out = Vec::new();
+        self.write_to(report, &mut out)
+            .expect("writing to memory does not fail");
+        String::from_utf8(out).expect("the cases are text")
+    }
+
+    /// The test cases are written one by one as they are made: a suite of thousands of
+    /// benchmarks gives hundreds of thousands, and the page was held twice over.
+    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let tally = tally(report);
+        write!(
+            out,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"kgate\" tests=\"{0}\" failures=\"{1}\" errors=\"{2}\" skipped=\"{3}\">\n  <testsuite name=\"kgate\" tests=\"{0}\" failures=\"{1}\" errors=\"{2}\" skipped=\"{3}\">\n",
+            tally.tests, tally.failures, tally.errors, tally.skipped
+        )?;
+        writeln!(
+            out,
+            "    <properties><property name=\"summary\" value=\"{}\"/></properties>",
+            escape_html(&summary_line(report))
+        )?;
         for b in &report.benchmarks {
             if b.metrics.is_empty() {
-                cases.push_str(&benchmark_case(b, &mut tally));
+                out.write_all(benchmark_case(b).as_bytes())?;
             }
             for m in &b.metrics {
-                cases.push_str(&metric_case(b, m, &mut tally));
+                out.write_all(metric_case(b, m).as_bytes())?;
             }
         }
-        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-        out.push_str(&format!(
-            "<testsuites name=\"kgate\" tests=\"{0}\" failures=\"{1}\" errors=\"{2}\" skipped=\"{3}\">\n  <testsuite name=\"kgate\" tests=\"{0}\" failures=\"{1}\" errors=\"{2}\" skipped=\"{3}\">\n",
-            tally.tests, tally.failures, tally.errors, tally.skipped
-        ));
-        out.push_str(&format!(
-            "    <properties><property name=\"summary\" value=\"{}\"/></properties>\n",
-            escape_html(&summary_line(report))
-        ));
-        out.push_str(&cases);
-        out.push_str("  </testsuite>\n</testsuites>\n");
-        out
+        out.write_all(b"  </testsuite>\n</testsuites>\n")
     }
 }
