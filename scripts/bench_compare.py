@@ -125,7 +125,7 @@ def main():
     )
     parser.add_argument("--case", choices=sorted(CASES), action="append")
     parser.add_argument(
-        "--format", choices=["json", "html", "markdown", "table"], action="append",
+        "--format", choices=["json", "html", "markdown", "table", "junit"], action="append",
         help="report format (repeatable; default json)",
     )
     args = parser.parse_args()
