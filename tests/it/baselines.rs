@@ -991,10 +991,17 @@ fn recorded_history_feeds_the_prediction_interval_model() {
         stderr_of(&out)
     );
     for _ in 0..3 {
-        kgate(dir)
+        // Recorded whatever the verdict: `true`'s wall time gates here (the model needs a
+        // noisy gated metric), and a loaded machine can make one job five times slower.
+        let out = kgate(dir)
             .args(["check", "--no-progress", "--record", "--format", "json"])
-            .assert()
-            .success();
+            .output()
+            .unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0 | 1 | 3)),
+            "{}",
+            stderr_of(&out)
+        );
     }
     let out = kgate(dir)
         .args(["check", "--no-progress", "--format", "json"])
