@@ -66,7 +66,12 @@ pub fn import_bytes(format: &str, data: &[u8]) {
     let results = imported
         .into_results()
         .unwrap_or_else(|e| panic!("held arrays do not read back: {e}"));
-    round_trip(&results);
+    // A number that is not finite (`1e999` in a cell, or a unit's factor overflowing it) is
+    // refused when the results are written, naming where it is: such results were never
+    // accepted, and the write below must have failed.
+    if results.non_finite().is_none() {
+        round_trip(&results);
+    }
     match saved {
         Ok(()) => {
             let streamed = RunResults::load(&written)
