@@ -767,7 +767,7 @@ mod tests {
     use super::*;
     use crate::machine::fingerprint::Fingerprint;
     use crate::model::metric::{Direction, GateRule, Tolerance};
-    use crate::model::results::{Provenance, RESULTS_SCHEMA_VERSION};
+    use crate::model::results::Provenance;
     use crate::stats::inference::History;
     use rules::percent_level;
 
@@ -962,13 +962,7 @@ mod tests {
     }
 
     fn run(benchmarks: Vec<BenchmarkResult>) -> RunResults {
-        RunResults {
-            schema_version: RESULTS_SCHEMA_VERSION,
-            kgate_version: "0".into(),
-            created: "2026-01-01T00:00:00Z".into(),
-            environment: Fingerprint::default(),
-            benchmarks,
-        }
+        RunResults::of(benchmarks)
     }
 
     fn bench(name: &str, m: MetricSamples) -> BenchmarkResult {

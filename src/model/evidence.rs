@@ -527,13 +527,7 @@ mod tests {
         let mut other_ir = result("same_ir_changed", &[1.0], &[], "a\n");
         let base_other = result("same_ir_changed", &[1.0], &[], "b\n");
         other_ir.metrics[0].values = vec![1.0];
-        let run = |benchmarks| RunResults {
-            schema_version: crate::model::results::RESULTS_SCHEMA_VERSION,
-            kgate_version: "0".into(),
-            created: "2026-01-01T00:00:00Z".into(),
-            environment: crate::machine::fingerprint::Fingerprint::default(),
-            benchmarks,
-        };
+        let run = RunResults::of;
         let base = run(vec![changed.clone(), same.clone(), base_other]);
         let head = run(vec![changed, same, other_ir]);
         let mut e = Evidence::from_runs(Some(&base), &head);

@@ -17,6 +17,23 @@ pub mod verdict;
 
 use std::collections::HashMap;
 
+/// The `schema_version` of a JSON document that did not read as the version expected, read
+/// alone (the rest skipped without building a tree of it): a file of another version is
+/// refused by its version. Only an object has one: serde reads a struct from an array too,
+/// and `[1]` would pass for a version 1 document.
+pub fn schema_version_of(text: &str) -> Option<u64> {
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct VersionOnly {
+        schema_version: Option<u64>,
+    }
+    serde_json::from_str::<VersionOnly>(text)
+        .ok()
+        .and_then(|v| v.schema_version)
+}
+
 /// Items by name, the first of each name kept (the one a linear search finds): for lookups in
 /// a loop over a suite, which a linear search per item makes quadratic in the suite's size.
 pub fn by_name<'a, T>(items: &'a [T], name: impl Fn(&'a T) -> &'a str) -> HashMap<&'a str, &'a T> {

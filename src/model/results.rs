@@ -662,6 +662,20 @@ impl Lenders {
     }
 }
 
+#[cfg(test)]
+impl RunResults {
+    /// Results of `benchmarks` on a default environment, for tests.
+    pub(crate) fn of(benchmarks: Vec<BenchmarkResult>) -> RunResults {
+        RunResults {
+            schema_version: RESULTS_SCHEMA_VERSION,
+            kgate_version: "0".into(),
+            created: "2026-01-01T00:00:00Z".into(),
+            environment: crate::machine::fingerprint::Fingerprint::default(),
+            benchmarks,
+        }
+    }
+}
+
 impl RunResults {
     /// Refuses results in which no benchmark holds a single measured value (an import of a
     /// file with no benchmark entries, or only errored ones): such a file gates nothing, and
@@ -766,19 +780,7 @@ impl RunResults {
         // only when the whole document did not parse.
         let version = match &parsed {
             Ok(results) => Some(results.schema_version),
-            // Only an object has a version: serde reads a struct from an array too, and `[1]`
-            // would pass for a version 1 file.
-            Err(_) if !text.trim_start().starts_with('{') => None,
-            Err(_) => {
-                #[derive(Deserialize)]
-                struct VersionOnly {
-                    schema_version: Option<u64>,
-                }
-                serde_json::from_str::<VersionOnly>(text)
-                    .ok()
-                    .and_then(|v| v.schema_version)
-                    .map(|v| v.min(u64::from(u32::MAX)) as u32)
-            }
+            Err(_) => super::schema_version_of(text).map(|v| v.min(u64::from(u32::MAX)) as u32),
         };
         let parse_error = |source| ResultsError::Parse {
             path: path.to_path_buf(),

@@ -74,13 +74,8 @@ fn limited_with(
         }
     }
     let mut cut: Vec<String> = Vec::new();
+    // Without its benchmarks when no step that keeps them all is rendered.
     let mut trimmed = if hopeless {
-        if let Some(e) = &report.evidence {
-            if e.benchmarks.iter().any(|b| !b.artifacts.is_empty()) {
-                cut.push("artifact diffs".into());
-            }
-            cut.push("charts and counter tables".into());
-        }
         without_benchmarks(report)
     } else {
         report.clone()
@@ -91,13 +86,13 @@ fn limited_with(
                 b.artifacts.clear();
             }
             cut.push("artifact diffs".into());
-            if let Some(text) = fits(&trimmed, &cut, max_chars, hint, size) {
+            if !hopeless && let Some(text) = fits(&trimmed, &cut, max_chars, hint, size) {
                 return text;
             }
         }
         trimmed.evidence = None;
         cut.push("charts and counter tables".into());
-        if let Some(text) = fits(&trimmed, &cut, max_chars, hint, size) {
+        if !hopeless && let Some(text) = fits(&trimmed, &cut, max_chars, hint, size) {
             return text;
         }
     }
@@ -197,7 +192,7 @@ fn limited_with(
     hard_cut(&text, max_chars, size)
 }
 
-/// Everything of `report` but its benchmarks and its evidence.
+/// Everything of `report` but its benchmarks (the evidence is bounded already).
 fn without_benchmarks(report: &Report) -> Report {
     Report {
         schema_version: report.schema_version,
@@ -213,7 +208,7 @@ fn without_benchmarks(report: &Report) -> Report {
         head_dirty: report.head_dirty,
         warnings: report.warnings.clone(),
         benchmarks: Vec::new(),
-        evidence: None,
+        evidence: report.evidence.clone(),
     }
 }
 
@@ -292,51 +287,47 @@ fn hard_cut(text: &str, max: usize, size: fn(&str) -> usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::fingerprint::Fingerprint;
     use crate::model::metric::{Direction, GateRule, Source};
     use crate::model::profile::BenchmarkProfile;
     use crate::model::report::Design;
-    use crate::model::results::{
-        Artifact, BenchmarkResult, MetricSamples, Provenance, RESULTS_SCHEMA_VERSION, RunResults,
-    };
+    use crate::model::results::{Artifact, BenchmarkResult, MetricSamples, Provenance, RunResults};
 
     /// A suite of `benchmarks` × 12 metrics whose first benchmarks regress, with artifacts
     /// (one changed), evidence, a profile and a warning.
     fn report(benchmarks: usize) -> Report {
-        let side = |shift: f64, ir: &str| RunResults {
-            schema_version: RESULTS_SCHEMA_VERSION,
-            kgate_version: "0".into(),
-            created: "2026-01-01T00:00:00Z".into(),
-            environment: Fingerprint::default(),
-            benchmarks: (0..benchmarks)
-                .map(|b| {
-                    let mut r = BenchmarkResult::new(&format!("kernel_{b}"), Provenance::default());
-                    r.repetitions = 10;
-                    for m in 0..12 {
-                        let change = if b % 5 == 0 { shift } else { 1.0 };
-                        r.metrics.push(MetricSamples {
-                            name: format!("m{m}"),
-                            unit: "ns".into(),
-                            source: Source::Timer,
-                            direction: Direction::Lower,
-                            gate: GateRule::default(),
-                            values: (0..10)
-                                .map(|i| 100.0 * change * (1.0 + 0.002 * f64::from(i)))
-                                .collect(),
-                            repetition: (0..10).collect(),
-                        });
-                    }
-                    r.artifacts.insert(
-                        "ir".into(),
-                        Artifact {
-                            path: "out.ll".into(),
-                            text: if b == 0 { ir.into() } else { "same\n".into() },
-                            truncated: false,
-                        },
-                    );
-                    r
-                })
-                .collect(),
+        let side = |shift: f64, ir: &str| {
+            RunResults::of(
+                (0..benchmarks)
+                    .map(|b| {
+                        let mut r =
+                            BenchmarkResult::new(&format!("kernel_{b}"), Provenance::default());
+                        r.repetitions = 10;
+                        for m in 0..12 {
+                            let change = if b % 5 == 0 { shift } else { 1.0 };
+                            r.metrics.push(MetricSamples {
+                                name: format!("m{m}"),
+                                unit: "ns".into(),
+                                source: Source::Timer,
+                                direction: Direction::Lower,
+                                gate: GateRule::default(),
+                                values: (0..10)
+                                    .map(|i| 100.0 * change * (1.0 + 0.002 * f64::from(i)))
+                                    .collect(),
+                                repetition: (0..10).collect(),
+                            });
+                        }
+                        r.artifacts.insert(
+                            "ir".into(),
+                            Artifact {
+                                path: "out.ll".into(),
+                                text: if b == 0 { ir.into() } else { "same\n".into() },
+                                truncated: false,
+                            },
+                        );
+                        r
+                    })
+                    .collect(),
+            )
         };
         let (base, head) = (side(1.0, "add\n"), side(1.3, "mul\n"));
         let mut report = crate::compare::compare(

@@ -807,12 +807,9 @@ mod tests {
 
     #[test]
     fn a_table_laid_out_in_pieces_is_the_table_of_every_row() {
-        use crate::machine::fingerprint::Fingerprint;
         use crate::model::metric::{Direction, GateRule, Source};
         use crate::model::report::Design;
-        use crate::model::results::{
-            BenchmarkResult, MetricSamples, Provenance, RESULTS_SCHEMA_VERSION, RunResults,
-        };
+        use crate::model::results::{BenchmarkResult, MetricSamples, Provenance, RunResults};
         // More rows than a piece holds, of every width: a metric with long names and wide
         // numbers only in the last piece, so that the widths come from the whole, a benchmark
         // on one side only (a bare row), and changes that regress, improve and hold.
@@ -850,13 +847,7 @@ mod tests {
             if extra {
                 benchmarks.push(BenchmarkResult::new("only_in_base", Provenance::default()));
             }
-            RunResults {
-                schema_version: RESULTS_SCHEMA_VERSION,
-                kgate_version: "0".into(),
-                created: "2026-01-01T00:00:00Z".into(),
-                environment: Fingerprint::default(),
-                benchmarks,
-            }
+            RunResults::of(benchmarks)
         };
         let report = crate::compare::compare(
             &side(1.0, true),

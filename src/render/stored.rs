@@ -47,28 +47,9 @@ pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
     let version = match &parsed {
         Ok(report) => Some(u64::from(report.schema_version)),
         Err(e) if e.is_io() => None,
+        // The text is read only for a report that did not read, to tell its version.
         Err(_) => {
-            // Only an object has a version: serde reads a struct from an array too.
-            let mut reader = open()?;
-            let first = loop {
-                let buf = std::io::BufRead::fill_buf(&mut reader).map_err(read_error)?;
-                match buf.iter().position(|b| !b.is_ascii_whitespace()) {
-                    Some(i) => break Some(buf[i]),
-                    None if buf.is_empty() => break None,
-                    None => {
-                        let n = buf.len();
-                        std::io::BufRead::consume(&mut reader, n);
-                    }
-                }
-            };
-            #[derive(serde::Deserialize)]
-            struct VersionOnly {
-                schema_version: Option<u64>,
-            }
-            (first == Some(b'{'))
-                .then(|| serde_json::from_reader::<_, VersionOnly>(reader).ok())
-                .flatten()
-                .and_then(|v| v.schema_version)
+            crate::model::schema_version_of(&std::fs::read_to_string(path).map_err(read_error)?)
         }
     };
     if let Some(found) = version

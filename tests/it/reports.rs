@@ -549,6 +549,19 @@ fn a_stored_report_renders_again() {
 #[test]
 fn a_stored_report_of_another_version_is_refused_by_its_version() {
     let dir = tempfile::tempdir().unwrap();
+    // `kgate ARGS` in the folder: its exit status and stderr.
+    let kgate = |args: &[&str]| {
+        let out = assert_cmd::cargo::cargo_bin_cmd!("kgate")
+            .current_dir(dir.path())
+            .env_remove("GITHUB_REPOSITORY")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
     let current = render(Format::Json);
     let mut other: serde_json::Value = serde_json::from_str(&current).unwrap();
     other["schema_version"] = serde_json::json!(7);
@@ -560,13 +573,8 @@ fn a_stored_report_of_another_version_is_refused_by_its_version() {
         ),
     ] {
         std::fs::write(dir.path().join(file), text).unwrap();
-        let out = assert_cmd::cargo::cargo_bin_cmd!("kgate")
-            .current_dir(dir.path())
-            .args(["report", file])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{file}: {out:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let (code, err) = kgate(&["report", file]);
+        assert_eq!(code, Some(2), "{file}: {err}");
         assert!(
             err.contains(&format!(
                 "`{file}` has report format version 7; this kgate reads version 1"
@@ -575,26 +583,13 @@ fn a_stored_report_of_another_version_is_refused_by_its_version() {
         );
     }
     // `kgate comment` reads a report as `kgate report` does: not one of another version.
-    let out = assert_cmd::cargo::cargo_bin_cmd!("kgate")
-        .current_dir(dir.path())
-        .env_remove("GITHUB_REPOSITORY")
-        .args(["comment", "readable.json"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("has report format version 7"),
-        "{out:?}"
-    );
+    let (code, err) = kgate(&["comment", "readable.json"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("has report format version 7"), "{err}");
     // Only an object has a version: an array is not a report of version 7.
     std::fs::write(dir.path().join("array.json"), "[7]").unwrap();
-    let out = assert_cmd::cargo::cargo_bin_cmd!("kgate")
-        .current_dir(dir.path())
-        .args(["report", "array.json"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (code, err) = kgate(&["report", "array.json"]);
+    assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("`array.json` is not a kgate JSON report"),
         "{err}"
