@@ -12,7 +12,9 @@ use std::collections::HashMap;
 
 use crate::model::metric::{Direction, Source, Tolerance};
 use crate::model::protocol::{MeasurementLine, ProtocolLine};
-use crate::model::results::{BenchmarkResult, MetricSamples, Provenance, SeriesIndex};
+use crate::model::results::{
+    BenchmarkResult, MetricSamples, Provenance, RepetitionNumbers, SeriesIndex,
+};
 use crate::model::units;
 use crate::plan::MetricPolicy;
 
@@ -207,7 +209,7 @@ impl<'a> Collector<'a> {
             direction: configured.unwrap_or(direction),
             gate: resolved.rule,
             values: Vec::new(),
-            repetition: Vec::new(),
+            repetition: RepetitionNumbers::default(),
         });
         let i = self.result.metrics.len() - 1;
         self.index.insert(name.to_string(), i);
@@ -278,7 +280,7 @@ impl<'a> Collector<'a> {
             direction: resolved.direction,
             gate: resolved.rule,
             values: vec![value],
-            repetition: vec![repetition],
+            repetition: RepetitionNumbers::from(vec![repetition]),
         });
         self.index
             .insert(name.to_string(), self.result.metrics.len() - 1);
@@ -331,7 +333,7 @@ mod tests {
         let m = r.metric("kernel_time").unwrap();
         assert_eq!(m.unit, "ns");
         assert_eq!(m.values, vec![88_000.0, 90_000.0]);
-        assert_eq!(m.repetition, vec![0, 0]);
+        assert_eq!(m.repetition, [0, 0]);
         // A time the benchmark measured itself is a timer reading.
         assert_eq!(m.source, Source::Timer);
     }

@@ -891,7 +891,7 @@ fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &mut Recorde
     let time = TIMES.iter().find_map(|t| result.metric(t));
     let source = flops.source.max(bytes.source).max(Source::Derived);
     let (bytes_at, time_at) = (by_repetition(bytes), time.map(by_repetition));
-    for (i, &rep) in flops.repetition.iter().enumerate() {
+    for (i, rep) in flops.repetition.iter().enumerate() {
         let Some(&b) = bytes_at.get(&rep) else {
             continue;
         };
@@ -950,7 +950,7 @@ fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &mut Recorde
 /// tens of thousands of launches).
 fn by_repetition(m: &MetricSamples) -> HashMap<u32, f64> {
     let mut at = HashMap::with_capacity(m.repetition.len());
-    for (&rep, &value) in m.repetition.iter().zip(&m.values) {
+    for (rep, &value) in m.repetition.iter().zip(&m.values) {
         at.entry(rep).or_insert(value);
     }
     at
@@ -996,7 +996,7 @@ impl Recorder {
                             ..GateRule::default()
                         },
                         values: Vec::new(),
-                        repetition: Vec::new(),
+                        repetition: Default::default(),
                     },
                 ));
                 self.metrics.len() - 1

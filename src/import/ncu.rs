@@ -1435,6 +1435,13 @@ mod storing_tests {
                 }
                 assert_eq!(samples.values, values, "kernel k{k}, metric m{m}");
                 assert_eq!(samples.repetition, repetitions, "kernel k{k}, metric m{m}");
+                // A metric in every launch holds its repetition numbers as a count, not a list.
+                let in_every_launch = (k..launches).step_by(2).all(|l| !gap(l, m));
+                assert_eq!(
+                    samples.repetition.is_one_per_value(),
+                    in_every_launch,
+                    "kernel k{k}, metric m{m}"
+                );
             }
         }
     }

@@ -9,6 +9,7 @@ pub mod held_arrays;
 pub mod metric;
 pub mod profile;
 pub mod protocol;
+pub mod repetition_numbers;
 pub mod report;
 pub mod results;
 pub mod text;

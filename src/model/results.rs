@@ -15,6 +15,7 @@ use crate::machine::fingerprint::Fingerprint;
 use crate::model::fsutil::{self, Overwrite};
 use crate::model::metric::{Direction, GateRule, Source};
 use crate::model::protocol::{CounterLine, KernelLine};
+pub use crate::model::repetition_numbers::RepetitionNumbers;
 
 /// Version of the results format; bumped on incompatible changes. Version 2 stores counter
 /// readings as series (a counter's name once, then its times and values); version 1 files,
@@ -289,8 +290,9 @@ pub struct MetricSamples {
     /// samples per repetition. Left out of the file when each value is its own repetition in
     /// order (value i measured in repetition i, as most captures and every ncu launch are),
     /// and read back as such.
-    #[serde(default, skip_serializing_if = "one_value_per_repetition")]
-    pub repetition: Vec<u32>,
+    #[serde(default, skip_serializing_if = "RepetitionNumbers::is_one_per_value")]
+    #[schemars(with = "Vec<u32>")]
+    pub repetition: RepetitionNumbers,
 }
 
 /// Refuses two arrays that pair up element by element (a series' times and values) but
@@ -310,11 +312,6 @@ fn paired(
         count(a, a_one, a_many),
         count(b, b_one, b_many)
     ))
-}
-
-/// Whether value i was measured in repetition i, for every value.
-fn one_value_per_repetition(repetition: &[u32]) -> bool {
-    repetition.iter().enumerate().all(|(i, &r)| r as usize == i)
 }
 
 /// One counter's readings in one repetition (see the protocol's counter lines): the name and
@@ -813,7 +810,7 @@ impl RunResults {
         Ok(results)
     }
 
-    /// Gives back the `repetition` arrays the file left out (each value its own repetition),
+    /// Counts the `repetition` numbers the file left out (each value its own repetition),
     /// and hands back the room the reader left at the end of each array: it grows an array
     /// by doubling, not knowing its length, so a benchmark of 20 metrics sat in room for 32
     /// (a compare of 10,000 such benchmarks held 6 % more for it).
@@ -824,8 +821,8 @@ impl RunResults {
             b.counters.shrink_to_fit();
             b.kernel_windows.shrink_to_fit();
             for m in &mut b.metrics {
-                if m.repetition.is_empty() && !m.values.is_empty() {
-                    m.repetition = (0..m.values.len() as u32).collect();
+                if m.repetition.is_empty() {
+                    m.repetition = RepetitionNumbers::one_per_value(m.values.len());
                 }
                 m.values.shrink_to_fit();
                 m.repetition.shrink_to_fit();

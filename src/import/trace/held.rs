@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::column::{Column, Spill};
 use crate::model::held_arrays::{ArrayAt, Field, HeldArrays, Number};
-use crate::model::results::RunResults;
+use crate::model::results::{RepetitionNumbers, RunResults};
 
 /// Names an array of a benchmark before the results' order is final: the benchmark, the
 /// entry's name (metric, kernel or counter) and repetition (windows and series), the field.
@@ -240,7 +240,9 @@ impl TraceArrays {
             })?;
             match at.field {
                 Field::MetricValues => b.metrics[at.entry].values = values,
-                Field::MetricRepetition => b.metrics[at.entry].repetition = repetitions,
+                Field::MetricRepetition => {
+                    b.metrics[at.entry].repetition = RepetitionNumbers::from(repetitions)
+                }
                 Field::WindowStarts => b.kernel_windows[at.entry].start_ns = values,
                 Field::WindowEnds => b.kernel_windows[at.entry].end_ns = values,
                 Field::SeriesTimes => b.counters[at.entry].t_ns = values,

@@ -26,7 +26,8 @@ use crate::capture::Collector;
 use crate::model::held_arrays::Field;
 use crate::model::metric::{Direction, Source};
 use crate::model::results::{
-    Artifact, BenchmarkResult, CounterSeries, CountersOf, KernelWindows, Sampling,
+    Artifact, BenchmarkResult, CounterSeries, CountersOf, KernelWindows, RepetitionNumbers,
+    Sampling,
 };
 use crate::model::units;
 use std::collections::BTreeMap;
@@ -527,7 +528,7 @@ fn build_results(
                 m.repetition = runs.iter().map(|&(r, _)| r).collect();
                 arrays.forget(&place);
             } else {
-                m.repetition = HELD_REPETITIONS.to_vec();
+                m.repetition = RepetitionNumbers::from(HELD_REPETITIONS.to_vec());
             }
         }
     }
@@ -742,7 +743,14 @@ mod tests {
         assert_eq!(m.values.len(), 2 * launches);
         assert_eq!(m.values[7], 5.0);
         assert_eq!(m.values[launches + 3], 5.375);
-        assert_eq!(m.repetition[launches - 1..launches + 1], [0, 1]);
+        assert_eq!(
+            m.repetition
+                .iter()
+                .skip(launches - 1)
+                .take(2)
+                .collect::<Vec<_>>(),
+            [0, 1]
+        );
         // Launches after the last reading (3,490 ns) get no window.
         let w = &k.kernel_windows[0];
         assert_eq!(w.start_ns.len(), 175);
