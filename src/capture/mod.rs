@@ -224,19 +224,22 @@ impl<'a> Collector<'a> {
         m.repetition.push(repetition);
     }
 
-    /// Appends samples (repetition, value) to the metric at `slot`, as [`Collector::push_at`]
-    /// each would, finding the metric once: an import storing a tile of launches metric by
-    /// metric. Room is made for exactly the samples given where the metric has none yet,
-    /// then with a vector's amortized growth, so that an import of many files stays linear.
-    pub fn extend_at<S>(&mut self, slot: usize, samples: S)
-    where
-        S: ExactSizeIterator<Item = (u32, f64)> + Clone,
-    {
+    /// Appends a run of samples to the metric at `slot`, as [`Collector::push_at`] each would,
+    /// finding the metric once: an import storing a tile of launches metric by metric. The
+    /// run's repetition numbers are the same for every metric of the tile, so whether they
+    /// count on is seen once for them all (see [`RepetitionNumbers::extend_from_run`]).
+    pub fn extend_at(
+        &mut self,
+        slot: usize,
+        repetitions: &[u32],
+        consecutive: bool,
+        values: impl ExactSizeIterator<Item = f64>,
+    ) {
         let m = &mut self.result.metrics[slot];
-        // Two passes, each a vector's `extend` of a known length: no capacity test per sample.
-        m.values.extend(samples.clone().map(|(_, value)| value));
-        m.repetition
-            .extend(samples.map(|(repetition, _)| repetition));
+        debug_assert_eq!(repetitions.len(), values.len());
+        // A vector's `extend` of a known length: no capacity test per sample.
+        m.values.extend(values);
+        m.repetition.extend_from_run(repetitions, consecutive);
     }
 
     /// Where the metric `name` is in the result, by the index.

@@ -1033,6 +1033,10 @@ impl Stored {
                     .take_while(|(_, values)| same_metrics(values, first))
                     .count();
             let run = &self.tile[start..end];
+            let repetitions: Vec<u32> = run.iter().map(|(repetition, _)| *repetition).collect();
+            let consecutive = repetitions
+                .windows(2)
+                .all(|w| w[0].checked_add(1) == Some(w[1]));
             // Metrics a block at a time, and each metric of the block down the run: a launch
             // of a wide page holds thousands of values, so reading one metric down the whole
             // tile would touch a page per value, while a block of every launch stays in cache.
@@ -1044,10 +1048,8 @@ impl Stored {
                     };
                     // Every position was given a slot when its launch arrived.
                     if let Some((slot, factor)) = self.slots[position] {
-                        let samples = run
-                            .iter()
-                            .map(|(repetition, values)| (*repetition, values.nth(k) * factor));
-                        collector.extend_at(slot, samples);
+                        let values = run.iter().map(|(_, values)| values.nth(k) * factor);
+                        collector.extend_at(slot, &repetitions, consecutive, values);
                     }
                 }
             }

@@ -93,6 +93,20 @@ impl RepetitionNumbers {
         }
     }
 
+    /// Appends a run of numbers, which the caller says are `consecutive` (each one more than
+    /// the one before) when it knows: such a run that starts where the count stands is added
+    /// to the count without looking at each number.
+    pub fn extend_from_run(&mut self, run: &[u32], consecutive: bool) {
+        if consecutive
+            && self.listed.is_empty()
+            && run.first().copied() == u32::try_from(self.len).ok()
+        {
+            self.len += run.len();
+        } else {
+            self.extend(run.iter().copied());
+        }
+    }
+
     /// Gives the numbers a count stood for their place in the list.
     fn list(&mut self) {
         if self.listed.is_empty() && self.len > 0 {
@@ -187,6 +201,21 @@ mod tests {
         counting.extend([4, 5]);
         assert!(counting.is_one_per_value());
         assert_eq!(counting.len(), 6);
+    }
+
+    #[test]
+    fn a_run_that_counts_on_from_the_count_is_counted() {
+        let mut r = RepetitionNumbers::default();
+        r.extend_from_run(&[0, 1, 2], true);
+        r.extend_from_run(&[3, 4], true);
+        assert!(r.is_one_per_value());
+        assert_eq!(r.len(), 5);
+        // Consecutive, but not where the count stands: listed.
+        r.extend_from_run(&[9, 10], true);
+        assert_eq!(r, [0, 1, 2, 3, 4, 9, 10]);
+        let mut s = RepetitionNumbers::one_per_value(2);
+        s.extend_from_run(&[2, 2, 3], false);
+        assert_eq!(s, [0, 1, 2, 2, 3]);
     }
 
     #[test]
