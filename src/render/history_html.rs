@@ -214,7 +214,9 @@ fn chart_svg(c: &HistoryChart, unit: &str, repo_url: Option<&str>) -> Option<Str
             .y_desc(plot_label(&shown_unit))
             .x_labels(n.min(12))
             .x_label_formatter(&|x| format!("{}", x.round() as i64 + 1))
-            .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
+            // Bold lines at the labels only: the light lines between them (up to ten per
+            // pair) were some 80 % of a chart's SVG, and a page charts every metric of a suite.
+            .max_light_lines(0)
             .draw()
             .ok()?;
         chart
