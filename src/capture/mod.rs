@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use crate::model::metric::{Direction, Source, Tolerance};
 use crate::model::protocol::{MeasurementLine, ProtocolLine};
 use crate::model::results::{
-    BenchmarkResult, MetricSamples, Provenance, RepetitionNumbers, SeriesIndex,
+    BenchmarkResult, MetricSamples, Provenance, RepetitionNumbers, RepetitionRun, SeriesIndex,
 };
 use crate::model::units;
 use crate::plan::MetricPolicy;
@@ -226,20 +226,19 @@ impl<'a> Collector<'a> {
 
     /// Appends a run of samples to the metric at `slot`, as [`Collector::push_at`] each would,
     /// finding the metric once: an import storing a tile of launches metric by metric. The
-    /// run's repetition numbers are the same for every metric of the tile, so whether they
-    /// count on is seen once for them all (see [`RepetitionNumbers::extend_from_run`]).
+    /// run's repetition numbers are the same for every metric of the tile (see
+    /// [`RepetitionRun`]).
     pub fn extend_at(
         &mut self,
         slot: usize,
-        repetitions: &[u32],
-        consecutive: bool,
+        repetitions: &RepetitionRun<'_>,
         values: impl ExactSizeIterator<Item = f64>,
     ) {
         let m = &mut self.result.metrics[slot];
         debug_assert_eq!(repetitions.len(), values.len());
         // A vector's `extend` of a known length: no capacity test per sample.
         m.values.extend(values);
-        m.repetition.extend_from_run(repetitions, consecutive);
+        m.repetition.extend_from_run(repetitions);
     }
 
     /// Where the metric `name` is in the result, by the index.

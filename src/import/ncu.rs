@@ -29,7 +29,7 @@ use super::builder::direction_of;
 use super::device::{Device, MEM_MAX_MHZ, SM_MAX_MHZ};
 use super::{ImportContext, ImportError, Importer, Policies};
 use crate::model::metric::{Direction, Source};
-use crate::model::results::RunResults;
+use crate::model::results::{RepetitionRun, RunResults};
 
 /// The columns that identify a launch in both pages; everything else is a metric.
 const IDENTITY_COLUMNS: [&str; 11] = [
@@ -1034,9 +1034,7 @@ impl Stored {
                     .count();
             let run = &self.tile[start..end];
             let repetitions: Vec<u32> = run.iter().map(|(repetition, _)| *repetition).collect();
-            let consecutive = repetitions
-                .windows(2)
-                .all(|w| w[0].checked_add(1) == Some(w[1]));
+            let repetitions = RepetitionRun::new(&repetitions);
             // Metrics a block at a time, and each metric of the block down the run: a launch
             // of a wide page holds thousands of values, so reading one metric down the whole
             // tile would touch a page per value, while a block of every launch stays in cache.
@@ -1049,7 +1047,7 @@ impl Stored {
                     // Every position was given a slot when its launch arrived.
                     if let Some((slot, factor)) = self.slots[position] {
                         let values = run.iter().map(|(_, values)| values.nth(k) * factor);
-                        collector.extend_at(slot, &repetitions, consecutive, values);
+                        collector.extend_at(slot, &repetitions, values);
                     }
                 }
             }

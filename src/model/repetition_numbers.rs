@@ -93,17 +93,16 @@ impl RepetitionNumbers {
         }
     }
 
-    /// Appends a run of numbers, which the caller says are `consecutive` (each one more than
-    /// the one before) when it knows: such a run that starts where the count stands is added
-    /// to the count without looking at each number.
-    pub fn extend_from_run(&mut self, run: &[u32], consecutive: bool) {
-        if consecutive
+    /// Appends a run of numbers: one that counts on from where the count stands is added to
+    /// the count without looking at each number again.
+    pub fn extend_from_run(&mut self, run: &RepetitionRun<'_>) {
+        if run.consecutive
             && self.listed.is_empty()
-            && run.first().copied() == u32::try_from(self.len).ok()
+            && run.numbers.first().copied() == u32::try_from(self.len).ok()
         {
-            self.len += run.len();
+            self.len += run.numbers.len();
         } else {
-            self.extend(run.iter().copied());
+            self.extend(run.numbers.iter().copied());
         }
     }
 
@@ -117,6 +116,35 @@ impl RepetitionNumbers {
     /// Hands back room the list does not use.
     pub fn shrink_to_fit(&mut self) {
         self.listed.shrink_to_fit();
+    }
+}
+
+/// Repetition numbers appended to many metrics alike (the launches of a tile of an import,
+/// stored metric by metric): whether they count on is found once, when the run is made.
+#[derive(Debug, Clone, Copy)]
+pub struct RepetitionRun<'a> {
+    numbers: &'a [u32],
+    /// Each number one more than the one before.
+    consecutive: bool,
+}
+
+impl<'a> RepetitionRun<'a> {
+    pub fn new(numbers: &'a [u32]) -> RepetitionRun<'a> {
+        let consecutive = numbers
+            .windows(2)
+            .all(|w| w[0].checked_add(1) == Some(w[1]));
+        RepetitionRun {
+            numbers,
+            consecutive,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.numbers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.numbers.is_empty()
     }
 }
 
@@ -206,16 +234,19 @@ mod tests {
     #[test]
     fn a_run_that_counts_on_from_the_count_is_counted() {
         let mut r = RepetitionNumbers::default();
-        r.extend_from_run(&[0, 1, 2], true);
-        r.extend_from_run(&[3, 4], true);
+        r.extend_from_run(&RepetitionRun::new(&[0, 1, 2]));
+        r.extend_from_run(&RepetitionRun::new(&[3, 4]));
         assert!(r.is_one_per_value());
         assert_eq!(r.len(), 5);
-        // Consecutive, but not where the count stands: listed.
-        r.extend_from_run(&[9, 10], true);
+        // Counting on, but not from where the count stands: listed.
+        r.extend_from_run(&RepetitionRun::new(&[9, 10]));
         assert_eq!(r, [0, 1, 2, 3, 4, 9, 10]);
         let mut s = RepetitionNumbers::one_per_value(2);
-        s.extend_from_run(&[2, 2, 3], false);
+        s.extend_from_run(&RepetitionRun::new(&[2, 2, 3]));
         assert_eq!(s, [0, 1, 2, 2, 3]);
+        let mut t = RepetitionNumbers::one_per_value(1);
+        t.extend_from_run(&RepetitionRun::new(&[1, 3]));
+        assert_eq!(t, [0, 1, 3]);
     }
 
     #[test]

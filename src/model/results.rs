@@ -15,7 +15,7 @@ use crate::machine::fingerprint::Fingerprint;
 use crate::model::fsutil::{self, Overwrite};
 use crate::model::metric::{Direction, GateRule, Source};
 use crate::model::protocol::{CounterLine, KernelLine};
-pub use crate::model::repetition_numbers::RepetitionNumbers;
+pub use crate::model::repetition_numbers::{RepetitionNumbers, RepetitionRun};
 
 /// Version of the results format; bumped on incompatible changes. Version 2 stores counter
 /// readings as series (a counter's name once, then its times and values); version 1 files,
