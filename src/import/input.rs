@@ -17,44 +17,156 @@ pub const MAX_FILE_BYTES: u64 = 1 << 30;
 /// (`rocprof`). A NUL byte ends the read at once: no text format kgate reads has one, and a
 /// device such as `/dev/zero` is refused without reading up to the bound.
 pub fn read_text(path: &Path, what: &str, max: u64) -> Result<String, ImportError> {
-    let read_error = |source| ImportError::Read {
-        path: path.to_path_buf(),
-        source,
-    };
-    let refuse = |message: String| ImportError::Content {
-        path: path.to_path_buf(),
-        message,
-    };
-    let mut file = std::fs::File::open(path).map_err(read_error)?.take(max + 1);
-    let mut bytes = Vec::new();
-    let mut chunk = vec![0u8; 1 << 16];
-    loop {
-        let n = match file.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(read_error(e)),
+    let mut reader = TextReader::open(path, what, max)?;
+    let mut text = String::new();
+    reader
+        .read_to_string(&mut text)
+        .map_err(|e| reader.refusal(e))?;
+    Ok(text)
+}
+
+/// A text file read in pieces, with [`read_text`]'s refusals as it goes: a NUL byte, more
+/// than `max` bytes, bytes that are not UTF-8. What it hands out is checked text, cut at
+/// character boundaries, so a large export is read without holding it whole.
+pub struct TextReader {
+    file: std::io::Take<std::fs::File>,
+    path: std::path::PathBuf,
+    what: String,
+    max: u64,
+    /// Checked text not yet handed out: `buf[start..ready]`; `buf[ready..]` is the start of
+    /// a character whose other bytes have not been read yet.
+    buf: Vec<u8>,
+    start: usize,
+    ready: usize,
+    /// Bytes read from the file before `buf[0]`.
+    offset: u64,
+    at_end: bool,
+}
+
+/// Why a [`TextReader`] stopped, carried by the `io::Error` it returns (see
+/// [`TextReader::refusal`]).
+#[derive(Debug)]
+struct Refusal(String);
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// The import error of `path` that an error of its [`TextReader`] (or of a reader around it)
+/// stands for: a refusal as it was worded, anything else as a read error of the file.
+pub fn refusal_of(path: &Path, error: std::io::Error) -> ImportError {
+    match error.get_ref().and_then(|e| e.downcast_ref::<Refusal>()) {
+        Some(Refusal(message)) => ImportError::Content {
+            path: path.to_path_buf(),
+            message: message.clone(),
+        },
+        None => ImportError::Read {
+            path: path.to_path_buf(),
+            source: error,
+        },
+    }
+}
+
+/// How much [`TextReader`] reads from the file at a time.
+const TEXT_CHUNK: usize = 1 << 16;
+
+impl TextReader {
+    pub fn open(path: &Path, what: &str, max: u64) -> Result<TextReader, ImportError> {
+        let file = std::fs::File::open(path).map_err(|source| ImportError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(TextReader {
+            file: file.take(max + 1),
+            path: path.to_path_buf(),
+            what: what.to_string(),
+            max,
+            buf: Vec::new(),
+            start: 0,
+            ready: 0,
+            offset: 0,
+            at_end: false,
+        })
+    }
+
+    /// The import error an error of this reader stands for (see [`refusal_of`]).
+    pub fn refusal(&self, error: std::io::Error) -> ImportError {
+        refusal_of(&self.path, error)
+    }
+
+    /// Whether everything was read and handed out.
+    pub fn finished(&self) -> bool {
+        self.at_end && self.start == self.ready
+    }
+
+    fn refuse(&self, message: String) -> std::io::Error {
+        std::io::Error::other(Refusal(message))
+    }
+
+    /// Reads the next chunk and checks it; false at the end of the file.
+    fn fill(&mut self) -> std::io::Result<bool> {
+        // Keep only the unfinished character, if any, at the front.
+        self.buf.drain(..self.ready);
+        self.offset += self.ready as u64;
+        self.start = 0;
+        self.ready = 0;
+        let kept = self.buf.len();
+        self.buf.resize(kept + TEXT_CHUNK, 0);
+        let n = loop {
+            match self.file.read(&mut self.buf[kept..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
         };
-        if let Some(at) = chunk[..n].iter().position(|&b| b == 0) {
-            return Err(refuse(format!(
+        self.buf.truncate(kept + n);
+        let what = &self.what;
+        if let Some(at) = memchr::memchr(0, &self.buf[kept..]) {
+            return Err(self.refuse(format!(
                 "is not text (a NUL byte at offset {}), so it is not {what} output; pass the file the tool wrote",
-                bytes.len() + at
+                self.offset + (kept + at) as u64
             )));
         }
-        bytes.extend_from_slice(&chunk[..n]);
+        if self.offset + self.buf.len() as u64 > self.max {
+            return Err(self.refuse(format!(
+                "is larger than {} MiB, more than kgate reads from one {what} file (or an endless stream); pass the file the tool wrote, split into smaller files if it really is that large",
+                self.max >> 20
+            )));
+        }
+        if n == 0 {
+            self.at_end = true;
+        }
+        self.ready = match std::str::from_utf8(&self.buf) {
+            Ok(_) => self.buf.len(),
+            // A character cut by the chunk's end waits for the next chunk.
+            Err(e) if e.error_len().is_none() && !self.at_end => e.valid_up_to(),
+            Err(e) => {
+                return Err(self.refuse(format!(
+                    "is not text (byte {} is not UTF-8), so it is not {what} output; pass the file the tool wrote",
+                    self.offset + e.valid_up_to() as u64
+                )));
+            }
+        };
+        Ok(n > 0 || self.ready > 0)
     }
-    if bytes.len() as u64 > max {
-        return Err(refuse(format!(
-            "is larger than {} MiB, more than kgate reads from one {what} file (or an endless stream); pass the file the tool wrote, split into smaller files if it really is that large",
-            max >> 20
-        )));
+}
+
+impl Read for TextReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.start == self.ready {
+            if self.at_end || !self.fill()? {
+                return Ok(0);
+            }
+        }
+        let n = out.len().min(self.ready - self.start);
+        out[..n].copy_from_slice(&self.buf[self.start..self.start + n]);
+        self.start += n;
+        Ok(n)
     }
-    String::from_utf8(bytes).map_err(|e| {
-        refuse(format!(
-            "is not text (byte {} is not UTF-8), so it is not {what} output; pass the file the tool wrote",
-            e.utf8_error().valid_up_to()
-        ))
-    })
 }
 
 /// The JSON document of `path`, read with [`read_text`]'s bound; a leading byte-order mark
@@ -71,4 +183,79 @@ pub fn read_json(path: &Path, what: &str) -> Result<Value, ImportError> {
             e.column()
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What reading a file whole and checking it afterwards says (how [`read_text`] read
+    /// before it read in pieces), for files with at most one fault.
+    fn whole_file(bytes: &[u8], max: u64) -> Result<String, String> {
+        if let Some(at) = bytes.iter().position(|&b| b == 0) {
+            return Err(format!("is not text (a NUL byte at offset {at})"));
+        }
+        if bytes.len() as u64 > max {
+            return Err(format!("is larger than {} MiB", max >> 20));
+        }
+        String::from_utf8(bytes.to_vec()).map_err(|e| {
+            format!(
+                "is not text (byte {} is not UTF-8)",
+                e.utf8_error().valid_up_to()
+            )
+        })
+    }
+
+    fn in_pieces(bytes: &[u8], max: u64) -> Result<String, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("file.csv");
+        std::fs::write(&path, bytes).unwrap();
+        read_text(&path, "rocprof", max).map_err(|e| match e {
+            ImportError::Content { message, .. } => message,
+            other => other.to_string(),
+        })
+    }
+
+    #[test]
+    fn text_read_in_pieces_is_refused_where_the_whole_file_was() {
+        // Characters of 2, 3 and 4 bytes, so that chunk ends fall inside them.
+        let line = "kernel_é,€,𝄞,1234\n".repeat(9_000);
+        assert!(line.len() > 3 * TEXT_CHUNK);
+        let text = line.as_bytes().to_vec();
+        let mut cases: Vec<(String, Vec<u8>, u64)> = vec![
+            ("plain".into(), text.clone(), 1 << 30),
+            ("empty".into(), Vec::new(), 1 << 30),
+            ("over the bound".into(), text.clone(), 100_000),
+        ];
+        for at in [
+            0,
+            5,
+            TEXT_CHUNK - 1,
+            TEXT_CHUNK,
+            TEXT_CHUNK + 1,
+            2 * TEXT_CHUNK + 7,
+        ] {
+            let mut nul = text.clone();
+            nul[at] = 0;
+            cases.push((format!("NUL at {at}"), nul, 1 << 30));
+            let mut latin1 = text.clone();
+            latin1[at] = 0xE9;
+            cases.push((format!("0xE9 at {at}"), latin1, 1 << 30));
+        }
+        // A character cut short by the end of the file.
+        let mut cut = text.clone();
+        cut.extend_from_slice(&"€".as_bytes()[..2]);
+        cases.push(("a cut character at the end".into(), cut, 1 << 30));
+        for (name, bytes, max) in cases {
+            let expected = whole_file(&bytes, max);
+            let got = in_pieces(&bytes, max);
+            match (&expected, &got) {
+                (Ok(a), Ok(b)) => assert!(a == b, "{name}: the text differs"),
+                (Err(a), Err(b)) => {
+                    assert!(b.starts_with(a.as_str()), "{name}: {b} (expected {a})")
+                }
+                _ => panic!("{name}: {got:?} where reading whole gave {expected:?}"),
+            }
+        }
+    }
 }
