@@ -5,7 +5,7 @@
 //!
 //! [`Collector`]: crate::capture::Collector
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::device::Device;
@@ -13,13 +13,22 @@ use super::{ImportError, Policies, run_results};
 use crate::capture::Collector;
 use crate::model::metric::{Direction, Source};
 use crate::model::results::{Provenance, RunResults};
+use crate::model::units;
+
+/// Where a metric of one benchmark keeps its samples, and the factor into its canonical unit:
+/// unknown until [`Benchmarks::add_at`] first adds to it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Slot(Option<(usize, f64)>);
 
 /// Benchmarks under construction, in the order they were first seen.
 pub struct Benchmarks<'p> {
     policies: &'p Policies,
     capture: &'static str,
     order: Vec<String>,
-    collectors: BTreeMap<String, Collector<'p>>,
+    /// In first-seen order, as `order` names them.
+    collectors: Vec<Collector<'p>>,
+    /// Position of each name in `order`: imports look a benchmark up per sample.
+    index: HashMap<String, usize>,
     /// The file being read, named in errors.
     file: PathBuf,
     /// What the files read so far say about the device they were measured on.
@@ -33,7 +42,8 @@ impl<'p> Benchmarks<'p> {
             policies,
             capture,
             order: Vec::new(),
-            collectors: BTreeMap::new(),
+            collectors: Vec::new(),
+            index: HashMap::new(),
             file: PathBuf::new(),
             device: Device::default(),
         }
@@ -41,17 +51,19 @@ impl<'p> Benchmarks<'p> {
 
     /// The collector of benchmark `name`, created on first use.
     pub fn get(&mut self, name: &str) -> &mut Collector<'p> {
-        if !self.collectors.contains_key(name) {
-            self.order.push(name.to_string());
-            let provenance = Provenance {
-                captures: vec![self.capture.to_string()],
-                ..Provenance::default()
-            };
-            let policy = self.policies.for_benchmark(name);
-            self.collectors
-                .insert(name.to_string(), Collector::new(name, policy, provenance));
+        if let Some(&i) = self.index.get(name) {
+            return &mut self.collectors[i];
         }
-        self.collectors.get_mut(name).expect("inserted above")
+        self.index.insert(name.to_string(), self.order.len());
+        self.order.push(name.to_string());
+        let provenance = Provenance {
+            captures: vec![self.capture.to_string()],
+            ..Provenance::default()
+        };
+        let policy = self.policies.for_benchmark(name);
+        self.collectors
+            .push(Collector::new(name, policy, provenance));
+        self.collectors.last_mut().expect("pushed above")
     }
 
     /// Sets the file that the following samples come from.
@@ -77,6 +89,40 @@ impl<'p> Benchmarks<'p> {
                 path: self.file.clone(),
                 message: format!("benchmark `{name}`: {message}"),
             })
+    }
+
+    /// [`Benchmarks::add`] for a metric added again and again (a column of every row of a
+    /// file): the metric and its unit are looked up once, and `slot` keeps where it is. A
+    /// value `add` would refuse (not finite, a negative time) goes through `add`, which says
+    /// why.
+    pub fn add_at(
+        &mut self,
+        slot: &mut Slot,
+        name: &str,
+        repetition: u32,
+        (metric, unit, source): (&str, &str, Source),
+        value: f64,
+    ) -> Result<(), ImportError> {
+        let (at, factor) = match slot.0 {
+            Some(found) => found,
+            None => {
+                let found = self
+                    .get(name)
+                    .slot(metric, unit, source, direction_of(metric, unit))
+                    .map_err(|message| ImportError::Content {
+                        path: self.file.clone(),
+                        message: format!("benchmark `{name}`: {message}"),
+                    })?;
+                slot.0 = Some(found);
+                found
+            }
+        };
+        let converted = value * factor;
+        if !converted.is_finite() || (converted < 0.0 && units::normalize(unit).is_time()) {
+            return self.add(name, repetition, metric, unit, source, value);
+        }
+        self.get(name).push_at(at, repetition, converted);
+        Ok(())
     }
 
     /// Notes that benchmark `name` took numbers from `path` and now holds `repetitions`.
@@ -126,13 +172,8 @@ impl<'p> Benchmarks<'p> {
     }
 
     /// The results file, in first-seen order, whatever was imported.
-    pub fn into_results(mut self) -> RunResults {
-        let benchmarks = self
-            .order
-            .iter()
-            .filter_map(|n| self.collectors.remove(n))
-            .map(Collector::finish)
-            .collect();
+    pub fn into_results(self) -> RunResults {
+        let benchmarks = self.collectors.into_iter().map(Collector::finish).collect();
         run_results(benchmarks, &self.device)
     }
 }

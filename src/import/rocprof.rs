@@ -19,11 +19,13 @@
 //! are means over the passes, with a fraction. Both are read as what they are; a header row
 //! repeated inside a file (files concatenated) starts a new table instead of being data.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::builder::Benchmarks;
+use super::builder::{Benchmarks, Slot};
 use super::device::{Device, HostField, MEM_MAX_MHZ, SM_MAX_MHZ};
+use super::input::{TextReader, refusal_of};
 use super::{ImportContext, ImportError, Importer, Policies};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
@@ -189,6 +191,65 @@ fn content(path: &Path, message: String) -> ImportError {
     }
 }
 
+/// How much of a file is read to tell what it is (see [`import`]).
+const HEAD_BYTES: u64 = 1 << 20;
+
+/// Names only a header row holds, one of which each kind of header needs (see [`classify`]).
+const HEADER_KEYS: [&str; 6] = [
+    "Counter_Name",
+    "KernelName",
+    "Kernel_Name",
+    "AverageNs",
+    "gpu_model",
+    "max_sclk",
+];
+
+/// Whether a cell is one of [`HEADER_KEYS`] (a data cell, a number as a rule, is told apart
+/// by its first byte).
+fn is_header_key(cell: &str) -> bool {
+    let cell = cell.trim();
+    cell.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) && HEADER_KEYS.contains(&cell)
+}
+
+/// The columns of a wide table that measure the dispatch: not identity, not unnamed.
+/// Whether the head of a file begins with a table this importer reads (a header it knows).
+fn starts_a_table(head: &str) -> bool {
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(head.as_bytes());
+    reader.headers().is_ok_and(|h| {
+        let header: Vec<String> = h.iter().map(|c| c.trim().to_string()).collect();
+        classify(&header).is_some()
+    })
+}
+
+/// The columns of a wide table that measure the dispatch: not identity, not unnamed.
+fn measured_columns(header: &[String]) -> Vec<usize> {
+    (0..header.len())
+        .filter(|&i| !(header[i].is_empty() || is_identity(&header[i])))
+        .collect()
+}
+
+const KERNEL_TIME: (&str, &str, Source) = ("kernel_time", "ns", Source::Timer);
+
+/// A kernel of wide rows: its name, and where its samples go, found on its first dispatch.
+struct WideKernel {
+    name: String,
+    kernel_time: Slot,
+    /// By position among the measured columns of the current header.
+    counters: Vec<Slot>,
+}
+
+impl WideKernel {
+    fn new(name: String) -> WideKernel {
+        WideKernel {
+            name,
+            kernel_time: Slot::default(),
+            counters: Vec::new(),
+        }
+    }
+}
+
 /// A value in rocprof's notations (`496419.0`, `6.8125000000`, `4.34259040e-02`).
 fn number(cell: &str) -> Option<f64> {
     let v: f64 = cell.trim().parse().ok()?;
@@ -284,12 +345,27 @@ impl Importer for Rocprof {
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "rocprof");
     let mut companions = Companions::default();
-    let mut offsets: BTreeMap<String, u32> = BTreeMap::new();
+    let mut offsets: HashMap<String, u32> = HashMap::new();
     for path in files {
         benchmarks.file(path);
-        let text = super::input::read_text(path, "rocprof", super::input::MAX_FILE_BYTES)?;
+        // The first MiB says what the file is. A table goes on from there, read as it is
+        // parsed (a long run's dispatches are hundreds of MB); anything else (a companion, or
+        // a file to refuse) is read whole. A `pmc:` line after the first MiB of a table is
+        // a row of the table.
+        let mut input = TextReader::open(path, "rocprof", super::input::MAX_FILE_BYTES)?;
+        let mut text = String::new();
+        (&mut input)
+            .take(HEAD_BYTES)
+            .read_to_string(&mut text)
+            .map_err(|e| input.refusal(e))?;
+        let pmc = |text: &str| text.lines().any(|l| l.trim_start().starts_with("pmc:"));
+        if !input.finished() && (pmc(&text) || !starts_a_table(&text)) {
+            input
+                .read_to_string(&mut text)
+                .map_err(|e| input.refusal(e))?;
+        }
         let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-        if text.lines().any(|l| l.trim_start().starts_with("pmc:")) {
+        if pmc(&text) {
             for line in text.lines().filter_map(|l| l.trim().strip_prefix("pmc:")) {
                 let counters = line.split_whitespace().collect::<Vec<_>>().join(" ");
                 companions
@@ -305,7 +381,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         }
         let mut reader = csv::ReaderBuilder::new()
             .flexible(true)
-            .from_reader(text.as_bytes());
+            .from_reader(text.as_bytes().chain(&mut input));
         let header: Option<Vec<String>> = reader
             .headers()
             .ok()
@@ -330,29 +406,52 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         };
         let mut repeated_headers = 0usize;
         let mut fractional = false;
-        let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+        let mut counts: HashMap<String, u32> = HashMap::new();
         let mut long: Vec<Dispatch> = Vec::new();
         let mut long_index: BTreeMap<String, usize> = BTreeMap::new();
-        for (row, record) in reader.records().enumerate() {
+        let mut metric_columns = measured_columns(&header);
+        // Per kernel cell as written: its name and its metrics' slots (Wide rows).
+        let mut wide_kernels: HashMap<String, WideKernel> = HashMap::new();
+        let mut record = csv::StringRecord::new();
+        for row in 0.. {
             let line = row + 2;
-            let record = record.map_err(|e| {
-                content(
-                    path,
-                    format!("line {line}: not CSV as rocprof writes it ({e}); pass the file rocprof wrote, unedited"),
-                )
-            })?;
-            // A header row inside the table (files concatenated, a tool's merge): the same
-            // header is skipped; another one starts a table of its own.
-            let cells: Vec<String> = record.iter().map(|c| c.trim().to_string()).collect();
-            if cells == header {
-                repeated_headers += 1;
-                continue;
+            match reader.read_record(&mut record) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    let shown = e.to_string();
+                    return Err(match e.into_kind() {
+                        // The text reader's refusal: a NUL byte, not UTF-8, too large.
+                        csv::ErrorKind::Io(io) => refusal_of(path, io),
+                        _ => content(
+                            path,
+                            format!(
+                                "line {line}: not CSV as rocprof writes it ({shown}); pass the file rocprof wrote, unedited"
+                            ),
+                        ),
+                    });
+                }
             }
-            if let Some(next) = classify(&cells) {
-                header = cells;
-                kind = next;
-                repeated_headers += 1;
-                continue;
+            // A header row inside the table (files concatenated, a tool's merge): the same
+            // header is skipped; another one starts a table of its own. Only a row holding
+            // one of the names a header needs can be one (no allocation for the others).
+            if record.iter().any(is_header_key) {
+                let cells: Vec<String> = record.iter().map(|c| c.trim().to_string()).collect();
+                if cells == header {
+                    repeated_headers += 1;
+                    continue;
+                }
+                if let Some(next) = classify(&cells) {
+                    metric_columns = measured_columns(&cells);
+                    // Counter slots go by column, and the columns are the new header's.
+                    for k in wide_kernels.values_mut() {
+                        k.counters.clear();
+                    }
+                    header = cells;
+                    kind = next;
+                    repeated_headers += 1;
+                    continue;
+                }
             }
             let cell = |i: usize| record.get(i).unwrap_or("").trim();
             match kind {
@@ -401,9 +500,19 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     end,
                     duration,
                 } => {
-                    let name = kernel_name(cell(kernel));
-                    let base = *offsets.get(&name).unwrap_or(&0);
-                    let n = counts.entry(name.clone()).or_insert(0);
+                    let raw = cell(kernel);
+                    let k = match wide_kernels.get_mut(raw) {
+                        Some(k) => k,
+                        None => wide_kernels
+                            .entry(raw.to_string())
+                            .or_insert_with(|| WideKernel::new(kernel_name(raw))),
+                    };
+                    let name = &k.name;
+                    let base = *offsets.get(name).unwrap_or(&0);
+                    let n = match counts.get_mut(name) {
+                        Some(n) => n,
+                        None => counts.entry(name.clone()).or_insert(0),
+                    };
                     let rep = base + *n;
                     *n += 1;
                     let time = match (duration, begin, end) {
@@ -418,14 +527,13 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                         _ => None,
                     };
                     if let Some(t) = time {
-                        benchmarks.add(&name, rep, "kernel_time", "ns", Source::Timer, t)?;
+                        benchmarks.add_at(&mut k.kernel_time, name, rep, KERNEL_TIME, t)?;
                     }
-                    for (i, h) in header.iter().enumerate() {
-                        if is_identity(h) || h.is_empty() {
-                            continue;
-                        }
+                    k.counters.resize(metric_columns.len(), Slot::default());
+                    for (&i, slot) in metric_columns.iter().zip(&mut k.counters) {
                         if let Some(v) = number(cell(i)) {
-                            benchmarks.add(&name, rep, h, "", Source::Hardware, v)?;
+                            let metric = (header[i].as_str(), "", Source::Hardware);
+                            benchmarks.add_at(slot, name, rep, metric, v)?;
                         }
                     }
                 }

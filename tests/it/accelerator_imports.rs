@@ -645,6 +645,87 @@ fn rocprofv3_counter_collection() {
 }
 
 #[test]
+fn a_rocprof_table_past_its_first_mib_is_read_as_it_is_parsed() {
+    // A v1 table of 36,000 dispatches over three kernels (about 1.7 MB), its header repeated
+    // after the first MiB, then a header with a new counter column before the old one.
+    let dir = tempfile::tempdir().unwrap();
+    let mut csv = String::from("Index,KernelName,gpu-id,BeginNs,EndNs,SQ_WAVES\n");
+    let row = |i: usize, grbm: Option<usize>| {
+        let grbm = grbm.map(|g| format!("{g},")).unwrap_or_default();
+        format!(
+            "{i},\"kernel_{}.kd\",2,{},{},{grbm}{}\n",
+            i % 3,
+            1_000_000_000_000u64 + i as u64 * 10_000,
+            1_000_000_000_000u64 + i as u64 * 10_000 + 100 + (i % 7) as u64,
+            i % 11
+        )
+    };
+    for i in 0..26_000 {
+        csv.push_str(&row(i, None));
+    }
+    assert!(csv.len() > 1 << 20);
+    csv.push_str("Index,KernelName,gpu-id,BeginNs,EndNs,SQ_WAVES\n");
+    for i in 26_000..31_000 {
+        csv.push_str(&row(i, None));
+    }
+    csv.push_str("Index,KernelName,gpu-id,BeginNs,EndNs,GRBM_COUNT,SQ_WAVES\n");
+    for i in 31_000..36_000 {
+        csv.push_str(&row(i, Some(i)));
+    }
+    let path = dir.path().join("results.csv");
+    std::fs::write(&path, &csv).unwrap();
+    let r = run("rocprof", std::slice::from_ref(&path));
+    assert_eq!(r.benchmarks.len(), 3);
+    for (k, b) in r.benchmarks.iter().enumerate() {
+        assert_eq!(b.name, format!("kernel_{k}"));
+        let dispatches: Vec<usize> = (0..36_000).filter(|i| i % 3 == k).collect();
+        assert_eq!(b.repetitions as usize, dispatches.len());
+        let times: Vec<f64> = dispatches.iter().map(|i| (100 + i % 7) as f64).collect();
+        assert_eq!(values(b, "kernel_time"), times);
+        let waves: Vec<f64> = dispatches.iter().map(|i| (i % 11) as f64).collect();
+        assert_eq!(values(b, "SQ_WAVES"), waves, "{}", b.name);
+        let grbm: Vec<f64> = dispatches
+            .iter()
+            .filter(|&&i| i >= 31_000)
+            .map(|&i| i as f64)
+            .collect();
+        assert_eq!(values(b, "GRBM_COUNT"), grbm, "{}", b.name);
+        assert!(
+            b.provenance
+                .notes
+                .iter()
+                .any(|n| n.contains("2 header rows inside the table")),
+            "{:?}",
+            b.provenance.notes
+        );
+    }
+
+    // What cannot be text is refused where it is, past the first MiB as before it.
+    let at = 1_500_000;
+    let mut nul = csv.clone().into_bytes();
+    nul[at] = 0;
+    let mut latin1 = csv.into_bytes();
+    latin1[at] = 0xE9;
+    for (name, bytes, refusal) in [
+        (
+            "nul.csv",
+            nul,
+            format!("is not text (a NUL byte at offset {at})"),
+        ),
+        (
+            "latin1.csv",
+            latin1,
+            format!("is not text (byte {at} is not UTF-8)"),
+        ),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let e = error("rocprof", &[path]);
+        assert!(e.contains(name) && e.contains(&refusal), "{e}");
+    }
+}
+
+#[test]
 #[cfg_attr(
     kgate_no_corpus,
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
