@@ -664,10 +664,11 @@ pub fn options(b: &crate::plan::BenchmarkPlan) -> Option<Options<'_>> {
 /// the others the configuration's device profile with default settings.
 pub fn apply_to_import(results: &mut crate::model::results::RunResults, plan: &crate::plan::Plan) {
     let fallback = plan.benchmarks.iter().find_map(|b| b.device.as_ref());
+    let declared = crate::model::by_name(&plan.benchmarks, |b| b.name.as_str());
     let lenders = results.lenders();
     for i in 0..results.benchmarks.len() {
         let name = results.benchmarks[i].name.as_str();
-        let Some(opts) = import_options(name, plan, fallback) else {
+        let Some(opts) = import_options(name, &declared, fallback) else {
             continue;
         };
         // The readings around a kernel's windows, held one benchmark at a time.
@@ -685,20 +686,23 @@ pub fn derives_on_import(
     plan: &crate::plan::Plan,
 ) -> bool {
     let fallback = plan.benchmarks.iter().find_map(|b| b.device.as_ref());
+    let declared = crate::model::by_name(&plan.benchmarks, |b| b.name.as_str());
     results
         .benchmarks
         .iter()
-        .any(|r| import_options(&r.name, plan, fallback).is_some())
+        .any(|r| import_options(&r.name, &declared, fallback).is_some())
 }
 
-/// The settings an imported benchmark is derived with: its own where the plan declares it,
-/// else the configuration's device profile (`fallback`) with default settings.
+/// The settings an imported benchmark is derived with: its own where the plan declares it
+/// (`declared`, the plan's benchmarks by name: an import of thousands of benchmarks against
+/// a suite of thousands is not a search per benchmark), else the configuration's device
+/// profile (`fallback`) with default settings.
 fn import_options<'p>(
     name: &str,
-    plan: &'p crate::plan::Plan,
+    declared: &std::collections::HashMap<&str, &'p crate::plan::BenchmarkPlan>,
     fallback: Option<&'p DeviceProfile>,
 ) -> Option<Options<'p>> {
-    match plan.benchmarks.iter().find(|b| b.name == name) {
+    match declared.get(name) {
         Some(b) => options(b),
         None => fallback.map(Options::cumulative),
     }

@@ -98,8 +98,18 @@ pub fn strict_json(text: &str) -> String {
 /// non-finite tokens rewritten.
 fn read_json(path: &Path) -> Result<Value, ImportError> {
     let text = input::read_text(path, "google/benchmark JSON", input::MAX_FILE_BYTES)?;
-    let text = strict_json(text.strip_prefix('\u{feff}').unwrap_or(&text));
-    serde_json::from_str(&text).map_err(|e| ImportError::Content {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    // Most files hold neither token (a rewrite copies the whole text): look first.
+    let rewritten;
+    let text = if memchr::memmem::find(text.as_bytes(), b"NaN").is_some()
+        || memchr::memmem::find(text.as_bytes(), b"Infinity").is_some()
+    {
+        rewritten = strict_json(text);
+        rewritten.as_str()
+    } else {
+        text
+    };
+    serde_json::from_str(text).map_err(|e| ImportError::Content {
         path: path.to_path_buf(),
         message: format!(
             "not valid JSON at line {}, column {}: {e}",
