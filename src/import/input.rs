@@ -98,6 +98,32 @@ impl TextReader {
         refusal_of(&self.path, error)
     }
 
+    /// The text from where the reader stands, at least `at_least` bytes of it (less only at
+    /// the end of the file), ending where a character ends: the head of a file read to tell
+    /// what it is, the rest left to be read on.
+    pub fn head(&mut self, at_least: usize) -> Result<String, ImportError> {
+        let mut head = Vec::new();
+        while head.len() < at_least {
+            if self.start == self.ready {
+                match self.fill() {
+                    Ok(true) => continue,
+                    Ok(false) => break,
+                    Err(e) => return Err(self.refusal(e)),
+                }
+            }
+            // What a fill made ready ends where a character ends.
+            head.extend_from_slice(&self.buf[self.start..self.ready]);
+            self.start = self.ready;
+        }
+        String::from_utf8(head).map_err(|e| {
+            self.refusal(std::io::Error::other(Refusal(format!(
+                "is not text (byte {} is not UTF-8), so it is not {} output; pass the file the tool wrote",
+                e.utf8_error().valid_up_to(),
+                self.what
+            ))))
+        })
+    }
+
     /// Whether everything was read and handed out.
     pub fn finished(&self) -> bool {
         self.at_end && self.start == self.ready

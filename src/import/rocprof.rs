@@ -192,7 +192,7 @@ fn content(path: &Path, message: String) -> ImportError {
 }
 
 /// How much of a file is read to tell what it is (see [`import`]).
-const HEAD_BYTES: u64 = 1 << 20;
+const HEAD_BYTES: usize = 1 << 20;
 
 /// Names only a header row holds, one of which each kind of header needs (see [`classify`]).
 const HEADER_KEYS: [&str; 6] = [
@@ -211,7 +211,6 @@ fn is_header_key(cell: &str) -> bool {
     cell.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) && HEADER_KEYS.contains(&cell)
 }
 
-/// The columns of a wide table that measure the dispatch: not identity, not unnamed.
 /// Whether the head of a file begins with a table this importer reads (a header it knows).
 fn starts_a_table(head: &str) -> bool {
     let mut reader = csv::ReaderBuilder::new()
@@ -353,11 +352,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         // a file to refuse) is read whole. A `pmc:` line after the first MiB of a table is
         // a row of the table.
         let mut input = TextReader::open(path, "rocprof", super::input::MAX_FILE_BYTES)?;
-        let mut text = String::new();
-        (&mut input)
-            .take(HEAD_BYTES)
-            .read_to_string(&mut text)
-            .map_err(|e| input.refusal(e))?;
+        let mut text = input.head(HEAD_BYTES)?;
         let pmc = |text: &str| text.lines().any(|l| l.trim_start().starts_with("pmc:"));
         if !input.finished() && (pmc(&text) || !starts_a_table(&text)) {
             input

@@ -700,6 +700,30 @@ fn a_rocprof_table_past_its_first_mib_is_read_as_it_is_parsed() {
         );
     }
 
+    // Kernel names of three-byte characters, one of which straddles the first MiB's end.
+    let mut wide_names = String::new();
+    let body: String = (0..26_000)
+        .map(|i| format!("{i},\"k€€€€€€€€_{}\",2,100,200,1\n", i % 2))
+        .collect();
+    for pad in 0..100 {
+        let header = format!(
+            "Index,KernelName,gpu-id,BeginNs,EndNs,SQ_WAVES{}\n",
+            " ".repeat(pad)
+        );
+        let text = format!("{header}{body}");
+        if !text.is_char_boundary(1 << 20) {
+            wide_names = text;
+            break;
+        }
+    }
+    assert!(!wide_names.is_empty());
+    let path = dir.path().join("names.csv");
+    std::fs::write(&path, &wide_names).unwrap();
+    let r = run("rocprof", &[path]);
+    let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["k€€€€€€€€_0", "k€€€€€€€€_1"]);
+    assert_eq!(r.benchmarks[1].repetitions, 13_000);
+
     // What cannot be text is refused where it is, past the first MiB as before it.
     let at = 1_500_000;
     let mut nul = csv.clone().into_bytes();
