@@ -266,9 +266,33 @@ struct Companions {
 
 /// One rocprofv3 dispatch: its counters summed over rows, and its duration.
 struct Dispatch {
-    kernel: String,
-    counters: BTreeMap<String, f64>,
+    /// In [`Names`] of kernels.
+    kernel: u32,
+    /// (counter in [`Names`] of counters, sum).
+    counters: Vec<(u32, f64)>,
     time: Option<f64>,
+}
+
+/// Names a file repeats on every row (a rocprofv3 file: kernel and counter), held once each.
+#[derive(Default)]
+struct Names {
+    /// By number: the name kept (a kernel's without its code-object suffix).
+    kept: Vec<String>,
+    /// By the cell as written.
+    numbers: HashMap<String, u32>,
+}
+
+impl Names {
+    /// The number of the name a cell gives, `keep` making the name from the cell once.
+    fn number(&mut self, cell: &str, keep: impl FnOnce(&str) -> String) -> u32 {
+        if let Some(&n) = self.numbers.get(cell) {
+            return n;
+        }
+        let n = self.kept.len() as u32;
+        self.kept.push(keep(cell));
+        self.numbers.insert(cell.to_string(), n);
+        n
+    }
 }
 
 /// What one file turned out to be.
@@ -403,7 +427,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         let mut fractional = false;
         let mut counts: HashMap<String, u32> = HashMap::new();
         let mut long: Vec<Dispatch> = Vec::new();
-        let mut long_index: BTreeMap<String, usize> = BTreeMap::new();
+        let mut long_index: HashMap<String, usize> = HashMap::new();
+        let (mut long_kernels, mut long_counters) = (Names::default(), Names::default());
         let mut metric_columns = measured_columns(&header);
         // Per kernel cell as written: its name and its metrics' slots (Wide rows).
         let mut wide_kernels: HashMap<String, WideKernel> = HashMap::new();
@@ -540,21 +565,24 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     begin,
                     end,
                 } => {
-                    let id = cell(dispatch).to_string();
-                    let index = *long_index.entry(id.clone()).or_insert_with(|| {
-                        let time = match (begin, end) {
-                            (Some(b), Some(e)) => {
-                                duration_of(cell(b), cell(e), &mut fractional).unwrap_or(None)
-                            }
-                            _ => None,
-                        };
-                        long.push(Dispatch {
-                            kernel: kernel_name(cell(kernel)),
-                            counters: BTreeMap::new(),
-                            time,
-                        });
-                        long.len() - 1
-                    });
+                    let index = match long_index.get(cell(dispatch)) {
+                        Some(&index) => index,
+                        None => {
+                            let time = match (begin, end) {
+                                (Some(b), Some(e)) => {
+                                    duration_of(cell(b), cell(e), &mut fractional).unwrap_or(None)
+                                }
+                                _ => None,
+                            };
+                            long.push(Dispatch {
+                                kernel: long_kernels.number(cell(kernel), kernel_name),
+                                counters: Vec::new(),
+                                time,
+                            });
+                            long_index.insert(cell(dispatch).to_string(), long.len() - 1);
+                            long.len() - 1
+                        }
+                    };
                     let v = number(cell(value)).ok_or_else(|| {
                         content(
                             path,
@@ -564,19 +592,25 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                             ),
                         )
                     })?;
-                    *long[index]
-                        .counters
-                        .entry(cell(counter).to_string())
-                        .or_insert(0.0) += v;
+                    let c = long_counters.number(cell(counter), str::to_string);
+                    let counters = &mut long[index].counters;
+                    match counters.iter_mut().find(|(k, _)| *k == c) {
+                        Some((_, sum)) => *sum += v,
+                        None => counters.push((c, v)),
+                    }
                 }
             }
         }
         for Dispatch {
-            kernel: name,
+            kernel,
             counters,
             time,
-        } in &long
+        } in &mut long
         {
+            let name = &long_kernels.kept[*kernel as usize];
+            // Each dispatch's counters in the order of their names.
+            let counter_name = |c: u32| long_counters.kept[c as usize].as_str();
+            counters.sort_by(|a, b| counter_name(a.0).cmp(counter_name(b.0)));
             let base = *offsets.get(name).unwrap_or(&0);
             let n = counts.entry(name.clone()).or_insert(0);
             let rep = base + *n;
@@ -584,9 +618,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             if let Some(t) = time {
                 benchmarks.add(name, rep, "kernel_time", "ns", Source::Timer, *t)?;
             }
-            for (c, v) in counters {
-                if !IDENTITY_V3.contains(&c.as_str()) {
-                    benchmarks.add(name, rep, c, "", Source::Hardware, *v)?;
+            for &(c, v) in counters.iter() {
+                let c = counter_name(c);
+                if !IDENTITY_V3.contains(&c) {
+                    benchmarks.add(name, rep, c, "", Source::Hardware, v)?;
                 }
             }
         }
