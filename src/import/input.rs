@@ -71,6 +71,13 @@ pub fn refusal_of(path: &Path, error: std::io::Error) -> ImportError {
     }
 }
 
+/// The refusal of a file whose byte `at` is not UTF-8.
+fn not_utf8(what: &str, at: u64) -> String {
+    format!(
+        "is not text (byte {at} is not UTF-8), so it is not {what} output; pass the file the tool wrote"
+    )
+}
+
 /// How much [`TextReader`] reads from the file at a time.
 const TEXT_CHUNK: usize = 1 << 16;
 
@@ -102,6 +109,7 @@ impl TextReader {
     /// the end of the file), ending where a character ends: the head of a file read to tell
     /// what it is, the rest left to be read on.
     pub fn head(&mut self, at_least: usize) -> Result<String, ImportError> {
+        let from = self.offset + self.start as u64;
         let mut head = Vec::new();
         while head.len() < at_least {
             if self.start == self.ready {
@@ -115,12 +123,10 @@ impl TextReader {
             head.extend_from_slice(&self.buf[self.start..self.ready]);
             self.start = self.ready;
         }
+        // Checked as it was read; a fault here would be this reader's own.
         String::from_utf8(head).map_err(|e| {
-            self.refusal(std::io::Error::other(Refusal(format!(
-                "is not text (byte {} is not UTF-8), so it is not {} output; pass the file the tool wrote",
-                e.utf8_error().valid_up_to(),
-                self.what
-            ))))
+            let at = from + e.utf8_error().valid_up_to() as u64;
+            self.refusal(self.refuse(not_utf8(&self.what, at)))
         })
     }
 
@@ -171,10 +177,8 @@ impl TextReader {
             // A character cut by the chunk's end waits for the next chunk.
             Err(e) if e.error_len().is_none() && !self.at_end => e.valid_up_to(),
             Err(e) => {
-                return Err(self.refuse(format!(
-                    "is not text (byte {} is not UTF-8), so it is not {what} output; pass the file the tool wrote",
-                    self.offset + e.valid_up_to() as u64
-                )));
+                let at = self.offset + e.valid_up_to() as u64;
+                return Err(self.refuse(not_utf8(what, at)));
             }
         };
         Ok(n > 0 || self.ready > 0)
