@@ -26,12 +26,11 @@ import argparse
 import json
 import os
 import random
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+
+from benchtime import builds as existing_builds, timed
 
 CASES = {
     "20k": (1, 1, 20_000),
@@ -91,29 +90,13 @@ def results(benchmarks, metrics, samples, shift, seed, commit):
 
 
 def measure_once(kgate, base, head, fmt, out):
-    """Wall seconds, CPU seconds, peak KB and exit status of one compare."""
-    start = time.perf_counter()
+    """Wall seconds, CPU seconds, peak MiB and exit status of one compare."""
     # In the files' own folder: a kgate.yaml where the script is started would set the gate
     # policy.
-    proc = subprocess.run(
-        ["/usr/bin/time", "-v", kgate, "compare", base, head, "--format", fmt, "-o", out],
-        cwd=os.path.dirname(base),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+    run = timed(
+        [kgate, "compare", base, head, "--format", fmt, "-o", out], cwd=os.path.dirname(base)
     )
-    wall = time.perf_counter() - start
-
-    def field(pattern):
-        found = re.search(pattern, proc.stderr)
-        return found.group(1) if found else None
-
-    cpu = sum(
-        float(field(rf"{kind} time \(seconds\): ([\d.]+)") or 0) for kind in ("User", "System")
-    )
-    peak = int(field(r"Maximum resident set size \(kbytes\): (\d+)") or 0)
-    status = field(r"Exit status: (\d+)")
-    return wall, cpu, peak, int(status) if status else proc.returncode
+    return run.wall, run.cpu, run.peak_mb, run.status
 
 
 def main():
@@ -129,10 +112,7 @@ def main():
         help="report format (repeatable; default json)",
     )
     args = parser.parse_args()
-    builds = [os.path.abspath(k) for k in args.kgate or ["target/release/kgate"]]
-    for build in builds:
-        if not os.path.exists(build):
-            sys.exit(f"{build} not found: run `cargo build --release` first")
+    builds = existing_builds(args.kgate)
     label = {b: (b if len(builds) > 1 else "") for b in builds}
     print(
         f"{'case':<12} {'format':<8} {'median s':>9} {'CPU s':>7} {'peak MB':>8} "
@@ -159,7 +139,7 @@ def main():
                     walls, cpus, peaks, codes = zip(*runs[build])
                     print(
                         f"{name:<12} {fmt:<8} {statistics.median(walls):>9.3f} "
-                        f"{statistics.median(cpus):>7.2f} {max(peaks) / 1024:>8.1f} "
+                        f"{statistics.median(cpus):>7.2f} {max(peaks):>8.1f} "
                         f"{sizes[build] / 1e6:>10.1f}  {','.join(map(str, sorted(set(codes))))}"
                         f"     {label[build]}",
                         flush=True,

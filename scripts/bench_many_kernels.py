@@ -20,12 +20,11 @@ Usage (from the repository root):
 import argparse
 import json
 import os
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
+
+from benchtime import builds as existing_builds, timed
 
 
 def write_trace(path, kernels, launches):
@@ -49,22 +48,10 @@ def write_trace(path, kernels, launches):
 
 
 def measure_once(kgate, folder, out):
-    start = time.perf_counter()
-    proc = subprocess.run(
-        ["/usr/bin/time", "-v", kgate, "import", "chrome-trace", "trace.json", "-o", out],
-        cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        sys.exit(f"{kgate} failed:\n{proc.stderr}")
-
-    def field(pattern):
-        found = re.search(pattern, proc.stderr)
-        return found.group(1) if found else "0"
-
-    cpu = sum(float(field(rf"{kind} time \(seconds\): ([\d.]+)")) for kind in ("User", "System"))
-    peak = int(field(r"Maximum resident set size \(kbytes\): (\d+)"))
-    return wall, cpu, peak
+    run = timed([kgate, "import", "chrome-trace", "trace.json", "-o", out], cwd=folder)
+    if run.status != 0:
+        sys.exit(f"{kgate} failed:\n{run.stderr}")
+    return run.wall, run.cpu, run.peak_mb
 
 
 def main():
@@ -75,10 +62,7 @@ def main():
     parser.add_argument("--kgate", action="append",
                         help="the binary to time (repeatable; default target/release/kgate)")
     args = parser.parse_args()
-    builds = [os.path.abspath(k) for k in args.kgate or ["target/release/kgate"]]
-    for build in builds:
-        if not os.path.exists(build):
-            sys.exit(f"{build} not found: run `cargo build --release` first")
+    builds = existing_builds(args.kgate)
     with tempfile.TemporaryDirectory() as folder:
         trace = os.path.join(folder, "trace.json")
         write_trace(trace, args.kernels, args.launches)
@@ -100,7 +84,7 @@ def main():
         for build in builds:
             walls, cpus, peaks = zip(*runs[build])
             print(f"{statistics.median(walls):>9.2f} {statistics.median(cpus):>7.2f} "
-                  f"{max(peaks) / 1024:>8.1f}  {build}")
+                  f"{max(peaks):>8.1f}  {build}")
         if len(builds) > 1:
             same = all(w == written[0] for w in written[1:])
             print("results: the same" if same else "results: DIFFER between builds")

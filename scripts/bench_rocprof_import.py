@@ -18,11 +18,11 @@ Usage (from the repository root):
 import argparse
 import os
 import random
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
+
+from benchtime import builds as existing_builds, timed
 
 HEADER = (
     '"Index","KernelName","gpu-id","queue-id","queue-index","pid","tid","grd","wgr","lds",'
@@ -63,28 +63,6 @@ def generate(path, dispatches):
             t += dur + 7000
 
 
-def measure(command):
-    """Wall seconds (as /usr/bin/time reports them), peak MB and exit status of one run."""
-    proc = subprocess.run(
-        ["/usr/bin/time", "-v", *command],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-    def field(pattern):
-        found = re.search(pattern, proc.stderr)
-        return found.group(1) if found else None
-
-    clock = field(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)") or "0"
-    wall = 0.0
-    for part in clock.split(":"):
-        wall = wall * 60 + float(part)
-    peak = int(field(r"Maximum resident set size \(kbytes\): (\d+)") or 0) / 1024
-    status = field(r"Exit status: (\d+)")
-    return wall, peak, int(status) if status else proc.returncode
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -92,10 +70,7 @@ def main():
     parser.add_argument("--kgate", action="append", help="a build to time (repeatable)")
     parser.add_argument("--skip-python", action="store_true")
     args = parser.parse_args()
-    builds = [os.path.abspath(k) for k in args.kgate or ["target/release/kgate"]]
-    for build in builds:
-        if not os.path.exists(build):
-            sys.exit(f"{build} not found: run `cargo build --release` first")
+    builds = existing_builds(args.kgate)
     with tempfile.TemporaryDirectory() as dir:
         path = os.path.join(dir, "results.csv")
         generate(path, args.dispatches)
@@ -114,7 +89,8 @@ def main():
         runs = {name: [] for name, _ in contenders}
         for _ in range(args.runs):
             for name, command in contenders:
-                runs[name].append(measure(command))
+                run = timed(command)
+                runs[name].append((run.wall, run.peak_mb, run.status))
         print(f"\n| tool (median of {args.runs}) | wall (s) | MB/s | peak RSS (MB) | exit |")
         print("|---|---:|---:|---:|---|")
         medians = {}

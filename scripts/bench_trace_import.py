@@ -23,12 +23,12 @@ import argparse
 import json
 import os
 import random
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+from benchtime import timed
 
 PYTHON_EXTRACT = r"""
 import json, sys
@@ -122,13 +122,10 @@ def generate(path: str, size_bytes: int, counter_share: float) -> tuple[int, int
 
 def measure(cmd: list[str]) -> tuple[float, float, str]:
     """Runs under /usr/bin/time -v; returns (wall seconds, peak RSS in MB, stdout)."""
-    start = time.monotonic()
-    p = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True)
-    wall = time.monotonic() - start
-    if p.returncode != 0:
-        sys.exit(f"{cmd[0]} failed:\n{p.stderr[-2000:]}")
-    rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr).group(1))
-    return wall, rss_kb / 1024, p.stdout
+    run = timed(cmd)
+    if run.status != 0:
+        sys.exit(f"{cmd[0]} failed:\n{run.stderr[-2000:]}")
+    return run.wall, run.peak_mb, run.stdout
 
 
 def repeat(runs: int, cmd: list[str]) -> tuple[float, float, str]:

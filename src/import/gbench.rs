@@ -7,6 +7,7 @@
 //! derived from those samples and are used only when the file holds nothing else
 //! (`--benchmark_report_aggregates_only`), in which case the median is the one sample.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -49,9 +50,15 @@ const KNOWN_KEYS: [&str; 27] = [
     "net_heap_growth",
 ];
 
-/// Rewrites bare `NaN`, `Infinity` and `-Infinity` (outside strings) to `null`.
-pub fn strict_json(text: &str) -> String {
+/// Rewrites bare `NaN`, `Infinity` and `-Infinity` (outside strings) to `null`; the text as
+/// it is when it holds neither word (most files: a rewrite copies the whole text).
+pub fn strict_json(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
+    if memchr::memmem::find(bytes, b"NaN").is_none()
+        && memchr::memmem::find(bytes, b"Infinity").is_none()
+    {
+        return Cow::Borrowed(text);
+    }
     let mut out = String::with_capacity(text.len());
     let mut in_string = false;
     let mut escaped = false;
@@ -90,7 +97,7 @@ pub fn strict_json(text: &str) -> String {
         i += 1;
     }
     out.push_str(&text[copied..]);
-    out
+    Cow::Owned(out)
 }
 
 /// The JSON document of a google/benchmark file: read within [`input::MAX_FILE_BYTES`], a
@@ -98,18 +105,8 @@ pub fn strict_json(text: &str) -> String {
 /// non-finite tokens rewritten.
 fn read_json(path: &Path) -> Result<Value, ImportError> {
     let text = input::read_text(path, "google/benchmark JSON", input::MAX_FILE_BYTES)?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    // Most files hold neither token (a rewrite copies the whole text): look first.
-    let rewritten;
-    let text = if memchr::memmem::find(text.as_bytes(), b"NaN").is_some()
-        || memchr::memmem::find(text.as_bytes(), b"Infinity").is_some()
-    {
-        rewritten = strict_json(text);
-        rewritten.as_str()
-    } else {
-        text
-    };
-    serde_json::from_str(text).map_err(|e| ImportError::Content {
+    let text = strict_json(text.strip_prefix('\u{feff}').unwrap_or(&text));
+    serde_json::from_str(&text).map_err(|e| ImportError::Content {
         path: path.to_path_buf(),
         message: format!(
             "not valid JSON at line {}, column {}: {e}",

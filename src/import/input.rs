@@ -124,9 +124,9 @@ impl TextReader {
             self.start = self.ready;
         }
         // Checked as it was read; a fault here would be this reader's own.
-        String::from_utf8(head).map_err(|e| {
-            let at = from + e.utf8_error().valid_up_to() as u64;
-            self.refusal(self.refuse(not_utf8(&self.what, at)))
+        String::from_utf8(head).map_err(|e| ImportError::Content {
+            path: self.path.clone(),
+            message: not_utf8(&self.what, from + e.utf8_error().valid_up_to() as u64),
         })
     }
 

@@ -231,22 +231,12 @@ fn measured_columns(header: &[String]) -> Vec<usize> {
 
 const KERNEL_TIME: (&str, &str, Source) = ("kernel_time", "ns", Source::Timer);
 
-/// A kernel of wide rows: its name, and where its samples go, found on its first dispatch.
-struct WideKernel {
-    name: String,
+/// Where a kernel's samples of wide rows go, found on its first dispatch.
+#[derive(Default)]
+struct WideSlots {
     kernel_time: Slot,
     /// By position among the measured columns of the current header.
     counters: Vec<Slot>,
-}
-
-impl WideKernel {
-    fn new(name: String) -> WideKernel {
-        WideKernel {
-            name,
-            kernel_time: Slot::default(),
-            counters: Vec::new(),
-        }
-    }
 }
 
 /// A value in rocprof's notations (`496419.0`, `6.8125000000`, `4.34259040e-02`).
@@ -273,7 +263,7 @@ struct Dispatch {
     time: Option<f64>,
 }
 
-/// Names a file repeats on every row (a rocprofv3 file: kernel and counter), held once each.
+/// Names a file repeats on every row (kernels; a rocprofv3 file's counters), held once each.
 #[derive(Default)]
 struct Names {
     /// By number: the name kept (a kernel's without its code-object suffix).
@@ -319,6 +309,11 @@ enum Kind {
 }
 
 fn classify(header: &[String]) -> Option<Kind> {
+    // Every kind needs one of these names, and the reader tests a row for them before it
+    // copies it out to classify it: a kind added below must add its name there.
+    if !header.iter().any(|h| is_header_key(h)) {
+        return None;
+    }
     let col = |name: &str| header.iter().position(|h| h == name);
     if col("Counter_Name").is_some() && col("Counter_Value").is_some() {
         return Some(Kind::Long {
@@ -428,10 +423,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         let mut counts: HashMap<String, u32> = HashMap::new();
         let mut long: Vec<Dispatch> = Vec::new();
         let mut long_index: HashMap<String, usize> = HashMap::new();
-        let (mut long_kernels, mut long_counters) = (Names::default(), Names::default());
+        let (mut kernels, mut long_counters) = (Names::default(), Names::default());
         let mut metric_columns = measured_columns(&header);
-        // Per kernel cell as written: its name and its metrics' slots (Wide rows).
-        let mut wide_kernels: HashMap<String, WideKernel> = HashMap::new();
+        // By kernel number (in `kernels`), for wide rows.
+        let mut wide_slots: Vec<WideSlots> = Vec::new();
         let mut record = csv::StringRecord::new();
         for row in 0.. {
             let line = row + 2;
@@ -464,7 +459,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 if let Some(next) = classify(&cells) {
                     metric_columns = measured_columns(&cells);
                     // Counter slots go by column, and the columns are the new header's.
-                    for k in wide_kernels.values_mut() {
+                    for k in &mut wide_slots {
                         k.counters.clear();
                     }
                     header = cells;
@@ -520,14 +515,12 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     end,
                     duration,
                 } => {
-                    let raw = cell(kernel);
-                    let k = match wide_kernels.get_mut(raw) {
-                        Some(k) => k,
-                        None => wide_kernels
-                            .entry(raw.to_string())
-                            .or_insert_with(|| WideKernel::new(kernel_name(raw))),
-                    };
-                    let name = &k.name;
+                    let at = kernels.number(cell(kernel), kernel_name) as usize;
+                    let name = &kernels.kept[at];
+                    if wide_slots.len() <= at {
+                        wide_slots.resize_with(at + 1, WideSlots::default);
+                    }
+                    let k = &mut wide_slots[at];
                     let base = *offsets.get(name).unwrap_or(&0);
                     let n = match counts.get_mut(name) {
                         Some(n) => n,
@@ -575,7 +568,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                                 _ => None,
                             };
                             long.push(Dispatch {
-                                kernel: long_kernels.number(cell(kernel), kernel_name),
+                                kernel: kernels.number(cell(kernel), kernel_name),
                                 counters: Vec::new(),
                                 time,
                             });
@@ -607,7 +600,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             time,
         } in &mut long
         {
-            let name = &long_kernels.kept[*kernel as usize];
+            let name = &kernels.kept[*kernel as usize];
             // Each dispatch's counters in the order of their names.
             let counter_name = |c: u32| long_counters.kept[c as usize].as_str();
             counters.sort_by(|a, b| counter_name(a.0).cmp(counter_name(b.0)));

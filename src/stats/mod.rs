@@ -628,8 +628,8 @@ impl PairwiseDifferences {
         let mut ends = vec![0; m];
         // Entries known to come before the candidates (the sum of lo).
         let mut before = 0;
-        // A fixed-seed xorshift for pivots: the answer does not depend on them, only the time.
-        let mut state = 0x9E37_79B9_7F4A_7C15_u64 ^ k as u64;
+        // A fixed seed for pivots: the answer does not depend on them, only the time.
+        let mut rng = inference::Xorshift::new(0x9E37_79B9_7F4A_7C15_u64 ^ k as u64);
         'narrow: loop {
             let mut total = 0;
             for ((end, l), h) in ends.iter_mut().zip(&lo).zip(&hi) {
@@ -646,10 +646,7 @@ impl PairwiseDifferences {
             }
             let mut sample = [0.0; PIVOT_SAMPLE];
             for s in &mut sample {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                let r = (state % total as u64) as usize;
+                let r = (rng.next_u64() % total as u64) as usize;
                 let row = ends.partition_point(|&end| end <= r);
                 let first = if row == 0 { 0 } else { ends[row - 1] };
                 *s = self.at(row, lo[row] + r - first);

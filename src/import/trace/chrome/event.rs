@@ -188,24 +188,20 @@ impl<'a> Event<'a> {
     }
 }
 
-/// A JSON number of at most 18 digits with no fraction or exponent (every pid and tid a
-/// profiler writes), read from its bytes: the number `str::parse` gives for it, without the
-/// text's UTF-8 check and the general parse, twice per event.
+/// A JSON number of at most 19 digits with no fraction or exponent (every pid and tid a
+/// profiler writes), read from its bytes with the importers' decimal reader: the number
+/// `str::parse` gives for it, without the text's UTF-8 check and the general parse, twice per
+/// event. `None` leaves the number to the general parse.
 fn small_integer(bytes: &[u8]) -> Option<i64> {
     let (negative, digits) = match bytes.split_first() {
         Some((b'-', rest)) => (true, rest),
         _ => (false, bytes),
     };
-    if digits.is_empty() || digits.len() > 18 {
+    if digits.contains(&b'.') {
         return None;
     }
-    let mut n: i64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        n = n * 10 + i64::from(d - b'0');
-    }
+    let (n, _) = crate::import::decimal::short_decimal_digits(digits)?;
+    let n = i64::try_from(n).ok()?;
     Some(if negative { -n } else { n })
 }
 

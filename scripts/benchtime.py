@@ -1,0 +1,63 @@
+"""What the bench scripts share: the builds of kgate they time, and one run of a command under
+`/usr/bin/time -v` (wall time, CPU time, peak resident memory, exit status). Imported by the
+scripts beside it (`python3 scripts/bench_*.py` puts this folder on the module path)."""
+
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class Timed:
+    """One run of a command."""
+
+    wall: float
+    """Seconds, from start to end as this script saw them."""
+    cpu: float
+    """User and system seconds."""
+    peak_mb: float
+    """Largest resident set, MiB."""
+    status: int
+    stdout: str
+    stderr: str
+    """The command's own, then `/usr/bin/time`'s report."""
+
+
+def builds(paths):
+    """The builds to time, as absolute paths (`target/release/kgate` when none is given); exits
+    naming the first that does not exist."""
+    found = [os.path.abspath(p) for p in paths or ["target/release/kgate"]]
+    for build in found:
+        if not os.path.exists(build):
+            sys.exit(f"{build} not found: run `cargo build --release` first")
+    return found
+
+
+def timed(command, cwd=None):
+    """Runs `command` to its end under `/usr/bin/time -v`."""
+    start = time.perf_counter()
+    proc = subprocess.run(
+        ["/usr/bin/time", "-v", *command], cwd=cwd, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - start
+
+    def field(pattern):
+        found = re.search(pattern, proc.stderr)
+        return found.group(1) if found else None
+
+    cpu = sum(
+        float(field(rf"{kind} time \(seconds\): ([\d.]+)") or 0) for kind in ("User", "System")
+    )
+    peak_kb = int(field(r"Maximum resident set size \(kbytes\): (\d+)") or 0)
+    status = field(r"Exit status: (\d+)")
+    return Timed(
+        wall=wall,
+        cpu=cpu,
+        peak_mb=peak_kb / 1024,
+        status=int(status) if status else proc.returncode,
+        stdout=proc.stdout,
+        stderr=proc.stderr,
+    )
