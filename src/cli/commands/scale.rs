@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use serde_json::json;
+use std::io::Write as _;
 
 use crate::baseline;
 use crate::baseline::gitref;
@@ -311,10 +311,20 @@ pub fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
         (None, true) => HistoryFormat::Json,
         (None, false) => HistoryFormat::Text,
     };
-    let (text, shown) = match format {
-        HistoryFormat::Json => (history_json(&key, &out)?, out.len()),
+    let path = args.output.as_deref().unwrap_or(Path::new("-"));
+    let (written, shown) = match format {
+        HistoryFormat::Json => (
+            fsutil::write_atomic_with(path, Overwrite::Allow, |to| {
+                write_history_json(&key, &out, to)
+            }),
+            out.len(),
+        ),
         HistoryFormat::Text => (
-            history_text(&key, records.len(), &settings, &out),
+            fsutil::write_atomic(
+                path,
+                history_text(&key, records.len(), &settings, &out).as_bytes(),
+                Overwrite::Allow,
+            ),
             out.len(),
         ),
         HistoryFormat::Html => {
@@ -345,14 +355,16 @@ pub fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
                 })
                 .collect();
             (
-                render_history(&key, &charts, repo_url.as_deref(), &notes),
+                fsutil::write_atomic(
+                    path,
+                    render_history(&key, &charts, repo_url.as_deref(), &notes).as_bytes(),
+                    Overwrite::Allow,
+                ),
                 out.len(),
             )
         }
     };
-    let path = args.output.as_deref().unwrap_or(Path::new("-"));
-    fsutil::write_atomic(path, text.as_bytes(), Overwrite::Allow)
-        .with_context(|| format!("cannot write the history to {}", path.display()))?;
+    written.with_context(|| format!("cannot write the history to {}", path.display()))?;
     if let Some(p) = &args.output {
         eprintln!(
             "wrote the history of {key} ({}) to {}",
@@ -370,13 +382,12 @@ fn metric_histories(
     settings: &Settings,
 ) -> Vec<MetricHistory> {
     let mut out = Vec::new();
-    for (bench, metric) in history::metric_pairs(records) {
+    for ((bench, metric), series) in history::all_series(records) {
         if args.bench.as_ref().is_some_and(|b| *b != bench)
             || args.metric.as_ref().is_some_and(|m| *m != metric)
         {
             continue;
         }
-        let series = history::series(records, &bench, &metric);
         let medians: Vec<f64> = series.iter().map(|s| s.summary.median).collect();
         let points = changepoint::e_divisive(&medians, settings);
         out.push((bench, metric, series, points));
@@ -446,31 +457,93 @@ type MetricHistory = (
     Vec<changepoint::ChangePoint>,
 );
 
-fn history_json(key: &str, out: &[MetricHistory]) -> Result<String> {
-    let value: Vec<_> = out
-        .iter()
-        .map(|(bench, metric, series, points)| {
-            json!({
-                "benchmark": bench,
-                "metric": metric,
-                "unit": series.last().map(|s| s.unit.clone()).unwrap_or_default(),
-                "runs": series.iter().map(|s| json!({
-                    "created": s.created, "commit": s.commit, "n": s.summary.n, "median": s.summary.median,
-                    "verdict": s.verdict, "mde": s.mde,
-                })).collect::<Vec<_>>(),
-                "change_points": points.iter().map(|p| json!({
-                    "index": p.index,
-                    "commit": series[p.index].commit,
-                    "created": series[p.index].created,
-                    "relative_change": p.relative_change,
-                    "p_value": p.p_value,
-                })).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
-    let mut text = serde_json::to_string_pretty(&json!({"key": key, "metrics": value}))?;
-    text.push('\n');
-    Ok(text)
+/// `kgate history --format json`, its keys in alphabetical order (as the document has always
+/// had them). Serialised from the histories as they are, straight into the output: building a
+/// `serde_json::Value` of every run first held four times the output in memory.
+#[derive(serde::Serialize)]
+struct HistoryJson<'a> {
+    key: &'a str,
+    #[serde(serialize_with = "metric_histories_json")]
+    metrics: &'a [MetricHistory],
+}
+
+#[derive(serde::Serialize)]
+struct MetricHistoryJson<'a> {
+    benchmark: &'a str,
+    change_points: Vec<ChangePointJson<'a>>,
+    metric: &'a str,
+    #[serde(serialize_with = "runs_json")]
+    runs: &'a [history::JobSummary],
+    unit: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct RunJson<'a> {
+    commit: &'a Option<String>,
+    created: &'a str,
+    mde: Option<f64>,
+    median: f64,
+    n: usize,
+    verdict: Option<crate::model::verdict::Verdict>,
+}
+
+#[derive(serde::Serialize)]
+struct ChangePointJson<'a> {
+    commit: &'a Option<String>,
+    created: &'a str,
+    index: usize,
+    p_value: f64,
+    relative_change: f64,
+}
+
+fn metric_histories_json<S: serde::Serializer>(
+    out: &&[MetricHistory],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(out.iter().map(|(bench, metric, series, points)| {
+        MetricHistoryJson {
+            benchmark: bench,
+            change_points: points
+                .iter()
+                .map(|p| ChangePointJson {
+                    commit: &series[p.index].commit,
+                    created: &series[p.index].created,
+                    index: p.index,
+                    p_value: p.p_value,
+                    relative_change: p.relative_change,
+                })
+                .collect(),
+            metric,
+            runs: series,
+            unit: series.last().map_or("", |s| s.unit.as_str()),
+        }
+    }))
+}
+
+fn runs_json<S: serde::Serializer>(
+    series: &&[history::JobSummary],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(series.iter().map(|s| RunJson {
+        commit: &s.commit,
+        created: &s.created,
+        mde: s.mde,
+        median: s.summary.median,
+        n: s.summary.n,
+        verdict: s.verdict,
+    }))
+}
+
+/// Writes [`HistoryJson`] of `out`, indented, with a final newline.
+fn write_history_json(
+    key: &str,
+    out: &[MetricHistory],
+    to: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut buffer = fsutil::serializer_buffer(to);
+    serde_json::to_writer_pretty(&mut buffer, &HistoryJson { key, metrics: out })?;
+    buffer.write_all(b"\n")?;
+    buffer.flush()
 }
 
 fn history_text(key: &str, runs: usize, settings: &Settings, out: &[MetricHistory]) -> String {
