@@ -124,7 +124,8 @@ fn resolve(path: &Path) -> Result<Destination, WriteError> {
 ///   renamed over the destination. With [`Overwrite::Refuse`] an existing file is left untouched
 ///   and [`WriteError::Exists`] is returned (checked atomically by a hard-link rename).
 /// - A symbolic link is followed: its target is what gets replaced, the link stays a link.
-/// - `-` is standard output; a character device, FIFO or socket is written through (there is no
+/// - `-` is standard output, where a reader that stopped reading (a broken pipe) is not an
+///   error; a character device, FIFO or socket is written through (there is no
 ///   file to replace, and renaming over `/dev/null` would replace the device itself).
 /// - A directory or a block device is refused.
 pub fn write_atomic(path: &Path, bytes: &[u8], overwrite: Overwrite) -> Result<(), WriteError> {
@@ -146,7 +147,11 @@ pub fn write_atomic_with(
     let target = match resolve(path)? {
         Destination::Stdout => {
             let mut out = std::io::BufWriter::with_capacity(BUFFER, std::io::stdout().lock());
-            return write(&mut out).and_then(|()| out.flush()).map_err(io_err);
+            return match write(&mut out).and_then(|()| out.flush()) {
+                // A reader that went away (`| head`) has what it wanted.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                other => other.map_err(io_err),
+            };
         }
         Destination::Stream(device) => {
             let file = std::fs::OpenOptions::new()

@@ -107,7 +107,7 @@ pub fn serialize_with<W: Write, F: Formatter>(
         replacing: None,
     };
     let mut serializer = serde_json::Serializer::with_formatter(out, formatter);
-    results.serialize(&mut serializer).map_err(io::Error::other)
+    results.serialize(&mut serializer).map_err(io::Error::from)
 }
 
 /// Where the serializer is: the objects and arrays it is inside.

@@ -949,7 +949,7 @@ impl RunResults {
                 JsonLayout::Compact => serde_json::to_writer(out, self),
                 JsonLayout::Pretty => serde_json::to_writer_pretty(out, self),
             }
-            .map_err(std::io::Error::other)
+            .map_err(std::io::Error::from)
         })
     }
 

@@ -782,7 +782,7 @@ impl Exporter for JsonExporter {
         } else {
             serde_json::to_writer(&mut out, report)
         }
-        .map_err(std::io::Error::other)?;
+        .map_err(std::io::Error::from)?;
         out.write_all(b"\n")?;
         out.flush()
     }

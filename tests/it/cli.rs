@@ -725,3 +725,85 @@ fn results_are_compact_by_default_and_pretty_on_request() {
     let baseline = std::fs::read_to_string(d.join(".kgate/baselines/default.json")).unwrap();
     assert!(baseline.lines().count() > 20, "{baseline}");
 }
+
+/// Runs `kgate ARGS` in `dir` with its stdout a pipe whose reading end is closed at once (as
+/// `| head` does once it has its lines): the exit status and stderr.
+fn with_stdout_closed(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kgate"))
+        .current_dir(dir)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_reader_that_stops_early_is_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 600 benchmarks: every document below is larger than a pipe's buffer, so that its
+    // writer meets the closed pipe.
+    for (file, scale) in [("base", 1.0), ("head", 1.5)] {
+        let text: String = (0..600)
+            .flat_map(|b| {
+                (0..6).map(move |i| {
+                    format!(
+                        "{{\"metric\": \"kernel_time\", \"value\": {}, \"unit\": \"ns\", \"source\": \"timer\", \"benchmark\": \"kernel_{b}\"}}\n",
+                        (1000.0 + i as f64) * scale
+                    )
+                })
+            })
+            .collect();
+        let p = write(d, &format!("{file}.jsonl"), &text);
+        kgate(d)
+            .args(["import", "protocol"])
+            .arg(p)
+            .args(["-o", &format!("{file}.json")])
+            .assert()
+            .success();
+    }
+    kgate(d)
+        .args(["history", "record", "base.json", "head.json"])
+        .assert()
+        .success();
+    let key = std::fs::read_dir(d.join(".kgate/history"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .into_string()
+        .unwrap();
+    for args in [
+        vec!["compare", "base.json", "head.json", "--format", "json"],
+        vec!["compare", "base.json", "head.json", "--format", "table"],
+        vec!["compare", "base.json", "head.json", "--format", "html"],
+        vec!["history", "--key", &key, "--format", "json"],
+        vec!["history", "--key", &key],
+        vec!["import", "protocol", "base.jsonl"],
+    ] {
+        // The status the command has when its output is read whole (a verdict's stands).
+        let read_whole = kgate(d).args(&args).output().unwrap();
+        assert!(
+            read_whole.stdout.len() > 1 << 16,
+            "{args:?}: {} bytes",
+            read_whole.stdout.len()
+        );
+        let status = read_whole.status.code().unwrap();
+        assert!(
+            status == 0 || status == 1,
+            "{args:?}: {}",
+            stderr_of(&read_whole)
+        );
+        let (code, stderr) = with_stdout_closed(d, &args);
+        assert_eq!(code, Some(status), "{args:?}: {stderr}");
+        assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}

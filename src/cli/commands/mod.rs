@@ -237,11 +237,11 @@ fn write_stdout(text: &str) -> Result<()> {
 
 /// Streams a document to stdout; a reader that went away (`| head`) is not an error.
 fn write_stdout_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    match write(&mut out).and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
+    Ok(fsutil::write_atomic_with(
+        Path::new("-"),
+        Overwrite::Allow,
+        write,
+    )?)
 }
 
 /// Writes a report to `output` (atomically) or to stdout, streamed by its exporter.
