@@ -93,14 +93,8 @@ impl<'a> Collector<'a> {
         }
         let mut measurements = 0;
         for line in lines {
-            if expect_benchmark
-                && let Some(other) = line.benchmark()
-                && other != self.result.name
-            {
-                return Err(format!(
-                    "a protocol line names benchmark `{other}`, but this run is `{}`",
-                    self.result.name
-                ));
+            if expect_benchmark {
+                self.check_benchmark(&line)?;
             }
             match line {
                 ProtocolLine::Measurement(m) => {
@@ -115,6 +109,18 @@ impl<'a> Collector<'a> {
             }
         }
         Ok(measurements)
+    }
+
+    /// Refuses a line that names another benchmark than this one (a live run knows which
+    /// benchmark wrote its protocol file).
+    pub fn check_benchmark(&self, line: &ProtocolLine) -> Result<(), String> {
+        match line.benchmark() {
+            Some(other) if other != self.result.name => Err(format!(
+                "a protocol line names benchmark `{other}`, but this run is `{}`",
+                self.result.name
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Records a counter or derived value of a wrapped capture (perf, callgrind, cachegrind).

@@ -66,6 +66,29 @@ impl<'p> Benchmarks<'p> {
         self.collectors.last_mut().expect("pushed above")
     }
 
+    /// Puts the benchmarks in the order of `key` (a stable sort: equal keys keep the order
+    /// they were first seen in).
+    pub fn sort_by_key<K: Ord>(&mut self, mut key: impl FnMut(&str) -> K) {
+        let mut places: Vec<usize> = (0..self.order.len()).collect();
+        places.sort_by_cached_key(|&i| key(&self.order[i]));
+        let mut collectors: Vec<Option<Collector<'p>>> = std::mem::take(&mut self.collectors)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let order = std::mem::take(&mut self.order);
+        for &i in &places {
+            self.collectors
+                .push(collectors[i].take().expect("each place once"));
+            self.order.push(order[i].clone());
+        }
+        self.index = self
+            .order
+            .iter()
+            .enumerate()
+            .map(|(i, name)| (name.clone(), i))
+            .collect();
+    }
+
     /// Sets the file that the following samples come from.
     pub fn file(&mut self, path: &Path) {
         self.file = path.to_path_buf();

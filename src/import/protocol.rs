@@ -1,6 +1,6 @@
 //! `kgate import protocol`: kgate protocol files written by benchmarks run elsewhere.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::builder::Benchmarks;
@@ -29,35 +29,55 @@ impl Importer for Protocol {
 /// lines without it go to a benchmark named after the file (its stem). Each file counts as one
 /// repetition of the benchmarks it holds. `policies` gives per-benchmark metric settings (from
 /// a configuration); others get `fallback`.
+///
+/// A file is read as it is parsed: measurements go to their benchmark as they are read, so a
+/// file of millions of them is held as its samples, not as its lines. Counter and kernel lines
+/// wait for the end of the file, since their times may be moved onto the repetition's
+/// earliest ([`protocol::rebase_times`]). Benchmarks are listed as before this streaming: in
+/// the order of the file that first names them, by name within a file.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "protocol");
     let mut reps: BTreeMap<String, u32> = BTreeMap::new();
-    for path in files {
-        let lines = protocol::read_file(path)?;
+    // The file that first named each benchmark, for the order of the results.
+    let mut first_file: HashMap<String, usize> = HashMap::new();
+    for (file_index, path) in files.iter().enumerate() {
         let stem = file_benchmark_name(path);
-        let mut by_benchmark: BTreeMap<String, Vec<protocol::ProtocolLine>> = BTreeMap::new();
-        for line in lines {
-            let name = line
-                .benchmark()
-                .map(str::to_string)
-                .unwrap_or_else(|| stem.clone());
-            by_benchmark.entry(name).or_default().push(line);
-        }
-        if by_benchmark.is_empty() {
+        let mut in_file: BTreeMap<String, Held> = BTreeMap::new();
+        protocol::for_each_line(path, |_, line| {
+            let name = line.benchmark().unwrap_or(&stem);
+            if !in_file.contains_key(name) {
+                first_file.entry(name.to_string()).or_insert(file_index);
+                in_file.insert(name.to_string(), Held::default());
+            }
+            let held = in_file.get_mut(name).expect("inserted above");
+            match line {
+                protocol::ProtocolLine::Measurement(m) => {
+                    let rep = reps.get(m.benchmark.as_deref().unwrap_or(&stem)).copied();
+                    benchmarks
+                        .get(m.benchmark.as_deref().unwrap_or(&stem))
+                        .add_measurement(rep.unwrap_or(0), m)?;
+                    held.measurements += 1;
+                }
+                timed => held.timed.push(timed),
+            }
+            Ok(())
+        })?;
+        if in_file.is_empty() {
             return Err(ImportError::Content {
                 path: path.clone(),
                 message: "holds no protocol lines".into(),
             });
         }
-        for (name, lines) in by_benchmark {
+        for (name, held) in in_file {
             let collector = benchmarks.get(&name);
             let rep = reps.entry(name.clone()).or_insert(0);
-            let recorded = collector
-                .add_protocol(*rep, lines, false)
-                .map_err(|message| ImportError::Content {
-                    path: path.clone(),
-                    message,
-                })?;
+            let recorded = held.measurements
+                + collector
+                    .add_protocol(*rep, held.timed, false)
+                    .map_err(|message| ImportError::Content {
+                        path: path.clone(),
+                        message,
+                    })?;
             let result = collector.result_mut();
             result
                 .provenance
@@ -69,7 +89,16 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             }
         }
     }
+    benchmarks.sort_by_key(|name| (first_file.get(name).copied(), name.to_string()));
     Ok(benchmarks.into_results())
+}
+
+/// What a file holds for one benchmark while it is read: how many measurements went to the
+/// benchmark, and its counter and kernel lines.
+#[derive(Default)]
+struct Held {
+    measurements: usize,
+    timed: Vec<protocol::ProtocolLine>,
 }
 
 /// `out/matmul.jsonl` → `matmul`.
@@ -107,5 +136,55 @@ mod tests {
         let red = r.benchmark("reduce").unwrap();
         assert_eq!(red.kernel_windows.len(), 1);
         assert_eq!(red.provenance.imported_from.len(), 1);
+    }
+
+    #[test]
+    fn streamed_files_keep_the_order_the_times_and_the_line_of_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("first.jsonl");
+        let second = dir.path().join("second.jsonl");
+        // Epoch-nanosecond times, which an f64 holds only to 256 ns, interleaved with
+        // measurements of three benchmarks; one line without a benchmark key.
+        let t0: u64 = 1_700_000_000_000_000_123;
+        std::fs::write(
+            &first,
+            format!(
+                "{{\"metric\": \"t\", \"value\": 3, \"unit\": \"us\", \"benchmark\": \"zeta\"}}\n\
+                 {{\"counter\": \"busy\", \"t_ns\": {t0}, \"value\": 1, \"benchmark\": \"zeta\"}}\n\
+                 {{\"metric\": \"t\", \"value\": 1, \"unit\": \"us\", \"benchmark\": \"alpha\"}}\n\
+                 {{\"counter\": \"busy\", \"t_ns\": {}, \"value\": 5, \"benchmark\": \"zeta\"}}\n\
+                 {{\"metric\": \"t\", \"value\": 2, \"unit\": \"us\"}}\n",
+                t0 + 1_001
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            &second,
+            "{\"metric\": \"t\", \"value\": 4, \"unit\": \"us\", \"benchmark\": \"beta\"}\n\
+             {\"metric\": \"t\", \"value\": 5, \"unit\": \"us\", \"benchmark\": \"zeta\"}\n",
+        )
+        .unwrap();
+        let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
+        let r = import(&[first.clone(), second.clone()], &policies).unwrap();
+        let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
+        // The first file's benchmarks by name, then the second's new one.
+        assert_eq!(names, ["alpha", "first", "zeta", "beta"]);
+        let zeta = r.benchmark("zeta").unwrap();
+        assert_eq!(zeta.metrics[0].values, vec![3_000.0, 5_000.0]);
+        assert_eq!(zeta.metrics[0].repetition, vec![0, 1]);
+        assert_eq!(zeta.repetitions, 2);
+        // The counter's times count exactly from the repetition's earliest.
+        assert_eq!(zeta.counters[0].t_ns, vec![0.0, 1_001.0]);
+        assert!(zeta.provenance.details.contains_key("time_origin_ns.0"));
+
+        // A unit clash in a measurement names its line.
+        std::fs::write(
+            &second,
+            "{\"metric\": \"t\", \"value\": 4, \"unit\": \"us\", \"benchmark\": \"beta\"}\n\
+             {\"metric\": \"t\", \"value\": 5, \"unit\": \"bytes\", \"benchmark\": \"zeta\"}\n",
+        )
+        .unwrap();
+        let e = import(&[first, second], &policies).unwrap_err().to_string();
+        assert!(e.contains("second.jsonl` line 2"), "{e}");
     }
 }

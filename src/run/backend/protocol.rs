@@ -47,13 +47,30 @@ impl Backend for Protocol {
             run.runs_before + 1,
             run.index
         );
-        let recorded = protocol::read_file(&path)
-            .map_err(|e| {
-                e.to_string()
-                    .replace(&format!("protocol file `{}`", path.display()), &what)
-            })
-            .and_then(|lines| collector.add_protocol(run.index, lines, true))
-            .map_err(refused)?;
+        // Measurements are recorded as they are read; counter and kernel lines wait for the
+        // end of the file, whose earliest time may become their origin.
+        let mut measured = 0;
+        let mut timed = Vec::new();
+        let recorded = protocol::for_each_line(&path, |_, line| {
+            collector.check_benchmark(&line)?;
+            match line {
+                protocol::ProtocolLine::Measurement(m) => {
+                    measured += 1;
+                    collector.add_measurement(run.index, m)
+                }
+                other => {
+                    timed.push(other);
+                    Ok(())
+                }
+            }
+        })
+        .map_err(|e| {
+            e.to_string()
+                .replace(&format!("protocol file `{}`", path.display()), &what)
+        })
+        .and_then(|()| collector.add_protocol(run.index, timed, true))
+        .map(|more| measured + more)
+        .map_err(refused)?;
         if recorded == 0 {
             return Err(refused("wrote no measurement to $KGATE_PROTOCOL_FILE; a protocol benchmark reports at least one `{\"metric\": …}` line per run".into()));
         }

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Speed and memory of `kgate import protocol` on a large protocol file.
+
+Writes a file of LINES measurement lines (default 2,000,000, about 216 MB) over 1,000
+benchmarks, as a benchmark that reports every sample itself would, in a temporary folder. Then
+runs `kgate import protocol FILE -o OUT` --runs times (default 5) under `/usr/bin/time -v`, and
+beside it, in the same loop, the peer: Python's json module reading the same lines and grouping
+the values by benchmark and metric (what an import keeps). Prints the median wall time, the
+median CPU time and the largest peak resident memory of each. Given --kgate more than once, the
+builds take turns run by run.
+
+Usage (from the repository root):
+
+    cargo build --release
+    python3 scripts/bench_protocol_import.py [--lines 2000000] [--runs 5] [--kgate OLD --kgate NEW]
+"""
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+
+from benchtime import builds as existing_builds, timed
+
+PEER = r"""
+import collections, json, sys
+samples = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    samples[(o["benchmark"], o["metric"])].append(o["value"])
+print(len(samples))
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=2_000_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--kgate", action="append", help="the binary to time (repeatable)")
+    args = parser.parse_args()
+    builds = existing_builds(args.kgate)
+    with tempfile.TemporaryDirectory() as dir:
+        path = os.path.join(dir, "protocol.jsonl")
+        rng = random.Random(1)
+        with open(path, "w") as f:
+            for i in range(args.lines):
+                value = 1000 * rng.lognormvariate(0, 0.05)
+                f.write(
+                    f'{{"metric": "kernel_time", "value": {value!r}, "unit": "ns", '
+                    f'"source": "timer", "benchmark": "k{i % 1000}"}}\n'
+                )
+        size = os.path.getsize(path) / 1e6
+        runs = {}
+        for _ in range(args.runs):
+            for i, build in enumerate(builds):
+                out = os.path.join(dir, f"out-{i}.json")
+                run = timed([build, "import", "protocol", path, "-o", out])
+                if run.status != 0:
+                    sys.exit(f"kgate failed: {run.stderr}")
+                runs.setdefault(build, []).append(run)
+            run = timed([sys.executable, "-c", PEER, path])
+            if run.status != 0:
+                sys.exit(f"the peer failed: {run.stderr}")
+            runs.setdefault("Python json", []).append(run)
+        print(f"{args.lines} lines, {size:.0f} MB")
+        print(f"{'who':<40} {'median s':>9} {'CPU s':>7} {'peak MB':>8}")
+        for who, rs in runs.items():
+            print(
+                f"{who:<40} {statistics.median(r.wall for r in rs):>9.2f} "
+                f"{statistics.median(r.cpu for r in rs):>7.2f} {max(r.peak_mb for r in rs):>8.1f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
