@@ -8,7 +8,8 @@
 //! [`job_summaries`] is what the statistics models read; `kgate history` runs change-point
 //! detection ([`crate::stats::changepoint`]) over the same series.
 
-use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -298,20 +299,19 @@ pub fn all_series(records: &[HistoryRecord]) -> Vec<((String, String), Vec<JobSu
     let mut out: Vec<((String, String), Vec<JobSummary>)> = Vec::new();
     // Pair → its place in `out` and the last record that added to it: a record naming a
     // benchmark or metric twice counts its first, as `series` does.
-    let mut index: std::collections::HashMap<(&str, &str), (usize, usize)> =
-        std::collections::HashMap::new();
+    let mut index: HashMap<(&str, &str), (usize, usize)> = HashMap::new();
     for (at, r) in records.iter().enumerate() {
         for b in &r.benchmarks {
             for m in &b.metrics {
                 match index.entry((b.name.as_str(), m.name.as_str())) {
-                    std::collections::hash_map::Entry::Occupied(mut e) => {
+                    Entry::Occupied(mut e) => {
                         let (place, last) = e.get_mut();
                         if *last != at {
                             *last = at;
                             out[*place].1.push(JobSummary::of(r, m));
                         }
                     }
-                    std::collections::hash_map::Entry::Vacant(e) => {
+                    Entry::Vacant(e) => {
                         e.insert((out.len(), at));
                         out.push(((b.name.clone(), m.name.clone()), vec![JobSummary::of(r, m)]));
                     }
@@ -391,7 +391,7 @@ pub fn latest_durations(records: &[HistoryRecord]) -> BTreeMap<String, f64> {
 /// Adds the medians of recorded jobs (oldest first) to every metric of a report's evidence
 /// that has any, for the trend charts.
 pub fn add_to_evidence(evidence: &mut crate::model::evidence::Evidence, records: &[HistoryRecord]) {
-    let medians: std::collections::HashMap<(String, String), Vec<f64>> = all_series(records)
+    let medians: HashMap<(String, String), Vec<f64>> = all_series(records)
         .into_iter()
         .map(|(pair, jobs)| (pair, jobs.iter().map(|j| j.summary.median).collect()))
         .collect();

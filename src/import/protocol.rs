@@ -33,8 +33,8 @@ impl Importer for Protocol {
 /// A file is read as it is parsed: measurements go to their benchmark as they are read, so a
 /// file of millions of them is held as its samples, not as its lines. Counter and kernel lines
 /// wait for the end of the file, since their times may be moved onto the repetition's
-/// earliest ([`protocol::rebase_times`]). Benchmarks are listed as before this streaming: in
-/// the order of the file that first names them, by name within a file.
+/// earliest ([`protocol::rebase_times`]). Benchmarks are listed in the order of the file
+/// that first names them, by name within a file.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "protocol");
     let mut reps: BTreeMap<String, u32> = BTreeMap::new();
@@ -52,10 +52,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             let held = in_file.get_mut(name).expect("inserted above");
             match line {
                 protocol::ProtocolLine::Measurement(m) => {
-                    let rep = reps.get(m.benchmark.as_deref().unwrap_or(&stem)).copied();
-                    benchmarks
-                        .get(m.benchmark.as_deref().unwrap_or(&stem))
-                        .add_measurement(rep.unwrap_or(0), m)?;
+                    let name = m.benchmark.as_deref().unwrap_or(&stem);
+                    let rep = reps.get(name).copied().unwrap_or(0);
+                    benchmarks.get(name).add_measurement(rep, m)?;
                     held.measurements += 1;
                 }
                 timed => held.timed.push(timed),
