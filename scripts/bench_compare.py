@@ -30,7 +30,7 @@ import statistics
 import sys
 import tempfile
 
-from benchtime import builds as existing_builds, timed
+from benchtime import builds as existing_builds, results_document, timed
 
 CASES = {
     "20k": (1, 1, 20_000),
@@ -44,49 +44,12 @@ DEFAULT_CASES = ["20k", "100k", "1000x20x30"]
 
 def results(benchmarks, metrics, samples, shift, seed, commit):
     rng = random.Random(seed)
-    benches = []
-    for b in range(benchmarks):
-        ms = []
-        for m in range(metrics):
-            centre = 1_000.0 * (1 + b % 7) * (1 + m % 5)
-            values = [centre * shift * rng.lognormvariate(0.0, 0.05) for _ in range(samples)]
-            ms.append(
-                {
-                    "name": f"metric_{m}",
-                    "unit": "ns",
-                    "source": "timer",
-                    "direction": "lower",
-                    "gate": {"gates": True, "threshold": 0.05},
-                    "values": values,
-                    "repetition": list(range(samples)),
-                }
-            )
-        benches.append(
-            {
-                "name": f"bench_{b}",
-                "status": "ok",
-                "warmup": 0,
-                "repetitions": samples,
-                "metrics": ms,
-                "provenance": {"captures": ["protocol"]},
-            }
-        )
-    return {
-        "schema_version": 2,
-        "kgate_version": "0.1.0",
-        "created": "2026-01-01T00:00:00Z",
-        "environment": {
-            "cpu_model": "bench",
-            "cores": 4,
-            "arch": "x86_64",
-            "os": "Linux",
-            "kernel": "6.1",
-            "kgate_version": "0.1.0",
-            "git": {"commit": commit, "dirty": False},
-            "tools": {},
-        },
-        "benchmarks": benches,
-    }
+
+    def values_of(b, m):
+        centre = 1_000.0 * (1 + b % 7) * (1 + m % 5)
+        return [centre * shift * rng.lognormvariate(0.0, 0.05) for _ in range(samples)]
+
+    return results_document(values_of, benchmarks, metrics, commit)
 
 
 def measure_once(kgate, base, head, fmt, out):

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchtime import builds as existing_builds, timed
+from benchtime import builds as existing_builds, results_document, timed
 
 CASES = {"wide": (100, 500, 4), "long": (1_000, 5, 4)}
 
@@ -58,53 +58,18 @@ json.dump(points, open(sys.argv[2], "w"))
 
 def results(job, benchmarks, metrics, jobs):
     rng = random.Random(job)
-    benches = []
-    for b in range(benchmarks):
-        ms = []
-        for m in range(metrics):
-            k = b * metrics + m
-            level = 1_000.0 * (1 + k % 7)
-            if k % 5 == 0 and job >= 0.6 * jobs:
-                level *= 1.03
-            values = [level * rng.lognormvariate(0.0, 0.02) for _ in range(10)]
-            ms.append(
-                {
-                    "name": f"metric_{m}",
-                    "unit": "ns",
-                    "source": "timer",
-                    "direction": "lower",
-                    "gate": {"gates": True, "threshold": 0.05},
-                    "values": values,
-                    "repetition": list(range(10)),
-                }
-            )
-        benches.append(
-            {
-                "name": f"bench_{b}",
-                "status": "ok",
-                "warmup": 0,
-                "repetitions": 10,
-                "metrics": ms,
-                "provenance": {"captures": ["protocol"]},
-            }
-        )
+
+    def values_of(b, m):
+        k = b * metrics + m
+        level = 1_000.0 * (1 + k % 7)
+        if k % 5 == 0 and job >= 0.6 * jobs:
+            level *= 1.03
+        return [level * rng.lognormvariate(0.0, 0.02) for _ in range(10)]
+
     created = datetime.datetime(2026, 1, 1) + datetime.timedelta(hours=job)
-    return {
-        "schema_version": 2,
-        "kgate_version": "0.1.0",
-        "created": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "environment": {
-            "cpu_model": "bench",
-            "cores": 4,
-            "arch": "x86_64",
-            "os": "Linux",
-            "kernel": "6.1",
-            "kgate_version": "0.1.0",
-            "git": {"commit": f"{job + 1:040x}", "dirty": False},
-            "tools": {},
-        },
-        "benchmarks": benches,
-    }
+    return results_document(
+        values_of, benchmarks, metrics, f"{job + 1:040x}", created.strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
 
 
 def kgate_points(path):

@@ -1,5 +1,6 @@
-"""What the bench scripts share: the builds of kgate they time, and one run of a command under
-`/usr/bin/time -v` (wall time, CPU time, peak resident memory, exit status). Imported by the
+"""What the bench scripts share: the builds of kgate they time, one run of a command under
+`/usr/bin/time -v` (wall time, CPU time, peak resident memory, exit status), and a results
+file of generated samples. Imported by the
 scripts beside it (`python3 scripts/bench_*.py` puts this folder on the module path)."""
 
 import os
@@ -61,3 +62,50 @@ def timed(command, cwd=None):
         stdout=proc.stdout,
         stderr=proc.stderr,
     )
+
+
+def results_document(values_of, benchmarks, metrics, commit, created="2026-01-01T00:00:00Z"):
+    """A kgate results document of `benchmarks` x `metrics` timings (`bench_B`/`metric_M`, ns,
+    gating), the samples of each from `values_of(b, m)`, called in benchmark then metric order."""
+    benches = []
+    for b in range(benchmarks):
+        ms = []
+        for m in range(metrics):
+            values = values_of(b, m)
+            ms.append(
+                {
+                    "name": f"metric_{m}",
+                    "unit": "ns",
+                    "source": "timer",
+                    "direction": "lower",
+                    "gate": {"gates": True, "threshold": 0.05},
+                    "values": values,
+                    "repetition": list(range(len(values))),
+                }
+            )
+        benches.append(
+            {
+                "name": f"bench_{b}",
+                "status": "ok",
+                "warmup": 0,
+                "repetitions": max((len(m["values"]) for m in ms), default=0),
+                "metrics": ms,
+                "provenance": {"captures": ["protocol"]},
+            }
+        )
+    return {
+        "schema_version": 2,
+        "kgate_version": "0.1.0",
+        "created": created,
+        "environment": {
+            "cpu_model": "bench",
+            "cores": 4,
+            "arch": "x86_64",
+            "os": "Linux",
+            "kernel": "6.1",
+            "kgate_version": "0.1.0",
+            "git": {"commit": commit, "dirty": False},
+            "tools": {},
+        },
+        "benchmarks": benches,
+    }

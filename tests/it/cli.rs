@@ -253,6 +253,16 @@ fn an_interrupted_run_leaves_no_file_and_no_process() {
     );
 }
 
+/// `kgate import protocol FILE -o RESULTS` in `dir`, which must succeed.
+fn import_protocol(dir: &Path, file: &Path, results: &str) {
+    kgate(dir)
+        .args(["import", "protocol"])
+        .arg(file)
+        .args(["-o", results])
+        .assert()
+        .success();
+}
+
 /// Protocol lines for a benchmark with the given kernel times (ns).
 fn protocol_file(dir: &Path, name: &str, bench: &str, values: &[f64]) -> PathBuf {
     let text: String = values
@@ -285,12 +295,7 @@ fn compare_exit_codes_and_json_contract() {
         ("noisy", &noisy),
     ] {
         let p = protocol_file(d, &format!("{file}.jsonl"), "k|<b>", values);
-        kgate(d)
-            .args(["import", "protocol"])
-            .arg(p)
-            .args(["-o", &format!("{file}.json")])
-            .assert()
-            .success();
+        import_protocol(d, &p, &format!("{file}.json"));
     }
     let out = kgate(d)
         .args(["compare", "base.json", "slow.json", "--format", "json"])
@@ -762,12 +767,7 @@ fn a_reader_that_stops_early_is_not_an_error() {
             })
             .collect();
         let p = write(d, &format!("{file}.jsonl"), &text);
-        kgate(d)
-            .args(["import", "protocol"])
-            .arg(p)
-            .args(["-o", &format!("{file}.json")])
-            .assert()
-            .success();
+        import_protocol(d, &p, &format!("{file}.json"));
     }
     kgate(d)
         .args(["history", "record", "base.json", "head.json"])

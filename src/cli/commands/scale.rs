@@ -302,8 +302,8 @@ pub fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
         );
     }
     let settings = Settings::default();
-    let out = metric_histories(&records, args, &settings);
-    if out.is_empty() {
+    let selected = selected_series(&records, args);
+    if selected.is_empty() {
         bail!("no recorded metric matches --bench/--metric in the history of `{key}`");
     }
     let format = match (args.format, args.json) {
@@ -313,23 +313,24 @@ pub fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
     };
     let path = args.output.as_deref().unwrap_or(Path::new("-"));
     let (written, shown) = match format {
-        HistoryFormat::Json => (
-            fsutil::write_atomic_with(path, Overwrite::Allow, |to| {
-                write_history_json(&key, &out, to)
-            }),
-            out.len(),
-        ),
-        HistoryFormat::Text => (
-            fsutil::write_atomic(
-                path,
-                history_text(&key, records.len(), &settings, &out).as_bytes(),
-                Overwrite::Allow,
-            ),
-            out.len(),
-        ),
+        HistoryFormat::Json | HistoryFormat::Text => {
+            let out = with_change_points(selected, &settings);
+            let written = if format == HistoryFormat::Json {
+                fsutil::write_atomic_with(path, Overwrite::Allow, |to| {
+                    write_history_json(&key, &out, to)
+                })
+            } else {
+                fsutil::write_atomic(
+                    path,
+                    history_text(&key, records.len(), &settings, &out).as_bytes(),
+                    Overwrite::Allow,
+                )
+            };
+            (written, out.len())
+        }
         HistoryFormat::Html => {
             let (ordered, mut notes) = in_commit_order(root, &records);
-            let out = metric_histories(&ordered, args, &settings);
+            let out = with_change_points(selected_series(&ordered, args), &settings);
             if out.is_empty() {
                 bail!(
                     "no recorded metric matches --bench/--metric among the jobs on HEAD's history in `{key}`"
@@ -375,24 +376,33 @@ pub fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
     Ok(ExitStatus::PASS)
 }
 
-/// Each selected metric's series over `records` and the change points in its medians.
-fn metric_histories(
+/// The series over `records` of the metrics `--bench` and `--metric` select.
+fn selected_series(
     records: &[history::HistoryRecord],
     args: &HistoryArgs,
+) -> Vec<((String, String), Vec<history::JobSummary>)> {
+    history::all_series(records)
+        .into_iter()
+        .filter(|((bench, metric), _)| {
+            args.bench.as_ref().is_none_or(|b| b == bench)
+                && args.metric.as_ref().is_none_or(|m| m == metric)
+        })
+        .collect()
+}
+
+/// Each series with the change points in its medians.
+fn with_change_points(
+    selected: Vec<((String, String), Vec<history::JobSummary>)>,
     settings: &Settings,
 ) -> Vec<MetricHistory> {
-    let mut out = Vec::new();
-    for ((bench, metric), series) in history::all_series(records) {
-        if args.bench.as_ref().is_some_and(|b| *b != bench)
-            || args.metric.as_ref().is_some_and(|m| *m != metric)
-        {
-            continue;
-        }
-        let medians: Vec<f64> = series.iter().map(|s| s.summary.median).collect();
-        let points = changepoint::e_divisive(&medians, settings);
-        out.push((bench, metric, series, points));
-    }
-    out
+    selected
+        .into_iter()
+        .map(|((bench, metric), series)| {
+            let medians: Vec<f64> = series.iter().map(|s| s.summary.median).collect();
+            let points = changepoint::e_divisive(&medians, settings);
+            (bench, metric, series, points)
+        })
+        .collect()
 }
 
 /// The records in the order of their commits on HEAD's history (oldest first; jobs of one
