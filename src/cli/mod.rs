@@ -408,6 +408,10 @@ pub struct HistoryArgs {
     /// else git's `origin` remote when it is a GitHub or GitLab address).
     #[arg(long, value_name = "URL")]
     pub repo_url: Option<String>,
+    /// HTML: chart at most this many series (default 100); past it, the series that changed
+    /// are charted and every other is a row in a table at the end. 0 charts every series.
+    #[arg(long, value_name = "N")]
+    pub max_charts: Option<usize>,
 }
 
 /// Output formats of `kgate history`.

@@ -10,6 +10,8 @@
 //! the repository's web address is known, with a tooltip, and a table under each chart lists
 //! the same jobs for readers without a mouse.
 
+use std::io::Write;
+
 use plotters::prelude::*;
 
 use crate::baseline::history::JobSummary;
@@ -37,57 +39,161 @@ pub struct HistoryChart<'a> {
     pub change_points: &'a [ChangePoint],
 }
 
-/// The dashboard page for the history of `key`. `repo_url` (`https://host/owner/repo`) makes
-/// each point a link to `REPO/commit/SHA`.
-/// `notes` are shown at the top (jobs left out, the order used).
-pub fn render_history(
+/// How many series a dashboard charts unless told otherwise (`kgate history --max-charts`). A
+/// chart of 100 jobs with its table is some 44 KB, so a page of a suite with thousands of
+/// metrics would run to tens of megabytes that a browser struggles to open; past this many, the
+/// series that changed are charted and the rest are a row each in one table.
+pub const DEFAULT_MAX_CHARTS: usize = 100;
+
+/// Writes the dashboard page for the history of `key` into `to`, a chart at a time. At most
+/// `max_charts` series are charted (`None`: every one); when there are more, the ones charted
+/// are those with the largest change point or whose latest job did not pass, the others are
+/// summarised in a table at the end, and the page says so. `repo_url`
+/// (`https://host/owner/repo`) makes each point a link to `REPO/commit/SHA`. `notes` are shown
+/// at the top (jobs left out, the order used).
+pub fn write_history_page(
+    to: &mut dyn Write,
     key: &str,
     charts: &[HistoryChart],
     repo_url: Option<&str>,
     notes: &[String],
-) -> String {
+    max_charts: Option<usize>,
+) -> std::io::Result<()> {
+    let charted = charted_series(charts, max_charts);
+    let shown = charted.iter().filter(|&&c| c).count();
     let runs = charts.iter().map(|c| c.jobs.len()).max().unwrap_or(0);
-    let mut out = String::from(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>kgate history</title>\n<style>",
-    );
-    out.push_str(STYLE);
-    out.push_str(
-        "svg a circle{cursor:pointer}.chart{margin-top:1em}td.commit{font-family:monospace}",
-    );
-    out.push_str("</style>\n</head>\n<body>\n");
-    out.push_str(&format!(
+    write!(
+        to,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>kgate history</title>\n<style>{STYLE}svg a circle{{cursor:pointer}}.chart{{margin-top:1em}}td.commit{{font-family:monospace}}</style>\n</head>\n<body>\n"
+    )?;
+    write!(
+        to,
         "<h1>kgate history</h1>\n<p>Environment <code>{}</code>: {} chart{}, up to {runs} job{} each, in commit order, oldest on the left.</p>\n",
         escape_html(key),
-        charts.len(),
-        if charts.len() == 1 { "" } else { "s" },
+        shown,
+        if shown == 1 { "" } else { "s" },
         if runs == 1 { "" } else { "s" },
-    ));
-    out.push_str(&format!(
-        "<p class=\"legend\">Jobs:<span style=\"background:{}\"></span>unchanged or not compared<span style=\"background:{}\"></span>regressed<span style=\"background:{}\"></span>improved<span style=\"background:{}\"></span>inconclusive<span style=\"background:{}\"></span>change point<span style=\"background:{}\"></span>minimum detectable effect</p>\n",
+    )?;
+    writeln!(
+        to,
+        "<p class=\"legend\">Jobs:<span style=\"background:{}\"></span>unchanged or not compared<span style=\"background:{}\"></span>regressed<span style=\"background:{}\"></span>improved<span style=\"background:{}\"></span>inconclusive<span style=\"background:{}\"></span>change point<span style=\"background:{}\"></span>minimum detectable effect</p>",
         css(BASE_COLOR),
         css(HEAD_COLOR),
         css(IMPROVED),
         css(INCONCLUSIVE),
         css(CHANGE_POINT),
         css(BAND),
-    ));
+    )?;
     match repo_url {
-        Some(url) => out.push_str(&format!(
-            "<p>Each point links to its commit in <a href=\"{0}\">{0}</a>.</p>\n",
+        Some(url) => writeln!(
+            to,
+            "<p>Each point links to its commit in <a href=\"{0}\">{0}</a>.</p>",
             escape_html(url)
-        )),
-        None => out.push_str(
-            "<p class=\"warning\">The repository's web address is not known, so the points do not link to their commits (pass <code>--repo-url</code>).</p>\n",
-        ),
+        )?,
+        None => to.write_all(
+            b"<p class=\"warning\">The repository's web address is not known, so the points do not link to their commits (pass <code>--repo-url</code>).</p>\n",
+        )?,
     }
     for n in notes {
-        out.push_str(&format!("<p class=\"warning\">{}</p>\n", escape_html(n)));
+        writeln!(to, "<p class=\"warning\">{}</p>", escape_html(n))?;
     }
-    for c in charts {
-        out.push_str(&chart_section(c, repo_url));
+    if shown < charts.len() {
+        writeln!(
+            to,
+            "<p class=\"warning\">{} of {} series are charted: those with the largest change point or whose latest job did not pass; the other {} are a row each in the table at the end (<code>--max-charts 0</code> charts every series).</p>",
+            shown,
+            charts.len(),
+            charts.len() - shown
+        )?;
     }
-    out.push_str("<p><small>Change points: E-divisive means with a permutation test. Made by <code>kgate history --format html</code>.</small></p>\n</body>\n</html>\n");
-    out
+    for (c, _) in charts.iter().zip(&charted).filter(|(_, c)| **c) {
+        to.write_all(chart_section(c, repo_url).as_bytes())?;
+    }
+    if shown < charts.len() {
+        write_uncharted_table(to, charts, &charted)?;
+    }
+    to.write_all(b"<p><small>Change points: E-divisive means with a permutation test. Made by <code>kgate history --format html</code>.</small></p>\n</body>\n</html>\n")
+}
+
+/// Which of `charts` get a chart under a cap of `max_charts`: every one when they fit;
+/// otherwise the series that changed first (a latest job that did not pass, or a change point,
+/// the largest change first), then the rest in page order. The page keeps its order.
+fn charted_series(charts: &[HistoryChart], max_charts: Option<usize>) -> Vec<bool> {
+    let max = max_charts.unwrap_or(usize::MAX);
+    if charts.len() <= max {
+        return vec![true; charts.len()];
+    }
+    let latest_not_passed = |c: &HistoryChart| {
+        c.jobs.last().is_some_and(|j| {
+            matches!(
+                j.verdict,
+                Some(Verdict::Regressed | Verdict::Inconclusive | Verdict::Improved)
+            )
+        })
+    };
+    let largest_change = |c: &HistoryChart| {
+        c.change_points
+            .iter()
+            .map(|p| p.relative_change.abs())
+            .filter(|x| x.is_finite())
+            .fold(0.0_f64, f64::max)
+    };
+    let mut order: Vec<usize> = (0..charts.len()).collect();
+    // Stable: series that rank the same keep their page order.
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&charts[a], &charts[b]);
+        latest_not_passed(b)
+            .cmp(&latest_not_passed(a))
+            .then((!b.change_points.is_empty()).cmp(&!a.change_points.is_empty()))
+            .then(largest_change(b).total_cmp(&largest_change(a)))
+    });
+    let mut charted = vec![false; charts.len()];
+    for &i in order.iter().take(max) {
+        charted[i] = true;
+    }
+    charted
+}
+
+/// One row per series left without a chart: its jobs, latest median, change over the history
+/// and its change points.
+fn write_uncharted_table(
+    to: &mut dyn Write,
+    charts: &[HistoryChart],
+    charted: &[bool],
+) -> std::io::Result<()> {
+    to.write_all(b"<section class=\"chart\">\n<h2>Series not charted</h2>\n<table>\n<tr><th>benchmark / metric</th><th>jobs</th><th>latest median</th><th>first to latest</th><th>change points</th><th>latest verdict</th></tr>\n")?;
+    for (c, _) in charts.iter().zip(charted).filter(|(_, c)| !**c) {
+        let (Some(first), Some(last)) = (c.jobs.first(), c.jobs.last()) else {
+            continue;
+        };
+        let change = last.summary.median / first.summary.median - 1.0;
+        let points = match c.change_points.len() {
+            0 => "none".to_string(),
+            n => format!(
+                "{n}: {}",
+                c.change_points
+                    .iter()
+                    .map(|p| format!("job {} {}", p.index + 1, format_change(p.relative_change)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let verdict = last.verdict.map(|v| v.as_str()).unwrap_or("–");
+        writeln!(
+            to,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l {verdict}\">{verdict}</td></tr>",
+            escape_html(&format!("{} / {}", c.benchmark, c.metric)),
+            c.jobs.len(),
+            escape_html(&format_value(last.summary.median, &last.unit)),
+            if change.is_finite() {
+                escape_html(&format_change(change))
+            } else {
+                "–".into()
+            },
+            escape_html(&points),
+        )?;
+    }
+    to.write_all(b"</table>\n</section>\n")
 }
 
 fn verdict_color(v: Option<Verdict>) -> RGBColor {
@@ -298,4 +404,70 @@ fn chart_svg(c: &HistoryChart, unit: &str, repo_url: Option<&str>) -> Option<Str
     }
     let end = svg.rfind("</svg>")?;
     Some(format!("{}{marks}{}", &svg[..end], &svg[end..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(median: f64, verdict: Option<Verdict>) -> JobSummary {
+        JobSummary {
+            created: "2026-11-01T10:00:00Z".into(),
+            commit: Some("c0ffee".into()),
+            unit: "ns".into(),
+            summary: crate::stats::summarize(&[median]).unwrap(),
+            verdict,
+            mde: None,
+        }
+    }
+
+    fn point(relative_change: f64) -> ChangePoint {
+        ChangePoint {
+            index: 1,
+            statistic: 1.0,
+            p_value: 0.01,
+            relative_change,
+        }
+    }
+
+    #[test]
+    fn past_the_cap_the_series_that_changed_are_charted_first() {
+        let quiet = [job(1.0, None), job(1.0, Some(Verdict::Unchanged))];
+        let latest_regressed = [job(1.0, None), job(1.0, Some(Verdict::Regressed))];
+        let small = [point(0.02)];
+        let large = [point(-0.30)];
+        let chart = |jobs, change_points| HistoryChart {
+            benchmark: "b",
+            metric: "m",
+            jobs,
+            change_points,
+        };
+        let charts = [
+            chart(&quiet, &[]),
+            chart(&quiet, &small),
+            chart(&quiet, &[]),
+            chart(&quiet, &large),
+            chart(&latest_regressed, &[]),
+        ];
+        assert_eq!(charted_series(&charts, None), [true; 5]);
+        assert_eq!(charted_series(&charts, Some(5)), [true; 5]);
+        // A latest job that did not pass, then the largest change point, then the next.
+        assert_eq!(
+            charted_series(&charts, Some(1)),
+            [false, false, false, false, true]
+        );
+        assert_eq!(
+            charted_series(&charts, Some(2)),
+            [false, false, false, true, true]
+        );
+        assert_eq!(
+            charted_series(&charts, Some(3)),
+            [false, true, false, true, true]
+        );
+        // Series that rank the same keep their page order.
+        assert_eq!(
+            charted_series(&charts, Some(4)),
+            [true, true, false, true, true]
+        );
+    }
 }

@@ -368,3 +368,35 @@ fn jobs_are_charted_in_commit_order_and_jobs_of_other_branches_are_left_out_with
         "three jobs in the table"
     );
 }
+
+#[test]
+fn past_max_charts_the_largest_change_is_charted_and_the_rest_are_rows_of_a_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    write_history(dir);
+    let (html, stderr) = page(dir, &["--max-charts", "1"]);
+    assert!(
+        stderr.contains("note: 1 of 3 series charted, the rest summarised in a table"),
+        "{stderr}"
+    );
+    // matmul's wall time, up 30 % at job 6, is the largest change of the three.
+    assert_eq!(html.matches("<svg").count(), 1, "{html}");
+    assert!(html.contains("<h2>matmul / wall_time</h2>"), "{html}");
+    assert!(html.contains("1 of 3 series are charted"), "{html}");
+    assert!(html.contains("<h2>Series not charted</h2>"), "{html}");
+    let table = &html[html.find("Series not charted").unwrap()..];
+    assert!(
+        table.contains("<td class=\"l\">matmul / Ir</td><td>10</td>"),
+        "{table}"
+    );
+    // Names from the records stay escaped in the table too.
+    assert!(
+        table.contains(&escape_html("evil<script>alert(1)</script> / kernel_time")),
+        "{table}"
+    );
+    assert!(!html.contains("<script>"), "{html}");
+    // 0 lifts the cap: every series charted, no table.
+    let (all, _) = page(dir, &["--max-charts", "0"]);
+    assert_eq!(all.matches("<svg").count(), 3);
+    assert!(!all.contains("Series not charted"));
+}

@@ -25,7 +25,7 @@ use crate::model::text::escape_terminal;
 use crate::model::units::{format_change, format_value};
 use crate::plan::selection;
 use crate::plan::shard::{self, Shard};
-use crate::render::history_html::{HistoryChart, render_history};
+use crate::render::history_html::{DEFAULT_MAX_CHARTS, HistoryChart, write_history_page};
 use crate::stats::changepoint::{self, Settings};
 
 /// A baseline file as committed at the merge-base of `reference` and HEAD.
@@ -329,7 +329,9 @@ pub fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
             (written, out.len())
         }
         HistoryFormat::Html => {
-            let (ordered, mut notes) = in_commit_order(root, &records);
+            // The page's series are found again over the jobs in commit order.
+            drop(selected);
+            let (ordered, mut notes) = in_commit_order(root, records);
             let out = with_change_points(selected_series(&ordered, args), &settings);
             if out.is_empty() {
                 bail!(
@@ -355,14 +357,21 @@ pub fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
                     change_points: points,
                 })
                 .collect();
-            (
-                fsutil::write_atomic(
-                    path,
-                    render_history(&key, &charts, repo_url.as_deref(), &notes).as_bytes(),
-                    Overwrite::Allow,
-                ),
-                out.len(),
-            )
+            let max_charts = match args.max_charts.unwrap_or(DEFAULT_MAX_CHARTS) {
+                0 => None,
+                n => Some(n),
+            };
+            let written = fsutil::write_atomic_with(path, Overwrite::Allow, |to| {
+                write_history_page(to, &key, &charts, repo_url.as_deref(), &notes, max_charts)
+            });
+            let charted = max_charts.map_or(charts.len(), |n| n.min(charts.len()));
+            if charted < charts.len() {
+                eprintln!(
+                    "note: {charted} of {} series charted, the rest summarised in a table (`--max-charts 0` charts them all)",
+                    charts.len()
+                );
+            }
+            (written, out.len())
         }
     };
     written.with_context(|| format!("cannot write the history to {}", path.display()))?;
@@ -412,7 +421,7 @@ fn with_change_points(
 /// order they ran is kept. Either is said in the notes.
 fn in_commit_order(
     root: &Path,
-    records: &[history::HistoryRecord],
+    records: Vec<history::HistoryRecord>,
 ) -> (Vec<history::HistoryRecord>, Vec<String>) {
     let listed = std::process::Command::new("git")
         .arg("-C")
@@ -424,7 +433,7 @@ fn in_commit_order(
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
     let Some(listed) = listed else {
         return (
-            records.to_vec(),
+            records,
             vec!["git cannot list HEAD's history here (not a repository, or no commit yet): jobs are in the order they ran".into()],
         );
     };
@@ -432,27 +441,22 @@ fn in_commit_order(
         listed.lines().enumerate().map(|(i, c)| (c, i)).collect();
     let at =
         |r: &history::HistoryRecord| r.commit.as_deref().and_then(|c| position.get(c).copied());
-    let mut on: Vec<history::HistoryRecord> = records
-        .iter()
-        .filter(|r| at(r).is_some())
-        .cloned()
-        .collect();
-    let off = records.len() - on.len();
+    let total = records.len();
+    let (mut on, off): (Vec<_>, Vec<_>) = records.into_iter().partition(|r| at(r).is_some());
     if on.is_empty() {
         return (
-            records.to_vec(),
+            off,
             vec![format!(
-                "none of the {} recorded jobs measured a commit on HEAD's history (a shallow clone? check out with fetch-depth: 0): jobs are in the order they ran",
-                records.len()
+                "none of the {total} recorded jobs measured a commit on HEAD's history (a shallow clone? check out with fetch-depth: 0): jobs are in the order they ran"
             )],
         );
     }
+    let off = off.len();
     // A stable sort: the jobs of one commit keep the order they ran in.
     on.sort_by_key(|r| at(r));
     let notes = if off > 0 {
         vec![format!(
-            "{off} of the {} recorded jobs measured commits that are not on HEAD's history (another branch, or older than a shallow clone) and are left out",
-            records.len()
+            "{off} of the {total} recorded jobs measured commits that are not on HEAD's history (another branch, or older than a shallow clone) and are left out"
         )]
     } else {
         Vec::new()
