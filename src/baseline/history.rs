@@ -10,6 +10,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -169,8 +170,11 @@ impl HistoryRecord {
         self
     }
 
+    /// The record as it is stored: one line of JSON. Records were written indented until
+    /// 2026-12; the indentation was 44 % of a record's bytes, on a branch every CI job fetches.
+    /// Both read the same.
     fn to_json(&self) -> String {
-        let mut s = serde_json::to_string_pretty(self).expect("history serializes");
+        let mut s = serde_json::to_string(self).expect("history serializes");
         s.push('\n');
         s
     }
@@ -194,12 +198,29 @@ impl HistoryRecord {
             m.verdict = None;
             m.mde = None;
         }
-        let mut hash: u32 = 0x811c_9dc5;
-        for byte in run.to_json().bytes() {
-            hash ^= u32::from(byte);
-            hash = hash.wrapping_mul(0x0100_0193);
+        // Over the record indented, as records were once written, so that a run recorded by an
+        // earlier version has the same name and is still found to be recorded already.
+        let mut hash = Fnv1a(0x811c_9dc5);
+        serde_json::to_writer_pretty(&mut hash, &run).expect("history serializes");
+        hash.write_all(b"\n").expect("hashing cannot fail");
+        format!("{time}-{commit}-{:08x}.json", hash.0)
+    }
+}
+
+/// The 32-bit FNV-1a hash of the bytes written into it.
+struct Fnv1a(u32);
+
+impl Write for Fnv1a {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        for &byte in bytes {
+            self.0 ^= u32::from(byte);
+            self.0 = self.0.wrapping_mul(0x0100_0193);
         }
-        format!("{time}-{commit}-{hash:08x}.json")
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -430,6 +451,37 @@ mod tests {
                 }],
             }],
         }
+    }
+
+    #[test]
+    fn records_are_written_on_one_line_and_keep_the_names_indented_records_had() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = job(100.0, Some(Verdict::Regressed));
+        rec.commit = Some("0123456789abcdef".into());
+        // The name the indented record of this run had before records were one line: a hash
+        // of the run without the verdicts it was given.
+        let mut run = rec.clone();
+        run.benchmarks[0].metrics[0].verdict = None;
+        let indented = serde_json::to_string_pretty(&run).unwrap() + "\n";
+        let hash = indented.bytes().fold(0x811c_9dc5_u32, |h, b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        });
+        assert_eq!(
+            rec.file_name(),
+            format!("20260101T000000Z-0123456789ab-{hash:08x}.json")
+        );
+        let path = record_summary(dir.path(), rec.clone()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.len() < indented.len(), "{text}");
+        assert_eq!(load(dir.path(), "k").unwrap(), vec![rec.clone()]);
+        // A run recorded already, indented by an earlier version, is found by its name.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, &indented).unwrap();
+        assert!(matches!(
+            record_summary(dir.path(), rec),
+            Err(HistoryError::AlreadyRecorded { .. })
+        ));
     }
 
     #[test]
