@@ -141,13 +141,80 @@ pub fn parse_line(text: &str) -> Result<Option<ProtocolLine>, String> {
     // the line the reading below would give. (Only an object: serde would read a struct from
     // an array too.)
     if text.starts_with('{')
-        && let Ok(line) = serde_json::from_str::<MeasurementLine>(text)
+        && let Some(line) = parse_direct(text)
     {
-        let line = ProtocolLine::Measurement(line);
         check(&line)?;
         return Ok(Some(line));
     }
     parse_object(text)
+}
+
+/// A counter line as it is read straight from its text: `t_ns` kept as written, so that an
+/// integer's digits are not lost (see [`rebase_times`]). The keys are [`CounterLine`]'s; were
+/// one added there and not here, such lines would take the slower way, not a wrong one.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CounterText {
+    counter: String,
+    t_ns: serde_json::Number,
+    value: f64,
+    #[serde(default)]
+    unit: String,
+    #[serde(default)]
+    bits: Option<u8>,
+    #[serde(default)]
+    core: Option<u32>,
+    #[serde(default)]
+    benchmark: Option<String>,
+}
+
+/// A kernel line as it is read straight from its text, its times kept as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KernelText {
+    kernel: String,
+    start_ns: serde_json::Number,
+    end_ns: serde_json::Number,
+    #[serde(default)]
+    benchmark: Option<String>,
+}
+
+/// An integer as written, where the number is one.
+fn exact_integer(n: &serde_json::Number) -> Option<i128> {
+    n.as_i64()
+        .map(i128::from)
+        .or_else(|| n.as_u64().map(i128::from))
+}
+
+/// A line read straight into the struct of its kind, tried in the order [`parse_object`] tells
+/// the kinds apart: a line read as a measurement has the key `metric`; as a counter, the key
+/// `counter` and not `metric` (no key of another kind is allowed); as a kernel, `kernel` and
+/// neither other. So a line read here is the line [`parse_object`] gives; `None` for any
+/// other, including every wrong line, whose message [`parse_object`] words.
+fn parse_direct(text: &str) -> Option<ProtocolLine> {
+    if let Ok(m) = serde_json::from_str::<MeasurementLine>(text) {
+        return Some(ProtocolLine::Measurement(m));
+    }
+    if let Ok(c) = serde_json::from_str::<CounterText>(text) {
+        return Some(ProtocolLine::Counter(CounterLine {
+            counter: c.counter,
+            t_ns: c.t_ns.as_f64()?,
+            value: c.value,
+            unit: c.unit,
+            bits: c.bits,
+            core: c.core,
+            benchmark: c.benchmark,
+            t_exact: exact_integer(&c.t_ns),
+        }));
+    }
+    let k = serde_json::from_str::<KernelText>(text).ok()?;
+    Some(ProtocolLine::Kernel(KernelLine {
+        kernel: k.kernel,
+        start_ns: k.start_ns.as_f64()?,
+        end_ns: k.end_ns.as_f64()?,
+        benchmark: k.benchmark,
+        exact: exact_integer(&k.start_ns).zip(exact_integer(&k.end_ns)),
+    }))
 }
 
 /// [`parse_line`] of a non-blank line through a `serde_json::Value`: the object's keys say
@@ -174,12 +241,7 @@ fn parse_object(text: &str) -> Result<Option<ProtocolLine>, String> {
     check(&line)?;
     // serde_json keeps an integer's digits; the f64 fields hold epoch nanoseconds only to
     // 256 ns.
-    let integer = |key: &str| {
-        let n = obj.get(key)?;
-        n.as_i64()
-            .map(i128::from)
-            .or_else(|| n.as_u64().map(i128::from))
-    };
+    let integer = |key: &str| exact_integer(obj.get(key)?.as_number()?);
     match &mut line {
         ProtocolLine::Counter(c) => c.t_exact = integer("t_ns"),
         ProtocolLine::Kernel(k) => k.exact = integer("start_ns").zip(integer("end_ns")),
@@ -464,7 +526,7 @@ mod tests {
     }
 
     #[test]
-    fn measurements_read_straight_into_their_struct_are_the_lines_the_object_gives() {
+    fn lines_read_straight_into_their_struct_are_the_lines_the_object_gives() {
         let lines = [
             r#"{"metric": "t", "value": 1}"#,
             r#"{"value": 2.5e-3, "unit": "us", "metric": "kernel_time", "benchmark": "k\u00e9\n"}"#,
@@ -481,9 +543,35 @@ mod tests {
             r#"{"metric": "t", "value": 1} {"metric": "u", "value": 2}"#,
             r#"{"metric": "t", "value": null}"#,
             r#"{"metric": 7, "value": 1}"#,
+            r#"{"counter": "c", "t_ns": 1700000000000000123, "value": 2, "unit": "cycles", "bits": 32, "core": 1}"#,
+            r#"{"value": 2.5, "t_ns": -3, "counter": "c"}"#,
+            r#"{"counter": "c", "t_ns": 1.5e3, "value": 2}"#,
+            r#"{"counter": "c", "t_ns": 18446744073709551616, "value": 2}"#,
+            r#"{"counter": "c", "t_ns": 1, "value": 2, "bits": 12}"#,
+            r#"{"counter": "c", "t_ns": 1, "value": 2, "kernel": "k"}"#,
+            r#"{"counter": "c", "t_ns": "1", "value": 2}"#,
+            r#"{"counter": "c", "t_ns": 1, "t_ns": 2, "value": 2}"#,
+            r#"["c", 1, 2]"#,
+            r#"{"kernel": "k", "start_ns": 1700000000000000001, "end_ns": 1700000000000000002}"#,
+            r#"{"kernel": "k", "start_ns": 1.5, "end_ns": 2, "benchmark": "b"}"#,
+            r#"{"kernel": "k", "start_ns": 10, "end_ns": 5}"#,
+            r#"{"kernel": "k", "start_ns": 1, "end_ns": 2, "metric": "m"}"#,
+            r#"["k", 1, 2]"#,
         ];
         for line in lines {
             assert_eq!(parse_line(line), parse_object(line), "{line}");
+        }
+        // The lines of each kind are read the direct way, exact times included.
+        for line in [
+            lines[0], lines[1], lines[15], lines[16], lines[24], lines[25],
+        ] {
+            assert!(parse_direct(line).is_some(), "{line}");
+        }
+        match parse_direct(lines[15]) {
+            Some(ProtocolLine::Counter(c)) => {
+                assert_eq!(c.t_exact, Some(1_700_000_000_000_000_123))
+            }
+            other => panic!("{other:?}"),
         }
         assert!(
             parse_line(r#"["t", 1]"#)
