@@ -11,7 +11,7 @@ pub mod valgrind;
 use std::collections::HashMap;
 
 use crate::model::metric::{Direction, Source, Tolerance};
-use crate::model::protocol::{MeasurementLine, ProtocolLine};
+use crate::model::protocol::{MeasurementLine, ProtocolLine, TimedLines};
 use crate::model::results::{
     BenchmarkResult, MetricSamples, Provenance, RepetitionNumbers, RepetitionRun, SeriesIndex,
 };
@@ -76,39 +76,21 @@ impl<'a> Collector<'a> {
             .map(|_| ())
     }
 
-    /// Records the lines of one repetition's protocol file. Lines naming another benchmark are
-    /// an error when `expect_benchmark` is set (a live run knows which benchmark wrote them).
-    /// Returns how many measurements were recorded.
-    pub fn add_protocol(
-        &mut self,
-        repetition: u32,
-        mut lines: Vec<ProtocolLine>,
-        expect_benchmark: bool,
-    ) -> Result<usize, String> {
-        if let Some(origin) = crate::model::protocol::rebase_times(&mut lines) {
+    /// Records the counter and kernel lines of one repetition's protocol file, their times
+    /// first moved onto the repetition's earliest where they need it
+    /// ([`TimedLines::rebase_times`]).
+    pub fn add_timed(&mut self, repetition: u32, mut timed: TimedLines) {
+        if let Some(origin) = timed.rebase_times() {
             self.result.provenance.details.insert(
                 format!("time_origin_ns.{repetition}"),
                 format!("{origin} (counter and kernel times of repetition {repetition} count from its earliest timestamp)"),
             );
         }
-        let mut measurements = 0;
-        for line in lines {
-            if expect_benchmark {
-                self.check_benchmark(&line)?;
-            }
-            match line {
-                ProtocolLine::Measurement(m) => {
-                    self.add_measurement(repetition, m)?;
-                    measurements += 1;
-                }
-                ProtocolLine::Counter(c) => {
-                    self.series
-                        .push_counter(&mut self.result, repetition, c, None)
-                }
-                ProtocolLine::Kernel(k) => self.series.push_window(&mut self.result, repetition, k),
-            }
+        let (series, result) = (&mut self.series, &mut self.result);
+        timed.for_each_reading(|c| series.push_counter(result, repetition, c, None));
+        for k in timed.into_kernels() {
+            self.series.push_window(&mut self.result, repetition, k);
         }
-        Ok(measurements)
     }
 
     /// Refuses a line that names another benchmark than this one (a live run knows which
@@ -310,29 +292,31 @@ mod tests {
     use super::*;
     use crate::model::protocol::parse_line;
 
-    fn lines(text: &str) -> Vec<ProtocolLine> {
-        text.lines()
-            .filter_map(|l| parse_line(l).unwrap())
-            .collect()
+    /// Records the measurement lines of `text` as a live run does: each checked to name this
+    /// benchmark, then recorded.
+    fn add_measurements(c: &mut Collector<'_>, repetition: u32, text: &str) -> Result<(), String> {
+        for line in text.lines().filter_map(|l| parse_line(l).unwrap()) {
+            c.check_benchmark(&line)?;
+            match line {
+                ProtocolLine::Measurement(m) => c.add_measurement(repetition, m)?,
+                other => panic!("not a measurement: {other:?}"),
+            }
+        }
+        Ok(())
     }
 
     #[test]
     fn units_are_normalized_and_must_agree() {
         let policy = MetricPolicy::permissive(0.05);
         let mut c = Collector::new("mm", &policy, Provenance::default());
-        c.add_protocol(
-            0,
-            lines("{\"metric\": \"kernel_time\", \"value\": 88, \"unit\": \"us\"}\n{\"metric\": \"kernel_time\", \"value\": 0.09, \"unit\": \"ms\"}"),
-            true,
-        )
+        add_measurements(&mut c, 0, "{\"metric\": \"kernel_time\", \"value\": 88, \"unit\": \"us\"}\n{\"metric\": \"kernel_time\", \"value\": 0.09, \"unit\": \"ms\"}")
         .unwrap();
-        let err = c
-            .add_protocol(
-                1,
-                lines("{\"metric\": \"kernel_time\", \"value\": 5, \"unit\": \"cycles\"}"),
-                true,
-            )
-            .unwrap_err();
+        let err = add_measurements(
+            &mut c,
+            1,
+            "{\"metric\": \"kernel_time\", \"value\": 5, \"unit\": \"cycles\"}",
+        )
+        .unwrap_err();
         assert!(
             err.contains("reported in `ns` and now in `cycles`"),
             "{err}"
@@ -350,11 +334,7 @@ mod tests {
     fn protocol_numbers_without_a_time_unit_stay_reported() {
         let policy = MetricPolicy::permissive(0.05);
         let mut c = Collector::new("mm", &policy, Provenance::default());
-        c.add_protocol(
-            0,
-            lines("{\"metric\": \"tflops\", \"value\": 88, \"unit\": \"TFLOP/s\"}\n{\"metric\": \"t\", \"value\": 3, \"unit\": \"ms\", \"source\": \"reported\"}"),
-            true,
-        )
+        add_measurements(&mut c, 0, "{\"metric\": \"tflops\", \"value\": 88, \"unit\": \"TFLOP/s\"}\n{\"metric\": \"t\", \"value\": 3, \"unit\": \"ms\", \"source\": \"reported\"}")
         .unwrap();
         let r = c.finish();
         assert_eq!(r.metric("tflops").unwrap().source, Source::Reported);
@@ -369,13 +349,12 @@ mod tests {
     fn foreign_benchmark_lines_are_refused_in_a_live_run() {
         let policy = MetricPolicy::permissive(0.05);
         let mut c = Collector::new("mm", &policy, Provenance::default());
-        let err = c
-            .add_protocol(
-                0,
-                lines("{\"metric\": \"t\", \"value\": 1, \"benchmark\": \"other\"}"),
-                true,
-            )
-            .unwrap_err();
+        let err = add_measurements(
+            &mut c,
+            0,
+            "{\"metric\": \"t\", \"value\": 1, \"benchmark\": \"other\"}",
+        )
+        .unwrap_err();
         assert!(err.contains("names benchmark `other`"), "{err}");
     }
 }

@@ -1172,7 +1172,7 @@ mod tests {
                 benchmark: None,
                 t_exact: None,
             };
-            index.push_counter(result, r.repetition, line, r.sampling);
+            index.push_counter(result, r.repetition, &line, r.sampling);
         }
     }
 

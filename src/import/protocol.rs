@@ -61,7 +61,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     benchmarks.get(name).add_measurement(rep, m)?;
                     held.measurements += 1;
                 }
-                timed => held.timed.push(timed),
+                protocol::ProtocolLine::Counter(c) => held.timed.push_counter(c),
+                protocol::ProtocolLine::Kernel(k) => held.timed.push_kernel(k),
             }
             Ok(())
         })?;
@@ -76,19 +77,13 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         for (name, held) in in_file {
             let collector = benchmarks.get(&name);
             let rep = reps.entry(name.clone()).or_insert(0);
-            let recorded = held.measurements
-                + collector
-                    .add_protocol(*rep, held.timed, false)
-                    .map_err(|message| ImportError::Content {
-                        path: path.clone(),
-                        message,
-                    })?;
+            collector.add_timed(*rep, held.timed);
             let result = collector.result_mut();
             result
                 .provenance
                 .imported_from
                 .push(path.display().to_string());
-            if recorded > 0 {
+            if held.measurements > 0 {
                 result.repetitions += 1;
                 *rep += 1;
             }
@@ -103,7 +98,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
 #[derive(Default)]
 struct Held {
     measurements: usize,
-    timed: Vec<protocol::ProtocolLine>,
+    timed: protocol::TimedLines,
 }
 
 /// `out/matmul.jsonl` → `matmul`.

@@ -475,7 +475,7 @@ mod tests {
                 unit: "%".into(),
                 ..CounterLine::default()
             };
-            index.push_counter(&mut r, repetition, line, None);
+            index.push_counter(&mut r, repetition, &line, None);
         }
         r.artifacts.insert(
             "ptx".into(),

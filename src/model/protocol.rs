@@ -22,6 +22,8 @@ pub const TPU_SAMPLING_ENV: &str = "KGATE_TPU_COUNTER_SAMPLING_OPTIONS";
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use rustc_hash::FxHashMap;
+
 use crate::model::metric::Source;
 
 /// A measurement: one sample of a metric.
@@ -253,43 +255,123 @@ fn parse_object(text: &str) -> Result<Option<ProtocolLine>, String> {
 /// The largest integer below which every integer is an exact `f64`.
 const EXACT_F64: i128 = 1 << 53;
 
-/// Moves the counter and kernel times of one repetition's lines onto their earliest
-/// timestamp when some time is too large for an `f64` to hold to the nanosecond (epoch
-/// nanoseconds from `time.time_ns()`, about 1.8e18: an `f64` steps by 256 ns there, so a 1 µs
-/// sampling step reads as 768 or 1024 ns). The integers as written are subtracted exactly.
-/// Returns the origin subtracted, `None` when the times were left as they are.
-pub fn rebase_times(lines: &mut [ProtocolLine]) -> Option<i128> {
-    let mut times = Vec::new();
-    for line in lines.iter() {
-        match line {
-            ProtocolLine::Counter(c) => times.push(c.t_exact.unwrap_or(c.t_ns as i128)),
-            ProtocolLine::Kernel(k) => {
-                let (start, end) = k.exact.unwrap_or((k.start_ns as i128, k.end_ns as i128));
-                times.extend([start, end]);
+/// The counter and kernel lines of one repetition, held until its end, when their times may
+/// be moved onto its earliest ([`TimedLines::rebase_times`]). A reading is held as its
+/// series' place and its numbers (48 bytes): a whole line with its three strings was some 245,
+/// and a benchmark sampling its counters writes millions of them.
+#[derive(Debug, Default)]
+pub struct TimedLines {
+    /// Each series the counter lines name (counter, unit, width and core), as its first line
+    /// without its benchmark; [`TimedLines::for_each_reading`] fills in each reading's numbers.
+    series: Vec<CounterLine>,
+    /// Counter name → its places in `series`.
+    by_counter: FxHashMap<String, Vec<u32>>,
+    readings: Vec<HeldReading>,
+    kernels: Vec<KernelLine>,
+}
+
+#[derive(Debug)]
+struct HeldReading {
+    series: u32,
+    t_ns: f64,
+    value: f64,
+    t_exact: Option<i128>,
+}
+
+impl TimedLines {
+    pub fn push_counter(&mut self, line: CounterLine) {
+        let same =
+            |s: &CounterLine| s.unit == line.unit && s.bits == line.bits && s.core == line.core;
+        let found = self
+            .by_counter
+            .get(line.counter.as_str())
+            .and_then(|places| {
+                places
+                    .iter()
+                    .copied()
+                    .find(|&i| same(&self.series[i as usize]))
+            });
+        let series = match found {
+            Some(i) => i,
+            None => {
+                let i = u32::try_from(self.series.len()).expect("fewer than 2^32 series");
+                self.by_counter
+                    .entry(line.counter.clone())
+                    .or_default()
+                    .push(i);
+                self.series.push(CounterLine {
+                    benchmark: None,
+                    ..line.clone()
+                });
+                i
             }
-            ProtocolLine::Measurement(_) => {}
+        };
+        self.readings.push(HeldReading {
+            series,
+            t_ns: line.t_ns,
+            value: line.value,
+            t_exact: line.t_exact,
+        });
+    }
+
+    pub fn push_kernel(&mut self, line: KernelLine) {
+        self.kernels.push(line);
+    }
+
+    /// Moves the times onto the earliest when some time is too large for an `f64` to hold to
+    /// the nanosecond (epoch nanoseconds from `time.time_ns()`, about 1.8e18: an `f64` steps by
+    /// 256 ns there, so a 1 µs sampling step reads as 768 or 1024 ns). The integers as written
+    /// are subtracted exactly. Returns the origin subtracted, `None` when the times were left
+    /// as they are.
+    pub fn rebase_times(&mut self) -> Option<i128> {
+        let readings = self
+            .readings
+            .iter()
+            .map(|r| r.t_exact.unwrap_or(r.t_ns as i128));
+        let kernels = self.kernels.iter().flat_map(|k| {
+            let (start, end) = k.exact.unwrap_or((k.start_ns as i128, k.end_ns as i128));
+            [start, end]
+        });
+        let (mut origin, mut large) = (None::<i128>, false);
+        for t in readings.chain(kernels) {
+            large |= t.abs() > EXACT_F64;
+            origin = Some(origin.map_or(t, |o| o.min(t)));
+        }
+        if !large {
+            return None;
+        }
+        let origin = origin?;
+        let from_origin = |exact: Option<i128>, approx: f64| match exact {
+            Some(t) => (t - origin) as f64,
+            None => approx - origin as f64,
+        };
+        for r in &mut self.readings {
+            r.t_ns = from_origin(r.t_exact, r.t_ns);
+        }
+        for k in &mut self.kernels {
+            let exact = k.exact;
+            k.start_ns = from_origin(exact.map(|e| e.0), k.start_ns);
+            k.end_ns = from_origin(exact.map(|e| e.1), k.end_ns);
+        }
+        Some(origin)
+    }
+
+    /// Each counter reading in the order it was read, as a line of its series (without the
+    /// benchmark it named).
+    pub fn for_each_reading(&mut self, mut each: impl FnMut(&CounterLine)) {
+        for r in &self.readings {
+            let line = &mut self.series[r.series as usize];
+            line.t_ns = r.t_ns;
+            line.value = r.value;
+            line.t_exact = r.t_exact;
+            each(line);
         }
     }
-    if !times.iter().any(|t| t.abs() > EXACT_F64) {
-        return None;
+
+    /// The kernel lines, in the order they were read.
+    pub fn into_kernels(self) -> Vec<KernelLine> {
+        self.kernels
     }
-    let origin = times.into_iter().min()?;
-    let from_origin = |exact: Option<i128>, approx: f64| match exact {
-        Some(t) => (t - origin) as f64,
-        None => approx - origin as f64,
-    };
-    for line in lines.iter_mut() {
-        match line {
-            ProtocolLine::Counter(c) => c.t_ns = from_origin(c.t_exact, c.t_ns),
-            ProtocolLine::Kernel(k) => {
-                let exact = k.exact;
-                k.start_ns = from_origin(exact.map(|e| e.0), k.start_ns);
-                k.end_ns = from_origin(exact.map(|e| e.1), k.end_ns);
-            }
-            ProtocolLine::Measurement(_) => {}
-        }
-    }
-    Some(origin)
 }
 
 fn check(line: &ProtocolLine) -> Result<(), String> {
@@ -583,6 +665,60 @@ mod tests {
             Ok(Some(ProtocolLine::Measurement(m))) => assert_eq!(m.value, 2.0),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn timed_lines_keep_each_series_in_order_and_move_large_times_exactly() {
+        let mut timed = TimedLines::default();
+        let text = [
+            r#"{"counter": "busy", "t_ns": 1700000000000000001, "value": 1, "unit": "cycles", "benchmark": "a"}"#,
+            r#"{"counter": "busy", "t_ns": 1700000000000000003, "value": 2, "unit": "cycles", "core": 1}"#,
+            r#"{"kernel": "k", "start_ns": 1700000000000000002, "end_ns": 1700000000000000005}"#,
+            r#"{"counter": "busy", "t_ns": 1700000000000000004, "value": 3, "unit": "cycles", "benchmark": "a"}"#,
+            r#"{"counter": "bytes", "t_ns": 1700000000000000006, "value": 4}"#,
+        ];
+        for line in text {
+            match parse_line(line).unwrap().unwrap() {
+                ProtocolLine::Counter(c) => timed.push_counter(c),
+                ProtocolLine::Kernel(k) => timed.push_kernel(k),
+                ProtocolLine::Measurement(_) => unreachable!(),
+            }
+        }
+        // Three series (the core makes another), each reading once.
+        assert_eq!(timed.series.len(), 3);
+        assert_eq!(timed.rebase_times(), Some(1_700_000_000_000_000_001));
+        let mut read = Vec::new();
+        timed.for_each_reading(|c| {
+            read.push((
+                c.counter.clone(),
+                c.core,
+                c.t_ns,
+                c.value,
+                c.benchmark.clone(),
+            ))
+        });
+        assert_eq!(
+            read,
+            [
+                ("busy".to_string(), None, 0.0, 1.0, None),
+                ("busy".to_string(), Some(1), 2.0, 2.0, None),
+                ("busy".to_string(), None, 3.0, 3.0, None),
+                ("bytes".to_string(), None, 5.0, 4.0, None),
+            ]
+        );
+        let kernels = timed.into_kernels();
+        assert_eq!((kernels[0].start_ns, kernels[0].end_ns), (1.0, 4.0));
+        // Times an f64 holds exactly stay as they are.
+        let mut small = TimedLines::default();
+        small.push_kernel(KernelLine {
+            kernel: "k".into(),
+            start_ns: 10.0,
+            end_ns: 20.0,
+            benchmark: None,
+            exact: Some((10, 20)),
+        });
+        assert_eq!(small.rebase_times(), None);
+        assert_eq!(small.into_kernels()[0].start_ns, 10.0);
     }
 
     #[test]

@@ -176,7 +176,7 @@ impl SeriesIndex {
         &mut self,
         result: &mut BenchmarkResult,
         repetition: u32,
-        line: CounterLine,
+        line: &CounterLine,
         sampling: Option<Sampling>,
     ) {
         let series = &mut result.counters;
@@ -185,20 +185,23 @@ impl SeriesIndex {
                 .iter()
                 .rev()
                 .copied()
-                .find(|&i| series[i].holds(repetition, &line, sampling))
+                .find(|&i| series[i].holds(repetition, line, sampling))
         });
         let i = match found {
             Some(i) => i,
             None => {
                 series.push(CounterSeries {
-                    unit: line.unit,
+                    unit: line.unit.clone(),
                     bits: line.bits,
                     core: line.core,
                     sampling,
                     ..CounterSeries::new(&line.counter, repetition)
                 });
                 let i = series.len() - 1;
-                self.counters.entry(line.counter).or_default().push(i);
+                self.counters
+                    .entry(line.counter.clone())
+                    .or_default()
+                    .push(i);
                 i
             }
         };
@@ -1109,7 +1112,7 @@ mod version1 {
                 benchmark: None,
                 t_exact: None,
             };
-            index.push_counter(b, r.repetition, line, sampling);
+            index.push_counter(b, r.repetition, &line, sampling);
         }
     }
 }
@@ -1296,19 +1299,19 @@ mod tests {
         for rep in 0..2 {
             for t in [1.0, 2.0, 3.0] {
                 for c in ["a", "b", "c"] {
-                    index.push_counter(&mut r, rep, line(c, t, "cycles"), None);
+                    index.push_counter(&mut r, rep, &line(c, t, "cycles"), None);
                 }
             }
         }
         // The same name in another unit, or sampled otherwise, is another series.
-        index.push_counter(&mut r, 1, line("a", 4.0, "bytes"), None);
+        index.push_counter(&mut r, 1, &line("a", 4.0, "bytes"), None);
         index.push_counter(
             &mut r,
             1,
-            line("a", 5.0, "cycles"),
+            &line("a", 5.0, "cycles"),
             Some(Sampling::Interval),
         );
-        index.push_counter(&mut r, 1, line("a", 6.0, "cycles"), None);
+        index.push_counter(&mut r, 1, &line("a", 6.0, "cycles"), None);
         let got: Vec<(&str, u32, &str, usize)> = r
             .counters
             .iter()

@@ -50,28 +50,32 @@ impl Backend for Protocol {
         // Measurements are recorded as they are read; counter and kernel lines wait for the
         // end of the file, whose earliest time may become their origin.
         let mut measured = 0;
-        let mut timed = Vec::new();
-        let recorded = protocol::for_each_line(&path, |_, line| {
+        let mut timed = protocol::TimedLines::default();
+        protocol::for_each_line(&path, |_, line| {
             collector.check_benchmark(&line)?;
             match line {
                 protocol::ProtocolLine::Measurement(m) => {
                     measured += 1;
                     collector.add_measurement(run.index, m)
                 }
-                other => {
-                    timed.push(other);
+                protocol::ProtocolLine::Counter(c) => {
+                    timed.push_counter(c);
+                    Ok(())
+                }
+                protocol::ProtocolLine::Kernel(k) => {
+                    timed.push_kernel(k);
                     Ok(())
                 }
             }
         })
         .map_err(|e| {
-            e.to_string()
-                .replace(&format!("protocol file `{}`", path.display()), &what)
-        })
-        .and_then(|()| collector.add_protocol(run.index, timed, true))
-        .map(|more| measured + more)
-        .map_err(refused)?;
-        if recorded == 0 {
+            refused(
+                e.to_string()
+                    .replace(&format!("protocol file `{}`", path.display()), &what),
+            )
+        })?;
+        collector.add_timed(run.index, timed);
+        if measured == 0 {
             return Err(refused("wrote no measurement to $KGATE_PROTOCOL_FILE; a protocol benchmark reports at least one `{\"metric\": …}` line per run".into()));
         }
         let _ = std::fs::remove_file(&path);
