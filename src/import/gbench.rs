@@ -11,6 +11,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::builder::Benchmarks;
@@ -100,22 +102,6 @@ pub fn strict_json(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// The JSON document of a google/benchmark file: read within [`input::MAX_FILE_BYTES`], a
-/// leading byte-order mark skipped (editors and PowerShell on Windows write one), bare
-/// non-finite tokens rewritten.
-fn read_json(path: &Path) -> Result<Value, ImportError> {
-    let text = input::read_text(path, "google/benchmark JSON", input::MAX_FILE_BYTES)?;
-    let text = strict_json(text.strip_prefix('\u{feff}').unwrap_or(&text));
-    serde_json::from_str(&text).map_err(|e| ImportError::Content {
-        path: path.to_path_buf(),
-        message: format!(
-            "not valid JSON at line {}, column {}: {e}",
-            e.line(),
-            e.column()
-        ),
-    })
-}
-
 fn content(path: &Path, message: String) -> ImportError {
     ImportError::Content {
         path: path.to_path_buf(),
@@ -140,99 +126,402 @@ impl Importer for Gbench {
     }
 }
 
-/// Imports google/benchmark JSON files.
+/// Imports google/benchmark JSON files. Each file's runs are recorded as they are read: a file
+/// of hundreds of thousands of runs is held as its text and its samples, not as a parsed
+/// document besides them (which took seven times the file).
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "gbench");
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {
         benchmarks.file(path);
-        let doc = read_json(path)?;
-        let runs = doc
-            .get("benchmarks")
-            .and_then(Value::as_array)
-            .ok_or_else(|| {
-                content(
-                    path,
-                    "has no `benchmarks` array; expected `--benchmark_format=json` output".into(),
-                )
-            })?;
-        let has_iterations = runs
-            .iter()
-            .any(|r| r.get("run_type").and_then(Value::as_str) != Some("aggregate"));
-        for (i, run) in runs.iter().enumerate() {
-            let run_type = run
-                .get("run_type")
-                .and_then(Value::as_str)
-                .unwrap_or("iteration");
-            if run_type == "aggregate"
-                && (has_iterations
-                    || run.get("aggregate_name").and_then(Value::as_str) != Some("median"))
-            {
-                continue;
+        let text = input::read_text(path, "google/benchmark JSON", input::MAX_FILE_BYTES)?;
+        // A leading byte-order mark is skipped (editors and PowerShell on Windows write one).
+        let text = strict_json(text.strip_prefix('\u{feff}').unwrap_or(&text));
+        // Median aggregates wait for the end of the file: they are the samples only when it
+        // holds no other run (`--benchmark_report_aggregates_only`).
+        let mut medians: Vec<(usize, Run)> = Vec::new();
+        let mut has_iterations = false;
+        let mut failure = None;
+        let mut on_run = |i: usize, run: Run| {
+            if run.run_type.as_deref() != Some("aggregate") {
+                has_iterations = true;
+                record_run(&mut benchmarks, &mut counts, path, i, run).map(|_| ())
+            } else {
+                if !has_iterations && run.aggregate_name.as_deref() == Some("median") {
+                    medians.push((i, run));
+                }
+                Ok(())
             }
-            let name = run
-                .get("run_name")
-                .or_else(|| run.get("name"))
-                .and_then(Value::as_str)
-                .ok_or_else(|| content(path, format!("benchmarks[{i}] has no `name`")))?
-                .to_string();
-            if run.get("error_occurred").and_then(Value::as_bool) == Some(true)
-                || run.get("skipped").and_then(Value::as_bool) == Some(true)
-            {
-                let message = run
-                    .get("error_message")
-                    .or_else(|| run.get("skip_message"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("error_occurred");
-                let result = benchmarks.get(&name).result_mut();
-                result.status = crate::model::results::Status::Failed;
-                result.failure = Some(crate::model::results::Failure {
-                    kind: crate::model::results::FailureKind::ExitStatus,
-                    message: format!("google/benchmark reported: {message}"),
-                    stderr_tail: String::new(),
-                });
-                continue;
-            }
-            let unit = run.get("time_unit").and_then(Value::as_str).unwrap_or("ns");
-            if !matches!(unit, "ns" | "us" | "ms" | "s") {
+        };
+        let mut document = Document {
+            on_run: &mut on_run,
+            failure: &mut failure,
+            runs: Runs::Absent,
+            library_version: None,
+        };
+        let mut de = serde_json::Deserializer::from_str(&text);
+        let parsed = serde::de::Deserializer::deserialize_any(&mut de, &mut document)
+            .and_then(|()| de.end());
+        let (runs, library_version) = (document.runs, document.library_version);
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        parsed.map_err(|e| {
+            content(
+                path,
+                format!(
+                    "not valid JSON at line {}, column {}: {e}",
+                    e.line(),
+                    e.column()
+                ),
+            )
+        })?;
+        match runs {
+            Runs::Read => {}
+            Runs::Absent | Runs::NotAnArray => {
                 return Err(content(
                     path,
-                    format!("benchmarks[{i}] has time_unit `{unit}`; expected ns, us, ms or s"),
+                    "has no `benchmarks` array; expected `--benchmark_format=json` output".into(),
                 ));
             }
-            let rep = counts.entry(name.clone()).or_insert(0);
-            for key in ["real_time", "cpu_time"] {
-                if let Some(v) = run.get(key).and_then(Value::as_f64) {
-                    benchmarks.add(&name, *rep, key, unit, Source::Timer, v)?;
+        }
+        if !has_iterations {
+            for (i, run) in medians {
+                if let Some(name) = record_run(&mut benchmarks, &mut counts, path, i, run)? {
+                    benchmarks.detail(&name, "gbench.samples", "median aggregate only");
                 }
-            }
-            if let Some(map) = run.as_object() {
-                for (key, value) in map {
-                    if KNOWN_KEYS.contains(&key.as_str()) {
-                        continue;
-                    }
-                    if let Some(v) = value.as_f64() {
-                        benchmarks.add(&name, *rep, key, "", Source::Reported, v)?;
-                    }
-                }
-            }
-            *rep += 1;
-            let n = *rep;
-            benchmarks.imported(&name, path, n);
-            if run_type == "aggregate" {
-                benchmarks.detail(&name, "gbench.samples", "median aggregate only");
             }
         }
-        if let Some(version) = doc
-            .pointer("/context/library_version")
-            .and_then(Value::as_str)
-        {
+        if let Some(version) = library_version {
             for name in benchmarks.names().to_vec() {
-                benchmarks.detail(&name, "gbench.version", version);
+                benchmarks.detail(&name, "gbench.version", &version);
             }
         }
     }
     benchmarks.finish(files)
+}
+
+/// Records one run (the `i`-th of its file) as one sample of its benchmark, whose name it
+/// returns, or the benchmark's failure when google/benchmark reported an error or a skip.
+fn record_run(
+    benchmarks: &mut Benchmarks<'_>,
+    counts: &mut BTreeMap<String, u32>,
+    path: &Path,
+    i: usize,
+    run: Run,
+) -> Result<Option<String>, ImportError> {
+    let name = run
+        .name()
+        .ok_or_else(|| content(path, format!("benchmarks[{i}] has no `name`")))?
+        .to_string();
+    if run.error_occurred || run.skipped {
+        let message = match (&run.error_message, &run.skip_message) {
+            (Some(message), _) | (None, Some(message)) => message.as_deref(),
+            (None, None) => None,
+        };
+        let result = benchmarks.get(&name).result_mut();
+        result.status = crate::model::results::Status::Failed;
+        result.failure = Some(crate::model::results::Failure {
+            kind: crate::model::results::FailureKind::ExitStatus,
+            message: format!(
+                "google/benchmark reported: {}",
+                message.unwrap_or("error_occurred")
+            ),
+            stderr_tail: String::new(),
+        });
+        return Ok(None);
+    }
+    let unit = run.time_unit.as_deref().unwrap_or("ns");
+    if !matches!(unit, "ns" | "us" | "ms" | "s") {
+        return Err(content(
+            path,
+            format!("benchmarks[{i}] has time_unit `{unit}`; expected ns, us, ms or s"),
+        ));
+    }
+    let rep = counts.entry(name.clone()).or_insert(0);
+    for (key, value) in [("real_time", run.real_time), ("cpu_time", run.cpu_time)] {
+        if let Some(v) = value {
+            benchmarks.add(&name, *rep, key, unit, Source::Timer, v)?;
+        }
+    }
+    for (key, v) in run.counters() {
+        benchmarks.add(&name, *rep, &key, "", Source::Reported, v)?;
+    }
+    *rep += 1;
+    let n = *rep;
+    benchmarks.imported(&name, path, n);
+    Ok(Some(name))
+}
+
+/// A value as the import reads it: a number, a string, a boolean, or anything else.
+enum Scalar {
+    Number(f64),
+    Text(String),
+    Bool(bool),
+    Other,
+}
+
+impl Scalar {
+    fn number(self) -> Option<f64> {
+        match self {
+            Scalar::Number(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn text(self) -> Option<String> {
+        match self {
+            Scalar::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Scalar, D::Error> {
+        struct ScalarVisitor;
+        impl<'de> Visitor<'de> for ScalarVisitor {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Scalar, E> {
+                Ok(Scalar::Bool(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar::Number(v as f64))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar::Number(v as f64))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar::Number(v))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar::Text(v.to_string()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Scalar, E> {
+                Ok(Scalar::Text(v))
+            }
+            fn visit_unit<E>(self) -> Result<Scalar, E> {
+                Ok(Scalar::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Scalar::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Scalar::Other)
+            }
+        }
+        deserializer.deserialize_any(ScalarVisitor)
+    }
+}
+
+/// One element of the `benchmarks` array: the keys the import reads (a key written twice
+/// counts as its last), and the numbers of the other keys, which are user counters.
+#[derive(Default)]
+struct Run {
+    /// `name` and `run_name`, when present: a string, or `None` for any other value.
+    name: Option<Option<String>>,
+    run_name: Option<Option<String>>,
+    run_type: Option<String>,
+    aggregate_name: Option<String>,
+    error_occurred: bool,
+    skipped: bool,
+    error_message: Option<Option<String>>,
+    skip_message: Option<Option<String>>,
+    time_unit: Option<String>,
+    real_time: Option<f64>,
+    cpu_time: Option<f64>,
+    /// Every other key that is not one of [`KNOWN_KEYS`], in the order written.
+    others: Vec<(String, Option<f64>)>,
+}
+
+impl Run {
+    /// The benchmark's name: `run_name` where the run has the key, else `name`.
+    fn name(&self) -> Option<&str> {
+        self.run_name.as_ref().or(self.name.as_ref())?.as_deref()
+    }
+
+    /// The user counters: the numbers of the other keys, by key (a key written twice counts
+    /// as its last).
+    fn counters(mut self) -> impl Iterator<Item = (String, f64)> {
+        // Stable: of a key written twice, the last stays last.
+        self.others.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut others = self.others.into_iter().peekable();
+        std::iter::from_fn(move || {
+            loop {
+                let (key, value) = others.next()?;
+                if others.peek().is_some_and(|(next, _)| *next == key) {
+                    continue;
+                }
+                if let Some(v) = value {
+                    return Some((key, v));
+                }
+            }
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Run {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Run, D::Error> {
+        struct RunVisitor;
+        impl<'de> Visitor<'de> for RunVisitor {
+            type Value = Run;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a google/benchmark run object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Run, A::Error> {
+                let mut run = Run::default();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    let value: Scalar = map.next_value()?;
+                    match key.as_ref() {
+                        "name" => run.name = Some(value.text()),
+                        "run_name" => run.run_name = Some(value.text()),
+                        "run_type" => run.run_type = value.text(),
+                        "aggregate_name" => run.aggregate_name = value.text(),
+                        "error_occurred" => {
+                            run.error_occurred = matches!(value, Scalar::Bool(true))
+                        }
+                        "skipped" => run.skipped = matches!(value, Scalar::Bool(true)),
+                        "error_message" => run.error_message = Some(value.text()),
+                        "skip_message" => run.skip_message = Some(value.text()),
+                        "time_unit" => run.time_unit = value.text(),
+                        "real_time" => run.real_time = value.number(),
+                        "cpu_time" => run.cpu_time = value.number(),
+                        known if KNOWN_KEYS.contains(&known) => {}
+                        _ => run.others.push((key.into_owned(), value.number())),
+                    }
+                }
+                Ok(run)
+            }
+        }
+        deserializer.deserialize_map(RunVisitor)
+    }
+}
+
+/// Whether a file's `benchmarks` key was read.
+enum Runs {
+    Absent,
+    NotAnArray,
+    Read,
+}
+
+/// The top of a google/benchmark document, read as it is parsed: each run of `benchmarks`
+/// goes to `on_run` (with its index) as it is read; of `context`, the library version is kept.
+/// An error of `on_run` stops the parse and is left in `failure`.
+struct Document<'a> {
+    on_run: &'a mut dyn FnMut(usize, Run) -> Result<(), ImportError>,
+    failure: &'a mut Option<ImportError>,
+    runs: Runs,
+    library_version: Option<String>,
+}
+
+impl<'de> Visitor<'de> for &mut Document<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a google/benchmark JSON document")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "benchmarks" => {
+                    if !matches!(self.runs, Runs::Absent) {
+                        return Err(serde::de::Error::custom(
+                            "the key `benchmarks` is written twice",
+                        ));
+                    }
+                    self.runs = map.next_value_seed(RunsSeed(&mut *self))?;
+                }
+                "context" => {
+                    let context: Value = map.next_value()?;
+                    self.library_version = context
+                        .get("library_version")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+    // A document that is not an object has no `benchmarks` array.
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+/// The `benchmarks` value: an array, whose runs go to the document's `on_run` one by one.
+struct RunsSeed<'d, 'a>(&'d mut Document<'a>);
+
+impl<'de> DeserializeSeed<'de> for RunsSeed<'_, '_> {
+    type Value = Runs;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Runs, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RunsSeed<'_, '_> {
+    type Value = Runs;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of runs")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Runs, A::Error> {
+        let mut i = 0;
+        while let Some(run) = seq.next_element::<Run>()? {
+            if let Err(e) = (self.0.on_run)(i, run) {
+                *self.0.failure = Some(e);
+                return Err(serde::de::Error::custom("stopped by an error in a run"));
+            }
+            i += 1;
+        }
+        Ok(Runs::Read)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Runs, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Runs::NotAnArray)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Runs, E> {
+        Ok(Runs::NotAnArray)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Runs, E> {
+        Ok(Runs::NotAnArray)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Runs, E> {
+        Ok(Runs::NotAnArray)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Runs, E> {
+        Ok(Runs::NotAnArray)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Runs, E> {
+        Ok(Runs::NotAnArray)
+    }
+    fn visit_unit<E>(self) -> Result<Runs, E> {
+        Ok(Runs::NotAnArray)
+    }
 }
 
 #[cfg(test)]
@@ -245,5 +534,80 @@ mod tests {
         let v: Value = serde_json::from_str(&strict_json(text)).unwrap();
         assert!(v["a"].is_null() && v["b"].is_null() && v["c"].is_null());
         assert_eq!(v["d"], "NaN \" Infinity");
+    }
+
+    fn import_text(text: &str) -> Result<RunResults, ImportError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bench.json");
+        std::fs::write(&path, text).unwrap();
+        let policies = Policies::new(BTreeMap::new(), crate::plan::MetricPolicy::permissive(0.05));
+        import(&[path], &policies)
+    }
+
+    #[test]
+    fn runs_read_as_they_are_parsed_keep_what_a_parsed_document_gave() {
+        // User counters by key, a key written twice counting as its last; strings, arrays
+        // and objects under other keys are not counters; aggregates beside iterations are not
+        // samples.
+        let r = import_text(
+            r#"{"context": {"library_version": "v1.9.1"}, "benchmarks": [
+              {"name": "A", "run_type": "iteration", "real_time": 1, "cpu_time": 2, "time_unit": "us",
+               "zeta": 3, "alpha": 7, "alpha": 8, "label": "x", "s": "str", "arr": [1, 2], "obj": {"a": 1}},
+              {"name": "A_mean", "run_name": "A", "run_type": "aggregate", "aggregate_name": "median", "real_time": 9},
+              {"name": "A", "real_time": 5, "real_time": "late", "cpu_time": 6, "time_unit": "us"}]}"#,
+        )
+        .unwrap();
+        let b = &r.benchmarks[0];
+        let names: Vec<&str> = b.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["real_time", "cpu_time", "alpha", "zeta"]);
+        assert_eq!(b.metric("real_time").unwrap().values, [1000.0]);
+        assert_eq!(b.metric("cpu_time").unwrap().values, [2000.0, 6000.0]);
+        assert_eq!(b.metric("alpha").unwrap().values, [8.0]);
+        assert_eq!(b.provenance.details["gbench.version"], "v1.9.1");
+        assert!(!b.provenance.details.contains_key("gbench.samples"));
+        // Median aggregates are the samples of a file that holds nothing else; a failed one is
+        // the benchmark's failure, without the note.
+        let r = import_text(
+            r#"{"benchmarks": [
+              {"name": "A_median", "run_name": "A", "run_type": "aggregate", "aggregate_name": "median", "real_time": 8},
+              {"name": "A_mean", "run_name": "A", "run_type": "aggregate", "aggregate_name": "mean", "real_time": 9},
+              {"name": "B_median", "run_name": "B", "run_type": "aggregate", "aggregate_name": "median", "error_occurred": true, "error_message": "boom"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(r.benchmarks[0].metric("real_time").unwrap().values, [8.0]);
+        assert_eq!(
+            r.benchmarks[0].provenance.details["gbench.samples"],
+            "median aggregate only"
+        );
+        assert!(
+            !r.benchmarks[1]
+                .provenance
+                .details
+                .contains_key("gbench.samples")
+        );
+        assert!(
+            r.benchmarks[1]
+                .failure
+                .as_ref()
+                .unwrap()
+                .message
+                .contains("boom")
+        );
+        // Refused: no array, the array twice, a run without a name (by its index).
+        for (text, expected) in [
+            (r#"{"benchmarks": {"a": 1}}"#, "has no `benchmarks` array"),
+            (r#"[1, 2]"#, "has no `benchmarks` array"),
+            (
+                r#"{"benchmarks": [], "benchmarks": []}"#,
+                "the key `benchmarks` is written twice",
+            ),
+            (
+                r#"{"benchmarks": [{"name": "A", "real_time": 1}, {"real_time": 1}]}"#,
+                "benchmarks[1] has no `name`",
+            ),
+        ] {
+            let err = import_text(text).unwrap_err().to_string();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
     }
 }
