@@ -12,11 +12,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::input;
+use super::json_array::{self, ArrayError, Found};
 use super::{ImportContext, ImportError, Importer, Policies};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
@@ -141,8 +142,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         // holds no other run (`--benchmark_report_aggregates_only`).
         let mut medians: Vec<(usize, Run)> = Vec::new();
         let mut has_iterations = false;
-        let mut failure = None;
-        let mut on_run = |i: usize, run: Run| {
+        let read = json_array::for_each_element(&text, "benchmarks", |i, run: Run| {
             if run.run_type.as_deref() != Some("aggregate") {
                 has_iterations = true;
                 record_run(&mut benchmarks, &mut counts, path, i, run).map(|_| ())
@@ -152,38 +152,26 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 }
                 Ok(())
             }
-        };
-        let mut document = Document {
-            on_run: &mut on_run,
-            failure: &mut failure,
-            runs: Runs::Absent,
-            library_version: None,
-        };
-        let mut de = serde_json::Deserializer::from_str(&text);
-        let parsed = serde::de::Deserializer::deserialize_any(&mut de, &mut document)
-            .and_then(|()| de.end());
-        let (runs, library_version) = (document.runs, document.library_version);
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        parsed.map_err(|e| {
-            content(
-                path,
-                format!(
-                    "not valid JSON at line {}, column {}: {e}",
-                    e.line(),
-                    e.column()
-                ),
-            )
-        })?;
-        match runs {
-            Runs::Read => {}
-            Runs::Absent | Runs::NotAnArray => {
+        });
+        let document = match read {
+            Ok(document) => document,
+            Err(ArrayError::Stopped(e)) => return Err(e),
+            Err(ArrayError::Json(e)) => {
                 return Err(content(
                     path,
-                    "has no `benchmarks` array; expected `--benchmark_format=json` output".into(),
+                    format!(
+                        "not valid JSON at line {}, column {}: {e}",
+                        e.line(),
+                        e.column()
+                    ),
                 ));
             }
+        };
+        if document.array != Found::Array {
+            return Err(content(
+                path,
+                "has no `benchmarks` array; expected `--benchmark_format=json` output".into(),
+            ));
         }
         if !has_iterations {
             for (i, run) in medians {
@@ -192,9 +180,14 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 }
             }
         }
+        let library_version = document
+            .others
+            .get("context")
+            .and_then(|c| c.get("library_version"))
+            .and_then(Value::as_str);
         if let Some(version) = library_version {
             for name in benchmarks.names().to_vec() {
-                benchmarks.detail(&name, "gbench.version", &version);
+                benchmarks.detail(&name, "gbench.version", version);
             }
         }
     }
@@ -397,130 +390,31 @@ impl<'de> Deserialize<'de> for Run {
                 }
                 Ok(run)
             }
-        }
-        deserializer.deserialize_map(RunVisitor)
-    }
-}
-
-/// Whether a file's `benchmarks` key was read.
-enum Runs {
-    Absent,
-    NotAnArray,
-    Read,
-}
-
-/// The top of a google/benchmark document, read as it is parsed: each run of `benchmarks`
-/// goes to `on_run` (with its index) as it is read; of `context`, the library version is kept.
-/// An error of `on_run` stops the parse and is left in `failure`.
-struct Document<'a> {
-    on_run: &'a mut dyn FnMut(usize, Run) -> Result<(), ImportError>,
-    failure: &'a mut Option<ImportError>,
-    runs: Runs,
-    library_version: Option<String>,
-}
-
-impl<'de> Visitor<'de> for &mut Document<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a google/benchmark JSON document")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            match key.as_ref() {
-                "benchmarks" => {
-                    if !matches!(self.runs, Runs::Absent) {
-                        return Err(serde::de::Error::custom(
-                            "the key `benchmarks` is written twice",
-                        ));
-                    }
-                    self.runs = map.next_value_seed(RunsSeed(&mut *self))?;
-                }
-                "context" => {
-                    let context: Value = map.next_value()?;
-                    self.library_version = context
-                        .get("library_version")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
+            // An element that is not an object has none of the keys (and so no name).
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Run, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Run::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Run, E> {
+                Ok(Run::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Run, E> {
+                Ok(Run::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Run, E> {
+                Ok(Run::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Run, E> {
+                Ok(Run::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Run, E> {
+                Ok(Run::default())
+            }
+            fn visit_unit<E>(self) -> Result<Run, E> {
+                Ok(Run::default())
             }
         }
-        Ok(())
-    }
-    // A document that is not an object has no `benchmarks` array.
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(())
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-}
-
-/// The `benchmarks` value: an array, whose runs go to the document's `on_run` one by one.
-struct RunsSeed<'d, 'a>(&'d mut Document<'a>);
-
-impl<'de> DeserializeSeed<'de> for RunsSeed<'_, '_> {
-    type Value = Runs;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Runs, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for RunsSeed<'_, '_> {
-    type Value = Runs;
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("an array of runs")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Runs, A::Error> {
-        let mut i = 0;
-        while let Some(run) = seq.next_element::<Run>()? {
-            if let Err(e) = (self.0.on_run)(i, run) {
-                *self.0.failure = Some(e);
-                return Err(serde::de::Error::custom("stopped by an error in a run"));
-            }
-            i += 1;
-        }
-        Ok(Runs::Read)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Runs, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(Runs::NotAnArray)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Runs, E> {
-        Ok(Runs::NotAnArray)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Runs, E> {
-        Ok(Runs::NotAnArray)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Runs, E> {
-        Ok(Runs::NotAnArray)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Runs, E> {
-        Ok(Runs::NotAnArray)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Runs, E> {
-        Ok(Runs::NotAnArray)
-    }
-    fn visit_unit<E>(self) -> Result<Runs, E> {
-        Ok(Runs::NotAnArray)
+        deserializer.deserialize_any(RunVisitor)
     }
 }
 
@@ -602,9 +496,14 @@ mod tests {
                 "the key `benchmarks` is written twice",
             ),
             (
+                r#"{"benchmarks": [{"name": "A", "real_time": 1}"#,
+                "not valid JSON at line 1",
+            ),
+            (
                 r#"{"benchmarks": [{"name": "A", "real_time": 1}, {"real_time": 1}]}"#,
                 "benchmarks[1] has no `name`",
             ),
+            (r#"{"benchmarks": [5]}"#, "benchmarks[0] has no `name`"),
         ] {
             let err = import_text(text).unwrap_err().to_string();
             assert!(err.contains(expected), "{text}: {err}");

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::ImportError;
+use super::{ImportError, json_array};
 
 /// The most bytes read from one results file (JSON of a harness or Proton, rocprof CSV): far
 /// above any real one, and a bound for an endless stream.
@@ -205,14 +205,35 @@ pub fn read_json(path: &Path, what: &str) -> Result<Value, ImportError> {
     let text = read_text(path, what, MAX_FILE_BYTES)?;
     // A leading byte-order mark (Windows editors and PowerShell write one) is not JSON.
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    serde_json::from_str(text).map_err(|e| ImportError::Content {
+    serde_json::from_str(text).map_err(|e| not_json(path, what, &e))
+}
+
+/// [`read_json`] of a document whose bulk is the array under `key`: each element goes to
+/// `each` (with its index) as a `serde_json::Value` as it is parsed, so that one element is
+/// held at a time ([`json_array`]). Returns the rest of the document.
+pub fn for_each_json_element(
+    path: &Path,
+    what: &str,
+    key: &str,
+    each: impl FnMut(usize, Value) -> Result<(), ImportError>,
+) -> Result<json_array::Document, ImportError> {
+    let text = read_text(path, what, MAX_FILE_BYTES)?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    json_array::for_each_element(text, key, each).map_err(|e| match e {
+        json_array::ArrayError::Stopped(e) => e,
+        json_array::ArrayError::Json(e) => not_json(path, what, &e),
+    })
+}
+
+fn not_json(path: &Path, what: &str, e: &serde_json::Error) -> ImportError {
+    ImportError::Content {
         path: path.to_path_buf(),
         message: format!(
             "is not valid JSON (line {}, column {}: {e}), so it is not {what} output; pass the file the tool wrote, whole",
             e.line(),
             e.column()
         ),
-    })
+    }
 }
 
 #[cfg(test)]

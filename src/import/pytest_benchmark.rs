@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::builder::Benchmarks;
-use super::input;
 use super::{ImportContext, ImportError, Importer, Policies};
+use super::{input, json_array};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
@@ -39,69 +39,78 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {
         benchmarks.file(path);
-        let doc = input::read_json(path, "pytest-benchmark `--benchmark-json`")?;
-        let list = doc
-            .get("benchmarks")
-            .and_then(Value::as_array)
-            .ok_or_else(|| ImportError::Content {
+        // Read as it is parsed, one benchmark at a time: `stats.data` holds every round.
+        let mut imported: Vec<String> = Vec::new();
+        let document = input::for_each_json_element(
+            path,
+            "pytest-benchmark `--benchmark-json`",
+            "benchmarks",
+            |i, b| {
+                let name = b
+                    .get("fullname")
+                    .or_else(|| b.get("name"))
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| ImportError::Content {
+                        path: path.clone(),
+                        message: format!("benchmarks[{i}] has neither `fullname` nor `name`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"),
+                    })?
+                    .to_string();
+                let stats = b.get("stats").ok_or_else(|| ImportError::Content {
+                    path: path.clone(),
+                    message: format!("benchmark `{name}` has no `stats`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"),
+                })?;
+                let rep = counts.entry(name.clone()).or_insert(0);
+                let data = stats.get("data").and_then(Value::as_array);
+                let rounds: Vec<f64> = data
+                    .map(|d| d.iter().filter_map(Value::as_f64).collect())
+                    .unwrap_or_default();
+                if rounds.is_empty() {
+                    let median = stats.get("median").and_then(Value::as_f64).ok_or_else(|| {
+                        ImportError::Content {
+                            path: path.clone(),
+                            message: format!(
+                                "benchmark `{name}` has neither `stats.data` nor `stats.median`, so it holds no time kgate can gate on (an edited file); export again with `pytest --benchmark-json FILE`"
+                            ),
+                        }
+                    })?;
+                    benchmarks.add(&name, *rep, "time", "s", Source::Timer, median)?;
+                    *rep += 1;
+                    benchmarks.detail(
+                        &name,
+                        "pytest-benchmark.samples",
+                        "median only (no stats.data)",
+                    );
+                } else {
+                    for v in &rounds {
+                        benchmarks.add(&name, *rep, "time", "s", Source::Timer, *v)?;
+                        *rep += 1;
+                    }
+                    let skipped = data.map_or(0, Vec::len) - rounds.len();
+                    if skipped > 0 {
+                        benchmarks.detail(
+                            &name,
+                            "pytest-benchmark.skipped_data",
+                            &format!("{skipped} non-numeric entries in stats.data"),
+                        );
+                    }
+                }
+                let n = *rep;
+                benchmarks.imported(&name, path, n);
+                imported.push(name);
+                Ok(())
+            },
+        )?;
+        if document.array != json_array::Found::Array {
+            return Err(ImportError::Content {
                 path: path.clone(),
                 message: "has no `benchmarks` array, so it is not pytest-benchmark JSON; export with `pytest --benchmark-json FILE`, or pass a file from `.benchmarks/` (`--benchmark-autosave`)"
                     .into(),
-            })?;
-        let version = doc.get("version").and_then(Value::as_str);
-        for (i, b) in list.iter().enumerate() {
-            let name = b
-                .get("fullname")
-                .or_else(|| b.get("name"))
-                .and_then(Value::as_str)
-                .ok_or_else(|| ImportError::Content {
-                    path: path.clone(),
-                    message: format!("benchmarks[{i}] has neither `fullname` nor `name`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"),
-                })?
-                .to_string();
-            let stats = b.get("stats").ok_or_else(|| ImportError::Content {
-                path: path.clone(),
-                message: format!("benchmark `{name}` has no `stats`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"),
-            })?;
-            let rep = counts.entry(name.clone()).or_insert(0);
-            let data = stats.get("data").and_then(Value::as_array);
-            let rounds: Vec<f64> = data
-                .map(|d| d.iter().filter_map(Value::as_f64).collect())
-                .unwrap_or_default();
-            if rounds.is_empty() {
-                let median = stats.get("median").and_then(Value::as_f64).ok_or_else(|| {
-                    ImportError::Content {
-                        path: path.clone(),
-                        message: format!(
-                            "benchmark `{name}` has neither `stats.data` nor `stats.median`, so it holds no time kgate can gate on (an edited file); export again with `pytest --benchmark-json FILE`"
-                        ),
-                    }
-                })?;
-                benchmarks.add(&name, *rep, "time", "s", Source::Timer, median)?;
-                *rep += 1;
-                benchmarks.detail(
-                    &name,
-                    "pytest-benchmark.samples",
-                    "median only (no stats.data)",
-                );
-            } else {
-                for v in &rounds {
-                    benchmarks.add(&name, *rep, "time", "s", Source::Timer, *v)?;
-                    *rep += 1;
-                }
-                let skipped = data.map_or(0, Vec::len) - rounds.len();
-                if skipped > 0 {
-                    benchmarks.detail(
-                        &name,
-                        "pytest-benchmark.skipped_data",
-                        &format!("{skipped} non-numeric entries in stats.data"),
-                    );
-                }
-            }
-            let n = *rep;
-            benchmarks.imported(&name, path, n);
-            if let Some(v) = version {
-                benchmarks.detail(&name, "pytest-benchmark.version", v);
+            });
+        }
+        // pytest-benchmark writes its version after the benchmarks.
+        if let Some(v) = document.others.get("version").and_then(Value::as_str) {
+            for name in &imported {
+                benchmarks.detail(name, "pytest-benchmark.version", v);
             }
         }
     }
