@@ -1,9 +1,9 @@
 //! `kgate import protocol`: kgate protocol files written by benchmarks run elsewhere.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap;
-use std::path::{Path, PathBuf};
 
 use super::builder::Benchmarks;
 use super::{ImportContext, ImportError, Importer, Policies};
@@ -35,8 +35,8 @@ impl Importer for Protocol {
 /// A file is read as it is parsed: measurements go to their benchmark as they are read, so a
 /// file of millions of them is held as its samples, not as its lines. Counter and kernel lines
 /// wait for the end of the file, since their times may be moved onto the repetition's
-/// earliest ([`protocol::rebase_times`]). Benchmarks are listed in the order of the file
-/// that first names them, by name within a file.
+/// earliest ([`protocol::TimedLines::rebase_times`]). Benchmarks are listed in the order of
+/// the file that first names them, by name within a file.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "protocol");
     // Looked up per line, by hash: a tree of a thousand names compared a line's name with

@@ -70,7 +70,7 @@ pub struct CounterLine {
     #[serde(default)]
     pub benchmark: Option<String>,
     /// `t_ns` as written when it is an integer: exact where `t_ns` is not (see
-    /// [`rebase_times`]). Not a key of the line.
+    /// [`TimedLines::rebase_times`]). Not a key of the line.
     #[serde(skip)]
     pub t_exact: Option<i128>,
 }
@@ -89,7 +89,7 @@ pub struct KernelLine {
     #[serde(default)]
     pub benchmark: Option<String>,
     /// `start_ns` and `end_ns` as written when they are integers: exact where the `f64`s are
-    /// not (see [`rebase_times`]). Not keys of the line.
+    /// not (see [`TimedLines::rebase_times`]). Not keys of the line.
     #[serde(skip)]
     pub exact: Option<(i128, i128)>,
 }
@@ -137,11 +137,9 @@ pub fn parse_line(text: &str) -> Result<Option<ProtocolLine>, String> {
     if text.is_empty() {
         return Ok(None);
     }
-    // Most lines are measurements, read straight into their struct. A line that is not one
-    // (or not a valid one) is read again below, which says what is wrong with it: an object
-    // read here as a measurement has the key `metric` and no key of another kind, so it is
-    // the line the reading below would give. (Only an object: serde would read a struct from
-    // an array too.)
+    // A line is read straight into the struct of its kind; one that is none of them (or a
+    // wrong one) is read again through a `serde_json::Value`, which says what is wrong with
+    // it. (Only an object is read straight: serde would read a struct from an array too.)
     if text.starts_with('{')
         && let Some(line) = parse_direct(text)
     {
@@ -152,7 +150,7 @@ pub fn parse_line(text: &str) -> Result<Option<ProtocolLine>, String> {
 }
 
 /// A counter line as it is read straight from its text: `t_ns` kept as written, so that an
-/// integer's digits are not lost (see [`rebase_times`]). The keys are [`CounterLine`]'s; were
+/// integer's digits are not lost (see [`TimedLines::rebase_times`]). The keys are [`CounterLine`]'s; were
 /// one added there and not here, such lines would take the slower way, not a wrong one.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
