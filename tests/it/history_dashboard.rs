@@ -399,4 +399,15 @@ fn past_max_charts_the_largest_change_is_charted_and_the_rest_are_rows_of_a_tabl
     let (all, _) = page(dir, &["--max-charts", "0"]);
     assert_eq!(all.matches("<svg").count(), 3);
     assert!(!all.contains("Series not charted"));
+    // The flag is the page's: with the text output it is refused rather than ignored.
+    let out = kgate(dir)
+        .args(["history", "--key", KEY, "--max-charts", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("add --format html"),
+        "{}",
+        stderr_of(&out)
+    );
 }

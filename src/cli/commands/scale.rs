@@ -311,6 +311,9 @@ pub fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
         (None, true) => HistoryFormat::Json,
         (None, false) => HistoryFormat::Text,
     };
+    if args.max_charts.is_some() && format != HistoryFormat::Html {
+        bail!("--max-charts sets how many charts the HTML page draws; add --format html");
+    }
     let path = args.output.as_deref().unwrap_or(Path::new("-"));
     let (written, shown) = match format {
         HistoryFormat::Json | HistoryFormat::Text => {
