@@ -6,7 +6,7 @@
 //! 2015 schema) hold no rounds: the median is then the one sample, and the provenance says so.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -46,57 +46,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             "pytest-benchmark `--benchmark-json`",
             "benchmarks",
             |i, b| {
-                let name = b
-                    .get("fullname")
-                    .or_else(|| b.get("name"))
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| ImportError::Content {
-                        path: path.clone(),
-                        message: format!("benchmarks[{i}] has neither `fullname` nor `name`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"),
-                    })?
-                    .to_string();
-                let stats = b.get("stats").ok_or_else(|| ImportError::Content {
-                    path: path.clone(),
-                    message: format!("benchmark `{name}` has no `stats`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"),
-                })?;
-                let rep = counts.entry(name.clone()).or_insert(0);
-                let data = stats.get("data").and_then(Value::as_array);
-                let rounds: Vec<f64> = data
-                    .map(|d| d.iter().filter_map(Value::as_f64).collect())
-                    .unwrap_or_default();
-                if rounds.is_empty() {
-                    let median = stats.get("median").and_then(Value::as_f64).ok_or_else(|| {
-                        ImportError::Content {
-                            path: path.clone(),
-                            message: format!(
-                                "benchmark `{name}` has neither `stats.data` nor `stats.median`, so it holds no time kgate can gate on (an edited file); export again with `pytest --benchmark-json FILE`"
-                            ),
-                        }
-                    })?;
-                    benchmarks.add(&name, *rep, "time", "s", Source::Timer, median)?;
-                    *rep += 1;
-                    benchmarks.detail(
-                        &name,
-                        "pytest-benchmark.samples",
-                        "median only (no stats.data)",
-                    );
-                } else {
-                    for v in &rounds {
-                        benchmarks.add(&name, *rep, "time", "s", Source::Timer, *v)?;
-                        *rep += 1;
-                    }
-                    let skipped = data.map_or(0, Vec::len) - rounds.len();
-                    if skipped > 0 {
-                        benchmarks.detail(
-                            &name,
-                            "pytest-benchmark.skipped_data",
-                            &format!("{skipped} non-numeric entries in stats.data"),
-                        );
-                    }
-                }
-                let n = *rep;
-                benchmarks.imported(&name, path, n);
-                imported.push(name);
+                imported.push(record_benchmark(&mut benchmarks, &mut counts, path, i, &b)?);
                 Ok(())
             },
         )?;
@@ -115,4 +65,66 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         }
     }
     benchmarks.finish(files)
+}
+
+/// Records the `i`-th element of a file's `benchmarks`: its rounds (or its median, where the
+/// file has none) as samples of the benchmark, whose name it returns.
+fn record_benchmark(
+    benchmarks: &mut Benchmarks<'_>,
+    counts: &mut BTreeMap<String, u32>,
+    path: &Path,
+    i: usize,
+    b: &Value,
+) -> Result<String, ImportError> {
+    let name = b
+        .get("fullname")
+        .or_else(|| b.get("name"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| ImportError::Content {
+            path: path.to_path_buf(),
+            message: format!("benchmarks[{i}] has neither `fullname` nor `name`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"),
+        })?
+        .to_string();
+    let stats = b.get("stats").ok_or_else(|| ImportError::Content {
+        path: path.to_path_buf(),
+        message: format!("benchmark `{name}` has no `stats`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"),
+    })?;
+    let rep = counts.entry(name.clone()).or_insert(0);
+    let data = stats.get("data").and_then(Value::as_array);
+    let rounds: Vec<f64> = data
+        .map(|d| d.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default();
+    if rounds.is_empty() {
+        let median = stats.get("median").and_then(Value::as_f64).ok_or_else(|| {
+            ImportError::Content {
+                path: path.to_path_buf(),
+                message: format!(
+                    "benchmark `{name}` has neither `stats.data` nor `stats.median`, so it holds no time kgate can gate on (an edited file); export again with `pytest --benchmark-json FILE`"
+                ),
+            }
+        })?;
+        benchmarks.add(&name, *rep, "time", "s", Source::Timer, median)?;
+        *rep += 1;
+        benchmarks.detail(
+            &name,
+            "pytest-benchmark.samples",
+            "median only (no stats.data)",
+        );
+    } else {
+        for v in &rounds {
+            benchmarks.add(&name, *rep, "time", "s", Source::Timer, *v)?;
+            *rep += 1;
+        }
+        let skipped = data.map_or(0, Vec::len) - rounds.len();
+        if skipped > 0 {
+            benchmarks.detail(
+                &name,
+                "pytest-benchmark.skipped_data",
+                &format!("{skipped} non-numeric entries in stats.data"),
+            );
+        }
+    }
+    let n = *rep;
+    benchmarks.imported(&name, path, n);
+    Ok(name)
 }
