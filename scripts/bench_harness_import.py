@@ -25,11 +25,10 @@ import argparse
 import json
 import os
 import random
-import statistics
 import sys
 import tempfile
 
-from benchtime import builds as existing_builds, timed
+from benchtime import beside_peer, builds as existing_builds, print_runs
 
 PEERS = {
     "gbench": r"""
@@ -148,27 +147,14 @@ def main():
             with open(path, "w") as f:
                 json.dump(MAKERS[fmt](args.runs_in_file, random.Random(1)), f, indent=2)
             size = os.path.getsize(path) / 1e6
-            runs = {}
-            for _ in range(args.runs):
-                for i, build in enumerate(builds):
-                    out = os.path.join(dir, f"out-{i}.json")
-                    run = timed([build, "import", fmt, path, "-o", out])
-                    if run.status != 0:
-                        sys.exit(f"kgate failed: {run.stderr}")
-                    runs.setdefault(build, []).append(run)
-                run = timed([sys.executable, "-c", PEERS[fmt], path])
-                if run.status != 0:
-                    sys.exit(f"the peer failed: {run.stderr}")
-                runs.setdefault("Python json", []).append(run)
+            runs = beside_peer(
+                builds,
+                lambda i: ["import", fmt, path, "-o", os.path.join(dir, f"out-{i}.json")],
+                [sys.executable, "-c", PEERS[fmt], path],
+                args.runs,
+            )
             print(f"{fmt}: {args.runs_in_file} samples, {size:.0f} MB")
-            print(f"{'who':<40} {'median s':>9} {'CPU s':>7} {'peak MB':>8}")
-            for who, rs in runs.items():
-                print(
-                    f"{who:<40} {statistics.median(r.wall for r in rs):>9.2f} "
-                    f"{statistics.median(r.cpu for r in rs):>7.2f} {max(r.peak_mb for r in rs):>8.1f}",
-                    flush=True,
-                )
-
+            print_runs(runs)
 
 if __name__ == "__main__":
     main()

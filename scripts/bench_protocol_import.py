@@ -22,11 +22,10 @@ Usage (from the repository root):
 import argparse
 import os
 import random
-import statistics
 import sys
 import tempfile
 
-from benchtime import builds as existing_builds, timed
+from benchtime import beside_peer, builds as existing_builds, print_runs
 
 PEER = r"""
 import collections, json, sys
@@ -74,26 +73,14 @@ def main():
                         f'{{"metric": "kernel_time", "value": 5, "unit": "us", "benchmark": "k{b}"}}\n'
                     )
         size = os.path.getsize(path) / 1e6
-        runs = {}
-        for _ in range(args.runs):
-            for i, build in enumerate(builds):
-                out = os.path.join(dir, f"out-{i}.json")
-                run = timed([build, "import", "protocol", path, "-o", out])
-                if run.status != 0:
-                    sys.exit(f"kgate failed: {run.stderr}")
-                runs.setdefault(build, []).append(run)
-            run = timed([sys.executable, "-c", PEER, path])
-            if run.status != 0:
-                sys.exit(f"the peer failed: {run.stderr}")
-            runs.setdefault("Python json", []).append(run)
+        runs = beside_peer(
+            builds,
+            lambda i: ["import", "protocol", path, "-o", os.path.join(dir, f"out-{i}.json")],
+            [sys.executable, "-c", PEER, path],
+            args.runs,
+        )
         print(f"{args.lines} {args.kind} lines, {size:.0f} MB")
-        print(f"{'who':<40} {'median s':>9} {'CPU s':>7} {'peak MB':>8}")
-        for who, rs in runs.items():
-            print(
-                f"{who:<40} {statistics.median(r.wall for r in rs):>9.2f} "
-                f"{statistics.median(r.cpu for r in rs):>7.2f} {max(r.peak_mb for r in rs):>8.1f}"
-            )
-
+        print_runs(runs)
 
 if __name__ == "__main__":
     main()

@@ -5,6 +5,7 @@ scripts beside it (`python3 scripts/bench_*.py` puts this folder on the module p
 
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -62,6 +63,35 @@ def timed(command, cwd=None):
         stdout=proc.stdout,
         stderr=proc.stderr,
     )
+
+
+def beside_peer(builds, kgate_args, peer_command, runs, peer="Python json"):
+    """Runs `kgate_args(i)` on each build and then `peer_command`, `runs` times, turn by turn
+    (exits naming the first that fails); the runs of each, by who ran, in the order they first
+    ran."""
+    by_who = {}
+    for _ in range(runs):
+        for i, build in enumerate(builds):
+            run = timed([build, *kgate_args(i)])
+            if run.status != 0:
+                sys.exit(f"kgate failed: {run.stderr}")
+            by_who.setdefault(build, []).append(run)
+        run = timed(peer_command)
+        if run.status != 0:
+            sys.exit(f"the peer failed: {run.stderr}")
+        by_who.setdefault(peer, []).append(run)
+    return by_who
+
+
+def print_runs(by_who):
+    """A table of `beside_peer`'s runs: median wall time, median CPU time, largest peak memory."""
+    print(f"{'who':<40} {'median s':>9} {'CPU s':>7} {'peak MB':>8}")
+    for who, rs in by_who.items():
+        print(
+            f"{who:<40} {statistics.median(r.wall for r in rs):>9.2f} "
+            f"{statistics.median(r.cpu for r in rs):>7.2f} {max(r.peak_mb for r in rs):>8.1f}",
+            flush=True,
+        )
 
 
 def results_document(values_of, benchmarks, metrics, commit, created="2026-01-01T00:00:00Z"):
