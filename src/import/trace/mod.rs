@@ -343,12 +343,15 @@ fn build_results(
         };
         for (index, (kernel, durations)) in samples.kernels.into_iter().enumerate() {
             arrays.keep_spill(durations.spill());
+            let durations = Arc::new(durations);
             let collector = benchmarks.get(&kernel);
             let rep = collector.result_mut().repetitions;
-            let launches = starts
-                .get_mut(index)
-                .map(std::mem::take)
-                .unwrap_or_default();
+            let launches = Arc::new(
+                starts
+                    .get_mut(index)
+                    .map(std::mem::take)
+                    .unwrap_or_default(),
+            );
             tie_counters(
                 collector.result_mut(),
                 &mut arrays,
@@ -466,31 +469,25 @@ fn build_results(
                     repetition: rep,
                     field,
                 };
-                if survey.sorted && survey.kept == track.len() {
-                    for (field, column) in [
-                        (Field::SeriesTimes, &track.t_ns),
-                        (Field::SeriesValues, &track.values),
-                    ] {
-                        arrays.add(
-                            place(field),
-                            Part::Scaled {
-                                column: column.clone(),
-                                factor: 1.0,
-                            },
-                        );
-                    }
-                } else if survey.sorted {
+                if survey.sorted {
+                    let whole = survey.kept == track.len();
+                    let (times, values) = (Arc::new(track.t_ns), Arc::new(track.values));
                     for (field, take_values) in
                         [(Field::SeriesTimes, false), (Field::SeriesValues, true)]
                     {
-                        arrays.add(
-                            place(field),
+                        let part = if whole {
+                            Part::Scaled {
+                                column: Arc::clone(if take_values { &values } else { &times }),
+                                factor: 1.0,
+                            }
+                        } else {
                             Part::Finite {
-                                times: track.t_ns.clone(),
-                                values: track.values.clone(),
+                                times: Arc::clone(&times),
+                                values: Arc::clone(&values),
                                 take_values,
-                            },
-                        );
+                            }
+                        };
+                        arrays.add(place(field), part);
                     }
                 } else {
                     let (times, values) = sorted_readings(&track).map_err(unreadable)?;
@@ -544,8 +541,8 @@ const HELD_REPETITIONS: [u32; 2] = [0, 0];
 struct Launches<'a> {
     kernel: &'a str,
     repetition: u32,
-    starts: &'a Column,
-    durations: &'a Column,
+    starts: &'a Arc<Column>,
+    durations: &'a Arc<Column>,
 }
 
 /// Gives a kernel's benchmark its launches as kernel windows, read against the counter
@@ -599,8 +596,8 @@ fn tie_counters(
                 field,
             },
             Part::Windows {
-                starts: launches.starts.clone(),
-                durations: launches.durations.clone(),
+                starts: Arc::clone(launches.starts),
+                durations: Arc::clone(launches.durations),
                 span: (first, last),
                 end,
             },
