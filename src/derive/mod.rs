@@ -2,3 +2,4 @@
 //! a device profile's clocks and counters.
 
 pub mod utilization;
+pub mod windows;
