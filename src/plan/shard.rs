@@ -120,51 +120,91 @@ pub enum MergeError {
     },
 }
 
-/// Joins shard results (label, results) into one run: benchmarks in input order, the earliest
-/// start time, the first file's environment.
-pub fn merge(parts: &[(String, RunResults)]) -> Result<RunResults, MergeError> {
-    let (first_label, first) = parts.first().ok_or(MergeError::Empty)?;
-    let commit = |r: &RunResults| r.environment.git.as_ref().map(|g| g.commit.clone());
-    let mut merged = first.clone();
-    merged.benchmarks.clear();
-    let mut seen: BTreeMap<String, String> = BTreeMap::new();
-    for (label, r) in parts {
-        let differences = envkey::key_differences(&first.environment, &r.environment);
+/// Shard results joined into one run, a file at a time: benchmarks in the order of the files,
+/// the earliest start time, the first file's environment (dirty if any file's tree was).
+/// Each file's benchmarks are moved in as it is added, so a merge holds the merged run and the
+/// file being read, not every file and a copy of each.
+#[derive(Debug, Default)]
+pub struct Merge {
+    merged: Option<RunResults>,
+    /// The first file's label and environment, which every other file must share.
+    first: Option<(String, crate::machine::fingerprint::Fingerprint)>,
+    /// Each benchmark's name, and the index in `labels` of the file it came from.
+    seen: std::collections::HashMap<String, usize>,
+    labels: Vec<String>,
+}
+
+impl Merge {
+    pub fn new() -> Merge {
+        Merge::default()
+    }
+
+    /// Adds the results of one shard, `label` naming it in errors.
+    pub fn add(&mut self, label: String, mut r: RunResults) -> Result<(), MergeError> {
+        let commit =
+            |e: &crate::machine::fingerprint::Fingerprint| e.git.as_ref().map(|g| g.commit.clone());
+        let (first_label, first) = self
+            .first
+            .get_or_insert_with(|| (label.clone(), r.environment.clone()));
+        let differences = envkey::key_differences(first, &r.environment);
         if !differences.is_empty() {
             return Err(MergeError::Environment {
-                file: label.clone(),
+                file: label,
                 first: first_label.clone(),
                 differences,
             });
         }
-        if let (Some(a), Some(b)) = (commit(first), commit(r))
+        if let (Some(a), Some(b)) = (commit(first), commit(&r.environment))
             && a != b
         {
             return Err(MergeError::Revision {
-                file: label.clone(),
+                file: label,
                 first: first_label.clone(),
                 ours: a,
                 theirs: b,
             });
         }
+        // Checked before anything is added, so that a refused file leaves the merge as it was.
+        let mut names = std::collections::HashSet::new();
         for b in &r.benchmarks {
-            if let Some(prev) = seen.insert(b.name.clone(), label.clone()) {
+            let earlier = match self.seen.get(&b.name) {
+                Some(&prev) => Some(self.labels[prev].clone()),
+                None => (!names.insert(b.name.as_str())).then(|| label.clone()),
+            };
+            if let Some(first) = earlier {
                 return Err(MergeError::Duplicate {
                     name: b.name.clone(),
-                    first: prev,
-                    second: label.clone(),
+                    first,
+                    second: label,
                 });
             }
-            merged.benchmarks.push(b.clone());
         }
-        if r.created < merged.created {
-            merged.created = r.created.clone();
+        let file = self.labels.len();
+        for b in &r.benchmarks {
+            self.seen.insert(b.name.clone(), file);
         }
-        if let (Some(g), Some(o)) = (merged.environment.git.as_mut(), r.environment.git.as_ref()) {
-            g.dirty |= o.dirty;
+        self.labels.push(label);
+        match &mut self.merged {
+            None => self.merged = Some(r),
+            Some(merged) => {
+                merged.benchmarks.append(&mut r.benchmarks);
+                if r.created < merged.created {
+                    merged.created = r.created;
+                }
+                if let (Some(g), Some(o)) =
+                    (merged.environment.git.as_mut(), r.environment.git.as_ref())
+                {
+                    g.dirty |= o.dirty;
+                }
+            }
         }
+        Ok(())
     }
-    Ok(merged)
+
+    /// The merged run; an error when no file was added.
+    pub fn finish(self) -> Result<RunResults, MergeError> {
+        self.merged.ok_or(MergeError::Empty)
+    }
 }
 
 #[cfg(test)]
@@ -224,5 +264,63 @@ mod tests {
             "{shards:?}"
         );
         assert_eq!(shards[0][0], "bench_0");
+    }
+    #[test]
+    fn a_merge_moves_each_file_in_and_keeps_the_earliest_start_and_any_dirty_tree() {
+        use crate::machine::fingerprint::GitRevision;
+        use crate::model::results::BenchmarkResult;
+        let shard = |created: &str, dirty: bool, names: &[&str]| {
+            let mut r = RunResults::of(
+                names
+                    .iter()
+                    .map(|n| BenchmarkResult::new(n, Default::default()))
+                    .collect(),
+            );
+            r.created = created.into();
+            r.environment.git = Some(GitRevision {
+                commit: "c1".into(),
+                dirty,
+            });
+            r
+        };
+        assert!(matches!(Merge::new().finish(), Err(MergeError::Empty)));
+        let mut merge = Merge::new();
+        merge
+            .add(
+                "a.json".into(),
+                shard("2026-01-02T00:00:00Z", false, &["x", "y"]),
+            )
+            .unwrap();
+        merge
+            .add("b.json".into(), shard("2026-01-01T00:00:00Z", true, &["z"]))
+            .unwrap();
+        let err = merge
+            .add(
+                "c.json".into(),
+                shard("2026-01-03T00:00:00Z", false, &["w", "y"]),
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "benchmark `y` appears in both `a.json` and `c.json`; each benchmark must come from one shard"
+        );
+        // A refused file adds nothing: `w` may still come from another.
+        merge
+            .add(
+                "c2.json".into(),
+                shard("2026-01-03T00:00:00Z", false, &["w"]),
+            )
+            .unwrap();
+        let mut other = shard("2026-01-03T00:00:00Z", false, &["v"]);
+        other.environment.git.as_mut().unwrap().commit = "c2".into();
+        assert!(matches!(
+            merge.add("d.json".into(), other),
+            Err(MergeError::Revision { .. })
+        ));
+        let merged = merge.finish().unwrap();
+        let names: Vec<&str> = merged.benchmarks.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["x", "y", "z", "w"]);
+        assert_eq!(merged.created, "2026-01-01T00:00:00Z");
+        assert!(merged.environment.git.unwrap().dirty);
     }
 }

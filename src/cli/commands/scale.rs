@@ -209,15 +209,15 @@ pub fn changed_selection(
 
 /// `kgate merge`.
 pub fn merge(args: &MergeArgs) -> Result<u8> {
-    let mut parts = Vec::new();
+    let mut merge = shard::Merge::new();
     for f in &args.files {
-        parts.push((f.display().to_string(), RunResults::load(f)?));
+        merge.add(f.display().to_string(), RunResults::load(f)?)?;
     }
-    let merged = shard::merge(&parts)?;
+    let merged = merge.finish()?;
     super::emit_results(&merged, args.output.as_deref(), args.pretty)?;
     eprintln!(
         "merged {}: {}",
-        crate::model::text::count(parts.len(), "file", "files"),
+        crate::model::text::count(args.files.len(), "file", "files"),
         crate::model::text::count(merged.benchmarks.len(), "benchmark", "benchmarks")
     );
     Ok(ExitStatus::PASS)
