@@ -40,6 +40,25 @@ pub enum ArrayError<E> {
 pub fn for_each_element<'de, T: Deserialize<'de>, E>(
     text: &'de str,
     key: &str,
+    each: impl FnMut(usize, T) -> Result<(), E>,
+) -> Result<Document, ArrayError<E>> {
+    parse(serde_json::Deserializer::from_str(text), key, each)
+}
+
+/// [`for_each_element`] of a document read from `reader` as it is parsed, so that neither the
+/// file's text nor the document is held: one element at a time. An error of the reader is a
+/// [`ArrayError::Json`] whose `is_io()` holds; `std::io::Error::from` gives it back.
+pub fn for_each_element_read<T: serde::de::DeserializeOwned, E>(
+    reader: impl std::io::Read,
+    key: &str,
+    each: impl FnMut(usize, T) -> Result<(), E>,
+) -> Result<Document, ArrayError<E>> {
+    parse(serde_json::Deserializer::from_reader(reader), key, each)
+}
+
+fn parse<'de, R: serde_json::de::Read<'de>, T: Deserialize<'de>, E>(
+    mut de: serde_json::Deserializer<R>,
+    key: &str,
     mut each: impl FnMut(usize, T) -> Result<(), E>,
 ) -> Result<Document, ArrayError<E>> {
     let mut reader = Reader {
@@ -51,7 +70,6 @@ pub fn for_each_element<'de, T: Deserialize<'de>, E>(
             others: Map::new(),
         },
     };
-    let mut de = serde_json::Deserializer::from_str(text);
     let parsed = de.deserialize_any(&mut reader).and_then(|()| de.end());
     if let Some(e) = reader.failure {
         return Err(ArrayError::Stopped(e));
@@ -190,15 +208,32 @@ mod tests {
 
     type Read = Result<Document, ArrayError<String>>;
 
+    /// Reads `text` as a string and as a stream, which must agree; the string's outcome.
     fn read(text: &str) -> (Read, Vec<(usize, Value)>) {
-        let mut seen = Vec::new();
-        let result = for_each_element(text, "runs", |i, v: Value| {
+        let each = |seen: &mut Vec<(usize, Value)>, i: usize, v: Value| {
             if v == "stop" {
                 return Err(format!("stopped at {i}"));
             }
             seen.push((i, v));
             Ok(())
-        });
+        };
+        let (mut seen, mut streamed) = (Vec::new(), Vec::new());
+        let result = for_each_element(text, "runs", |i, v| each(&mut seen, i, v));
+        let from_reader =
+            for_each_element_read(text.as_bytes(), "runs", |i, v| each(&mut streamed, i, v));
+        assert_eq!(seen, streamed, "{text}");
+        // A stream places an error of the document's shape (a key written twice) one column
+        // further on; its message and line are the same.
+        let outcome = |r: &Read| match r {
+            Err(ArrayError::Json(e)) => format!(
+                "{:?} at line {}: {}",
+                e.classify(),
+                e.line(),
+                e.to_string().split(" at line").next().unwrap_or_default()
+            ),
+            other => format!("{other:?}"),
+        };
+        assert_eq!(outcome(&result), outcome(&from_reader), "{text}");
         (result, seen)
     }
 
