@@ -2,7 +2,8 @@
 //!
 //! google/benchmark writes non-finite doubles as bare `NaN`, `Infinity` and `-Infinity`, which
 //! strict JSON parsers refuse; those tokens are rewritten to `null` outside strings before
-//! serde_json reads the file, and a metric whose value was non-finite is skipped for that run.
+//! serde_json reads each value (each run, as the file is read), and a metric whose value was
+//! non-finite is skipped for that run.
 //! Every `iteration` run is one sample; aggregates (`mean`, `median`, `stddev`, `cv`) are
 //! derived from those samples and are used only when the file holds nothing else
 //! (`--benchmark_report_aggregates_only`), in which case the median is the one sample.
@@ -17,7 +18,7 @@ use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::input;
-use super::json_array::{self, ArrayError, Found};
+use super::json_array::{self, ArrayError, Found, Split};
 use super::{ImportContext, ImportError, Importer, Policies};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
@@ -54,12 +55,15 @@ const KNOWN_KEYS: [&str; 27] = [
 ];
 
 /// Rewrites bare `NaN`, `Infinity` and `-Infinity` (outside strings) to `null`; the text as
-/// it is when it holds neither word (most files: a rewrite copies the whole text).
+/// it is when it holds neither word (most values: a rewrite copies the text).
 pub fn strict_json(text: &str) -> Cow<'_, str> {
+    // Searchers built once: the text is each run's as the file is read, hundreds of thousands.
+    static NAN: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"NaN"));
+    static INFINITY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"Infinity"));
     let bytes = text.as_bytes();
-    if memchr::memmem::find(bytes, b"NaN").is_none()
-        && memchr::memmem::find(bytes, b"Infinity").is_none()
-    {
+    if NAN.find(bytes).is_none() && INFINITY.find(bytes).is_none() {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
@@ -128,21 +132,18 @@ impl Importer for Gbench {
 }
 
 /// Imports google/benchmark JSON files. Each file's runs are recorded as they are read: a file
-/// of hundreds of thousands of runs is held as its text and its samples, not as a parsed
-/// document besides them (which took seven times the file).
+/// of hundreds of thousands of runs is held as a run's text at a time and its samples, not as
+/// its text (as much as the file) or a parsed document (seven times the file).
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "gbench");
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {
         benchmarks.file(path);
-        let text = input::read_text(path, "google/benchmark JSON", input::MAX_FILE_BYTES)?;
-        // A leading byte-order mark is skipped (editors and PowerShell on Windows write one).
-        let text = strict_json(text.strip_prefix('\u{feff}').unwrap_or(&text));
         // Median aggregates wait for the end of the file: they are the samples only when it
         // holds no other run (`--benchmark_report_aggregates_only`).
         let mut medians: Vec<(usize, Run)> = Vec::new();
         let mut has_iterations = false;
-        let read = json_array::for_each_element(&text, "benchmarks", |i, run: Run| {
+        let mut each = |i, run: Run| {
             if run.run_type.as_deref() != Some("aggregate") {
                 has_iterations = true;
                 record_run(&mut benchmarks, &mut counts, path, i, run).map(|_| ())
@@ -152,7 +153,29 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 }
                 Ok(())
             }
-        });
+        };
+        let what = "google/benchmark JSON";
+        let split = json_array::split(
+            input::json_stream(path, what)?,
+            "benchmarks",
+            strict_json,
+            &mut each,
+        );
+        let read = match split {
+            Split::Done(document) => Ok(document),
+            Split::Stopped(e) => Err(ArrayError::Stopped(e)),
+            Split::Io(e) => return Err(input::refusal_of(path, e)),
+            // Read again whole by serde_json, for its error or its rule, past the runs
+            // already recorded.
+            Split::Unusual { handed } => {
+                let text = input::read_text(path, what, input::MAX_FILE_BYTES)?;
+                // A leading byte-order mark is skipped (editors and PowerShell on Windows
+                // write one).
+                let text = strict_json(text.strip_prefix('\u{feff}').unwrap_or(&text));
+                let skipping = |i, run| if i < handed { Ok(()) } else { each(i, run) };
+                json_array::for_each_element(&text, "benchmarks", skipping)
+            }
+        };
         let document = match read {
             Ok(document) => document,
             Err(ArrayError::Stopped(e)) => return Err(e),

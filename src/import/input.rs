@@ -209,25 +209,44 @@ pub fn read_json(path: &Path, what: &str) -> Result<Value, ImportError> {
 }
 
 /// [`read_json`] of a document whose bulk is the array under `key`: each element goes to
-/// `each` (with its index) as a `serde_json::Value` as it is parsed from the file, so that one
-/// element is held at a time and not the file's text ([`json_array`]); the file is checked as
-/// [`read_text`] checks it, chunk by chunk. Returns the rest of the document.
+/// `each` (with its index) as a `serde_json::Value` as it is read from the file, so that one
+/// element is held at a time and not the file's text ([`json_array::split`]); the file is
+/// checked as [`read_text`] checks it, chunk by chunk. Returns the rest of the document.
 pub fn for_each_json_element(
     path: &Path,
     what: &str,
     key: &str,
-    each: impl FnMut(usize, Value) -> Result<(), ImportError>,
+    mut each: impl FnMut(usize, Value) -> Result<(), ImportError>,
 ) -> Result<json_array::Document, ImportError> {
-    let mut reader = TextReader::open(path, what, MAX_FILE_BYTES)?;
-    // A leading byte-order mark (Windows editors and PowerShell write one) is not JSON.
-    let head = reader.head(3)?;
-    let head = head.strip_prefix('\u{feff}').unwrap_or(&head).to_string();
-    let stream = std::io::BufReader::new(std::io::Cursor::new(head).chain(reader));
-    json_array::for_each_element_read(stream, key, each).map_err(|e| match e {
+    let handed = match json_array::split(json_stream(path, what)?, key, as_written, &mut each) {
+        json_array::Split::Done(document) => return Ok(document),
+        json_array::Split::Stopped(e) => return Err(e),
+        json_array::Split::Io(e) => return Err(refusal_of(path, e)),
+        json_array::Split::Unusual { handed } => handed,
+    };
+    // Read again whole by serde_json, for its error or its rule, past the elements already
+    // handed over.
+    let text = read_text(path, what, MAX_FILE_BYTES)?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let skipping = |i, v| if i < handed { Ok(()) } else { each(i, v) };
+    json_array::for_each_element(text, key, skipping).map_err(|e| match e {
         json_array::ArrayError::Stopped(e) => e,
-        json_array::ArrayError::Json(e) if e.is_io() => refusal_of(path, std::io::Error::from(e)),
         json_array::ArrayError::Json(e) => not_json(path, what, &e),
     })
+}
+
+/// A value's text as it was written.
+pub fn as_written(text: &str) -> std::borrow::Cow<'_, str> {
+    std::borrow::Cow::Borrowed(text)
+}
+
+/// The text of the JSON file at `path`, checked as [`read_text`] checks it as it is read, a
+/// leading byte-order mark (Windows editors and PowerShell write one) left out.
+pub fn json_stream(path: &Path, what: &str) -> Result<impl Read, ImportError> {
+    let mut reader = TextReader::open(path, what, MAX_FILE_BYTES)?;
+    let head = reader.head(3)?;
+    let head = head.strip_prefix('\u{feff}').unwrap_or(&head).to_string();
+    Ok(std::io::Cursor::new(head).chain(reader))
 }
 
 fn not_json(path: &Path, what: &str, e: &serde_json::Error) -> ImportError {

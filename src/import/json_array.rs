@@ -1,7 +1,9 @@
 //! A harness's JSON document whose bulk is one array under a top-level key (`benchmarks` of
 //! google/benchmark and pytest-benchmark, `results` of hyperfine), read element by element as
-//! it is parsed. An import then holds the file's text and one element at a time; a
-//! `serde_json::Value` of the whole document beside the text took several times the file.
+//! it is parsed. [`split`] reads the file a piece at a time and holds one element's text; a
+//! `serde_json::Value` of the whole document took several times the file, and the file's text
+//! as much as the file. What `split` does not read (a syntax error, a key written twice) is
+//! read again whole by [`for_each_element`], so that serde_json's errors and rules hold.
 
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -40,25 +42,6 @@ pub enum ArrayError<E> {
 pub fn for_each_element<'de, T: Deserialize<'de>, E>(
     text: &'de str,
     key: &str,
-    each: impl FnMut(usize, T) -> Result<(), E>,
-) -> Result<Document, ArrayError<E>> {
-    parse(serde_json::Deserializer::from_str(text), key, each)
-}
-
-/// [`for_each_element`] of a document read from `reader` as it is parsed, so that neither the
-/// file's text nor the document is held: one element at a time. An error of the reader is a
-/// [`ArrayError::Json`] whose `is_io()` holds; `std::io::Error::from` gives it back.
-pub fn for_each_element_read<T: serde::de::DeserializeOwned, E>(
-    reader: impl std::io::Read,
-    key: &str,
-    each: impl FnMut(usize, T) -> Result<(), E>,
-) -> Result<Document, ArrayError<E>> {
-    parse(serde_json::Deserializer::from_reader(reader), key, each)
-}
-
-fn parse<'de, R: serde_json::de::Read<'de>, T: Deserialize<'de>, E>(
-    mut de: serde_json::Deserializer<R>,
-    key: &str,
     mut each: impl FnMut(usize, T) -> Result<(), E>,
 ) -> Result<Document, ArrayError<E>> {
     let mut reader = Reader {
@@ -70,12 +53,283 @@ fn parse<'de, R: serde_json::de::Read<'de>, T: Deserialize<'de>, E>(
             others: Map::new(),
         },
     };
+    let mut de = serde_json::Deserializer::from_str(text);
     let parsed = de.deserialize_any(&mut reader).and_then(|()| de.end());
     if let Some(e) = reader.failure {
         return Err(ArrayError::Stopped(e));
     }
     parsed.map_err(ArrayError::Json)?;
     Ok(reader.document)
+}
+
+/// What [`split`] made of a document.
+#[derive(Debug)]
+pub enum Split<E> {
+    /// Read to its end.
+    Done(Document),
+    /// The callback's error, which stopped the reading.
+    Stopped(E),
+    /// The source could not be read.
+    Io(std::io::Error),
+    /// Something [`split`] leaves to serde_json's reading of the whole document (a syntax
+    /// error, a key written twice, a document that is not an object, a key whose value is
+    /// not an array), after `handed` elements went to the callback: read the document again
+    /// with [`for_each_element`], skipping those.
+    Unusual { handed: usize },
+}
+
+/// Reads a document from `source` a piece at a time, handing each element of the array under
+/// `key` to `each` as it is read, and keeps only the element being read: each element's text
+/// is found by a scan of brackets and strings and parsed by serde_json from that text, which is
+/// faster than serde_json's reading from a stream (it takes the string path). `rewrite` turns
+/// a value's text into JSON first (google/benchmark's bare `NaN`). Anything unusual is left
+/// to serde_json's own reading ([`Split::Unusual`]), so that its errors and rules hold.
+pub fn split<T: serde::de::DeserializeOwned, E>(
+    source: impl std::io::Read,
+    key: &str,
+    rewrite: fn(&str) -> std::borrow::Cow<'_, str>,
+    mut each: impl FnMut(usize, T) -> Result<(), E>,
+) -> Split<E> {
+    let mut text = Pieces {
+        source,
+        buf: Vec::new(),
+        pos: 0,
+        at_end: false,
+    };
+    let mut handed = 0;
+    let mut document = Document {
+        array: Found::Absent,
+        others: Map::new(),
+    };
+    let unusual = |handed| Split::Unusual { handed };
+    macro_rules! io {
+        ($e:expr) => {
+            match $e {
+                Ok(v) => v,
+                Err(e) => return Split::Io(e),
+            }
+        };
+    }
+    // `{`, then `"key": value` pairs separated by commas, then `}` and the end.
+    if io!(text.next_token()) != Some(b'{') {
+        return unusual(handed);
+    }
+    text.pos += 1;
+    if io!(text.next_token()) == Some(b'}') {
+        text.pos += 1;
+    } else {
+        loop {
+            if io!(text.next_token()) != Some(b'"') {
+                return unusual(handed);
+            }
+            let Some(end) = io!(text.value_end()) else {
+                return unusual(handed);
+            };
+            let Ok(name) = serde_json::from_slice::<String>(&text.buf[text.pos..end]) else {
+                return unusual(handed);
+            };
+            text.pos = end;
+            if io!(text.next_token()) != Some(b':') {
+                return unusual(handed);
+            }
+            text.pos += 1;
+            if name == key {
+                if document.array != Found::Absent || io!(text.next_token()) != Some(b'[') {
+                    return unusual(handed);
+                }
+                text.pos += 1;
+                let mut first = true;
+                loop {
+                    match io!(text.next_token()) {
+                        Some(b']') if first => break,
+                        Some(_) => {}
+                        None => return unusual(handed),
+                    }
+                    let Some(end) = io!(text.value_end()) else {
+                        return unusual(handed);
+                    };
+                    let Ok(element) = parse_value::<T>(&text.buf[text.pos..end], rewrite) else {
+                        return unusual(handed);
+                    };
+                    text.pos = end;
+                    if let Err(e) = each(handed, element) {
+                        return Split::Stopped(e);
+                    }
+                    handed += 1;
+                    first = false;
+                    match io!(text.next_token()) {
+                        Some(b',') => text.pos += 1,
+                        Some(b']') => break,
+                        _ => return unusual(handed),
+                    }
+                    text.forget_read();
+                }
+                text.pos += 1;
+                document.array = Found::Array;
+            } else {
+                if io!(text.next_token()).is_none() {
+                    return unusual(handed);
+                }
+                let Some(end) = io!(text.value_end()) else {
+                    return unusual(handed);
+                };
+                let Ok(value) = parse_value::<Value>(&text.buf[text.pos..end], rewrite) else {
+                    return unusual(handed);
+                };
+                text.pos = end;
+                document.others.insert(name, value);
+            }
+            text.forget_read();
+            match io!(text.next_token()) {
+                Some(b',') => text.pos += 1,
+                Some(b'}') => {
+                    text.pos += 1;
+                    break;
+                }
+                _ => return unusual(handed),
+            }
+        }
+    }
+    match io!(text.next_token()) {
+        None => Split::Done(document),
+        Some(_) => unusual(handed),
+    }
+}
+
+fn parse_value<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    rewrite: fn(&str) -> std::borrow::Cow<'_, str>,
+) -> Result<T, ()> {
+    let text = std::str::from_utf8(bytes).map_err(|_| ())?;
+    serde_json::from_str(&rewrite(text)).map_err(|_| ())
+}
+
+/// The bytes that open or close a string, an object or an array.
+const OPENS_OR_CLOSES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut k = 0;
+    while k < 5 {
+        table[b"\"{}[]"[k] as usize] = true;
+        k += 1;
+    }
+    table
+};
+
+/// The text of a document as it is read: what is not yet handed over, from `pos` on.
+struct Pieces<R> {
+    source: R,
+    buf: Vec<u8>,
+    pos: usize,
+    at_end: bool,
+}
+
+impl<R: std::io::Read> Pieces<R> {
+    /// Reads more at the end of `buf`; false at the end of the source.
+    fn more(&mut self) -> std::io::Result<bool> {
+        if self.at_end {
+            return Ok(false);
+        }
+        let had = self.buf.len();
+        self.buf.resize(had + (1 << 16).max(had / 2), 0);
+        let n = loop {
+            match self.source.read(&mut self.buf[had..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.buf.truncate(had);
+                    return Err(e);
+                }
+            }
+        };
+        self.buf.truncate(had + n);
+        self.at_end = n == 0;
+        Ok(n > 0)
+    }
+
+    /// Lets go of the text before `pos`, once it is most of what is held.
+    fn forget_read(&mut self) {
+        if self.pos > (1 << 16) && self.pos * 2 > self.buf.len() {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+    }
+
+    /// The next byte that is not JSON whitespace (left at `pos`), or `None` at the end.
+    fn next_token(&mut self) -> std::io::Result<Option<u8>> {
+        loop {
+            while let Some(&b) = self.buf.get(self.pos) {
+                if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                    return Ok(Some(b));
+                }
+                self.pos += 1;
+            }
+            if !self.more()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Where the value that starts at `pos` ends: a string to its closing quote, an object or
+    /// array to its closing bracket (strings inside skipped), anything else to the next
+    /// comma, bracket or whitespace. `None` when the text ends first, or a bracket closes
+    /// what it does not open (left to serde_json to word).
+    fn value_end(&mut self) -> std::io::Result<Option<usize>> {
+        let mut i = self.pos;
+        let mut depth: Vec<u8> = Vec::new();
+        let mut in_string = false;
+        loop {
+            let Some(&b) = self.buf.get(i) else {
+                if !self.more()? {
+                    return Ok(None);
+                }
+                continue;
+            };
+            if in_string {
+                match memchr::memchr2(b'"', b'\\', &self.buf[i..]) {
+                    None => i = self.buf.len(),
+                    Some(at) if self.buf[i + at] == b'\\' => {
+                        // The escaped character is skipped with its backslash.
+                        if i + at + 1 >= self.buf.len() && !self.more()? {
+                            return Ok(None);
+                        }
+                        i += at + 2;
+                    }
+                    Some(at) => {
+                        in_string = false;
+                        i += at + 1;
+                        if depth.is_empty() {
+                            return Ok(Some(i));
+                        }
+                    }
+                }
+                continue;
+            }
+            if !depth.is_empty() && !OPENS_OR_CLOSES[usize::from(b)] {
+                // Inside a container only quotes and brackets matter: skip to the next.
+                i += self.buf[i..]
+                    .iter()
+                    .position(|&c| OPENS_OR_CLOSES[usize::from(c)])
+                    .unwrap_or(self.buf.len() - i);
+                continue;
+            }
+            match b {
+                b'"' => in_string = true,
+                b'{' => depth.push(b'}'),
+                b'[' => depth.push(b']'),
+                b'}' | b']' => {
+                    if depth.pop() != Some(b) {
+                        return Ok(if i > self.pos { Some(i) } else { None });
+                    }
+                    if depth.is_empty() {
+                        return Ok(Some(i + 1));
+                    }
+                }
+                b',' | b' ' | b'\t' | b'\n' | b'\r' if depth.is_empty() => return Ok(Some(i)),
+                _ => {}
+            }
+            i += 1;
+        }
+    }
 }
 
 struct Reader<'k, 'f, T, E> {
@@ -208,33 +462,140 @@ mod tests {
 
     type Read = Result<Document, ArrayError<String>>;
 
-    /// Reads `text` as a string and as a stream, which must agree; the string's outcome.
+    /// Hands out its text `piece` bytes at a time.
+    struct Pieces<'t>(&'t [u8], usize);
+
+    impl std::io::Read for Pieces<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.1.min(out.len()).min(self.0.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    fn each(seen: &mut Vec<(usize, Value)>, i: usize, v: Value) -> Result<(), String> {
+        if v == "stop" {
+            return Err(format!("stopped at {i}"));
+        }
+        seen.push((i, v));
+        Ok(())
+    }
+
+    /// Reads `text` whole with serde_json, and with [`split`] in pieces of several sizes,
+    /// falling back as the imports do; the two must agree. The whole reading's outcome.
     fn read(text: &str) -> (Read, Vec<(usize, Value)>) {
-        let each = |seen: &mut Vec<(usize, Value)>, i: usize, v: Value| {
-            if v == "stop" {
-                return Err(format!("stopped at {i}"));
-            }
-            seen.push((i, v));
-            Ok(())
-        };
-        let (mut seen, mut streamed) = (Vec::new(), Vec::new());
+        read_split(text).0
+    }
+
+    /// [`read`], and whether [`split`] left the document to serde_json (in any piece size).
+    fn read_split(text: &str) -> ((Read, Vec<(usize, Value)>), bool) {
+        let mut unusual = false;
+        let mut seen = Vec::new();
         let result = for_each_element(text, "runs", |i, v| each(&mut seen, i, v));
-        let from_reader =
-            for_each_element_read(text.as_bytes(), "runs", |i, v| each(&mut streamed, i, v));
-        assert_eq!(seen, streamed, "{text}");
-        // A stream places an error of the document's shape (a key written twice) one column
-        // further on; its message and line are the same.
-        let outcome = |r: &Read| match r {
-            Err(ArrayError::Json(e)) => format!(
-                "{:?} at line {}: {}",
-                e.classify(),
-                e.line(),
-                e.to_string().split(" at line").next().unwrap_or_default()
-            ),
-            other => format!("{other:?}"),
-        };
-        assert_eq!(outcome(&result), outcome(&from_reader), "{text}");
-        (result, seen)
+        for piece in [1, 2, 3, 7, 64, 1 << 20] {
+            let mut split_seen = Vec::new();
+            let split_result = match split(
+                Pieces(text.as_bytes(), piece),
+                "runs",
+                crate::import::input::as_written,
+                |i, v| each(&mut split_seen, i, v),
+            ) {
+                Split::Done(document) => Ok(document),
+                Split::Stopped(e) => Err(ArrayError::Stopped(e)),
+                Split::Io(e) => panic!("{e}"),
+                Split::Unusual { handed } => {
+                    unusual = true;
+                    for_each_element(text, "runs", |i, v| {
+                        if i < handed {
+                            Ok(())
+                        } else {
+                            each(&mut split_seen, i, v)
+                        }
+                    })
+                }
+            };
+            assert_eq!(split_seen, seen, "{text} in pieces of {piece}");
+            assert_eq!(
+                format!("{split_result:?}"),
+                format!("{result:?}"),
+                "{text} in pieces of {piece}"
+            );
+        }
+        ((result, seen), unusual)
+    }
+
+    #[test]
+    fn a_document_read_in_pieces_is_read_as_serde_json_reads_it_whole() {
+        // What serde_json reads, read without it.
+        for text in [
+            r#"{"runs": [{"a": "x ] } [ { \" \\ \u005d"}, [[]], "s,", -1.5e3, true, null], "b": {"c": [1, {"d": "]"}]}}"#,
+            "{\r\n\t\"runs\" :\n[ 1 ,\t2\r\n] ,\"z\":\"h\u{f6}st \u{4e2d}\"\n}\n",
+            r#"{"r\u0075ns": [1], "runs2": []}"#,
+            r#"{"runs": [1], "x": "stop"}"#,
+            r#"{}"#,
+        ] {
+            let ((result, _), unusual) = read_split(text);
+            assert!(result.is_ok() && !unusual, "{text}");
+        }
+        // What it refuses, or reads by rules of its own, left to it.
+        for text in [
+            r#"{"runs": [1,]}"#,
+            r#"{"runs": [1 2]}"#,
+            r#"{"runs": [{"a": 1}}"#,
+            r#"{"runs": [1], "x": NaN}"#,
+            r#"{"runs": [1]"#,
+            r#"{"runs": ["a\"#,
+            r#"{"runs": []} ]"#,
+            r#"{"runs": [], }"#,
+            r#"{"runs" [1]}"#,
+            r#"{runs: [1]}"#,
+            r#"{"runs": [1], "runs": [2]}"#,
+            r#"{"runs": {"a": 1}}"#,
+            "[1]",
+            "",
+            "  ",
+        ] {
+            assert!(read_split(text).1, "{text}");
+        }
+        // Documents of random shape, compact and indented.
+        let mut rng = fastrand::Rng::with_seed(5);
+        fn value(rng: &mut fastrand::Rng, depth: u32) -> Value {
+            match rng.u32(0..if depth > 3 { 4 } else { 6 }) {
+                0 => Value::Null,
+                1 => serde_json::json!(rng.f64() * 1e6 - 5e5),
+                2 => {
+                    let chars = [
+                        'a', ']', '}', '[', '{', '"', '\\', ',', ' ', '\n', 'é', '中',
+                    ];
+                    let s: String = (0..rng.usize(0..8))
+                        .map(|_| chars[rng.usize(0..chars.len())])
+                        .collect();
+                    Value::String(s)
+                }
+                3 => Value::Bool(rng.bool()),
+                4 => Value::Array(
+                    (0..rng.usize(0..4))
+                        .map(|_| value(rng, depth + 1))
+                        .collect(),
+                ),
+                _ => Value::Object(
+                    (0..rng.usize(0..4))
+                        .map(|k| (format!("k{k}]"), value(rng, depth + 1)))
+                        .collect(),
+                ),
+            }
+        }
+        for _ in 0..200 {
+            let runs: Vec<Value> = (0..rng.usize(0..6)).map(|_| value(&mut rng, 1)).collect();
+            let doc = serde_json::json!({"before": value(&mut rng, 1), "runs": runs, "after": value(&mut rng, 1)});
+            let (compact, pretty) = (doc.to_string(), serde_json::to_string_pretty(&doc).unwrap());
+            for text in [compact, pretty] {
+                let ((result, seen), unusual) = read_split(&text);
+                assert!(result.is_ok() && !unusual, "{text}");
+                assert_eq!(seen.len(), runs.len());
+            }
+        }
     }
 
     #[test]
