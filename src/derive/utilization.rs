@@ -236,7 +236,7 @@ pub fn apply(result: &mut BenchmarkResult, lent: &[CounterSeries], opts: Options
             }
         };
         // The median sampling interval, for a kernel too short to measure: found only then
-        // (it sorts a copy of every window's length).
+        // (it copies every window's length).
         let mut interval = None;
         let kernels: &[(&str, f64, f64)] = windows_by_rep.get(&rep).map_or(&[], Vec::as_slice);
         let (delta, span) = if kernels.is_empty() {

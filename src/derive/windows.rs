@@ -320,8 +320,10 @@ impl<'a> Windows<'a> {
         used
     }
 
-    /// Window `i` of a counter read at the same times (the core's cycle counter): the first
-    /// with the same start and end whose increase is positive.
+    /// Which of these windows (the core's cycle counter's) spans the same times as window `i`
+    /// of `other` (a busy counter read at the same times): the first with the same start and
+    /// end whose increase is positive. Its windows are in time order, so those that start
+    /// there are one run, found by a binary search.
     pub fn same_as(&self, other: &Windows<'_>, i: usize) -> Option<usize> {
         let (start, end) = (other.start(i), other.end(i));
         let n = self.len();

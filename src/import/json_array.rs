@@ -88,76 +88,78 @@ pub fn split<T: serde::de::DeserializeOwned, E>(
     source: impl std::io::Read,
     key: &str,
     rewrite: fn(&str) -> std::borrow::Cow<'_, str>,
-    mut each: impl FnMut(usize, T) -> Result<(), E>,
+    each: impl FnMut(usize, T) -> Result<(), E>,
 ) -> Split<E> {
-    let mut text = Pieces {
+    let text = Pieces {
         source,
         buf: Vec::new(),
         pos: 0,
         at_end: false,
     };
+    read_split(text, key, rewrite, each).unwrap_or_else(Split::Io)
+}
+
+/// [`split`] of `text`: a read error is the `Err`.
+fn read_split<T: serde::de::DeserializeOwned, E>(
+    mut text: Pieces<impl std::io::Read>,
+    key: &str,
+    rewrite: fn(&str) -> std::borrow::Cow<'_, str>,
+    mut each: impl FnMut(usize, T) -> Result<(), E>,
+) -> std::io::Result<Split<E>> {
     let mut handed = 0;
     let mut document = Document {
         array: Found::Absent,
         others: Map::new(),
     };
-    let unusual = |handed| Split::Unusual { handed };
-    macro_rules! io {
-        ($e:expr) => {
-            match $e {
-                Ok(v) => v,
-                Err(e) => return Split::Io(e),
-            }
-        };
-    }
+    let unusual = |handed| Ok(Split::Unusual { handed });
     // `{`, then `"key": value` pairs separated by commas, then `}` and the end.
-    if io!(text.next_token()) != Some(b'{') {
+    if text.next_token()? != Some(b'{') {
         return unusual(handed);
     }
     text.pos += 1;
-    if io!(text.next_token()) == Some(b'}') {
+    if text.next_token()? == Some(b'}') {
         text.pos += 1;
     } else {
         loop {
-            if io!(text.next_token()) != Some(b'"') {
+            if text.next_token()? != Some(b'"') {
                 return unusual(handed);
             }
-            let Some(end) = io!(text.value_end()) else {
+            let Some(end) = text.value_end()? else {
                 return unusual(handed);
             };
             let Ok(name) = serde_json::from_slice::<String>(&text.buf[text.pos..end]) else {
                 return unusual(handed);
             };
             text.pos = end;
-            if io!(text.next_token()) != Some(b':') {
+            if text.next_token()? != Some(b':') {
                 return unusual(handed);
             }
             text.pos += 1;
             if name == key {
-                if document.array != Found::Absent || io!(text.next_token()) != Some(b'[') {
+                if document.array != Found::Absent || text.next_token()? != Some(b'[') {
                     return unusual(handed);
                 }
                 text.pos += 1;
                 let mut first = true;
                 loop {
-                    match io!(text.next_token()) {
+                    match text.next_token()? {
                         Some(b']') if first => break,
                         Some(_) => {}
                         None => return unusual(handed),
                     }
-                    let Some(end) = io!(text.value_end()) else {
+                    let Some(end) = text.value_end()? else {
                         return unusual(handed);
                     };
-                    let Ok(element) = parse_value::<T>(&text.buf[text.pos..end], rewrite) else {
+                    let Some(element) = parse_value::<T>(&text.buf[text.pos..end], rewrite) else {
                         return unusual(handed);
                     };
                     text.pos = end;
                     if let Err(e) = each(handed, element) {
-                        return Split::Stopped(e);
+                        return Ok(Split::Stopped(e));
                     }
                     handed += 1;
                     first = false;
-                    match io!(text.next_token()) {
+                    match text.next_token()? {
                         Some(b',') => text.pos += 1,
                         Some(b']') => break,
                         _ => return unusual(handed),
@@ -167,20 +169,20 @@ pub fn split<T: serde::de::DeserializeOwned, E>(
                 text.pos += 1;
                 document.array = Found::Array;
             } else {
-                if io!(text.next_token()).is_none() {
+                if text.next_token()?.is_none() {
                     return unusual(handed);
                 }
-                let Some(end) = io!(text.value_end()) else {
+                let Some(end) = text.value_end()? else {
                     return unusual(handed);
                 };
-                let Ok(value) = parse_value::<Value>(&text.buf[text.pos..end], rewrite) else {
+                let Some(value) = parse_value::<Value>(&text.buf[text.pos..end], rewrite) else {
                     return unusual(handed);
                 };
                 text.pos = end;
                 document.others.insert(name, value);
             }
             text.forget_read();
-            match io!(text.next_token()) {
+            match text.next_token()? {
                 Some(b',') => text.pos += 1,
                 Some(b'}') => {
                     text.pos += 1;
@@ -190,18 +192,20 @@ pub fn split<T: serde::de::DeserializeOwned, E>(
             }
         }
     }
-    match io!(text.next_token()) {
-        None => Split::Done(document),
+    match text.next_token()? {
+        None => Ok(Split::Done(document)),
         Some(_) => unusual(handed),
     }
 }
 
+/// A value parsed from its text, rewritten first; `None` for what serde_json refuses (its
+/// message comes from its reading of the whole document).
 fn parse_value<T: serde::de::DeserializeOwned>(
     bytes: &[u8],
     rewrite: fn(&str) -> std::borrow::Cow<'_, str>,
-) -> Result<T, ()> {
-    let text = std::str::from_utf8(bytes).map_err(|_| ())?;
-    serde_json::from_str(&rewrite(text)).map_err(|_| ())
+) -> Option<T> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    serde_json::from_str(&rewrite(text)).ok()
 }
 
 /// The bytes that open or close a string, an object or an array.
