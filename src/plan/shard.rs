@@ -9,7 +9,7 @@
 //! hash-ordered round robin. Merging refuses duplicates and results from different
 //! environments or revisions.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::str::FromStr;
 
 use crate::machine::envkey;
@@ -126,11 +126,11 @@ pub enum MergeError {
 /// file being read, not every file and a copy of each.
 #[derive(Debug, Default)]
 pub struct Merge {
+    /// The first file's results with the benchmarks of every file added since.
     merged: Option<RunResults>,
-    /// The first file's label and environment, which every other file must share.
-    first: Option<(String, crate::machine::fingerprint::Fingerprint)>,
     /// Each benchmark's name, and the index in `labels` of the file it came from.
-    seen: std::collections::HashMap<String, usize>,
+    seen: HashMap<String, usize>,
+    /// The files added, as named in errors: the first is the one every other must match.
     labels: Vec<String>,
 }
 
@@ -141,31 +141,32 @@ impl Merge {
 
     /// Adds the results of one shard, `label` naming it in errors.
     pub fn add(&mut self, label: String, mut r: RunResults) -> Result<(), MergeError> {
-        let commit =
-            |e: &crate::machine::fingerprint::Fingerprint| e.git.as_ref().map(|g| g.commit.clone());
-        let (first_label, first) = self
-            .first
-            .get_or_insert_with(|| (label.clone(), r.environment.clone()));
-        let differences = envkey::key_differences(first, &r.environment);
-        if !differences.is_empty() {
-            return Err(MergeError::Environment {
-                file: label,
-                first: first_label.clone(),
-                differences,
-            });
-        }
-        if let (Some(a), Some(b)) = (commit(first), commit(&r.environment))
-            && a != b
-        {
-            return Err(MergeError::Revision {
-                file: label,
-                first: first_label.clone(),
-                ours: a,
-                theirs: b,
-            });
+        if let Some(merged) = &self.merged {
+            // The merged environment is the first file's: only whether a tree was dirty
+            // changes as files are added, and that is not part of the key.
+            let first = &self.labels[0];
+            let differences = envkey::key_differences(&merged.environment, &r.environment);
+            if !differences.is_empty() {
+                return Err(MergeError::Environment {
+                    file: label,
+                    first: first.clone(),
+                    differences,
+                });
+            }
+            let commit = |r: &RunResults| r.environment.git.as_ref().map(|g| g.commit.clone());
+            if let (Some(a), Some(b)) = (commit(merged), commit(&r))
+                && a != b
+            {
+                return Err(MergeError::Revision {
+                    file: label,
+                    first: first.clone(),
+                    ours: a,
+                    theirs: b,
+                });
+            }
         }
         // Checked before anything is added, so that a refused file leaves the merge as it was.
-        let mut names = std::collections::HashSet::new();
+        let mut names = HashSet::new();
         for b in &r.benchmarks {
             let earlier = match self.seen.get(&b.name) {
                 Some(&prev) => Some(self.labels[prev].clone()),
@@ -284,6 +285,32 @@ mod tests {
             r
         };
         assert!(matches!(Merge::new().finish(), Err(MergeError::Empty)));
+        // A first file refused (a benchmark twice in it) leaves nothing behind.
+        let mut merge = Merge::new();
+        assert!(
+            merge
+                .add(
+                    "twice.json".into(),
+                    shard("2025-01-01T00:00:00Z", true, &["x", "x"])
+                )
+                .is_err()
+        );
+        merge
+            .add(
+                "a.json".into(),
+                shard("2026-01-02T00:00:00Z", false, &["x"]),
+            )
+            .unwrap();
+        let mut moved = shard("2026-01-03T00:00:00Z", false, &["y"]);
+        moved.environment.git.as_mut().unwrap().commit = "c2".into();
+        assert_eq!(
+            merge.add("b.json".into(), moved).unwrap_err().to_string(),
+            "`b.json` measured commit c2, `a.json` measured c1; merge shards of the same revision"
+        );
+        let merged = merge.finish().unwrap();
+        assert_eq!(merged.benchmarks.len(), 1);
+        assert_eq!(merged.created, "2026-01-02T00:00:00Z");
+        assert!(!merged.environment.git.unwrap().dirty);
         let mut merge = Merge::new();
         merge
             .add(
