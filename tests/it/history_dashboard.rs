@@ -202,17 +202,22 @@ fn check_record_keeps_the_verdict_and_mde_the_dashboard_shows() {
         .args(["baseline", "save", "--no-progress"])
         .assert()
         .success();
+    // A run of `true` is timed, and a loaded machine can make it several times slower than
+    // its baseline: the verdict may be a regression (exit 1) or inconclusive (3). Any verdict
+    // is recorded; only an error (exit 2) fails here.
+    let verdict_given = |args: &[&str]| {
+        let out = kgate(dir).args(args).output().unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0 | 1 | 3)),
+            "{args:?}: {}",
+            stderr_of(&out)
+        );
+    };
     for _ in 0..2 {
-        kgate(dir)
-            .args(["check", "--no-progress", "--record"])
-            .assert()
-            .success();
+        verdict_given(&["check", "--no-progress", "--record"]);
     }
     // `kgate ci --record`, as the Pages example workflow runs it through the action.
-    kgate(dir)
-        .args(["ci", "--no-progress", "--record", "--comment", "never"])
-        .assert()
-        .success();
+    verdict_given(&["ci", "--no-progress", "--record", "--comment", "never"]);
     let out = kgate(dir).args(["history", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
