@@ -16,16 +16,9 @@ use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::input;
-use super::{ImportContext, ImportError, Importer, Policies};
+use super::{ImportContext, ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
-
-fn content(path: &Path, message: String) -> ImportError {
-    ImportError::Content {
-        path: path.to_path_buf(),
-        message,
-    }
-}
 
 fn read_json(path: &Path) -> Result<Value, ImportError> {
     input::read_json(path, "Criterion")

@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::builder::Benchmarks;
 use super::input;
 use super::json_array::{self, ArrayError, Found, Split};
-use super::{ImportContext, ImportError, Importer, Policies};
+use super::{ImportContext, ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
@@ -105,13 +105,6 @@ pub fn strict_json(text: &str) -> Cow<'_, str> {
     }
     out.push_str(&text[copied..]);
     Cow::Owned(out)
-}
-
-fn content(path: &Path, message: String) -> ImportError {
-    ImportError::Content {
-        path: path.to_path_buf(),
-        message,
-    }
 }
 
 /// `kgate import gbench`.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::builder::Benchmarks;
-use super::{ImportContext, ImportError, Importer, Policies};
+use super::{ImportContext, ImportError, Importer, Policies, content};
 use super::{input, json_array};
 use crate::model::metric::Source;
 use crate::model::results::{Failure, FailureKind, RunResults, Status};
@@ -61,21 +61,13 @@ fn record_result(
     i: usize,
     r: &Value,
 ) -> Result<(), ImportError> {
-    let command =
-        r.get("command")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ImportError::Content {
-                path: path.to_path_buf(),
-                message: format!("results[{i}] has no `command`, which every hyperfine version writes (an edited or foreign file); export again with `hyperfine --export-json FILE`"),
-            })?;
+    let command = r.get("command").and_then(Value::as_str).ok_or_else(|| {
+        content(path, format!("results[{i}] has no `command`, which every hyperfine version writes (an edited or foreign file); export again with `hyperfine --export-json FILE`"))
+    })?;
     let name = command.trim_end_matches("[ERROR]").trim().to_string();
-    let times =
-        r.get("times")
-            .and_then(Value::as_array)
-            .ok_or_else(|| ImportError::Content {
-                path: path.to_path_buf(),
-                message: format!("results[{i}] (`{name}`) has no `times`: kgate needs the individual runs, not only their summary; export again with a current hyperfine (`--export-json FILE`)"),
-            })?;
+    let times = r.get("times").and_then(Value::as_array).ok_or_else(|| {
+        content(path, format!("results[{i}] (`{name}`) has no `times`: kgate needs the individual runs, not only their summary; export again with a current hyperfine (`--export-json FILE`)"))
+    })?;
     let start = benchmarks.get(&name).result_mut().repetitions;
     for (k, t) in times.iter().enumerate() {
         let v = t.as_f64().ok_or_else(|| ImportError::Content {

@@ -47,6 +47,14 @@ pub enum ImportError {
     Content { path: PathBuf, message: String },
 }
 
+/// [`ImportError::Content`] of the file at `path`.
+pub(crate) fn content(path: &Path, message: String) -> ImportError {
+    ImportError::Content {
+        path: path.to_path_buf(),
+        message,
+    }
+}
+
 /// Metric settings for imported benchmarks: from the configuration by benchmark name, else a
 /// fallback in which every metric gates.
 #[derive(Debug, Clone)]

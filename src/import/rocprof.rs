@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use super::builder::{Benchmarks, Slot};
 use super::device::{Device, HostField, MEM_MAX_MHZ, SM_MAX_MHZ};
 use super::input::{TextReader, refusal_of};
-use super::{ImportContext, ImportError, Importer, Policies};
+use super::{ImportContext, ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
@@ -182,13 +182,6 @@ fn command_file_name(path: &Path) -> bool {
     path.file_stem()
         .and_then(|s| s.to_str())
         .is_some_and(|s| s == "cmd" || s.ends_with("_cmd") || s.ends_with("-cmd"))
-}
-
-fn content(path: &Path, message: String) -> ImportError {
-    ImportError::Content {
-        path: path.to_path_buf(),
-        message,
-    }
 }
 
 /// How much of a file is read to tell what it is (see [`import`]).

@@ -284,23 +284,23 @@ mod tests {
             });
             r
         };
+        let add = |merge: &mut Merge, label: &str, created: &str, dirty: bool, names: &[&str]| {
+            merge.add(label.to_string(), shard(created, dirty, names))
+        };
         assert!(matches!(Merge::new().finish(), Err(MergeError::Empty)));
         // A first file refused (a benchmark twice in it) leaves nothing behind.
         let mut merge = Merge::new();
         assert!(
-            merge
-                .add(
-                    "twice.json".into(),
-                    shard("2025-01-01T00:00:00Z", true, &["x", "x"])
-                )
-                .is_err()
-        );
-        merge
-            .add(
-                "a.json".into(),
-                shard("2026-01-02T00:00:00Z", false, &["x"]),
+            add(
+                &mut merge,
+                "twice.json",
+                "2025-01-01T00:00:00Z",
+                true,
+                &["x", "x"]
             )
-            .unwrap();
+            .is_err()
+        );
+        add(&mut merge, "a.json", "2026-01-02T00:00:00Z", false, &["x"]).unwrap();
         let mut moved = shard("2026-01-03T00:00:00Z", false, &["y"]);
         moved.environment.git.as_mut().unwrap().commit = "c2".into();
         assert_eq!(
@@ -312,32 +312,29 @@ mod tests {
         assert_eq!(merged.created, "2026-01-02T00:00:00Z");
         assert!(!merged.environment.git.unwrap().dirty);
         let mut merge = Merge::new();
-        merge
-            .add(
-                "a.json".into(),
-                shard("2026-01-02T00:00:00Z", false, &["x", "y"]),
-            )
-            .unwrap();
-        merge
-            .add("b.json".into(), shard("2026-01-01T00:00:00Z", true, &["z"]))
-            .unwrap();
-        let err = merge
-            .add(
-                "c.json".into(),
-                shard("2026-01-03T00:00:00Z", false, &["w", "y"]),
-            )
-            .unwrap_err();
+        add(
+            &mut merge,
+            "a.json",
+            "2026-01-02T00:00:00Z",
+            false,
+            &["x", "y"],
+        )
+        .unwrap();
+        add(&mut merge, "b.json", "2026-01-01T00:00:00Z", true, &["z"]).unwrap();
+        let err = add(
+            &mut merge,
+            "c.json",
+            "2026-01-03T00:00:00Z",
+            false,
+            &["w", "y"],
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             "benchmark `y` appears in both `a.json` and `c.json`; each benchmark must come from one shard"
         );
         // A refused file adds nothing: `w` may still come from another.
-        merge
-            .add(
-                "c2.json".into(),
-                shard("2026-01-03T00:00:00Z", false, &["w"]),
-            )
-            .unwrap();
+        add(&mut merge, "c2.json", "2026-01-03T00:00:00Z", false, &["w"]).unwrap();
         let mut other = shard("2026-01-03T00:00:00Z", false, &["v"]);
         other.environment.git.as_mut().unwrap().commit = "c2".into();
         assert!(matches!(
