@@ -5,7 +5,8 @@
 //! be narrow, wrap, be right-shifted, and be sampled cumulatively or per interval. Utilization
 //! over a window is Δcount / (Δt × f_clock × lanes), with the clock from the device profile.
 //! A value above 100 % means the clock or the counter setup is wrong and is flagged, not
-//! reported; a kernel shorter than the sampling interval has no measurable window and is
+//! reported; a kernel launch that holds no whole sampling window (shorter than the interval,
+//! or shorter than two and begun just after a reading) has nothing to measure and is
 //! "unresolved", with the fix.
 
 use std::collections::{BTreeMap, HashMap};
@@ -59,7 +60,7 @@ impl<'a> Options<'a> {
 
 /// Computes counter totals, utilizations, bandwidths, the profile's formulas and the roofline
 /// position for every repetition, and records them as metrics of `result`. Problems (a window
-/// above 100 %, a kernel shorter than the sampling interval) go to the provenance. The
+/// above 100 %, a launch that holds no whole sampling window) go to the provenance. The
 /// series are the benchmark's own and `lent`, those its kernel windows are read against on
 /// another benchmark ([`crate::model::results::RunResults::lent_counters`]).
 pub fn apply(result: &mut BenchmarkResult, lent: &[CounterSeries], opts: Options<'_>) {
@@ -861,10 +862,25 @@ impl Recorder {
                 )
             })
             .unwrap_or_default();
+        // A window runs from one reading to the next, so a launch longer than the interval
+        // may still hold none (it began just after a reading); only from two intervals on is
+        // one sure to lie inside, unless the readings around it are further apart.
+        let how = if duration_ns < interval_ns {
+            format!("shorter than the sampling interval of {interval_ns} ns{floor}")
+        } else if duration_ns < 2.0 * interval_ns {
+            format!(
+                "longer than the sampling interval of {interval_ns} ns but shorter than two ({} ns){floor}, so a window, which runs from one reading to the next, need not fit inside it",
+                2.0 * interval_ns
+            )
+        } else {
+            format!(
+                "at least two sampling intervals of {interval_ns} ns (the median){floor}, yet the readings around it are further apart"
+            )
+        };
         self.unavailable.push(UnavailableCounter {
             counter: name,
             reason: format!(
-                "unresolved: kernel `{kernel}` ran {duration_ns} ns, shorter than the sampling interval of {interval_ns} ns{floor}; no sampling window lies inside it"
+                "unresolved: kernel `{kernel}` ran {duration_ns} ns, {how}; no sampling window lies inside it"
             ),
             hint: "sample on an external trigger at the kernel's start and end (XProf: `is_external_trigger: true`), or time a longer launch (several iterations) inside one kernel window".into(),
         });
@@ -937,8 +953,64 @@ mod tests {
         apply_cumulative(&mut result, &profile);
         assert!(result.metric("util.mxu_busy_0").is_none());
         let u = &result.provenance.unavailable[0];
-        assert!(u.reason.starts_with("unresolved: kernel `tiny` ran 500 ns"));
+        assert!(
+            u.reason.starts_with(
+                "unresolved: kernel `tiny` ran 500 ns, shorter than the sampling interval of 1000 ns"
+            ),
+            "{}",
+            u.reason
+        );
         assert!(u.hint.contains("external trigger"));
+    }
+
+    /// The reason of the one unresolved figure of a kernel launched over `[start, end]`, read
+    /// against readings every 2,000 ns (with one gap of 9,000 ns after 20,000 ns).
+    fn unresolved_reason(start: f64, end: f64) -> String {
+        let profile = crate::config::profile::builtin("tpu-v7x").unwrap();
+        let mut result = BenchmarkResult::new("k", Default::default());
+        let times = (0..=10)
+            .map(|i| 2000.0 * f64::from(i))
+            .chain([29_000.0, 31_000.0]);
+        let readings: Vec<CounterReading<'_>> = times.map(|t| reading(t, t / 4.0, None)).collect();
+        add(&mut result, &readings);
+        result.kernel_windows = vec![crate::model::results::KernelWindows {
+            start_ns: vec![start],
+            end_ns: vec![end],
+            ..crate::model::results::KernelWindows::new("k1", 0)
+        }];
+        apply_cumulative(&mut result, &profile);
+        assert!(result.metric("util.mxu_busy_0").is_none());
+        result.provenance.unavailable[0].reason.clone()
+    }
+
+    #[test]
+    fn an_unresolved_launch_is_compared_with_the_interval_truthfully() {
+        // Shorter than one interval.
+        let short = unresolved_reason(15_000.0, 16_500.0);
+        assert!(
+            short.contains("ran 1500 ns, shorter than the sampling interval of 2000 ns"),
+            "{short}"
+        );
+        // Longer than one interval, shorter than two: no window starts and ends inside it,
+        // though it is not shorter than the interval.
+        let between = unresolved_reason(15_000.0, 17_500.0);
+        assert!(
+            !between.contains("shorter than the sampling interval"),
+            "{between}"
+        );
+        assert!(
+            between.contains(
+                "ran 2500 ns, longer than the sampling interval of 2000 ns but shorter than two (4000 ns)"
+            ),
+            "{between}"
+        );
+        // Two intervals or more, inside a gap in the readings.
+        let gap = unresolved_reason(21_000.0, 28_000.0);
+        assert!(
+            gap.contains("ran 7000 ns, at least two sampling intervals of 2000 ns (the median)"),
+            "{gap}"
+        );
+        assert!(gap.contains("further apart"), "{gap}");
     }
 
     #[test]
