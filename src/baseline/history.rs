@@ -170,15 +170,6 @@ impl HistoryRecord {
         self
     }
 
-    /// The record as it is stored: one line of JSON. Records were written indented until
-    /// 2026-12; the indentation was 44 % of a record's bytes, on a branch every CI job fetches.
-    /// Both read the same.
-    fn to_json(&self) -> String {
-        let mut s = serde_json::to_string(self).expect("history serializes");
-        s.push('\n');
-        s
-    }
-
     /// `<time>-<commit12>-<content hash>.json`: unique per run, sorting by time.
     pub fn file_name(&self) -> String {
         let time: String = self
@@ -193,15 +184,29 @@ impl HistoryRecord {
             .unwrap_or("nocommit");
         // Over the run alone, not the verdicts it was given: the same results recorded by
         // `check --record` and again by `history record` are the same run.
-        let mut run = self.clone();
-        for m in run.benchmarks.iter_mut().flat_map(|b| b.metrics.iter_mut()) {
-            m.verdict = None;
-            m.mde = None;
-        }
+        // A record without them (`history record`) is hashed as it is, not copied: a suite of
+        // 10,000 benchmarks × 20 metrics has a record of some 40 MB.
+        let checked = self
+            .benchmarks
+            .iter()
+            .flat_map(|b| &b.metrics)
+            .any(|m| m.verdict.is_some() || m.mde.is_some());
+        let cleared;
+        let run = if checked {
+            let mut run = self.clone();
+            for m in run.benchmarks.iter_mut().flat_map(|b| b.metrics.iter_mut()) {
+                m.verdict = None;
+                m.mde = None;
+            }
+            cleared = run;
+            &cleared
+        } else {
+            self
+        };
         // Over the record indented, as records were once written, so that a run recorded by an
         // earlier version has the same name and is still found to be recorded already.
         let mut hash = Fnv1a(0x811c_9dc5);
-        serde_json::to_writer_pretty(&mut hash, &run).expect("history serializes");
+        serde_json::to_writer_pretty(&mut hash, run).expect("history serializes");
         hash.write_all(b"\n").expect("hashing cannot fail");
         format!("{time}-{commit}-{:08x}.json", hash.0)
     }
@@ -248,7 +253,16 @@ pub fn record_checked(
 
 fn record_summary(root: &Path, rec: HistoryRecord) -> Result<PathBuf, HistoryError> {
     let path = key_dir(root, &rec.baseline_key).join(rec.file_name());
-    match fsutil::write_atomic(&path, rec.to_json().as_bytes(), Overwrite::Refuse) {
+    // One line of JSON, streamed into the file. Records were written indented until 2026-12;
+    // the indentation was 44 % of a record's bytes, on a branch every CI job fetches. Both
+    // read the same.
+    let written = fsutil::write_atomic_with(&path, Overwrite::Refuse, |out| {
+        let mut out = fsutil::serializer_buffer(out);
+        serde_json::to_writer(&mut out, &rec)?;
+        out.write_all(b"\n")?;
+        out.flush()
+    });
+    match written {
         Ok(()) => Ok(path),
         // The file name holds a hash of the record: the same run, recorded before.
         Err(fsutil::WriteError::Exists { .. }) => Err(HistoryError::AlreadyRecorded { path }),
@@ -470,6 +484,8 @@ mod tests {
             rec.file_name(),
             format!("20260101T000000Z-0123456789ab-{hash:08x}.json")
         );
+        // Without verdicts (hashed as it is, not copied), the same name.
+        assert_eq!(run.file_name(), rec.file_name());
         let path = record_summary(dir.path(), rec.clone()).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 1, "{text}");

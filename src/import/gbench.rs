@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::input;
-use super::json_array::{self, ArrayError, Found, Split};
 use super::{ImportContext, ImportError, Importer, Policies, content};
+use crate::model::json_array::{self, ArrayError, Found, Split};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::builder::Benchmarks;
+use super::input;
 use super::{ImportContext, ImportError, Importer, Policies, content};
-use super::{input, json_array};
+use crate::model::json_array;
 use crate::model::metric::Source;
 use crate::model::results::{Failure, FailureKind, RunResults, Status};
 

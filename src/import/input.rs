@@ -7,7 +7,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{ImportError, json_array};
+use super::ImportError;
+use crate::model::json_array;
 
 /// The most bytes read from one results file (JSON of a harness or Proton, rocprof CSV): far
 /// above any real one, and a bound for an endless stream.
@@ -218,7 +219,12 @@ pub fn for_each_json_element(
     key: &str,
     mut each: impl FnMut(usize, Value) -> Result<(), ImportError>,
 ) -> Result<json_array::Document, ImportError> {
-    let handed = match json_array::split(json_stream(path, what)?, key, as_written, &mut each) {
+    let handed = match json_array::split(
+        json_stream(path, what)?,
+        key,
+        json_array::as_written,
+        &mut each,
+    ) {
         json_array::Split::Done(document) => return Ok(document),
         json_array::Split::Stopped(e) => return Err(e),
         json_array::Split::Io(e) => return Err(refusal_of(path, e)),
@@ -233,11 +239,6 @@ pub fn for_each_json_element(
         json_array::ArrayError::Stopped(e) => e,
         json_array::ArrayError::Json(e) => not_json(path, what, &e),
     })
-}
-
-/// A value's text as it was written.
-pub fn as_written(text: &str) -> std::borrow::Cow<'_, str> {
-    std::borrow::Cow::Borrowed(text)
 }
 
 /// The text of the JSON file at `path`, checked as [`read_text`] checks it as it is read, a

@@ -22,7 +22,6 @@ pub mod device;
 pub mod gbench;
 pub mod hyperfine;
 mod input;
-mod json_array;
 pub mod ncu;
 mod ncu_csv;
 pub mod protocol;

@@ -763,12 +763,60 @@ impl RunResults {
 
     /// Reads and checks a results file. A version 1 file (counter readings one object each)
     /// is read too, its readings gathered into series as version 2 stores them.
+    ///
+    /// The file is read a piece at a time, one benchmark's text held while it is parsed (a
+    /// suite of 10,000 benchmarks writes a file of 170 MB, whose text was held beside what it
+    /// parses to). Anything that reading leaves to serde_json (a syntax error, a key written
+    /// twice, another version) is read again whole, for serde_json's messages.
     pub fn load(path: &Path) -> Result<RunResults, ResultsError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read {
+        let read_error = |source| ResultsError::Read {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        let file = std::fs::File::open(path).map_err(read_error)?;
+        if let Some(results) = RunResults::read_split(file) {
+            return results.settled(path);
+        }
+        let text = std::fs::read_to_string(path).map_err(read_error)?;
         RunResults::parse(&text, path)
+    }
+
+    /// A results file of this version read element by element ([`json_array::split`]), or
+    /// `None` for whatever it leaves to a reading of the whole text (the read error included).
+    fn read_split(source: impl std::io::Read) -> Option<RunResults> {
+        use crate::model::json_array::{self, Found, Split};
+        #[derive(Deserialize)]
+        struct Header {
+            schema_version: u32,
+            kgate_version: String,
+            created: String,
+            environment: Fingerprint,
+        }
+        let mut benchmarks = Vec::new();
+        let split = json_array::split(
+            source,
+            "benchmarks",
+            json_array::as_written,
+            |_, b: BenchmarkResult| {
+                benchmarks.push(b);
+                Ok::<(), std::convert::Infallible>(())
+            },
+        );
+        let Split::Done(document) = split else {
+            return None;
+        };
+        if document.array != Found::Array {
+            return None;
+        }
+        let header: Header =
+            serde_json::from_value(serde_json::Value::Object(document.others)).ok()?;
+        (header.schema_version == RESULTS_SCHEMA_VERSION).then_some(RunResults {
+            schema_version: header.schema_version,
+            kgate_version: header.kgate_version,
+            created: header.created,
+            environment: header.environment,
+            benchmarks,
+        })
     }
 
     /// Reads and checks the text of a results file; `path` names it in errors. See
@@ -802,15 +850,19 @@ impl RunResults {
                 });
             }
         };
-        let mut results = results;
-        results.settle();
-        results
-            .check_series()
+        results.settled(path)
+    }
+
+    /// Parsed results made ready and checked ([`RunResults::settle`],
+    /// [`RunResults::check_series`]); `path` names the file in errors.
+    fn settled(mut self, path: &Path) -> Result<RunResults, ResultsError> {
+        self.settle();
+        self.check_series()
             .map_err(|message| ResultsError::Damaged {
                 path: path.to_path_buf(),
                 message,
             })?;
-        Ok(results)
+        Ok(self)
     }
 
     /// Counts the `repetition` numbers the file left out (each value its own repetition),
@@ -1159,6 +1211,119 @@ mod whole_numbers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What loading `text` from a file gives, as text to compare: the results as JSON, or the
+    /// error's message (with the file's name taken out).
+    fn outcome(result: Result<RunResults, ResultsError>, path: &Path) -> String {
+        match result {
+            Ok(r) => serde_json::to_string(&r).unwrap(),
+            Err(e) => e.to_string().replace(&path.display().to_string(), "FILE"),
+        }
+    }
+
+    #[test]
+    fn a_file_read_a_benchmark_at_a_time_loads_as_its_whole_text_parses() {
+        let mut b = BenchmarkResult::new("b \"1\" ]}", Default::default());
+        let metric = |values: Vec<f64>| MetricSamples {
+            name: "time".into(),
+            unit: "ns".into(),
+            source: Source::Timer,
+            direction: Direction::Lower,
+            gate: GateRule::default(),
+            repetition: (0..values.len() as u32).collect(),
+            values,
+        };
+        b.metrics.push(metric(vec![1.5, 2.0, 1e-300]));
+        let mut series = CounterSeries::new("busy", 0);
+        series.t_ns = vec![0.0, 10.0];
+        series.value = vec![3.0, 4.0];
+        b.counters.push(series);
+        let mut run = RunResults::of(vec![
+            b.clone(),
+            BenchmarkResult::new("c", Default::default()),
+        ]);
+        run.benchmarks[1].metrics.push(metric(vec![7.0]));
+        let good = run.to_json();
+        let compact = serde_json::to_string(&run).unwrap();
+        let v1 = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/results_v1/protocol_epoch_ns.json"
+        ))
+        .unwrap();
+        let cases: Vec<(&str, String, bool)> = vec![
+            ("indented", good.clone(), true),
+            ("compact", compact.clone(), true),
+            (
+                "no benchmarks",
+                compact.replace(
+                    &compact[compact.find("[{").unwrap()..compact.rfind("}]").unwrap() + 2],
+                    "[]",
+                ),
+                true,
+            ),
+            (
+                "unknown key",
+                compact.replacen('{', "{\"extra\":[1,{\"a\":2}],", 1),
+                true,
+            ),
+            (
+                "key twice",
+                compact.replacen('{', "{\"created\":\"x\",", 1),
+                false,
+            ),
+            (
+                "benchmarks twice",
+                compact.replacen('{', "{\"benchmarks\":[],", 1),
+                false,
+            ),
+            ("version 1", v1, false),
+            (
+                "version 9",
+                compact.replacen("\"schema_version\":2", "\"schema_version\":9", 1),
+                false,
+            ),
+            (
+                "no environment",
+                compact.replacen("\"environment\"", "\"environ\"", 1),
+                false,
+            ),
+            (
+                "benchmarks not an array",
+                compact
+                    .replacen("\"benchmarks\":[", "\"benchmarks\":{\"a\":[", 1)
+                    .replacen("]}", "]}}", 1),
+                false,
+            ),
+            ("cut", good[..good.len() / 2].to_string(), false),
+            ("trailing text", format!("{compact} x"), false),
+            ("byte-order mark", format!("\u{feff}{compact}"), false),
+            (
+                "bad element",
+                compact.replacen("\"status\":\"ok\"", "\"status\":\"fine\"", 1),
+                false,
+            ),
+            ("not an object", "[1, 2]".into(), false),
+            ("empty", String::new(), false),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        for (what, text, split) in cases {
+            let path = dir.path().join("results.json");
+            std::fs::write(&path, &text).unwrap();
+            let loaded = outcome(RunResults::load(&path), &path);
+            let parsed = outcome(RunResults::parse(&text, &path), &path);
+            assert_eq!(loaded, parsed, "{what}");
+            let read = RunResults::read_split(std::fs::File::open(&path).unwrap());
+            assert_eq!(read.is_some(), split, "{what}: {loaded}");
+        }
+        // Not valid UTF-8: the same read error.
+        let path = dir.path().join("results.json");
+        let mut bytes = compact.into_bytes();
+        let at = bytes.windows(4).position(|w| w == b"time").unwrap();
+        bytes[at] = 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        let loaded = RunResults::load(&path).unwrap_err().to_string();
+        assert!(loaded.contains("valid UTF-8"), "{loaded}");
+    }
 
     #[test]
     fn the_readings_around_windows_are_those_inside_and_one_either_side() {

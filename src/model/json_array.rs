@@ -1,6 +1,6 @@
-//! A harness's JSON document whose bulk is one array under a top-level key (`benchmarks` of
-//! google/benchmark and pytest-benchmark, `results` of hyperfine), read element by element as
-//! it is parsed. [`split`] reads the file a piece at a time and holds one element's text; a
+//! A JSON document whose bulk is one array under a top-level key (`benchmarks` of kgate's own
+//! results files, of google/benchmark and of pytest-benchmark, `results` of hyperfine), read
+//! element by element as it is parsed. [`split`] reads the file a piece at a time and holds one element's text; a
 //! `serde_json::Value` of the whole document took several times the file, and the file's text
 //! as much as the file. What `split` does not read (a syntax error, a key written twice) is
 //! read again whole by [`for_each_element`], so that serde_json's errors and rules hold.
@@ -14,7 +14,8 @@ use serde_json::{Map, Value};
 pub struct Document {
     /// Whether the key held an array (whose elements went to the callback).
     pub array: Found,
-    /// Every other top-level key, as it was written (of a key written twice, the last).
+    /// Every other top-level key, as it was written (of a key written twice, the last: [`split`]
+    /// leaves such a document to serde_json, whose struct reading refuses it).
     pub others: Map<String, Value>,
 }
 
@@ -76,6 +77,11 @@ pub enum Split<E> {
     /// not an array), after `handed` elements went to the callback: read the document again
     /// with [`for_each_element`], skipping those.
     Unusual { handed: usize },
+}
+
+/// The `rewrite` of [`split`] for a document that is JSON as written.
+pub fn as_written(text: &str) -> std::borrow::Cow<'_, str> {
+    std::borrow::Cow::Borrowed(text)
 }
 
 /// Reads a document from `source` a piece at a time, handing each element of the array under
@@ -179,7 +185,9 @@ fn read_split<T: serde::de::DeserializeOwned, E>(
                     return unusual(handed);
                 };
                 text.pos = end;
-                document.others.insert(name, value);
+                if document.others.insert(name, value).is_some() {
+                    return unusual(handed);
+                }
             }
             text.forget_read();
             match text.next_token()? {
@@ -502,7 +510,7 @@ mod tests {
             let split_result = match split(
                 Pieces(text.as_bytes(), piece),
                 "runs",
-                crate::import::input::as_written,
+                as_written,
                 |i, v| each(&mut split_seen, i, v),
             ) {
                 Split::Done(document) => Ok(document),
