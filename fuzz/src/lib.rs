@@ -99,11 +99,28 @@ fn round_trip(results: &RunResults) {
 }
 
 /// A results file as `compare`, `baseline` and `history` read it (committed baselines and
-/// files from other revisions are inputs too): any version, damaged series. What it accepts
-/// must write and read back the same.
+/// files from other revisions are inputs too): any version, damaged series. Loaded from a file
+/// (a benchmark at a time) it gives what its whole text parses to, the same results or the
+/// same error; what it accepts must write and read back the same.
 pub fn results(data: &[u8]) {
-    if let Ok(text) = std::str::from_utf8(data)
-        && let Ok(results) = RunResults::parse(text, std::path::Path::new("results.json"))
+    let path = SCRATCH.with(|d| d.path().join("results.json"));
+    std::fs::write(&path, data).expect("the scratch folder is writable");
+    let loaded = RunResults::load(&path);
+    let Ok(text) = std::str::from_utf8(data) else {
+        assert!(loaded.is_err(), "a file that is not UTF-8 was loaded");
+        return;
+    };
+    let parsed = RunResults::parse(text, &path);
+    match (&loaded, &parsed) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "loaded and parsed results differ"),
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "different errors"),
+        _ => panic!(
+            "loaded {:?}, parsed {:?}",
+            loaded.as_ref().err().map(|e| e.to_string()),
+            parsed.as_ref().err().map(|e| e.to_string())
+        ),
+    }
+    if let Ok(results) = parsed
         && results.non_finite().is_none()
     {
         let again = RunResults::parse(&results.to_json(), std::path::Path::new("again.json"))
