@@ -148,12 +148,17 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             }
         };
         let what = "google/benchmark JSON";
-        let split = json_array::split(
-            input::json_stream(path, what)?,
-            "benchmarks",
-            strict_json,
-            &mut each,
-        );
+        // A pipe cannot be read twice: it goes straight to the whole reading.
+        let split = if json_array::rereadable(path) {
+            json_array::split(
+                input::json_stream(path, what)?,
+                "benchmarks",
+                strict_json,
+                &mut each,
+            )
+        } else {
+            Split::Unusual { handed: 0 }
+        };
         let read = match split {
             Split::Done(document) => Ok(document),
             Split::Stopped(e) => Err(ArrayError::Stopped(e)),

@@ -212,19 +212,25 @@ pub fn read_json(path: &Path, what: &str) -> Result<Value, ImportError> {
 /// [`read_json`] of a document whose bulk is the array under `key`: each element goes to
 /// `each` (with its index) as a `serde_json::Value` as it is read from the file, so that one
 /// element is held at a time and not the file's text ([`json_array::split`]); the file is
-/// checked as [`read_text`] checks it, chunk by chunk. Returns the rest of the document.
+/// checked as [`read_text`] checks it, chunk by chunk (a pipe, which cannot be read a second
+/// time for serde_json's messages, is read whole). Returns the rest of the document.
 pub fn for_each_json_element(
     path: &Path,
     what: &str,
     key: &str,
     mut each: impl FnMut(usize, Value) -> Result<(), ImportError>,
 ) -> Result<json_array::Document, ImportError> {
-    let handed = match json_array::split(
-        json_stream(path, what)?,
-        key,
-        json_array::as_written,
-        &mut each,
-    ) {
+    let split = if json_array::rereadable(path) {
+        json_array::split(
+            json_stream(path, what)?,
+            key,
+            json_array::as_written,
+            &mut each,
+        )
+    } else {
+        json_array::Split::Unusual { handed: 0 }
+    };
+    let handed = match split {
         json_array::Split::Done(document) => return Ok(document),
         json_array::Split::Stopped(e) => return Err(e),
         json_array::Split::Io(e) => return Err(refusal_of(path, e)),

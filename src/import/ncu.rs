@@ -1215,10 +1215,11 @@ pub fn annotate_details(report: &NcuReport, details: &mut BTreeMap<String, Strin
 }
 
 /// The version, when `path` holds `ncu --version` output (small and without CSV). At most
-/// 4 KiB are read, so that a device or a stream is left to the CSV reader's bounds.
+/// 4 KiB are read, so that a device or a stream is left to the CSV reader's bounds; only a
+/// regular file is looked at, as a pipe's first bytes would be gone for the CSV reader.
 fn version_file(path: &Path) -> Option<String> {
     let meta = std::fs::metadata(path).ok()?;
-    if meta.len() > 4096 {
+    if !meta.is_file() || meta.len() > 4096 {
         return None;
     }
     let mut bytes = Vec::new();

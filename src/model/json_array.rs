@@ -1,9 +1,10 @@
 //! A JSON document whose bulk is one array under a top-level key (`benchmarks` of kgate's own
 //! results files, of google/benchmark and of pytest-benchmark, `results` of hyperfine), read
-//! element by element as it is parsed. [`split`] reads the file a piece at a time and holds one element's text; a
-//! `serde_json::Value` of the whole document took several times the file, and the file's text
-//! as much as the file. What `split` does not read (a syntax error, a key written twice) is
-//! read again whole by [`for_each_element`], so that serde_json's errors and rules hold.
+//! element by element as it is parsed. [`split`] reads the file a piece at a time and holds
+//! one element's text; a `serde_json::Value` of the whole document took several times the
+//! file, and the file's text as much as the file. What `split` does not read (a syntax error, a
+//! key written twice) is read again whole by [`for_each_element`], so that serde_json's errors
+//! and rules hold; a file that cannot be read twice ([`rereadable`]) is read whole at once.
 
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -77,6 +78,14 @@ pub enum Split<E> {
     /// not an array), after `handed` elements went to the callback: read the document again
     /// with [`for_each_element`], skipping those.
     Unusual { handed: usize },
+}
+
+/// Whether the file at `path` can be read again from its start, as [`split`]'s callers do when
+/// it leaves a document to serde_json ([`Split::Unusual`]): a regular file can; a pipe
+/// (`/dev/stdin`, a shell's `<(…)`) gives nothing the second time, so its callers read it
+/// whole from the start instead.
+pub fn rereadable(path: &std::path::Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }
 
 /// The `rewrite` of [`split`] for a document that is JSON as written.

@@ -767,15 +767,18 @@ impl RunResults {
     /// The file is read a piece at a time, one benchmark's text held while it is parsed (a
     /// suite of 10,000 benchmarks writes a file of 170 MB, whose text was held beside what it
     /// parses to). Anything that reading leaves to serde_json (a syntax error, a key written
-    /// twice, another version) is read again whole, for serde_json's messages.
+    /// twice, another version) is read again whole, for serde_json's messages; a pipe, which
+    /// cannot be read twice, is read whole at once.
     pub fn load(path: &Path) -> Result<RunResults, ResultsError> {
         let read_error = |source| ResultsError::Read {
             path: path.to_path_buf(),
             source,
         };
-        let file = std::fs::File::open(path).map_err(read_error)?;
-        if let Some(results) = RunResults::read_split(file) {
-            return results.settled(path);
+        if crate::model::json_array::rereadable(path) {
+            let file = std::fs::File::open(path).map_err(read_error)?;
+            if let Some(results) = RunResults::read_split(file) {
+                return results.settled(path);
+            }
         }
         let text = std::fs::read_to_string(path).map_err(read_error)?;
         RunResults::parse(&text, path)

@@ -43,14 +43,23 @@ pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
             .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
             .map_err(read_error)
     };
-    let parsed = serde_json::from_reader::<_, Report>(open()?);
+    // A pipe cannot be read a second time for the version: its text is read first.
+    let piped = match crate::model::json_array::rereadable(path) {
+        true => None,
+        false => Some(std::fs::read_to_string(path).map_err(read_error)?),
+    };
+    let parsed = match &piped {
+        Some(text) => serde_json::from_str::<Report>(text),
+        None => serde_json::from_reader::<_, Report>(open()?),
+    };
     let version = match &parsed {
         Ok(report) => Some(u64::from(report.schema_version)),
         Err(e) if e.is_io() => None,
         // The text is read only for a report that did not read, to tell its version.
-        Err(_) => {
-            crate::model::schema_version_of(&std::fs::read_to_string(path).map_err(read_error)?)
-        }
+        Err(_) => crate::model::schema_version_of(&match piped {
+            Some(text) => text,
+            None => std::fs::read_to_string(path).map_err(read_error)?,
+        }),
     };
     if let Some(found) = version
         && found != u64::from(REPORT_SCHEMA_VERSION)

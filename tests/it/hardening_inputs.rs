@@ -431,3 +431,114 @@ fn the_results_writer_refuses_a_value_it_could_not_read_back() {
     let err = results.require_measurements("the import").unwrap_err();
     assert!(err.contains("not finite"), "{err}");
 }
+
+/// `kgate ARGS` in `dir` with `input` on a pipe as its standard input.
+fn kgate_piped(dir: &Path, args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kgate"))
+        .current_dir(dir)
+        .args(args)
+        .env_remove("CI")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_string();
+    // Written from a thread, so that a reader that stops early does not block the test.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+#[test]
+fn a_file_given_as_a_pipe_is_read_once_and_read_as_the_same_file_would_be() {
+    // A file that a piece-at-a-time reading leaves to a whole reading (another version, a
+    // syntax error) is read again from its path: a pipe cannot be, so it is read whole first.
+    let dir = tempfile::tempdir().unwrap();
+    let version_1 = results_file("abc", &[100.0, 101.0, 99.0, 100.5, 100.2]);
+    write(dir.path(), "base.json", &version_1);
+    write(dir.path(), "head.json", &version_1);
+    let compare = ["compare", "/dev/stdin", "head.json", "--format", "json"];
+    let piped = kgate_piped(dir.path(), &compare, &version_1);
+    let from_file = kgate(dir.path())
+        .args(["compare", "base.json", "head.json", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        from_file.status.code(),
+        Some(0),
+        "{}",
+        stderr_of(&from_file)
+    );
+    assert_eq!(piped.status.code(), Some(0), "{}", stderr_of(&piped));
+    let verdict =
+        |out: &Output| serde_json::from_slice::<Value>(&out.stdout).unwrap()["verdict"].clone();
+    assert_eq!(verdict(&piped), verdict(&from_file));
+    // A report of another version that does not read as this one: its version is read from
+    // its text again, which a pipe holds only once.
+    let mut report: Value = serde_json::from_slice(&from_file.stdout).unwrap();
+    report["schema_version"] = json!(99);
+    report.as_object_mut().unwrap().remove("verdict");
+    let report = report.to_string();
+    write(dir.path(), "report.json", &report);
+    let from_file = kgate(dir.path())
+        .args(["report", "report.json"])
+        .output()
+        .unwrap();
+    let piped = kgate_piped(dir.path(), &["report", "/dev/stdin"], &report);
+    assert!(
+        stderr_of(&from_file).contains("report format version 99"),
+        "{}",
+        stderr_of(&from_file)
+    );
+    assert_eq!(
+        stderr_of(&piped).replace("/dev/stdin", "report.json"),
+        stderr_of(&from_file)
+    );
+
+    let gbench = r#"{"context": {}, "benchmarks": [{"name": "BM_x", "run_type": "iteration", "real_time": 5, "cpu_time": 5, "time_unit": "ns", "iterations": 1}]} x"#;
+    write(dir.path(), "g.json", gbench);
+    let from_file = refused(dir.path(), "gbench", "g.json");
+    let piped = kgate_piped(dir.path(), &["import", "gbench", "/dev/stdin"], gbench);
+    assert_eq!(piped.status.code(), Some(2), "{}", stderr_of(&piped));
+    assert_eq!(
+        stderr_of(&piped).replace("/dev/stdin", "g.json"),
+        from_file,
+        "the pipe's message differs from the file's"
+    );
+    // An ncu export: its first bytes were read to tell a `--version` file from a CSV, and
+    // lost to the CSV reader of a pipe.
+    let csv = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/ncu/body_items_details.csv"
+    ))
+    .unwrap();
+    write(dir.path(), "n.csv", &csv);
+    let from_file = imported(dir.path(), "ncu", "n.csv");
+    let piped = kgate_piped(dir.path(), &["import", "ncu", "/dev/stdin"], &csv);
+    assert_eq!(piped.status.code(), Some(0), "{}", stderr_of(&piped));
+    let piped: Value = serde_json::from_slice(&piped.stdout).unwrap();
+    assert_eq!(
+        piped["benchmarks"][0]["metrics"],
+        from_file["benchmarks"][0]["metrics"]
+    );
+    let hyperfine = r#"{"results": [{"command": "true", "times": [0.1, 0.2]}]} x"#;
+    write(dir.path(), "h.json", hyperfine);
+    let from_file = refused(dir.path(), "hyperfine", "h.json");
+    let piped = kgate_piped(
+        dir.path(),
+        &["import", "hyperfine", "/dev/stdin"],
+        hyperfine,
+    );
+    assert_eq!(
+        stderr_of(&piped).replace("/dev/stdin", "h.json"),
+        from_file,
+        "the pipe's message differs from the file's"
+    );
+}
