@@ -22,6 +22,11 @@ pub use crate::model::repetition_numbers::{RepetitionNumbers, RepetitionRun};
 /// one object per reading, are still read (see [`RunResults::load`]).
 pub const RESULTS_SCHEMA_VERSION: u32 = 2;
 
+/// The most bytes of a results file or report read from a pipe or a device (a regular file is
+/// read a piece at a time, without a bound): far above any real one, and a bound for a stream
+/// without end.
+pub const STREAM_MAX_BYTES: u64 = 1 << 32;
+
 /// Everything one run measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunResults {
@@ -774,13 +779,17 @@ impl RunResults {
             path: path.to_path_buf(),
             source,
         };
-        if crate::model::json_array::rereadable(path) {
+        use crate::model::json_array;
+        let text = if json_array::rereadable(path) {
             let file = std::fs::File::open(path).map_err(read_error)?;
             if let Some(results) = RunResults::read_split(file) {
                 return results.settled(path);
             }
+            std::fs::read_to_string(path)
+        } else {
+            json_array::read_once(path, STREAM_MAX_BYTES)
         }
-        let text = std::fs::read_to_string(path).map_err(read_error)?;
+        .map_err(read_error)?;
         RunResults::parse(&text, path)
     }
 

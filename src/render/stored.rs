@@ -46,7 +46,10 @@ pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
     // A pipe cannot be read a second time for the version: its text is read first.
     let piped = match crate::model::json_array::rereadable(path) {
         true => None,
-        false => Some(std::fs::read_to_string(path).map_err(read_error)?),
+        false => Some(
+            crate::model::json_array::read_once(path, crate::model::results::STREAM_MAX_BYTES)
+                .map_err(read_error)?,
+        ),
     };
     let parsed = match &piped {
         Some(text) => serde_json::from_str::<Report>(text),

@@ -542,3 +542,22 @@ fn a_file_given_as_a_pipe_is_read_once_and_read_as_the_same_file_would_be() {
         "the pipe's message differs from the file's"
     );
 }
+
+#[test]
+fn a_results_file_or_report_that_is_an_endless_device_is_refused_at_its_first_nul() {
+    // `/dev/zero` was read until memory ran out: a stream is read once, and no JSON text holds
+    // a NUL byte.
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["compare", "/dev/zero", "/dev/zero"][..],
+        &["report", "/dev/zero"][..],
+    ] {
+        let out = kgate_capped(dir.path(), args);
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("`/dev/zero`: a NUL byte at byte 0"),
+            "{args:?}: {err}"
+        );
+    }
+}
