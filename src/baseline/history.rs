@@ -191,22 +191,22 @@ impl HistoryRecord {
             .iter()
             .flat_map(|b| &b.metrics)
             .any(|m| m.verdict.is_some() || m.mde.is_some());
-        let cleared;
-        let run = if checked {
-            let mut run = self.clone();
-            for m in run.benchmarks.iter_mut().flat_map(|b| b.metrics.iter_mut()) {
+        let mut run = std::borrow::Cow::Borrowed(self);
+        if checked {
+            for m in run
+                .to_mut()
+                .benchmarks
+                .iter_mut()
+                .flat_map(|b| b.metrics.iter_mut())
+            {
                 m.verdict = None;
                 m.mde = None;
             }
-            cleared = run;
-            &cleared
-        } else {
-            self
-        };
+        }
         // Over the record indented, as records were once written, so that a run recorded by an
         // earlier version has the same name and is still found to be recorded already.
         let mut hash = Fnv1a(0x811c_9dc5);
-        serde_json::to_writer_pretty(&mut hash, run).expect("history serializes");
+        serde_json::to_writer_pretty(&mut hash, &*run).expect("history serializes");
         hash.write_all(b"\n").expect("hashing cannot fail");
         format!("{time}-{commit}-{:08x}.json", hash.0)
     }

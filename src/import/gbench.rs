@@ -148,17 +148,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             }
         };
         let what = "google/benchmark JSON";
-        // A pipe cannot be read twice: it goes straight to the whole reading.
-        let split = if json_array::rereadable(path) {
-            json_array::split(
-                input::json_stream(path, what)?,
-                "benchmarks",
-                strict_json,
-                &mut each,
-            )
-        } else {
-            Split::Unusual { handed: 0 }
-        };
+        let split = input::split_json(path, what, "benchmarks", strict_json, &mut each)?;
         let read = match split {
             Split::Done(document) => Ok(document),
             Split::Stopped(e) => Err(ArrayError::Stopped(e)),

@@ -220,17 +220,7 @@ pub fn for_each_json_element(
     key: &str,
     mut each: impl FnMut(usize, Value) -> Result<(), ImportError>,
 ) -> Result<json_array::Document, ImportError> {
-    let split = if json_array::rereadable(path) {
-        json_array::split(
-            json_stream(path, what)?,
-            key,
-            json_array::as_written,
-            &mut each,
-        )
-    } else {
-        json_array::Split::Unusual { handed: 0 }
-    };
-    let handed = match split {
+    let handed = match split_json(path, what, key, json_array::as_written, &mut each)? {
         json_array::Split::Done(document) => return Ok(document),
         json_array::Split::Stopped(e) => return Err(e),
         json_array::Split::Io(e) => return Err(refusal_of(path, e)),
@@ -245,6 +235,27 @@ pub fn for_each_json_element(
         json_array::ArrayError::Stopped(e) => e,
         json_array::ArrayError::Json(e) => not_json(path, what, &e),
     })
+}
+
+/// [`json_array::split`] of the JSON file at `path`, read as [`json_stream`] reads it. A file
+/// that cannot be read twice ([`json_array::rereadable`]: a pipe) is not split: it is left
+/// whole to the reading the caller falls back to (`Unusual`, nothing handed over).
+pub fn split_json<T: serde::de::DeserializeOwned, E>(
+    path: &Path,
+    what: &str,
+    key: &str,
+    rewrite: fn(&str) -> std::borrow::Cow<'_, str>,
+    each: impl FnMut(usize, T) -> Result<(), E>,
+) -> Result<json_array::Split<E>, ImportError> {
+    if !json_array::rereadable(path) {
+        return Ok(json_array::Split::Unusual { handed: 0 });
+    }
+    Ok(json_array::split(
+        json_stream(path, what)?,
+        key,
+        rewrite,
+        each,
+    ))
 }
 
 /// The text of the JSON file at `path`, checked as [`read_text`] checks it as it is read, a
