@@ -64,239 +64,562 @@ impl<'a> Options<'a> {
 /// series are the benchmark's own and `lent`, those its kernel windows are read against on
 /// another benchmark ([`crate::model::results::RunResults::lent_counters`]).
 pub fn apply(result: &mut BenchmarkResult, lent: &[CounterSeries], opts: Options<'_>) {
-    let profile = opts.profile;
-    result
-        .provenance
-        .details
-        .insert("device.profile".into(), profile.name.clone());
-    result.provenance.details.insert(
-        "device.clock_hz".into(),
-        format!("{} ({})", profile.clock_hz.value, profile.clock_hz.source),
-    );
-    for (k, pass) in opts.passes.iter().enumerate() {
-        for c in pass {
-            result
-                .provenance
-                .details
-                .insert(format!("counter_pass.{c}"), k.to_string());
-        }
-    }
-    // Each series under the profile's key for its counter: a trace's track names map to it
-    // through the profile's aliases and its register naming rule (the die as the core).
-    // Readings of several registers under one key (an HBM channel each) are summed per time.
-    let marker = profile
-        .register_names
-        .as_ref()
-        .map(|r| r.after.to_ascii_uppercase())
-        .filter(|m| !m.is_empty());
-    let core_rule = profile.register_core_regex();
-    let mut series: BTreeMap<(u32, String), Series> = BTreeMap::new();
-    let mut aliased: BTreeMap<String, String> = BTreeMap::new();
-    let mut unknown: Vec<&str> = Vec::new();
-    let mut unknown_seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    let mut registers_left_out: Vec<&str> = Vec::new();
-    for c in result.counters.iter().chain(lent) {
-        let base = match profile.counter_key(&c.counter) {
-            Some(key) => {
-                if key != c.counter {
-                    aliased.insert(c.counter.clone(), key.to_string());
-                }
-                key.to_string()
-            }
-            None => {
-                // A register the profile has no key for is left out (a real end-of-profile
-                // sample holds tens of thousands), counted in one note.
-                let register = marker
-                    .as_ref()
-                    .is_some_and(|m| c.counter.to_ascii_uppercase().contains(m.as_str()));
-                if unknown_seen.insert(c.counter.as_str()) {
-                    if register {
-                        registers_left_out.push(&c.counter);
-                    } else if c.unit.is_empty() {
-                        // Without a unit of its own or the profile's, nothing tells what it
-                        // counts.
-                        unknown.push(&c.counter);
-                    }
-                }
-                if register {
-                    continue;
-                }
-                c.counter.clone()
-            }
-        };
-        let core = c.core.or_else(|| {
-            core_rule
-                .as_ref()
-                .and_then(|re| crate::config::profile::core_of(re, &c.counter))
-        });
-        let name = match core {
-            Some(core) => format!("{base}.core{core}"),
-            None => base.clone(),
-        };
-        let mode = match (opts.explicit_mode, c.sampling) {
-            (false, Some(Sampling::Interval)) => SampleMode::Interval,
-            (false, Some(Sampling::Cumulative)) => SampleMode::Cumulative,
-            _ => opts.mode,
-        };
-        series
-            .entry((c.repetition, name))
-            .or_insert_with(|| Series {
-                base,
-                core,
-                mode,
-                sources: Vec::new(),
-            })
-            .sources
-            .push(c);
-    }
-    for (trace_name, key) in &aliased {
-        result
-            .provenance
-            .details
-            .insert(format!("counter_alias.{trace_name}"), key.clone());
-    }
-    let mut out = Recorder::default();
-    let mut refused: Vec<String> = Vec::new();
-    for counter in &unknown {
-        refused.push(format!(
-            "counter `{counter}` is none of profile `{}`'s counters nor an alias of one, and has no unit: its increase is kept as `counter.{counter}`, with no utilization; name the counter it is under `aliases` in the profile (profiles.{}.counters.KEY.aliases in kgate.yaml)",
-            profile.name, profile.name
-        ));
-    }
-    if !registers_left_out.is_empty() {
-        let shown: Vec<String> = registers_left_out
-            .iter()
-            .take(3)
-            .map(|c| format!("`{c}`"))
-            .collect();
-        refused.push(format!(
-            "left out {} register counters that profile `{}` has no key for ({}{}): a key under profiles.{}.counters in kgate.yaml whose name (or alias) is the register's name after `{}` keeps one",
-            registers_left_out.len(),
-            profile.name,
-            shown.join(", "),
-            if registers_left_out.len() > 3 { ", …" } else { "" },
-            profile.name,
-            marker.as_deref().unwrap_or_default()
-        ));
-    }
-    let mut modes: Vec<&str> = Vec::new();
-    let mut scaling_note = false;
-    // Per series: its increase inside the kernel windows, their span, the sampling windows
-    // used and all of them.
-    let mut computed: Vec<Computed> = Vec::new();
+    let plan = SeriesPlan::new(result.counters.iter().chain(lent), opts);
     // The kernel windows of each repetition, gathered once for all its series.
-    let mut windows_by_rep: BTreeMap<u32, Vec<(&str, f64, f64)>> = BTreeMap::new();
+    let mut launches: BTreeMap<u32, Vec<Launch<'_>>> = BTreeMap::new();
     for k in &result.kernel_windows {
-        windows_by_rep.entry(k.repetition).or_default().extend(
+        launches.entry(k.repetition).or_default().extend(
             k.windows()
                 .map(|(start, end)| (k.kernel.as_str(), start, end)),
         );
     }
-    for ((rep, name), s) in series {
-        let Series {
-            base,
-            core,
-            mode,
-            sources,
-        } = s;
-        let readings = Readings::gather(&sources);
-        let mode_word = match mode {
-            SampleMode::Cumulative => "cumulative",
-            SampleMode::Interval => "interval",
-        };
-        if !modes.contains(&mode_word) {
-            modes.push(mode_word);
+    let readings: Vec<Option<Readings<'_>>> = plan
+        .series
+        .iter()
+        .map(|s| s.off_pass.is_none().then(|| Readings::gather(&s.sources)))
+        .collect();
+    let mut tallies: Vec<Tally> = plan.series.iter().map(|_| Tally::default()).collect();
+    tally_readings(&plan, readings, &launches, &mut tallies, Stretches::One);
+    let outcome = finish(result, &plan, tallies);
+    outcome.record(result);
+}
+
+/// A kernel launch: its kernel, start and end.
+pub(super) type Launch<'a> = (&'a str, f64, f64);
+
+/// One counter's readings in one repetition, under the profile's key and core.
+pub(super) struct Series<'a> {
+    pub(super) rep: u32,
+    /// The key with the core: `mxu_busy.core1`.
+    pub(super) name: String,
+    pub(super) base: String,
+    pub(super) core: Option<u32>,
+    pub(super) mode: SampleMode,
+    pub(super) pass: Option<usize>,
+    /// Why it is not read: the repetition ran a counter pass without it.
+    pub(super) off_pass: Option<String>,
+    /// The series whose readings are under this key, core and repetition.
+    pub(super) sources: Vec<&'a CounterSeries>,
+}
+
+/// The series of a benchmark under the profile's keys, and what their names alone say.
+pub(super) struct SeriesPlan<'a> {
+    pub(super) opts: Options<'a>,
+    /// In the order of their repetition and name.
+    pub(super) series: Vec<Series<'a>>,
+    /// Trace names mapped to a key of another name.
+    aliased: BTreeMap<String, String>,
+    /// Counters refused by their names (no key and no unit; registers the profile lacks).
+    refused: Vec<String>,
+    /// The sampling modes the series were read in, as words, in order of first use.
+    modes: Vec<&'static str>,
+}
+
+impl<'a> SeriesPlan<'a> {
+    /// Files `counters` under the profile's key for each counter: a trace's track names map
+    /// to it through the profile's aliases and its register naming rule (the die as the
+    /// core). Readings of several registers under one key (an HBM channel each) are summed
+    /// per time.
+    pub(super) fn new(
+        counters: impl IntoIterator<Item = &'a CounterSeries>,
+        opts: Options<'a>,
+    ) -> SeriesPlan<'a> {
+        let profile = opts.profile;
+        let marker = profile
+            .register_names
+            .as_ref()
+            .map(|r| r.after.to_ascii_uppercase())
+            .filter(|m| !m.is_empty());
+        let core_rule = profile.register_core_regex();
+        let mut series: BTreeMap<(u32, String), Series<'a>> = BTreeMap::new();
+        let mut aliased: BTreeMap<String, String> = BTreeMap::new();
+        let mut unknown: Vec<&str> = Vec::new();
+        let mut unknown_seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut registers_left_out: Vec<&str> = Vec::new();
+        for c in counters {
+            let base = match profile.counter_key(&c.counter) {
+                Some(key) => {
+                    if key != c.counter {
+                        aliased.insert(c.counter.clone(), key.to_string());
+                    }
+                    key.to_string()
+                }
+                None => {
+                    // A register the profile has no key for is left out (a real
+                    // end-of-profile sample holds tens of thousands), counted in one note.
+                    let register = marker
+                        .as_ref()
+                        .is_some_and(|m| c.counter.to_ascii_uppercase().contains(m.as_str()));
+                    if unknown_seen.insert(c.counter.as_str()) {
+                        if register {
+                            registers_left_out.push(&c.counter);
+                        } else if c.unit.is_empty() {
+                            // Without a unit of its own or the profile's, nothing tells what
+                            // it counts.
+                            unknown.push(&c.counter);
+                        }
+                    }
+                    if register {
+                        continue;
+                    }
+                    c.counter.clone()
+                }
+            };
+            let core = c.core.or_else(|| {
+                core_rule
+                    .as_ref()
+                    .and_then(|re| crate::config::profile::core_of(re, &c.counter))
+            });
+            let name = match core {
+                Some(core) => format!("{base}.core{core}"),
+                None => base.clone(),
+            };
+            let mode = match (opts.explicit_mode, c.sampling) {
+                (false, Some(Sampling::Interval)) => SampleMode::Interval,
+                (false, Some(Sampling::Cumulative)) => SampleMode::Cumulative,
+                _ => opts.mode,
+            };
+            series
+                .entry((c.repetition, name.clone()))
+                .or_insert_with(|| Series {
+                    rep: c.repetition,
+                    name,
+                    base,
+                    core,
+                    mode,
+                    pass: None,
+                    off_pass: None,
+                    sources: Vec::new(),
+                })
+                .sources
+                .push(c);
         }
-        let pass = pass_of(opts.passes, &base);
-        if let Some(p) = pass
-            && !opts.passes.is_empty()
-            && rep as usize % opts.passes.len() != p
-        {
+        let mut refused: Vec<String> = Vec::new();
+        for counter in &unknown {
             refused.push(format!(
-                "counter `{base}` was reported in repetition {rep}, which ran pass {} without it; ignored",
-                rep as usize % opts.passes.len()
+                "counter `{counter}` is none of profile `{}`'s counters nor an alias of one, and has no unit: its increase is kept as `counter.{counter}`, with no utilization; name the counter it is under `aliases` in the profile (profiles.{}.counters.KEY.aliases in kgate.yaml)",
+                profile.name, profile.name
             ));
+        }
+        if !registers_left_out.is_empty() {
+            let shown: Vec<String> = registers_left_out
+                .iter()
+                .take(3)
+                .map(|c| format!("`{c}`"))
+                .collect();
+            refused.push(format!(
+                "left out {} register counters that profile `{}` has no key for ({}{}): a key under profiles.{}.counters in kgate.yaml whose name (or alias) is the register's name after `{}` keeps one",
+                registers_left_out.len(),
+                profile.name,
+                shown.join(", "),
+                if registers_left_out.len() > 3 { ", …" } else { "" },
+                profile.name,
+                marker.as_deref().unwrap_or_default()
+            ));
+        }
+        let mut modes: Vec<&'static str> = Vec::new();
+        let mut series: Vec<Series<'a>> = series.into_values().collect();
+        for s in &mut series {
+            let word = mode_word(s.mode);
+            if !modes.contains(&word) {
+                modes.push(word);
+            }
+            s.pass = pass_of(opts.passes, &s.base);
+            if let Some(p) = s.pass
+                && !opts.passes.is_empty()
+                && s.rep as usize % opts.passes.len() != p
+            {
+                s.off_pass = Some(format!(
+                    "counter `{}` was reported in repetition {}, which ran pass {} without it; ignored",
+                    s.base,
+                    s.rep,
+                    s.rep as usize % opts.passes.len()
+                ));
+            }
+        }
+        SeriesPlan {
+            opts,
+            series,
+            aliased,
+            refused,
+            modes,
+        }
+    }
+
+    /// The series the utilization of series `c` may be divided by: those of the profile's
+    /// cycle counters in the same repetition and core.
+    fn cycle_candidates(&self, c: usize) -> Vec<usize> {
+        let s = &self.series[c];
+        (0..self.series.len())
+            .filter(|&o| {
+                let other = &self.series[o];
+                o != c
+                    && other.rep == s.rep
+                    && other.core == s.core
+                    && self.opts.profile.cycle_counters.contains(&other.base)
+            })
+            .collect()
+    }
+
+    /// Whether series `c` is a busy counter: it counts cycles and is not a clock.
+    fn is_busy(&self, c: usize, unit: &str) -> bool {
+        let base = &self.series[c].base;
+        unit == "cycles" && !is_clock(self.opts.profile, base)
+    }
+
+    /// The unit of series `c` when its readings say `readings_unit`: theirs, else the
+    /// profile's.
+    fn unit(&self, c: usize, readings_unit: &str) -> String {
+        if readings_unit.is_empty() {
+            self.spec(c).unit
+        } else {
+            readings_unit.to_string()
+        }
+    }
+
+    fn spec(&self, c: usize) -> crate::config::profile::CounterSpec {
+        self.opts
+            .profile
+            .counters
+            .get(&self.series[c].base)
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+fn mode_word(mode: SampleMode) -> &'static str {
+    match mode {
+        SampleMode::Cumulative => "cumulative",
+        SampleMode::Interval => "interval",
+    }
+}
+
+/// Whether `base` is a clock: the profile's `cycles` or one of its cycle counters.
+fn is_clock(profile: &DeviceProfile, base: &str) -> bool {
+    base == "cycles" || profile.cycle_counters.iter().any(|c| c == base)
+}
+
+/// What one series' windows gave so far, stretch after stretch of its readings in time order.
+#[derive(Debug, Default)]
+pub(super) struct Tally {
+    /// Why its windows could not be made: the first reading that does not fit its width.
+    error: Option<String>,
+    /// Whether its repetition has launches: its figure is read inside them, not over every
+    /// window.
+    launches: bool,
+    /// Whether it had readings, their unit (the first reading's), and whether they say how
+    /// they were sampled (XProf's, whose right shift is already restored).
+    seen: Option<(String, bool)>,
+    /// With launches: the increase inside them and the time it was measured over, summed
+    /// launch by launch in order.
+    inside: (f64, f64),
+    /// Without launches: the increase over every window, summed in order, and the times of
+    /// the first and the last reading.
+    whole: Option<(f64, f64, f64)>,
+    /// The first launch that holds no window: its kernel and how long it ran.
+    unresolved: Option<(String, f64)>,
+    /// The median window length, once known (one stretch of every reading computes it directly).
+    median: Option<f64>,
+    /// Window lengths (as bits) and how many of each, for the median over many stretches.
+    lengths: HashMap<u64, u64>,
+    /// For a busy counter, per denominator (the clock, or a cycle counter's series): the
+    /// highest window utilization over every window and over those inside the launches.
+    maxima: Vec<(Option<usize>, f64, f64)>,
+}
+
+impl Tally {
+    /// How many different window lengths it counts.
+    pub(super) fn lengths_counted(&self) -> usize {
+        self.lengths.len()
+    }
+
+    /// The median window length: from the lengths counted over the stretches.
+    fn median_interval(&self) -> f64 {
+        if let Some(m) = self.median {
+            return m;
+        }
+        let total: u64 = self.lengths.values().sum();
+        if total == 0 {
+            return f64::INFINITY;
+        }
+        let mut lengths: Vec<(f64, u64)> = self
+            .lengths
+            .iter()
+            .map(|(&bits, &n)| (f64::from_bits(bits), n))
+            .collect();
+        lengths.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mid = total / 2;
+        let mut below = 0;
+        for (length, n) in lengths {
+            below += n;
+            if below > mid {
+                return length;
+            }
+        }
+        unreachable!("the counts add up to the total")
+    }
+}
+
+/// How the readings come: all at once, or a stretch of time at a time, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stretches {
+    One,
+    Many,
+}
+
+/// Adds one stretch of readings to the tallies: `readings[i]` are series `i`'s readings of
+/// the stretch (each stretch after the first begins with the last reading of the one before,
+/// so that every window is in exactly one stretch), `launches` the stretch's launches by
+/// repetition (each in the stretch that holds all the readings around it).
+pub(super) fn tally_readings(
+    plan: &SeriesPlan<'_>,
+    readings: Vec<Option<Readings<'_>>>,
+    launches: &BTreeMap<u32, Vec<Launch<'_>>>,
+    tallies: &mut [Tally],
+    stretches: Stretches,
+) {
+    let opts = plan.opts;
+    let profile = opts.profile;
+    let windows: Vec<Option<Windows<'_>>> = readings
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let r = r?;
+            let tally = &mut tallies[i];
+            if tally.error.is_some() {
+                return None;
+            }
+            // A stretch without readings says nothing of how they were sampled.
+            match &mut tally.seen {
+                Some((_, from_xprof)) => *from_xprof |= r.from_xprof,
+                None => tally.seen = Some((r.unit.to_string(), r.from_xprof)),
+            }
+            let scaling = if r.from_xprof { 0 } else { opts.scaling };
+            match Windows::new(r, plan.series[i].mode, scaling) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    tally.error = Some(e);
+                    None
+                }
+            }
+        })
+        .collect();
+    for (i, wins) in windows.iter().enumerate() {
+        let Some(wins) = wins else { continue };
+        let tally = &mut tallies[i];
+        let kernels: &[Launch<'_>] = launches.get(&plan.series[i].rep).map_or(&[], Vec::as_slice);
+        if kernels.is_empty() {
+            if !wins.is_empty() {
+                let (first, last) = (wins.start(0), wins.end(wins.len() - 1));
+                // Summed as `Iterator::sum` sums, from its own starting value.
+                let whole =
+                    tally
+                        .whole
+                        .get_or_insert((std::iter::empty::<f64>().sum(), first, last));
+                for w in 0..wins.len() {
+                    whole.0 += wins.delta(w);
+                }
+                whole.2 = last;
+            }
             continue;
         }
-        // Readings whose file says how they were sampled are XProf's, whose conversion has
-        // already restored the right shift: `scaling` is not applied to them again.
-        let from_xprof = readings.from_xprof;
-        if from_xprof && opts.scaling > 0 && !scaling_note {
+        tally.launches = true;
+        if stretches == Stretches::Many {
+            for w in 0..wins.len() {
+                *tally
+                    .lengths
+                    .entry((wins.end(w) - wins.start(w)).to_bits())
+                    .or_default() += 1;
+            }
+        }
+        for (kernel, start, end) in kernels {
+            match wins.in_window(*start, *end) {
+                Some((d, s)) => {
+                    tally.inside.0 += d;
+                    tally.inside.1 += s;
+                }
+                None => {
+                    if tally.unresolved.is_none() {
+                        tally.unresolved = Some((kernel.to_string(), end - start));
+                        if stretches == Stretches::One {
+                            tally.median = Some(wins.median_interval());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // The busy counters' highest windows, against each denominator they may be divided by.
+    for (c, wins) in windows.iter().enumerate() {
+        let Some(wins) = wins else { continue };
+        let unit = match &tallies[c].seen {
+            Some((unit, _)) => plan.unit(c, unit),
+            None => continue,
+        };
+        if !plan.is_busy(c, &unit) {
+            continue;
+        }
+        let lanes = plan.spec(c).lanes.unwrap_or(1);
+        let kernels: &[Launch<'_>] = launches.get(&plan.series[c].rep).map_or(&[], Vec::as_slice);
+        let candidates: Vec<Option<usize>> = std::iter::once(None)
+            .chain(plan.cycle_candidates(c).into_iter().map(Some))
+            .collect();
+        for candidate in candidates {
+            let measured = candidate.and_then(|m| windows[m].as_ref());
+            let per_window = |i: usize| {
+                let delta = wins.delta(i);
+                match measured.and_then(|m| m.same_as(wins, i).map(|j| (m, j))) {
+                    Some((m, j)) => delta / (m.delta(j) * f64::from(lanes.max(1))),
+                    None => utilization(
+                        delta,
+                        wins.end(i) - wins.start(i),
+                        profile.clock_hz.value,
+                        lanes,
+                    ),
+                }
+            };
+            let highest = |range: std::ops::Range<usize>| {
+                range
+                    .filter(|&i| wins.end(i) > wins.start(i))
+                    .map(per_window)
+                    .fold(0.0, f64::max)
+            };
+            let max_window = highest(0..wins.len());
+            let peak = if kernels.is_empty() {
+                max_window
+            } else {
+                wins.used(kernels)
+                    .into_iter()
+                    .map(highest)
+                    .fold(0.0, f64::max)
+            };
+            let maxima = &mut tallies[c].maxima;
+            match maxima.iter_mut().find(|m| m.0 == candidate) {
+                Some(m) => {
+                    m.1 = m.1.max(max_window);
+                    m.2 = m.2.max(peak);
+                }
+                None => maxima.push((candidate, max_window, peak)),
+            }
+        }
+    }
+}
+
+/// What one series gave, for the metrics.
+struct Computed {
+    /// Its index in the plan.
+    index: usize,
+    delta: f64,
+    span: f64,
+    unit: String,
+    spec: crate::config::profile::CounterSpec,
+}
+
+/// Everything [`apply`] records on a benchmark.
+pub(super) struct Outcome {
+    details: Vec<(String, String)>,
+    notes: Vec<String>,
+    unavailable: Vec<UnavailableCounter>,
+    metrics: Vec<(String, MetricSamples)>,
+}
+
+impl Outcome {
+    /// Writes it into `result`: details, notes, the derived metrics (replacing those of the
+    /// same name).
+    pub(super) fn record(self, result: &mut BenchmarkResult) {
+        result.provenance.details.extend(self.details);
+        result.provenance.notes.extend(self.notes);
+        result.provenance.unavailable.extend(self.unavailable);
+        for (name, m) in self.metrics {
+            if let Some(existing) = result.metrics.iter_mut().find(|e| e.name == name) {
+                // Recomputed (an import of a result that already had them): replace.
+                *existing = m;
+            } else {
+                result.metrics.push(m);
+            }
+        }
+    }
+
+    /// The names of the metrics it records.
+    pub(super) fn metric_names(&self) -> impl Iterator<Item = &str> {
+        self.metrics.iter().map(|(n, _)| n.as_str())
+    }
+}
+
+/// Turns the tallies into metrics, notes and details: what [`apply`] records.
+pub(super) fn finish(
+    result: &BenchmarkResult,
+    plan: &SeriesPlan<'_>,
+    tallies: Vec<Tally>,
+) -> Outcome {
+    let opts = plan.opts;
+    let profile = opts.profile;
+    let mut details: Vec<(String, String)> = vec![
+        ("device.profile".into(), profile.name.clone()),
+        (
+            "device.clock_hz".into(),
+            format!("{} ({})", profile.clock_hz.value, profile.clock_hz.source),
+        ),
+    ];
+    for (k, pass) in opts.passes.iter().enumerate() {
+        for c in pass {
+            details.push((format!("counter_pass.{c}"), k.to_string()));
+        }
+    }
+    for (trace_name, key) in &plan.aliased {
+        details.push((format!("counter_alias.{trace_name}"), key.clone()));
+    }
+    let mut out = Recorder::default();
+    let mut refused = plan.refused.clone();
+    let mut scaling_note = false;
+    let mut computed: Vec<Computed> = Vec::new();
+    for (index, (s, tally)) in plan.series.iter().zip(&tallies).enumerate() {
+        if let Some(why) = &s.off_pass {
+            refused.push(why.clone());
+            continue;
+        }
+        let Some((readings_unit, from_xprof)) = &tally.seen else {
+            continue;
+        };
+        if *from_xprof && opts.scaling > 0 && !scaling_note {
             scaling_note = true;
             refused.push(format!(
                 "counters.scaling {} is not applied to the readings of XProf profiles (XSpace, trace-viewer JSON): XProf's conversion has already restored the original values",
                 opts.scaling
             ));
         }
-        let scaling = if from_xprof { 0 } else { opts.scaling };
-        let wins = match Windows::new(readings, mode, scaling) {
-            Ok(w) => w,
-            Err(e) => {
-                refused.push(e);
-                continue;
-            }
-        };
-        // The median sampling interval, for a kernel too short to measure: found only then
-        // (it copies every window's length).
-        let mut interval = None;
-        let kernels: &[(&str, f64, f64)] = windows_by_rep.get(&rep).map_or(&[], Vec::as_slice);
-        let (delta, span) = if kernels.is_empty() {
-            match wins.whole() {
-                Some(whole) => whole,
+        if let Some(e) = &tally.error {
+            refused.push(e.clone());
+            continue;
+        }
+        let (delta, span) = if !tally.launches {
+            match tally.whole {
+                Some((delta, first, last)) => (delta, last - first),
                 None => continue,
             }
+        } else if let Some((kernel, duration)) = &tally.unresolved {
+            // The figure the window would have given: a busy counter's utilization, else
+            // the counter's increase.
+            let busy = profile
+                .counters
+                .get(&s.base)
+                .is_some_and(|spec| spec.unit == "cycles" && !is_clock(profile, &s.base));
+            let figure = if busy {
+                format!("util.{}", s.name)
+            } else {
+                format!("counter.{}", s.name)
+            };
+            out.unresolved(kernel, &figure, *duration, tally.median_interval(), profile);
+            continue;
         } else {
-            let mut total = (0.0, 0.0);
-            let mut unresolved = false;
-            for (kernel, start, end) in kernels {
-                match wins.in_window(*start, *end) {
-                    Some((d, s)) => {
-                        total.0 += d;
-                        total.1 += s;
-                    }
-                    None => {
-                        unresolved = true;
-                        // The figure the window would have given: a busy counter's
-                        // utilization, else the counter's increase.
-                        let busy = profile.counters.get(&base).is_some_and(|spec| {
-                            spec.unit == "cycles"
-                                && base != "cycles"
-                                && !profile.cycle_counters.contains(&base)
-                        });
-                        let figure = if busy {
-                            format!("util.{name}")
-                        } else {
-                            format!("counter.{name}")
-                        };
-                        let interval = *interval.get_or_insert_with(|| wins.median_interval());
-                        out.unresolved(kernel, &figure, end - start, interval, profile);
-                    }
-                }
-            }
-            if unresolved {
-                continue;
-            }
-            total
-        };
-        let used = wins.used(kernels);
-        let spec = profile.counters.get(&base).cloned().unwrap_or_default();
-        let unit = if wins.readings().unit.is_empty() {
-            spec.unit.clone()
-        } else {
-            wins.readings().unit.to_string()
+            tally.inside
         };
         computed.push(Computed {
-            rep,
-            name,
-            base,
-            core,
-            pass,
+            index,
             delta,
             span,
-            used,
-            wins,
-            unit,
-            spec,
+            unit: plan.unit(index, readings_unit),
+            spec: plan.spec(index),
         });
     }
     let mut per_rep: BTreeMap<u32, BTreeMap<Option<u32>, CoreCounters>> = BTreeMap::new();
@@ -304,59 +627,49 @@ pub fn apply(result: &mut BenchmarkResult, lent: &[CounterSeries], opts: Options
     let mut memory: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
     let mut denominators: Vec<String> = Vec::new();
     for c in &computed {
+        let s = &plan.series[c.index];
         out.push(
-            &format!("counter.{}", c.name),
+            &format!("counter.{}", s.name),
             &c.unit,
             Source::Hardware,
             Direction::Lower,
-            c.rep,
+            s.rep,
             c.delta,
         );
         per_rep
-            .entry(c.rep)
+            .entry(s.rep)
             .or_default()
-            .entry(c.core)
+            .entry(s.core)
             .or_default()
-            .insert(c.base.clone(), (c.delta, c.pass.unwrap_or(0)));
+            .insert(s.base.clone(), (c.delta, s.pass.unwrap_or(0)));
         if c.span <= 0.0 {
             continue;
         }
-        let is_clock = c.base == "cycles" || profile.cycle_counters.contains(&c.base);
-        if c.unit == "cycles" && !is_clock {
+        if plan.is_busy(c.index, &c.unit) {
             let lanes = c.spec.lanes.unwrap_or(1);
             // XProf's denominator: the core's measured cycle counter over the same windows.
             let measured = profile.cycle_counters.iter().find_map(|key| {
-                computed
-                    .iter()
-                    .find(|o| o.rep == c.rep && o.core == c.core && &o.base == key && o.delta > 0.0)
+                computed.iter().find(|o| {
+                    let other = &plan.series[o.index];
+                    other.rep == s.rep
+                        && other.core == s.core
+                        && &other.base == key
+                        && o.delta > 0.0
+                })
             });
-            let per_window = |i: usize| {
-                let delta = c.wins.delta(i);
-                // The cycle counter's window of the same times: its windows are in time
-                // order, so those that start there are one run (a scan per window was
-                // quadratic in a trace's readings).
-                let cycles = measured.and_then(|m| m.wins.same_as(&c.wins, i).map(|j| (m, j)));
-                match cycles {
-                    Some((m, j)) => delta / (m.wins.delta(j) * f64::from(lanes.max(1))),
-                    None => utilization(
-                        delta,
-                        c.wins.end(i) - c.wins.start(i),
-                        profile.clock_hz.value,
-                        lanes,
-                    ),
-                }
-            };
-            let max_window = (0..c.wins.len())
-                .filter(|&i| c.wins.end(i) > c.wins.start(i))
-                .map(per_window)
-                .fold(0.0, f64::max);
+            let (max_window, peak) = tallies[c.index]
+                .maxima
+                .iter()
+                .find(|m| m.0 == measured.map(|m| m.index))
+                .map_or((0.0, 0.0), |m| (m.1, m.2));
             let u = match measured {
                 Some(m) => c.delta / (m.delta * f64::from(lanes.max(1))),
                 None => utilization(c.delta, c.span, profile.clock_hz.value, lanes),
             };
-            let denominator = match (measured, c.core) {
-                (Some(m), Some(core)) => format!("core {core}: measured `{}`", m.base),
-                (Some(m), None) => format!("measured `{}`", m.base),
+            let measured_base = measured.map(|m| &plan.series[m.index].base);
+            let denominator = match (measured_base, s.core) {
+                (Some(m), Some(core)) => format!("core {core}: measured `{m}`"),
+                (Some(m), None) => format!("measured `{m}`"),
                 (None, Some(core)) => format!(
                     "core {core}: window time × clock_hz {} Hz (no cycle counter in the window)",
                     profile.clock_hz.value
@@ -372,10 +685,10 @@ pub fn apply(result: &mut BenchmarkResult, lent: &[CounterSeries], opts: Options
             if u > 1.0 + 1e-9 || max_window > 1.0 + 1e-9 {
                 refused.push(format!(
                     "util.{}: {:.1} % (highest window {:.1} %) in repetition {} exceeds 100 %: the clock ({} Hz, {}) or the counter's width, scaling or lanes is inconsistent; not reported",
-                    c.name,
+                    s.name,
                     u * 100.0,
                     max_window * 100.0,
-                    c.rep,
+                    s.rep,
                     profile.clock_hz.value,
                     profile.name
                 ));
@@ -383,26 +696,19 @@ pub fn apply(result: &mut BenchmarkResult, lent: &[CounterSeries], opts: Options
             }
             let direction = c.spec.direction.unwrap_or(Direction::Higher);
             out.push(
-                &format!("util.{}", c.name),
+                &format!("util.{}", s.name),
                 "%",
                 Source::Derived,
                 direction,
-                c.rep,
+                s.rep,
                 u * 100.0,
             );
-            let peak = c
-                .used
-                .iter()
-                .flat_map(|run| run.clone())
-                .filter(|&i| c.wins.end(i) > c.wins.start(i))
-                .map(per_window)
-                .fold(0.0, f64::max);
             out.push(
-                &format!("util.{}.peak_window", c.name),
+                &format!("util.{}.peak_window", s.name),
                 "%",
                 Source::Derived,
                 direction,
-                c.rep,
+                s.rep,
                 peak * 100.0,
             );
         }
@@ -414,23 +720,20 @@ pub fn apply(result: &mut BenchmarkResult, lent: &[CounterSeries], opts: Options
         if let Some(bpu) = bytes_per_unit {
             let rate = c.delta * bpu * 1e9 / c.span;
             out.push(
-                &format!("bandwidth.{}", c.name),
+                &format!("bandwidth.{}", s.name),
                 "B/s",
                 Source::Derived,
                 Direction::Higher,
-                c.rep,
+                s.rep,
                 rate,
             );
-            let traffic = memory.entry(c.rep).or_insert((0.0, 0.0));
+            let traffic = memory.entry(s.rep).or_insert((0.0, 0.0));
             traffic.0 += c.delta * bpu;
             traffic.1 = f64::max(traffic.1, c.span);
         }
     }
     if !denominators.is_empty() {
-        result
-            .provenance
-            .details
-            .insert(DENOMINATOR_DETAIL.into(), denominators.join("; "));
+        details.push((DENOMINATOR_DETAIL.into(), denominators.join("; ")));
     }
     // XProf's "HBM Rd+Wr": all memory traffic against the peak bandwidth.
     if let Some(bw) = &profile.memory_bandwidth {
@@ -461,11 +764,9 @@ pub fn apply(result: &mut BenchmarkResult, lent: &[CounterSeries], opts: Options
         }
     }
     roofline(result, profile, &mut out);
+    let mut modes = plan.modes.clone();
     if modes.is_empty() {
-        modes.push(match opts.mode {
-            SampleMode::Cumulative => "cumulative",
-            SampleMode::Interval => "interval",
-        });
+        modes.push(mode_word(opts.mode));
     }
     let config = format!(
         "profile {}, {} samples, scaling {}, passes [{}]",
@@ -478,36 +779,35 @@ pub fn apply(result: &mut BenchmarkResult, lent: &[CounterSeries], opts: Options
             .collect::<Vec<_>>()
             .join("] [")
     );
-    result
-        .provenance
-        .details
-        .insert(CONFIG_DETAIL.into(), config);
-    result.provenance.details.insert(
+    details.push((CONFIG_DETAIL.into(), config));
+    details.push((
         METRICS_DETAIL.into(),
         out.metrics
             .iter()
             .map(|(n, _)| n.as_str())
             .collect::<Vec<_>>()
             .join(","),
-    );
-    result.provenance.notes.extend(refused);
-    result.provenance.notes.append(&mut out.notes);
-    result.provenance.unavailable.extend(out.unavailable);
-    for (name, m) in out.metrics {
-        let mut m = m;
-        if let Some(policy) = opts.policy
-            && policy.metrics.contains_key(&name)
-        {
-            let r = policy.resolve(&name, false);
-            m.gate = r.rule;
-            m.direction = r.direction;
-        }
-        if let Some(existing) = result.metrics.iter_mut().find(|e| e.name == name) {
-            // Recomputed (an import of a result that already had them): replace.
-            *existing = m;
-        } else {
-            result.metrics.push(m);
-        }
+    ));
+    refused.append(&mut out.notes);
+    let metrics = out
+        .metrics
+        .into_iter()
+        .map(|(name, mut m)| {
+            if let Some(policy) = opts.policy
+                && policy.metrics.contains_key(&name)
+            {
+                let r = policy.resolve(&name, false);
+                m.gate = r.rule;
+                m.direction = r.direction;
+            }
+            (name, m)
+        })
+        .collect();
+    Outcome {
+        details,
+        notes: refused,
+        unavailable: out.unavailable,
+        metrics,
     }
 }
 
@@ -568,7 +868,7 @@ pub fn derives_on_import(
 /// (`declared`, the plan's benchmarks by name: an import of thousands of benchmarks against
 /// a suite of thousands is not a search per benchmark), else the configuration's device
 /// profile (`fallback`) with default settings.
-fn import_options<'p>(
+pub(super) fn import_options<'p>(
     name: &str,
     declared: &std::collections::HashMap<&str, &'p crate::plan::BenchmarkPlan>,
     fallback: Option<&'p DeviceProfile>,
@@ -587,31 +887,6 @@ pub const DENOMINATOR_DETAIL: &str = "counters.denominator";
 
 /// One core's counter increases in one repetition, by key: the increase and the pass.
 type CoreCounters = BTreeMap<String, (f64, usize)>;
-
-/// One counter's readings in one repetition, under the profile's key and core.
-struct Series<'a> {
-    base: String,
-    core: Option<u32>,
-    mode: SampleMode,
-    /// The series whose readings are under this key, core and repetition.
-    sources: Vec<&'a CounterSeries>,
-}
-
-/// What one series gave inside the kernel windows.
-struct Computed<'a> {
-    rep: u32,
-    name: String,
-    base: String,
-    core: Option<u32>,
-    pass: Option<usize>,
-    delta: f64,
-    span: f64,
-    /// The windows of `wins` inside the kernel windows, as runs of indices.
-    used: Vec<std::ops::Range<usize>>,
-    wins: Windows<'a>,
-    unit: String,
-    spec: crate::config::profile::CounterSpec,
-}
 
 /// Provenance detail listing the metrics computed from counters.
 pub const METRICS_DETAIL: &str = "counters.metrics";

@@ -158,6 +158,25 @@ impl Imported {
         Ok(results)
     }
 
+    /// Lets `derive` add to the results while their held arrays stay held (it reads them
+    /// through [`crate::model::held_arrays::HeldArrays`]); `Ok(false)` when nothing is held
+    /// or `derive` declined.
+    pub fn derive_held(
+        &mut self,
+        derive: impl FnOnce(
+            &mut RunResults,
+            &dyn crate::model::held_arrays::HeldArrays,
+        ) -> std::io::Result<bool>,
+    ) -> Result<bool, ImportError> {
+        match &self.held {
+            Some(held) => derive(&mut self.results, held).map_err(|e| ImportError::Content {
+                path: std::env::temp_dir(),
+                message: format!("the import's temporary file cannot be read back: {e}"),
+            }),
+            None => Ok(false),
+        }
+    }
+
     /// Writes the results atomically ([`RunResults::save_as`]), the held arrays streamed in.
     pub fn save(
         &self,

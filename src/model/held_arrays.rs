@@ -73,6 +73,15 @@ pub trait HeldArrays {
     fn holds(&self, at: &ArrayAt) -> bool;
     /// Hands each number of the array at `at` to `emit`, in order.
     fn emit(&self, at: &ArrayAt, emit: &mut dyn FnMut(Number) -> io::Result<()>) -> io::Result<()>;
+    /// A reader of the values of the array at `at`, in order, when it is held here and holds
+    /// values (not repetition numbers): for a stage that walks several arrays side by side.
+    fn values(&self, at: &ArrayAt) -> Option<Box<dyn ValueReader + '_>>;
+}
+
+/// Values of a held array read one at a time, in order.
+pub trait ValueReader {
+    /// The next value; `None` after the last.
+    fn next(&mut self) -> io::Result<Option<f64>>;
 }
 
 /// [`RunResults::save_as`] for results whose largest arrays `held` keeps elsewhere: they are

@@ -723,12 +723,26 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
     } else {
         JsonLayout::Compact
     };
-    // Deriving utilization needs every reading in memory; without it, the samples a trace
-    // import holds in its columns go from there straight into the file.
-    match &plan {
+    // The samples a trace import holds in its columns go from there straight into the
+    // file; utilization is derived from them a stretch of time at a time where it can be,
+    // else from every reading in memory.
+    let mut imported = imported;
+    let derive = match &plan {
         Some((plan, _))
             if crate::derive::utilization::derives_on_import(imported.outline(), plan) =>
         {
+            Some(plan)
+        }
+        _ => None,
+    };
+    let streamed = match derive {
+        Some(plan) => imported.derive_held(|results, held| {
+            crate::derive::streamed::apply_to_held_import(results, held, plan)
+        })?,
+        None => false,
+    };
+    match derive {
+        Some(plan) if !streamed => {
             let mut results = imported.into_results()?;
             crate::derive::utilization::apply_to_import(&mut results, plan);
             report_import(&results);

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 
-use super::column::{Column, Spill};
-use crate::model::held_arrays::{ArrayAt, Field, HeldArrays, Number};
+use super::column::{Column, Cursor, Spill};
+use crate::model::held_arrays::{ArrayAt, Field, HeldArrays, Number, ValueReader};
 use crate::model::results::{RepetitionNumbers, RunResults};
 
 /// Names an array of a benchmark before the results' order is final: the benchmark, the
@@ -109,6 +109,112 @@ impl Part {
             }
         }
         Ok(())
+    }
+}
+
+/// Reads one part's numbers in order, one at a time ([`Part::emit`] pulled rather than
+/// pushed: deriving utilization walks a kernel's launches and the readings around them side
+/// by side).
+enum PartReader<'a> {
+    Scaled(Cursor<'a>, f64),
+    Windows {
+        starts: Cursor<'a>,
+        durations: Cursor<'a>,
+        span: (f64, f64),
+        end: bool,
+    },
+    Finite {
+        times: Cursor<'a>,
+        values: Cursor<'a>,
+        take_values: bool,
+    },
+    Memory(&'a [f64]),
+}
+
+impl<'a> PartReader<'a> {
+    fn new(part: &'a Part) -> PartReader<'a> {
+        match part {
+            Part::Scaled { column, factor } => PartReader::Scaled(column.cursor(), *factor),
+            Part::Windows {
+                starts,
+                durations,
+                span,
+                end,
+            } => PartReader::Windows {
+                starts: starts.cursor(),
+                durations: durations.cursor(),
+                span: *span,
+                end: *end,
+            },
+            Part::Finite {
+                times,
+                values,
+                take_values,
+            } => PartReader::Finite {
+                times: times.cursor(),
+                values: values.cursor(),
+                take_values: *take_values,
+            },
+            Part::Memory(values) => PartReader::Memory(values),
+        }
+    }
+
+    /// The next number, as [`Part::emit`] hands them over.
+    fn next(&mut self) -> io::Result<Option<f64>> {
+        match self {
+            PartReader::Scaled(cursor, factor) => Ok(cursor.read()?.map(|v| v * *factor)),
+            PartReader::Windows {
+                starts,
+                durations,
+                span: (first, last),
+                end,
+            } => {
+                while let (Some(start), Some(duration)) = (starts.read()?, durations.read()?) {
+                    if !(start + duration < *first || start > *last) {
+                        return Ok(Some(if *end { start + duration } else { start }));
+                    }
+                }
+                Ok(None)
+            }
+            PartReader::Finite {
+                times,
+                values,
+                take_values,
+            } => {
+                while let (Some(time), Some(value)) = (times.read()?, values.read()?) {
+                    if time.is_finite() && value.is_finite() {
+                        return Ok(Some(if *take_values { value } else { time }));
+                    }
+                }
+                Ok(None)
+            }
+            PartReader::Memory(values) => Ok(values.split_first().map(|(&v, rest)| {
+                *values = rest;
+                v
+            })),
+        }
+    }
+}
+
+/// A held array of values read in order, part after part.
+struct HeldReader<'a> {
+    parts: std::slice::Iter<'a, Part>,
+    current: Option<PartReader<'a>>,
+}
+
+impl ValueReader for HeldReader<'_> {
+    fn next(&mut self) -> io::Result<Option<f64>> {
+        loop {
+            if let Some(reader) = &mut self.current
+                && let Some(v) = reader.next()?
+            {
+                return Ok(Some(v));
+            }
+            match self.parts.next() {
+                Some(part) => self.current = Some(PartReader::new(part)),
+                None => return Ok(None),
+            }
+        }
     }
 }
 
@@ -303,6 +409,16 @@ impl HeldArrays for TraceArrays {
         match self.placed.get(at) {
             Some(held) => emit_held(held, emit),
             None => Ok(()),
+        }
+    }
+
+    fn values(&self, at: &ArrayAt) -> Option<Box<dyn ValueReader + '_>> {
+        match self.placed.get(at)? {
+            Held::Values(parts) => Some(Box::new(HeldReader {
+                parts: parts.iter(),
+                current: None,
+            })),
+            Held::Repetitions(_) => None,
         }
     }
 }
