@@ -699,7 +699,7 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
     for line in &taken {
         eprintln!("import: {}", escape_log(line));
     }
-    let imported = importer.import_held(&files, &ctx)?;
+    let mut imported = importer.import_held(&files, &ctx)?;
     let files: Vec<String> = args
         .files
         .iter()
@@ -726,7 +726,6 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
     // The samples a trace import holds in its columns go from there straight into the
     // file; utilization is derived from them a stretch of time at a time where it can be,
     // else from every reading in memory.
-    let mut imported = imported;
     let derive = match &plan {
         Some((plan, _))
             if crate::derive::utilization::derives_on_import(imported.outline(), plan) =>

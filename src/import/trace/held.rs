@@ -70,51 +70,17 @@ impl Part {
 
     /// Hands each number to `emit`, in order.
     fn emit(&self, emit: &mut dyn FnMut(f64) -> io::Result<()>) -> io::Result<()> {
-        match self {
-            Part::Scaled { column, factor } => {
-                let mut cursor = column.cursor();
-                while let Some(v) = cursor.read()? {
-                    emit(v * factor)?;
-                }
-            }
-            Part::Windows {
-                starts,
-                durations,
-                span: (first, last),
-                end,
-            } => {
-                let (mut s, mut d) = (starts.cursor(), durations.cursor());
-                while let (Some(start), Some(duration)) = (s.read()?, d.read()?) {
-                    if !(start + duration < *first || start > *last) {
-                        emit(if *end { start + duration } else { start })?;
-                    }
-                }
-            }
-            Part::Finite {
-                times,
-                values,
-                take_values,
-            } => {
-                let (mut t, mut v) = (times.cursor(), values.cursor());
-                while let (Some(time), Some(value)) = (t.read()?, v.read()?) {
-                    if time.is_finite() && value.is_finite() {
-                        emit(if *take_values { value } else { time })?;
-                    }
-                }
-            }
-            Part::Memory(values) => {
-                for &v in values.iter() {
-                    emit(v)?;
-                }
-            }
+        let mut reader = PartReader::new(self);
+        while let Some(v) = reader.next()? {
+            emit(v)?;
         }
         Ok(())
     }
 }
 
-/// Reads one part's numbers in order, one at a time ([`Part::emit`] pulled rather than
-/// pushed: deriving utilization walks a kernel's launches and the readings around them side
-/// by side).
+/// Reads one part's numbers in order, one at a time: pulled by deriving utilization, which
+/// walks a kernel's launches and the readings around them side by side, and pushed by
+/// [`Part::emit`].
 enum PartReader<'a> {
     Scaled(Cursor<'a>, f64),
     Windows {
@@ -159,7 +125,7 @@ impl<'a> PartReader<'a> {
         }
     }
 
-    /// The next number, as [`Part::emit`] hands them over.
+    /// The next number; `None` after the last.
     fn next(&mut self) -> io::Result<Option<f64>> {
         match self {
             PartReader::Scaled(cursor, factor) => Ok(cursor.read()?.map(|v| v * *factor)),
