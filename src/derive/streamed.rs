@@ -3,18 +3,22 @@
 //! holds a stretch of it, not all of it.
 //!
 //! The figures are those [`super::utilization::apply`] gives with every reading in memory,
-//! number for number: each stretch is tallied by the same code, and the stretches
-//! are cut where no window or launch crosses them. A kernel's windows are read against the
-//! readings around its launches (the one before, those inside, the one after: what
-//! [`crate::model::results::RunResults::lent_counters`] lends); a stretch ends only between
-//! two launches with at least two readings of every series between them, and the next one
-//! begins with the last reading of the one before, so each window between kept readings falls
-//! in exactly one stretch and every launch finds all its readings in its own. A benchmark
-//! whose arrays are not in time order, or that needs more than this reads (registers summed
-//! per time, counter passes, a roofline from its own metrics), is not derived here: the
-//! caller reads everything into memory instead.
+//! number for number: each stretch is tallied by the same code, and the stretches are cut
+//! where no window or launch crosses them. A kernel's windows are read against the readings
+//! around its launches (the one before, those inside, the one after: what
+//! [`crate::model::results::RunResults::lent_counters`] lends). The counter series are read
+//! once for all the kernels that borrow them, beside every kernel's launches in order of their
+//! start; a stretch ends only in a quiet spell (no launch running, at least two readings of
+//! every series in it), so every launch finds all its readings in its own stretch, and each
+//! kernel's next stretch begins with the last reading it kept, so each of its windows is in
+//! exactly one. Inside a quiet spell only its first and last readings can be around a launch;
+//! the ones between are let go as they are read. A benchmark whose arrays are not in time
+//! order, or that needs more than this reads (registers summed per time, counter passes, a
+//! roofline from its own metrics), is not derived here: the caller reads everything into
+//! memory instead.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::io;
 
 use super::utilization::{
@@ -28,10 +32,11 @@ use crate::model::results::{BenchmarkResult, CounterSeries, RunResults};
 /// Readings a stretch holds before it may end (all series together): 1 MiB of them.
 const STRETCH_READINGS: usize = 1 << 16;
 
-/// Different window lengths counted (for the median interval an unresolved launch is
-/// compared with) beyond which the readings are read into memory instead: sampling at a
-/// steady interval gives a few thousand, but jitter at picosecond resolution need not.
-const MOST_LENGTHS: usize = 1 << 20;
+/// Readings per kernel below which a trace is derived in memory: a kernel's state in a sweep
+/// (its plan, tallies and what it keeps between tallies) costs about what 256 readings do in
+/// memory, so a trace of many kernels and few readings (20,000 kernels of 3 launches) is
+/// cheaper read whole.
+const READINGS_PER_KERNEL: usize = 256;
 
 /// Derives utilization for the benchmarks of `results` that the plan gives a device profile,
 /// reading the arrays `held` keeps a stretch at a time. `Ok(false)`, with nothing changed,
@@ -44,101 +49,149 @@ pub fn apply_to_held_import(
 ) -> io::Result<bool> {
     let fallback = plan.benchmarks.iter().find_map(|b| b.device.as_ref());
     let declared = crate::model::by_name(&plan.benchmarks, |b| b.name.as_str());
-    let mut outcomes = Vec::new();
-    let mut counts = Counts::default();
-    // Each benchmark by name, the first of a name (as a lookup of a lender finds it).
-    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for (i, b) in results.benchmarks.iter().enumerate() {
-        index.entry(b.name.as_str()).or_insert(i);
-    }
-    if !sweeps_are_cheap(results, &index, held, &mut counts)? {
+    let derived: Vec<(usize, Options<'_>)> = results
+        .benchmarks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| Some((i, import_options(&b.name, &declared, fallback)?)))
+        .collect();
+    let sizes = Sizes {
+        stretch: STRETCH_READINGS,
+        readings_per_kernel: READINGS_PER_KERNEL,
+    };
+    let Some(outcomes) = derive_all(results, held, &derived, sizes)? else {
         return Ok(false);
-    }
-    for i in 0..results.benchmarks.len() {
-        let Some(opts) = import_options(&results.benchmarks[i].name, &declared, fallback) else {
-            continue;
-        };
-        match derive(
-            results,
-            &index,
-            i,
-            held,
-            opts,
-            STRETCH_READINGS,
-            &mut counts,
-        )? {
-            Some(outcome) => outcomes.push((i, outcome)),
-            None => return Ok(false),
-        }
-    }
+    };
     for (i, outcome) in outcomes {
         outcome.record(&mut results.benchmarks[i]);
     }
     Ok(true)
 }
 
-/// Whether reading each lender's series once per kernel that borrows them costs little: at
-/// most 16 readings read per reading held, or 2^26 in all. Each kernel reads the series from
-/// the start, so a trace of thousands of kernels is read into memory instead (it is small
-/// per kernel: 20,000 kernels of 3 launches come in a 23 MB trace).
-fn sweeps_are_cheap(
-    results: &RunResults,
-    index: &std::collections::HashMap<&str, usize>,
-    held: &dyn HeldArrays,
-    counts: &mut Counts,
-) -> io::Result<bool> {
-    let mut borrowers: BTreeMap<usize, usize> = BTreeMap::new();
-    for b in &results.benchmarks {
-        let lenders: std::collections::BTreeSet<usize> = b
-            .kernel_windows
-            .iter()
-            .filter_map(|w| {
-                index
-                    .get(w.counters_of.as_ref()?.benchmark.as_str())
-                    .copied()
-            })
-            .collect();
-        for lender in lenders {
-            *borrowers.entry(lender).or_default() += 1;
-        }
-    }
-    for (lender, kernels) in borrowers {
-        let mut readings = 0usize;
-        for entry in 0..results.benchmarks[lender].counters.len() {
-            readings += counts.count(held, lender, entry)?.unwrap_or(0);
-        }
-        if kernels.saturating_mul(readings) > readings.saturating_mul(16).max(1 << 26) {
-            return Ok(false);
-        }
-    }
-    Ok(true)
+/// How large a sweep's pieces are ([`STRETCH_READINGS`], [`READINGS_PER_KERNEL`]; tests cut
+/// smaller).
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    stretch: usize,
+    readings_per_kernel: usize,
 }
 
-/// The outcome of benchmark `i`, or `None` when it cannot be derived from held arrays; a
-/// stretch ends once it holds `stretch` readings.
-fn derive(
+/// The outcomes of the benchmarks `derived` names, with their settings, or `None` when one
+/// cannot be derived from held arrays, or would better be derived in memory.
+fn derive_all(
     results: &RunResults,
-    index: &std::collections::HashMap<&str, usize>,
-    i: usize,
     held: &dyn HeldArrays,
-    opts: Options<'_>,
-    stretch: usize,
-    counts: &mut Counts,
-) -> io::Result<Option<utilization::Outcome>> {
-    let b = &results.benchmarks[i];
-    let has = |name: &str| {
-        b.metric(name).is_some() || b.metric(&format!("{name}{ESTIMATE_SUFFIX}")).is_some()
-    };
-    if !opts.passes.is_empty() || (has("flops") && has("bytes")) {
+    derived: &[(usize, Options<'_>)],
+    sizes: Sizes,
+) -> io::Result<Option<Vec<(usize, utilization::Outcome)>>> {
+    let stretch = sizes.stretch;
+    // Each benchmark by name, the first of a name (as a lookup of a lender finds it).
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for (i, b) in results.benchmarks.iter().enumerate() {
+        index.entry(b.name.as_str()).or_insert(i);
+    }
+    let mut counts = Counts::default();
+    let mut outcomes = Vec::new();
+    let mut borrowers = Vec::new();
+    for &(i, opts) in derived {
+        let b = &results.benchmarks[i];
+        let has = |name: &str| {
+            b.metric(name).is_some() || b.metric(&format!("{name}{ESTIMATE_SUFFIX}")).is_some()
+        };
+        if !opts.passes.is_empty() || (has("flops") && has("bytes")) {
+            return Ok(None);
+        }
+        if b.kernel_windows.is_empty() {
+            match own_series(b, i, held, opts, stretch, &mut counts)? {
+                Some(outcome) => outcomes.push((i, outcome)),
+                None => return Ok(None),
+            }
+        } else {
+            match Borrower::new(results, &index, i, held, opts, &mut counts)? {
+                Some(borrower) => borrowers.push(borrower),
+                None => return Ok(None),
+            }
+        }
+    }
+    let lent_readings: usize = borrowers
+        .iter()
+        .flat_map(|b| b.windows.iter().map(|&(_, lender, _)| lender))
+        .collect::<std::collections::BTreeSet<usize>>()
+        .into_iter()
+        .flat_map(|lender| {
+            let counters = results.benchmarks[lender].counters.len();
+            (0..counters).map(move |entry| (lender, entry))
+        })
+        .map(|(lender, entry)| {
+            counts
+                .0
+                .get(&(lender, entry))
+                .copied()
+                .flatten()
+                .unwrap_or(0)
+        })
+        .sum();
+    if borrowers.len().saturating_mul(sizes.readings_per_kernel) > lent_readings {
         return Ok(None);
     }
-    let outcome = if b.kernel_windows.is_empty() {
-        own_series(b, i, held, opts, stretch, counts)?
-    } else {
-        lent_series(results, index, i, held, opts, stretch, counts)?
-    };
+    let plans: Vec<SeriesPlan<'_>> = borrowers
+        .iter()
+        .map(|b| SeriesPlan::new(&b.lent, b.opts))
+        .collect();
+    if !plans.iter().all(one_source_each) {
+        return Ok(None);
+    }
+    let mut tallies: Vec<Vec<Tally>> = plans
+        .iter()
+        .map(|p| p.series.iter().map(|_| Tally::default()).collect())
+        .collect();
+    // The kernel windows that read each lender's repetition, read together.
+    let mut groups: BTreeMap<(usize, u32), Vec<Member>> = BTreeMap::new();
+    for (n, b) in borrowers.iter().enumerate() {
+        for &(window, lender, repetition) in &b.windows {
+            let series = b
+                .lent_from
+                .iter()
+                .enumerate()
+                .filter(|(_, at)| at.0 == window)
+                .map(|(k, at)| {
+                    let s = plans[n]
+                        .series
+                        .iter()
+                        .position(|s| std::ptr::eq(s.sources[0], &b.lent[k]))
+                        .expect("each lent series is in its borrower's plan");
+                    (at.1, s)
+                })
+                .collect();
+            groups
+                .entry((lender, repetition))
+                .or_default()
+                .push(Member {
+                    borrower: n,
+                    window,
+                    series,
+                });
+        }
+    }
+    for ((lender, repetition), members) in &groups {
+        let spell = Spell {
+            results,
+            held,
+            lender: *lender,
+            repetition: *repetition,
+            members,
+            borrowers: &borrowers,
+            plans: &plans,
+            stretch,
+        };
+        spell.sweep(&mut tallies, &mut counts)?;
+    }
+    for ((b, plan), tallies) in borrowers.iter().zip(&plans).zip(tallies) {
+        outcomes.push((b.i, finish(&results.benchmarks[b.i], plan, tallies)));
+    }
     // A derived metric that replaces one whose numbers are held would be written with them.
-    let replaces_held = outcome.as_ref().is_some_and(|o| {
+    let replaces_held = outcomes.iter().any(|(i, o)| {
+        let b = &results.benchmarks[*i];
         o.metric_names().any(|name| {
             b.metrics.iter().enumerate().any(|(entry, m)| {
                 m.name == name
@@ -146,7 +199,7 @@ fn derive(
                         .iter()
                         .any(|&field| {
                             held.holds(&ArrayAt {
-                                benchmark: i,
+                                benchmark: *i,
                                 entry,
                                 field,
                             })
@@ -154,7 +207,364 @@ fn derive(
             })
         })
     });
-    Ok(outcome.filter(|_| !replaces_held))
+    Ok((!replaces_held).then_some(outcomes))
+}
+
+/// A kernel's benchmark whose windows are read against another benchmark's series.
+struct Borrower<'o> {
+    i: usize,
+    opts: Options<'o>,
+    /// The lent series as `lent_counters` lends them (of the windows' repetition), without
+    /// their readings: one per window with launches and lender series with readings.
+    lent: Vec<CounterSeries>,
+    /// Of each lent series: its kernel windows' entry and the lender's series entry.
+    lent_from: Vec<(usize, usize)>,
+    /// Its kernel windows with launches: entry, lender and the lender's repetition.
+    windows: Vec<(usize, usize, u32)>,
+}
+
+impl<'o> Borrower<'o> {
+    /// Benchmark `i`, or `None` when it cannot be read this way: it has series of its own,
+    /// windows read against none or against itself, two windows of one repetition, or
+    /// launches or readings out of time order.
+    fn new(
+        results: &RunResults,
+        index: &HashMap<&str, usize>,
+        i: usize,
+        held: &dyn HeldArrays,
+        opts: Options<'o>,
+        counts: &mut Counts,
+    ) -> io::Result<Option<Borrower<'o>>> {
+        let b = &results.benchmarks[i];
+        if !b.counters.is_empty() {
+            return Ok(None);
+        }
+        let mut borrower = Borrower {
+            i,
+            opts,
+            lent: Vec::new(),
+            lent_from: Vec::new(),
+            windows: Vec::new(),
+        };
+        let mut repetitions = std::collections::BTreeSet::new();
+        for (k, w) in b.kernel_windows.iter().enumerate() {
+            let Some(of) = &w.counters_of else {
+                return Ok(None);
+            };
+            let Some(&lender) = index.get(of.benchmark.as_str()) else {
+                return Ok(None);
+            };
+            if lender == i || !repetitions.insert(w.repetition) {
+                return Ok(None);
+            }
+            match launches_in_order(held, i, k)? {
+                None => return Ok(None),
+                Some(0) => continue,
+                Some(_) => {}
+            }
+            borrower.windows.push((k, lender, of.repetition));
+            for (entry, series) in results.benchmarks[lender].counters.iter().enumerate() {
+                if series.repetition != of.repetition {
+                    continue;
+                }
+                match counts.count(held, lender, entry)? {
+                    None => return Ok(None),
+                    Some(0) => {}
+                    Some(_) => {
+                        borrower.lent.push(CounterSeries {
+                            unit: series.unit.clone(),
+                            bits: series.bits,
+                            core: series.core,
+                            sampling: series.sampling,
+                            ..CounterSeries::new(&series.counter, w.repetition)
+                        });
+                        borrower.lent_from.push((k, entry));
+                    }
+                }
+            }
+        }
+        Ok(Some(borrower))
+    }
+}
+
+/// One kernel windows' part in a sweep: its borrower, its entry, and which series of its
+/// borrower's plan each lender series is (by lender entry).
+struct Member {
+    borrower: usize,
+    window: usize,
+    series: Vec<(usize, usize)>,
+}
+
+/// Whether the plan can be read from one held series per entry: no key sums several.
+fn one_source_each(plan: &SeriesPlan<'_>) -> bool {
+    plan.series
+        .iter()
+        .all(|s| s.sources.len() == 1 && s.off_pass.is_none())
+}
+
+/// A time that orders as `f64::total_cmp` does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Time(f64);
+
+impl Eq for Time {}
+
+impl PartialOrd for Time {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Time {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// The sweep of one lender's series of one repetition, for every kernel windows reading them.
+struct Spell<'a, 'o> {
+    results: &'a RunResults,
+    held: &'a dyn HeldArrays,
+    lender: usize,
+    repetition: u32,
+    members: &'a [Member],
+    borrowers: &'a [Borrower<'o>],
+    plans: &'a [SeriesPlan<'a>],
+    /// Readings the members keep, all together, before they tally them where they may.
+    stretch: usize,
+}
+
+/// A lender series in a sweep: the readings read and not yet let go, by their index in the
+/// series.
+struct Shared<'h> {
+    entry: usize,
+    cursor: SeriesCursor<'h>,
+    buffer: std::collections::VecDeque<(f64, f64)>,
+    /// The index of `buffer[0]`.
+    base: usize,
+}
+
+impl Shared<'_> {
+    /// How many readings were read.
+    fn read(&self) -> usize {
+        self.base + self.buffer.len()
+    }
+
+    /// Reads the readings before `until`.
+    fn read_before(&mut self, until: f64) -> io::Result<()> {
+        while let Some(r) = self.cursor.next.filter(|r| r.0 < until) {
+            self.buffer.push_back(r);
+            self.cursor.advance()?;
+        }
+        Ok(())
+    }
+
+    /// The index of the first reading after `end` (the last reading when none is), once it
+    /// is read.
+    fn after(&self, end: f64, from: usize) -> Option<usize> {
+        let at = from.saturating_sub(self.base);
+        match (at..self.buffer.len()).find(|&k| self.buffer[k].0 > end) {
+            Some(k) => Some(self.base + k),
+            None if self.cursor.next.is_none() => Some(self.read().saturating_sub(1)),
+            None => None,
+        }
+    }
+
+    /// Lets go of the readings before index `keep`.
+    fn forget_before(&mut self, keep: usize) {
+        while self.base < keep && !self.buffer.is_empty() {
+            self.buffer.pop_front();
+            self.base += 1;
+        }
+    }
+}
+
+/// A launch waiting for the reading after its end: per series, the index of the reading
+/// before its start.
+struct Waiting {
+    start: f64,
+    end: f64,
+    before: Vec<usize>,
+}
+
+/// What a member keeps between tallies.
+#[derive(Default)]
+struct Keeping {
+    /// Its launches whose readings are not all read yet, in order of start.
+    waiting: std::collections::VecDeque<Waiting>,
+    /// The launches and, per series, the readings around them since its last tally.
+    launches: Vec<(f64, f64)>,
+    kept: Vec<Vec<(f64, f64)>>,
+    /// Per series, the index of the last reading it kept.
+    last: Vec<Option<usize>>,
+    /// Per series, the last reading of its last tally (the first of its next).
+    carry: Vec<Option<(f64, f64)>>,
+}
+
+impl Spell<'_, '_> {
+    fn sweep(&self, tallies: &mut [Vec<Tally>], counts: &mut Counts) -> io::Result<()> {
+        let mut series: Vec<Shared<'_>> = Vec::new();
+        for (entry, s) in self.results.benchmarks[self.lender]
+            .counters
+            .iter()
+            .enumerate()
+        {
+            if s.repetition == self.repetition
+                && counts.count(self.held, self.lender, entry)? > Some(0)
+            {
+                series.push(Shared {
+                    entry,
+                    cursor: SeriesCursor::open(self.held, self.lender, entry)?,
+                    buffer: std::collections::VecDeque::new(),
+                    base: 0,
+                });
+            }
+        }
+        if series.is_empty() {
+            return Ok(());
+        }
+        // Each member's launches, the next of each in a heap by start.
+        let mut launches = Vec::with_capacity(self.members.len());
+        let mut heap = BinaryHeap::new();
+        for (m, member) in self.members.iter().enumerate() {
+            let i = self.borrowers[member.borrower].i;
+            let (Some(mut starts), Some(mut ends)) = (
+                reader(self.held, i, member.window, Field::WindowStarts),
+                reader(self.held, i, member.window, Field::WindowEnds),
+            ) else {
+                return Err(io::Error::other(
+                    "held kernel windows were let go while read",
+                ));
+            };
+            if let (Some(s), Some(e)) = (starts.next()?, ends.next()?) {
+                heap.push(Reverse((Time(s), m, Time(e))));
+            }
+            launches.push((starts, ends));
+        }
+        let n = series.len();
+        let entries: Vec<usize> = series.iter().map(|s| s.entry).collect();
+        let mut keeping: Vec<Keeping> = (0..self.members.len())
+            .map(|_| Keeping {
+                kept: vec![Vec::new(); n],
+                last: vec![None; n],
+                carry: vec![None; n],
+                ..Keeping::default()
+            })
+            .collect();
+        // The members with launches waiting.
+        let mut busy: Vec<usize> = Vec::new();
+        // Readings a member keeps before it tallies them: the stretch shared among them.
+        let share = (self.stretch / self.members.len()).max(1);
+        loop {
+            let next = heap.peek().map(|Reverse((s, _, _))| s.0);
+            for s in &mut series {
+                s.read_before(next.unwrap_or(f64::INFINITY))?;
+            }
+            busy.retain(|&m| {
+                self.take_read(&series, &mut keeping[m]);
+                !keeping[m].waiting.is_empty()
+            });
+            let Some(start) = next else { break };
+            let Reverse((_, m, Time(end))) = heap.pop().expect("peeked");
+            let before: Vec<usize> = series.iter().map(|s| s.read().saturating_sub(1)).collect();
+            let k = &mut keeping[m];
+            // With none of its launches waiting, every reading the member kept was read
+            // before this launch started (the last of them at most the one before it), so no
+            // window inside this launch is among them: it may tally them now.
+            let kept: usize = k.kept.iter().map(Vec::len).sum();
+            if k.waiting.is_empty() && !k.launches.is_empty() && kept >= share {
+                self.tally(m, &entries, k, tallies);
+            }
+            if k.waiting.is_empty() {
+                busy.push(m);
+            }
+            k.waiting.push_back(Waiting { start, end, before });
+            // Readings before every waiting launch's and the next launch's are let go.
+            for (j, s) in series.iter_mut().enumerate() {
+                let keep = busy
+                    .iter()
+                    .filter_map(|&m| keeping[m].waiting.front().map(|w| w.before[j]))
+                    .min()
+                    .unwrap_or(usize::MAX)
+                    .min(s.read().saturating_sub(1));
+                s.forget_before(keep);
+            }
+            let (starts, ends) = &mut launches[m];
+            if let (Some(s), Some(e)) = (starts.next()?, ends.next()?) {
+                heap.push(Reverse((Time(s), m, Time(e))));
+            }
+        }
+        for (m, k) in keeping.iter_mut().enumerate() {
+            if !k.launches.is_empty() {
+                self.tally(m, &entries, k, tallies);
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves the member's waiting launches whose readings are all read (in order of start)
+    /// to its launches, with the readings around them.
+    fn take_read(&self, series: &[Shared<'_>], k: &mut Keeping) {
+        while let Some(w) = k.waiting.front() {
+            let Some(after) = series
+                .iter()
+                .zip(&w.before)
+                .map(|(s, &b)| s.after(w.end, b))
+                .collect::<Option<Vec<usize>>>()
+            else {
+                return;
+            };
+            for (j, s) in series.iter().enumerate() {
+                let from = match k.last[j] {
+                    Some(i) => w.before[j].max(i + 1),
+                    None => w.before[j],
+                };
+                for i in from..=after[j].max(w.before[j]) {
+                    let r = s.buffer[i - s.base];
+                    k.kept[j].push(r);
+                    k.last[j] = Some(i);
+                }
+            }
+            k.launches.push((w.start, w.end));
+            k.waiting.pop_front();
+        }
+    }
+
+    /// Tallies what member `m` kept since its last tally: per series, the readings around its
+    /// launches after the last one it kept before.
+    fn tally(&self, m: usize, entries: &[usize], k: &mut Keeping, tallies: &mut [Vec<Tally>]) {
+        let member = &self.members[m];
+        let borrower = &self.borrowers[member.borrower];
+        let plan = &self.plans[member.borrower];
+        let w = &self.results.benchmarks[borrower.i].kernel_windows[member.window];
+        let mut kept: Vec<(usize, CounterSeries)> = Vec::new();
+        for ((entry, readings), carry) in entries.iter().zip(&mut k.kept).zip(&mut k.carry) {
+            let around: Vec<(f64, f64)> = (*carry).into_iter().chain(readings.drain(..)).collect();
+            *carry = around.last().copied();
+            // A series the plan leaves out (a register the profile has no key for) is kept
+            // only to be let go here.
+            if let Some(&(_, s)) = member.series.iter().find(|(e, _)| e == entry) {
+                kept.push((s, stretch_series(plan.series[s].sources[0], &around)));
+            }
+        }
+        let mut readings: Vec<Option<Readings<'_>>> = plan.series.iter().map(|_| None).collect();
+        for (s, series) in &kept {
+            readings[*s] = Some(Readings::gather(&[series]));
+        }
+        let launches: BTreeMap<u32, Vec<Launch<'_>>> = BTreeMap::from([(
+            w.repetition,
+            k.launches
+                .drain(..)
+                .map(|(start, end)| (w.kernel.as_str(), start, end))
+                .collect(),
+        )]);
+        tally_readings(
+            plan,
+            readings,
+            &launches,
+            &mut tallies[member.borrower],
+            Stretches::Many,
+        );
+    }
 }
 
 /// A held array's reader, or `None` when it is not held.
@@ -254,30 +664,6 @@ impl<'h> SeriesCursor<'h> {
         Ok(())
     }
 
-    /// Keeps the readings around a launch over `[start, end]`: the last one before it (when
-    /// not kept already), those inside, and the first after it.
-    fn keep_around(&mut self, start: f64, end: f64) -> io::Result<()> {
-        let mut before = None;
-        while let Some(r) = self.next.filter(|r| r.0 < start) {
-            before = Some(r);
-            self.advance()?;
-        }
-        self.kept.extend(before);
-        while let Some(r) = self.next.filter(|r| r.0 <= end) {
-            self.kept.push(r);
-            self.advance()?;
-        }
-        // The first reading after the end, unless it is taken already (the launch ended
-        // before a reading an earlier launch kept).
-        if let Some(r) = self.next
-            && self.kept.last().is_none_or(|last| last.0 <= end)
-        {
-            self.kept.push(r);
-            self.advance()?;
-        }
-        Ok(())
-    }
-
     /// Keeps every reading up to `until` (inclusive).
     fn keep_until(&mut self, until: f64) -> io::Result<()> {
         while let Some(r) = self.next.filter(|r| r.0 <= until) {
@@ -285,15 +671,6 @@ impl<'h> SeriesCursor<'h> {
             self.advance()?;
         }
         Ok(())
-    }
-
-    /// Whether a stretch may end before a launch that starts at `start`: no reading kept so
-    /// far is around it (at least one more lies before it, or the last kept one does).
-    fn may_end_before(&self, start: f64) -> bool {
-        match self.next {
-            Some(r) => r.0 < start,
-            None => self.kept.last().is_none_or(|r| r.0 < start),
-        }
     }
 
     /// Ends the stretch: the next begins with its last reading.
@@ -334,13 +711,6 @@ fn tally_stretch(
         readings[*s] = Some(Readings::gather(&[stretch]));
     }
     tally_readings(plan, readings, launches, tallies, Stretches::Many);
-}
-
-/// Whether the plan can be read from one held series per entry: no key sums several.
-fn one_source_each(plan: &SeriesPlan<'_>) -> bool {
-    plan.series
-        .iter()
-        .all(|s| s.sources.len() == 1 && s.off_pass.is_none())
 }
 
 /// A benchmark without kernel windows (a trace's counters benchmark): each series over all
@@ -412,130 +782,6 @@ fn own_series(
                 c.carry();
             }
         }
-    }
-    Ok(Some(finish(b, &plan, tallies)))
-}
-
-/// A benchmark whose kernel windows are read against another benchmark's series (a trace's
-/// kernel): per repetition, the launches in time order and the readings around them.
-fn lent_series(
-    results: &RunResults,
-    index: &std::collections::HashMap<&str, usize>,
-    i: usize,
-    held: &dyn HeldArrays,
-    opts: Options<'_>,
-    stretch_readings: usize,
-    counts: &mut Counts,
-) -> io::Result<Option<utilization::Outcome>> {
-    let b = &results.benchmarks[i];
-    if !b.counters.is_empty() {
-        return Ok(None);
-    }
-    // Each repetition's one run of launches, the lender and its series of that repetition.
-    let mut reps = std::collections::BTreeSet::new();
-    let mut lent: Vec<CounterSeries> = Vec::new();
-    // Per lent series: the lender and the lender's entry.
-    let mut lent_from: Vec<(usize, usize)> = Vec::new();
-    for (k, w) in b.kernel_windows.iter().enumerate() {
-        let Some(of) = &w.counters_of else {
-            return Ok(None);
-        };
-        let Some(&lender) = index.get(of.benchmark.as_str()) else {
-            return Ok(None);
-        };
-        if lender == i || !reps.insert(w.repetition) {
-            return Ok(None);
-        }
-        let Some(launches) = launches_in_order(held, i, k)? else {
-            return Ok(None);
-        };
-        if launches == 0 {
-            continue;
-        }
-        for (entry, series) in results.benchmarks[lender].counters.iter().enumerate() {
-            if series.repetition != of.repetition {
-                continue;
-            }
-            match counts.count(held, lender, entry)? {
-                None => return Ok(None),
-                Some(0) => {}
-                Some(_) => {
-                    lent.push(CounterSeries {
-                        unit: series.unit.clone(),
-                        bits: series.bits,
-                        core: series.core,
-                        sampling: series.sampling,
-                        ..CounterSeries::new(&series.counter, w.repetition)
-                    });
-                    lent_from.push((lender, entry));
-                }
-            }
-        }
-    }
-    let plan = SeriesPlan::new(&lent, opts);
-    if !one_source_each(&plan) {
-        return Ok(None);
-    }
-    let from = |s: usize| {
-        let source = plan.series[s].sources[0];
-        let k = lent
-            .iter()
-            .position(|c| std::ptr::eq(c, source))
-            .expect("the plan's series are the lent ones");
-        lent_from[k]
-    };
-    let mut tallies: Vec<Tally> = plan.series.iter().map(|_| Tally::default()).collect();
-    for (k, w) in b.kernel_windows.iter().enumerate() {
-        let mut cursors = Vec::new();
-        for s in (0..plan.series.len()).filter(|&s| plan.series[s].rep == w.repetition) {
-            let (lender, entry) = from(s);
-            cursors.push((s, SeriesCursor::open(held, lender, entry)?));
-        }
-        if cursors.is_empty() {
-            continue;
-        }
-        let (Some(mut starts), Some(mut ends)) = (
-            reader(held, i, k, Field::WindowStarts),
-            reader(held, i, k, Field::WindowEnds),
-        ) else {
-            return Ok(None);
-        };
-        let mut stretch: Vec<(f64, f64)> = Vec::new();
-        let tally = |stretch: &[(f64, f64)],
-                     cursors: &[(usize, SeriesCursor<'_>)],
-                     tallies: &mut [Tally]| {
-            let launches: BTreeMap<u32, Vec<Launch<'_>>> = BTreeMap::from([(
-                w.repetition,
-                stretch
-                    .iter()
-                    .map(|&(s, e)| (w.kernel.as_str(), s, e))
-                    .collect(),
-            )]);
-            tally_stretch(&plan, cursors, &launches, tallies);
-        };
-        while let (Some(start), Some(end)) = (starts.next()?, ends.next()?) {
-            let kept: usize = cursors.iter().map(|(_, c)| c.kept.len()).sum();
-            if !stretch.is_empty()
-                && kept >= stretch_readings
-                && cursors.iter().all(|(_, c)| c.may_end_before(start))
-            {
-                tally(&stretch, &cursors, &mut tallies);
-                stretch.clear();
-                for (_, c) in &mut cursors {
-                    c.carry();
-                }
-            }
-            for (_, c) in &mut cursors {
-                c.keep_around(start, end)?;
-            }
-            stretch.push((start, end));
-        }
-        if !stretch.is_empty() {
-            tally(&stretch, &cursors, &mut tallies);
-        }
-    }
-    if tallies.iter().any(|t| t.lengths_counted() > MOST_LENGTHS) {
-        return Ok(None);
     }
     Ok(Some(finish(b, &plan, tallies)))
 }
@@ -639,9 +885,8 @@ mod tests {
             ("hbm_rd_beats", None),
             ("other", None),
         ];
-        let mut kernels: Vec<BenchmarkResult> = ["k1", "k2"]
-            .iter()
-            .map(|k| BenchmarkResult::new(k, Default::default()))
+        let mut kernels: Vec<BenchmarkResult> = (1..=1 + rng.below(5))
+            .map(|k| BenchmarkResult::new(&format!("k{k}"), Default::default()))
             .collect();
         for rep in 0..reps {
             let n = 1 + rng.below(60) as usize;
@@ -765,27 +1010,21 @@ mod tests {
                 utilization::apply(b, &lent, opts);
             }
             let (outline, held) = held(&full);
-            let index: std::collections::HashMap<&str, usize> = outline
-                .benchmarks
-                .iter()
-                .enumerate()
-                .map(|(i, b)| (b.name.as_str(), i))
-                .collect();
+            let derived: Vec<(usize, Options<'_>)> =
+                (0..outline.benchmarks.len()).map(|i| (i, opts)).collect();
             for stretch in [1, 2, 5, 1 << 16] {
-                for (i, want) in expected.benchmarks.iter().enumerate() {
-                    let mut got = outline.benchmarks[i].clone();
-                    derive(
-                        &outline,
-                        &index,
-                        i,
-                        &held,
-                        opts,
-                        stretch,
-                        &mut Counts::default(),
-                    )
+                let sizes = Sizes {
+                    stretch,
+                    readings_per_kernel: 0,
+                };
+                let outcomes = derive_all(&outline, &held, &derived, sizes)
                     .unwrap()
-                    .expect("a trace's benchmarks derive from held arrays")
-                    .record(&mut got);
+                    .expect("a trace's benchmarks derive from held arrays");
+                assert_eq!(outcomes.len(), expected.benchmarks.len());
+                for (i, outcome) in outcomes {
+                    let want = &expected.benchmarks[i];
+                    let mut got = outline.benchmarks[i].clone();
+                    outcome.record(&mut got);
                     let bits = |b: &BenchmarkResult| {
                         b.metrics
                             .iter()

@@ -318,46 +318,129 @@ pub(super) struct Tally {
     whole: Option<(f64, f64, f64)>,
     /// The first launch that holds no window: its kernel and how long it ran.
     unresolved: Option<(String, f64)>,
-    /// The median window length, once known (one stretch of every reading computes it directly).
+    /// The median window length as shown, once known (one stretch of every reading computes
+    /// it directly).
     median: Option<f64>,
-    /// Window lengths (as bits) and how many of each, for the median over many stretches.
-    lengths: HashMap<u64, u64>,
+    /// Window lengths, for the median over many stretches.
+    lengths: Lengths,
     /// For a busy counter, per denominator (the clock, or a cycle counter's series): the
     /// highest window utilization over every window and over those inside the launches.
     maxima: Vec<(Option<usize>, f64, f64)>,
 }
 
 impl Tally {
-    /// How many different window lengths it counts.
-    pub(super) fn lengths_counted(&self) -> usize {
-        self.lengths.len()
-    }
-
     /// The median window length: from the lengths counted over the stretches.
     fn median_interval(&self) -> f64 {
-        if let Some(m) = self.median {
-            return m;
+        self.median.unwrap_or_else(|| self.lengths.median())
+    }
+}
+
+/// Window lengths as [`interval_shown`] shows them, counted in little room: each different
+/// one once (a few thousand at most), with how many windows have it, and the latest few not
+/// yet merged in. Rounding keeps the order, so their middle is the true middle rounded.
+#[derive(Debug, Default)]
+struct Lengths {
+    /// The different lengths as keys that order as `f64::total_cmp` orders them, ascending,
+    /// and their counts.
+    keys: Vec<u64>,
+    counts: Vec<u64>,
+    fresh: Vec<u64>,
+}
+
+impl Lengths {
+    /// Lengths gathered before they are merged in.
+    const FRESH: usize = 4096;
+
+    fn key(length: f64) -> u64 {
+        let bits = length.to_bits();
+        if bits >> 63 == 1 {
+            !bits
+        } else {
+            bits | 1 << 63
         }
-        let total: u64 = self.lengths.values().sum();
-        if total == 0 {
-            return f64::INFINITY;
+    }
+
+    fn length(key: u64) -> f64 {
+        f64::from_bits(if key >> 63 == 1 {
+            key & !(1 << 63)
+        } else {
+            !key
+        })
+    }
+
+    fn add(&mut self, length: f64) {
+        self.fresh.push(Lengths::key(interval_shown(length)));
+        if self.fresh.len() >= Lengths::FRESH {
+            self.merge();
         }
-        let mut lengths: Vec<(f64, u64)> = self
-            .lengths
-            .iter()
-            .map(|(&bits, &n)| (f64::from_bits(bits), n))
-            .collect();
-        lengths.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mid = total / 2;
-        let mut below = 0;
-        for (length, n) in lengths {
-            below += n;
-            if below > mid {
-                return length;
+    }
+
+    fn merge(&mut self) {
+        let (keys, counts) = self.merged();
+        self.keys = keys;
+        self.counts = counts;
+        self.fresh.clear();
+    }
+
+    /// The counted lengths with the fresh ones merged in.
+    fn merged(&self) -> (Vec<u64>, Vec<u64>) {
+        let mut fresh = self.fresh.clone();
+        fresh.sort_unstable();
+        let mut keys = Vec::with_capacity(self.keys.len() + fresh.len());
+        let mut counts = Vec::with_capacity(keys.capacity());
+        let mut add = |key: u64, n: u64| match keys.last() {
+            Some(&last) if last == key => *counts.last_mut().expect("paired") += n,
+            _ => {
+                keys.push(key);
+                counts.push(n);
+            }
+        };
+        let (mut i, mut j) = (0, 0);
+        while i < self.keys.len() || j < fresh.len() {
+            if j == fresh.len() || (i < self.keys.len() && self.keys[i] <= fresh[j]) {
+                add(self.keys[i], self.counts[i]);
+                i += 1;
+            } else {
+                add(fresh[j], 1);
+                j += 1;
             }
         }
-        unreachable!("the counts add up to the total")
+        keys.shrink_to_fit();
+        counts.shrink_to_fit();
+        (keys, counts)
     }
+
+    /// The length of rank `count / 2` (what a selection of the middle one over every window
+    /// gives, as shown); infinite without one.
+    fn median(&self) -> f64 {
+        let (keys, counts) = self.merged();
+        let total: u64 = counts.iter().sum();
+        let mid = total / 2;
+        let mut below = 0;
+        for (key, n) in keys.into_iter().zip(counts) {
+            below += n;
+            if below > mid {
+                return Lengths::length(key);
+            }
+        }
+        f64::INFINITY
+    }
+}
+
+/// A sampling interval as a reason shows it: to the nanosecond below 1,000 ns, to three
+/// significant digits above (13,202 ns reads 13,200 ns). The rounding never puts two lengths
+/// out of order (each band's step is an exact power of ten), so the middle of rounded
+/// lengths is the rounded middle, and the lengths of millions of windows take a few thousand
+/// values.
+fn interval_shown(length: f64) -> f64 {
+    if !length.is_finite() {
+        return length;
+    }
+    let mut step = 1.0;
+    while length.abs() >= 1000.0 * step && step < 1e21 {
+        step *= 10.0;
+    }
+    (length / step).round() * step
 }
 
 /// How the readings come: all at once, or a stretch of time at a time, in order.
@@ -426,10 +509,7 @@ pub(super) fn tally_readings(
         tally.launches = true;
         if stretches == Stretches::Many {
             for w in 0..wins.len() {
-                *tally
-                    .lengths
-                    .entry((wins.end(w) - wins.start(w)).to_bits())
-                    .or_default() += 1;
+                tally.lengths.add(wins.end(w) - wins.start(w));
             }
         }
         for (kernel, start, end) in kernels {
@@ -442,7 +522,7 @@ pub(super) fn tally_readings(
                     if tally.unresolved.is_none() {
                         tally.unresolved = Some((kernel.to_string(), end - start));
                         if stretches == Stretches::One {
-                            tally.median = Some(wins.median_interval());
+                            tally.median = Some(interval_shown(wins.median_interval()));
                         }
                     }
                 }
@@ -1165,6 +1245,43 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lengths_counted_in_little_room_give_the_median_a_selection_gives() {
+        assert_eq!(interval_shown(13_202.0), 13_200.0);
+        assert_eq!(interval_shown(999.4), 999.0);
+        assert_eq!(interval_shown(2_000.0), 2_000.0);
+        assert_eq!(interval_shown(125_500.0), 126_000.0);
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for size in [0usize, 1, 2, 3, 4095, 4096, 4097, 10_000, 50_001] {
+            let mut lengths = Lengths::default();
+            let mut all = Vec::new();
+            for _ in 0..size {
+                // Few different lengths (a steady interval), zeros, and some all different.
+                let length = match next() % 4 {
+                    0 => 0.0,
+                    1 => 1000.0 + (next() % 3) as f64,
+                    2 => (next() % 1_000_000) as f64 * 0.001,
+                    _ => f64::from_bits(next() >> 12 | 0x4000_0000_0000_0000),
+                };
+                lengths.add(length);
+                all.push(length);
+            }
+            let want = if all.is_empty() {
+                f64::INFINITY
+            } else {
+                let mid = all.len() / 2;
+                interval_shown(*all.select_nth_unstable_by(mid, f64::total_cmp).1)
+            };
+            assert_eq!(lengths.median().to_bits(), want.to_bits(), "{size} lengths");
+        }
+    }
     use crate::model::results::CounterReading;
 
     /// `apply` with cumulative samples, no scaling, no policy and one pass.
