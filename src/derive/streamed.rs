@@ -93,6 +93,7 @@ fn derive_all(
     let mut counts = Counts::default();
     let mut outcomes = Vec::new();
     let mut borrowers = Vec::new();
+    let mut own = Vec::new();
     for &(i, opts) in derived {
         let b = &results.benchmarks[i];
         let has = |name: &str| {
@@ -102,10 +103,7 @@ fn derive_all(
             return Ok(None);
         }
         if b.kernel_windows.is_empty() {
-            match own_series(b, i, held, opts, stretch, &mut counts)? {
-                Some(outcome) => outcomes.push((i, outcome)),
-                None => return Ok(None),
-            }
+            own.push((i, opts));
         } else {
             match Borrower::new(results, &index, i, held, opts, &mut counts)? {
                 Some(borrower) => borrowers.push(borrower),
@@ -133,6 +131,12 @@ fn derive_all(
         .sum();
     if borrowers.len().saturating_mul(sizes.readings_per_kernel) > lent_readings {
         return Ok(None);
+    }
+    for (i, opts) in own {
+        match own_series(&results.benchmarks[i], i, held, opts, stretch, &mut counts)? {
+            Some(outcome) => outcomes.push((i, outcome)),
+            None => return Ok(None),
+        }
     }
     let plans: Vec<SeriesPlan<'_>> = borrowers
         .iter()
@@ -359,14 +363,21 @@ impl Shared<'_> {
     }
 
     /// The index of the first reading after `end` (the last reading when none is), once it
-    /// is read.
-    fn after(&self, end: f64, from: usize) -> Option<usize> {
-        let at = from.saturating_sub(self.base);
-        match (at..self.buffer.len()).find(|&k| self.buffer[k].0 > end) {
-            Some(k) => Some(self.base + k),
-            None if self.cursor.next.is_none() => Some(self.read().saturating_sub(1)),
-            None => None,
+    /// is read. The search starts at index `from` and leaves it where it stopped, so that a
+    /// launch waiting for many readings looks at each once.
+    fn after(&self, end: f64, from: &mut usize) -> Option<usize> {
+        let mut k = from.saturating_sub(self.base);
+        while let Some(r) = self.buffer.get(k) {
+            if r.0 > end {
+                return Some(self.base + k);
+            }
+            k += 1;
         }
+        *from = self.base + k;
+        self.cursor
+            .next
+            .is_none()
+            .then(|| self.read().saturating_sub(1))
     }
 
     /// Lets go of the readings before index `keep`.
@@ -379,11 +390,12 @@ impl Shared<'_> {
 }
 
 /// A launch waiting for the reading after its end: per series, the index of the reading
-/// before its start.
+/// before its start, and how far the search for the one after its end has come.
 struct Waiting {
     start: f64,
     end: f64,
     before: Vec<usize>,
+    searched: Vec<usize>,
 }
 
 /// What a member keeps between tallies.
@@ -477,7 +489,12 @@ impl Spell<'_, '_> {
             if k.waiting.is_empty() {
                 busy.push(m);
             }
-            k.waiting.push_back(Waiting { start, end, before });
+            k.waiting.push_back(Waiting {
+                start,
+                end,
+                searched: before.clone(),
+                before,
+            });
             // Readings before every waiting launch's and the next launch's are let go.
             for (j, s) in series.iter_mut().enumerate() {
                 let keep = busy
@@ -504,15 +521,14 @@ impl Spell<'_, '_> {
     /// Moves the member's waiting launches whose readings are all read (in order of start)
     /// to its launches, with the readings around them.
     fn take_read(&self, series: &[Shared<'_>], k: &mut Keeping) {
-        while let Some(w) = k.waiting.front() {
-            let Some(after) = series
-                .iter()
-                .zip(&w.before)
-                .map(|(s, &b)| s.after(w.end, b))
-                .collect::<Option<Vec<usize>>>()
-            else {
-                return;
-            };
+        while let Some(w) = k.waiting.front_mut() {
+            let mut after = Vec::with_capacity(series.len());
+            for (s, searched) in series.iter().zip(&mut w.searched) {
+                match s.after(w.end, searched) {
+                    Some(a) => after.push(a),
+                    None => return,
+                }
+            }
             for (j, s) in series.iter().enumerate() {
                 let from = match k.last[j] {
                     Some(i) => w.before[j].max(i + 1),
