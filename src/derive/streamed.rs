@@ -3,19 +3,20 @@
 //! holds a stretch of it, not all of it.
 //!
 //! The figures are those [`super::utilization::apply`] gives with every reading in memory,
-//! number for number: each stretch is tallied by the same code, and the stretches are cut
-//! where no window or launch crosses them. A kernel's windows are read against the readings
-//! around its launches (the one before, those inside, the one after: what
+//! number for number: each stretch is tallied by the same code, and no stretch splits a window
+//! or a launch. A kernel's windows are read against the readings around its launches (the one
+//! before, those inside, the one after: what
 //! [`crate::model::results::RunResults::lent_counters`] lends). The counter series are read
-//! once for all the kernels that borrow them, beside every kernel's launches in order of their
-//! start; a stretch ends only in a quiet spell (no launch running, at least two readings of
-//! every series in it), so every launch finds all its readings in its own stretch, and each
-//! kernel's next stretch begins with the last reading it kept, so each of its windows is in
-//! exactly one. Inside a quiet spell only its first and last readings can be around a launch;
-//! the ones between are let go as they are read. A benchmark whose arrays are not in time
-//! order, or that needs more than this reads (registers summed per time, counter passes, a
-//! roofline from its own metrics), is not derived here: the caller reads everything into
-//! memory instead.
+//! once for all the kernels that borrow them, beside the launches of every kernel merged in
+//! order of their start: each kernel copies the readings around its own launches as they are
+//! read, and tallies what it copied once it holds its share of a stretch and none of its
+//! launches waits for the reading after its end (every reading it kept then lies before its
+//! next launch, so no window of that launch is split); its next stretch begins with the last
+//! reading it kept, so each of its windows is in exactly one. A reading is let go once no
+//! waiting launch and no launch to come can be around it. A benchmark whose arrays are not in
+//! time order, that needs more than this reads (registers summed per time, counter passes, a
+//! roofline from its own metrics), or a trace of many kernels and few readings, is not derived
+//! here: the caller reads everything into memory instead.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -178,7 +179,7 @@ fn derive_all(
         }
     }
     for ((lender, repetition), members) in &groups {
-        let spell = Spell {
+        let sweep = Sweep {
             results,
             held,
             lender: *lender,
@@ -188,7 +189,7 @@ fn derive_all(
             plans: &plans,
             stretch,
         };
-        spell.sweep(&mut tallies, &mut counts)?;
+        sweep.run(&mut tallies, &mut counts)?;
     }
     for ((b, plan), tallies) in borrowers.iter().zip(&plans).zip(tallies) {
         outcomes.push((b.i, finish(&results.benchmarks[b.i], plan, tallies)));
@@ -325,7 +326,7 @@ impl Ord for Time {
 }
 
 /// The sweep of one lender's series of one repetition, for every kernel windows reading them.
-struct Spell<'a, 'o> {
+struct Sweep<'a, 'o> {
     results: &'a RunResults,
     held: &'a dyn HeldArrays,
     lender: usize,
@@ -412,8 +413,8 @@ struct Keeping {
     carry: Vec<Option<(f64, f64)>>,
 }
 
-impl Spell<'_, '_> {
-    fn sweep(&self, tallies: &mut [Vec<Tally>], counts: &mut Counts) -> io::Result<()> {
+impl Sweep<'_, '_> {
+    fn run(&self, tallies: &mut [Vec<Tally>], counts: &mut Counts) -> io::Result<()> {
         let mut series: Vec<Shared<'_>> = Vec::new();
         for (entry, s) in self.results.benchmarks[self.lender]
             .counters
