@@ -626,20 +626,34 @@ fn count_in_order(
     benchmark: usize,
     entry: usize,
 ) -> io::Result<Option<usize>> {
-    let (Some(mut times), Some(mut values)) = (
-        reader(held, benchmark, entry, Field::SeriesTimes),
-        reader(held, benchmark, entry, Field::SeriesValues),
+    let fields = (Field::SeriesTimes, Field::SeriesValues);
+    count_pairs(held, benchmark, entry, fields, |_, _| true)
+}
+
+/// How many pairs two held arrays of one entry hold (`fields`: a series' times and values, or
+/// kernel windows' starts and ends), when the arrays are as long as each other, each pair is
+/// `fit`, and the first numbers never decrease (`None` otherwise, or when not held).
+fn count_pairs(
+    held: &dyn HeldArrays,
+    benchmark: usize,
+    entry: usize,
+    fields: (Field, Field),
+    fit: impl Fn(f64, f64) -> bool,
+) -> io::Result<Option<usize>> {
+    let (Some(mut firsts), Some(mut seconds)) = (
+        reader(held, benchmark, entry, fields.0),
+        reader(held, benchmark, entry, fields.1),
     ) else {
         return Ok(None);
     };
     let (mut n, mut previous) = (0usize, f64::NEG_INFINITY);
     loop {
-        match (times.next()?, values.next()?) {
-            (Some(t), Some(_)) => {
-                if t.total_cmp(&previous).is_lt() {
+        match (firsts.next()?, seconds.next()?) {
+            (Some(a), Some(b)) => {
+                if !fit(a, b) || a.total_cmp(&previous).is_lt() {
                     return Ok(None);
                 }
-                previous = t;
+                previous = a;
                 n += 1;
             }
             (None, None) => return Ok(Some(n)),
@@ -806,26 +820,10 @@ fn own_series(
 /// How many launches kernel windows `k` of benchmark `i` hold, when each ends no earlier
 /// than it starts and they start in time order (`None` otherwise, or when not held).
 fn launches_in_order(held: &dyn HeldArrays, i: usize, k: usize) -> io::Result<Option<usize>> {
-    let (Some(mut starts), Some(mut ends)) = (
-        reader(held, i, k, Field::WindowStarts),
-        reader(held, i, k, Field::WindowEnds),
-    ) else {
-        return Ok(None);
-    };
-    let (mut n, mut previous) = (0usize, f64::NEG_INFINITY);
-    loop {
-        match (starts.next()?, ends.next()?) {
-            (Some(s), Some(e)) => {
-                if !(s.is_finite() && e.is_finite() && s <= e && s >= previous) {
-                    return Ok(None);
-                }
-                previous = s;
-                n += 1;
-            }
-            (None, None) => return Ok(Some(n)),
-            _ => return Ok(None),
-        }
-    }
+    let fields = (Field::WindowStarts, Field::WindowEnds);
+    count_pairs(held, i, k, fields, |s, e| {
+        s.is_finite() && e.is_finite() && s <= e
+    })
 }
 
 #[cfg(test)]
@@ -977,36 +975,30 @@ mod tests {
     fn held(full: &RunResults) -> (RunResults, InMemory) {
         let mut outline = full.clone();
         let mut held = HashMap::new();
-        for (i, b) in outline.benchmarks.iter_mut().enumerate() {
-            for (entry, c) in b.counters.iter_mut().enumerate() {
-                for (field, values) in [
-                    (Field::SeriesTimes, &mut c.t_ns),
-                    (Field::SeriesValues, &mut c.value),
-                ] {
-                    held.insert(
-                        ArrayAt {
-                            benchmark: i,
-                            entry,
-                            field,
-                        },
-                        std::mem::take(values),
-                    );
-                }
-            }
-            for (entry, w) in b.kernel_windows.iter_mut().enumerate() {
-                for (field, values) in [
-                    (Field::WindowStarts, &mut w.start_ns),
-                    (Field::WindowEnds, &mut w.end_ns),
-                ] {
-                    held.insert(
-                        ArrayAt {
-                            benchmark: i,
-                            entry,
-                            field,
-                        },
-                        std::mem::take(values),
-                    );
-                }
+        for (benchmark, b) in outline.benchmarks.iter_mut().enumerate() {
+            let series = b.counters.iter_mut().enumerate().flat_map(|(entry, c)| {
+                [
+                    (entry, Field::SeriesTimes, &mut c.t_ns),
+                    (entry, Field::SeriesValues, &mut c.value),
+                ]
+            });
+            let windows = b
+                .kernel_windows
+                .iter_mut()
+                .enumerate()
+                .flat_map(|(entry, w)| {
+                    [
+                        (entry, Field::WindowStarts, &mut w.start_ns),
+                        (entry, Field::WindowEnds, &mut w.end_ns),
+                    ]
+                });
+            for (entry, field, values) in series.chain(windows) {
+                let at = ArrayAt {
+                    benchmark,
+                    entry,
+                    field,
+                };
+                held.insert(at, std::mem::take(values));
             }
         }
         (outline, InMemory(held))

@@ -271,19 +271,17 @@ impl<'a> SeriesPlan<'a> {
     /// profile's.
     fn unit(&self, c: usize, readings_unit: &str) -> String {
         if readings_unit.is_empty() {
-            self.spec(c).unit
+            self.spec(c)
+                .map(|spec| spec.unit.clone())
+                .unwrap_or_default()
         } else {
             readings_unit.to_string()
         }
     }
 
-    fn spec(&self, c: usize) -> crate::config::profile::CounterSpec {
-        self.opts
-            .profile
-            .counters
-            .get(&self.series[c].base)
-            .cloned()
-            .unwrap_or_default()
+    /// The profile's settings for series `c`'s key, when it has any.
+    fn spec(&self, c: usize) -> Option<&crate::config::profile::CounterSpec> {
+        self.opts.profile.counters.get(&self.series[c].base)
     }
 }
 
@@ -539,7 +537,7 @@ pub(super) fn tally_readings(
         if !plan.is_busy(c, &unit) {
             continue;
         }
-        let lanes = plan.spec(c).lanes.unwrap_or(1);
+        let lanes = plan.spec(c).and_then(|spec| spec.lanes).unwrap_or(1);
         let kernels: &[Launch<'_>] = launches.get(&plan.series[c].rep).map_or(&[], Vec::as_slice);
         let candidates: Vec<Option<usize>> = std::iter::once(None)
             .chain(plan.cycle_candidates(c).into_iter().map(Some))
@@ -699,7 +697,7 @@ pub(super) fn finish(
             delta,
             span,
             unit: plan.unit(index, readings_unit),
-            spec: plan.spec(index),
+            spec: plan.spec(index).cloned().unwrap_or_default(),
         });
     }
     let mut per_rep: BTreeMap<u32, BTreeMap<Option<u32>, CoreCounters>> = BTreeMap::new();
