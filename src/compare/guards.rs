@@ -13,44 +13,60 @@ use crate::model::results::{BenchmarkResult, RunResults};
 use crate::model::units::format_change;
 use crate::model::verdict::Verdict;
 
-/// Refuses to compare counter-derived metrics collected under different configurations
-/// (another profile, sample mode, scaling or pass plan): they become informational and
-/// inconclusive, with the reason.
-pub(super) fn refuse_mixed_counters(
-    base: &BenchmarkResult,
-    head: &BenchmarkResult,
-    cmp: &mut BenchmarkComparison,
-) {
-    let (b, h) = (
-        base.provenance
-            .details
-            .get(crate::derive::utilization::CONFIG_DETAIL),
-        head.provenance
-            .details
-            .get(crate::derive::utilization::CONFIG_DETAIL),
-    );
-    if b == h {
-        return;
-    }
-    let names: Vec<&str> = [base, head]
-        .iter()
-        .filter_map(|r| {
+/// Counter-derived metrics collected under different configurations (another profile, sample
+/// mode, scaling or pass plan): they are not compared.
+pub(super) struct MixedCounters {
+    /// The derived metrics either side names.
+    metrics: Vec<String>,
+    /// Each side's configuration ("none" where it has none).
+    base: String,
+    head: String,
+}
+
+impl MixedCounters {
+    /// What refuses the two sides' counter-derived metrics, or None when their configurations
+    /// agree.
+    pub(super) fn of(base: &BenchmarkResult, head: &BenchmarkResult) -> Option<MixedCounters> {
+        let config = |r: &BenchmarkResult| {
             r.provenance
                 .details
-                .get(crate::derive::utilization::METRICS_DETAIL)
+                .get(crate::derive::utilization::CONFIG_DETAIL)
+                .cloned()
+        };
+        let (b, h) = (config(base), config(head));
+        if b == h {
+            return None;
+        }
+        let metrics = [base, head]
+            .iter()
+            .filter_map(|r| {
+                r.provenance
+                    .details
+                    .get(crate::derive::utilization::METRICS_DETAIL)
+            })
+            .flat_map(|s| s.split(','))
+            .map(str::to_string)
+            .collect();
+        let show = |c: Option<String>| c.unwrap_or_else(|| "none".into());
+        Some(MixedCounters {
+            metrics,
+            base: show(b),
+            head: show(h),
         })
-        .flat_map(|s| s.split(','))
-        .collect();
-    let show = |c: Option<&String>| c.cloned().unwrap_or_else(|| "none".into());
-    for m in cmp.metrics.iter_mut() {
-        if names.contains(&m.name.as_str()) {
-            m.gates = false;
-            m.verdict = Verdict::Inconclusive;
-            m.reason = format!(
-                "counters collected under different configurations (baseline: {}; this run: {}); not compared",
-                show(b),
-                show(h)
-            );
+    }
+
+    /// Makes the derived metrics of a decided benchmark informational and inconclusive, with
+    /// the reason.
+    pub(super) fn refuse(&self, cmp: &mut BenchmarkComparison) {
+        for m in cmp.metrics.iter_mut() {
+            if self.metrics.contains(&m.name) {
+                m.gates = false;
+                m.verdict = Verdict::Inconclusive;
+                m.reason = format!(
+                    "counters collected under different configurations (baseline: {}; this run: {}); not compared",
+                    self.base, self.head
+                );
+            }
         }
     }
 }

@@ -17,11 +17,13 @@
 pub mod adjust;
 pub mod calibrate;
 pub mod explain;
+pub mod files;
 mod guards;
 mod rules;
+mod spill;
 pub mod waivers;
 
-use guards::{environment_warnings, hold_back, not_gating_warnings, refuse_mixed_counters};
+use guards::{MixedCounters, environment_warnings, hold_back, not_gating_warnings};
 use rules::{
     Evidence, Levels, by_tolerance, decide, decide_all, point_change, prediction_evidence,
     rank_evidence, repetitions_needed,
@@ -159,125 +161,170 @@ pub fn compare_with_job_medians(
     policy: &ComparePolicy,
     design: Design,
 ) -> Report {
-    let looks = planned_looks(head);
-    let ctx = Context {
-        policy,
-        alpha_look: policy.alpha / f64::from(looks),
-        history: if design == Design::StoredBaseline {
-            medians.clone()
-        } else {
-            JobMedians::new()
-        },
-        design,
-        environment_differences: crate::machine::envkey::key_differences(
-            &base.environment,
-            &head.environment,
-        ),
-    };
-    let (base_index, head_index) = (base.by_name(), head.by_name());
-    let mut benchmarks = Vec::new();
-    let mut pending: Vec<(usize, usize, Evidence<'_>)> = Vec::new();
+    let ctx = Context::new(policy, planned_looks(head), medians, design, base, head);
+    let base_index = base.by_name();
+    let mut gathered = Gathered::default();
     for h in &head.benchmarks {
-        let cmp = match base_index.get(h.name.as_str()) {
+        let b = base_index.get(h.name.as_str()).copied();
+        let kept = gathered.add(b, h, &ctx, Ok::<_, std::convert::Infallible>);
+        let Ok(()) = kept;
+    }
+    let head_index = head.by_name();
+    gathered.missing = base
+        .benchmarks
+        .iter()
+        .filter(|b| !head_index.contains_key(b.name.as_str()))
+        .map(|b| b.name.clone())
+        .collect();
+    match gathered.conclude(base, head, &ctx, None) {
+        Ok(report) => report,
+        Err(_) => unreachable!("without a spill nothing is read"),
+    }
+}
+
+/// What the benchmarks of a comparison gave before the run-wide correction decides their
+/// tested metrics.
+#[derive(Default)]
+struct Gathered<'e> {
+    benchmarks: Vec<BenchmarkComparison>,
+    /// The tested metrics' evidence: (benchmark, metric, evidence).
+    pending: Vec<(usize, usize, Evidence<'e>)>,
+    /// Benchmarks whose counters were collected under different configurations, refused once
+    /// decided.
+    mixed: Vec<(usize, MixedCounters)>,
+    /// Counters the candidate could not collect, as warnings.
+    unavailable: Vec<String>,
+    /// Benchmarks only in the baseline, in its order.
+    missing: Vec<String>,
+}
+
+impl<'e> Gathered<'e> {
+    /// Gathers one benchmark of the candidate against the baseline's of that name (`None`:
+    /// new); `keep` turns the evidence of its tested metrics into what waits for the
+    /// correction (as it is, or with its samples parked where the benchmark is not kept).
+    fn add<'r, E>(
+        &mut self,
+        base: Option<&'r BenchmarkResult>,
+        head: &'r BenchmarkResult,
+        ctx: &Context<'_>,
+        mut keep: impl FnMut(Evidence<'r>) -> Result<Evidence<'e>, E>,
+    ) -> Result<(), E> {
+        for u in &head.provenance.unavailable {
+            self.unavailable.push(format!(
+                "{}: counter `{}` unavailable ({}); hint: {}",
+                head.name, u.counter, u.reason, u.hint
+            ));
+        }
+        let index = self.benchmarks.len();
+        let cmp = match base {
             Some(b) => {
-                let (cmp, evidence) = gather_benchmark(b, h, &ctx);
-                let index = benchmarks.len();
-                pending.extend(evidence.into_iter().map(|(m, e)| (index, m, e)));
+                let (cmp, evidence) = gather_benchmark(b, head, ctx);
+                for (m, e) in evidence {
+                    self.pending.push((index, m, keep(e)?));
+                }
+                if let Some(mixed) = MixedCounters::of(b, head) {
+                    self.mixed.push((index, mixed));
+                }
                 cmp
             }
             None => new_benchmark(
-                h,
+                head,
                 "not in the baseline; this run's numbers become its reference once saved",
             ),
         };
-        benchmarks.push(cmp);
+        self.benchmarks.push(cmp);
+        Ok(())
     }
-    let used_history = pending
-        .iter()
-        .any(|(_, _, e)| e.method == Method::PredictionInterval);
-    decide_all(&mut benchmarks, pending, &ctx);
-    for cmp in &mut benchmarks {
-        if let (Some(b), Some(h)) = (
-            base_index.get(cmp.name.as_str()),
-            head_index.get(cmp.name.as_str()),
-        ) {
-            refuse_mixed_counters(b, h, cmp);
+
+    /// Decides the tested metrics (their parked samples read back from `spill`), then each
+    /// benchmark, and writes the report; `base` and `head` give the runs' keys (their
+    /// benchmarks are not read).
+    fn conclude(
+        self,
+        base: &RunResults,
+        head: &RunResults,
+        ctx: &Context<'_>,
+        spill: Option<&mut spill::SampleSpill>,
+    ) -> Result<Report, std::io::Error> {
+        let Gathered {
+            mut benchmarks,
+            pending,
+            mixed,
+            unavailable,
+            missing,
+        } = self;
+        let policy = ctx.policy;
+        let used_history = pending
+            .iter()
+            .any(|(_, _, e)| e.method == Method::PredictionInterval);
+        decide_all(&mut benchmarks, pending, ctx, spill)?;
+        for (index, mixed) in &mixed {
+            mixed.refuse(&mut benchmarks[*index]);
         }
-    }
-    for b in &mut benchmarks {
-        if b.verdict != Verdict::New {
-            aggregate(b);
-            explain::annotate(b);
+        for b in &mut benchmarks {
+            if b.verdict != Verdict::New {
+                aggregate(b);
+                explain::annotate(b);
+            }
         }
-    }
-    for b in &base.benchmarks {
-        if !head_index.contains_key(b.name.as_str()) {
-            benchmarks.push(BenchmarkComparison {
-                name: b.name.clone(),
-                verdict: Verdict::Missing,
-                explanation: "in the baseline but not in this run".into(),
-                metrics: Vec::new(),
-                profile: None,
-            });
-        }
-    }
-    let mut warnings = environment_warnings(
-        base,
-        head,
-        &ctx.environment_differences,
-        &benchmarks,
-        policy,
-    );
-    warnings.extend(not_gating_warnings(&benchmarks));
-    for b in &head.benchmarks {
-        for u in &b.provenance.unavailable {
-            warnings.push(format!(
-                "{}: counter `{}` unavailable ({}); hint: {}",
-                b.name, u.counter, u.reason, u.hint
-            ));
-        }
-    }
-    // A baseline saved from this very commit on an identical environment (a `baseline save`
-    // moments ago on this machine) is not "another job" in the sense the warning means.
-    let same_commit_and_environment = ctx.environment_differences.is_empty()
-        && matches!(
-            (&base.environment.git, &head.environment.git),
-            (Some(b), Some(h)) if b.commit == h.commit && !h.dirty
+        benchmarks.extend(missing.into_iter().map(|name| BenchmarkComparison {
+            name,
+            verdict: Verdict::Missing,
+            explanation: "in the baseline but not in this run".into(),
+            metrics: Vec::new(),
+            profile: None,
+        }));
+        let mut warnings = environment_warnings(
+            base,
+            head,
+            &ctx.environment_differences,
+            &benchmarks,
+            policy,
         );
-    if design == Design::StoredBaseline
-        && !used_history
-        && policy.noisy_metrics != NoisyMetrics::SameJob
-        && !same_commit_and_environment
-    {
-        warnings.push("the baseline was stored by another job; job-to-job offsets are not visible to a within-job test, so small changes may be machine noise (run `kgate check --against REF` to interleave both revisions, or keep a history with `kgate check --record` (or give earlier result files with `--history`) for a prediction interval)".into());
-    }
-    let summary = count(&benchmarks);
-    let verdict = if summary.regressed > 0 {
-        RunVerdict::Regressed
-    } else if summary.inconclusive > 0 {
-        RunVerdict::Inconclusive
-    } else {
-        RunVerdict::Pass
-    };
-    Report {
-        schema_version: REPORT_SCHEMA_VERSION,
-        verdict,
-        summary,
-        design,
-        alpha: policy.alpha,
-        correction: policy.correction,
-        looks,
-        model: if used_history {
-            Model::PredictionInterval
+        warnings.extend(not_gating_warnings(&benchmarks));
+        warnings.extend(unavailable);
+        // A baseline saved from this very commit on an identical environment (a `baseline save`
+        // moments ago on this machine) is not "another job" in the sense the warning means.
+        let same_commit_and_environment = ctx.environment_differences.is_empty()
+            && matches!(
+                (&base.environment.git, &head.environment.git),
+                (Some(b), Some(h)) if b.commit == h.commit && !h.dirty
+            );
+        if ctx.design == Design::StoredBaseline
+            && !used_history
+            && policy.noisy_metrics != NoisyMetrics::SameJob
+            && !same_commit_and_environment
+        {
+            warnings.push("the baseline was stored by another job; job-to-job offsets are not visible to a within-job test, so small changes may be machine noise (run `kgate check --against REF` to interleave both revisions, or keep a history with `kgate check --record` (or give earlier result files with `--history`) for a prediction interval)".into());
+        }
+        let summary = count(&benchmarks);
+        let verdict = if summary.regressed > 0 {
+            RunVerdict::Regressed
+        } else if summary.inconclusive > 0 {
+            RunVerdict::Inconclusive
         } else {
-            Model::RankTest
-        },
-        base_commit: base.environment.git.as_ref().map(|g| g.commit.clone()),
-        head_commit: head.environment.git.as_ref().map(|g| g.commit.clone()),
-        head_dirty: head.environment.git.as_ref().is_some_and(|g| g.dirty),
-        warnings,
-        benchmarks,
-        evidence: None,
+            RunVerdict::Pass
+        };
+        Ok(Report {
+            schema_version: REPORT_SCHEMA_VERSION,
+            verdict,
+            summary,
+            design: ctx.design,
+            alpha: policy.alpha,
+            correction: policy.correction,
+            looks: ctx.looks,
+            model: if used_history {
+                Model::PredictionInterval
+            } else {
+                Model::RankTest
+            },
+            base_commit: base.environment.git.as_ref().map(|g| g.commit.clone()),
+            head_commit: head.environment.git.as_ref().map(|g| g.commit.clone()),
+            head_dirty: head.environment.git.as_ref().is_some_and(|g| g.dirty),
+            warnings,
+            benchmarks,
+            evidence: None,
+        })
     }
 }
 
@@ -356,6 +403,8 @@ pub fn count(benchmarks: &[BenchmarkComparison]) -> Counts {
 /// What the comparison of a run knows besides the two samples.
 struct Context<'a> {
     policy: &'a ComparePolicy,
+    /// Looks planned for the run ([`planned_looks`]).
+    looks: u32,
     /// Level of one look: alpha / planned looks.
     alpha_look: f64,
     /// Job medians for the prediction-interval model (the stored baseline's included); empty
@@ -364,6 +413,34 @@ struct Context<'a> {
     design: Design,
     /// The baseline-key fields in which the two sides' environments differ (empty: comparable).
     environment_differences: Vec<String>,
+}
+
+impl Context<'_> {
+    /// The context of comparing two runs (their keys read, not their benchmarks).
+    fn new<'p>(
+        policy: &'p ComparePolicy,
+        looks: u32,
+        medians: &JobMedians,
+        design: Design,
+        base: &RunResults,
+        head: &RunResults,
+    ) -> Context<'p> {
+        Context {
+            policy,
+            looks,
+            alpha_look: policy.alpha / f64::from(looks),
+            history: if design == Design::StoredBaseline {
+                medians.clone()
+            } else {
+                JobMedians::new()
+            },
+            design,
+            environment_differences: crate::machine::envkey::key_differences(
+                &base.environment,
+                &head.environment,
+            ),
+        }
+    }
 }
 
 /// Compares one benchmark's metrics; noisy metrics come back undecided with their evidence,
@@ -589,6 +666,7 @@ pub fn compare_metric(
 ) -> MetricComparison {
     let ctx = Context {
         policy,
+        looks: 1,
         alpha_look: policy.alpha,
         history: JobMedians::new(),
         design: Design::Files,
@@ -601,7 +679,7 @@ pub fn compare_metric(
             improvement: ctx.alpha_look,
         };
         let (p_reg, p_imp) = (e.p_reg, e.p_imp);
-        decide(&mut out, &e, p_reg, p_imp, 1, levels, &ctx);
+        decide(&mut out, &e, &e.power, p_reg, p_imp, 1, levels, &ctx);
     }
     out
 }

@@ -3,6 +3,7 @@
 //! (docs/statistics.md, "The decision rule"). Pure functions of the samples and the policy:
 //! no I/O, no report assembly.
 
+use super::spill::{Parked, SampleSpill};
 use super::{Context, format_p};
 use crate::model::metric::{Direction, Tolerance};
 use crate::model::report::{BenchmarkComparison, Method, MetricComparison};
@@ -34,15 +35,58 @@ pub(super) enum Power<'a> {
         noise: Option<f64>,
         samples: SamplePair<'a>,
     },
+    /// Two-sample rank test whose samples wait in a [`SampleSpill`] (a comparison read a
+    /// benchmark at a time): what `Samples` holds, the samples read back when decided.
+    Parked {
+        noise: Option<f64>,
+        at: Parked,
+        scale: Option<f64>,
+    },
     /// Prediction interval: the jobs' history and this job's log-scale distance from its mean.
     Prediction { history: History, distance: f64 },
 }
 
-impl Evidence<'_> {
-    /// The two-sided interval of the change at `confidence`, when it can be computed.
-    pub(super) fn interval(&self, confidence: f64) -> Option<[f64; 2]> {
-        match &self.power {
+impl<'a> Evidence<'a> {
+    /// The evidence with its samples written to `spill` instead of borrowed.
+    pub(super) fn parked(self, spill: &mut SampleSpill) -> std::io::Result<Evidence<'static>> {
+        let power = match self.power {
+            Power::Samples { noise, samples } => Power::Parked {
+                noise,
+                at: spill.park(samples.base, samples.head)?,
+                scale: samples.scale,
+            },
+            Power::Parked { noise, at, scale } => Power::Parked { noise, at, scale },
+            Power::Prediction { history, distance } => Power::Prediction { history, distance },
+        };
+        Ok(Evidence {
+            method: self.method,
+            change: self.change,
+            equivalence_ci: self.equivalence_ci,
+            p_two: self.p_two,
+            p_reg: self.p_reg,
+            p_imp: self.p_imp,
+            power,
+            basis: self.basis,
+        })
+    }
+}
+
+impl Power<'_> {
+    /// The sample sizes (base, head) of a rank test.
+    fn sizes(&self) -> Option<(usize, usize)> {
+        match self {
+            Power::Samples { samples, .. } => Some(samples.sizes()),
+            Power::Parked { at, .. } => Some(at.sizes()),
+            Power::Prediction { .. } => None,
+        }
+    }
+
+    /// The two-sided interval of the change at `confidence`, when it can be computed (`None`
+    /// for parked samples: read them back first, [`decide_all`] does).
+    fn interval(&self, confidence: f64) -> Option<[f64; 2]> {
+        match self {
             Power::Samples { samples, .. } => samples.interval(confidence),
+            Power::Parked { .. } => None,
             Power::Prediction { history, distance } => {
                 let w = history.half_width(confidence);
                 Some([(distance - w).exp_m1(), (distance + w).exp_m1()])
@@ -402,12 +446,14 @@ pub(super) fn prediction_evidence(
 }
 
 /// Adjusts the regression- and improvement-direction p-values within each family (gating
-/// metrics; informational metrics) and decides every pending metric.
+/// metrics; informational metrics) and decides every pending metric; parked samples are read
+/// back from `spill` (an error only where reading it fails).
 pub(super) fn decide_all(
     benchmarks: &mut [BenchmarkComparison],
     pending: Vec<(usize, usize, Evidence<'_>)>,
     ctx: &Context<'_>,
-) {
+    mut spill: Option<&mut SampleSpill>,
+) -> std::io::Result<()> {
     // Each family is decided in place, by position in `pending`, so the evidence of a whole
     // run is never held twice.
     let gating: Vec<bool> = pending
@@ -442,9 +488,34 @@ pub(super) fn decide_all(
             improvement: inference::decision_level(&imp, ctx.alpha_look, ctx.policy.correction),
         };
         for (((b, m, e), r), i) in members().zip(reg).zip(imp) {
-            decide(&mut benchmarks[*b].metrics[*m], e, r, i, size, levels, ctx);
+            let held;
+            let power = match (&e.power, spill.as_deref_mut()) {
+                (Power::Parked { noise, at, scale }, Some(spill)) => {
+                    held = spill.read(at)?;
+                    &Power::Samples {
+                        noise: *noise,
+                        samples: SamplePair {
+                            base: &held.0,
+                            head: &held.1,
+                            scale: *scale,
+                        },
+                    }
+                }
+                (power, _) => power,
+            };
+            decide(
+                &mut benchmarks[*b].metrics[*m],
+                e,
+                power,
+                r,
+                i,
+                size,
+                levels,
+                ctx,
+            );
         }
     }
+    Ok(())
 }
 
 /// Whether an interval lies entirely on the side of no change that `bad` names.
@@ -457,10 +528,13 @@ fn beyond_zero(ci: [f64; 2], bad_side_is_up: bool) -> bool {
 }
 
 /// The decision rule of `docs/statistics.md` for one noisy metric, given its adjusted p-values,
-/// the size of its family and the levels the family's decisions were taken at.
+/// the size of its family and the levels the family's decisions were taken at. `power` is the
+/// evidence's own, its samples read back where they were parked.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn decide(
     out: &mut MetricComparison,
     e: &Evidence<'_>,
+    power: &Power<'_>,
     p_reg_adj: f64,
     p_imp_adj: f64,
     family: usize,
@@ -473,14 +547,10 @@ pub(super) fn decide(
     out.p_adjusted = Some(p_reg_adj);
     // The level a single regression faces: BH and Holm both reduce to alpha / m for it.
     let single = alpha / family.max(1) as f64;
-    let floor_blocks = match &e.power {
-        Power::Samples { samples, .. } => {
-            let (nb, nh) = samples.sizes();
-            let floor = inference::mwu_floor(nb, nh);
-            (floor > single).then_some(floor)
-        }
-        Power::Prediction { .. } => None,
-    };
+    let floor_blocks = power
+        .sizes()
+        .map(|(nb, nh)| inference::mwu_floor(nb, nh))
+        .filter(|floor| *floor > single);
     let bad = worse(e.change, out.direction);
     // The interval is shown at the level the test in the estimate's direction was decided at,
     // so that it agrees with the verdict.
@@ -494,12 +564,12 @@ pub(super) fn decide(
     let ci = if floor_blocks.is_some() {
         None
     } else {
-        e.interval(ci_level)
+        power.interval(ci_level)
     };
     out.ci = ci;
     out.ci_level = ci.map(|_| ci_level);
-    out.mde = match (&e.power, floor_blocks, ci) {
-        (_, Some(_), _) => None,
+    out.mde = match (power, floor_blocks, ci) {
+        (_, Some(_), _) | (Power::Parked { .. }, ..) => None,
         (Power::Samples { samples, noise }, None, ci) => noise.and_then(|noise| {
             let sizes = samples.sizes();
             inference::min_detectable_change(noise, sizes, single, ci.map(|c| (c, ci_level)))

@@ -13,6 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::model::results::{BenchmarkResult, CounterSeries, Lenders, RunResults};
+use crate::model::results_pairs;
 
 /// The evidence of a whole comparison, one entry per benchmark present on either side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -177,6 +178,28 @@ impl Evidence {
             benchmarks,
             omitted: (omitted != Omitted::default()).then_some(omitted),
         }
+    }
+
+    /// [`Evidence::from_runs_bounded`] of two results files read a benchmark at a time
+    /// ([`results_pairs::for_each_pair`]): `None` where they could not be read that way.
+    pub fn from_files_bounded<'a>(
+        base: (&std::path::Path, &results_pairs::Outline),
+        head: (&std::path::Path, &results_pairs::Outline),
+        shown: impl Fn(&str) -> Option<&'a [String]>,
+    ) -> Option<Evidence> {
+        let mut omitted = Omitted::default();
+        let mut benchmarks = Vec::new();
+        // Such files lend no counters across benchmarks (the reading declines those).
+        let lent = Default::default();
+        results_pairs::for_each_pair(base, head, |name, b, h| {
+            let mut evidence = BenchmarkEvidence::from_results(name, b.as_ref(), h.as_ref(), &lent);
+            evidence.bound(shown(name), &mut omitted);
+            benchmarks.push(evidence);
+        })?;
+        Some(Evidence {
+            benchmarks,
+            omitted: (omitted != Omitted::default()).then_some(omitted),
+        })
     }
 
     /// Keeps the evidence to what a report's charts and diffs draw. A benchmark for which

@@ -13,6 +13,7 @@ pub mod protocol;
 pub mod repetition_numbers;
 pub mod report;
 pub mod results;
+pub mod results_pairs;
 pub mod text;
 pub mod units;
 pub mod verdict;

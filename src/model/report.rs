@@ -142,6 +142,29 @@ impl Report {
         }));
     }
 
+    /// [`Report::attach_bounded_evidence`] from the two results files the report compared,
+    /// read a benchmark at a time; `one_sided` gives the metric names of each new or missing
+    /// benchmark (all charted). False, with nothing attached, where the files could not be
+    /// read that way.
+    pub fn attach_bounded_evidence_from_files(
+        &mut self,
+        base: (&std::path::Path, &crate::model::results_pairs::Outline),
+        head: (&std::path::Path, &crate::model::results_pairs::Outline),
+        one_sided: &std::collections::HashMap<String, Vec<String>>,
+    ) -> bool {
+        let charted = self.charted_metrics(|name| {
+            one_sided
+                .get(name)
+                .into_iter()
+                .flatten()
+                .map(String::as_str)
+                .collect()
+        });
+        self.evidence =
+            Evidence::from_files_bounded(base, head, |name| charted.get(name).map(Vec::as_slice));
+        self.evidence.is_some()
+    }
+
     /// The metrics whose samples a bounded report charts, per benchmark (see
     /// [`Report::bound_evidence`]); `evidence_metrics` names the metrics a benchmark's
     /// evidence holds, which are all charted for a new or missing benchmark.

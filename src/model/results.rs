@@ -134,6 +134,81 @@ impl Artifact {
 }
 
 impl BenchmarkResult {
+    /// Counts the `repetition` numbers the file left out (each value its own repetition) and
+    /// hands back the room the reader left at the end of each array (see
+    /// [`RunResults::settle`]).
+    pub(crate) fn settle(&mut self) {
+        self.metrics.shrink_to_fit();
+        self.counters.shrink_to_fit();
+        self.kernel_windows.shrink_to_fit();
+        for m in &mut self.metrics {
+            if m.repetition.is_empty() {
+                m.repetition = RepetitionNumbers::one_per_value(m.values.len());
+            }
+            m.values.shrink_to_fit();
+            m.repetition.shrink_to_fit();
+        }
+        for c in &mut self.counters {
+            c.t_ns.shrink_to_fit();
+            c.value.shrink_to_fit();
+        }
+        for w in &mut self.kernel_windows {
+            w.start_ns.shrink_to_fit();
+            w.end_ns.shrink_to_fit();
+        }
+    }
+
+    /// Refuses arrays that should pair up but differ in length, and kernel windows read
+    /// against a benchmark that `holds` says the file does not hold; the message names the
+    /// benchmark and the series.
+    pub(crate) fn check_series(&self, holds: impl Fn(&str) -> bool) -> Result<(), String> {
+        let b = self;
+        // A series of one repetition, named for a message: "benchmark `b`, counter `c`
+        // (repetition 0)".
+        let series = |what: &'static str, name: &str, repetition: u32| {
+            format!(
+                "benchmark `{}`, {what} `{name}` (repetition {repetition})",
+                b.name
+            )
+        };
+        for m in &b.metrics {
+            paired(
+                || format!("benchmark `{}`, metric `{}`", b.name, m.name),
+                (m.values.len(), "value", "values"),
+                (
+                    m.repetition.len(),
+                    "repetition number",
+                    "repetition numbers",
+                ),
+            )?;
+        }
+        for c in &b.counters {
+            paired(
+                || series("counter", &c.counter, c.repetition),
+                (c.t_ns.len(), "time", "times"),
+                (c.value.len(), "value", "values"),
+            )?;
+        }
+        for k in &b.kernel_windows {
+            let what = || series("kernel windows of", &k.kernel, k.repetition);
+            paired(
+                what,
+                (k.start_ns.len(), "start", "starts"),
+                (k.end_ns.len(), "end", "ends"),
+            )?;
+            if let Some(of) = &k.counters_of
+                && !holds(of.benchmark.as_str())
+            {
+                return Err(format!(
+                    "{} are read against the counters of benchmark `{}`, which the file does not hold; the file was cut or edited: import the trace again",
+                    what(),
+                    of.benchmark
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// An empty result to be filled by a capture.
     pub fn new(name: &str, provenance: Provenance) -> BenchmarkResult {
         BenchmarkResult {
@@ -796,7 +871,7 @@ impl RunResults {
     /// A results file of this version read element by element ([`json_array::split`]), or
     /// `None` for whatever it leaves to a reading of the whole text (the read error included).
     fn read_split(source: impl std::io::Read) -> Option<RunResults> {
-        use crate::model::json_array::{self, Found, Split};
+        use crate::model::json_array::{self, Split};
         let mut benchmarks = Vec::new();
         let split = json_array::split(
             source,
@@ -810,17 +885,24 @@ impl RunResults {
         let Split::Done(document) = split else {
             return None;
         };
-        if document.array != Found::Array {
+        Some(RunResults {
+            benchmarks,
+            ..RunResults::header(document)?
+        })
+    }
+
+    /// The keys of a results file of this version besides its benchmarks, from what
+    /// [`json_array::split`](crate::model::json_array::split) read (the benchmarks left empty),
+    /// or `None` for a document the whole reading should judge.
+    pub(crate) fn header(document: crate::model::json_array::Document) -> Option<RunResults> {
+        if document.array != crate::model::json_array::Found::Array {
             return None;
         }
         // The rest of the document with an empty array: the results' own reading of its keys.
         let mut rest = document.others;
         rest.insert("benchmarks".into(), serde_json::Value::Array(Vec::new()));
         let results: RunResults = serde_json::from_value(serde_json::Value::Object(rest)).ok()?;
-        (results.schema_version == RESULTS_SCHEMA_VERSION).then_some(RunResults {
-            benchmarks,
-            ..results
-        })
+        (results.schema_version == RESULTS_SCHEMA_VERSION).then_some(results)
     }
 
     /// Reads and checks the text of a results file; `path` names it in errors. See
@@ -876,24 +958,7 @@ impl RunResults {
     fn settle(&mut self) {
         self.benchmarks.shrink_to_fit();
         for b in &mut self.benchmarks {
-            b.metrics.shrink_to_fit();
-            b.counters.shrink_to_fit();
-            b.kernel_windows.shrink_to_fit();
-            for m in &mut b.metrics {
-                if m.repetition.is_empty() {
-                    m.repetition = RepetitionNumbers::one_per_value(m.values.len());
-                }
-                m.values.shrink_to_fit();
-                m.repetition.shrink_to_fit();
-            }
-            for c in &mut b.counters {
-                c.t_ns.shrink_to_fit();
-                c.value.shrink_to_fit();
-            }
-            for w in &mut b.kernel_windows {
-                w.start_ns.shrink_to_fit();
-                w.end_ns.shrink_to_fit();
-            }
+            b.settle();
         }
     }
 
@@ -941,49 +1006,7 @@ impl RunResults {
         let names: std::collections::HashSet<&str> =
             self.benchmarks.iter().map(|b| b.name.as_str()).collect();
         for b in &self.benchmarks {
-            // A series of one repetition, named for a message: "benchmark `b`, counter `c`
-            // (repetition 0)".
-            let series = |what: &'static str, name: &str, repetition: u32| {
-                format!(
-                    "benchmark `{}`, {what} `{name}` (repetition {repetition})",
-                    b.name
-                )
-            };
-            for m in &b.metrics {
-                paired(
-                    || format!("benchmark `{}`, metric `{}`", b.name, m.name),
-                    (m.values.len(), "value", "values"),
-                    (
-                        m.repetition.len(),
-                        "repetition number",
-                        "repetition numbers",
-                    ),
-                )?;
-            }
-            for c in &b.counters {
-                paired(
-                    || series("counter", &c.counter, c.repetition),
-                    (c.t_ns.len(), "time", "times"),
-                    (c.value.len(), "value", "values"),
-                )?;
-            }
-            for k in &b.kernel_windows {
-                let what = || series("kernel windows of", &k.kernel, k.repetition);
-                paired(
-                    what,
-                    (k.start_ns.len(), "start", "starts"),
-                    (k.end_ns.len(), "end", "ends"),
-                )?;
-                if let Some(of) = &k.counters_of
-                    && !names.contains(of.benchmark.as_str())
-                {
-                    return Err(format!(
-                        "{} are read against the counters of benchmark `{}`, which the file does not hold; the file was cut or edited: import the trace again",
-                        what(),
-                        of.benchmark
-                    ));
-                }
-            }
+            b.check_series(|name| names.contains(name))?;
         }
         Ok(())
     }

@@ -599,11 +599,6 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    let base = match &args.baseline_ref {
-        Some(reference) => scale::baseline_at_ref(&root, &args.base, reference)?,
-        None => RunResults::load(&args.base)?,
-    };
-    let head = RunResults::load(&args.head)?;
     // The configuration's gate policy applies only when one is named explicitly or present.
     let gate = if config_path.exists() {
         Some(load_config(config_path)?.config.gate)
@@ -619,6 +614,36 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
         }
         policy.alpha = alpha;
     }
+    let allowance = scale::allowance(
+        args.allow_fingerprint_mismatch,
+        gate.as_ref().is_some_and(|g| g.allow_fingerprint_mismatch),
+    );
+    let fail_on_inconclusive = gate.as_ref().is_some_and(|g| g.fail_on_inconclusive);
+    // Two files alone are compared a benchmark at a time where they can be; a history, a
+    // baseline from git or the full evidence loads them whole.
+    if args.baseline_ref.is_none() && args.history.is_empty() && !args.report.view.full_evidence {
+        match compare::files::compare_files(&args.base, &args.head, &policy) {
+            Ok(compared) => {
+                return finish_file_comparison(
+                    &root,
+                    compared,
+                    &args,
+                    allowance,
+                    fail_on_inconclusive,
+                );
+            }
+            Err(compare::files::NotRead::Declined) => {}
+            Err(compare::files::NotRead::Spill(e)) => eprintln!(
+                "note: the comparison holds both files in memory: its temporary file of samples failed: {}",
+                escape_log(&e.to_string())
+            ),
+        }
+    }
+    let base = match &args.baseline_ref {
+        Some(reference) => scale::baseline_at_ref(&root, &args.base, reference)?,
+        None => RunResults::load(&args.base)?,
+    };
+    let head = RunResults::load(&args.head)?;
     let history = load_history(&args.history)?;
     let design = if history.is_empty() {
         Design::Files
@@ -626,31 +651,56 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
         Design::StoredBaseline
     };
     let mut report = compare::compare_with_history(&base, &head, &history, &policy, design);
-    scale::check_environments(
-        &base,
-        &head,
-        scale::allowance(
-            args.allow_fingerprint_mismatch,
-            gate.as_ref().is_some_and(|g| g.allow_fingerprint_mismatch),
-        ),
-        &mut report,
-    )?;
+    scale::check_environments(&base, &head, allowance, &mut report)?;
     scale::apply_waivers(&root, &mut report)?;
     if args.report.view.full_evidence {
         report.evidence = Some(Evidence::from_runs(Some(&base), &head));
     } else {
         report.attach_bounded_evidence(Some(&base), &head);
     }
-    let status = emit_report(
-        &report,
-        &args.report,
-        gate.is_some_and(|g| g.fail_on_inconclusive),
-    )?;
+    let status = emit_report(&report, &args.report, fail_on_inconclusive)?;
     // A benchmark that failed on either side is an error, as in `check`.
     let failures = ExitStatus::combine(report_failures(&base), report_failures(&head));
     // The process ends next: freeing every sample and row one by one would cost a large
     // comparison a tenth of its time, for memory the exit returns anyway.
     std::mem::forget((base, head, report));
+    Ok(ExitStatus::combine(failures, status))
+}
+
+/// The rest of `kgate compare` for files compared a benchmark at a time: what
+/// [`compare_files`] does with loaded runs, from the files' outlines, the bounded evidence read
+/// from the files again.
+fn finish_file_comparison(
+    root: &Path,
+    compared: compare::files::FileComparison,
+    args: &CompareArgs,
+    allowance: Option<crate::machine::envkey::Allowance>,
+    fail_on_inconclusive: bool,
+) -> Result<u8> {
+    let compare::files::FileComparison {
+        mut report,
+        base,
+        head,
+        one_sided,
+    } = compared;
+    scale::check_environments(&base.header, &head.header, allowance, &mut report)?;
+    scale::apply_waivers(root, &mut report)?;
+    if !report.attach_bounded_evidence_from_files(
+        (&args.base, &base),
+        (&args.head, &head),
+        &one_sided,
+    ) {
+        // The files could not be read a benchmark at a time again (changed or unreadable
+        // since): loading them gives the evidence, or says what is wrong with them.
+        let (b, h) = (RunResults::load(&args.base)?, RunResults::load(&args.head)?);
+        report.attach_bounded_evidence(Some(&b), &h);
+    }
+    let status = emit_report(&report, &args.report, fail_on_inconclusive)?;
+    let failures = ExitStatus::combine(
+        report_failures(&base.failures()),
+        report_failures(&head.failures()),
+    );
+    std::mem::forget(report);
     Ok(ExitStatus::combine(failures, status))
 }
 

@@ -1,0 +1,323 @@
+//! `kgate compare` of two results files, read a benchmark at a time.
+//!
+//! Loaded whole, two runs of 10,000 benchmarks × 20 metrics × 30 samples held every sample and
+//! metric of both (150 MB) while one pair was compared at a time. Here the files are read side
+//! by side ([`results_pairs`]): each pair is gathered as it is read and let go, the samples of
+//! its tested metrics parked in a temporary file ([`SampleSpill`]) until the run-wide
+//! correction sets the level of their intervals, and read back one metric at a time then. What
+//! stays is the report itself and each tested metric's p-values. The report is the same as
+//! [`compare`](super::compare)'s of the loaded files; what this reading declines is compared
+//! that way.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::spill::SampleSpill;
+use super::{ComparePolicy, Context, Gathered};
+use crate::model::evidence::metric_names;
+use crate::model::report::{Design, Report};
+use crate::model::results_pairs::{Outline, for_each_pair};
+use crate::model::verdict::Verdict;
+use crate::stats::inference::JobMedians;
+
+/// A comparison of two files read a benchmark at a time.
+pub struct FileComparison {
+    pub report: Report,
+    /// What the two files hold besides their samples.
+    pub base: Outline,
+    pub head: Outline,
+    /// The metric names of each new or missing benchmark (one side, or a failed one): a
+    /// bounded report charts them all.
+    pub one_sided: HashMap<String, Vec<String>>,
+}
+
+/// Why two files were not compared a benchmark at a time.
+#[derive(Debug)]
+pub enum NotRead {
+    /// The files are to be loaded whole (see [`results_pairs`]'s documentation).
+    Declined,
+    /// The temporary file for the samples could not be written or read back.
+    Spill(std::io::Error),
+}
+
+/// Compares two results files (no history: `Design::Files`) reading one benchmark of each at a
+/// time.
+pub fn compare_files(
+    base: &Path,
+    head: &Path,
+    policy: &ComparePolicy,
+) -> Result<FileComparison, NotRead> {
+    let (Some(base_outline), Some(head_outline)) = (Outline::read(base), Outline::read(head))
+    else {
+        return Err(NotRead::Declined);
+    };
+    let medians = JobMedians::new();
+    let ctx = Context::new(
+        policy,
+        head_outline.planned_looks,
+        &medians,
+        Design::Files,
+        &base_outline.header,
+        &head_outline.header,
+    );
+    let mut spill = SampleSpill::new().map_err(NotRead::Spill)?;
+    let mut gathered: Gathered<'static> = Gathered::default();
+    let mut one_sided = HashMap::new();
+    let mut spill_failure = None;
+    let read = for_each_pair(
+        (base, &base_outline),
+        (head, &head_outline),
+        |name, b, h| {
+            if spill_failure.is_some() {
+                return;
+            }
+            let Some(h) = h else {
+                gathered.missing.push(name.to_string());
+                one_sided.insert(name.to_string(), owned(metric_names(b.as_ref(), None)));
+                return;
+            };
+            if let Err(e) = gathered.add(b.as_ref(), &h, &ctx, |e| e.parked(&mut spill)) {
+                spill_failure = Some(e);
+                return;
+            }
+            let added = gathered.benchmarks.last().map(|c| c.verdict);
+            if matches!(added, Some(Verdict::New | Verdict::Missing)) {
+                one_sided.insert(name.to_string(), owned(metric_names(b.as_ref(), Some(&h))));
+            }
+        },
+    );
+    if let Some(e) = spill_failure {
+        return Err(NotRead::Spill(e));
+    }
+    read.ok_or(NotRead::Declined)?;
+    let report = gathered
+        .conclude(
+            &base_outline.header,
+            &head_outline.header,
+            &ctx,
+            Some(&mut spill),
+        )
+        .map_err(NotRead::Spill)?;
+    Ok(FileComparison {
+        report,
+        base: base_outline,
+        head: head_outline,
+        one_sided,
+    })
+}
+
+fn owned(names: Vec<&str>) -> Vec<String> {
+    names.into_iter().map(str::to_string).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::fsutil::Overwrite;
+    use crate::model::metric::{Direction, GateRule, Source, Tolerance};
+    use crate::model::results::{
+        BenchmarkResult, Failure, FailureKind, JsonLayout, MetricSamples, Provenance, RunResults,
+        Status,
+    };
+    use crate::stats::inference::Xorshift;
+
+    /// A benchmark of random metrics: shifted or not, few or many samples, some non-positive,
+    /// deterministic, informational, of another unit; failed now and then.
+    fn benchmark(rng: &mut Xorshift, name: &str, shift: f64) -> BenchmarkResult {
+        let mut b = BenchmarkResult::new(name, Provenance::default());
+        let pick = |rng: &mut Xorshift, n: u64| rng.next_u64() % n;
+        if pick(rng, 25) == 0 {
+            b.status = Status::Failed;
+            b.failure = Some(Failure {
+                kind: FailureKind::ExitStatus,
+                message: "exit status 1".into(),
+                stderr_tail: String::new(),
+            });
+        }
+        if pick(rng, 12) == 0 {
+            b.provenance.details.insert(
+                crate::derive::utilization::CONFIG_DETAIL.into(),
+                format!("profile {}", pick(rng, 2)),
+            );
+            b.provenance.details.insert(
+                crate::derive::utilization::METRICS_DETAIL.into(),
+                "m0,m2".into(),
+            );
+        }
+        for m in 0..1 + pick(rng, 5) {
+            if pick(rng, 10) == 0 {
+                continue; // a metric on this side only
+            }
+            let n = match pick(rng, 6) {
+                0 => 1 + pick(rng, 3),
+                1 => 40 + pick(rng, 40),
+                _ => 6 + pick(rng, 14),
+            } as usize;
+            let level = if pick(rng, 15) == 0 { 0.0 } else { 100.0 };
+            let values = (0..n)
+                .map(|_| level * (1.0 + shift) + rng.uniform() * 4.0 - 1.0)
+                .collect::<Vec<f64>>();
+            let mut gate = GateRule {
+                gates: pick(rng, 6) != 0,
+                threshold: [0.01, 0.05, 0.5][pick(rng, 3) as usize],
+                tolerance: None,
+            };
+            if pick(rng, 8) == 0 {
+                gate.tolerance = Some(Tolerance::Relative(0.02));
+            }
+            b.metrics.push(MetricSamples {
+                name: format!("m{m}"),
+                unit: if pick(rng, 30) == 0 { "us" } else { "ns" }.into(),
+                source: [Source::Timer, Source::Simulated, Source::Reported][pick(rng, 3) as usize],
+                direction: if pick(rng, 4) == 0 {
+                    Direction::Higher
+                } else {
+                    Direction::Lower
+                },
+                gate,
+                repetition: (0..n as u32).collect(),
+                values,
+            });
+        }
+        b.repetitions = b.metrics.first().map_or(0, |m| m.values.len() as u32);
+        b
+    }
+
+    /// Two runs: the candidate's benchmarks mostly in the baseline's order, some moved, new or
+    /// gone.
+    fn runs(rng: &mut Xorshift) -> (RunResults, RunResults) {
+        let count = 1 + rng.next_u64() % 40;
+        let mut base = Vec::new();
+        let mut head = Vec::new();
+        for i in 0..count {
+            let name = format!("bench {i}");
+            let shift = [0.0, 0.0, 0.03, -0.2][(rng.next_u64() % 4) as usize];
+            match rng.next_u64() % 10 {
+                0 => base.push(benchmark(rng, &name, 0.0)),
+                1 => head.push(benchmark(rng, &name, shift)),
+                _ => {
+                    base.push(benchmark(rng, &name, 0.0));
+                    head.push(benchmark(rng, &name, shift));
+                }
+            }
+        }
+        if rng.next_u64().is_multiple_of(3) && head.len() > 2 {
+            let (a, b) = (
+                (rng.next_u64() % head.len() as u64) as usize,
+                (rng.next_u64() % head.len() as u64) as usize,
+            );
+            head.swap(a, b);
+        }
+        (RunResults::of(base), RunResults::of(head))
+    }
+
+    #[test]
+    fn a_benchmark_at_a_time_gives_the_report_and_evidence_of_the_loaded_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (base_path, head_path) = (dir.path().join("base.json"), dir.path().join("head.json"));
+        let mut rng = Xorshift::new(20_261_205);
+        let (mut moved, mut missing, mut decided) = (0, 0, 0);
+        for trial in 0..80 {
+            let (base, head) = runs(&mut rng);
+            for (run, path) in [(&base, &base_path), (&head, &head_path)] {
+                let layout = [JsonLayout::Compact, JsonLayout::Pretty][trial % 2];
+                run.save_as(path, Overwrite::Allow, layout).unwrap();
+            }
+            let policy = ComparePolicy::default();
+            let (base, head) = (
+                RunResults::load(&base_path).unwrap(),
+                RunResults::load(&head_path).unwrap(),
+            );
+            let mut loaded = super::super::compare(&base, &head, &policy, Design::Files);
+            loaded.attach_bounded_evidence(Some(&base), &head);
+            let mut read = compare_files(&base_path, &head_path, &policy).unwrap();
+            assert!(read.report.attach_bounded_evidence_from_files(
+                (&base_path, &read.base),
+                (&head_path, &read.head),
+                &read.one_sided,
+            ));
+            assert_eq!(
+                serde_json::to_string(&read.report).unwrap(),
+                serde_json::to_string(&loaded).unwrap(),
+                "trial {trial}"
+            );
+            let failed = |r: &RunResults| {
+                let names: Vec<&str> = r
+                    .benchmarks
+                    .iter()
+                    .filter(|b| b.status == Status::Failed)
+                    .map(|b| b.name.as_str())
+                    .collect();
+                names.join(",")
+            };
+            assert_eq!(failed(&read.base.failures()), failed(&base));
+            assert_eq!(read.head.planned_looks, super::super::planned_looks(&head));
+            let base_order: Vec<&str> = base
+                .benchmarks
+                .iter()
+                .map(|b| b.name.as_str())
+                .filter(|n| head.benchmark(n).is_some())
+                .collect();
+            let head_order: Vec<&str> = head
+                .benchmarks
+                .iter()
+                .map(|b| b.name.as_str())
+                .filter(|n| base.benchmark(n).is_some())
+                .collect();
+            moved += usize::from(base_order != head_order);
+            missing += loaded.summary.missing;
+            decided += loaded
+                .benchmarks
+                .iter()
+                .flat_map(|b| &b.metrics)
+                .filter(|m| m.ci.is_some())
+                .count();
+        }
+        // The trials reached what they are for.
+        assert!(
+            moved > 5 && missing > 25 && decided > 500,
+            "{moved} {missing} {decided}"
+        );
+    }
+
+    #[test]
+    fn files_it_cannot_read_a_benchmark_at_a_time_are_declined() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name);
+        let mut rng = Xorshift::new(7);
+        let (base, _) = runs(&mut rng);
+        base.save_as(&path("base.json"), Overwrite::Allow, JsonLayout::Compact)
+            .unwrap();
+        let mut twice = RunResults::of(vec![BenchmarkResult::new("a", Provenance::default())]);
+        twice.benchmarks.push(twice.benchmarks[0].clone());
+        twice
+            .save_as(&path("twice.json"), Overwrite::Allow, JsonLayout::Compact)
+            .unwrap();
+        std::fs::write(
+            path("other.json"),
+            r#"{"schema_version": 1, "benchmarks": []}"#,
+        )
+        .unwrap();
+        std::fs::write(path("broken.json"), r#"{"schema_version": 2, "benchm"#).unwrap();
+        let policy = ComparePolicy::default();
+        for other in ["twice.json", "other.json", "broken.json", "absent.json"] {
+            assert!(
+                matches!(
+                    compare_files(&path("base.json"), &path(other), &policy),
+                    Err(NotRead::Declined)
+                ),
+                "{other}"
+            );
+        }
+        // A metric whose repetition numbers do not pair with its values is damage the whole
+        // reading names.
+        let mut text = std::fs::read_to_string(path("base.json")).unwrap();
+        text = text.replacen("\"values\":[", "\"repetition\":[0],\"values\":[", 1);
+        std::fs::write(path("damaged.json"), text).unwrap();
+        assert!(RunResults::load(&path("damaged.json")).is_err());
+        assert!(matches!(
+            compare_files(&path("base.json"), &path("damaged.json"), &policy),
+            Err(NotRead::Declined)
+        ));
+    }
+}
