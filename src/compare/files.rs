@@ -76,7 +76,7 @@ pub fn compare_files(
                 one_sided.insert(name.to_string(), owned(metric_names(b.as_ref(), None)));
                 return;
             };
-            if let Err(e) = gathered.add(b.as_ref(), &h, &ctx, |e| e.parked(&mut spill)) {
+            if let Err(e) = gathered.add(b.as_ref(), &h, &ctx, |p| p.parked(&mut spill)) {
                 spill_failure = Some(e);
                 return;
             }

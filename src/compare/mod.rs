@@ -25,7 +25,7 @@ pub mod waivers;
 
 use guards::{MixedCounters, environment_warnings, hold_back, not_gating_warnings};
 use rules::{
-    Evidence, Levels, by_tolerance, decide, decide_all, point_change, prediction_evidence,
+    Levels, Power, by_tolerance, decide, decide_all, point_change, prediction_evidence,
     rank_evidence, repetitions_needed,
 };
 
@@ -187,8 +187,8 @@ pub fn compare_with_job_medians(
 #[derive(Default)]
 struct Gathered<'e> {
     benchmarks: Vec<BenchmarkComparison>,
-    /// The tested metrics' evidence: (benchmark, metric, evidence).
-    pending: Vec<(usize, usize, Evidence<'e>)>,
+    /// The tested metrics, each with what its decision needs: (benchmark, metric, power).
+    pending: Vec<(usize, usize, Power<'e>)>,
     /// Benchmarks whose counters were collected under different configurations, refused once
     /// decided.
     mixed: Vec<(usize, MixedCounters)>,
@@ -207,7 +207,7 @@ impl<'e> Gathered<'e> {
         base: Option<&'r BenchmarkResult>,
         head: &'r BenchmarkResult,
         ctx: &Context<'_>,
-        mut keep: impl FnMut(Evidence<'r>) -> Result<Evidence<'e>, E>,
+        mut keep: impl FnMut(Power<'r>) -> Result<Power<'e>, E>,
     ) -> Result<(), E> {
         for u in &head.provenance.unavailable {
             self.unavailable.push(format!(
@@ -218,9 +218,9 @@ impl<'e> Gathered<'e> {
         let index = self.benchmarks.len();
         let cmp = match base {
             Some(b) => {
-                let (cmp, evidence) = gather_benchmark(b, head, ctx);
-                for (m, e) in evidence {
-                    self.pending.push((index, m, keep(e)?));
+                let (cmp, tested) = gather_benchmark(b, head, ctx);
+                for (m, power) in tested {
+                    self.pending.push((index, m, keep(power)?));
                 }
                 if let Some(mixed) = MixedCounters::of(b, head) {
                     self.mixed.push((index, mixed));
@@ -256,7 +256,7 @@ impl<'e> Gathered<'e> {
         let policy = ctx.policy;
         let used_history = pending
             .iter()
-            .any(|(_, _, e)| e.method == Method::PredictionInterval);
+            .any(|(_, _, p)| matches!(p, Power::Prediction { .. }));
         decide_all(&mut benchmarks, pending, ctx, spill)?;
         for (index, mixed) in &mixed {
             mixed.refuse(&mut benchmarks[*index]);
@@ -443,13 +443,13 @@ impl Context<'_> {
     }
 }
 
-/// Compares one benchmark's metrics; noisy metrics come back undecided with their evidence,
+/// Compares one benchmark's metrics; tested metrics come back undecided with their power,
 /// indexed by metric position.
 fn gather_benchmark<'a>(
     base: &'a BenchmarkResult,
     head: &'a BenchmarkResult,
     ctx: &Context<'_>,
-) -> (BenchmarkComparison, Vec<(usize, Evidence<'a>)>) {
+) -> (BenchmarkComparison, Vec<(usize, Power<'a>)>) {
     let mut cmp = BenchmarkComparison {
         name: head.name.clone(),
         verdict: Verdict::Inconclusive,
@@ -469,16 +469,16 @@ fn gather_benchmark<'a>(
             return (cmp, Vec::new());
         }
     }
-    let mut evidence = Vec::new();
+    let mut tested = Vec::new();
     // By name, not by a search per metric: an ncu raw page gives a benchmark thousands.
     let base_metrics = crate::model::by_name(&base.metrics, |m| m.name.as_str());
     let head_metrics = crate::model::by_name(&head.metrics, |m| m.name.as_str());
     for h in &head.metrics {
         let m = match base_metrics.get(h.name.as_str()) {
             Some(b) => {
-                let (m, e) = gather_metric(&head.name, b, h, ctx);
-                if let Some(e) = e {
-                    evidence.push((cmp.metrics.len(), e));
+                let (m, power) = gather_metric(&head.name, b, h, ctx);
+                if let Some(power) = power {
+                    tested.push((cmp.metrics.len(), power));
                 }
                 m
             }
@@ -505,7 +505,7 @@ fn gather_benchmark<'a>(
             });
         }
     }
-    (cmp, evidence)
+    (cmp, tested)
 }
 
 /// A benchmark's verdict: the worst of its gating metrics.
@@ -672,26 +672,25 @@ pub fn compare_metric(
         design: Design::Files,
         environment_differences: Vec::new(),
     };
-    let (mut out, evidence) = gather_metric("", base, head, &ctx);
-    if let Some(e) = evidence {
+    let (mut out, power) = gather_metric("", base, head, &ctx);
+    if let (Some(power), Some(p_reg), Some(p_imp)) = (power, out.p_regression, out.p_improvement) {
         let levels = Levels {
             regression: ctx.alpha_look,
             improvement: ctx.alpha_look,
         };
-        let (p_reg, p_imp) = (e.p_reg, e.p_imp);
-        decide(&mut out, &e, &e.power, p_reg, p_imp, 1, levels, &ctx);
+        decide(&mut out, &power, p_reg, p_imp, 1, levels, &ctx);
     }
     out
 }
 
-/// Summaries, and either a final decision (tolerance, no test possible) or the evidence of a
-/// test that still needs the run-wide adjustment.
+/// Summaries, and either a final decision (tolerance, no test possible) or a test's figures
+/// with the [`Power`] its decision after the run-wide adjustment needs.
 fn gather_metric<'a>(
     benchmark: &str,
     base: &'a MetricSamples,
     head: &'a MetricSamples,
     ctx: &Context<'_>,
-) -> (MetricComparison, Option<Evidence<'a>>) {
+) -> (MetricComparison, Option<Power<'a>>) {
     let (base_sorted, head_sorted) = (stats::sorted(&base.values), stats::sorted(&head.values));
     let mut out = MetricComparison {
         base: stats::summarize_sorted(&base.values, &base_sorted),
@@ -807,7 +806,7 @@ fn gather_metric<'a>(
             out.p_regression = Some(e.p_reg);
             out.p_improvement = Some(e.p_imp);
             hold_back(&mut out, head.source, ctx);
-            (out, Some(e))
+            (out, Some(e.power))
         }
         Err((reason, p_two)) => {
             fail(&mut out, reason, Method::RankTest);

@@ -12,7 +12,8 @@ use crate::model::verdict::Verdict;
 use crate::stats::inference::{self, History};
 use crate::stats::{self, Alternative};
 
-/// Test results of a noisy metric waiting for the run-wide multiplicity adjustment.
+/// Test results of a noisy metric. Its row keeps the figures; what the run-wide multiplicity
+/// adjustment waits with is the [`Power`].
 pub(super) struct Evidence<'a> {
     pub(super) method: Method,
     pub(super) change: f64,
@@ -23,10 +24,12 @@ pub(super) struct Evidence<'a> {
     /// Log-scale noise and sizes for the minimum detectable effect and the interval at the
     /// decision's level, or the prediction history.
     pub(super) power: Power<'a>,
-    /// What the test compared, for the reason ("10 vs 10 repetitions", "3 stored jobs").
-    pub(super) basis: String,
 }
 
+/// What deciding a tested metric needs besides its row's figures (change, p-values,
+/// equivalence interval): what its interval at the decision's level and its minimum detectable
+/// change are computed from, and what the test compared. A run holds one per tested metric
+/// until the correction.
 pub(super) enum Power<'a> {
     /// Two-sample rank test: the pooled robust log-scale noise of the samples (None unless
     /// every value is positive), and the samples, borrowed from the results they were read
@@ -42,36 +45,46 @@ pub(super) enum Power<'a> {
         at: Parked,
         scale: Option<f64>,
     },
-    /// Prediction interval: the jobs' history and this job's log-scale distance from its mean.
-    Prediction { history: History, distance: f64 },
+    /// Prediction interval: the jobs' history, this job's log-scale distance from its mean,
+    /// and which jobs ("3 stored jobs").
+    Prediction {
+        history: History,
+        distance: f64,
+        basis: String,
+    },
 }
 
-impl<'a> Evidence<'a> {
-    /// The evidence with its samples written to `spill` instead of borrowed.
-    pub(super) fn parked(self, spill: &mut SampleSpill) -> std::io::Result<Evidence<'static>> {
-        let power = match self.power {
+impl Power<'_> {
+    /// The power with its samples written to `spill` instead of borrowed.
+    pub(super) fn parked(self, spill: &mut SampleSpill) -> std::io::Result<Power<'static>> {
+        Ok(match self {
             Power::Samples { noise, samples } => Power::Parked {
                 noise,
                 at: spill.park(samples.base, samples.head)?,
                 scale: samples.scale,
             },
             Power::Parked { noise, at, scale } => Power::Parked { noise, at, scale },
-            Power::Prediction { history, distance } => Power::Prediction { history, distance },
-        };
-        Ok(Evidence {
-            method: self.method,
-            change: self.change,
-            equivalence_ci: self.equivalence_ci,
-            p_two: self.p_two,
-            p_reg: self.p_reg,
-            p_imp: self.p_imp,
-            power,
-            basis: self.basis,
+            Power::Prediction {
+                history,
+                distance,
+                basis,
+            } => Power::Prediction {
+                history,
+                distance,
+                basis,
+            },
         })
     }
-}
 
-impl Power<'_> {
+    /// What the test compared, for the reason: "10 vs 10 repetitions", "3 stored jobs".
+    fn basis(&self) -> std::borrow::Cow<'_, str> {
+        match (self, self.sizes()) {
+            (Power::Prediction { basis, .. }, _) => basis.into(),
+            (_, Some((nb, nh))) => format!("{nb} vs {nh} repetitions").into(),
+            (_, None) => "".into(),
+        }
+    }
+
     /// The sample sizes (base, head) of a rank test.
     fn sizes(&self) -> Option<(usize, usize)> {
         match self {
@@ -87,7 +100,9 @@ impl Power<'_> {
         match self {
             Power::Samples { samples, .. } => samples.interval(confidence),
             Power::Parked { .. } => None,
-            Power::Prediction { history, distance } => {
+            Power::Prediction {
+                history, distance, ..
+            } => {
                 let w = history.half_width(confidence);
                 Some([(distance - w).exp_m1(), (distance + w).exp_m1()])
             }
@@ -305,7 +320,6 @@ pub(super) fn rank_evidence<'a>(
                 scale: shift.scale,
             },
         },
-        basis: format!("{} vs {} repetitions", base.len(), head.len()),
     })
 }
 
@@ -439,8 +453,11 @@ pub(super) fn prediction_evidence(
         p_two: (2.0 * above.min(1.0 - above)).min(1.0),
         p_reg,
         p_imp,
-        power: Power::Prediction { history, distance },
-        basis,
+        power: Power::Prediction {
+            history,
+            distance,
+            basis,
+        },
     };
     (Some(evidence), None)
 }
@@ -450,7 +467,7 @@ pub(super) fn prediction_evidence(
 /// back from `spill` (an error only where reading it fails).
 pub(super) fn decide_all(
     benchmarks: &mut [BenchmarkComparison],
-    pending: Vec<(usize, usize, Evidence<'_>)>,
+    pending: Vec<(usize, usize, Power<'_>)>,
     ctx: &Context<'_>,
     mut spill: Option<&mut SampleSpill>,
 ) -> std::io::Result<()> {
@@ -481,15 +498,26 @@ pub(super) fn decide_all(
             p.resize(size, 1.0);
             inference::adjust(&p, ctx.policy.correction)
         };
-        let reg = padded(members().map(|(_, _, e)| e.p_reg).collect());
-        let imp = padded(members().map(|(_, _, e)| e.p_imp).collect());
+        let p = |b: &usize, m: &usize, p: fn(&MetricComparison) -> Option<f64>| {
+            p(&benchmarks[*b].metrics[*m]).unwrap_or(1.0)
+        };
+        let reg = padded(
+            members()
+                .map(|(b, m, _)| p(b, m, |o| o.p_regression))
+                .collect(),
+        );
+        let imp = padded(
+            members()
+                .map(|(b, m, _)| p(b, m, |o| o.p_improvement))
+                .collect(),
+        );
         let levels = Levels {
             regression: inference::decision_level(&reg, ctx.alpha_look, ctx.policy.correction),
             improvement: inference::decision_level(&imp, ctx.alpha_look, ctx.policy.correction),
         };
-        for (((b, m, e), r), i) in members().zip(reg).zip(imp) {
+        for (((b, m, power), r), i) in members().zip(reg).zip(imp) {
             let held;
-            let power = match (&e.power, spill.as_deref_mut()) {
+            let power = match (power, spill.as_deref_mut()) {
                 (Power::Parked { noise, at, scale }, Some(spill)) => {
                     held = spill.read(at)?;
                     &Power::Samples {
@@ -505,7 +533,6 @@ pub(super) fn decide_all(
             };
             decide(
                 &mut benchmarks[*b].metrics[*m],
-                e,
                 power,
                 r,
                 i,
@@ -528,12 +555,11 @@ fn beyond_zero(ci: [f64; 2], bad_side_is_up: bool) -> bool {
 }
 
 /// The decision rule of `docs/statistics.md` for one noisy metric, given its adjusted p-values,
-/// the size of its family and the levels the family's decisions were taken at. `power` is the
-/// evidence's own, its samples read back where they were parked.
-#[allow(clippy::too_many_arguments)]
+/// the size of its family and the levels the family's decisions were taken at. `out` holds the
+/// test's figures (gathered from its [`Evidence`]); `power` is the evidence's, its samples read
+/// back where they were parked.
 pub(super) fn decide(
     out: &mut MetricComparison,
-    e: &Evidence<'_>,
     power: &Power<'_>,
     p_reg_adj: f64,
     p_imp_adj: f64,
@@ -542,6 +568,13 @@ pub(super) fn decide(
     ctx: &Context<'_>,
 ) {
     let alpha = ctx.alpha_look;
+    let (Some(change), Some(p_two)) = (out.change, out.p_value) else {
+        // Gathering sets both for every tested metric; a row without them claims nothing.
+        out.verdict = Verdict::Inconclusive;
+        out.reason.push_str("no test result to decide on");
+        return;
+    };
+    let basis = power.basis();
     let threshold = out.threshold;
     let margin = out.equivalence_margin.unwrap_or(threshold);
     out.p_adjusted = Some(p_reg_adj);
@@ -551,7 +584,7 @@ pub(super) fn decide(
         .sizes()
         .map(|(nb, nh)| inference::mwu_floor(nb, nh))
         .filter(|floor| *floor > single);
-    let bad = worse(e.change, out.direction);
+    let bad = worse(change, out.direction);
     // The interval is shown at the level the test in the estimate's direction was decided at,
     // so that it agrees with the verdict.
     let up_is_bad = out.direction == Direction::Lower;
@@ -581,29 +614,30 @@ pub(super) fn decide(
     let described = match ci {
         Some(ci) => format!(
             "{} ({} % CI {} … {}, p = {}, {})",
-            format_change(e.change),
+            format_change(change),
             percent_level(ci_level),
             format_change(ci[0]),
             format_change(ci[1]),
-            format_p(e.p_two),
-            e.basis
+            format_p(p_two),
+            basis
         ),
         None => format!(
             "{} (p = {}, {})",
-            format_change(e.change),
-            format_p(e.p_two),
-            e.basis
+            format_change(change),
+            format_p(p_two),
+            basis
         ),
     };
     let thr = format_change(threshold).trim_start_matches('+').to_string();
     let mar = format_change(margin).trim_start_matches('+').to_string();
-    let material = e.change.abs() >= threshold;
+    let material = change.abs() >= threshold;
     // Significance needs the adjusted p-value and the interval at the decision's level to
     // agree (they are dual; ties can make them part at the boundary, and then neither is
     // claimed).
     let significant_reg = p_reg_adj <= alpha && ci.is_some_and(|c| beyond_zero(c, up_is_bad));
     let significant_imp = p_imp_adj <= alpha && ci.is_some_and(|c| beyond_zero(c, !up_is_bad));
-    let inside = |m: f64| e.equivalence_ci.is_some_and(|[lo, hi]| lo > -m && hi < m);
+    let equivalence_ci = out.equivalence_ci;
+    let inside = |m: f64| equivalence_ci.is_some_and(|[lo, hi]| lo > -m && hi < m);
     let (verdict, reason) = if let Some(floor) = floor_blocks {
         (
             Verdict::Inconclusive,
