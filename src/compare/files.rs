@@ -14,7 +14,7 @@ use std::path::Path;
 
 use super::spill::SampleSpill;
 use super::{ComparePolicy, Context, Gathered};
-use crate::model::evidence::metric_names;
+use crate::model::evidence::{BenchmarkEvidence, Omitted, metric_names};
 use crate::model::report::{Design, Report};
 use crate::model::results_pairs::{Outline, for_each_pair};
 use crate::model::verdict::Verdict;
@@ -29,6 +29,10 @@ pub struct FileComparison {
     /// The metric names of each new or missing benchmark (one side, or a failed one): a
     /// bounded report charts them all.
     pub one_sided: HashMap<String, Vec<String>>,
+    /// What each benchmark's evidence keeps when none of its metrics is charted, in the
+    /// files' pair order ([`BenchmarkEvidence::unshown`]): the bounded evidence reads only
+    /// the charted benchmarks again.
+    pub unshown: Vec<(BenchmarkEvidence, Omitted)>,
 }
 
 /// Why two files were not compared a benchmark at a time.
@@ -63,14 +67,17 @@ pub fn compare_files(
     let mut spill = SampleSpill::new().map_err(NotRead::Spill)?;
     let mut gathered: Gathered<'static> = Gathered::default();
     let mut one_sided = HashMap::new();
+    let mut unshown = Vec::new();
     let mut spill_failure = None;
     let read = for_each_pair(
         (base, &base_outline),
         (head, &head_outline),
+        |_| true,
         |name, b, h| {
             if spill_failure.is_some() {
                 return;
             }
+            unshown.push(BenchmarkEvidence::unshown(name, b.as_ref(), h.as_ref()));
             let Some(h) = h else {
                 gathered.missing.push(name.to_string());
                 one_sided.insert(name.to_string(), owned(metric_names(b.as_ref(), None)));
@@ -103,6 +110,7 @@ pub fn compare_files(
         base: base_outline,
         head: head_outline,
         one_sided,
+        unshown,
     })
 }
 
@@ -116,8 +124,8 @@ mod tests {
     use crate::model::fsutil::Overwrite;
     use crate::model::metric::{Direction, GateRule, Source, Tolerance};
     use crate::model::results::{
-        BenchmarkResult, Failure, FailureKind, JsonLayout, MetricSamples, Provenance, RunResults,
-        Status,
+        Artifact, BenchmarkResult, CounterSeries, Failure, FailureKind, JsonLayout, MetricSamples,
+        Provenance, RunResults, Status,
     };
     use crate::stats::inference::Xorshift;
 
@@ -179,6 +187,25 @@ mod tests {
                 values,
             });
         }
+        if pick(rng, 5) == 0 {
+            let text = format!("ir version {}", pick(rng, 2));
+            b.artifacts.insert(
+                "ir".into(),
+                Artifact {
+                    path: "kernel.ll".into(),
+                    text,
+                    truncated: false,
+                },
+            );
+        }
+        if pick(rng, 6) == 0 {
+            let mut series = CounterSeries::new("sm__cycles_active", 0);
+            for k in 0..pick(rng, 1500) {
+                series.t_ns.push(k as f64 * 10.0);
+                series.value.push((k * k % 97) as f64);
+            }
+            b.counters.push(series);
+        }
         b.repetitions = b.metrics.first().map_or(0, |m| m.values.len() as u32);
         b
     }
@@ -211,12 +238,16 @@ mod tests {
         (RunResults::of(base), RunResults::of(head))
     }
 
+    fn json<T: serde::Serialize>(value: &T) -> String {
+        serde_json::to_string(value).unwrap()
+    }
+
     #[test]
     fn a_benchmark_at_a_time_gives_the_report_and_evidence_of_the_loaded_files() {
         let dir = tempfile::tempdir().unwrap();
         let (base_path, head_path) = (dir.path().join("base.json"), dir.path().join("head.json"));
         let mut rng = Xorshift::new(20_261_205);
-        let (mut moved, mut missing, mut decided) = (0, 0, 0);
+        let (mut moved, mut missing, mut decided, mut left_out) = (0, 0, 0, 0);
         for trial in 0..80 {
             let (base, head) = runs(&mut rng);
             for (run, path) in [(&base, &base_path), (&head, &head_path)] {
@@ -235,12 +266,22 @@ mod tests {
                 (&base_path, &read.base),
                 (&head_path, &read.head),
                 &read.one_sided,
+                std::mem::take(&mut read.unshown),
             ));
-            assert_eq!(
-                serde_json::to_string(&read.report).unwrap(),
-                serde_json::to_string(&loaded).unwrap(),
-                "trial {trial}"
-            );
+            // Row by row and benchmark by benchmark first, for a message that shows where.
+            let (rows, evidence) = (&read.report.benchmarks, &loaded.benchmarks);
+            assert_eq!(rows.len(), evidence.len(), "trial {trial}");
+            for (a, b) in rows.iter().zip(evidence) {
+                assert_eq!(json(a), json(b), "trial {trial}");
+            }
+            let (a, b) = (read.report.evidence.as_ref(), loaded.evidence.as_ref());
+            let (a, b) = (a.unwrap(), b.unwrap());
+            assert_eq!(a.benchmarks.len(), b.benchmarks.len(), "trial {trial}");
+            for (a, b) in a.benchmarks.iter().zip(&b.benchmarks) {
+                assert_eq!(json(a), json(b), "trial {trial}");
+            }
+            assert_eq!(a.omitted, b.omitted, "trial {trial}");
+            assert_eq!(json(&read.report), json(&loaded), "trial {trial}");
             let failed = |r: &RunResults| {
                 let names: Vec<&str> = r
                     .benchmarks
@@ -266,6 +307,11 @@ mod tests {
                 .collect();
             moved += usize::from(base_order != head_order);
             missing += loaded.summary.missing;
+            left_out += loaded
+                .evidence
+                .as_ref()
+                .and_then(|e| e.omitted.as_ref())
+                .map_or(0, |o| o.benchmarks);
             decided += loaded
                 .benchmarks
                 .iter()
@@ -275,8 +321,8 @@ mod tests {
         }
         // The trials reached what they are for.
         assert!(
-            moved > 5 && missing > 25 && decided > 500,
-            "{moved} {missing} {decided}"
+            moved > 5 && missing > 25 && decided > 500 && left_out > 100,
+            "{moved} {missing} {decided} {left_out}"
         );
     }
 

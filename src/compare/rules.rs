@@ -1,7 +1,8 @@
 //! The decision rule: the evidence of one metric (rank test or prediction interval), the
 //! interval at the level a run's decisions were taken at, and the verdict it supports
-//! (docs/statistics.md, "The decision rule"). Pure functions of the samples and the policy:
-//! no I/O, no report assembly.
+//! (docs/statistics.md, "The decision rule"). Functions of the samples and the policy: no report
+//! assembly, and no I/O but reading back the samples a comparison of files parked
+//! ([`SampleSpill`]).
 
 use super::spill::{Parked, SampleSpill};
 use super::{Context, format_p};
@@ -517,8 +518,11 @@ pub(super) fn decide_all(
         };
         for (((b, m, power), r), i) in members().zip(reg).zip(imp) {
             let held;
-            let power = match (power, spill.as_deref_mut()) {
-                (Power::Parked { noise, at, scale }, Some(spill)) => {
+            let power = match power {
+                Power::Parked { noise, at, scale } => {
+                    let spill = spill.as_deref_mut().ok_or_else(|| {
+                        std::io::Error::other("samples parked without a spill to read them from")
+                    })?;
                     held = spill.read(at)?;
                     &Power::Samples {
                         noise: *noise,
@@ -529,7 +533,7 @@ pub(super) fn decide_all(
                         },
                     }
                 }
-                (power, _) => power,
+                power => power,
             };
             decide(
                 &mut benchmarks[*b].metrics[*m],

@@ -138,20 +138,28 @@ pub fn split<T: serde::de::DeserializeOwned, E>(
     rewrite: fn(&str) -> std::borrow::Cow<'_, str>,
     each: impl FnMut(usize, T) -> Result<(), E>,
 ) -> Split<E> {
-    let text = Pieces {
-        source,
-        buf: Vec::new(),
-        pos: 0,
-        at_end: false,
-    };
-    read_split(text, key, rewrite, each).unwrap_or_else(Split::Io)
+    let parse = |_, bytes: &[u8]| parse_value(bytes, rewrite);
+    read_split(Pieces::of(source), key, rewrite, parse, each).unwrap_or_else(Split::Io)
+}
+
+/// [`split`] with each element parsed by `parse` from its text (given with its index; `None`
+/// for what the whole reading should judge): a caller that needs only part of some elements
+/// parses those as something smaller.
+pub fn split_parsed<T, E>(
+    source: impl std::io::Read,
+    key: &str,
+    parse: impl FnMut(usize, &[u8]) -> Option<T>,
+    each: impl FnMut(usize, T) -> Result<(), E>,
+) -> Split<E> {
+    read_split(Pieces::of(source), key, as_written, parse, each).unwrap_or_else(Split::Io)
 }
 
 /// [`split`] of `text`: a read error is the `Err`.
-fn read_split<T: serde::de::DeserializeOwned, E>(
+fn read_split<T, E>(
     mut text: Pieces<impl std::io::Read>,
     key: &str,
     rewrite: fn(&str) -> std::borrow::Cow<'_, str>,
+    mut parse: impl FnMut(usize, &[u8]) -> Option<T>,
     mut each: impl FnMut(usize, T) -> Result<(), E>,
 ) -> std::io::Result<Split<E>> {
     let mut handed = 0;
@@ -198,7 +206,7 @@ fn read_split<T: serde::de::DeserializeOwned, E>(
                     let Some(end) = text.value_end()? else {
                         return unusual(handed);
                     };
-                    let Some(element) = parse_value::<T>(&text.buf[text.pos..end], rewrite) else {
+                    let Some(element) = parse(handed, &text.buf[text.pos..end]) else {
                         return unusual(handed);
                     };
                     text.pos = end;
@@ -250,7 +258,7 @@ fn read_split<T: serde::de::DeserializeOwned, E>(
 
 /// A value parsed from its text, rewritten first; `None` for what serde_json refuses (its
 /// message comes from its reading of the whole document).
-fn parse_value<T: serde::de::DeserializeOwned>(
+pub fn parse_value<T: serde::de::DeserializeOwned>(
     bytes: &[u8],
     rewrite: fn(&str) -> std::borrow::Cow<'_, str>,
 ) -> Option<T> {
@@ -309,6 +317,15 @@ struct Pieces<R> {
 }
 
 impl<R: std::io::Read> Pieces<R> {
+    fn of(source: R) -> Pieces<R> {
+        Pieces {
+            source,
+            buf: Vec::new(),
+            pos: 0,
+            at_end: false,
+        }
+    }
+
     /// Reads more at the end of `buf`; false at the end of the source.
     fn more(&mut self) -> std::io::Result<bool> {
         if self.at_end {

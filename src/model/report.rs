@@ -143,14 +143,18 @@ impl Report {
     }
 
     /// [`Report::attach_bounded_evidence`] from the two results files the report compared,
-    /// read a benchmark at a time; `one_sided` gives the metric names of each new or missing
-    /// benchmark (all charted). False, with nothing attached, where the files could not be
-    /// read that way.
+    /// read a benchmark at a time (see [`Evidence::from_files_bounded`] for `unshown`);
+    /// `one_sided` gives the metric names of each new or missing benchmark (all charted).
+    /// False, with nothing attached, where the files could not be read that way.
     pub fn attach_bounded_evidence_from_files(
         &mut self,
         base: (&std::path::Path, &crate::model::results_pairs::Outline),
         head: (&std::path::Path, &crate::model::results_pairs::Outline),
         one_sided: &std::collections::HashMap<String, Vec<String>>,
+        unshown: Vec<(
+            crate::model::evidence::BenchmarkEvidence,
+            crate::model::evidence::Omitted,
+        )>,
     ) -> bool {
         let charted = self.charted_metrics(|name| {
             one_sided
@@ -160,8 +164,12 @@ impl Report {
                 .map(String::as_str)
                 .collect()
         });
-        self.evidence =
-            Evidence::from_files_bounded(base, head, |name| charted.get(name).map(Vec::as_slice));
+        self.evidence = Evidence::from_files_bounded(
+            base,
+            head,
+            |name| charted.get(name).map(Vec::as_slice),
+            unshown,
+        );
         self.evidence.is_some()
     }
 

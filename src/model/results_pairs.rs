@@ -116,11 +116,13 @@ impl Outline {
 
 /// Hands `each` every benchmark of two files with their outlines: the candidate's in its order
 /// with the baseline's of that name (`None` where the baseline has none), then the baseline's
-/// that the candidate lacks, in the baseline's order. `None` when either file could not be
-/// read this way to its end; `each` may have seen some pairs then.
+/// that the candidate lacks, in the baseline's order. A benchmark whose name `whole` refuses
+/// comes with its name alone, nothing else read. `None` when either
+/// file could not be read this way to its end; `each` may have seen some pairs then.
 pub fn for_each_pair(
     (base_path, base): (&Path, &Outline),
     (head_path, head): (&Path, &Outline),
+    whole: impl Fn(&str) -> bool + Sync,
     mut each: impl FnMut(&str, Option<BenchmarkResult>, Option<BenchmarkResult>),
 ) -> Option<()> {
     let in_base: HashSet<&str> = base.names.iter().map(String::as_str).collect();
@@ -133,11 +135,12 @@ pub fn for_each_pair(
     const AHEAD: usize = 4;
     let (sender, receiver) = std::sync::mpsc::sync_channel::<BenchmarkResult>(AHEAD);
     std::thread::scope(|scope| {
+        let whole = &whole;
         let reader = scope.spawn(move || {
-            let split = json_array::split(
+            let split = json_array::split_parsed(
                 std::io::BufReader::new(base_file),
                 "benchmarks",
-                json_array::as_written,
+                |index, text| parse(text, base.names.get(index).is_some_and(|n| whole(n))),
                 |_, b: BenchmarkResult| sender.send(b).map_err(|_| ()),
             );
             matches!(split, Split::Done(_))
@@ -163,10 +166,10 @@ pub fn for_each_pair(
                     }
                 }
             };
-            let split = json_array::split(
+            let split = json_array::split_parsed(
                 std::io::BufReader::new(head_file),
                 "benchmarks",
-                json_array::as_written,
+                |index, text| parse(text, head.names.get(index).is_some_and(|n| whole(n))),
                 |_, h: BenchmarkResult| {
                     let h = settled(h, &in_head).ok_or(())?;
                     let b = match in_base.contains(h.name.as_str()) {
@@ -195,6 +198,19 @@ pub fn for_each_pair(
         }
         Some(())
     })
+}
+
+/// A benchmark read whole, or (`whole` false) for its name alone, the rest skipped unparsed.
+fn parse(text: &[u8], whole: bool) -> Option<BenchmarkResult> {
+    if whole {
+        return json_array::parse_value(text, json_array::as_written);
+    }
+    #[derive(Deserialize)]
+    struct NameOnly {
+        name: String,
+    }
+    let read: NameOnly = json_array::parse_value(text, json_array::as_written)?;
+    Some(BenchmarkResult::new(&read.name, Provenance::default()))
 }
 
 /// A benchmark as [`RunResults::load`] leaves it, or `None` where its series are damaged (the

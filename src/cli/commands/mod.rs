@@ -682,6 +682,7 @@ fn finish_file_comparison(
         base,
         head,
         one_sided,
+        unshown,
     } = compared;
     scale::check_environments(&base.header, &head.header, allowance, &mut report)?;
     scale::apply_waivers(root, &mut report)?;
@@ -689,6 +690,7 @@ fn finish_file_comparison(
         (&args.base, &base),
         (&args.head, &head),
         &one_sided,
+        unshown,
     ) {
         // The files could not be read a benchmark at a time again (changed or unreadable
         // since): loading them gives the evidence, or says what is wrong with them.
