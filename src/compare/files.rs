@@ -5,7 +5,8 @@
 //! by side ([`results_pairs`]): each pair is gathered as it is read and let go, the samples of
 //! its tested metrics parked in a temporary file ([`SampleSpill`]) until the run-wide
 //! correction sets the level of their intervals, and read back one metric at a time then. What
-//! stays is the report itself and each tested metric's p-values. The report is the same as
+//! stays is the report itself and what each tested metric's decision needs besides its
+//! samples. The report is the same as
 //! [`compare`](super::compare)'s of the loaded files; what this reading declines is compared
 //! that way.
 
@@ -124,8 +125,8 @@ mod tests {
     use crate::model::fsutil::Overwrite;
     use crate::model::metric::{Direction, GateRule, Source, Tolerance};
     use crate::model::results::{
-        Artifact, BenchmarkResult, CounterSeries, Failure, FailureKind, JsonLayout, MetricSamples,
-        Provenance, RunResults, Status,
+        Artifact, BenchmarkResult, CounterSeries, Failure, FailureKind, JsonLayout, Look,
+        MetricSamples, Provenance, RunResults, Status,
     };
     use crate::stats::inference::Xorshift;
 
@@ -206,6 +207,15 @@ mod tests {
             }
             b.counters.push(series);
         }
+        if pick(rng, 10) == 0 {
+            // An adaptive run's looks: the level of every test is alpha / looks.
+            b.looks.push(Look {
+                n: 10,
+                of: 2 + pick(rng, 3) as u32,
+                alpha: 0.005,
+                verdict: Verdict::Inconclusive,
+            });
+        }
         b.repetitions = b.metrics.first().map_or(0, |m| m.values.len() as u32);
         b
     }
@@ -247,7 +257,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (base_path, head_path) = (dir.path().join("base.json"), dir.path().join("head.json"));
         let mut rng = Xorshift::new(20_261_205);
-        let (mut moved, mut missing, mut decided, mut left_out) = (0, 0, 0, 0);
+        let (mut moved, mut missing, mut decided, mut left_out, mut looks) = (0, 0, 0, 0, 0);
         for trial in 0..80 {
             let (base, head) = runs(&mut rng);
             for (run, path) in [(&base, &base_path), (&head, &head_path)] {
@@ -293,6 +303,7 @@ mod tests {
             };
             assert_eq!(failed(&read.base.failures()), failed(&base));
             assert_eq!(read.head.planned_looks, super::super::planned_looks(&head));
+            looks += usize::from(read.head.planned_looks > 1);
             let base_order: Vec<&str> = base
                 .benchmarks
                 .iter()
@@ -321,8 +332,8 @@ mod tests {
         }
         // The trials reached what they are for.
         assert!(
-            moved > 5 && missing > 25 && decided > 500 && left_out > 100,
-            "{moved} {missing} {decided} {left_out}"
+            moved > 5 && missing > 25 && decided > 500 && left_out > 100 && looks > 10,
+            "{moved} {missing} {decided} {left_out} {looks}"
         );
     }
 

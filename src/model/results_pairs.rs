@@ -8,7 +8,8 @@
 //! candidate on the caller's, each benchmark paired as it is read. Files written by one suite
 //! list their benchmarks in one order, and then no more than one pair is held; a baseline
 //! benchmark that comes before its turn is kept until the candidate reaches it, so another
-//! order costs memory, never a wrong pair.
+//! order costs memory, never a wrong pair (as do benchmarks only in the baseline, handed over
+//! last).
 //!
 //! What this reading declines ([`Outline::read`] or [`for_each_pair`] returning `None`) is
 //! left to [`RunResults::load`] of the whole file, whose errors name what is wrong: a pipe, a
@@ -116,9 +117,9 @@ impl Outline {
 
 /// Hands `each` every benchmark of two files with their outlines: the candidate's in its order
 /// with the baseline's of that name (`None` where the baseline has none), then the baseline's
-/// that the candidate lacks, in the baseline's order. A benchmark whose name `whole` refuses
-/// comes with its name alone, nothing else read. `None` when either
-/// file could not be read this way to its end; `each` may have seen some pairs then.
+/// that the candidate lacks, in the baseline's order (held until then). A benchmark whose name
+/// `whole` refuses comes with its name alone, nothing else read. `None` when either file could
+/// not be read this way to its end; `each` may have seen some pairs then.
 pub fn for_each_pair(
     (base_path, base): (&Path, &Outline),
     (head_path, head): (&Path, &Outline),
