@@ -52,8 +52,13 @@ pub fn compare_files(
     head: &Path,
     policy: &ComparePolicy,
 ) -> Result<FileComparison, NotRead> {
-    let (Some(base_outline), Some(head_outline)) = (Outline::read(base), Outline::read(head))
-    else {
+    // The two outlines are read at once, one on a thread of its own.
+    let (base_outline, head_outline) = std::thread::scope(|scope| {
+        let base_outline = scope.spawn(|| Outline::read(base));
+        let head_outline = Outline::read(head);
+        (base_outline.join().ok().flatten(), head_outline)
+    });
+    let (Some(base_outline), Some(head_outline)) = (base_outline, head_outline) else {
         return Err(NotRead::Declined);
     };
     let medians = JobMedians::new();
