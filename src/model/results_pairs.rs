@@ -118,8 +118,9 @@ impl Outline {
 /// Hands `each` every benchmark of two files with their outlines: the candidate's in its order
 /// with the baseline's of that name (`None` where the baseline has none), then the baseline's
 /// that the candidate lacks, in the baseline's order (held until then). A benchmark whose name
-/// `whole` refuses comes with its name alone, nothing else read. `None` when either file could
-/// not be read this way to its end; `each` may have seen some pairs then.
+/// `whole` refuses comes with its name alone (as its place in the outline gives it), its text
+/// not parsed. `None` when either file could not be read this way to its end; `each` may have
+/// seen some pairs then.
 pub fn for_each_pair(
     (base_path, base): (&Path, &Outline),
     (head_path, head): (&Path, &Outline),
@@ -141,7 +142,7 @@ pub fn for_each_pair(
             let split = json_array::split_parsed(
                 std::io::BufReader::new(base_file),
                 "benchmarks",
-                |index, text| parse(text, base.names.get(index).is_some_and(|n| whole(n))),
+                |index, text| parse(text, base.names.get(index)?, whole),
                 |_, b: BenchmarkResult| sender.send(b).map_err(|_| ()),
             );
             matches!(split, Split::Done(_))
@@ -170,7 +171,7 @@ pub fn for_each_pair(
             let split = json_array::split_parsed(
                 std::io::BufReader::new(head_file),
                 "benchmarks",
-                |index, text| parse(text, head.names.get(index).is_some_and(|n| whole(n))),
+                |index, text| parse(text, head.names.get(index)?, whole),
                 |_, h: BenchmarkResult| {
                     let h = settled(h, &in_head).ok_or(())?;
                     let b = match in_base.contains(h.name.as_str()) {
@@ -201,17 +202,13 @@ pub fn for_each_pair(
     })
 }
 
-/// A benchmark read whole, or (`whole` false) for its name alone, the rest skipped unparsed.
-fn parse(text: &[u8], whole: bool) -> Option<BenchmarkResult> {
-    if whole {
+/// The benchmark whose text is `text` and whose name the outline read as `name`: read whole,
+/// or where `whole` refuses the name, only named, its text left unparsed.
+fn parse(text: &[u8], name: &str, whole: impl Fn(&str) -> bool) -> Option<BenchmarkResult> {
+    if whole(name) {
         return json_array::parse_value(text, json_array::as_written);
     }
-    #[derive(Deserialize)]
-    struct NameOnly {
-        name: String,
-    }
-    let read: NameOnly = json_array::parse_value(text, json_array::as_written)?;
-    Some(BenchmarkResult::new(&read.name, Provenance::default()))
+    Some(BenchmarkResult::new(name, Provenance::default()))
 }
 
 /// A benchmark as [`RunResults::load`] leaves it, or `None` where its series are damaged (the
