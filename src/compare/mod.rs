@@ -200,8 +200,8 @@ struct Gathered<'e> {
 
 impl<'e> Gathered<'e> {
     /// Gathers one benchmark of the candidate against the baseline's of that name (`None`:
-    /// new); `keep` turns the evidence of its tested metrics into what waits for the
-    /// correction (as it is, or with its samples parked where the benchmark is not kept).
+    /// new); `keep` turns the power of each tested metric into what waits for the correction
+    /// (as it is, or with its samples parked where the benchmark is not kept).
     fn add<'r, E>(
         &mut self,
         base: Option<&'r BenchmarkResult>,

@@ -8,9 +8,12 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::model::evidence::{Evidence, MAX_CHARTED_METRICS, metric_names};
+use crate::model::evidence::{
+    BenchmarkEvidence, Evidence, MAX_CHARTED_METRICS, Omitted, metric_names,
+};
 use crate::model::metric::{Direction, Source};
 use crate::model::results::RunResults;
+use crate::model::results_pairs::Outline;
 use crate::model::verdict::{RunVerdict, Verdict};
 use crate::stats::Summary;
 use crate::stats::inference::Correction;
@@ -148,13 +151,10 @@ impl Report {
     /// False, with nothing attached, where the files could not be read that way.
     pub fn attach_bounded_evidence_from_files(
         &mut self,
-        base: (&std::path::Path, &crate::model::results_pairs::Outline),
-        head: (&std::path::Path, &crate::model::results_pairs::Outline),
+        base: (&std::path::Path, &Outline),
+        head: (&std::path::Path, &Outline),
         one_sided: &std::collections::HashMap<String, Vec<String>>,
-        unshown: Vec<(
-            crate::model::evidence::BenchmarkEvidence,
-            crate::model::evidence::Omitted,
-        )>,
+        unshown: Vec<(BenchmarkEvidence, Omitted)>,
     ) -> bool {
         let charted = self.charted_metrics(|name| {
             one_sided
