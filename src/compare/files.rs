@@ -309,19 +309,12 @@ mod tests {
             assert_eq!(failed(&read.base.failures()), failed(&base));
             assert_eq!(read.head.planned_looks, super::super::planned_looks(&head));
             looks += usize::from(read.head.planned_looks > 1);
-            let base_order: Vec<&str> = base
-                .benchmarks
-                .iter()
-                .map(|b| b.name.as_str())
-                .filter(|n| head.benchmark(n).is_some())
-                .collect();
-            let head_order: Vec<&str> = head
-                .benchmarks
-                .iter()
-                .map(|b| b.name.as_str())
-                .filter(|n| base.benchmark(n).is_some())
-                .collect();
-            moved += usize::from(base_order != head_order);
+            // The names both runs hold, in the order of `run`.
+            let shared = |run: &RunResults, other: &RunResults| -> Vec<String> {
+                let names = run.benchmarks.iter().map(|b| b.name.clone());
+                names.filter(|n| other.benchmark(n).is_some()).collect()
+            };
+            moved += usize::from(shared(&base, &head) != shared(&head, &base));
             missing += loaded.summary.missing;
             left_out += loaded
                 .evidence
