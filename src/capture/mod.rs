@@ -190,15 +190,18 @@ impl<'a> Collector<'a> {
         }
         let resolved = self.policy.resolve(name, true);
         let configured = self.policy.metrics.get(name).and_then(|c| c.direction);
-        self.result.metrics.push(MetricSamples {
-            name: name.to_string(),
-            unit: normalized.unit,
-            source,
-            direction: configured.unwrap_or(direction),
-            gate: resolved.rule,
-            values: Vec::new(),
-            repetition: RepetitionNumbers::default(),
-        });
+        crate::model::push_snug(
+            &mut self.result.metrics,
+            MetricSamples {
+                name: name.to_string(),
+                unit: normalized.unit,
+                source,
+                direction: configured.unwrap_or(direction),
+                gate: resolved.rule,
+                values: Vec::new(),
+                repetition: RepetitionNumbers::default(),
+            },
+        );
         let i = self.result.metrics.len() - 1;
         self.index.insert(name.to_string(), i);
         Ok((i, normalized.factor))
@@ -263,15 +266,18 @@ impl<'a> Collector<'a> {
             return Ok(false);
         }
         let resolved = self.policy.resolve(name, from_protocol);
-        self.result.metrics.push(MetricSamples {
-            name: name.to_string(),
-            unit: unit.to_string(),
-            source,
-            direction: resolved.direction,
-            gate: resolved.rule,
-            values: vec![value],
-            repetition: RepetitionNumbers::from(vec![repetition]),
-        });
+        crate::model::push_snug(
+            &mut self.result.metrics,
+            MetricSamples {
+                name: name.to_string(),
+                unit: unit.to_string(),
+                source,
+                direction: resolved.direction,
+                gate: resolved.rule,
+                values: vec![value],
+                repetition: RepetitionNumbers::from(vec![repetition]),
+            },
+        );
         self.index
             .insert(name.to_string(), self.result.metrics.len() - 1);
         Ok(true)

@@ -583,10 +583,13 @@ fn tie_counters(
         "the trace's own kernel events: each launch a window, read against the counter readings of benchmark `{}` around it",
         counters_of.benchmark
     );
-    result.kernel_windows.push(KernelWindows {
-        counters_of: Some(counters_of),
-        ..KernelWindows::new(launches.kernel, launches.repetition)
-    });
+    crate::model::push_snug(
+        &mut result.kernel_windows,
+        KernelWindows {
+            counters_of: Some(counters_of),
+            ..KernelWindows::new(launches.kernel, launches.repetition)
+        },
+    );
     for (field, end) in [(Field::WindowStarts, false), (Field::WindowEnds, true)] {
         arrays.add(
             held::Place {
