@@ -72,7 +72,8 @@ impl CounterTracks {
     }
 
     /// Adds a reading to the track of that name; the name is copied only for a new track.
-    pub fn push(&mut self, name: &str, t_ns: f64, value: f64) {
+    /// Returns the track's place, for [`CounterTracks::push_at`].
+    pub fn push(&mut self, name: &str, t_ns: f64, value: f64) -> usize {
         let i = match self.index.get(name) {
             Some(&i) => i,
             None => {
@@ -85,7 +86,13 @@ impl CounterTracks {
                 self.tracks.len() - 1
             }
         };
-        let track = &mut self.tracks[i];
+        self.push_at(i, t_ns, value);
+        i
+    }
+
+    /// Adds a reading to the track at `place` (from [`CounterTracks::push`]).
+    pub fn push_at(&mut self, place: usize, t_ns: f64, value: f64) {
+        let track = &mut self.tracks[place];
         track.t_ns.push(t_ns);
         track.values.push(value);
     }

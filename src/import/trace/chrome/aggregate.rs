@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 use super::event::{Event, Id, invalid};
 use crate::import::device::{Device, cuda_version};
 use crate::import::trace::column::{Column, Spill};
-use crate::import::trace::json_scan::{Kind, Scanner, Stop, Value};
+use crate::import::trace::json_scan::{Kind, RawStr, Scanner, Stop, Value};
 use crate::import::trace::tracks::CounterTracks;
 use crate::import::trace::{TraceSamples, TraceSelection};
 use crate::model::results::Sampling;
@@ -146,6 +146,8 @@ pub(super) struct Aggregator<'s> {
     counters: Vec<(Id, CounterTracks)>,
     /// Where a counter's name is put together (`{name}.{key}`) before its track is found.
     counter_name: String,
+    /// The track of the last counter reading, by how its event and key were written.
+    last_track: Option<LastTrack>,
     /// Counters written in XProf's grouped form (`entries` rows): XProf writes its periodic
     /// `_counters_` samples so, which are increments per interval.
     grouped: std::collections::BTreeSet<String>,
@@ -176,6 +178,7 @@ impl<'s> Aggregator<'s> {
             open: HashMap::new(),
             counters: Vec::new(),
             counter_name: String::new(),
+            last_track: None,
             grouped: Default::default(),
             origin_ps: None,
             process_names: HashMap::new(),
@@ -302,19 +305,35 @@ impl<'s> Aggregator<'s> {
     }
 
     fn take_counter(&mut self, ev: &Event<'_>) -> Result<(), Stop> {
+        if ev.entries.kind != Kind::Container
+            && let Some(last) = &self.last_track
+            && last.of_event(ev)
+            && let Some(readings) = last.readings(ev)?
+        {
+            let origin = &mut self.origin_ps;
+            let Some(ts) = ev.ts.fixed(6)?.map(|ps| relative_ns(origin, ps)) else {
+                return Ok(());
+            };
+            let tracks = &mut self.counters[last.set].1;
+            for v in readings {
+                tracks.push_at(last.track, ts, v);
+            }
+            return Ok(());
+        }
         let pid = ev.pid()?;
         let mut base = Event::text(&ev.name)?;
         if ev.id.is_present() {
             let id = &ev.id;
             base = format!("{base}[{}]", Event::text(id)?).into();
         }
-        let tracks = match self.counters.iter().rposition(|(p, _)| *p == pid) {
-            Some(i) => &mut self.counters[i].1,
+        let set = match self.counters.iter().rposition(|(p, _)| *p == pid) {
+            Some(i) => i,
             None => {
                 self.counters.push((pid, CounterTracks::new(&self.spill)));
-                &mut self.counters.last_mut().expect("just pushed").1
+                self.counters.len() - 1
             }
         };
+        let tracks = &mut self.counters[set].1;
         let name = &mut self.counter_name;
         if ev.entries.kind == Kind::Container {
             // XProf's grouped form: rows of [ts_us, v1, v2, ...].
@@ -350,18 +369,21 @@ impl<'s> Aggregator<'s> {
             return Ok(());
         };
         let args_at = ev.args.at;
-        ev.walk_args(|key, value| {
+        let mut last = None;
+        ev.walk_args(|raw_key, value| {
             // Strings that are not numbers (notes, names) are not counter readings.
             if let Ok(Some(v)) = value.number() {
-                let key = key.text().map_err(|e| invalid(e, args_at))?;
+                let key = raw_key.text().map_err(|e| invalid(e, args_at))?;
                 name.clear();
                 name.push_str(&base);
                 name.push('.');
                 name.push_str(&key);
-                tracks.push(name, ts, v);
+                last = Some((raw_key, tracks.push(name, ts, v)));
             }
             Ok(())
-        })
+        })?;
+        self.last_track = last.map(|(key, track)| LastTrack::new(ev, key, set, track));
+        Ok(())
     }
 
     /// Appends the aggregate of the piece that follows this one in the file.
@@ -537,6 +559,63 @@ impl<'s> Aggregator<'s> {
             sampling,
             ..TraceSamples::default()
         })
+    }
+}
+
+/// Where the last counter reading went, by how its event's name, id and pid and its key were
+/// written. Counter events repeat a handful of names: a reading written like the last one
+/// goes to the same track without its name decoded, put together and looked up (about 7 % of
+/// the instructions of a trace half counter events). Text written the same way decodes the
+/// same way, so the track is the one the lookup would find.
+struct LastTrack {
+    name: (Kind, Vec<u8>),
+    id: (Kind, Vec<u8>),
+    pid: (Kind, Vec<u8>),
+    /// The key as written, between its quotes (escapes and all).
+    key: Vec<u8>,
+    /// The place in `counters` of the process's tracks, and of the track in them.
+    set: usize,
+    track: usize,
+}
+
+/// The most readings one counter event hands over by the last track's way.
+const SAME_KEY_READINGS: usize = 4;
+
+impl LastTrack {
+    fn new(ev: &Event<'_>, key: RawStr<'_>, set: usize, track: usize) -> LastTrack {
+        let written = |v: &Value<'_>| (v.kind, v.bytes.to_vec());
+        LastTrack {
+            name: written(&ev.name),
+            id: written(&ev.id),
+            pid: written(&ev.pid),
+            key: key.bytes.to_vec(),
+            set,
+            track,
+        }
+    }
+
+    /// Whether `ev` names its counter and process as the last reading's event did.
+    fn of_event(&self, ev: &Event<'_>) -> bool {
+        let same = |held: &(Kind, Vec<u8>), v: &Value<'_>| held.0 == v.kind && held.1 == v.bytes;
+        same(&self.name, &ev.name) && same(&self.id, &ev.id) && same(&self.pid, &ev.pid)
+    }
+
+    /// The readings of `ev` when every one of them has the last reading's key (as written),
+    /// and there are only a few; otherwise `None`, and the event takes the full way.
+    fn readings(&self, ev: &Event<'_>) -> Result<Option<impl Iterator<Item = f64>>, Stop> {
+        let mut values = [0.0; SAME_KEY_READINGS];
+        let (mut n, mut same) = (0, true);
+        ev.walk_args(|key, value| {
+            if let Ok(Some(v)) = value.number() {
+                same &= n < SAME_KEY_READINGS && key.bytes == self.key.as_slice();
+                if same {
+                    values[n] = v;
+                    n += 1;
+                }
+            }
+            Ok(())
+        })?;
+        Ok((same && n > 0).then(|| values.into_iter().take(n)))
     }
 }
 

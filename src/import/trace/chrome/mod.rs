@@ -185,6 +185,72 @@ mod tests {
     }
 
     #[test]
+    fn a_counter_written_like_the_last_one_goes_where_a_full_lookup_puts_it() {
+        // Each trial's events are read twice: as they are, and with an event of another
+        // counter after each one, so that none follows an event written like it and every
+        // reading takes the full lookup. The readings must be the same.
+        let mut rng = fastrand::Rng::with_seed(17);
+        let names = ["mem", "m\\u0065m", "ctr"];
+        let ids = ["", r#", "id": "0x1""#, r#", "id": 7"#];
+        let pids = ["1", "2", r#""1""#];
+        let members = [
+            r#""used": 1.5"#,
+            r#""free": 2"#,
+            r#""u\u0073ed": 3"#,
+            r#""note": "x""#,
+            r#""free": "20""#,
+            r#""used": -4e2"#,
+        ];
+        let (mut fast, mut repeats) = (0, 0);
+        for trial in 0..300 {
+            let mut plain = Vec::new();
+            let mut broken = Vec::new();
+            let mut last = String::new();
+            for i in 0..rng.usize(1..40) {
+                // Runs of the same counter, as traces write them.
+                if i == 0 || rng.u8(..3) == 0 {
+                    let args: Vec<&str> = (0..rng.usize(0..6))
+                        .map(|_| members[rng.usize(..members.len())])
+                        .collect();
+                    last = format!(
+                        r#""name": "{}"{}, "pid": {}, "args": {{{}}}"#,
+                        names[rng.usize(..names.len())],
+                        ids[rng.usize(..ids.len())],
+                        pids[rng.usize(..pids.len())],
+                        args.join(", ")
+                    );
+                } else {
+                    repeats += 1;
+                }
+                let ts = 10 + i;
+                let event = format!(r#"{{"ph": "C", "ts": {ts}, {last}}}"#);
+                broken.push(event.clone());
+                // A counter event without readings: it moves no time, and leaves no last track.
+                broken.push(format!(
+                    r#"{{"ph": "C", "name": "zz", "pid": 9, "ts": {ts}, "args": {{"v": "x"}}}}"#
+                ));
+                plain.push(event);
+            }
+            let readings = |events: &[String]| {
+                let text = format!("[{}]", events.join(",\n"));
+                let samples = parse(&text, &TraceSelection::default()).unwrap();
+                samples
+                    .counters
+                    .readings()
+                    .map(|(name, t, v)| (name.to_string(), t.to_bits(), v.to_bits()))
+                    .collect::<Vec<_>>()
+            };
+            let (plain, broken) = (readings(&plain), readings(&broken));
+            assert_eq!(plain, broken, "trial {trial}");
+            fast += usize::from(!plain.is_empty());
+        }
+        assert!(
+            fast > 200 && repeats > 1000,
+            "{fast} trials, {repeats} repeats"
+        );
+    }
+
+    #[test]
     fn process_and_thread_names_select_even_when_metadata_comes_last() {
         let text = r#"[
             {"ph": "X", "name": "k", "pid": 1, "tid": 1, "ts": 0, "dur": 1},
