@@ -852,12 +852,22 @@ mod tests {
             self.0.contains_key(at)
         }
 
-        fn emit(
+        fn places(&self) -> Vec<ArrayAt> {
+            self.0.keys().copied().collect()
+        }
+
+        fn stored(&self, at: &ArrayAt) -> usize {
+            self.0.get(at).map_or(0, Vec::len)
+        }
+
+        fn emit_part(
             &self,
             at: &ArrayAt,
+            range: std::ops::Range<usize>,
             emit: &mut dyn FnMut(Number) -> io::Result<()>,
         ) -> io::Result<()> {
-            for &v in self.0.get(at).into_iter().flatten() {
+            let values = self.0.get(at).map_or(&[][..], Vec::as_slice);
+            for &v in values.get(range).unwrap_or(&[]) {
                 emit(Number::Value(v))?;
             }
             Ok(())

@@ -393,6 +393,26 @@ impl Column {
         }
     }
 
+    /// A reader of the values from the one at `index` (past the last: a reader of none),
+    /// reading only the block that holds it.
+    pub fn cursor_at(&self, index: usize) -> io::Result<Cursor<'_>> {
+        let mut cursor = self.cursor();
+        let mut start = 0;
+        for (b, block) in self.blocks.iter().enumerate() {
+            if index < start + block.len {
+                block.read(&mut cursor.buf, &mut cursor.bytes)?;
+                cursor.next_block = b + 1;
+                cursor.pos = index - start;
+                return Ok(cursor);
+            }
+            start += block.len;
+        }
+        cursor.next_block = self.blocks.len();
+        cursor.in_tail = true;
+        cursor.pos = index - start;
+        Ok(cursor)
+    }
+
     /// Every value, in order, in memory.
     pub fn to_vec(&self) -> io::Result<Vec<f64>> {
         let mut out = Vec::with_capacity(self.len);
@@ -458,6 +478,20 @@ mod tests {
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&out), bits(&c.to_vec().unwrap()));
         assert_eq!(out.len(), c.len());
+        // Read from any place: the rest, whether it starts in a block, at one's end or in
+        // the tail, and nothing from past the end.
+        for start in 0..=out.len() + 1 {
+            let mut cursor = c.cursor_at(start).unwrap();
+            let mut rest = Vec::new();
+            while let Some(v) = cursor.read().unwrap() {
+                rest.push(v);
+            }
+            assert_eq!(
+                bits(&rest),
+                bits(out.get(start..).unwrap_or(&[])),
+                "from {start}"
+            );
+        }
         out
     }
 

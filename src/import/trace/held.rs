@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::ops::Range;
 use std::sync::Arc;
 
 use super::column::{Column, Cursor, Spill};
@@ -68,9 +69,13 @@ impl Part {
         }
     }
 
-    /// Hands each number to `emit`, in order.
-    fn emit(&self, emit: &mut dyn FnMut(f64) -> io::Result<()>) -> io::Result<()> {
-        let mut reader = PartReader::new(self);
+    /// Hands each number read from the stored values `range` to `emit`, in order.
+    fn emit(
+        &self,
+        range: Range<usize>,
+        emit: &mut dyn FnMut(f64) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut reader = PartReader::new(self, range)?;
         while let Some(v) = reader.next()? {
             emit(v)?;
         }
@@ -80,8 +85,15 @@ impl Part {
 
 /// Reads one part's numbers in order, one at a time: pulled by deriving utilization, which
 /// walks a kernel's launches and the readings around them side by side, and pushed by
-/// [`Part::emit`].
-enum PartReader<'a> {
+/// [`Part::emit`]. It reads a range of the stored values (all of them, or a piece that a
+/// thread formats for the results file), and hands over the numbers they give.
+struct PartReader<'a> {
+    of: Reading<'a>,
+    /// Stored values still to read.
+    left: usize,
+}
+
+enum Reading<'a> {
     Scaled(Cursor<'a>, f64),
     Windows {
         starts: Cursor<'a>,
@@ -98,17 +110,19 @@ enum PartReader<'a> {
 }
 
 impl<'a> PartReader<'a> {
-    fn new(part: &'a Part) -> PartReader<'a> {
-        match part {
-            Part::Scaled { column, factor } => PartReader::Scaled(column.cursor(), *factor),
+    /// A reader of the stored values `range` (clipped to the part's).
+    fn new(part: &'a Part, range: Range<usize>) -> io::Result<PartReader<'a>> {
+        let from = range.start;
+        let of = match part {
+            Part::Scaled { column, factor } => Reading::Scaled(column.cursor_at(from)?, *factor),
             Part::Windows {
                 starts,
                 durations,
                 span,
                 end,
-            } => PartReader::Windows {
-                starts: starts.cursor(),
-                durations: durations.cursor(),
+            } => Reading::Windows {
+                starts: starts.cursor_at(from)?,
+                durations: durations.cursor_at(from)?,
                 span: *span,
                 end: *end,
             },
@@ -116,48 +130,73 @@ impl<'a> PartReader<'a> {
                 times,
                 values,
                 take_values,
-            } => PartReader::Finite {
-                times: times.cursor(),
-                values: values.cursor(),
+            } => Reading::Finite {
+                times: times.cursor_at(from)?,
+                values: values.cursor_at(from)?,
                 take_values: *take_values,
             },
-            Part::Memory(values) => PartReader::Memory(values),
-        }
+            Part::Memory(values) => Reading::Memory(values.get(from..).unwrap_or(&[])),
+        };
+        Ok(PartReader {
+            of,
+            left: range.end.min(part.most()).saturating_sub(from),
+        })
     }
 
     /// The next number; `None` after the last.
     fn next(&mut self) -> io::Result<Option<f64>> {
-        match self {
-            PartReader::Scaled(cursor, factor) => Ok(cursor.read()?.map(|v| v * *factor)),
-            PartReader::Windows {
+        let left = &mut self.left;
+        // One stored value (or pair) more, while the range lasts.
+        let mut take = || {
+            let more = *left > 0;
+            *left = left.saturating_sub(1);
+            more
+        };
+        match &mut self.of {
+            Reading::Scaled(cursor, factor) => {
+                if !take() {
+                    return Ok(None);
+                }
+                Ok(cursor.read()?.map(|v| v * *factor))
+            }
+            Reading::Windows {
                 starts,
                 durations,
                 span: (first, last),
                 end,
             } => {
-                while let (Some(start), Some(duration)) = (starts.read()?, durations.read()?) {
+                while take()
+                    && let (Some(start), Some(duration)) = (starts.read()?, durations.read()?)
+                {
                     if !(start + duration < *first || start > *last) {
                         return Ok(Some(if *end { start + duration } else { start }));
                     }
                 }
                 Ok(None)
             }
-            PartReader::Finite {
+            Reading::Finite {
                 times,
                 values,
                 take_values,
             } => {
-                while let (Some(time), Some(value)) = (times.read()?, values.read()?) {
+                while take()
+                    && let (Some(time), Some(value)) = (times.read()?, values.read()?)
+                {
                     if time.is_finite() && value.is_finite() {
                         return Ok(Some(if *take_values { value } else { time }));
                     }
                 }
                 Ok(None)
             }
-            PartReader::Memory(values) => Ok(values.split_first().map(|(&v, rest)| {
-                *values = rest;
-                v
-            })),
+            Reading::Memory(values) => {
+                if !take() {
+                    return Ok(None);
+                }
+                Ok(values.split_first().map(|(&v, rest)| {
+                    *values = rest;
+                    v
+                }))
+            }
         }
     }
 }
@@ -177,7 +216,7 @@ impl ValueReader for HeldReader<'_> {
                 return Ok(Some(v));
             }
             match self.parts.next() {
-                Some(part) => self.current = Some(PartReader::new(part)),
+                Some(part) => self.current = Some(PartReader::new(part, 0..part.most())?),
                 None => return Ok(None),
             }
         }
@@ -325,7 +364,7 @@ impl TraceArrays {
                     Vec::with_capacity(runs.iter().map(|&(_, n)| n).sum()),
                 ),
             };
-            emit_held(&held, &mut |n| {
+            emit_held(&held, 0..held.stored(), &mut |n| {
                 match n {
                     Number::Value(v) => values.push(v),
                     Number::Repetition(r) => repetitions.push(r),
@@ -348,16 +387,42 @@ impl TraceArrays {
     }
 }
 
-fn emit_held(held: &Held, emit: &mut dyn FnMut(Number) -> io::Result<()>) -> io::Result<()> {
+impl Held {
+    /// How many stored values (or repetition numbers) the array is read from.
+    fn stored(&self) -> usize {
+        match self {
+            Held::Values(parts) => parts.iter().map(Part::most).sum(),
+            Held::Repetitions(runs) => runs.iter().map(|&(_, n)| n).sum(),
+        }
+    }
+}
+
+/// Hands each number read from the stored values `range` of `held` to `emit`, in order.
+fn emit_held(
+    held: &Held,
+    range: Range<usize>,
+    emit: &mut dyn FnMut(Number) -> io::Result<()>,
+) -> io::Result<()> {
+    // Each piece, with where it starts among the array's stored values.
+    let mut start = 0;
+    let mut within = |len: usize| {
+        let piece = range.start.max(start).min(start + len)..range.end.min(start + len);
+        let local = piece.start - start..piece.end.max(piece.start) - start;
+        start += len;
+        local
+    };
     match held {
         Held::Values(parts) => {
             for part in parts {
-                part.emit(&mut |v| emit(Number::Value(v)))?;
+                let local = within(part.most());
+                if !local.is_empty() {
+                    part.emit(local, &mut |v| emit(Number::Value(v)))?;
+                }
             }
         }
         Held::Repetitions(runs) => {
             for &(r, n) in runs {
-                for _ in 0..n {
+                for _ in within(n) {
                     emit(Number::Repetition(r))?;
                 }
             }
@@ -371,9 +436,22 @@ impl HeldArrays for TraceArrays {
         self.placed.contains_key(at)
     }
 
-    fn emit(&self, at: &ArrayAt, emit: &mut dyn FnMut(Number) -> io::Result<()>) -> io::Result<()> {
+    fn places(&self) -> Vec<ArrayAt> {
+        self.placed.keys().copied().collect()
+    }
+
+    fn stored(&self, at: &ArrayAt) -> usize {
+        self.placed.get(at).map_or(0, Held::stored)
+    }
+
+    fn emit_part(
+        &self,
+        at: &ArrayAt,
+        range: Range<usize>,
+        emit: &mut dyn FnMut(Number) -> io::Result<()>,
+    ) -> io::Result<()> {
         match self.placed.get(at) {
-            Some(held) => emit_held(held, emit),
+            Some(held) => emit_held(held, range, emit),
             None => Ok(()),
         }
     }

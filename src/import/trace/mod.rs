@@ -732,6 +732,35 @@ mod tests {
         assert!(imported.require_measurements("the import").is_ok());
         let compact = written(&imported, JsonLayout::Compact);
         let pretty = written(&imported, JsonLayout::Pretty);
+        // Formatted ahead by threads in pieces of any size, cut inside parts, windows and
+        // repetition runs: the same bytes, every array from its pieces.
+        let held = imported.held.as_ref().unwrap();
+        for threads in 1..=3 {
+            for piece in [1, 2, 7, 16, 40, 100_000] {
+                let mut bytes = Vec::new();
+                let formatted = crate::model::held_arrays::serialize_in_pieces(
+                    &mut bytes,
+                    &imported.results,
+                    held,
+                    threads,
+                    piece,
+                )
+                .unwrap();
+                bytes.push(b'\n');
+                assert_eq!(
+                    String::from_utf8(bytes).unwrap(),
+                    compact,
+                    "{threads} x {piece}"
+                );
+                let places = crate::model::held_arrays::HeldArrays::places(held).len();
+                let (ahead, in_place) = if threads > 1 {
+                    (places, 0)
+                } else {
+                    (0, places)
+                };
+                assert_eq!((formatted.ahead, formatted.in_place), (ahead, in_place));
+            }
+        }
         let whole = Imported::whole(imported.into_results().unwrap());
         assert_eq!(compact, written(&whole, JsonLayout::Compact));
         assert_eq!(pretty, written(&whole, JsonLayout::Pretty));
