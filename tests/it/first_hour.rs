@@ -184,7 +184,14 @@ fn the_readme_quick_start_works() {
         } else {
             run(argv)
         };
-        assert_eq!(out.status.code(), Some(0), "{argv:?}: {}", stderr_of(&out));
+        // The report too, so that a verdict on a loaded machine can be read from the log.
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{argv:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr_of(&out)
+        );
     }
     // "Make the work slower (`sleep 0.1`)".
     let slower = blocks[1].1.replace("sleep 0.05", "sleep 0.1");
