@@ -187,28 +187,40 @@ impl Report {
             Verdict::WithinThreshold => Some(3),
             Verdict::Unchanged | Verdict::NotGated | Verdict::Skipped => None,
         };
-        let mut candidates: Vec<(u8, usize, &str, &str)> = Vec::new();
-        for (order, b) in self.benchmarks.iter().enumerate() {
-            if matches!(b.verdict, Verdict::New | Verdict::Missing) {
-                // One side only: its evidence is the run itself, every metric of it.
-                for m in evidence_metrics(&b.name) {
-                    candidates.push((0, order, b.name.as_str(), m));
-                }
-                continue;
-            }
-            for m in b.metrics.iter().filter(|m| m.gates) {
-                if let Some(r) = rank(m.verdict) {
-                    candidates.push((r, order, b.name.as_str(), m.name.as_str()));
-                }
-            }
-        }
-        candidates.sort_by_key(|c| (c.0, c.1));
+        // The first MAX_CHARTED_METRICS in the order of (rank, benchmark, metric): a pass
+        // over the rows per rank, so that a suite of 200,000 rows never lists them all.
         let mut charted: std::collections::HashMap<String, Vec<String>> = Default::default();
-        for (_, _, bench, metric) in candidates.into_iter().take(MAX_CHARTED_METRICS) {
+        let mut left = MAX_CHARTED_METRICS;
+        let mut chart = |bench: &str, metric: &str| {
+            if left == 0 {
+                return false;
+            }
+            left -= 1;
             charted
                 .entry(bench.to_string())
                 .or_default()
                 .push(metric.to_string());
+            true
+        };
+        'ranks: for wanted in 0..=3 {
+            for b in &self.benchmarks {
+                if matches!(b.verdict, Verdict::New | Verdict::Missing) {
+                    // One side only: its evidence is the run itself, every metric of it.
+                    if wanted == 0 {
+                        for m in evidence_metrics(&b.name) {
+                            if !chart(&b.name, m) {
+                                break 'ranks;
+                            }
+                        }
+                    }
+                    continue;
+                }
+                for m in b.metrics.iter().filter(|m| m.gates) {
+                    if rank(m.verdict) == Some(wanted) && !chart(&b.name, &m.name) {
+                        break 'ranks;
+                    }
+                }
+            }
         }
         charted
     }
@@ -321,4 +333,127 @@ pub struct MetricComparison {
     /// change is detectable (too few repetitions for the level) or there is no test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mde: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::metric::{Direction, GateRule, Source};
+    use crate::model::results::MetricSamples;
+    use crate::stats::inference::Xorshift;
+
+    /// The charted metrics as they were first chosen: every candidate listed, sorted by rank
+    /// and benchmark (stable, so a benchmark's metrics keep their order), the first taken.
+    fn charted_by_sorting(
+        report: &Report,
+        evidence_metrics: impl Fn(&str) -> Vec<String>,
+    ) -> Vec<(String, String)> {
+        let rank = |v: Verdict| match v {
+            Verdict::Regressed | Verdict::New | Verdict::Missing => Some(0),
+            Verdict::Improved => Some(1),
+            Verdict::Inconclusive => Some(2),
+            Verdict::WithinThreshold => Some(3),
+            _ => None,
+        };
+        let mut candidates = Vec::new();
+        for (order, b) in report.benchmarks.iter().enumerate() {
+            if matches!(b.verdict, Verdict::New | Verdict::Missing) {
+                for m in evidence_metrics(&b.name) {
+                    candidates.push((0, order, b.name.clone(), m));
+                }
+                continue;
+            }
+            for m in b.metrics.iter().filter(|m| m.gates) {
+                if let Some(r) = rank(m.verdict) {
+                    candidates.push((r, order, b.name.clone(), m.name.clone()));
+                }
+            }
+        }
+        candidates.sort_by_key(|c| (c.0, c.1));
+        candidates
+            .into_iter()
+            .take(MAX_CHARTED_METRICS)
+            .map(|(_, _, b, m)| (b, m))
+            .collect()
+    }
+
+    #[test]
+    fn the_charted_metrics_are_the_first_by_rank_and_order_of_every_candidate() {
+        use crate::compare::{ComparePolicy, blank};
+        let verdicts = [
+            Verdict::Regressed,
+            Verdict::Inconclusive,
+            Verdict::Improved,
+            Verdict::WithinThreshold,
+            Verdict::Unchanged,
+            Verdict::NotGated,
+            Verdict::New,
+            Verdict::Missing,
+            Verdict::Skipped,
+        ];
+        let mut rng = Xorshift::new(7);
+        let mut pick = |n: usize| (rng.next_u64() % n as u64) as usize;
+        let mut cut_short = 0;
+        for trial in 0..60 {
+            // Few rows (nothing cut) to many more than are charted, with every verdict.
+            let benchmarks = [3, 20, 90, 400][trial % 4];
+            let mut report = crate::compare::no_baseline(
+                &RunResults::of(Vec::new()),
+                &ComparePolicy::default(),
+                String::new(),
+            );
+            for b in 0..benchmarks {
+                let verdict = verdicts[pick(verdicts.len())];
+                let mut metrics = Vec::new();
+                for m in 0..pick(5) {
+                    let samples = MetricSamples {
+                        name: format!("m{m}"),
+                        unit: "ns".into(),
+                        source: Source::Timer,
+                        direction: Direction::Lower,
+                        gate: GateRule::default(),
+                        values: Vec::new(),
+                        repetition: Default::default(),
+                    };
+                    let mut row = blank(&samples, &ComparePolicy::default());
+                    row.verdict = verdicts[pick(verdicts.len())];
+                    row.gates = pick(4) != 0;
+                    metrics.push(row);
+                }
+                report.benchmarks.push(BenchmarkComparison {
+                    name: format!("b{b}"),
+                    verdict,
+                    explanation: String::new(),
+                    metrics,
+                    profile: None,
+                });
+            }
+            let evidence_metrics = |name: &str| {
+                (0..name.len() % 4)
+                    .map(|m| format!("{name}_side_{m}"))
+                    .collect::<Vec<String>>()
+            };
+            let expected = charted_by_sorting(&report, evidence_metrics);
+            cut_short += usize::from(expected.len() == MAX_CHARTED_METRICS);
+            let names: Vec<Vec<String>> = report
+                .benchmarks
+                .iter()
+                .map(|b| evidence_metrics(&b.name))
+                .collect();
+            let charted = report.charted_metrics(|name| {
+                let at = report.benchmarks.iter().position(|b| b.name == name);
+                at.map(|at| names[at].iter().map(String::as_str).collect())
+                    .unwrap_or_default()
+            });
+            let mut grouped: std::collections::HashMap<String, Vec<String>> = Default::default();
+            for (b, m) in expected {
+                grouped.entry(b).or_default().push(m);
+            }
+            assert_eq!(charted, grouped, "trial {trial}");
+        }
+        assert!(
+            cut_short > 0,
+            "no trial had more candidates than are charted"
+        );
+    }
 }
