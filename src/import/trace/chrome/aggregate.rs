@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use memchr::arch::all::is_equal;
 use rustc_hash::FxHashMap;
 
 use super::event::{Event, Id, invalid};
@@ -596,7 +597,10 @@ impl LastTrack {
 
     /// Whether `ev` names its counter and process as the last reading's event did.
     fn of_event(&self, ev: &Event<'_>) -> bool {
-        let same = |held: &(Kind, Vec<u8>), v: &Value<'_>| held.0 == v.kind && held.1 == v.bytes;
+        // Names of a few bytes: compared inline, where slice equality calls `memcmp` (which
+        // took 14 % of a trace half counter events, for these three and the key below).
+        let same =
+            |held: &(Kind, Vec<u8>), v: &Value<'_>| held.0 == v.kind && is_equal(&held.1, v.bytes);
         same(&self.name, &ev.name) && same(&self.id, &ev.id) && same(&self.pid, &ev.pid)
     }
 
@@ -607,7 +611,7 @@ impl LastTrack {
         let (mut n, mut same) = (0, true);
         ev.walk_args(|key, value| {
             if let Ok(Some(v)) = value.number() {
-                same &= n < SAME_KEY_READINGS && key.bytes == self.key.as_slice();
+                same &= n < SAME_KEY_READINGS && is_equal(key.bytes, &self.key);
                 if same {
                     values[n] = v;
                     n += 1;
