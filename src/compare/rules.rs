@@ -4,6 +4,8 @@
 //! assembly, and no I/O but reading back the samples a comparison of files parked
 //! ([`SampleSpill`]).
 
+use std::collections::VecDeque;
+
 use super::spill::{Parked, SampleSpill};
 use super::{Context, format_p};
 use crate::model::metric::{Direction, Tolerance};
@@ -472,21 +474,14 @@ pub(super) fn decide_all(
     ctx: &Context<'_>,
     mut spill: Option<&mut SampleSpill>,
 ) -> std::io::Result<()> {
-    // Each family is decided in place, by position in `pending`, so the evidence of a whole
-    // run is never held twice.
-    let gating: Vec<bool> = pending
-        .iter()
-        .map(|(b, m, _)| benchmarks[*b].metrics[*m].gates)
-        .collect();
-    for family_gates in [true, false] {
-        let members = || {
-            pending
-                .iter()
-                .zip(&gating)
-                .filter(move |(_, g)| **g == family_gates)
-                .map(|(item, _)| item)
-        };
-        let tested = members().count();
+    // Each family is decided in place, by position, so the evidence of a whole run is never
+    // held twice; what waits for its decision is let go as the decisions (and their reasons)
+    // are made: at 10,000 benchmarks x 20 metrics it is 21 MB beside the rows.
+    let (gating, informational): (VecDeque<_>, VecDeque<_>) = pending
+        .into_iter()
+        .partition(|(b, m, _)| benchmarks[*b].metrics[*m].gates);
+    for (family_gates, mut members) in [(true, gating), (false, informational)] {
+        let tested = members.len();
         // Untested members of an assumed larger family count as p = 1, which is what BH and
         // Holm do with a family of that size.
         let size = if family_gates {
@@ -494,50 +489,50 @@ pub(super) fn decide_all(
         } else {
             tested
         };
-        let padded = |p: Vec<f64>| {
-            let mut p = p;
+        let adjusted = |p: fn(&MetricComparison) -> Option<f64>| {
+            let mut p: Vec<f64> = members
+                .iter()
+                .map(|(b, m, _)| p(&benchmarks[*b].metrics[*m]).unwrap_or(1.0))
+                .collect();
             p.resize(size, 1.0);
             inference::adjust(&p, ctx.policy.correction)
         };
-        let p = |b: &usize, m: &usize, p: fn(&MetricComparison) -> Option<f64>| {
-            p(&benchmarks[*b].metrics[*m]).unwrap_or(1.0)
-        };
-        let reg = padded(
-            members()
-                .map(|(b, m, _)| p(b, m, |o| o.p_regression))
-                .collect(),
-        );
-        let imp = padded(
-            members()
-                .map(|(b, m, _)| p(b, m, |o| o.p_improvement))
-                .collect(),
-        );
+        let reg = adjusted(|o| o.p_regression);
+        let imp = adjusted(|o| o.p_improvement);
         let levels = Levels {
             regression: inference::decision_level(&reg, ctx.alpha_look, ctx.policy.correction),
             improvement: inference::decision_level(&imp, ctx.alpha_look, ctx.policy.correction),
         };
-        for (((b, m, power), r), i) in members().zip(reg).zip(imp) {
+        for (r, i) in reg.into_iter().zip(imp) {
+            // The padding past the tested members has nothing to decide.
+            let Some((b, m, power)) = members.pop_front() else {
+                break;
+            };
+            if members.len() < members.capacity() / 2 {
+                // Each shrink copies at most half of what the last one left.
+                members.shrink_to_fit();
+            }
             let held;
             let power = match power {
                 Power::Parked { noise, at, scale } => {
                     let spill = spill.as_deref_mut().ok_or_else(|| {
                         std::io::Error::other("samples parked without a spill to read them from")
                     })?;
-                    held = spill.read(at)?;
-                    &Power::Samples {
-                        noise: *noise,
+                    held = spill.read(&at)?;
+                    Power::Samples {
+                        noise,
                         samples: SamplePair {
                             base: &held.0,
                             head: &held.1,
-                            scale: *scale,
+                            scale,
                         },
                     }
                 }
                 power => power,
             };
             decide(
-                &mut benchmarks[*b].metrics[*m],
-                power,
+                &mut benchmarks[b].metrics[m],
+                &power,
                 r,
                 i,
                 size,
