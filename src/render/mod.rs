@@ -318,15 +318,7 @@ impl TableExporter {
         } else {
             table.enforce_styling();
         }
-        let pick = |cells: Vec<Cell>| -> Vec<Cell> {
-            cells
-                .into_iter()
-                .zip(keep)
-                .filter(|(_, k)| **k)
-                .map(|(c, _)| c)
-                .collect()
-        };
-        table.set_header(pick(TABLE_COLUMNS.iter().map(Cell::new).collect()));
+        table.set_header(kept(TABLE_COLUMNS.iter().map(Cell::new), keep).collect::<Vec<_>>());
         for row in rows {
             // The verdict, the last column, in its colour where it may fail the build (and is
             // not waived).
@@ -343,7 +335,7 @@ impl TableExporter {
                     _ => cell,
                 }
             });
-            table.add_row(pick(cells.collect()));
+            table.add_row(kept(cells, keep).collect::<Vec<_>>());
         }
         if let Some(widths) = widths {
             // Content width plus the padding of one space a side, as an absolute width.
@@ -473,18 +465,11 @@ impl TableRow<'_> {
         let text = |t: &str| escape_terminal(t).into_owned();
         match self {
             TableRow::Bare(b) => {
-                let dash = || "–".to_string();
-                [
-                    text(&b.name),
-                    dash(),
-                    dash(),
-                    dash(),
-                    dash(),
-                    dash(),
-                    dash(),
-                    dash(),
-                    b.verdict.as_str().to_string(),
-                ]
+                // Only the name and the verdict: a dash in every column between.
+                let mut texts: [String; 9] = std::array::from_fn(|_| "–".to_string());
+                texts[0] = text(&b.name);
+                texts[8] = b.verdict.as_str().to_string();
+                texts
             }
             TableRow::Metric(b, m) => {
                 let mut metric = m.name.clone();
@@ -519,20 +504,21 @@ fn content_widths(rows: &[TableRow<'_>], keep: &[bool]) -> Vec<u16> {
         let widest = text.split('\n').map(|line| line.width()).max().unwrap_or(0);
         u16::try_from(widest).unwrap_or(u16::MAX).max(1)
     };
-    let mut widths: Vec<u16> = TABLE_COLUMNS
-        .iter()
-        .zip(keep)
-        .filter(|(_, k)| **k)
-        .map(|(c, _)| width(c))
-        .collect();
+    let mut widths: Vec<u16> = kept(TABLE_COLUMNS, keep).map(width).collect();
     for row in rows {
-        let texts = row.texts();
-        let kept = texts.iter().zip(keep).filter(|(_, k)| **k);
-        for (w, (text, _)) in widths.iter_mut().zip(kept) {
-            *w = (*w).max(width(text));
+        for (w, text) in widths.iter_mut().zip(kept(row.texts(), keep)) {
+            *w = (*w).max(width(&text));
         }
     }
     widths
+}
+
+/// The items of the columns `keep` says are shown, in order.
+fn kept<T>(columns: impl IntoIterator<Item = T>, keep: &[bool]) -> impl Iterator<Item = T> {
+    columns
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(item, shown)| shown.then_some(item))
 }
 
 /// The widest line of a rendered table, in characters.
