@@ -1,6 +1,7 @@
 //! kgate's integration tests, in one test binary (`cargo test --test it`): one module per
 //! area, sharing the helpers in `common`. Filter by module, e.g.
 //! `cargo test --test it reports::`. Fixtures (files the tests read) are in `tests/fixtures/`.
+//! Tests whose verdicts rest on wall times measured at two moments are in `tests/quiet/`.
 
 mod common;
 
