@@ -218,11 +218,15 @@ benchmarks:
 fn an_interrupted_run_leaves_no_file_and_no_process() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("child-survived");
+    // Outside the folder whose files are counted below.
+    let outside = tempfile::tempdir().unwrap();
+    let started = outside.path().join("started");
     write(
         dir.path(),
         "kgate.yaml",
         &format!(
-            "defaults: {{warmup: 0, repetitions: 3}}\nbenchmarks:\n  - name: slow\n    command: \"sleep 3; touch '{}'\"\n",
+            "defaults: {{warmup: 0, repetitions: 3}}\nbenchmarks:\n  - name: slow\n    command: \"touch '{}'; sleep 3; touch '{}'\"\n",
+            started.display(),
             marker.display()
         ),
     );
@@ -232,7 +236,9 @@ fn an_interrupted_run_leaves_no_file_and_no_process() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // The interrupt comes once the benchmark runs (a fixed wait could interrupt kgate on a
+    // loaded machine before it handles the signal).
+    crate::common::wait_for_file(&started);
     // SAFETY: sending SIGINT to the child we started.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);

@@ -40,6 +40,20 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// Waits until `path` exists: a benchmark that creates it has started, however long a loaded
+/// machine took to get there. Fails after two minutes.
+pub fn wait_for_file(path: &Path) {
+    let waiting = std::time::Instant::now();
+    while !path.exists() {
+        assert!(
+            waiting.elapsed() < std::time::Duration::from_secs(120),
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// A process's stderr as text.
 pub fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).to_string()

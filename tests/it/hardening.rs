@@ -114,11 +114,16 @@ fn a_daemonised_grandchild_does_not_defeat_the_timeout_or_ctrl_c() {
     assert!(err.contains("timed out after 1s"), "{err}");
     assert!(err.contains("a process outside its process group"), "{err}");
 
-    // Ctrl-C while the daemon holds the pipe.
+    // Ctrl-C while the daemon holds the pipe, once it runs in a session of its own.
+    let outside = tempfile::tempdir().unwrap();
+    let running = outside.path().join("running");
     write(
         dir.path(),
         "kgate.yaml",
-        "defaults: {warmup: 0, repetitions: 1}\nbenchmarks:\n  - name: daemon\n    command: \"setsid sleep 60 & sleep 30\"\n    timeout: 60s\n",
+        &format!(
+            "defaults: {{warmup: 0, repetitions: 1}}\nbenchmarks:\n  - name: daemon\n    command: \"setsid sh -c \\\"touch '{}'; sleep 60\\\" & sleep 30\"\n    timeout: 60s\n",
+            running.display()
+        ),
     );
     let child = Command::new(assert_cmd::cargo::cargo_bin!("kgate"))
         .current_dir(dir.path())
@@ -126,7 +131,7 @@ fn a_daemonised_grandchild_does_not_defeat_the_timeout_or_ctrl_c() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    crate::common::wait_for_file(&running);
     let started = Instant::now();
     // SAFETY: signalling the child this test started.
     unsafe {
