@@ -246,6 +246,9 @@ const TABLE_COLUMNS: [&str; 9] = [
     "verdict",
 ];
 
+/// The verdict's column, the last of [`TABLE_COLUMNS`].
+const VERDICT_COLUMN: usize = TABLE_COLUMNS.len() - 1;
+
 /// How many rows of the terminal table are laid out at once (see [`TableExporter::table`]).
 const TABLE_CHUNK_ROWS: usize = 512;
 
@@ -327,11 +330,10 @@ impl TableExporter {
                 TableRow::Metric(_, m) => (m.gates && !m.waived).then_some(m.verdict),
             }
             .filter(|_| self.color);
-            let last = TABLE_COLUMNS.len() - 1;
             let cells = row.texts().into_iter().enumerate().map(|(i, text)| {
                 let cell = Cell::new_owned(text);
                 match coloured {
-                    Some(verdict) if i == last => cell.fg(verdict_color(verdict)),
+                    Some(verdict) if i == VERDICT_COLUMN => cell.fg(verdict_color(verdict)),
                     _ => cell,
                 }
             });
@@ -461,14 +463,15 @@ enum TableRow<'r> {
 impl TableRow<'_> {
     /// The text of each of the [`TABLE_COLUMNS`], what came from a benchmark or a results file
     /// escaped for the terminal.
-    fn texts(&self) -> [String; 9] {
+    fn texts(&self) -> [String; TABLE_COLUMNS.len()] {
         let text = |t: &str| escape_terminal(t).into_owned();
         match self {
             TableRow::Bare(b) => {
                 // Only the name and the verdict: a dash in every column between.
-                let mut texts: [String; 9] = std::array::from_fn(|_| "–".to_string());
+                let mut texts: [String; TABLE_COLUMNS.len()] =
+                    std::array::from_fn(|_| "–".to_string());
                 texts[0] = text(&b.name);
-                texts[8] = b.verdict.as_str().to_string();
+                texts[VERDICT_COLUMN] = b.verdict.as_str().to_string();
                 texts
             }
             TableRow::Metric(b, m) => {
