@@ -11,6 +11,10 @@
 //! piece by piece, by a thread per core (up to four) taking the pieces in turn: formatting
 //! millions of numbers is most of the writing, which would otherwise run on one core after
 //! the import's parallel read. The pieces are bounded, so the memory is too.
+//!
+//! Results held whole in memory are written the same way when they hold many numbers
+//! ([`RunResults::save_as`]): their own arrays are served as held ones, beside a copy of the
+//! document without them.
 
 use std::cell::Cell;
 use std::io::{self, Write};
@@ -22,7 +26,10 @@ use serde::Serialize;
 use serde_json::ser::{CharEscape, CompactFormatter, Formatter, PrettyFormatter};
 
 use super::fsutil::Overwrite;
-use super::results::{JsonLayout, ResultsError, RunResults, whole_number};
+use super::results::{
+    BenchmarkResult, CounterSeries, JsonLayout, KernelWindows, MetricSamples, ResultsError,
+    RunResults, whole_number,
+};
 
 /// The arrays of a benchmark's entries that can be held elsewhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -145,6 +152,265 @@ pub fn save(
     })
 }
 
+/// The fewest numbers in results held in memory for which [`RunResults::save_as`] formats them
+/// ahead on other threads: below it, starting the threads costs more than it saves.
+const FORMAT_AHEAD_FROM: usize = 1 << 16;
+
+impl RunResults {
+    /// Writes the results atomically, streamed into the destination so that the document is
+    /// never held whole in memory; refuses results holding a number JSON cannot carry (see
+    /// [`RunResults::non_finite`]), so that kgate never writes a file it cannot read. In the
+    /// compact layout, results of many numbers have them formatted ahead on other threads,
+    /// the same bytes: writing an Nsight Compute page's 16 million samples on one thread took
+    /// about as long as reading the page.
+    pub fn save_as(
+        &self,
+        path: &Path,
+        overwrite: Overwrite,
+        layout: JsonLayout,
+    ) -> Result<(), ResultsError> {
+        let own = OwnArrays(self);
+        if layout == JsonLayout::Compact
+            && formatting_threads() > 1
+            && own.numbers() >= FORMAT_AHEAD_FROM
+        {
+            // A number that is not finite fails the write, which replaces nothing; only then
+            // are the results searched for it, to say where it is.
+            return save(&own.hollow(), path, overwrite, layout, &own).map_err(|e| {
+                match self.non_finite() {
+                    Some(what) => ResultsError::NotFinite {
+                        path: path.to_path_buf(),
+                        what,
+                    },
+                    None => e,
+                }
+            });
+        }
+        self.save_through(path, overwrite, |out| {
+            match layout {
+                JsonLayout::Compact => serde_json::to_writer(out, self),
+                JsonLayout::Pretty => serde_json::to_writer_pretty(out, self),
+            }
+            .map_err(io::Error::from)
+        })
+    }
+}
+
+/// The numbers of results held in memory, served as held arrays: metric values, series times
+/// and values, window starts and ends (repetition numbers stay in the document, most often
+/// left out of it as one per value).
+struct OwnArrays<'r>(&'r RunResults);
+
+impl OwnArrays<'_> {
+    fn array(&self, at: &ArrayAt) -> Option<&[f64]> {
+        let b = self.0.benchmarks.get(at.benchmark)?;
+        let (metric, series, windows) = (
+            || b.metrics.get(at.entry),
+            || b.counters.get(at.entry),
+            || b.kernel_windows.get(at.entry),
+        );
+        Some(match at.field {
+            Field::MetricValues => &metric()?.values,
+            Field::MetricRepetition => return None,
+            Field::SeriesTimes => &series()?.t_ns,
+            Field::SeriesValues => &series()?.value,
+            Field::WindowStarts => &windows()?.start_ns,
+            Field::WindowEnds => &windows()?.end_ns,
+        })
+    }
+
+    fn numbers(&self) -> usize {
+        self.0
+            .benchmarks
+            .iter()
+            .map(|b| {
+                b.metrics.iter().map(|m| m.values.len()).sum::<usize>()
+                    + b.counters
+                        .iter()
+                        .map(|c| c.t_ns.len() + c.value.len())
+                        .sum::<usize>()
+                    + b.kernel_windows
+                        .iter()
+                        .map(|k| k.start_ns.len() + k.end_ns.len())
+                        .sum::<usize>()
+            })
+            .sum()
+    }
+
+    /// The document without the arrays served here (each left empty in its place). Every
+    /// field is named, so that a field added to the results is a compile error here rather
+    /// than a field the file loses.
+    fn hollow(&self) -> RunResults {
+        let RunResults {
+            schema_version,
+            kgate_version,
+            created,
+            environment,
+            benchmarks,
+        } = self.0;
+        RunResults {
+            schema_version: *schema_version,
+            kgate_version: kgate_version.clone(),
+            created: created.clone(),
+            environment: environment.clone(),
+            benchmarks: benchmarks.iter().map(hollow_benchmark).collect(),
+        }
+    }
+}
+
+fn hollow_benchmark(b: &BenchmarkResult) -> BenchmarkResult {
+    let BenchmarkResult {
+        name,
+        parameters,
+        status,
+        failure,
+        warmup,
+        repetitions,
+        metrics,
+        counters,
+        kernel_windows,
+        provenance,
+        artifacts,
+        looks,
+    } = b;
+    BenchmarkResult {
+        name: name.clone(),
+        parameters: parameters.clone(),
+        status: *status,
+        failure: failure.clone(),
+        warmup: *warmup,
+        repetitions: *repetitions,
+        metrics: metrics.iter().map(hollow_metric).collect(),
+        counters: counters.iter().map(hollow_series).collect(),
+        kernel_windows: kernel_windows.iter().map(hollow_windows).collect(),
+        provenance: provenance.clone(),
+        artifacts: artifacts.clone(),
+        looks: looks.clone(),
+    }
+}
+
+fn hollow_metric(m: &MetricSamples) -> MetricSamples {
+    let MetricSamples {
+        name,
+        unit,
+        source,
+        direction,
+        gate,
+        values: _,
+        repetition,
+    } = m;
+    MetricSamples {
+        name: name.clone(),
+        unit: unit.clone(),
+        source: *source,
+        direction: *direction,
+        gate: gate.clone(),
+        values: Vec::new(),
+        repetition: repetition.clone(),
+    }
+}
+
+fn hollow_series(c: &CounterSeries) -> CounterSeries {
+    let CounterSeries {
+        counter,
+        repetition,
+        unit,
+        bits,
+        core,
+        sampling,
+        t_ns: _,
+        value: _,
+    } = c;
+    CounterSeries {
+        counter: counter.clone(),
+        repetition: *repetition,
+        unit: unit.clone(),
+        bits: *bits,
+        core: *core,
+        sampling: *sampling,
+        t_ns: Vec::new(),
+        value: Vec::new(),
+    }
+}
+
+fn hollow_windows(k: &KernelWindows) -> KernelWindows {
+    let KernelWindows {
+        kernel,
+        repetition,
+        start_ns: _,
+        end_ns: _,
+        counters_of,
+    } = k;
+    KernelWindows {
+        kernel: kernel.clone(),
+        repetition: *repetition,
+        start_ns: Vec::new(),
+        end_ns: Vec::new(),
+        counters_of: counters_of.clone(),
+    }
+}
+
+impl HeldArrays for OwnArrays<'_> {
+    fn holds(&self, at: &ArrayAt) -> bool {
+        self.array(at).is_some()
+    }
+
+    fn places(&self) -> Vec<ArrayAt> {
+        let mut places = Vec::new();
+        for (i, b) in self.0.benchmarks.iter().enumerate() {
+            let at = |entry, field| ArrayAt {
+                benchmark: i,
+                entry,
+                field,
+            };
+            for j in 0..b.metrics.len() {
+                places.push(at(j, Field::MetricValues));
+            }
+            for j in 0..b.counters.len() {
+                places.extend([at(j, Field::SeriesTimes), at(j, Field::SeriesValues)]);
+            }
+            for j in 0..b.kernel_windows.len() {
+                places.extend([at(j, Field::WindowStarts), at(j, Field::WindowEnds)]);
+            }
+        }
+        places
+    }
+
+    fn stored(&self, at: &ArrayAt) -> usize {
+        self.array(at).map_or(0, <[f64]>::len)
+    }
+
+    fn emit_part(
+        &self,
+        at: &ArrayAt,
+        range: Range<usize>,
+        emit: &mut dyn FnMut(Number) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let values = self.array(at).unwrap_or_default();
+        values
+            .get(range)
+            .unwrap_or_default()
+            .iter()
+            .try_for_each(|&v| emit(Number::Value(v)))
+    }
+
+    fn values(&self, at: &ArrayAt) -> Option<Box<dyn ValueReader + '_>> {
+        Some(Box::new(SliceReader(self.array(at)?)))
+    }
+}
+
+/// The values of an array in memory, read one at a time.
+struct SliceReader<'a>(&'a [f64]);
+
+impl ValueReader for SliceReader<'_> {
+    fn next(&mut self) -> io::Result<Option<f64>> {
+        Ok(self.0.split_first().map(|(&v, rest)| {
+            self.0 = rest;
+            v
+        }))
+    }
+}
+
 /// How many held arrays were written from pieces formatted ahead, and how many formatted as
 /// the serializer reached them (an array the order of pieces did not foresee: none, unless
 /// [`Field::written_order`] and the document drift apart).
@@ -154,7 +420,8 @@ pub struct Formatted {
     pub in_place: usize,
 }
 
-/// Stored values per piece formatted ahead: a few hundred kilobytes of text.
+/// Stored values per piece formatted ahead: a few hundred kilobytes of text. A longer array
+/// is cut into several pieces, shorter ones share a piece.
 const PIECE_VALUES: usize = 16_384;
 /// Pieces a formatting thread may have waiting for the writer.
 const PIECES_WAITING: usize = 2;
@@ -166,8 +433,63 @@ pub fn serialize_compact<W: Write>(
     results: &RunResults,
     held: &dyn HeldArrays,
 ) -> io::Result<Formatted> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-    serialize_in_pieces(out, results, held, threads, PIECE_VALUES)
+    serialize_in_pieces(out, results, held, formatting_threads(), PIECE_VALUES)
+}
+
+/// Threads that format numbers ahead of the writer: one per core, up to four.
+fn formatting_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
+/// The arrays' numbers cut into pieces of about `piece_values` stored values, in the order
+/// the document reaches them: `parts` holds each array's ranges (at least one per array, so
+/// that an empty one is found too), and piece `k` is `parts[starts[k]..starts[k + 1]]`.
+struct Pieces {
+    parts: Vec<(ArrayAt, Range<usize>)>,
+    starts: Vec<usize>,
+}
+
+impl Pieces {
+    fn new(held: &dyn HeldArrays, piece_values: usize) -> Pieces {
+        let mut places = held.places();
+        places.sort_unstable_by_key(ArrayAt::written_order);
+        let mut pieces = Pieces {
+            parts: Vec::with_capacity(places.len()),
+            starts: vec![0],
+        };
+        let mut filled = 0;
+        for at in places {
+            let stored = held.stored(&at);
+            let mut from = 0;
+            loop {
+                let to = stored.min(from + piece_values - filled);
+                pieces.parts.push((at, from..to));
+                // Every part counts one value at least, so that a piece of many empty
+                // arrays is bounded too.
+                filled += (to - from).max(1);
+                if filled >= piece_values {
+                    pieces.starts.push(pieces.parts.len());
+                    filled = 0;
+                }
+                from = to;
+                if from >= stored {
+                    break;
+                }
+            }
+        }
+        if filled > 0 {
+            pieces.starts.push(pieces.parts.len());
+        }
+        pieces
+    }
+
+    fn count(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    fn piece(&self, k: usize) -> &[(ArrayAt, Range<usize>)] {
+        &self.parts[self.starts[k]..self.starts[k + 1]]
+    }
 }
 
 /// [`serialize_compact`] with `threads` threads formatting pieces of `piece_values` stored
@@ -179,22 +501,10 @@ pub fn serialize_in_pieces<W: Write>(
     threads: usize,
     piece_values: usize,
 ) -> io::Result<Formatted> {
-    let piece_values = piece_values.max(1);
-    let mut places = held.places();
-    if threads < 2 || places.is_empty() {
+    if threads < 2 || held.places().is_empty() {
         return serialize_streaming(out, CompactFormatter, results, held, None);
     }
-    places.sort_unstable_by_key(ArrayAt::written_order);
-    let pieces: Vec<(ArrayAt, Range<usize>)> = places
-        .into_iter()
-        .flat_map(|at| {
-            let stored = held.stored(&at);
-            (0..stored.div_ceil(piece_values).max(1)).map(move |k| {
-                let from = k * piece_values;
-                (at, from..(from + piece_values).min(stored))
-            })
-        })
-        .collect();
+    let pieces = Pieces::new(held, piece_values.max(1));
     std::thread::scope(|scope| {
         let lanes = (0..threads)
             .map(|lane| {
@@ -206,7 +516,11 @@ pub fn serialize_in_pieces<W: Write>(
             .collect();
         let ahead = Ahead {
             pieces: &pieces,
-            next: 0,
+            next_part: 0,
+            next_piece: 0,
+            text: Vec::new(),
+            ends: Vec::new(),
+            taken: 0,
             lanes,
         };
         // The serializer, and with it the receiving ends, is dropped before the threads are
@@ -250,71 +564,93 @@ fn serialize_streaming<W: Write, F: Formatter>(
     Ok(formatted.get())
 }
 
-/// Formats the pieces that fall to `lane` (every `lanes`th), in order, for the writer: each
-/// number with a `,` before it. Stops when the writer is gone, or after handing over a
-/// failure in its piece's place.
+/// A piece formatted ahead: the text of its parts, each number with a `,` before it, and
+/// where each part's text ends.
+type FormattedPiece = io::Result<(Vec<u8>, Vec<usize>)>;
+
+/// Formats the pieces that fall to `lane` (every `lanes`th), in order, for the writer. Stops
+/// when the writer is gone, or after handing over a failure in its piece's place.
 fn format_lane(
     held: &dyn HeldArrays,
-    pieces: &[(ArrayAt, Range<usize>)],
+    pieces: &Pieces,
     lane: usize,
     lanes: usize,
-    send: SyncSender<io::Result<Vec<u8>>>,
+    send: SyncSender<FormattedPiece>,
 ) {
-    for (at, range) in pieces.iter().skip(lane).step_by(lanes) {
+    for k in (lane..pieces.count()).step_by(lanes) {
+        let piece = pieces.piece(k);
         let mut bytes = Vec::new();
-        let formatted = held.emit_part(at, range.clone(), &mut |number| {
-            bytes.push(b',');
-            write_number(&mut CompactFormatter, &mut bytes, number)
+        let mut ends = Vec::new();
+        let formatted = piece.iter().try_for_each(|(at, range)| {
+            held.emit_part(at, range.clone(), &mut |number| {
+                bytes.push(b',');
+                write_number(&mut CompactFormatter, &mut bytes, number)
+            })?;
+            ends.push(bytes.len());
+            Ok(())
         });
         let failed = formatted.is_err();
-        if send.send(formatted.map(|()| bytes)).is_err() || failed {
+        if send.send(formatted.map(|()| (bytes, ends))).is_err() || failed {
             return;
         }
     }
 }
 
-/// The pieces being formatted ahead, in the order the writer takes them, the next it
-/// expects, and a receiving end per thread (piece `k` comes from lane `k % lanes`).
+/// The pieces being formatted ahead, the next part the writer expects, the text of the piece
+/// it is in and how much of it is taken, and a receiving end per thread (piece `k` comes from
+/// lane `k % lanes`).
 struct Ahead<'p> {
-    pieces: &'p [(ArrayAt, Range<usize>)],
-    next: usize,
-    lanes: Vec<Receiver<io::Result<Vec<u8>>>>,
+    pieces: &'p Pieces,
+    next_part: usize,
+    next_piece: usize,
+    text: Vec<u8>,
+    ends: Vec<usize>,
+    taken: usize,
+    lanes: Vec<Receiver<FormattedPiece>>,
 }
 
 impl Ahead<'_> {
-    /// Writes the numbers of the array at `at` from its pieces; `None` when its pieces are
+    /// Writes the numbers of the array at `at` from its pieces; `None` when its parts are
     /// not the next ones (the writer formats it in place).
     fn write<W: ?Sized + Write>(&mut self, writer: &mut W, at: &ArrayAt) -> Option<io::Result<()>> {
-        if self
-            .pieces
-            .get(self.next)
-            .is_none_or(|(next, _)| next != at)
-        {
+        let is_next = |ahead: &Self| {
+            ahead
+                .pieces
+                .parts
+                .get(ahead.next_part)
+                .is_some_and(|(next, _)| next == at)
+        };
+        if !is_next(self) {
             return None;
         }
         let mut first = true;
-        while self
-            .pieces
-            .get(self.next)
-            .is_some_and(|(next, _)| next == at)
-        {
-            let lane = &self.lanes[self.next % self.lanes.len()];
-            self.next += 1;
-            let bytes = match lane.recv() {
-                Ok(Ok(bytes)) => bytes,
-                Ok(Err(e)) => return Some(Err(e)),
-                Err(_) => {
-                    return Some(Err(io::Error::other(
-                        "a thread formatting the numbers stopped",
-                    )));
-                }
-            };
+        while is_next(self) {
+            if self.next_part == self.pieces.starts[self.next_piece] {
+                // The part begins a piece: receive it.
+                let lane = &self.lanes[self.next_piece % self.lanes.len()];
+                self.next_piece += 1;
+                (self.text, self.ends) = match lane.recv() {
+                    Ok(Ok(piece)) => piece,
+                    Ok(Err(e)) => return Some(Err(e)),
+                    Err(_) => {
+                        return Some(Err(io::Error::other(
+                            "a thread formatting the numbers stopped",
+                        )));
+                    }
+                };
+                self.taken = 0;
+            }
+            let in_piece = self.next_part - self.pieces.starts[self.next_piece - 1];
+            let end = self.ends[in_piece];
+            let part = &self.text[self.taken..end];
+            self.taken = end;
+            self.next_part += 1;
             // The array's first number has no `,` before it.
-            let text = match bytes.split_first() {
+            let text = match part.split_first() {
                 Some((_, rest)) if first => rest,
-                _ => &bytes[..],
+                _ => part,
             };
-            first &= bytes.is_empty();
+            first &= part.is_empty();
             if let Err(e) = writer.write_all(text) {
                 return Some(Err(e));
             }
@@ -548,5 +884,211 @@ impl<F: Formatter> Formatter for Streaming<'_, F> {
     }
     fn write_raw_fragment<W: ?Sized + Write>(&mut self, w: &mut W, s: &str) -> io::Result<()> {
         forward!(self.write_raw_fragment(w, s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::metric::{Direction, GateRule, Source};
+
+    /// Results of every shape the own arrays serve: metrics of no, one and thousands of values
+    /// (whole numbers, fractions, -0, extremes), listed repetition numbers, counter series
+    /// and kernel windows, a benchmark of none of them.
+    fn results(rng: &mut fastrand::Rng, benchmarks: usize) -> RunResults {
+        let mut lengths = fastrand::Rng::with_seed(rng.u64(..));
+        let mut number = || match rng.u8(0..6) {
+            0 => f64::from(rng.u32(..)),
+            1 => rng.f64() * 1e6,
+            2 => -0.0,
+            3 => [1e300, 5e-324, f64::MAX, -2.5][rng.usize(0..4)],
+            _ => f64::from(rng.u16(..)) / 8.0,
+        };
+        let runs = (0..benchmarks)
+            .map(|i| {
+                let mut b = BenchmarkResult::new(&format!("b{i}"), Default::default());
+                for j in 0..lengths.usize(0..4) {
+                    let n = [0, 1, 3, 40, 2_000][lengths.usize(0..5)];
+                    let values: Vec<f64> = (0..n).map(|_| number()).collect();
+                    let repetition = if j % 2 == 1 {
+                        (0..n as u32).map(|r| r / 2).collect()
+                    } else {
+                        (0..n as u32).collect()
+                    };
+                    b.metrics.push(MetricSamples {
+                        name: format!("m{j}"),
+                        unit: "ns".into(),
+                        source: Source::Timer,
+                        direction: Direction::Lower,
+                        gate: GateRule::default(),
+                        values,
+                        repetition,
+                    });
+                }
+                for j in 0..lengths.usize(0..3) {
+                    let mut series = CounterSeries::new(&format!("c{j}"), j as u32);
+                    let n = lengths.usize(0..300);
+                    series.t_ns = (0..n).map(|_| number()).collect();
+                    series.value = (0..n).map(|_| number()).collect();
+                    b.counters.push(series);
+                }
+                for j in 0..lengths.usize(0..3) {
+                    let mut windows = KernelWindows::new(&format!("k{j}"), 0);
+                    let n = lengths.usize(0..300);
+                    windows.start_ns = (0..n).map(|_| number()).collect();
+                    windows.end_ns = (0..n).map(|_| number()).collect();
+                    b.kernel_windows.push(windows);
+                }
+                b
+            })
+            .collect();
+        RunResults::of(runs)
+    }
+
+    #[test]
+    fn results_in_memory_formatted_ahead_are_the_bytes_serde_writes() {
+        let mut rng = fastrand::Rng::with_seed(29);
+        for benchmarks in [0, 1, 2, 17] {
+            let results = results(&mut rng, benchmarks);
+            let expected = serde_json::to_string(&results).unwrap();
+            let own = OwnArrays(&results);
+            let hollow = own.hollow();
+            let places = own.places().len();
+            for threads in 1..=3 {
+                for piece in [1, 2, 7, 100, 16_384] {
+                    let mut bytes = Vec::new();
+                    let formatted =
+                        serialize_in_pieces(&mut bytes, &hollow, &own, threads, piece).unwrap();
+                    assert_eq!(
+                        String::from_utf8(bytes).unwrap(),
+                        expected,
+                        "{benchmarks} benchmarks, {threads} threads, pieces of {piece}"
+                    );
+                    let every = if threads > 1 {
+                        (places, 0)
+                    } else {
+                        (0, places)
+                    };
+                    assert_eq!((formatted.ahead, formatted.in_place), every);
+                }
+            }
+        }
+    }
+
+    /// Held arrays that leave out each array's first `skip` stored values as they are read,
+    /// as a trace import leaves out launches outside its readings' span: pieces whose text is
+    /// empty, before an array's first number and inside it.
+    struct Skipping<'r> {
+        own: OwnArrays<'r>,
+        skip: usize,
+    }
+
+    impl HeldArrays for Skipping<'_> {
+        fn holds(&self, at: &ArrayAt) -> bool {
+            self.own.holds(at)
+        }
+        fn places(&self) -> Vec<ArrayAt> {
+            self.own.places()
+        }
+        fn stored(&self, at: &ArrayAt) -> usize {
+            self.own.stored(at)
+        }
+        fn emit_part(
+            &self,
+            at: &ArrayAt,
+            range: Range<usize>,
+            emit: &mut dyn FnMut(Number) -> io::Result<()>,
+        ) -> io::Result<()> {
+            let kept = range.start.max(self.skip)..range.end.max(self.skip);
+            self.own.emit_part(at, kept, emit)
+        }
+        fn values(&self, _: &ArrayAt) -> Option<Box<dyn ValueReader + '_>> {
+            None
+        }
+    }
+
+    #[test]
+    fn pieces_with_nothing_in_them_leave_the_arrays_as_they_are() {
+        let mut rng = fastrand::Rng::with_seed(41);
+        let results = results(&mut rng, 9);
+        let skip = 3;
+        let mut fewer = results.clone();
+        for b in &mut fewer.benchmarks {
+            let cut = |v: &mut Vec<f64>| drop(v.drain(..skip.min(v.len())));
+            b.metrics.iter_mut().for_each(|m| cut(&mut m.values));
+            for c in &mut b.counters {
+                cut(&mut c.t_ns);
+                cut(&mut c.value);
+            }
+            for k in &mut b.kernel_windows {
+                cut(&mut k.start_ns);
+                cut(&mut k.end_ns);
+            }
+        }
+        // The repetition numbers are left as they are on both sides.
+        let expected = serde_json::to_string(&fewer).unwrap();
+        let held = Skipping {
+            own: OwnArrays(&results),
+            skip,
+        };
+        let hollow = held.own.hollow();
+        for threads in 1..=3 {
+            for piece in [1, 2, 5, 16_384] {
+                let mut bytes = Vec::new();
+                serialize_in_pieces(&mut bytes, &hollow, &held, threads, piece).unwrap();
+                assert_eq!(
+                    String::from_utf8(bytes).unwrap(),
+                    expected,
+                    "{threads} x {piece}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn saving_many_numbers_writes_the_same_file_and_refuses_a_non_finite_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = fastrand::Rng::with_seed(3);
+        let mut results = results(&mut rng, 60);
+        // Enough numbers to be formatted ahead wherever there are two cores.
+        results.benchmarks[0].metrics.push(MetricSamples {
+            name: "many".into(),
+            unit: "ns".into(),
+            source: Source::Timer,
+            direction: Direction::Lower,
+            gate: GateRule::default(),
+            values: (0..FORMAT_AHEAD_FROM).map(|v| v as f64 / 4.0).collect(),
+            repetition: (0..FORMAT_AHEAD_FROM as u32).collect(),
+        });
+        assert!(OwnArrays(&results).numbers() >= FORMAT_AHEAD_FROM);
+        let path = dir.path().join("r.json");
+        for layout in [JsonLayout::Compact, JsonLayout::Pretty] {
+            results.save_as(&path, Overwrite::Allow, layout).unwrap();
+            let expected = match layout {
+                JsonLayout::Compact => serde_json::to_string(&results),
+                JsonLayout::Pretty => serde_json::to_string_pretty(&results),
+            }
+            .unwrap();
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), expected + "\n");
+        }
+        let last = results.benchmarks.len() - 1;
+        let series = CounterSeries {
+            t_ns: vec![1.0, f64::NAN],
+            value: vec![2.0, 3.0],
+            ..CounterSeries::new("late", 0)
+        };
+        results.benchmarks[last].counters.push(series);
+        let fresh = dir.path().join("nan.json");
+        let err = results
+            .save_as(&fresh, Overwrite::Allow, JsonLayout::Compact)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!(
+                "benchmark `b{last}`, counter `late` (3 at NaN ns)"
+            )),
+            "{err}"
+        );
+        assert!(!fresh.exists());
     }
 }
