@@ -169,7 +169,7 @@ impl RunResults {
     /// [`RunResults::non_finite`]), so that kgate never writes a file it cannot read. In the
     /// compact layout, results of many numbers have them formatted ahead on other threads,
     /// the same bytes: writing an Nsight Compute page's 16 million samples on one thread took
-    /// about as long as reading the page.
+    /// longer than reading the page.
     pub fn save_as(
         &self,
         path: &Path,

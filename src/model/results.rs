@@ -809,29 +809,31 @@ impl RunResults {
     pub fn non_finite(&self) -> Option<String> {
         for b in &self.benchmarks {
             for m in &b.metrics {
-                if let Some(i) = first_non_finite(&m.values) {
+                if let Some((i, v)) = m.values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
                     return Some(format!(
-                        "benchmark `{}`, metric `{}`, value {} ({})",
+                        "benchmark `{}`, metric `{}`, value {} ({v})",
                         b.name,
                         m.name,
-                        i + 1,
-                        m.values[i]
+                        i + 1
                     ));
                 }
             }
-            for c in &b.counters {
-                if let Some(i) = first_non_finite_pair(&c.t_ns, &c.value) {
+            for c in b.counter_readings() {
+                if !(c.t_ns.is_finite() && c.value.is_finite()) {
                     return Some(format!(
                         "benchmark `{}`, counter `{}` ({} at {} ns)",
-                        b.name, c.counter, c.value[i], c.t_ns[i]
+                        b.name, c.counter, c.value, c.t_ns
                     ));
                 }
             }
             for k in &b.kernel_windows {
-                if let Some(i) = first_non_finite_pair(&k.start_ns, &k.end_ns) {
+                if let Some((start, end)) = k
+                    .windows()
+                    .find(|(start, end)| !(start.is_finite() && end.is_finite()))
+                {
                     return Some(format!(
-                        "benchmark `{}`, kernel window `{}` ({} to {} ns)",
-                        b.name, k.kernel, k.start_ns[i], k.end_ns[i]
+                        "benchmark `{}`, kernel window `{}` ({start} to {end} ns)",
+                        b.name, k.kernel
                     ));
                 }
             }
@@ -1184,36 +1186,6 @@ mod version1 {
 /// every value reads back to the same bits.
 /// `v` as the integer the results file writes it as, when it is a whole number an `f64` holds
 /// exactly (not -0, whose sign an integer would lose).
-/// Where the first value of `values` that is not finite is. The values are tested a block at
-/// a time, each block's exponent bits or-ed without a branch per value, so that the check
-/// before a results file is written (16 million samples for a large Nsight Compute page) costs
-/// a fraction of writing them: the search value by value took 7 % of such an import.
-fn first_non_finite(values: &[f64]) -> Option<usize> {
-    const EXPONENT: u64 = 0x7ff0_0000_0000_0000;
-    const BLOCK: usize = 32;
-    let mut blocks = values.chunks_exact(BLOCK);
-    let in_block = |block: &[f64]| block.iter().position(|v| !v.is_finite());
-    for (k, block) in (&mut blocks).enumerate() {
-        let any = block.iter().fold(0u64, |any, v| {
-            any | u64::from(v.to_bits() & EXPONENT == EXPONENT)
-        });
-        if any != 0 {
-            return in_block(block).map(|i| k * BLOCK + i);
-        }
-    }
-    in_block(blocks.remainder()).map(|i| values.len() - blocks.remainder().len() + i)
-}
-
-/// The first position, of those the two arrays both have, at which either holds a value that
-/// is not finite: a counter series' (time, value) readings, a kernel's (start, end) windows.
-fn first_non_finite_pair(a: &[f64], b: &[f64]) -> Option<usize> {
-    let n = a.len().min(b.len());
-    match (first_non_finite(&a[..n]), first_non_finite(&b[..n])) {
-        (Some(i), Some(j)) => Some(i.min(j)),
-        (i, j) => i.or(j),
-    }
-}
-
 pub(crate) fn whole_number(v: f64) -> Option<i64> {
     /// Largest magnitude below which every integer is an exact f64.
     const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0;
@@ -1556,47 +1528,6 @@ mod tests {
     struct Values {
         #[serde(serialize_with = "super::whole_numbers::values")]
         values: Vec<f64>,
-    }
-
-    #[test]
-    fn the_first_non_finite_value_is_found_wherever_it_is() {
-        let by_definition = |v: &[f64]| v.iter().position(|v| !v.is_finite());
-        let mut rng = fastrand::Rng::with_seed(5);
-        for len in [0usize, 1, 7, 31, 32, 33, 64, 65, 100, 1000] {
-            let values: Vec<f64> = (0..len).map(|_| rng.f64() * 1e6 - 5e5).collect();
-            assert_eq!(first_non_finite(&values), None, "{len}");
-            for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -f64::NAN] {
-                for at in [0, len / 3, len.saturating_sub(1)]
-                    .into_iter()
-                    .filter(|_| len > 0)
-                {
-                    let mut v = values.clone();
-                    v[at] = bad;
-                    if len > 2 {
-                        // A second one later: the first is the one named.
-                        v[len - 1] = f64::INFINITY;
-                    }
-                    assert_eq!(first_non_finite(&v), by_definition(&v), "{len} {at} {bad}");
-                    assert_eq!(first_non_finite_pair(&values, &v), Some(at), "{len} {at}");
-                    assert_eq!(first_non_finite_pair(&v, &values), Some(at), "{len} {at}");
-                }
-            }
-        }
-        // Subnormals, zeros and the largest finite values are finite.
-        let edge = [
-            0.0,
-            -0.0,
-            f64::MIN_POSITIVE / 2.0,
-            f64::MAX,
-            f64::MIN,
-            5e-324,
-        ];
-        assert_eq!(first_non_finite(&edge.repeat(10)), None);
-        // Readings pair up as far as the shorter array goes.
-        assert_eq!(
-            first_non_finite_pair(&[1.0, 2.0], &[1.0, 2.0, f64::NAN]),
-            None
-        );
     }
 
     #[test]
