@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use super::device::Device;
 use super::{ImportError, Policies, run_results};
 use crate::capture::Collector;
+use crate::machine::fingerprint::Fingerprint;
 use crate::model::metric::{Direction, Source};
 use crate::model::results::{Provenance, RunResults};
 use crate::model::units;
@@ -33,6 +34,33 @@ pub struct Benchmarks<'p> {
     file: PathBuf,
     /// What the files read so far say about the device they were measured on.
     device: Device,
+    /// This machine's fingerprint, taken while the files are read.
+    host: HostCapture,
+}
+
+/// This machine's fingerprint without its accelerator, the base of imported results, taken on
+/// a thread of its own from the start of an import: its `git status` walks the whole work
+/// tree, which in a large repository takes as long as reading a large file, and nothing it
+/// reads depends on the files imported.
+struct HostCapture(Option<std::thread::JoinHandle<Fingerprint>>);
+
+impl HostCapture {
+    fn start() -> HostCapture {
+        let capture = || Fingerprint::capture_host(Path::new("."));
+        HostCapture(
+            std::thread::Builder::new()
+                .name("kgate-host".into())
+                .spawn(capture)
+                .ok(),
+        )
+    }
+
+    /// The fingerprint; taken here when no thread could be started for it.
+    fn finish(self) -> Fingerprint {
+        self.0
+            .and_then(|thread| thread.join().ok())
+            .unwrap_or_else(|| Fingerprint::capture_host(Path::new(".")))
+    }
 }
 
 impl<'p> Benchmarks<'p> {
@@ -46,6 +74,7 @@ impl<'p> Benchmarks<'p> {
             index: HashMap::new(),
             file: PathBuf::new(),
             device: Device::default(),
+            host: HostCapture::start(),
         }
     }
 
@@ -197,7 +226,7 @@ impl<'p> Benchmarks<'p> {
     /// The results file, in first-seen order, whatever was imported.
     pub fn into_results(self) -> RunResults {
         let benchmarks = self.collectors.into_iter().map(Collector::finish).collect();
-        run_results(benchmarks, &self.device)
+        run_results(benchmarks, &self.device, self.host.finish())
     }
 }
 

@@ -14,7 +14,6 @@
 //! live runs on different GPUs.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use crate::machine::fingerprint::{Fingerprint, UNKNOWN};
 
@@ -172,11 +171,11 @@ impl Device {
     }
 
     /// The environment of results imported from files that name this: the importing
-    /// machine's host fields (and git revision of `repo`) where no device is named, `unknown`
-    /// host fields (except those the files name) where one is, and never this machine's
-    /// accelerator.
-    pub fn environment(&self, repo: &Path) -> Fingerprint {
-        let mut f = Fingerprint::capture_host(repo);
+    /// machine's host fields and git revision (`host`, [`Fingerprint::capture_host`]) where no
+    /// device is named, `unknown` host fields (except those the files name) where one is, and
+    /// never this machine's accelerator.
+    pub fn environment(&self, host: Fingerprint) -> Fingerprint {
+        let mut f = host;
         f.imported = true;
         if self.names_device() {
             f.cpu_model = UNKNOWN.to_string();
@@ -228,7 +227,8 @@ mod tests {
 
     #[test]
     fn a_named_device_replaces_the_host_and_never_claims_this_machines_accelerator() {
-        let none = Device::default().environment(Path::new("."));
+        let none =
+            Device::default().environment(Fingerprint::capture_host(std::path::Path::new(".")));
         assert!(none.imported);
         assert_eq!(none.accelerator, None);
         assert_eq!(none.driver, None);
@@ -246,7 +246,7 @@ mod tests {
         d.clock_khz(SM_MAX_MHZ, 1_980_000.0);
         d.clock_khz(MEM_MAX_MHZ, 2_619_500.0);
         d.tool("cupti", "28");
-        let f = d.environment(Path::new("."));
+        let f = d.environment(Fingerprint::capture_host(std::path::Path::new(".")));
         assert_eq!(f.accelerator.as_deref(), Some("NVIDIA H100"));
         assert_eq!(f.driver.as_deref(), Some("CUDA 13.0"));
         assert_eq!(f.clocks[SM_MAX_MHZ], "1980");
@@ -257,7 +257,8 @@ mod tests {
 
         d.host(HostField::CpuModel, "AMD Ryzen 9 7950X 16-Core Processor");
         assert_eq!(
-            d.environment(Path::new(".")).cpu_model,
+            d.environment(Fingerprint::capture_host(std::path::Path::new(".")))
+                .cpu_model,
             "AMD Ryzen 9 7950X 16-Core Processor"
         );
         assert_eq!(cuda_version(12090), "12.9");

@@ -379,12 +379,16 @@ impl ImportContext {
 
 /// Wraps imported benchmarks in a results file whose environment is the device the files
 /// name ([`device::Device::environment`]), never this machine's accelerator.
-pub fn run_results(benchmarks: Vec<BenchmarkResult>, device: &device::Device) -> RunResults {
+pub fn run_results(
+    benchmarks: Vec<BenchmarkResult>,
+    device: &device::Device,
+    host: crate::machine::fingerprint::Fingerprint,
+) -> RunResults {
     RunResults {
         schema_version: RESULTS_SCHEMA_VERSION,
         kgate_version: env!("CARGO_PKG_VERSION").to_string(),
         created: crate::model::results::now_rfc3339(),
-        environment: device.environment(Path::new(".")),
+        environment: device.environment(host),
         benchmarks,
     }
 }

@@ -441,7 +441,7 @@ fn accelerator_example_scripts_parse() {
 
 /// The environment that results imported from a file of these samples get.
 fn environment(s: &TraceSamples) -> Fingerprint {
-    s.device.environment(Path::new("."))
+    s.device.environment(Fingerprint::capture_host(Path::new(".")))
 }
 
 #[test]
