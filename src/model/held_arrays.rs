@@ -183,17 +183,15 @@ impl RunResults {
             && numbers >= FORMAT_AHEAD_FROM
             && numbers >= arrays * FORMAT_AHEAD_PER_ARRAY
         {
-            // A number that is not finite fails the write, which replaces nothing; only then
-            // are the results searched for it, to say where it is.
-            return save(&own.hollow(), path, overwrite, layout, &own).map_err(|e| {
-                match self.non_finite() {
-                    Some(what) => ResultsError::NotFinite {
-                        path: path.to_path_buf(),
-                        what,
-                    },
-                    None => e,
-                }
-            });
+            // Searched before anything is written: standard output and other streams are
+            // written through, and a failed write would leave half a document there.
+            if let Some(what) = self.non_finite() {
+                return Err(ResultsError::NotFinite {
+                    path: path.to_path_buf(),
+                    what,
+                });
+            }
+            return save(&own.hollow(), path, overwrite, layout, &own);
         }
         self.save_through(path, overwrite, |out| {
             match layout {

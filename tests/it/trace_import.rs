@@ -441,7 +441,8 @@ fn accelerator_example_scripts_parse() {
 
 /// The environment that results imported from a file of these samples get.
 fn environment(s: &TraceSamples) -> Fingerprint {
-    s.device.environment(Fingerprint::capture_host(Path::new(".")))
+    s.device
+        .environment(Fingerprint::capture_host(Path::new(".")))
 }
 
 #[test]
