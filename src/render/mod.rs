@@ -249,8 +249,14 @@ const TABLE_COLUMNS: [&str; 9] = [
 /// The verdict's column, the last of [`TABLE_COLUMNS`].
 const VERDICT_COLUMN: usize = TABLE_COLUMNS.len() - 1;
 
-/// How many rows of the terminal table are laid out at once (see [`TableExporter::table`]).
+/// How many rows of the terminal table are laid out at once (see [`TableExporter::layout`]).
 const TABLE_CHUNK_ROWS: usize = 512;
+
+/// The columns a table shows and, for a table of more than one piece, the width of each.
+struct TableLayout {
+    keep: Vec<bool>,
+    widths: Option<Vec<u16>>,
+}
 
 impl TableExporter {
     /// The rows shown, and how many informational metrics were left out.
@@ -277,21 +283,44 @@ impl TableExporter {
         (rows, hidden)
     }
 
-    /// The table of `rows` without the `dropped` columns. A suite of thousands of benchmarks
-    /// gives hundreds of thousands of rows, and a table of cells held whole took twice the
-    /// memory of the comparison itself: the rows are laid out [`TABLE_CHUNK_ROWS`] at a time,
-    /// every piece at the widths of the whole (found in a first pass), and the pieces joined
-    /// where their borders meet. The text is the one a single table of every row gives.
-    fn table(&self, rows: &[TableRow<'_>], dropped: &[&str]) -> String {
+    /// How the table of `rows` without the `dropped` columns is laid out. A suite of thousands
+    /// of benchmarks gives hundreds of thousands of rows, and a table of cells held whole took
+    /// twice the memory of the comparison itself: longer tables are laid out
+    /// [`TABLE_CHUNK_ROWS`] rows at a time, every piece at the widths of the whole (found in a
+    /// first pass), and the pieces joined where their borders meet.
+    fn layout(&self, rows: &[TableRow<'_>], dropped: &[&str]) -> TableLayout {
         let keep: Vec<bool> = TABLE_COLUMNS.iter().map(|c| !dropped.contains(c)).collect();
+        let widths = (rows.len() > TABLE_CHUNK_ROWS).then(|| content_widths(rows, &keep));
+        TableLayout { keep, widths }
+    }
+
+    /// The width of the table laid out by `layout`, measured on its first piece: the widths
+    /// are the whole table's, so every line of every piece is as wide.
+    fn layout_width(&self, rows: &[TableRow<'_>], layout: &TableLayout) -> usize {
+        let first = &rows[..rows.len().min(TABLE_CHUNK_ROWS)];
+        rendered_width(
+            &self
+                .comfy(first, &layout.keep, layout.widths.as_deref())
+                .to_string(),
+        )
+    }
+
+    /// Writes the table of `rows` laid out by `layout`, a piece at a time: the text is the one
+    /// a single table of every row gives, never held whole.
+    fn write_table(
+        &self,
+        rows: &[TableRow<'_>],
+        layout: &TableLayout,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let widths = layout.widths.as_deref();
         if rows.len() <= TABLE_CHUNK_ROWS {
-            return self.comfy(rows, &keep, None).to_string();
+            let table = self.comfy(rows, &layout.keep, widths).to_string();
+            return out.write_all(table.as_bytes());
         }
-        let widths = content_widths(rows, &keep);
-        let mut out = String::new();
         let chunks = rows.len().div_ceil(TABLE_CHUNK_ROWS);
         for (i, chunk) in rows.chunks(TABLE_CHUNK_ROWS).enumerate() {
-            let text = self.comfy(chunk, &keep, Some(&widths)).to_string();
+            let text = self.comfy(chunk, &layout.keep, widths).to_string();
             let lines: Vec<&str> = text.lines().collect();
             // The first piece keeps the top border and the header, the last the bottom border.
             let from = if i == 0 { 0 } else { 3 };
@@ -300,14 +329,14 @@ impl TableExporter {
             } else {
                 lines.len() - 1
             };
-            for line in &lines[from..to] {
-                if !out.is_empty() {
-                    out.push('\n');
+            for (k, line) in lines[from..to].iter().enumerate() {
+                if i > 0 || k > 0 {
+                    out.write_all(b"\n")?;
                 }
-                out.push_str(line);
+                out.write_all(line.as_bytes())?;
             }
         }
-        out
+        Ok(())
     }
 
     /// One comfy table of `rows` (with the header), at `widths` of content when given.
@@ -352,11 +381,20 @@ impl TableExporter {
 }
 
 impl TableExporter {
-    /// The rows as entries of a list for a narrow terminal: the verdict and the names on one
-    /// line, the numbers on the next, each wrapped at spaces to `width` (without colour).
-    fn list(&self, rows: &[TableRow<'_>], width: usize) -> String {
-        let mut out = String::new();
+    /// Writes the rows as entries of a list for a narrow terminal: the verdict and the names on
+    /// one line, the numbers on the next, each wrapped at spaces to `width` (without colour),
+    /// an entry at a time; no newline after the last.
+    fn write_list(
+        &self,
+        rows: &[TableRow<'_>],
+        width: usize,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        // Each entry ends with a newline; the one after the last is left out.
+        let mut pending = String::new();
         for row in rows {
+            out.write_all(pending.as_bytes())?;
+            pending.clear();
             let (verdict, head, numbers) = match row {
                 TableRow::Bare(b) => (b.verdict.as_str().to_string(), b.name.clone(), None),
                 TableRow::Metric(b, m) => (
@@ -378,16 +416,16 @@ impl TableExporter {
                 ),
             };
             let first = format!("{verdict}: {}", escape_terminal(&head));
-            out.push_str(&wrap_words(&first, width, "  "));
+            pending.push_str(&wrap_words(&first, width, "  "));
             if let Some(fields) = numbers {
                 let fields: Vec<String> = fields
                     .iter()
                     .map(|f| escape_terminal(f).into_owned())
                     .collect();
-                out.push_str(&wrap_fields(&fields, width, "  "));
+                pending.push_str(&wrap_fields(&fields, width, "  "));
             }
         }
-        out.trim_end().to_string()
+        out.write_all(pending.trim_end().as_bytes())
     }
 }
 
@@ -565,6 +603,16 @@ fn change_with_medians(m: &MetricComparison) -> String {
 
 impl Exporter for TableExporter {
     fn render(&self, report: &Report) -> String {
+        let mut out = Vec::new();
+        self.write_to(report, &mut out)
+            .expect("writing into memory does not fail");
+        String::from_utf8(out).expect("the table is UTF-8")
+    }
+
+    /// Writes the report as it is laid out, the table a piece at a time: a table of 200,000
+    /// rows was built as one string and copied into another, twice the memory of the
+    /// comparison's JSON report.
+    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         let prose = |text: String| match self.width {
             Some(width) => wrap_words(&text, width, "  "),
             None => format!("{text}\n"),
@@ -574,41 +622,48 @@ impl Exporter for TableExporter {
             verdict_word(report.verdict),
             escape_terminal(&summary_line(report))
         ));
-        let mut out = verdict_line.clone();
+        out.write_all(verdict_line.as_bytes())?;
         let (rows, hidden) = self.rows(report);
         let mut dropped: Vec<&str> = Vec::new();
-        let mut table = self.table(&rows, &dropped);
-        if let Some(width) = self.width {
-            for column in DROPPABLE_COLUMNS {
-                if rendered_width(&table) <= width {
-                    break;
+        let mut layout = self.layout(&rows, &dropped);
+        match self.width {
+            Some(width) => {
+                for column in DROPPABLE_COLUMNS {
+                    if self.layout_width(&rows, &layout) <= width {
+                        break;
+                    }
+                    dropped.push(column);
+                    layout = self.layout(&rows, &dropped);
                 }
-                dropped.push(column);
-                table = self.table(&rows, &dropped);
+                if self.layout_width(&rows, &layout) > width {
+                    // Even the narrow table is too wide (long names): one entry per row
+                    // instead, wrapped at spaces, every field kept.
+                    dropped.clear();
+                    self.write_list(&rows, width, out)?;
+                } else {
+                    self.write_table(&rows, &layout, out)?;
+                }
             }
-            if rendered_width(&table) > width {
-                // Even the narrow table is too wide (long names): one entry per row instead,
-                // wrapped at spaces, every field kept.
-                dropped.clear();
-                table = self.list(&rows, width);
-            }
+            None => self.write_table(&rows, &layout, out)?,
         }
-        out.push_str(&table);
-        out.push('\n');
+        out.write_all(b"\n")?;
+        let mut lines = String::new();
         if !dropped.is_empty() {
-            out.push_str(&prose(format!(
+            lines.push_str(&prose(format!(
                 "({} not shown at {} columns; a wider terminal, `--format markdown` or `--format json` has them)",
                 dropped.join(", "),
                 self.width.unwrap_or_default()
             )));
         }
         if hidden > 0 {
-            out.push_str(&prose(format!(
+            lines.push_str(&prose(format!(
                 "({hidden} informational metric{} not shown; `--all-metrics` lists every metric)",
                 if hidden == 1 { "" } else { "s" }
             )));
         }
+        out.write_all(lines.as_bytes())?;
         for b in &report.benchmarks {
+            let mut text = String::new();
             if matches!(
                 b.verdict,
                 Verdict::Regressed
@@ -617,29 +672,29 @@ impl Exporter for TableExporter {
                     | Verdict::Missing
                     | Verdict::NotGated
             ) {
-                out.push_str(&prose(format!(
+                text.push_str(&prose(format!(
                     "{} {}: {}",
                     b.verdict.as_str(),
                     escape_terminal(&b.name),
                     escape_terminal(&b.explanation)
                 )));
                 if let Some(p) = &b.profile {
-                    out.push_str(&prose(profile::table_line(p)));
+                    text.push_str(&prose(profile::table_line(p)));
                 }
             } else if b.metrics.iter().any(|m| m.waived) {
-                out.push_str(&prose(format!(
+                text.push_str(&prose(format!(
                     "waived {}: {}",
                     escape_terminal(&b.name),
                     escape_terminal(&b.explanation)
                 )));
             }
+            out.write_all(text.as_bytes())?;
         }
         for w in &report.warnings {
-            out.push_str(&prose(format!("warning: {}", escape_terminal(w))));
+            out.write_all(prose(format!("warning: {}", escape_terminal(w))).as_bytes())?;
         }
         // Again at the end, where the eye is when the command returns.
-        out.push_str(&verdict_line);
-        out
+        out.write_all(verdict_line.as_bytes())
     }
 }
 
@@ -893,9 +948,18 @@ mod tests {
             for dropped in [&[][..], &["MDE", "p"][..]] {
                 let keep: Vec<bool> = TABLE_COLUMNS.iter().map(|c| !dropped.contains(c)).collect();
                 let whole = exporter.comfy(&rows, &keep, None).to_string();
+                let layout = exporter.layout(&rows, dropped);
+                let mut pieces = Vec::new();
+                exporter.write_table(&rows, &layout, &mut pieces).unwrap();
                 assert_eq!(
-                    exporter.table(&rows, dropped),
+                    String::from_utf8(pieces).unwrap(),
                     whole,
+                    "color {color}, {dropped:?}"
+                );
+                // The width measured on the first piece is the whole table's.
+                assert_eq!(
+                    exporter.layout_width(&rows, &layout),
+                    rendered_width(&whole),
                     "color {color}, {dropped:?}"
                 );
             }
