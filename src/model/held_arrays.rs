@@ -964,6 +964,21 @@ mod tests {
             let own = OwnArrays(&results);
             let hollow = own.hollow();
             let places = own.places().len();
+            // A stage that walks the arrays side by side reads them as they are.
+            for at in own.places() {
+                let mut reader = own.values(&at).unwrap();
+                let mut read = Vec::new();
+                while let Some(v) = reader.next().unwrap() {
+                    read.push(v);
+                }
+                let array = own.array(&at).unwrap();
+                assert!(
+                    read.iter()
+                        .zip(array)
+                        .all(|(a, b)| a.to_bits() == b.to_bits())
+                );
+                assert_eq!(read.len(), array.len());
+            }
             for threads in 1..=3 {
                 for piece in [1, 2, 7, 100, 16_384] {
                     let mut bytes = Vec::new();
