@@ -829,23 +829,12 @@ fn launches_in_order(held: &dyn HeldArrays, i: usize, k: usize) -> io::Result<Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::held_arrays::Number;
+    use crate::model::held_arrays::{Number, SliceReader};
     use crate::model::results::{CountersOf, KernelWindows};
     use std::collections::HashMap;
 
     /// Arrays held in memory by place, read as a trace import's columns are.
     struct InMemory(HashMap<ArrayAt, Vec<f64>>);
-
-    struct Slice<'a>(&'a [f64]);
-
-    impl ValueReader for Slice<'_> {
-        fn next(&mut self) -> io::Result<Option<f64>> {
-            Ok(self.0.split_first().map(|(&v, rest)| {
-                self.0 = rest;
-                v
-            }))
-        }
-    }
 
     impl HeldArrays for InMemory {
         fn holds(&self, at: &ArrayAt) -> bool {
@@ -874,7 +863,7 @@ mod tests {
         }
 
         fn values(&self, at: &ArrayAt) -> Option<Box<dyn ValueReader + '_>> {
-            Some(Box::new(Slice(self.0.get(at)?)))
+            Some(Box::new(SliceReader(self.0.get(at)?)))
         }
     }
 

@@ -177,12 +177,11 @@ impl RunResults {
         layout: JsonLayout,
     ) -> Result<(), ResultsError> {
         let own = OwnArrays(self);
-        let (numbers, arrays) = own.sizes();
-        if layout == JsonLayout::Compact
-            && formatting_threads() > 1
-            && numbers >= FORMAT_AHEAD_FROM
-            && numbers >= arrays * FORMAT_AHEAD_PER_ARRAY
-        {
+        let many = || {
+            let (numbers, arrays) = own.sizes();
+            numbers >= FORMAT_AHEAD_FROM && numbers >= arrays * FORMAT_AHEAD_PER_ARRAY
+        };
+        if layout == JsonLayout::Compact && formatting_threads() > 1 && many() {
             // Searched before anything is written: standard output and other streams are
             // written through, and a failed write would leave half a document there.
             if let Some(what) = self.non_finite() {
@@ -410,7 +409,7 @@ impl HeldArrays for OwnArrays<'_> {
 }
 
 /// The values of an array in memory, read one at a time.
-struct SliceReader<'a>(&'a [f64]);
+pub(crate) struct SliceReader<'a>(pub(crate) &'a [f64]);
 
 impl ValueReader for SliceReader<'_> {
     fn next(&mut self) -> io::Result<Option<f64>> {

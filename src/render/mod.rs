@@ -628,14 +628,16 @@ impl Exporter for TableExporter {
         let mut layout = self.layout(&rows, &dropped);
         match self.width {
             Some(width) => {
+                let mut table_width = self.layout_width(&rows, &layout);
                 for column in DROPPABLE_COLUMNS {
-                    if self.layout_width(&rows, &layout) <= width {
+                    if table_width <= width {
                         break;
                     }
                     dropped.push(column);
                     layout = self.layout(&rows, &dropped);
+                    table_width = self.layout_width(&rows, &layout);
                 }
-                if self.layout_width(&rows, &layout) > width {
+                if table_width > width {
                     // Even the narrow table is too wide (long names): one entry per row
                     // instead, wrapped at spaces, every field kept.
                     dropped.clear();
