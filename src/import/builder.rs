@@ -46,7 +46,10 @@ struct HostCapture(Option<std::thread::JoinHandle<Fingerprint>>);
 
 impl HostCapture {
     fn start() -> HostCapture {
-        let capture = || Fingerprint::capture_host(Path::new("."));
+        HostCapture::start_with(|| Fingerprint::capture_host(Path::new(".")))
+    }
+
+    fn start_with(capture: impl FnOnce() -> Fingerprint + Send + 'static) -> HostCapture {
         HostCapture(
             std::thread::Builder::new()
                 .name("kgate-host".into())
@@ -56,10 +59,22 @@ impl HostCapture {
     }
 
     /// The fingerprint; taken here when no thread could be started for it.
-    fn finish(self) -> Fingerprint {
+    fn finish(mut self) -> Fingerprint {
         self.0
+            .take()
             .and_then(|thread| thread.join().ok())
             .unwrap_or_else(|| Fingerprint::capture_host(Path::new(".")))
+    }
+}
+
+impl Drop for HostCapture {
+    /// An import that fails waits for the thread too, so that none is left running (with its
+    /// `git` child) past the import that started it: a library caller, a test or a fuzzer
+    /// that imports again and again would otherwise gather them.
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -250,6 +265,28 @@ pub fn direction_of(metric: &str, unit: &str) -> Direction {
 
 #[cfg(test)]
 mod tests {
+    /// A capture that is dropped unfinished, as a failed import drops it, has ended when the
+    /// drop returns: no thread outlives the import.
+    #[test]
+    fn a_host_capture_dropped_unfinished_is_waited_for() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let ended = Arc::new(AtomicBool::new(false));
+        let capture = super::HostCapture::start_with({
+            let ended = ended.clone();
+            move || {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                ended.store(true, Ordering::SeqCst);
+                super::Fingerprint::default()
+            }
+        });
+        drop(capture);
+        assert!(
+            ended.load(Ordering::SeqCst),
+            "the capture's thread was left running"
+        );
+    }
+
     use super::*;
 
     #[test]
