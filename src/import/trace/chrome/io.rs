@@ -7,13 +7,15 @@ use std::sync::mpsc::{self, Receiver, Sender};
 
 /// Reads from a slow source (a gzip stream) on a thread of its own, a few chunks ahead, so
 /// that decompressing and scanning overlap. Chunk buffers go back and forth between the two
-/// threads; the reading thread stops when this side is dropped.
+/// threads; the reading thread stops when this side is dropped, and the drop waits for it, so
+/// that it does not outlive the import (an import that fails early drops it unfinished).
 pub(super) struct ReadAhead {
     full: Receiver<std::io::Result<Vec<u8>>>,
     empty: Sender<Vec<u8>>,
     current: Vec<u8>,
     pos: usize,
     done: bool,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl ReadAhead {
@@ -28,7 +30,7 @@ impl ReadAhead {
                 .send(vec![0; Self::CHUNK])
                 .expect("the receiver is alive");
         }
-        std::thread::spawn(move || {
+        let thread = std::thread::spawn(move || {
             while let Ok(mut chunk) = empty_rx.recv() {
                 chunk.resize(Self::CHUNK, 0);
                 let read = read_up_to(&mut source, &mut chunk).map(|n| {
@@ -47,6 +49,19 @@ impl ReadAhead {
             current: Vec::new(),
             pos: 0,
             done: false,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        // The channels go first: the thread then stops at its next chunk, whichever end of
+        // them it waits on (a chunk in the middle of decompressing is finished first).
+        self.full = mpsc::sync_channel(0).1;
+        self.empty = mpsc::channel().0;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
     }
 }
@@ -105,6 +120,34 @@ mod tests {
             self.ok -= n;
             Ok(n)
         }
+    }
+
+    /// An endless source that says when it is let go.
+    struct Endless(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+    impl Read for Endless {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            out.fill(b' ');
+            Ok(out.len())
+        }
+    }
+
+    impl Drop for Endless {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// A reader dropped part way, as a failed import drops it, has stopped its thread (which
+    /// owns the source) by the time the drop returns, even with chunks still to read.
+    #[test]
+    fn read_ahead_dropped_part_way_stops_its_thread() {
+        let let_go = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut ahead = ReadAhead::spawn(Endless(let_go.clone()));
+        let mut some = [0u8; 100];
+        ahead.read_exact(&mut some).unwrap();
+        drop(ahead);
+        assert!(let_go.load(std::sync::atomic::Ordering::SeqCst));
     }
 
     #[test]
