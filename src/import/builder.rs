@@ -265,6 +265,8 @@ pub fn direction_of(metric: &str, unit: &str) -> Direction {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     /// A capture that is dropped unfinished, as a failed import drops it, has ended when the
     /// drop returns: no thread outlives the import.
     #[test]
@@ -272,12 +274,12 @@ mod tests {
         use std::sync::Arc;
         use std::sync::atomic::{AtomicBool, Ordering};
         let ended = Arc::new(AtomicBool::new(false));
-        let capture = super::HostCapture::start_with({
+        let capture = HostCapture::start_with({
             let ended = ended.clone();
             move || {
                 std::thread::sleep(std::time::Duration::from_millis(50));
                 ended.store(true, Ordering::SeqCst);
-                super::Fingerprint::default()
+                Fingerprint::default()
             }
         });
         drop(capture);
@@ -286,8 +288,6 @@ mod tests {
             "the capture's thread was left running"
         );
     }
-
-    use super::*;
 
     #[test]
     fn throughputs_and_percentages_are_better_higher() {

@@ -225,10 +225,14 @@ pub fn cuda_version(encoded: i64) -> String {
 mod tests {
     use super::*;
 
+    /// This machine's host fields, as an import takes them.
+    fn this_host() -> Fingerprint {
+        Fingerprint::capture_host(std::path::Path::new("."))
+    }
+
     #[test]
     fn a_named_device_replaces_the_host_and_never_claims_this_machines_accelerator() {
-        let none =
-            Device::default().environment(Fingerprint::capture_host(std::path::Path::new(".")));
+        let none = Device::default().environment(this_host());
         assert!(none.imported);
         assert_eq!(none.accelerator, None);
         assert_eq!(none.driver, None);
@@ -246,7 +250,7 @@ mod tests {
         d.clock_khz(SM_MAX_MHZ, 1_980_000.0);
         d.clock_khz(MEM_MAX_MHZ, 2_619_500.0);
         d.tool("cupti", "28");
-        let f = d.environment(Fingerprint::capture_host(std::path::Path::new(".")));
+        let f = d.environment(this_host());
         assert_eq!(f.accelerator.as_deref(), Some("NVIDIA H100"));
         assert_eq!(f.driver.as_deref(), Some("CUDA 13.0"));
         assert_eq!(f.clocks[SM_MAX_MHZ], "1980");
@@ -257,8 +261,7 @@ mod tests {
 
         d.host(HostField::CpuModel, "AMD Ryzen 9 7950X 16-Core Processor");
         assert_eq!(
-            d.environment(Fingerprint::capture_host(std::path::Path::new(".")))
-                .cpu_model,
+            d.environment(this_host()).cpu_model,
             "AMD Ryzen 9 7950X 16-Core Processor"
         );
         assert_eq!(cuda_version(12090), "12.9");
