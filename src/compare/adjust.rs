@@ -15,13 +15,7 @@ pub fn recount(report: &mut Report) {
     if report.verdict == RunVerdict::NoBaseline {
         return;
     }
-    report.verdict = if report.summary.regressed > 0 {
-        RunVerdict::Regressed
-    } else if report.summary.inconclusive > 0 {
-        RunVerdict::Inconclusive
-    } else {
-        RunVerdict::Pass
-    };
+    report.verdict = report.summary.run_verdict();
 }
 
 /// Replaces the entries of benchmarks that were not run (reported `missing` by the comparison)

@@ -4,36 +4,56 @@
 //! metric of both (150 MB) while one pair was compared at a time. Here the files are read side
 //! by side ([`results_pairs`]): each pair is gathered as it is read and let go, the samples of
 //! its tested metrics parked in a temporary file ([`SampleSpill`]) until the run-wide
-//! correction sets the level of their intervals, and read back one metric at a time then. What
-//! stays is the report itself and what each tested metric's decision needs besides its
-//! samples. The report is the same as
-//! [`compare`](super::compare)'s of the loaded files; what this reading declines is compared
-//! that way.
+//! correction sets the level of their intervals, and read back one metric at a time then. The
+//! rows wait in a second temporary file ([`RowSpill`]), are read back a benchmark at a time to
+//! be decided, and the decided rows go to a third, which the report streams from. What stays
+//! in memory is one benchmark, each tested metric's p-values and where its samples lie, and the
+//! report's head. The report is the same as [`compare`](super::compare)'s of the loaded files
+//! with the waivers applied; what this reading declines is compared that way.
 
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::rows::{DecidedRows, RowSpill};
 use super::spill::SampleSpill;
+use super::waivers::Active;
 use super::{ComparePolicy, Context, Gathered};
-use crate::model::evidence::{BenchmarkEvidence, Omitted, metric_names};
-use crate::model::report::{Design, Report};
+use crate::model::evidence::{BenchmarkEvidence, Evidence, Omitted, metric_names};
+use crate::model::report::{BenchmarkComparison, ChartedPicker, Design, Report};
 use crate::model::results_pairs::{Outline, for_each_pair};
 use crate::model::verdict::Verdict;
 use crate::stats::inference::JobMedians;
 
 /// A comparison of two files read a benchmark at a time.
 pub struct FileComparison {
-    pub report: Report,
+    /// The report, its rows parked in a temporary file (serialized, it streams them).
+    pub report: Report<DecidedRows>,
     /// What the two files hold besides their samples.
     pub base: Outline,
     pub head: Outline,
-    /// The metric names of each new or missing benchmark (one side, or a failed one): a
-    /// bounded report charts them all.
-    pub one_sided: HashMap<String, Vec<String>>,
+    /// The metrics whose samples the bounded evidence charts, per benchmark
+    /// ([`ChartedPicker`]).
+    pub charted: HashMap<String, Vec<String>>,
     /// What each benchmark's evidence keeps when none of its metrics is charted, in the
     /// files' pair order ([`BenchmarkEvidence::unshown`]): the bounded evidence reads only
     /// the charted benchmarks again.
     pub unshown: Vec<(BenchmarkEvidence, Omitted)>,
+}
+
+impl FileComparison {
+    /// Sets the report's evidence, bounded as [`Report::bound_evidence`] bounds it, from the
+    /// two files (`base`, `head`) read a benchmark at a time again. False, with nothing
+    /// attached, where the files could not be read that way.
+    pub fn attach_bounded_evidence(&mut self, base: &Path, head: &Path) -> bool {
+        let charted = &self.charted;
+        self.report.evidence = Evidence::from_files_bounded(
+            (base, &self.base),
+            (head, &self.head),
+            |name| charted.get(name).map(Vec::as_slice),
+            std::mem::take(&mut self.unshown),
+        );
+        self.report.evidence.is_some()
+    }
 }
 
 /// Why two files were not compared a benchmark at a time.
@@ -41,16 +61,17 @@ pub struct FileComparison {
 pub enum NotRead {
     /// The files are to be loaded whole (see [`results_pairs`]'s documentation).
     Declined,
-    /// The temporary file for the samples could not be written or read back.
+    /// A temporary file for the samples or the rows could not be written or read back.
     Spill(std::io::Error),
 }
 
 /// Compares two results files (no history: `Design::Files`) reading one benchmark of each at a
-/// time.
+/// time; `waivers` apply as the rows are decided.
 pub fn compare_files(
     base: &Path,
     head: &Path,
     policy: &ComparePolicy,
+    waivers: Option<&Active<'_>>,
 ) -> Result<FileComparison, NotRead> {
     // The two outlines are read at once, one on a thread of its own.
     let (base_outline, head_outline) = std::thread::scope(|scope| {
@@ -71,7 +92,7 @@ pub fn compare_files(
         &head_outline.header,
     );
     let mut spill = SampleSpill::new().map_err(NotRead::Spill)?;
-    let mut gathered: Gathered<'static> = Gathered::default();
+    let mut gathered: Gathered<'static> = Gathered::spilling().map_err(NotRead::Spill)?;
     let mut one_sided = HashMap::new();
     let mut unshown = Vec::new();
     let mut spill_failure = None;
@@ -89,13 +110,12 @@ pub fn compare_files(
                 one_sided.insert(name.to_string(), owned(metric_names(b.as_ref(), None)));
                 return;
             };
-            if let Err(e) = gathered.add(b.as_ref(), &h, &ctx, |p| p.parked(&mut spill)) {
-                spill_failure = Some(e);
-                return;
-            }
-            let added = gathered.benchmarks.last().map(|c| c.verdict);
-            if matches!(added, Some(Verdict::New | Verdict::Missing)) {
-                one_sided.insert(name.to_string(), owned(metric_names(b.as_ref(), Some(&h))));
+            match gathered.add(b.as_ref(), &h, &ctx, |p| p.parked(&mut spill)) {
+                Err(e) => spill_failure = Some(e),
+                Ok(Verdict::New | Verdict::Missing) => {
+                    one_sided.insert(name.to_string(), owned(metric_names(b.as_ref(), Some(&h))));
+                }
+                Ok(_) => {}
             }
         },
     );
@@ -103,19 +123,28 @@ pub fn compare_files(
         return Err(NotRead::Spill(e));
     }
     read.ok_or(NotRead::Declined)?;
+    let mut picker = ChartedPicker::default();
+    let watch = |b: &BenchmarkComparison| {
+        picker.offer(b, |name| {
+            let names = one_sided.get(name).into_iter().flatten();
+            names.map(String::as_str).collect()
+        })
+    };
+    let rows = RowSpill::new().map_err(NotRead::Spill)?;
     let report = gathered
         .conclude(
-            &base_outline.header,
-            &head_outline.header,
+            (&base_outline.header, &head_outline.header),
             &ctx,
             Some(&mut spill),
+            waivers,
+            (rows, watch),
         )
         .map_err(NotRead::Spill)?;
     Ok(FileComparison {
         report,
         base: base_outline,
         head: head_outline,
-        one_sided,
+        charted: picker.finish(),
         unshown,
     })
 }
@@ -253,6 +282,9 @@ mod tests {
         (RunResults::of(base), RunResults::of(head))
     }
 
+    /// Waivers of some of the regressions `runs` makes, one expired.
+    const WAIVERS: &str = "waivers:\n  - benchmark: \"bench 1*\"\n    metric: \"*\"\n    reason: a fix costs this\n    expires: 2027-01-01\n  - benchmark: \"bench 2*\"\n    metric: m1\n    reason: known\n    expires: 2026-01-01\n  - benchmark: \"bench [3-9]\"\n    metric: m0\n    reason: accepted\n    expires: 2027-01-01\n";
+
     fn json<T: serde::Serialize>(value: &T) -> String {
         serde_json::to_string(value).unwrap()
     }
@@ -263,6 +295,7 @@ mod tests {
         let (base_path, head_path) = (dir.path().join("base.json"), dir.path().join("head.json"));
         let mut rng = Xorshift::new(20_261_205);
         let (mut moved, mut missing, mut decided, mut left_out, mut looks) = (0, 0, 0, 0, 0);
+        let mut waived = 0;
         for trial in 0..80 {
             let (base, head) = runs(&mut rng);
             for (run, path) in [(&base, &base_path), (&head, &head_path)] {
@@ -274,21 +307,31 @@ mod tests {
                 RunResults::load(&base_path).unwrap(),
                 RunResults::load(&head_path).unwrap(),
             );
+            // Half the trials waive some regressions, one waiver expired.
+            let waivers = match trial % 2 {
+                0 => Vec::new(),
+                _ => super::super::waivers::parse(WAIVERS, "waivers.yaml").unwrap(),
+            };
+            let clock = super::super::waivers::Clock {
+                today: "2026-12-05".into(),
+                repo: None,
+            };
             let mut loaded = super::super::compare(&base, &head, &policy, Design::Files);
+            super::super::waivers::apply(&mut loaded, &waivers, &clock);
             loaded.attach_bounded_evidence(Some(&base), &head);
-            let mut read = compare_files(&base_path, &head_path, &policy).unwrap();
-            assert!(read.report.attach_bounded_evidence_from_files(
-                (&base_path, &read.base),
-                (&head_path, &read.head),
-                &read.one_sided,
-                std::mem::take(&mut read.unshown),
-            ));
+            let active = Active::new(&waivers, &clock);
+            let active = (!waivers.is_empty()).then_some(&active);
+            let mut read = compare_files(&base_path, &head_path, &policy, active).unwrap();
+            assert!(read.attach_bounded_evidence(&base_path, &head_path));
             // Row by row and benchmark by benchmark first, for a message that shows where.
-            let (rows, evidence) = (&read.report.benchmarks, &loaded.benchmarks);
+            let (rows, evidence) = (read.report.benchmarks.load().unwrap(), &loaded.benchmarks);
             assert_eq!(rows.len(), evidence.len(), "trial {trial}");
             for (a, b) in rows.iter().zip(evidence) {
                 assert_eq!(json(a), json(b), "trial {trial}");
+                assert_eq!(a, b, "trial {trial}");
             }
+            waived += loaded.summary.waived;
+            assert_eq!(read.report.summary, loaded.summary, "trial {trial}");
             let (a, b) = (read.report.evidence.as_ref(), loaded.evidence.as_ref());
             let (a, b) = (a.unwrap(), b.unwrap());
             assert_eq!(a.benchmarks.len(), b.benchmarks.len(), "trial {trial}");
@@ -333,6 +376,7 @@ mod tests {
             moved > 5 && missing > 25 && decided > 500 && left_out > 100 && looks > 10,
             "{moved} {missing} {decided} {left_out} {looks}"
         );
+        assert!(waived > 5, "{waived}");
     }
 
     #[test]
@@ -358,7 +402,7 @@ mod tests {
         for other in ["twice.json", "other.json", "broken.json", "absent.json"] {
             assert!(
                 matches!(
-                    compare_files(&path("base.json"), &path(other), &policy),
+                    compare_files(&path("base.json"), &path(other), &policy, None),
                     Err(NotRead::Declined)
                 ),
                 "{other}"
@@ -371,7 +415,7 @@ mod tests {
         std::fs::write(path("damaged.json"), text).unwrap();
         assert!(RunResults::load(&path("damaged.json")).is_err());
         assert!(matches!(
-            compare_files(&path("base.json"), &path("damaged.json"), &policy),
+            compare_files(&path("base.json"), &path("damaged.json"), &policy, None),
             Err(NotRead::Declined)
         ));
     }

@@ -77,7 +77,7 @@ pub(super) fn environment_warnings(
     base: &RunResults,
     head: &RunResults,
     key: &[String],
-    benchmarks: &[BenchmarkComparison],
+    held_back: usize,
     policy: &ComparePolicy,
 ) -> Vec<String> {
     if key.is_empty() {
@@ -88,15 +88,6 @@ pub(super) fn environment_warnings(
             .map(|d| format!("baseline and candidate ran on different environments: {d}"))
             .collect();
     }
-    let held_back = benchmarks
-        .iter()
-        .flat_map(|b| &b.metrics)
-        .filter(|m| {
-            m.not_gating
-                .as_deref()
-                .is_some_and(|w| w.contains("environments"))
-        })
-        .count();
     let consequence = if policy.noisy_metrics == NoisyMetrics::Always {
         "every metric gates anyway (`gate.noisy_metrics: always`); the numbers may reflect the machines, not the change".to_string()
     } else {
@@ -130,13 +121,23 @@ pub(super) fn would_regress(m: &MetricComparison) -> String {
 }
 
 /// A warning for each metric that would have regressed but may not gate.
-pub(super) fn not_gating_warnings(benchmarks: &[BenchmarkComparison]) -> Vec<String> {
-    benchmarks
+pub(super) fn not_gating_warnings(b: &BenchmarkComparison) -> impl Iterator<Item = String> + '_ {
+    b.metrics
         .iter()
-        .flat_map(|b| b.metrics.iter().map(move |m| (b, m)))
-        .filter(|(_, m)| m.verdict == Verdict::Regressed && !m.gates && m.not_gating.is_some())
-        .map(|(b, m)| format!("{}: {}", b.name, would_regress(m)))
-        .collect()
+        .filter(|m| m.verdict == Verdict::Regressed && !m.gates && m.not_gating.is_some())
+        .map(|m| format!("{}: {}", b.name, would_regress(m)))
+}
+
+/// How many of a benchmark's metrics may not gate because the environments differ.
+pub(super) fn held_back_by_environments(b: &BenchmarkComparison) -> usize {
+    b.metrics
+        .iter()
+        .filter(|m| {
+            m.not_gating
+                .as_deref()
+                .is_some_and(|w| w.contains("environments"))
+        })
+        .count()
 }
 
 /// Why a noisy metric may not gate in this comparison, or None when it may. Deterministic

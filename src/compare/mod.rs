@@ -19,13 +19,16 @@ pub mod calibrate;
 pub mod explain;
 pub mod files;
 mod guards;
+mod rows;
 mod rules;
 mod spill;
 pub mod waivers;
 
 use guards::{MixedCounters, environment_warnings, hold_back, not_gating_warnings};
+pub use rows::DecidedRows;
+use rows::RowSpill;
 use rules::{
-    Levels, Power, by_tolerance, decide, decide_all, point_change, prediction_evidence,
+    Levels, Pending, Power, by_tolerance, decide, decide_rows, point_change, prediction_evidence,
     rank_evidence, repetitions_needed,
 };
 
@@ -164,10 +167,10 @@ pub fn compare_with_job_medians(
     let ctx = Context::new(policy, planned_looks(head), medians, design, base, head);
     let base_index = base.by_name();
     let mut gathered = Gathered::default();
+    let held = "held rows and samples are not written anywhere";
     for h in &head.benchmarks {
         let b = base_index.get(h.name.as_str()).copied();
-        let kept = gathered.add(b, h, &ctx, Ok::<_, std::convert::Infallible>);
-        let Ok(()) = kept;
+        gathered.add(b, h, &ctx, Ok).expect(held);
     }
     let head_index = head.by_name();
     gathered.missing = base
@@ -176,21 +179,20 @@ pub fn compare_with_job_medians(
         .filter(|b| !head_index.contains_key(b.name.as_str()))
         .map(|b| b.name.clone())
         .collect();
-    match gathered.conclude(base, head, &ctx, None) {
-        Ok(report) => report,
-        Err(_) => unreachable!("without a spill nothing is read"),
-    }
+    gathered
+        .conclude((base, head), &ctx, None, None, (Vec::new(), |_: &_| {}))
+        .expect(held)
 }
 
 /// What the benchmarks of a comparison gave before the run-wide correction decides their
 /// tested metrics.
-#[derive(Default)]
 struct Gathered<'e> {
-    benchmarks: Vec<BenchmarkComparison>,
-    /// The tested metrics, each with what its decision needs: (benchmark, metric, power).
-    pending: Vec<(usize, usize, Power<'e>)>,
+    /// The benchmarks' rows, their tested metrics undecided, in the candidate's order.
+    rows: Rows,
+    /// The tested metrics in the order of the rows, each with what its decision needs.
+    pending: Vec<Pending<'e>>,
     /// Benchmarks whose counters were collected under different configurations, refused once
-    /// decided.
+    /// decided, by position.
     mixed: Vec<(usize, MixedCounters)>,
     /// Counters the candidate could not collect, as warnings.
     unavailable: Vec<String>,
@@ -198,29 +200,146 @@ struct Gathered<'e> {
     missing: Vec<String>,
 }
 
+/// Where a comparison's rows wait for their decisions: held, or parked in a temporary file by
+/// a comparison that reads its files a benchmark at a time.
+enum Rows {
+    Held(Vec<BenchmarkComparison>),
+    Spilled(RowSpill),
+}
+
+impl Rows {
+    fn len(&self) -> usize {
+        match self {
+            Rows::Held(rows) => rows.len(),
+            Rows::Spilled(spill) => spill.len(),
+        }
+    }
+
+    fn push(&mut self, row: BenchmarkComparison) -> std::io::Result<()> {
+        match self {
+            Rows::Held(rows) => rows.push(row),
+            Rows::Spilled(spill) => spill.push(&row)?,
+        }
+        Ok(())
+    }
+
+    /// The rows in order, read back where they were parked.
+    fn into_iter(
+        self,
+    ) -> std::io::Result<Box<dyn Iterator<Item = std::io::Result<BenchmarkComparison>>>> {
+        Ok(match self {
+            Rows::Held(rows) => Box::new(rows.into_iter().map(Ok)),
+            Rows::Spilled(spill) => Box::new(spill.finish()?.read()?),
+        })
+    }
+}
+
+/// Where decided rows go: a list, or a temporary file a report streams them from.
+trait RowSink {
+    type Rows;
+    fn push(&mut self, row: BenchmarkComparison) -> std::io::Result<()>;
+    fn finish(self) -> std::io::Result<Self::Rows>;
+}
+
+impl RowSink for Vec<BenchmarkComparison> {
+    type Rows = Vec<BenchmarkComparison>;
+
+    fn push(&mut self, row: BenchmarkComparison) -> std::io::Result<()> {
+        Vec::push(self, row);
+        Ok(())
+    }
+
+    fn finish(self) -> std::io::Result<Self::Rows> {
+        Ok(self)
+    }
+}
+
+impl RowSink for RowSpill {
+    type Rows = DecidedRows;
+
+    fn push(&mut self, row: BenchmarkComparison) -> std::io::Result<()> {
+        RowSpill::push(self, &row)
+    }
+
+    fn finish(self) -> std::io::Result<Self::Rows> {
+        Ok(DecidedRows::new(RowSpill::finish(self)?))
+    }
+}
+
+/// What a run's decided rows add up to besides themselves.
+#[derive(Default)]
+struct Tally {
+    counts: Counts,
+    /// Metrics that may not gate because the environments differ.
+    held_back: usize,
+    /// Metrics that would have regressed but may not gate, as warnings.
+    not_gating: Vec<String>,
+    /// Benchmarks whose only regressions are waived.
+    waived: usize,
+}
+
+impl Tally {
+    fn add(&mut self, b: &BenchmarkComparison) {
+        self.counts.add(b.verdict);
+        self.held_back += guards::held_back_by_environments(b);
+        self.not_gating.extend(not_gating_warnings(b));
+    }
+}
+
+impl Default for Gathered<'_> {
+    fn default() -> Self {
+        Gathered {
+            rows: Rows::Held(Vec::new()),
+            pending: Vec::new(),
+            mixed: Vec::new(),
+            unavailable: Vec::new(),
+            missing: Vec::new(),
+        }
+    }
+}
+
 impl<'e> Gathered<'e> {
+    /// Gathers with the rows parked in a temporary file as they come.
+    fn spilling() -> std::io::Result<Self> {
+        Ok(Gathered {
+            rows: Rows::Spilled(RowSpill::new()?),
+            ..Gathered::default()
+        })
+    }
+
     /// Gathers one benchmark of the candidate against the baseline's of that name (`None`:
     /// new); `keep` turns the power of each tested metric into what waits for the correction
-    /// (as it is, or with its samples parked where the benchmark is not kept).
-    fn add<'r, E>(
+    /// (as it is, or with its samples parked where the benchmark is not kept). Gives the
+    /// benchmark's verdict so far (`new` and `missing` are final).
+    fn add<'r>(
         &mut self,
         base: Option<&'r BenchmarkResult>,
         head: &'r BenchmarkResult,
         ctx: &Context<'_>,
-        mut keep: impl FnMut(Power<'r>) -> Result<Power<'e>, E>,
-    ) -> Result<(), E> {
+        mut keep: impl FnMut(Power<'r>) -> std::io::Result<Power<'e>>,
+    ) -> std::io::Result<Verdict> {
         for u in &head.provenance.unavailable {
             self.unavailable.push(format!(
                 "{}: counter `{}` unavailable ({}); hint: {}",
                 head.name, u.counter, u.reason, u.hint
             ));
         }
-        let index = self.benchmarks.len();
+        let index = self.rows.len();
         let cmp = match base {
             Some(b) => {
                 let (cmp, tested) = gather_benchmark(b, head, ctx);
                 for (m, power) in tested {
-                    self.pending.push((index, m, keep(power)?));
+                    let row = &cmp.metrics[m];
+                    self.pending.push(Pending {
+                        benchmark: index,
+                        metric: m,
+                        gates: row.gates,
+                        p: [
+                            row.p_regression.unwrap_or(1.0),
+                            row.p_improvement.unwrap_or(1.0),
+                        ],
+                        power: keep(power)?,
+                    });
                 }
                 if let Some(mixed) = MixedCounters::of(b, head) {
                     self.mixed.push((index, mixed));
@@ -232,22 +351,25 @@ impl<'e> Gathered<'e> {
                 "not in the baseline; this run's numbers become its reference once saved",
             ),
         };
-        self.benchmarks.push(cmp);
-        Ok(())
+        let verdict = cmp.verdict;
+        self.rows.push(cmp)?;
+        Ok(verdict)
     }
 
     /// Decides the tested metrics (their parked samples read back from `spill`), then each
-    /// benchmark, and writes the report; `base` and `head` give the runs' keys (their
-    /// benchmarks are not read).
-    fn conclude(
+    /// benchmark (with `waivers` applied where given), and writes the report with its rows
+    /// put into `out` one at a time, each shown to `watch` first; `base` and `head` give the
+    /// runs' keys (their benchmarks are not read).
+    fn conclude<S: RowSink>(
         self,
-        base: &RunResults,
-        head: &RunResults,
+        (base, head): (&RunResults, &RunResults),
         ctx: &Context<'_>,
         spill: Option<&mut spill::SampleSpill>,
-    ) -> Result<Report, std::io::Error> {
+        waivers: Option<&waivers::Active<'_>>,
+        (mut out, mut watch): (S, impl FnMut(&BenchmarkComparison)),
+    ) -> Result<Report<S::Rows>, std::io::Error> {
         let Gathered {
-            mut benchmarks,
+            rows,
             pending,
             mixed,
             unavailable,
@@ -256,32 +378,46 @@ impl<'e> Gathered<'e> {
         let policy = ctx.policy;
         let used_history = pending
             .iter()
-            .any(|(_, _, p)| matches!(p, Power::Prediction { .. }));
-        decide_all(&mut benchmarks, pending, ctx, spill)?;
-        for (index, mixed) in &mixed {
-            mixed.refuse(&mut benchmarks[*index]);
-        }
-        for b in &mut benchmarks {
-            if b.verdict != Verdict::New {
-                aggregate(b);
-                explain::annotate(b);
+            .any(|p| matches!(p.power, Power::Prediction { .. }));
+        let mut tally = Tally::default();
+        let mut mixed = mixed.into_iter().peekable();
+        let mut finish = |b: &mut BenchmarkComparison| {
+            if let Some(waivers) = waivers {
+                tally.waived += usize::from(waivers.apply_to(b));
             }
+            tally.add(b);
+            watch(b);
+        };
+        decide_rows(rows.into_iter()?, pending, ctx, spill, |index, mut b| {
+            while let Some((_, refused)) = mixed.next_if(|(i, _)| *i == index) {
+                refused.refuse(&mut b);
+            }
+            if b.verdict != Verdict::New {
+                aggregate(&mut b);
+                explain::annotate(&mut b);
+            }
+            finish(&mut b);
+            out.push(b)
+        })?;
+        for name in missing {
+            let mut b = BenchmarkComparison {
+                name,
+                verdict: Verdict::Missing,
+                explanation: "in the baseline but not in this run".into(),
+                metrics: Vec::new(),
+                profile: None,
+            };
+            finish(&mut b);
+            out.push(b)?;
         }
-        benchmarks.extend(missing.into_iter().map(|name| BenchmarkComparison {
-            name,
-            verdict: Verdict::Missing,
-            explanation: "in the baseline but not in this run".into(),
-            metrics: Vec::new(),
-            profile: None,
-        }));
         let mut warnings = environment_warnings(
             base,
             head,
             &ctx.environment_differences,
-            &benchmarks,
+            tally.held_back,
             policy,
         );
-        warnings.extend(not_gating_warnings(&benchmarks));
+        warnings.extend(tally.not_gating);
         warnings.extend(unavailable);
         // A baseline saved from this very commit on an identical environment (a `baseline save`
         // moments ago on this machine) is not "another job" in the sense the warning means.
@@ -297,17 +433,14 @@ impl<'e> Gathered<'e> {
         {
             warnings.push("the baseline was stored by another job; job-to-job offsets are not visible to a within-job test, so small changes may be machine noise (run `kgate check --against REF` to interleave both revisions, or keep a history with `kgate check --record` (or give earlier result files with `--history`) for a prediction interval)".into());
         }
-        let summary = count(&benchmarks);
-        let verdict = if summary.regressed > 0 {
-            RunVerdict::Regressed
-        } else if summary.inconclusive > 0 {
-            RunVerdict::Inconclusive
-        } else {
-            RunVerdict::Pass
-        };
+        if let Some(waivers) = waivers {
+            warnings.extend(waivers.warnings());
+        }
+        let mut summary = tally.counts;
+        summary.waived = tally.waived;
         Ok(Report {
             schema_version: REPORT_SCHEMA_VERSION,
-            verdict,
+            verdict: summary.run_verdict(),
             summary,
             design: ctx.design,
             alpha: policy.alpha,
@@ -322,7 +455,7 @@ impl<'e> Gathered<'e> {
             head_commit: head.environment.git.as_ref().map(|g| g.commit.clone()),
             head_dirty: head.environment.git.as_ref().is_some_and(|g| g.dirty),
             warnings,
-            benchmarks,
+            benchmarks: out.finish()?,
             evidence: None,
         })
     }
@@ -380,22 +513,9 @@ pub fn no_baseline(head: &RunResults, policy: &ComparePolicy, reason: String) ->
 }
 
 pub fn count(benchmarks: &[BenchmarkComparison]) -> Counts {
-    let mut c = Counts {
-        total: benchmarks.len(),
-        ..Counts::default()
-    };
+    let mut c = Counts::default();
     for b in benchmarks {
-        match b.verdict {
-            Verdict::Regressed => c.regressed += 1,
-            Verdict::Improved => c.improved += 1,
-            Verdict::Unchanged => c.unchanged += 1,
-            Verdict::WithinThreshold => c.within_threshold += 1,
-            Verdict::NotGated => c.not_gated += 1,
-            Verdict::Inconclusive => c.inconclusive += 1,
-            Verdict::New => c.new += 1,
-            Verdict::Missing => c.missing += 1,
-            Verdict::Skipped => c.skipped += 1,
-        }
+        c.add(b.verdict);
     }
     c
 }

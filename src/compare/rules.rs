@@ -4,8 +4,6 @@
 //! assembly, and no I/O but reading back the samples a comparison of files parked
 //! ([`SampleSpill`]).
 
-use std::collections::VecDeque;
-
 use super::spill::{Parked, SampleSpill};
 use super::{Context, format_p};
 use crate::model::metric::{Direction, Tolerance};
@@ -98,7 +96,7 @@ impl Power<'_> {
     }
 
     /// The two-sided interval of the change at `confidence`, when it can be computed (`None`
-    /// for parked samples: read them back first, [`decide_all`] does).
+    /// for parked samples: read them back first, [`decide_rows`] does).
     fn interval(&self, confidence: f64) -> Option<[f64; 2]> {
         match self {
             Power::Samples { samples, .. } => samples.interval(confidence),
@@ -465,55 +463,90 @@ pub(super) fn prediction_evidence(
     (Some(evidence), None)
 }
 
-/// Adjusts the regression- and improvement-direction p-values within each family (gating
-/// metrics; informational metrics) and decides every pending metric; parked samples are read
-/// back from `spill` (an error only where reading it fails).
-pub(super) fn decide_all(
-    benchmarks: &mut [BenchmarkComparison],
-    pending: Vec<(usize, usize, Power<'_>)>,
-    ctx: &Context<'_>,
-    mut spill: Option<&mut SampleSpill>,
-) -> std::io::Result<()> {
-    // Each family is decided in place, by position, so the evidence of a whole run is never
-    // held twice; what waits for its decision is let go as the decisions (and their reasons)
-    // are made: at 10,000 benchmarks x 20 metrics it is 21 MB beside the rows.
-    let (gating, informational): (VecDeque<_>, VecDeque<_>) = pending
-        .into_iter()
-        .partition(|(b, m, _)| benchmarks[*b].metrics[*m].gates);
-    for (family_gates, mut members) in [(true, gating), (false, informational)] {
-        let tested = members.len();
+/// A tested metric waiting for the run-wide correction: where it is, its family, its two
+/// one-sided p-values, and what its decision needs besides them.
+pub(super) struct Pending<'e> {
+    pub(super) benchmark: usize,
+    pub(super) metric: usize,
+    /// Whether the metric may fail the build (its family: gated or informational).
+    pub(super) gates: bool,
+    /// The one-sided p-values (regression, improvement).
+    pub(super) p: [f64; 2],
+    pub(super) power: Power<'e>,
+}
+
+/// One family's adjusted p-values, in the order of its members, and the levels its
+/// decisions are taken at.
+struct Family {
+    regression: Vec<f64>,
+    improvement: Vec<f64>,
+    size: usize,
+    levels: Levels,
+}
+
+impl Family {
+    fn of<'p>(
+        members: impl Iterator<Item = &'p [f64; 2]>,
+        size_hint: usize,
+        ctx: &Context<'_>,
+    ) -> Family {
+        let (mut regression, mut improvement): (Vec<f64>, Vec<f64>) =
+            members.map(|p| (p[0], p[1])).unzip();
         // Untested members of an assumed larger family count as p = 1, which is what BH and
         // Holm do with a family of that size.
-        let size = if family_gates {
-            tested.max(ctx.policy.family_hint)
-        } else {
-            tested
-        };
-        let adjusted = |p: fn(&MetricComparison) -> Option<f64>| {
-            let mut p: Vec<f64> = members
-                .iter()
-                .map(|(b, m, _)| p(&benchmarks[*b].metrics[*m]).unwrap_or(1.0))
-                .collect();
-            p.resize(size, 1.0);
-            inference::adjust(&p, ctx.policy.correction)
-        };
-        let reg = adjusted(|o| o.p_regression);
-        let imp = adjusted(|o| o.p_improvement);
+        let size = regression.len().max(size_hint);
+        regression.resize(size, 1.0);
+        improvement.resize(size, 1.0);
+        let regression = inference::adjust(&regression, ctx.policy.correction);
+        let improvement = inference::adjust(&improvement, ctx.policy.correction);
         let levels = Levels {
-            regression: inference::decision_level(&reg, ctx.alpha_look, ctx.policy.correction),
-            improvement: inference::decision_level(&imp, ctx.alpha_look, ctx.policy.correction),
+            regression: inference::decision_level(
+                &regression,
+                ctx.alpha_look,
+                ctx.policy.correction,
+            ),
+            improvement: inference::decision_level(
+                &improvement,
+                ctx.alpha_look,
+                ctx.policy.correction,
+            ),
         };
-        for (r, i) in reg.into_iter().zip(imp) {
-            // The padding past the tested members has nothing to decide.
-            let Some((b, m, power)) = members.pop_front() else {
-                break;
-            };
-            if members.len() < members.capacity() / 2 {
-                // Each shrink copies at most half of what the last one left.
-                members.shrink_to_fit();
-            }
+        Family {
+            regression,
+            improvement,
+            size,
+            levels,
+        }
+    }
+}
+
+/// Decides the tested metrics of a run: the p-values of each family (gated, informational)
+/// adjusted together, then the rows read in order, each benchmark's tested metrics decided
+/// (their parked samples read back from `spill`) and the row handed to `decided` with its
+/// position. Only one benchmark's rows are held at a time; the run's p-values are, because
+/// the correction needs all of them.
+pub(super) fn decide_rows(
+    rows: impl Iterator<Item = std::io::Result<BenchmarkComparison>>,
+    pending: Vec<Pending<'_>>,
+    ctx: &Context<'_>,
+    mut spill: Option<&mut SampleSpill>,
+    mut decided: impl FnMut(usize, BenchmarkComparison) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let family = |gates: bool| {
+        let members = pending.iter().filter(|p| p.gates == gates).map(|p| &p.p);
+        Family::of(members, if gates { ctx.policy.family_hint } else { 0 }, ctx)
+    };
+    let families = [family(true), family(false)];
+    let mut next = [0usize; 2];
+    let mut pending = pending.into_iter().peekable();
+    for (index, row) in rows.enumerate() {
+        let mut row = row?;
+        while let Some(tested) = pending.next_if(|p| p.benchmark == index) {
+            let f = usize::from(!tested.gates);
+            let (family, k) = (&families[f], next[f]);
+            next[f] += 1;
             let held;
-            let power = match power {
+            let power = match tested.power {
                 Power::Parked { noise, at, scale } => {
                     let spill = spill.as_deref_mut().ok_or_else(|| {
                         std::io::Error::other("samples parked without a spill to read them from")
@@ -530,18 +563,27 @@ pub(super) fn decide_all(
                 }
                 power => power,
             };
+            let out = row.metrics.get_mut(tested.metric).ok_or_else(|| {
+                std::io::Error::other("a tested metric is not in its benchmark's row")
+            })?;
             decide(
-                &mut benchmarks[b].metrics[m],
+                out,
                 &power,
-                r,
-                i,
-                size,
-                levels,
+                family.regression[k],
+                family.improvement[k],
+                family.size,
+                family.levels,
                 ctx,
             );
         }
+        decided(index, row)?;
     }
-    Ok(())
+    match pending.next() {
+        Some(_) => Err(std::io::Error::other(
+            "a tested metric's benchmark is not among the rows",
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Whether an interval lies entirely on the side of no change that `bad` names.

@@ -12,7 +12,7 @@ use globset::{Glob, GlobMatcher};
 use serde::Deserialize;
 
 use crate::baseline::gitref;
-use crate::model::report::Report;
+use crate::model::report::{BenchmarkComparison, Report};
 use crate::model::verdict::Verdict;
 
 /// Where waivers live, relative to the configuration's folder.
@@ -248,17 +248,51 @@ pub fn apply(report: &mut Report, waivers: &[Waiver], clock: &Clock<'_>) {
     if waivers.is_empty() {
         return;
     }
-    let states: Vec<Option<String>> = waivers.iter().map(|w| clock.expired(w)).collect();
-    for (w, state) in waivers.iter().zip(&states) {
-        if let Some(why) = state {
-            report.warnings.push(format!(
-                "waiver for `{}` / `{}` {why} and no longer applies (reason was: {}); remove it from {WAIVERS_FILE}",
-                w.benchmark, w.metric, w.reason
-            ));
-        }
-    }
+    let active = Active::new(waivers, clock);
+    report.warnings.extend(active.warnings());
     let mut waived_benchmarks = 0;
     for b in &mut report.benchmarks {
+        waived_benchmarks += usize::from(active.apply_to(b));
+    }
+    crate::compare::adjust::recount(report);
+    report.summary.waived = waived_benchmarks;
+}
+
+/// Waivers with their states at one moment (`None`: in force; else why not), applied one
+/// benchmark at a time.
+pub struct Active<'w> {
+    waivers: &'w [Waiver],
+    states: Vec<Option<String>>,
+}
+
+impl<'w> Active<'w> {
+    pub fn new(waivers: &'w [Waiver], clock: &Clock<'_>) -> Active<'w> {
+        Active {
+            waivers,
+            states: waivers.iter().map(|w| clock.expired(w)).collect(),
+        }
+    }
+
+    /// A warning for each waiver that no longer applies.
+    pub fn warnings(&self) -> Vec<String> {
+        self.waivers
+            .iter()
+            .zip(&self.states)
+            .filter_map(|(w, state)| {
+                state.as_ref().map(|why| {
+                    format!(
+                        "waiver for `{}` / `{}` {why} and no longer applies (reason was: {}); remove it from {WAIVERS_FILE}",
+                        w.benchmark, w.metric, w.reason
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// Marks a benchmark's waived regressions and gives it the verdict of the rest; true when
+    /// that took it out of `regressed`.
+    pub fn apply_to(&self, b: &mut BenchmarkComparison) -> bool {
+        let (waivers, states) = (self.waivers, &self.states);
         let mut any_waived = false;
         for m in &mut b.metrics {
             if m.verdict != Verdict::Regressed {
@@ -266,7 +300,7 @@ pub fn apply(report: &mut Report, waivers: &[Waiver], clock: &Clock<'_>) {
             }
             if let Some((w, state)) = waivers
                 .iter()
-                .zip(&states)
+                .zip(states)
                 .find(|(w, _)| w.covers(&b.name, &m.name))
             {
                 match state {
@@ -280,7 +314,7 @@ pub fn apply(report: &mut Report, waivers: &[Waiver], clock: &Clock<'_>) {
             }
         }
         if !any_waived || b.verdict != Verdict::Regressed {
-            continue;
+            return false;
         }
         // The benchmark's verdict is the worst of its gating metrics that are not waived.
         let rest: Vec<_> = b
@@ -292,9 +326,6 @@ pub fn apply(report: &mut Report, waivers: &[Waiver], clock: &Clock<'_>) {
             .collect();
         let verdict = crate::compare::worst_verdict(rest.iter().map(|m| m.verdict))
             .unwrap_or(Verdict::Unchanged);
-        if verdict != Verdict::Regressed {
-            waived_benchmarks += 1;
-        }
         let notes: Vec<String> = b
             .metrics
             .iter()
@@ -308,8 +339,7 @@ pub fn apply(report: &mut Report, waivers: &[Waiver], clock: &Clock<'_>) {
                 )
             })
             .collect();
-        b.verdict = verdict;
-        b.explanation =
+        let explanation =
             if rest.iter().any(|m| m.verdict == verdict) && verdict != Verdict::Unchanged {
                 let kept: Vec<String> = rest
                     .iter()
@@ -320,9 +350,10 @@ pub fn apply(report: &mut Report, waivers: &[Waiver], clock: &Clock<'_>) {
             } else {
                 notes.join("; ")
             };
+        b.verdict = verdict;
+        b.explanation = explanation;
+        verdict != Verdict::Regressed
     }
-    crate::compare::adjust::recount(report);
-    report.summary.waived = waived_benchmarks;
 }
 
 #[cfg(test)]

@@ -8,12 +8,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::model::evidence::{
-    BenchmarkEvidence, Evidence, MAX_CHARTED_METRICS, Omitted, metric_names,
-};
+use crate::model::evidence::{Evidence, MAX_CHARTED_METRICS, metric_names};
 use crate::model::metric::{Direction, Source};
 use crate::model::results::RunResults;
-use crate::model::results_pairs::Outline;
 use crate::model::verdict::{RunVerdict, Verdict};
 use crate::stats::Summary;
 use crate::stats::inference::Correction;
@@ -61,8 +58,11 @@ pub enum Model {
 }
 
 /// A comparison report (the JSON contract).
+// Its benchmarks are held (`Vec`, the default) or streamed from where a large comparison
+// parked them (`compare::DecidedRows`): the same fields either way, serialized alike.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Report {
+#[schemars(rename = "Report")]
+pub struct Report<B = Vec<BenchmarkComparison>> {
     /// Report format version.
     pub schema_version: u32,
     /// `pass`, `regressed`, `inconclusive` or `no-baseline`.
@@ -96,11 +96,37 @@ pub struct Report {
     /// Things the reader should know (different machines, stored-baseline caveats).
     pub warnings: Vec<String>,
     /// One entry per benchmark.
-    pub benchmarks: Vec<BenchmarkComparison>,
+    pub benchmarks: B,
     /// The samples, counter readings and artifacts behind the verdicts, for charts and diffs
     /// (see docs/reports.md); absent when the report was built without them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
+}
+
+impl<B> Report<B> {
+    /// The report with its benchmarks replaced by what `rows` makes of them (held from where
+    /// they were parked, say).
+    pub fn try_map_benchmarks<C, E>(
+        self,
+        rows: impl FnOnce(B) -> Result<C, E>,
+    ) -> Result<Report<C>, E> {
+        Ok(Report {
+            schema_version: self.schema_version,
+            verdict: self.verdict,
+            summary: self.summary,
+            design: self.design,
+            alpha: self.alpha,
+            correction: self.correction,
+            looks: self.looks,
+            model: self.model,
+            base_commit: self.base_commit,
+            head_commit: self.head_commit,
+            head_dirty: self.head_dirty,
+            warnings: self.warnings,
+            benchmarks: rows(self.benchmarks)?,
+            evidence: self.evidence,
+        })
+    }
 }
 
 impl Report {
@@ -145,34 +171,6 @@ impl Report {
         }));
     }
 
-    /// [`Report::attach_bounded_evidence`] from the two results files the report compared,
-    /// read a benchmark at a time (see [`Evidence::from_files_bounded`] for `unshown`);
-    /// `one_sided` gives the metric names of each new or missing benchmark (all charted).
-    /// False, with nothing attached, where the files could not be read that way.
-    pub fn attach_bounded_evidence_from_files(
-        &mut self,
-        base: (&std::path::Path, &Outline),
-        head: (&std::path::Path, &Outline),
-        one_sided: &std::collections::HashMap<String, Vec<String>>,
-        unshown: Vec<(BenchmarkEvidence, Omitted)>,
-    ) -> bool {
-        let charted = self.charted_metrics(|name| {
-            one_sided
-                .get(name)
-                .into_iter()
-                .flatten()
-                .map(String::as_str)
-                .collect()
-        });
-        self.evidence = Evidence::from_files_bounded(
-            base,
-            head,
-            |name| charted.get(name).map(Vec::as_slice),
-            unshown,
-        );
-        self.evidence.is_some()
-    }
-
     /// The metrics whose samples a bounded report charts, per benchmark (see
     /// [`Report::bound_evidence`]); `evidence_metrics` names the metrics a benchmark's
     /// evidence holds, which are all charted for a new or missing benchmark.
@@ -180,6 +178,33 @@ impl Report {
         &self,
         evidence_metrics: impl Fn(&str) -> Vec<&'n str>,
     ) -> std::collections::HashMap<String, Vec<String>> {
+        let mut picker = ChartedPicker::default();
+        for b in &self.benchmarks {
+            picker.offer(b, &evidence_metrics);
+        }
+        picker.finish()
+    }
+}
+
+/// Picks the metrics whose samples a bounded report charts, from the rows offered in order:
+/// the first [`MAX_CHARTED_METRICS`] in the order of (rank, benchmark, metric), where
+/// regressions and new or missing benchmarks rank first, then improvements, undecided and
+/// within threshold. It keeps at most that many of each rank, so a suite of 200,000 rows is
+/// never listed whole.
+#[derive(Default)]
+pub struct ChartedPicker {
+    ranks: [Vec<(String, String)>; 4],
+}
+
+impl ChartedPicker {
+    /// Offers a decided benchmark; `evidence_metrics` names the metrics its evidence holds,
+    /// which are all charted for a new or missing benchmark (one side only: its evidence is
+    /// the run itself).
+    pub fn offer<'n>(
+        &mut self,
+        b: &BenchmarkComparison,
+        evidence_metrics: impl Fn(&str) -> Vec<&'n str>,
+    ) {
         let rank = |v: Verdict| match v {
             Verdict::Regressed | Verdict::New | Verdict::Missing => Some(0),
             Verdict::Improved => Some(1),
@@ -187,40 +212,34 @@ impl Report {
             Verdict::WithinThreshold => Some(3),
             Verdict::Unchanged | Verdict::NotGated | Verdict::Skipped => None,
         };
-        // The first MAX_CHARTED_METRICS in the order of (rank, benchmark, metric): a pass
-        // over the rows per rank, so that a suite of 200,000 rows never lists them all.
-        let mut charted: std::collections::HashMap<String, Vec<String>> = Default::default();
-        let mut left = MAX_CHARTED_METRICS;
-        let mut chart = |bench: &str, metric: &str| {
-            if left == 0 {
-                return false;
+        let mut keep = |rank: usize, metric: &str| {
+            let kept = &mut self.ranks[rank];
+            let room = kept.len() < MAX_CHARTED_METRICS;
+            if room {
+                kept.push((b.name.clone(), metric.to_string()));
             }
-            left -= 1;
-            charted
-                .entry(bench.to_string())
-                .or_default()
-                .push(metric.to_string());
-            true
+            room
         };
-        'ranks: for wanted in 0..=3 {
-            for b in &self.benchmarks {
-                if matches!(b.verdict, Verdict::New | Verdict::Missing) {
-                    // One side only: its evidence is the run itself, every metric of it.
-                    if wanted == 0 {
-                        for m in evidence_metrics(&b.name) {
-                            if !chart(&b.name, m) {
-                                break 'ranks;
-                            }
-                        }
-                    }
-                    continue;
-                }
-                for m in b.metrics.iter().filter(|m| m.gates) {
-                    if rank(m.verdict) == Some(wanted) && !chart(&b.name, &m.name) {
-                        break 'ranks;
-                    }
+        if matches!(b.verdict, Verdict::New | Verdict::Missing) {
+            for m in evidence_metrics(&b.name) {
+                if !keep(0, m) {
+                    break;
                 }
             }
+            return;
+        }
+        for m in b.metrics.iter().filter(|m| m.gates) {
+            if let Some(r) = rank(m.verdict) {
+                keep(r, &m.name);
+            }
+        }
+    }
+
+    /// The charted metrics, per benchmark.
+    pub fn finish(self) -> std::collections::HashMap<String, Vec<String>> {
+        let mut charted: std::collections::HashMap<String, Vec<String>> = Default::default();
+        for (bench, metric) in self.ranks.into_iter().flatten().take(MAX_CHARTED_METRICS) {
+            charted.entry(bench).or_default().push(metric);
         }
         charted
     }
@@ -252,6 +271,36 @@ pub struct Counts {
     #[serde(default)]
     pub waived: usize,
     pub total: usize,
+}
+
+impl Counts {
+    /// Counts one more benchmark of this verdict.
+    pub fn add(&mut self, verdict: Verdict) {
+        self.total += 1;
+        let count = match verdict {
+            Verdict::Regressed => &mut self.regressed,
+            Verdict::Improved => &mut self.improved,
+            Verdict::Unchanged => &mut self.unchanged,
+            Verdict::WithinThreshold => &mut self.within_threshold,
+            Verdict::NotGated => &mut self.not_gated,
+            Verdict::Inconclusive => &mut self.inconclusive,
+            Verdict::New => &mut self.new,
+            Verdict::Missing => &mut self.missing,
+            Verdict::Skipped => &mut self.skipped,
+        };
+        *count += 1;
+    }
+
+    /// The verdict of a run with these counts (a run with a baseline).
+    pub fn run_verdict(&self) -> RunVerdict {
+        if self.regressed > 0 {
+            RunVerdict::Regressed
+        } else if self.inconclusive > 0 {
+            RunVerdict::Inconclusive
+        } else {
+            RunVerdict::Pass
+        }
+    }
 }
 
 /// One benchmark's comparison.

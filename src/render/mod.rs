@@ -23,7 +23,7 @@ pub use markdown_limits::{LimitedMarkdownExporter, render_markdown_limited};
 use comfy_table::{Cell, Color, ColumnConstraint, ContentArrangement, Table, Width, presets};
 
 use crate::compare::format_p;
-use crate::model::report::{MetricComparison, Report};
+use crate::model::report::{BenchmarkComparison, MetricComparison, Report};
 use crate::model::units::{format_change, format_value};
 use crate::model::verdict::{RunVerdict, Verdict};
 use escape::{escape_markdown, escape_terminal};
@@ -93,6 +93,25 @@ pub fn stdout_wants_color() -> bool {
 
 /// "1 regression, 0 improvements, 3 unchanged, 0 inconclusive of 4 benchmarks".
 pub fn summary_line(report: &Report) -> String {
+    summary_line_naming(report, would_regress(report.benchmarks.iter()))
+}
+
+/// The benchmarks that are not gated but one of whose metrics would have regressed.
+pub fn would_regress<'b>(benchmarks: impl Iterator<Item = &'b BenchmarkComparison>) -> Vec<String> {
+    benchmarks
+        .filter(|b| {
+            b.verdict == Verdict::NotGated
+                && b.metrics
+                    .iter()
+                    .any(|m| m.verdict == Verdict::Regressed && m.not_gating.is_some())
+        })
+        .map(|b| b.name.clone())
+        .collect()
+}
+
+/// [`summary_line`] from the report's counts, naming `would` as the not-gated benchmarks that
+/// would have regressed ([`would_regress`]).
+pub fn summary_line_naming<B>(report: &Report<B>, would: Vec<String>) -> String {
     let s = &report.summary;
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
@@ -108,17 +127,6 @@ pub fn summary_line(report: &Report) -> String {
     if s.not_gated > 0 {
         // A benchmark that cannot gate is never counted as unchanged, and one that would have
         // regressed is named here, not only in its row.
-        let would: Vec<&str> = report
-            .benchmarks
-            .iter()
-            .filter(|b| {
-                b.verdict == Verdict::NotGated
-                    && b.metrics
-                        .iter()
-                        .any(|m| m.verdict == Verdict::Regressed && m.not_gating.is_some())
-            })
-            .map(|b| b.name.as_str())
-            .collect();
         let mut part = format!("{} not gated", s.not_gated);
         if !would.is_empty() {
             part.push_str(&format!(
@@ -848,6 +856,25 @@ pub struct JsonExporter {
     pub pretty: bool,
 }
 
+/// Writes a report as JSON (indented with `pretty`) into `out`, piece by piece: a report
+/// whose benchmarks are streamed from where they were parked is never held whole.
+pub fn write_json<B: serde::Serialize>(
+    report: &Report<B>,
+    pretty: bool,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = crate::model::fsutil::serializer_buffer(out);
+    if pretty {
+        serde_json::to_writer_pretty(&mut out, report)
+    } else {
+        serde_json::to_writer(&mut out, report)
+    }
+    .map_err(std::io::Error::from)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
 impl Exporter for JsonExporter {
     fn render(&self, report: &Report) -> String {
         let mut out = Vec::new();
@@ -857,16 +884,7 @@ impl Exporter for JsonExporter {
     }
 
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        use std::io::Write;
-        let mut out = crate::model::fsutil::serializer_buffer(out);
-        if self.pretty {
-            serde_json::to_writer_pretty(&mut out, report)
-        } else {
-            serde_json::to_writer(&mut out, report)
-        }
-        .map_err(std::io::Error::from)?;
-        out.write_all(b"\n")?;
-        out.flush()
+        write_json(report, self.pretty, out)
     }
 }
 

@@ -18,7 +18,7 @@ use crate::cli::{
     BaselineCommand, CalibrateArgs, CalibrateFormat, CheckArgs, Cli, Commands, CompareArgs,
     ImportArgs, RenderArgs, ReportArgs, RunSelection,
 };
-use crate::compare::{self, ComparePolicy};
+use crate::compare::{self, ComparePolicy, waivers};
 use crate::config::{self, LoadedConfig};
 use crate::import;
 use crate::model::evidence::Evidence;
@@ -264,11 +264,62 @@ fn write_report(
 fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -> Result<u8> {
     let exporter = view_exporter(args.format, &args.view, args.output.is_none())?;
     write_report(report, exporter.as_ref(), args.output.as_deref())?;
+    let summary = render::summary_line(report);
+    Ok(after_report(report, summary, args, fail_on_inconclusive))
+}
+
+/// [`emit_report`] for a report whose rows wait in a temporary file: JSON is streamed from
+/// there, so that a suite of any size is never held; the other formats hold the rows (the
+/// table lays them out together, Markdown and HTML bound their own size).
+fn emit_parked_report(
+    report: Report<compare::DecidedRows>,
+    args: &ReportArgs,
+    fail_on_inconclusive: bool,
+) -> Result<u8> {
+    if args.format != Format::Json {
+        let held = report
+            .try_map_benchmarks(|rows| rows.load())
+            .context("cannot read the comparison's rows back from their temporary file")?;
+        return emit_report(&held, args, fail_on_inconclusive);
+    }
+    // The flags are checked as for any other report.
+    view_exporter(args.format, &args.view, args.output.is_none())?;
+    let pretty = args.view.pretty;
+    match args.output.as_deref() {
+        Some(path) => {
+            fsutil::write_atomic_with(path, Overwrite::Allow, |out| {
+                render::write_json(&report, pretty, out)
+            })
+            .with_context(|| format!("cannot write the report to {}", path.display()))?;
+        }
+        None => write_stdout_with(|out| render::write_json(&report, pretty, out))?,
+    }
+    let mut would = Vec::new();
+    if report.summary.not_gated > 0 {
+        let unread = "cannot read the comparison's rows back from their temporary file";
+        for row in report.benchmarks.iter().context(unread)? {
+            would.extend(render::would_regress(std::iter::once(
+                &row.context(unread)?,
+            )));
+        }
+    }
+    let summary = render::summary_line_naming(&report, would);
+    Ok(after_report(&report, summary, args, fail_on_inconclusive))
+}
+
+/// What follows a written report: its warnings and verdict on the terminal where the report
+/// did not go there, and the exit status its verdict calls for.
+fn after_report<B>(
+    report: &Report<B>,
+    summary: String,
+    args: &ReportArgs,
+    fail_on_inconclusive: bool,
+) -> u8 {
     match &args.output {
         Some(_) => {
             // The verdict and the warnings still go to the terminal.
             eprint_warnings(report);
-            eprintln!("{}", escape_terminal(&render::summary_line(report)));
+            eprintln!("{}", escape_terminal(&summary));
         }
         // A table or Markdown on stdout carries the warnings itself; JSON, HTML and JUnit on
         // stdout are for programs, so a person reads the warnings on stderr. Each is said once.
@@ -278,7 +329,7 @@ fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -
             }
         }
     }
-    Ok(match report.verdict {
+    match report.verdict {
         RunVerdict::Pass => ExitStatus::PASS,
         RunVerdict::Regressed => ExitStatus::REGRESSION,
         RunVerdict::Inconclusive if fail_on_inconclusive || args.fail_on_inconclusive => {
@@ -286,11 +337,11 @@ fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -
         }
         RunVerdict::Inconclusive => ExitStatus::PASS,
         RunVerdict::NoBaseline => ExitStatus::NO_BASELINE,
-    })
+    }
 }
 
 /// The report's warnings on stderr, for a report that does not show them on the terminal.
-fn eprint_warnings(report: &Report) {
+fn eprint_warnings<B>(report: &Report<B>) {
     for warning in &report.warnings {
         eprintln!("warning: {}", escape_terminal(warning));
     }
@@ -498,7 +549,7 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
                     args.allow_fingerprint_mismatch,
                     loaded.config.gate.allow_fingerprint_mismatch,
                 ),
-                &mut report,
+                &mut report.warnings,
             )?;
             if !skipped.is_empty() {
                 let why = format!(
@@ -622,19 +673,16 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
     // Two files alone are compared a benchmark at a time where they can be; a history, a
     // baseline from git or the full evidence loads them whole.
     if args.baseline_ref.is_none() && args.history.is_empty() && !args.report.view.full_evidence {
-        match compare::files::compare_files(&args.base, &args.head, &policy) {
+        let waivers = waivers::load(&root)?;
+        let clock = waivers::Clock::now(Some(&root));
+        let active = (!waivers.is_empty()).then(|| waivers::Active::new(&waivers, &clock));
+        match compare::files::compare_files(&args.base, &args.head, &policy, active.as_ref()) {
             Ok(compared) => {
-                return finish_file_comparison(
-                    &root,
-                    compared,
-                    &args,
-                    allowance,
-                    fail_on_inconclusive,
-                );
+                return finish_file_comparison(compared, &args, allowance, fail_on_inconclusive);
             }
             Err(compare::files::NotRead::Declined) => {}
             Err(compare::files::NotRead::Spill(e)) => eprintln!(
-                "note: the comparison holds both files in memory: its temporary file of samples failed: {}",
+                "note: the comparison holds both files in memory: its temporary file of samples or rows failed: {}",
                 escape_log(&e.to_string())
             ),
         }
@@ -651,7 +699,7 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
         Design::StoredBaseline
     };
     let mut report = compare::compare_with_history(&base, &head, &history, &policy, design);
-    scale::check_environments(&base, &head, allowance, &mut report)?;
+    scale::check_environments(&base, &head, allowance, &mut report.warnings)?;
     scale::apply_waivers(&root, &mut report)?;
     if args.report.view.full_evidence {
         report.evidence = Some(Evidence::from_runs(Some(&base), &head));
@@ -669,40 +717,33 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
 
 /// The rest of `kgate compare` for files compared a benchmark at a time: what
 /// [`compare_files`] does with loaded runs, from the files' outlines, the bounded evidence read
-/// from the files again.
+/// from the files again (the waivers were applied as the rows were decided).
 fn finish_file_comparison(
-    root: &Path,
-    compared: compare::files::FileComparison,
+    mut compared: compare::files::FileComparison,
     args: &CompareArgs,
     allowance: Option<crate::machine::envkey::Allowance>,
     fail_on_inconclusive: bool,
 ) -> Result<u8> {
-    let compare::files::FileComparison {
-        mut report,
-        base,
-        head,
-        one_sided,
-        unshown,
-    } = compared;
-    scale::check_environments(&base.header, &head.header, allowance, &mut report)?;
-    scale::apply_waivers(root, &mut report)?;
-    if !report.attach_bounded_evidence_from_files(
-        (&args.base, &base),
-        (&args.head, &head),
-        &one_sided,
-        unshown,
-    ) {
+    scale::check_environments(
+        &compared.base.header,
+        &compared.head.header,
+        allowance,
+        &mut compared.report.warnings,
+    )?;
+    if !compared.attach_bounded_evidence(&args.base, &args.head) {
         // The files could not be read a benchmark at a time again (changed or unreadable
         // since): loading them gives the evidence, or says what is wrong with them.
         let (b, h) = (RunResults::load(&args.base)?, RunResults::load(&args.head)?);
-        report.attach_bounded_evidence(Some(&b), &h);
+        let charted = &compared.charted;
+        compared.report.evidence = Some(Evidence::from_runs_bounded(Some(&b), &h, |name| {
+            charted.get(name).map(Vec::as_slice)
+        }));
     }
-    let status = emit_report(&report, &args.report, fail_on_inconclusive)?;
     let failures = ExitStatus::combine(
-        report_failures(&base.failures()),
-        report_failures(&head.failures()),
+        report_failures(&compared.base.failures()),
+        report_failures(&compared.head.failures()),
     );
-    std::mem::forget(report);
+    let status = emit_parked_report(compared.report, &args.report, fail_on_inconclusive)?;
     Ok(ExitStatus::combine(failures, status))
 }
 

@@ -50,23 +50,22 @@ pub fn check_environments(
     base: &RunResults,
     head: &RunResults,
     allowance: Option<envkey::Allowance>,
-    report: &mut Report,
+    warnings: &mut Vec<String>,
 ) -> Result<()> {
     if let Some(allowance) =
         envkey::check_comparable(&base.environment, &head.environment, allowance)?
     {
         // The comparison wrote one line on the environments; say who allowed it there.
-        let line = report
-            .warnings
+        let line = warnings
             .iter()
             .position(|w| w.starts_with(crate::compare::ENVIRONMENTS_DIFFER));
         let note = format!("compared anyway because {}", allowance.as_str());
         match line {
             Some(i) => {
-                let rest = report.warnings.remove(i);
-                report.warnings.insert(0, format!("{rest} ({note})"));
+                let rest = warnings.remove(i);
+                warnings.insert(0, format!("{rest} ({note})"));
             }
-            None => report.warnings.insert(0, note),
+            None => warnings.insert(0, note),
         }
     }
     Ok(())

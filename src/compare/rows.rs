@@ -1,0 +1,238 @@
+//! A comparison's rows, parked in a temporary file instead of held.
+//!
+//! At 10,000 benchmarks × 20 metrics the rows of a report are 200,000 `MetricComparison`s:
+//! about 650 bytes each with their reasons, 130 MB held, and twice that while they were
+//! decided. A comparison that reads its two files a benchmark at a time writes each row here as
+//! it is gathered, reads the rows back one benchmark at a time to decide them, writes the
+//! decided rows to a second file, and the JSON report streams them from there
+//! ([`DecidedRows`] serializes as the report's `benchmarks` array). What stays in memory is one
+//! benchmark's rows.
+//!
+//! The rows are MessagePack, with field names: a self-describing format (the report's
+//! optional fields are left out when empty, which a positional format cannot read back) that
+//! keeps every `f64` as it was, infinities included, where JSON would write `null`.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Seek, SeekFrom, Write};
+use std::marker::PhantomData;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::model::report::BenchmarkComparison;
+
+/// Rows written one after another to a temporary file (removed by the system when closed).
+pub(super) struct RowSpill {
+    writer: BufWriter<File>,
+    len: usize,
+}
+
+impl RowSpill {
+    pub(super) fn new() -> std::io::Result<RowSpill> {
+        Ok(RowSpill {
+            writer: BufWriter::with_capacity(1 << 16, tempfile::tempfile()?),
+            len: 0,
+        })
+    }
+
+    /// How many rows were written.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Appends a row.
+    pub(super) fn push<T: Serialize>(&mut self, row: &T) -> std::io::Result<()> {
+        rmp_serde::encode::write_named(&mut self.writer, row).map_err(std::io::Error::other)?;
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The rows written, in order; the file can be read again ([`RowSpill::read`] after
+    /// [`RowSpill::finish`]).
+    pub(super) fn finish(mut self) -> std::io::Result<WrittenRows> {
+        self.writer.flush()?;
+        let file = self.writer.into_inner().map_err(|e| e.into_error())?;
+        Ok(WrittenRows {
+            file,
+            len: self.len,
+        })
+    }
+}
+
+/// A finished [`RowSpill`].
+pub(super) struct WrittenRows {
+    file: File,
+    len: usize,
+}
+
+impl WrittenRows {
+    /// Reads the rows from the start. One reading at a time: each shares the file's position.
+    pub(super) fn read<T: DeserializeOwned>(&self) -> std::io::Result<RowReader<T>> {
+        let mut file = self.file.try_clone()?;
+        file.seek(SeekFrom::Start(0))?;
+        Ok(RowReader {
+            reader: BufReader::with_capacity(1 << 16, file),
+            left: self.len,
+            row: PhantomData,
+        })
+    }
+}
+
+/// The rows of a [`WrittenRows`], read one at a time.
+pub struct RowReader<T> {
+    reader: BufReader<File>,
+    left: usize,
+    row: PhantomData<T>,
+}
+
+impl<T: DeserializeOwned> Iterator for RowReader<T> {
+    type Item = std::io::Result<T>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let row = rmp_serde::decode::from_read(&mut self.reader).map_err(std::io::Error::other);
+        if row.is_err() {
+            self.left = 0;
+        }
+        Some(row)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.left))
+    }
+}
+
+/// A report's decided benchmarks, in a temporary file: serialized, they are the report's
+/// `benchmarks` array, read back one benchmark at a time.
+pub struct DecidedRows {
+    rows: WrittenRows,
+}
+
+impl DecidedRows {
+    pub(super) fn new(rows: WrittenRows) -> DecidedRows {
+        DecidedRows { rows }
+    }
+
+    /// How many benchmarks.
+    pub fn len(&self) -> usize {
+        self.rows.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.len == 0
+    }
+
+    /// The benchmarks in order, read from the start.
+    pub fn iter(&self) -> std::io::Result<RowReader<BenchmarkComparison>> {
+        self.rows.read()
+    }
+
+    /// Every benchmark, held.
+    pub fn load(&self) -> std::io::Result<Vec<BenchmarkComparison>> {
+        self.iter()?.collect()
+    }
+}
+
+impl Serialize for DecidedRows {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let mut seq = serializer.serialize_seq(Some(self.len()))?;
+        for row in self.iter().map_err(S::Error::custom)? {
+            seq.serialize_element(&row.map_err(S::Error::custom)?)?;
+        }
+        seq.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::metric::{Direction, GateRule, Source};
+    use crate::model::report::{Method, MetricComparison};
+    use crate::model::results::MetricSamples;
+    use crate::model::verdict::Verdict;
+    use crate::stats::inference::Xorshift;
+
+    fn row(rng: &mut Xorshift, i: usize) -> BenchmarkComparison {
+        let mut pick = |n: u64| rng.next_u64() % n;
+        let odd = [
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            -0.0,
+            f64::MIN_POSITIVE,
+            0.1 + 0.2,
+            1e300,
+        ];
+        let metrics = (0..pick(4))
+            .map(|m| {
+                let samples = MetricSamples {
+                    name: format!("m{m} \"quoted\" ✓"),
+                    unit: "ns".into(),
+                    source: Source::Timer,
+                    direction: Direction::Lower,
+                    gate: GateRule::default(),
+                    values: vec![1.0, 2.0],
+                    repetition: Default::default(),
+                };
+                MetricComparison {
+                    verdict: Verdict::Regressed,
+                    reason: format!("reason {i}"),
+                    method: Method::RankTest,
+                    change: Some(odd[pick(odd.len() as u64) as usize]),
+                    ci: (pick(2) == 0).then_some([odd[0], odd[4]]),
+                    p_regression: (pick(2) == 0).then_some(0.001),
+                    waived: pick(2) == 0,
+                    base: crate::stats::summarize(&[1.0, 2.0, 3.5]),
+                    ..crate::compare::blank(&samples, &crate::compare::ComparePolicy::default())
+                }
+            })
+            .collect();
+        BenchmarkComparison {
+            name: format!("bench/{i}"),
+            verdict: Verdict::Inconclusive,
+            explanation: String::new(),
+            metrics,
+            profile: None,
+        }
+    }
+
+    #[test]
+    fn rows_come_back_as_written_infinities_included_and_read_again() {
+        let mut rng = Xorshift::new(3);
+        let rows: Vec<BenchmarkComparison> = (0..500).map(|i| row(&mut rng, i)).collect();
+        let mut spill = RowSpill::new().unwrap();
+        for r in &rows {
+            spill.push(r).unwrap();
+        }
+        let decided = DecidedRows::new(spill.finish().unwrap());
+        assert_eq!(decided.len(), 500);
+        for _ in 0..2 {
+            let back = decided.load().unwrap();
+            assert_eq!(back, rows);
+        }
+        assert!(
+            rows.iter()
+                .flat_map(|r| &r.metrics)
+                .any(|m| m.change == Some(f64::INFINITY))
+        );
+        // Serialized, they are the rows' own JSON array.
+        assert_eq!(
+            serde_json::to_string(&decided).unwrap(),
+            serde_json::to_string(&rows).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_damaged_spill_is_an_error_not_a_short_list() {
+        let mut spill = RowSpill::new().unwrap();
+        spill.push(&"not a benchmark").unwrap();
+        let decided = DecidedRows::new(spill.finish().unwrap());
+        let read: Vec<_> = decided.iter().unwrap().collect();
+        assert_eq!(read.len(), 1);
+        assert!(read[0].is_err());
+        assert!(serde_json::to_string(&decided).is_err());
+    }
+}
