@@ -6,7 +6,8 @@ candidate 2 % slower), then runs `kgate compare BASE HEAD --format FORMAT -o REP
 times (default 5) under `/usr/bin/time -v` and prints the median wall time, the median CPU time
 (user + system), the largest peak resident memory, the report's size and the exit status.
 Given --kgate more than once (two builds, say), the builds take turns run by run on the same
-files, so that they share the machine's load. Cases:
+files, so that they share the machine's load, and a line says whether their reports are the
+same byte for byte. Cases:
 
   * one benchmark, one metric, 20,000 samples a side;
   * one benchmark, one metric, 100,000 samples a side;
@@ -23,6 +24,7 @@ Usage (from the repository root):
 """
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -93,11 +95,14 @@ def main():
             for fmt in args.format or ["json"]:
                 runs = {b: [] for b in builds}
                 sizes = {}
+                digests = {}
                 for _ in range(args.runs):
                     for i, build in enumerate(builds):
                         out = os.path.join(dir, f"{name}-report-{i}.{fmt}")
                         runs[build].append(measure_once(build, base, head, fmt, out))
                         sizes[build] = os.path.getsize(out)
+                        with open(out, "rb") as report:
+                            digests[build] = hashlib.sha256(report.read()).hexdigest()
                 for build in builds:
                     walls, cpus, peaks, codes = zip(*runs[build])
                     print(
@@ -107,6 +112,10 @@ def main():
                         f"     {label[build]}",
                         flush=True,
                     )
+                if len(builds) > 1:
+                    same = len(set(digests.values())) == 1
+                    print(f"{'':<12} {fmt:<8} the builds' reports are "
+                          f"{'the same, byte for byte' if same else 'DIFFERENT'}", flush=True)
 
 
 if __name__ == "__main__":

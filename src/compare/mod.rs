@@ -26,10 +26,10 @@ pub mod waivers;
 
 use guards::{MixedCounters, environment_warnings, hold_back, not_gating_warnings};
 pub use rows::DecidedRows;
-use rows::RowSpill;
+use rows::Rows;
 use rules::{
-    Levels, Pending, Power, by_tolerance, decide, decide_rows, point_change, prediction_evidence,
-    rank_evidence, repetitions_needed,
+    Levels, Pending, Power, Waiting, by_tolerance, decide, decide_rows, point_change,
+    prediction_evidence, rank_evidence, repetitions_needed,
 };
 
 use crate::model::metric::{NoisyMetrics, Source};
@@ -179,18 +179,19 @@ pub fn compare_with_job_medians(
         .filter(|b| !head_index.contains_key(b.name.as_str()))
         .map(|b| b.name.clone())
         .collect();
-    gathered
-        .conclude((base, head), &ctx, None, None, (Vec::new(), |_: &_| {}))
-        .expect(held)
+    let all = Rows::new(usize::MAX);
+    let report = gathered.conclude((base, head), &ctx, None, None, (all, |_: &_| {}));
+    let report = report.and_then(|r| r.try_map_benchmarks(DecidedRows::into_held));
+    report.expect(held)
 }
 
 /// What the benchmarks of a comparison gave before the run-wide correction decides their
 /// tested metrics.
-struct Gathered<'e> {
+struct Gathered<W> {
     /// The benchmarks' rows, their tested metrics undecided, in the candidate's order.
     rows: Rows,
     /// The tested metrics in the order of the rows, each with what its decision needs.
-    pending: Vec<Pending<'e>>,
+    pending: Vec<Pending<W>>,
     /// Benchmarks whose counters were collected under different configurations, refused once
     /// decided, by position.
     mixed: Vec<(usize, MixedCounters)>,
@@ -198,72 +199,6 @@ struct Gathered<'e> {
     unavailable: Vec<String>,
     /// Benchmarks only in the baseline, in its order.
     missing: Vec<String>,
-}
-
-/// Where a comparison's rows wait for their decisions: held, or parked in a temporary file by
-/// a comparison that reads its files a benchmark at a time.
-enum Rows {
-    Held(Vec<BenchmarkComparison>),
-    Spilled(RowSpill),
-}
-
-impl Rows {
-    fn len(&self) -> usize {
-        match self {
-            Rows::Held(rows) => rows.len(),
-            Rows::Spilled(spill) => spill.len(),
-        }
-    }
-
-    fn push(&mut self, row: BenchmarkComparison) -> std::io::Result<()> {
-        match self {
-            Rows::Held(rows) => rows.push(row),
-            Rows::Spilled(spill) => spill.push(&row)?,
-        }
-        Ok(())
-    }
-
-    /// The rows in order, read back where they were parked.
-    fn into_iter(
-        self,
-    ) -> std::io::Result<Box<dyn Iterator<Item = std::io::Result<BenchmarkComparison>>>> {
-        Ok(match self {
-            Rows::Held(rows) => Box::new(rows.into_iter().map(Ok)),
-            Rows::Spilled(spill) => Box::new(spill.finish()?.read()?),
-        })
-    }
-}
-
-/// Where decided rows go: a list, or a temporary file a report streams them from.
-trait RowSink {
-    type Rows;
-    fn push(&mut self, row: BenchmarkComparison) -> std::io::Result<()>;
-    fn finish(self) -> std::io::Result<Self::Rows>;
-}
-
-impl RowSink for Vec<BenchmarkComparison> {
-    type Rows = Vec<BenchmarkComparison>;
-
-    fn push(&mut self, row: BenchmarkComparison) -> std::io::Result<()> {
-        Vec::push(self, row);
-        Ok(())
-    }
-
-    fn finish(self) -> std::io::Result<Self::Rows> {
-        Ok(self)
-    }
-}
-
-impl RowSink for RowSpill {
-    type Rows = DecidedRows;
-
-    fn push(&mut self, row: BenchmarkComparison) -> std::io::Result<()> {
-        RowSpill::push(self, &row)
-    }
-
-    fn finish(self) -> std::io::Result<Self::Rows> {
-        Ok(DecidedRows::new(RowSpill::finish(self)?))
-    }
 }
 
 /// What a run's decided rows add up to besides themselves.
@@ -286,10 +221,10 @@ impl Tally {
     }
 }
 
-impl Default for Gathered<'_> {
+impl<W> Default for Gathered<W> {
     fn default() -> Self {
         Gathered {
-            rows: Rows::Held(Vec::new()),
+            rows: Rows::new(usize::MAX),
             pending: Vec::new(),
             mixed: Vec::new(),
             unavailable: Vec::new(),
@@ -298,13 +233,13 @@ impl Default for Gathered<'_> {
     }
 }
 
-impl<'e> Gathered<'e> {
-    /// Gathers with the rows parked in a temporary file as they come.
-    fn spilling() -> std::io::Result<Self> {
-        Ok(Gathered {
-            rows: Rows::Spilled(RowSpill::new()?),
+impl<W: Waiting> Gathered<W> {
+    /// Gathers with the rows parked in a temporary file once they pass `budget` metric rows.
+    fn holding(budget: usize) -> Self {
+        Gathered {
+            rows: Rows::new(budget),
             ..Gathered::default()
-        })
+        }
     }
 
     /// Gathers one benchmark of the candidate against the baseline's of that name (`None`:
@@ -316,7 +251,7 @@ impl<'e> Gathered<'e> {
         base: Option<&'r BenchmarkResult>,
         head: &'r BenchmarkResult,
         ctx: &Context<'_>,
-        mut keep: impl FnMut(Power<'r>) -> std::io::Result<Power<'e>>,
+        mut keep: impl FnMut(Power<'r>) -> std::io::Result<W>,
     ) -> std::io::Result<Verdict> {
         for u in &head.provenance.unavailable {
             self.unavailable.push(format!(
@@ -338,7 +273,7 @@ impl<'e> Gathered<'e> {
                             row.p_regression.unwrap_or(1.0),
                             row.p_improvement.unwrap_or(1.0),
                         ],
-                        power: keep(power)?,
+                        waiting: keep(power)?,
                     });
                 }
                 if let Some(mixed) = MixedCounters::of(b, head) {
@@ -360,14 +295,14 @@ impl<'e> Gathered<'e> {
     /// benchmark (with `waivers` applied where given), and writes the report with its rows
     /// put into `out` one at a time, each shown to `watch` first; `base` and `head` give the
     /// runs' keys (their benchmarks are not read).
-    fn conclude<S: RowSink>(
+    fn conclude(
         self,
         (base, head): (&RunResults, &RunResults),
         ctx: &Context<'_>,
         spill: Option<&mut spill::SampleSpill>,
         waivers: Option<&waivers::Active<'_>>,
-        (mut out, mut watch): (S, impl FnMut(&BenchmarkComparison)),
-    ) -> Result<Report<S::Rows>, std::io::Error> {
+        (mut out, mut watch): (Rows, impl FnMut(&BenchmarkComparison)),
+    ) -> Result<Report<DecidedRows>, std::io::Error> {
         let Gathered {
             rows,
             pending,
@@ -376,9 +311,7 @@ impl<'e> Gathered<'e> {
             missing,
         } = self;
         let policy = ctx.policy;
-        let used_history = pending
-            .iter()
-            .any(|p| matches!(p.power, Power::Prediction { .. }));
+        let used_history = pending.iter().any(|p| p.waiting.is_prediction());
         let mut tally = Tally::default();
         let mut mixed = mixed.into_iter().peekable();
         let mut finish = |b: &mut BenchmarkComparison| {
@@ -388,17 +321,23 @@ impl<'e> Gathered<'e> {
             tally.add(b);
             watch(b);
         };
-        decide_rows(rows.into_iter()?, pending, ctx, spill, |index, mut b| {
-            while let Some((_, refused)) = mixed.next_if(|(i, _)| *i == index) {
-                refused.refuse(&mut b);
-            }
-            if b.verdict != Verdict::New {
-                aggregate(&mut b);
-                explain::annotate(&mut b);
-            }
-            finish(&mut b);
-            out.push(b)
-        })?;
+        decide_rows(
+            rows.finish()?.into_rows()?,
+            pending,
+            ctx,
+            spill,
+            |index, mut b| {
+                while let Some((_, refused)) = mixed.next_if(|(i, _)| *i == index) {
+                    refused.refuse(&mut b);
+                }
+                if b.verdict != Verdict::New {
+                    aggregate(&mut b);
+                    explain::annotate(&mut b);
+                }
+                finish(&mut b);
+                out.push(b)
+            },
+        )?;
         for name in missing {
             let mut b = BenchmarkComparison {
                 name,

@@ -1,12 +1,12 @@
 //! A comparison's rows, parked in a temporary file instead of held.
 //!
 //! At 10,000 benchmarks × 20 metrics the rows of a report are 200,000 `MetricComparison`s:
-//! about 650 bytes each with their reasons, 130 MB held, and twice that while they were
-//! decided. A comparison that reads its two files a benchmark at a time writes each row here as
-//! it is gathered, reads the rows back one benchmark at a time to decide them, writes the
-//! decided rows to a second file, and the JSON report streams them from there
-//! ([`DecidedRows`] serializes as the report's `benchmarks` array). What stays in memory is one
-//! benchmark's rows.
+//! about 650 bytes each with their reasons, 130 MB held. A comparison that reads its two files
+//! a benchmark at a time, for a JSON report, holds rows up to a budget ([`Rows`]) and past it
+//! writes each row here as it is gathered, reads the rows back one benchmark at a time to
+//! decide them, writes the decided rows to a second file, and the JSON report streams them
+//! from there ([`DecidedRows`] serializes as the report's `benchmarks` array). What stays in
+//! memory is the budget's rows at most.
 //!
 //! The rows are MessagePack, with field names: a self-describing format (the report's
 //! optional fields are left out when empty, which a positional format cannot read back) that
@@ -22,13 +22,13 @@ use serde::de::DeserializeOwned;
 use crate::model::report::BenchmarkComparison;
 
 /// Rows written one after another to a temporary file (removed by the system when closed).
-pub(super) struct RowSpill {
+struct RowSpill {
     writer: BufWriter<File>,
     len: usize,
 }
 
 impl RowSpill {
-    pub(super) fn new() -> std::io::Result<RowSpill> {
+    fn new() -> std::io::Result<RowSpill> {
         Ok(RowSpill {
             writer: BufWriter::with_capacity(1 << 16, tempfile::tempfile()?),
             len: 0,
@@ -36,12 +36,12 @@ impl RowSpill {
     }
 
     /// How many rows were written.
-    pub(super) fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.len
     }
 
     /// Appends a row.
-    pub(super) fn push<T: Serialize>(&mut self, row: &T) -> std::io::Result<()> {
+    fn push<T: Serialize>(&mut self, row: &T) -> std::io::Result<()> {
         rmp_serde::encode::write_named(&mut self.writer, row).map_err(std::io::Error::other)?;
         self.len += 1;
         Ok(())
@@ -49,7 +49,7 @@ impl RowSpill {
 
     /// The rows written, in order; the file can be read again ([`RowSpill::read`] after
     /// [`RowSpill::finish`]).
-    pub(super) fn finish(mut self) -> std::io::Result<WrittenRows> {
+    fn finish(mut self) -> std::io::Result<WrittenRows> {
         self.writer.flush()?;
         let file = self.writer.into_inner().map_err(|e| e.into_error())?;
         Ok(WrittenRows {
@@ -60,14 +60,14 @@ impl RowSpill {
 }
 
 /// A finished [`RowSpill`].
-pub(super) struct WrittenRows {
+pub struct WrittenRows {
     file: File,
     len: usize,
 }
 
 impl WrittenRows {
     /// Reads the rows from the start. One reading at a time: each shares the file's position.
-    pub(super) fn read<T: DeserializeOwned>(&self) -> std::io::Result<RowReader<T>> {
+    fn read<T: DeserializeOwned>(&self) -> std::io::Result<RowReader<T>> {
         let mut file = self.file.try_clone()?;
         file.seek(SeekFrom::Start(0))?;
         Ok(RowReader {
@@ -79,7 +79,7 @@ impl WrittenRows {
 }
 
 /// The rows of a [`WrittenRows`], read one at a time.
-pub struct RowReader<T> {
+struct RowReader<T> {
     reader: BufReader<File>,
     left: usize,
     row: PhantomData<T>,
@@ -105,42 +105,124 @@ impl<T: DeserializeOwned> Iterator for RowReader<T> {
     }
 }
 
-/// A report's decided benchmarks, in a temporary file: serialized, they are the report's
-/// `benchmarks` array, read back one benchmark at a time.
-pub struct DecidedRows {
-    rows: WrittenRows,
+/// Rows held until they pass a budget of metric rows, then parked in a [`RowSpill`]: a
+/// comparison of a hundred benchmarks costs no file, one of 10,000 holds no more than the
+/// budget.
+pub(super) struct Rows {
+    held: Vec<BenchmarkComparison>,
+    /// The metric rows held (a benchmark without metrics counts one).
+    held_metrics: usize,
+    /// How many metric rows may be held before they are parked.
+    budget: usize,
+    parked: Option<RowSpill>,
 }
 
-impl DecidedRows {
-    pub(super) fn new(rows: WrittenRows) -> DecidedRows {
-        DecidedRows { rows }
+impl Rows {
+    /// Rows held up to `budget` metric rows (`usize::MAX`: always held).
+    pub(super) fn new(budget: usize) -> Rows {
+        Rows {
+            held: Vec::new(),
+            held_metrics: 0,
+            budget,
+            parked: None,
+        }
     }
 
     /// How many benchmarks.
+    pub(super) fn len(&self) -> usize {
+        self.held.len() + self.parked.as_ref().map_or(0, RowSpill::len)
+    }
+
+    pub(super) fn push(&mut self, row: BenchmarkComparison) -> std::io::Result<()> {
+        if let Some(spill) = &mut self.parked {
+            return spill.push(&row);
+        }
+        self.held_metrics += row.metrics.len().max(1);
+        self.held.push(row);
+        if self.held_metrics > self.budget {
+            let mut spill = RowSpill::new()?;
+            for row in self.held.drain(..) {
+                spill.push(&row)?;
+            }
+            self.held = Vec::new();
+            self.parked = Some(spill);
+        }
+        Ok(())
+    }
+
+    pub(super) fn finish(self) -> std::io::Result<DecidedRows> {
+        Ok(match self.parked {
+            None => DecidedRows::Held(self.held),
+            Some(spill) => DecidedRows::Parked(spill.finish()?),
+        })
+    }
+}
+
+/// A report's benchmarks, held or in a temporary file ([`Rows`]): serialized, they are the
+/// report's `benchmarks` array, read back one benchmark at a time where they were parked.
+pub enum DecidedRows {
+    Held(Vec<BenchmarkComparison>),
+    Parked(WrittenRows),
+}
+
+impl DecidedRows {
+    /// How many benchmarks.
     pub fn len(&self) -> usize {
-        self.rows.len
+        match self {
+            DecidedRows::Held(rows) => rows.len(),
+            DecidedRows::Parked(rows) => rows.len,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rows.len == 0
+        self.len() == 0
     }
 
-    /// The benchmarks in order, read from the start.
-    pub fn iter(&self) -> std::io::Result<RowReader<BenchmarkComparison>> {
-        self.rows.read()
+    /// Calls `each` with every benchmark in order, read from the start where they were
+    /// parked.
+    pub fn for_each(&self, mut each: impl FnMut(&BenchmarkComparison)) -> std::io::Result<()> {
+        match self {
+            DecidedRows::Held(rows) => rows.iter().for_each(each),
+            DecidedRows::Parked(rows) => {
+                for row in rows.read()? {
+                    each(&row?);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The benchmarks in order, one at a time.
+    pub fn into_rows(
+        self,
+    ) -> std::io::Result<Box<dyn Iterator<Item = std::io::Result<BenchmarkComparison>>>> {
+        Ok(match self {
+            DecidedRows::Held(rows) => Box::new(rows.into_iter().map(Ok)),
+            DecidedRows::Parked(rows) => Box::new(rows.read()?),
+        })
     }
 
     /// Every benchmark, held.
-    pub fn load(&self) -> std::io::Result<Vec<BenchmarkComparison>> {
-        self.iter()?.collect()
+    pub fn into_held(self) -> std::io::Result<Vec<BenchmarkComparison>> {
+        match self {
+            DecidedRows::Held(rows) => Ok(rows),
+            DecidedRows::Parked(rows) => rows.read()?.collect(),
+        }
     }
 }
 
 impl Serialize for DecidedRows {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{Error, SerializeSeq};
-        let mut seq = serializer.serialize_seq(Some(self.len()))?;
-        for row in self.iter().map_err(S::Error::custom)? {
+        let rows = match self {
+            DecidedRows::Held(rows) => return rows.serialize(serializer),
+            DecidedRows::Parked(rows) => rows,
+        };
+        let mut seq = serializer.serialize_seq(Some(rows.len))?;
+        for row in rows
+            .read::<BenchmarkComparison>()
+            .map_err(S::Error::custom)?
+        {
             seq.serialize_element(&row.map_err(S::Error::custom)?)?;
         }
         seq.end()
@@ -207,10 +289,11 @@ mod tests {
         for r in &rows {
             spill.push(r).unwrap();
         }
-        let decided = DecidedRows::new(spill.finish().unwrap());
+        let decided = DecidedRows::Parked(spill.finish().unwrap());
         assert_eq!(decided.len(), 500);
         for _ in 0..2 {
-            let back = decided.load().unwrap();
+            let mut back = Vec::new();
+            decided.for_each(|r| back.push(r.clone())).unwrap();
             assert_eq!(back, rows);
         }
         assert!(
@@ -223,16 +306,36 @@ mod tests {
             serde_json::to_string(&decided).unwrap(),
             serde_json::to_string(&rows).unwrap()
         );
+        assert_eq!(decided.into_held().unwrap(), rows);
+    }
+
+    #[test]
+    fn rows_are_held_to_their_budget_then_parked_in_order() {
+        let mut rng = Xorshift::new(5);
+        let rows: Vec<BenchmarkComparison> = (0..300).map(|i| row(&mut rng, i)).collect();
+        let metric_rows: usize = rows.iter().map(|r| r.metrics.len().max(1)).sum();
+        for budget in [0, 1, 7, metric_rows - 1, metric_rows, usize::MAX] {
+            let mut kept = Rows::new(budget);
+            for r in &rows {
+                kept.push(r.clone()).unwrap();
+                assert!(kept.held_metrics <= budget.max(1) || kept.parked.is_some());
+            }
+            assert_eq!(kept.len(), rows.len(), "budget {budget}");
+            let decided = kept.finish().unwrap();
+            let parked = matches!(decided, DecidedRows::Parked(_));
+            assert_eq!(parked, budget < metric_rows, "budget {budget}");
+            let back: Vec<_> = decided.into_rows().unwrap().map(Result::unwrap).collect();
+            assert_eq!(back, rows, "budget {budget}");
+        }
     }
 
     #[test]
     fn a_damaged_spill_is_an_error_not_a_short_list() {
         let mut spill = RowSpill::new().unwrap();
         spill.push(&"not a benchmark").unwrap();
-        let decided = DecidedRows::new(spill.finish().unwrap());
-        let read: Vec<_> = decided.iter().unwrap().collect();
-        assert_eq!(read.len(), 1);
-        assert!(read[0].is_err());
+        let decided = DecidedRows::Parked(spill.finish().unwrap());
+        assert!(decided.for_each(|_| ()).is_err());
         assert!(serde_json::to_string(&decided).is_err());
+        assert!(decided.into_held().is_err());
     }
 }

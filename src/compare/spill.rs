@@ -4,14 +4,14 @@
 //! A metric's interval is shown at the level its family's decisions were taken at, which is
 //! known only once every metric of the run has its p-values (`rules::decide_all`). A
 //! comparison that reads its two files a benchmark at a time does not keep the samples until
-//! then: each tested metric's two samples are written here as they are gathered, little-endian
-//! `f64`s, and read back one metric at a time when it is decided, in the order they were
-//! written.
+//! then: each tested metric's noise, scale and two samples are written here as they are
+//! gathered, little-endian `f64`s, and read back one metric at a time when it is decided, in
+//! the order they were written.
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 
-/// Where one metric's two samples lie in the spill.
+/// Where one metric's noise, scale and two samples lie in the spill.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Parked {
     offset: u64,
@@ -19,11 +19,27 @@ pub(super) struct Parked {
     head_len: u32,
 }
 
-impl Parked {
-    /// The sample sizes (base, head).
-    pub(super) fn sizes(&self) -> (usize, usize) {
-        (self.base_len as usize, self.head_len as usize)
-    }
+/// A parked metric read back.
+#[derive(Debug, PartialEq)]
+pub(super) struct ParkedSamples {
+    /// The pooled robust log-scale noise of the samples.
+    pub(super) noise: Option<f64>,
+    /// The samples' common scale, when they are compared on one.
+    pub(super) scale: Option<f64>,
+    pub(super) base: Vec<f64>,
+    pub(super) head: Vec<f64>,
+}
+
+/// An absent `Option<f64>` as parked: a NaN no noise or scale computation gives (its payload
+/// tells it from an ordinary NaN).
+const ABSENT: u64 = 0x7ff8_dead_0000_0001;
+
+fn park_option(v: Option<f64>) -> u64 {
+    v.map_or(ABSENT, f64::to_bits)
+}
+
+fn unpark_option(bits: u64) -> Option<f64> {
+    (bits != ABSENT).then(|| f64::from_bits(bits))
 }
 
 /// A temporary file (removed by the system when closed) written while metrics are gathered
@@ -43,8 +59,14 @@ impl SampleSpill {
         })
     }
 
-    /// Writes a metric's two samples.
-    pub(super) fn park(&mut self, base: &[f64], head: &[f64]) -> std::io::Result<Parked> {
+    /// Writes a metric's noise, scale and two samples.
+    pub(super) fn park(
+        &mut self,
+        noise: Option<f64>,
+        scale: Option<f64>,
+        base: &[f64],
+        head: &[f64],
+    ) -> std::io::Result<Parked> {
         debug_assert!(self.reader.is_none(), "parked after the reading began");
         let too_many = |n: usize| u32::try_from(n).map_err(std::io::Error::other);
         let parked = Parked {
@@ -52,15 +74,18 @@ impl SampleSpill {
             base_len: too_many(base.len())?,
             head_len: too_many(head.len())?,
         };
+        for bits in [park_option(noise), park_option(scale)] {
+            self.writer.write_all(&bits.to_le_bytes())?;
+        }
         for v in base.iter().chain(head) {
             self.writer.write_all(&v.to_le_bytes())?;
         }
-        self.written += 8 * (base.len() + head.len()) as u64;
+        self.written += 8 * (2 + base.len() + head.len()) as u64;
         Ok(parked)
     }
 
-    /// Reads a metric's two samples back (base, head).
-    pub(super) fn read(&mut self, at: &Parked) -> std::io::Result<(Vec<f64>, Vec<f64>)> {
+    /// Reads a metric back.
+    pub(super) fn read(&mut self, at: &Parked) -> std::io::Result<ParkedSamples> {
         if self.reader.is_none() {
             self.writer.flush()?;
             let file = self.writer.get_ref().try_clone()?;
@@ -77,18 +102,26 @@ impl SampleSpill {
                 reader.seek(SeekFrom::Start(at.offset))?;
             }
         }
-        let mut side = |n: u32| -> std::io::Result<Vec<f64>> {
+        let mut words = |n: u32| -> std::io::Result<Vec<u64>> {
             let mut bytes = vec![0u8; 8 * n as usize];
             reader.read_exact(&mut bytes)?;
             Ok(bytes
                 .chunks_exact(8)
-                .map(|c| f64::from_le_bytes(c.try_into().expect("chunks of eight")))
+                .map(|c| u64::from_le_bytes(c.try_into().expect("chunks of eight")))
                 .collect())
         };
+        let options = words(2)?;
+        let mut side =
+            |n: u32| Ok::<_, std::io::Error>(words(n)?.into_iter().map(f64::from_bits).collect());
         let base = side(at.base_len)?;
         let head = side(at.head_len)?;
-        *position = at.offset + 8 * (u64::from(at.base_len) + u64::from(at.head_len));
-        Ok((base, head))
+        *position = at.offset + 8 * (2 + u64::from(at.base_len) + u64::from(at.head_len));
+        Ok(ParkedSamples {
+            noise: unpark_option(options[0]),
+            scale: unpark_option(options[1]),
+            base,
+            head,
+        })
     }
 }
 
@@ -97,7 +130,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn samples_come_back_as_parked_in_any_order() {
+    fn metrics_come_back_as_parked_in_any_order() {
         let mut spill = SampleSpill::new().unwrap();
         let pairs: Vec<(Vec<f64>, Vec<f64>)> = (0..3000)
             .map(|i| {
@@ -107,9 +140,16 @@ mod tests {
                 (base, head)
             })
             .collect();
+        let options = |i: usize| match i % 4 {
+            0 => (None, None),
+            1 => (Some(0.25), None),
+            2 => (None, Some(f64::NAN)),
+            _ => (Some(-0.0), Some(1e-300)),
+        };
         let parked: Vec<Parked> = pairs
             .iter()
-            .map(|(b, h)| spill.park(b, h).unwrap())
+            .enumerate()
+            .map(|(i, (b, h))| spill.park(options(i).0, options(i).1, b, h).unwrap())
             .collect();
         // Forward, with gaps, then backward: a family read after another.
         let order = (0..3000)
@@ -117,8 +157,16 @@ mod tests {
             .chain((1..3000).step_by(2))
             .chain((0..3000).rev());
         for i in order {
-            assert_eq!(spill.read(&parked[i]).unwrap(), pairs[i], "metric {i}");
-            assert_eq!(parked[i].sizes(), (pairs[i].0.len(), pairs[i].1.len()));
+            let read = spill.read(&parked[i]).unwrap();
+            assert_eq!(
+                (&read.base, &read.head),
+                (&pairs[i].0, &pairs[i].1),
+                "metric {i}"
+            );
+            let bits = |v: Option<f64>| v.map(f64::to_bits);
+            let (noise, scale) = options(i);
+            assert_eq!(bits(read.noise), bits(noise), "metric {i}");
+            assert_eq!(bits(read.scale), bits(scale), "metric {i}");
         }
     }
 }

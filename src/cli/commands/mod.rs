@@ -278,7 +278,7 @@ fn emit_parked_report(
 ) -> Result<u8> {
     if args.format != Format::Json {
         let held = report
-            .try_map_benchmarks(|rows| rows.load())
+            .try_map_benchmarks(compare::DecidedRows::into_held)
             .context("cannot read the comparison's rows back from their temporary file")?;
         return emit_report(&held, args, fail_on_inconclusive);
     }
@@ -296,12 +296,11 @@ fn emit_parked_report(
     }
     let mut would = Vec::new();
     if report.summary.not_gated > 0 {
-        let unread = "cannot read the comparison's rows back from their temporary file";
-        for row in report.benchmarks.iter().context(unread)? {
-            would.extend(render::would_regress(std::iter::once(
-                &row.context(unread)?,
-            )));
-        }
+        let each = |row: &_| would.extend(render::would_regress(std::iter::once(row)));
+        report
+            .benchmarks
+            .for_each(each)
+            .context("cannot read the comparison's rows back from their temporary file")?;
     }
     let summary = render::summary_line_naming(&report, would);
     Ok(after_report(&report, summary, args, fail_on_inconclusive))
@@ -676,7 +675,19 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
         let waivers = waivers::load(&root)?;
         let clock = waivers::Clock::now(Some(&root));
         let active = (!waivers.is_empty()).then(|| waivers::Active::new(&waivers, &clock));
-        match compare::files::compare_files(&args.base, &args.head, &policy, active.as_ref()) {
+        // Only JSON is written as it is read back; the other formats hold the rows anyway.
+        let held_rows = match args.report.format {
+            Format::Json => compare::files::HELD_ROWS,
+            _ => usize::MAX,
+        };
+        let compared = compare::files::compare_files(
+            &args.base,
+            &args.head,
+            &policy,
+            active.as_ref(),
+            held_rows,
+        );
+        match compared {
             Ok(compared) => {
                 return finish_file_comparison(compared, &args, allowance, fail_on_inconclusive);
             }
