@@ -166,6 +166,7 @@ mod tests {
     use super::*;
     use crate::model::fsutil::Overwrite;
     use crate::model::metric::{Direction, GateRule, Source, Tolerance};
+    use crate::model::report::ReportRows;
     use crate::model::results::{
         Artifact, BenchmarkResult, CounterSeries, Failure, FailureKind, JsonLayout, Look,
         MetricSamples, Provenance, RunResults, Status,
@@ -337,10 +338,11 @@ mod tests {
             assert!(read.attach_bounded_evidence(&base_path, &head_path));
             // Row by row and benchmark by benchmark first, for a message that shows where.
             let mut rows = Vec::new();
-            read.report
-                .benchmarks
-                .for_each(|r| rows.push(r.clone()))
-                .unwrap();
+            let mut keep = |r: &BenchmarkComparison| {
+                rows.push(r.clone());
+                Ok(())
+            };
+            read.report.benchmarks.each_row(&mut keep).unwrap();
             let evidence = &loaded.benchmarks;
             assert_eq!(rows.len(), evidence.len(), "trial {trial}");
             for (a, b) in rows.iter().zip(evidence) {

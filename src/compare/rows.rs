@@ -19,7 +19,7 @@ use std::marker::PhantomData;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::model::report::BenchmarkComparison;
+use crate::model::report::{BenchmarkComparison, ReportRows};
 
 /// Rows written one after another to a temporary file (removed by the system when closed).
 struct RowSpill {
@@ -178,20 +178,6 @@ impl DecidedRows {
         self.len() == 0
     }
 
-    /// Calls `each` with every benchmark in order, read from the start where they were
-    /// parked.
-    pub fn for_each(&self, mut each: impl FnMut(&BenchmarkComparison)) -> std::io::Result<()> {
-        match self {
-            DecidedRows::Held(rows) => rows.iter().for_each(each),
-            DecidedRows::Parked(rows) => {
-                for row in rows.read()? {
-                    each(&row?);
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// The benchmarks in order, one at a time.
     pub fn into_rows(
         self,
@@ -207,6 +193,31 @@ impl DecidedRows {
         match self {
             DecidedRows::Held(rows) => Ok(rows),
             DecidedRows::Parked(rows) => rows.read()?.collect(),
+        }
+    }
+}
+
+impl ReportRows for DecidedRows {
+    /// The benchmarks in order, read from the start where they were parked.
+    fn each_row(
+        &self,
+        each: &mut dyn FnMut(&BenchmarkComparison) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        match self {
+            DecidedRows::Held(rows) => rows.each_row(each),
+            DecidedRows::Parked(rows) => {
+                for row in rows.read()? {
+                    each(&row?)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn held(&self) -> Option<&[BenchmarkComparison]> {
+        match self {
+            DecidedRows::Held(rows) => Some(rows),
+            DecidedRows::Parked(_) => None,
         }
     }
 }
@@ -293,7 +304,11 @@ mod tests {
         assert_eq!(decided.len(), 500);
         for _ in 0..2 {
             let mut back = Vec::new();
-            decided.for_each(|r| back.push(r.clone())).unwrap();
+            let mut keep = |r: &BenchmarkComparison| {
+                back.push(r.clone());
+                Ok(())
+            };
+            decided.each_row(&mut keep).unwrap();
             assert_eq!(back, rows);
         }
         assert!(
@@ -334,7 +349,7 @@ mod tests {
         let mut spill = RowSpill::new().unwrap();
         spill.push(&"not a benchmark").unwrap();
         let decided = DecidedRows::Parked(spill.finish().unwrap());
-        assert!(decided.for_each(|_| ()).is_err());
+        assert!(decided.each_row(&mut |_| Ok(())).is_err());
         assert!(serde_json::to_string(&decided).is_err());
         assert!(decided.into_held().is_err());
     }

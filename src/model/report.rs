@@ -103,6 +103,34 @@ pub struct Report<B = Vec<BenchmarkComparison>> {
     pub evidence: Option<Evidence>,
 }
 
+/// A report's benchmarks, read in order as often as asked: held, or where a large comparison
+/// parked them (`compare::DecidedRows`), when reading them back can fail.
+pub trait ReportRows {
+    /// Calls `each` with every benchmark in order; stops at its first error.
+    fn each_row(
+        &self,
+        each: &mut dyn FnMut(&BenchmarkComparison) -> std::io::Result<()>,
+    ) -> std::io::Result<()>;
+
+    /// Every benchmark, where they are held.
+    fn held(&self) -> Option<&[BenchmarkComparison]> {
+        None
+    }
+}
+
+impl ReportRows for Vec<BenchmarkComparison> {
+    fn each_row(
+        &self,
+        each: &mut dyn FnMut(&BenchmarkComparison) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        self.iter().try_for_each(each)
+    }
+
+    fn held(&self) -> Option<&[BenchmarkComparison]> {
+        Some(self)
+    }
+}
+
 impl<B> Report<B> {
     /// The report with its benchmarks replaced by what `rows` makes of them (held from where
     /// they were parked, say).

@@ -23,7 +23,7 @@ pub use markdown_limits::{LimitedMarkdownExporter, render_markdown_limited};
 use comfy_table::{Cell, Color, ColumnConstraint, ContentArrangement, Table, Width, presets};
 
 use crate::compare::format_p;
-use crate::model::report::{BenchmarkComparison, MetricComparison, Report};
+use crate::model::report::{BenchmarkComparison, MetricComparison, Report, ReportRows};
 use crate::model::units::{format_change, format_value};
 use crate::model::verdict::{RunVerdict, Verdict};
 use escape::{escape_markdown, escape_terminal};
@@ -51,26 +51,6 @@ pub trait Exporter {
     }
 }
 
-/// How a report is shown on a terminal.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TerminalOptions {
-    pub color: bool,
-    pub width: Option<usize>,
-    pub all_metrics: bool,
-}
-
-/// The exporter of a format with the terminal's options (they apply to the table only).
-pub fn exporter_for_terminal(format: Format, terminal: TerminalOptions) -> Box<dyn Exporter> {
-    match format {
-        Format::Table => Box::new(TableExporter {
-            color: terminal.color,
-            width: terminal.width,
-            all_metrics: terminal.all_metrics,
-        }),
-        other => exporter(other, false),
-    }
-}
-
 /// The exporter of a format; `color` applies to the table only, which then has no width limit
 /// and shows the gating metrics.
 pub fn exporter(format: Format, color: bool) -> Box<dyn Exporter> {
@@ -94,6 +74,19 @@ pub fn stdout_wants_color() -> bool {
 /// "1 regression, 0 improvements, 3 unchanged, 0 inconclusive of 4 benchmarks".
 pub fn summary_line(report: &Report) -> String {
     summary_line_naming(report, would_regress(report.benchmarks.iter()))
+}
+
+/// [`summary_line`] of a report whose rows may be parked: they are read again only where a
+/// benchmark is not gated.
+pub fn summary_line_of<B: ReportRows>(report: &Report<B>) -> std::io::Result<String> {
+    let mut would = Vec::new();
+    if report.summary.not_gated > 0 {
+        report.benchmarks.each_row(&mut |row| {
+            would.extend(would_regress(std::iter::once(row)));
+            Ok(())
+        })?;
+    }
+    Ok(summary_line_naming(report, would))
 }
 
 /// The benchmarks that are not gated but one of whose metrics would have regressed.
@@ -267,38 +260,46 @@ struct TableLayout {
 }
 
 impl TableExporter {
-    /// The rows shown, and how many informational metrics were left out.
-    fn rows<'r>(&self, report: &'r Report) -> (Vec<TableRow<'r>>, usize) {
-        let mut rows = Vec::new();
+    /// The table rows of a benchmark, appended to `rows`; gives how many of its
+    /// informational metrics were left out.
+    fn rows_of<'r>(&self, b: &'r BenchmarkComparison, rows: &mut Vec<TableRow<'r>>) -> usize {
+        if b.metrics.is_empty() {
+            rows.push(TableRow::Bare(b));
+            return 0;
+        }
         let mut hidden = 0;
-        for b in &report.benchmarks {
-            if b.metrics.is_empty() {
-                rows.push(TableRow::Bare(b));
-                continue;
-            }
-            let any_gates = b.metrics.iter().any(|m| m.gates);
-            for m in &b.metrics {
-                // Estimates stay beside the measurements they are checked against: which
-                // number is a compiler's belief and which the hardware's is the point.
-                let estimate = m.source == crate::model::metric::Source::Estimate;
-                if self.all_metrics || m.gates || estimate || !any_gates {
-                    rows.push(TableRow::Metric(b, m));
-                } else {
-                    hidden += 1;
-                }
+        let any_gates = b.metrics.iter().any(|m| m.gates);
+        for m in &b.metrics {
+            // Estimates stay beside the measurements they are checked against: which
+            // number is a compiler's belief and which the hardware's is the point.
+            let estimate = m.source == crate::model::metric::Source::Estimate;
+            if self.all_metrics || m.gates || estimate || !any_gates {
+                rows.push(TableRow::Metric(b, m));
+            } else {
+                hidden += 1;
             }
         }
-        (rows, hidden)
+        hidden
     }
 
-    /// How the table of `rows` without the `dropped` columns is laid out. A suite of thousands
-    /// of benchmarks gives hundreds of thousands of rows, and a table of cells held whole took
-    /// twice the memory of the comparison itself: longer tables are laid out
-    /// [`TABLE_CHUNK_ROWS`] rows at a time, every piece at the widths of the whole (found in a
-    /// first pass), and the pieces joined where their borders meet.
-    fn layout(&self, rows: &[TableRow<'_>], dropped: &[&str]) -> TableLayout {
+    /// The table rows of benchmarks.
+    fn rows<'r>(&self, benchmarks: &'r [BenchmarkComparison]) -> Vec<TableRow<'r>> {
+        let mut rows = Vec::new();
+        for b in benchmarks {
+            self.rows_of(b, &mut rows);
+        }
+        rows
+    }
+
+    /// How the table without the `dropped` columns is laid out. A suite of thousands of
+    /// benchmarks gives hundreds of thousands of rows, and a table of cells held whole took
+    /// twice the memory of the comparison itself: a table of more than [`TABLE_CHUNK_ROWS`]
+    /// rows is laid out that many rows at a time, every piece at the widths of the whole
+    /// (`widths`: every column's, found in a first pass), and the pieces joined where their
+    /// borders meet.
+    fn layout(&self, widths: Option<&[u16]>, dropped: &[&str]) -> TableLayout {
         let keep: Vec<bool> = TABLE_COLUMNS.iter().map(|c| !dropped.contains(c)).collect();
-        let widths = (rows.len() > TABLE_CHUNK_ROWS).then(|| content_widths(rows, &keep));
+        let widths = widths.map(|w| kept(w.iter().copied(), &keep).collect());
         TableLayout { keep, widths }
     }
 
@@ -313,36 +314,38 @@ impl TableExporter {
         )
     }
 
-    /// Writes the table of `rows` laid out by `layout`, a piece at a time: the text is the one
-    /// a single table of every row gives, never held whole.
-    fn write_table(
+    /// Writes the table of `rows` laid out by `layout` when they are all of it (one piece).
+    fn write_whole_table(
         &self,
         rows: &[TableRow<'_>],
         layout: &TableLayout,
         out: &mut dyn std::io::Write,
     ) -> std::io::Result<()> {
-        let widths = layout.widths.as_deref();
-        if rows.len() <= TABLE_CHUNK_ROWS {
-            let table = self.comfy(rows, &layout.keep, widths).to_string();
-            return out.write_all(table.as_bytes());
-        }
-        let chunks = rows.len().div_ceil(TABLE_CHUNK_ROWS);
-        for (i, chunk) in rows.chunks(TABLE_CHUNK_ROWS).enumerate() {
-            let text = self.comfy(chunk, &layout.keep, widths).to_string();
-            let lines: Vec<&str> = text.lines().collect();
-            // The first piece keeps the top border and the header, the last the bottom border.
-            let from = if i == 0 { 0 } else { 3 };
-            let to = if i + 1 == chunks {
-                lines.len()
-            } else {
-                lines.len() - 1
-            };
-            for (k, line) in lines[from..to].iter().enumerate() {
-                if i > 0 || k > 0 {
-                    out.write_all(b"\n")?;
-                }
-                out.write_all(line.as_bytes())?;
+        let table = self.comfy(rows, &layout.keep, layout.widths.as_deref());
+        out.write_all(table.to_string().as_bytes())
+    }
+
+    /// Writes one piece of a table laid out by `layout` at the widths of the whole: the first
+    /// piece keeps the top border and the header, the last the bottom border, so that the
+    /// pieces written one after another are the text one table of every row gives.
+    fn write_piece(
+        &self,
+        rows: &[TableRow<'_>],
+        layout: &TableLayout,
+        (first, last): (bool, bool),
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let text = self
+            .comfy(rows, &layout.keep, layout.widths.as_deref())
+            .to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        let from = if first { 0 } else { 3 };
+        let to = if last { lines.len() } else { lines.len() - 1 };
+        for (k, line) in lines[from..to].iter().enumerate() {
+            if !first || k > 0 {
+                out.write_all(b"\n")?;
             }
+            out.write_all(line.as_bytes())?;
         }
         Ok(())
     }
@@ -391,15 +394,15 @@ impl TableExporter {
 impl TableExporter {
     /// Writes the rows as entries of a list for a narrow terminal: the verdict and the names on
     /// one line, the numbers on the next, each wrapped at spaces to `width` (without colour),
-    /// an entry at a time; no newline after the last.
+    /// an entry at a time; the last entry is left in `pending`, for the caller to write
+    /// without its newline once no entry follows.
     fn write_list(
         &self,
         rows: &[TableRow<'_>],
         width: usize,
+        pending: &mut String,
         out: &mut dyn std::io::Write,
     ) -> std::io::Result<()> {
-        // Each entry ends with a newline; the one after the last is left out.
-        let mut pending = String::new();
         for row in rows {
             out.write_all(pending.as_bytes())?;
             pending.clear();
@@ -433,7 +436,7 @@ impl TableExporter {
                 pending.push_str(&wrap_fields(&fields, width, "  "));
             }
         }
-        out.write_all(pending.trim_end().as_bytes())
+        Ok(())
     }
 }
 
@@ -548,18 +551,25 @@ impl TableRow<'_> {
 /// but from the cells' text alone: the first pass of a long table used to build every cell
 /// of it as a comfy table once more, a third of the time of the table at 200,000 rows.
 fn content_widths(rows: &[TableRow<'_>], keep: &[bool]) -> Vec<u16> {
-    use unicode_width::UnicodeWidthStr;
-    let width = |text: &str| {
-        let widest = text.split('\n').map(|line| line.width()).max().unwrap_or(0);
-        u16::try_from(widest).unwrap_or(u16::MAX).max(1)
-    };
-    let mut widths: Vec<u16> = kept(TABLE_COLUMNS, keep).map(width).collect();
+    let mut widths: Vec<u16> = kept(TABLE_COLUMNS, keep).map(text_width).collect();
+    widen(&mut widths, rows, keep);
+    widths
+}
+
+/// Widens `widths` (of the kept columns) to the cells of `rows`.
+fn widen(widths: &mut [u16], rows: &[TableRow<'_>], keep: &[bool]) {
     for row in rows {
         for (w, text) in widths.iter_mut().zip(kept(row.texts(), keep)) {
-            *w = (*w).max(width(&text));
+            *w = (*w).max(text_width(&text));
         }
     }
-    widths
+}
+
+/// A cell's width as comfy-table measures it: its widest line's Unicode width, at least 1.
+fn text_width(text: &str) -> u16 {
+    use unicode_width::UnicodeWidthStr;
+    let widest = text.split('\n').map(|line| line.width()).max().unwrap_or(0);
+    u16::try_from(widest).unwrap_or(u16::MAX).max(1)
 }
 
 /// The items of the columns `keep` says are shown, in order.
@@ -621,6 +631,19 @@ impl Exporter for TableExporter {
     /// rows was built as one string and copied into another, twice the memory of the
     /// comparison's JSON report.
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        self.write_report(report, out)
+    }
+}
+
+impl TableExporter {
+    /// [`Exporter::write_to`] for a report whose rows may be parked: they are read three
+    /// times (the widths and the first piece; the table a piece at a time; the explanations
+    /// after it), and no more than a piece of them is held.
+    pub fn write_report<B: ReportRows>(
+        &self,
+        report: &Report<B>,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
         let prose = |text: String| match self.width {
             Some(width) => wrap_words(&text, width, "  "),
             None => format!("{text}\n"),
@@ -628,33 +651,70 @@ impl Exporter for TableExporter {
         let verdict_line = prose(format!(
             "{}: {}",
             verdict_word(report.verdict),
-            escape_terminal(&summary_line(report))
+            escape_terminal(&summary_line_of(report)?)
         ));
         out.write_all(verdict_line.as_bytes())?;
-        let (rows, hidden) = self.rows(report);
-        let mut dropped: Vec<&str> = Vec::new();
-        let mut layout = self.layout(&rows, &dropped);
-        match self.width {
-            Some(width) => {
-                let mut table_width = self.layout_width(&rows, &layout);
-                for column in DROPPABLE_COLUMNS {
-                    if table_width <= width {
-                        break;
-                    }
-                    dropped.push(column);
-                    layout = self.layout(&rows, &dropped);
-                    table_width = self.layout_width(&rows, &layout);
-                }
-                if table_width > width {
-                    // Even the narrow table is too wide (long names): one entry per row
-                    // instead, wrapped at spaces, every field kept.
-                    dropped.clear();
-                    self.write_list(&rows, width, out)?;
-                } else {
-                    self.write_table(&rows, &layout, out)?;
-                }
+        // First reading: how many rows, how many left out, every column's width, and the
+        // benchmarks of the first piece.
+        let every_column = [true; TABLE_COLUMNS.len()];
+        let mut widths = content_widths(&[], &every_column);
+        let (mut count, mut hidden) = (0, 0);
+        let mut first = Vec::new();
+        report.benchmarks.each_row(&mut |b| {
+            let mut rows = Vec::new();
+            hidden += self.rows_of(b, &mut rows);
+            widen(&mut widths, &rows, &every_column);
+            if count <= TABLE_CHUNK_ROWS {
+                first.push(b.clone());
             }
-            None => self.write_table(&rows, &layout, out)?,
+            count += rows.len();
+            Ok(())
+        })?;
+        let first_rows = self.rows(&first);
+        let whole = count <= TABLE_CHUNK_ROWS;
+        let widths = (!whole).then_some(widths);
+        let mut dropped: Vec<&str> = Vec::new();
+        let mut layout = self.layout(widths.as_deref(), &dropped);
+        let mut list_width = None;
+        if let Some(width) = self.width {
+            let mut table_width = self.layout_width(&first_rows, &layout);
+            for column in DROPPABLE_COLUMNS {
+                if table_width <= width {
+                    break;
+                }
+                dropped.push(column);
+                layout = self.layout(widths.as_deref(), &dropped);
+                table_width = self.layout_width(&first_rows, &layout);
+            }
+            if table_width > width {
+                // Even the narrow table is too wide (long names): one entry per row
+                // instead, wrapped at spaces, every field kept.
+                dropped.clear();
+                list_width = Some(width);
+            }
+        }
+        // Second reading, unless the first piece is the whole: the table or the list.
+        match list_width {
+            Some(width) => {
+                let mut pending = String::new();
+                if whole {
+                    self.write_list(&first_rows, width, &mut pending, out)?;
+                } else {
+                    pieces(&report.benchmarks, &mut |piece, _| {
+                        self.write_list(&self.rows(piece), width, &mut pending, out)
+                    })?;
+                }
+                // Each entry ends with a newline; the one after the last is left out.
+                out.write_all(pending.trim_end().as_bytes())?;
+            }
+            None if whole => self.write_whole_table(&first_rows, &layout, out)?,
+            None => {
+                let mut at_first = true;
+                pieces(&report.benchmarks, &mut |piece, last| {
+                    let ends = (std::mem::take(&mut at_first), last);
+                    self.write_piece(&self.rows(piece), &layout, ends, out)
+                })?;
+            }
         }
         out.write_all(b"\n")?;
         let mut lines = String::new();
@@ -672,7 +732,8 @@ impl Exporter for TableExporter {
             )));
         }
         out.write_all(lines.as_bytes())?;
-        for b in &report.benchmarks {
+        // Third reading: the explanations.
+        report.benchmarks.each_row(&mut |b| {
             let mut text = String::new();
             if matches!(
                 b.verdict,
@@ -698,14 +759,53 @@ impl Exporter for TableExporter {
                     escape_terminal(&b.explanation)
                 )));
             }
-            out.write_all(text.as_bytes())?;
-        }
+            out.write_all(text.as_bytes())
+        })?;
         for w in &report.warnings {
             out.write_all(prose(format!("warning: {}", escape_terminal(w))).as_bytes())?;
         }
         // Again at the end, where the eye is when the command returns.
         out.write_all(verdict_line.as_bytes())
     }
+}
+
+/// Hands the benchmarks to `each` in pieces of at least [`TABLE_CHUNK_ROWS`] metric rows (the
+/// last may have fewer), saying which is the last: sliced where they are held, read and held
+/// a piece at a time where they were parked.
+fn pieces<B: ReportRows>(
+    benchmarks: &B,
+    each: &mut dyn FnMut(&[BenchmarkComparison], bool) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let rows = |b: &BenchmarkComparison| b.metrics.len().max(1);
+    if let Some(held) = benchmarks.held() {
+        let mut start = 0;
+        let mut count = 0;
+        for (i, b) in held.iter().enumerate() {
+            count += rows(b);
+            if count >= TABLE_CHUNK_ROWS && i + 1 < held.len() {
+                each(&held[start..=i], false)?;
+                (start, count) = (i + 1, 0);
+            }
+        }
+        return each(&held[start..], true);
+    }
+    // A piece is written once the next has begun, so that the last is known.
+    let (mut ready, mut piece, mut count) = (None::<Vec<BenchmarkComparison>>, Vec::new(), 0);
+    benchmarks.each_row(&mut |b| {
+        if count >= TABLE_CHUNK_ROWS {
+            if let Some(done) = ready.replace(std::mem::take(&mut piece)) {
+                each(&done, false)?;
+            }
+            count = 0;
+        }
+        count += rows(b);
+        piece.push(b.clone());
+        Ok(())
+    })?;
+    if let Some(done) = ready {
+        each(&done, false)?;
+    }
+    each(&piece, true)
 }
 
 /// A metric's verdict as shown: `regressed (waived)` when a waiver accepts it.
@@ -956,31 +1056,78 @@ mod tests {
             &crate::compare::ComparePolicy::default(),
             Design::Files,
         );
+        // The rows as a comparison that parked them gives them: read in order, never held.
+        struct Streamed(Vec<BenchmarkComparison>);
+        impl ReportRows for Streamed {
+            fn each_row(
+                &self,
+                each: &mut dyn FnMut(&BenchmarkComparison) -> std::io::Result<()>,
+            ) -> std::io::Result<()> {
+                self.0.iter().try_for_each(each)
+            }
+        }
+        let streamed = Streamed(report.benchmarks.clone());
+        let every_column = [true; TABLE_COLUMNS.len()];
         for color in [false, true] {
             let exporter = TableExporter {
                 color,
                 all_metrics: true,
                 ..TableExporter::default()
             };
-            let (rows, _) = exporter.rows(&report);
+            let rows = exporter.rows(&report.benchmarks);
             assert!(rows.len() > 3 * TABLE_CHUNK_ROWS / 2);
             assert!(rows.iter().any(|r| matches!(r, TableRow::Bare(_))));
+            let widths = content_widths(&rows, &every_column);
             for dropped in [&[][..], &["MDE", "p"][..]] {
                 let keep: Vec<bool> = TABLE_COLUMNS.iter().map(|c| !dropped.contains(c)).collect();
                 let whole = exporter.comfy(&rows, &keep, None).to_string();
-                let layout = exporter.layout(&rows, dropped);
-                let mut pieces = Vec::new();
-                exporter.write_table(&rows, &layout, &mut pieces).unwrap();
-                assert_eq!(
-                    String::from_utf8(pieces).unwrap(),
-                    whole,
-                    "color {color}, {dropped:?}"
-                );
+                let layout = exporter.layout(Some(&widths), dropped);
+                // The kept columns' widths are those measured on them alone.
+                assert_eq!(layout.widths, Some(content_widths(&rows, &keep)));
+                for source in [&report.benchmarks as &dyn ReportRows, &streamed] {
+                    let mut written = Vec::new();
+                    let mut at_first = true;
+                    let mut write = |piece: &[BenchmarkComparison], last: bool| {
+                        let ends = (std::mem::take(&mut at_first), last);
+                        exporter.write_piece(&exporter.rows(piece), &layout, ends, &mut written)
+                    };
+                    match source.held() {
+                        Some(_) => pieces(&report.benchmarks, &mut write).unwrap(),
+                        None => pieces(&streamed, &mut write).unwrap(),
+                    }
+                    assert_eq!(
+                        String::from_utf8(written).unwrap(),
+                        whole,
+                        "color {color}, {dropped:?}"
+                    );
+                }
                 // The width measured on the first piece is the whole table's.
                 assert_eq!(
                     exporter.layout_width(&rows, &layout),
                     rendered_width(&whole),
                     "color {color}, {dropped:?}"
+                );
+            }
+        }
+        // The whole table, held or read a piece at a time, wide, narrowed and as a list.
+        let streamed = report
+            .clone()
+            .try_map_benchmarks(|b| Ok::<_, ()>(Streamed(b)));
+        let streamed = streamed.unwrap();
+        for width in [None, Some(300), Some(110), Some(40)] {
+            for all_metrics in [false, true] {
+                let exporter = TableExporter {
+                    color: false,
+                    width,
+                    all_metrics,
+                };
+                let (mut held, mut read) = (Vec::new(), Vec::new());
+                exporter.write_report(&report, &mut held).unwrap();
+                exporter.write_report(&streamed, &mut read).unwrap();
+                assert_eq!(
+                    String::from_utf8(held).unwrap(),
+                    String::from_utf8(read).unwrap(),
+                    "{width:?} {all_metrics}"
                 );
             }
         }

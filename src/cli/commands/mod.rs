@@ -268,41 +268,37 @@ fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -
     Ok(after_report(report, summary, args, fail_on_inconclusive))
 }
 
-/// [`emit_report`] for a report whose rows wait in a temporary file: JSON is streamed from
-/// there, so that a suite of any size is never held; the other formats hold the rows (the
-/// table lays them out together, Markdown and HTML bound their own size).
+/// [`emit_report`] for a report whose rows may wait in a temporary file: JSON and the table
+/// are streamed from there, so that a suite of any size is never held; Markdown, HTML and
+/// JUnit hold the rows (the first two bound their own size).
 fn emit_parked_report(
     report: Report<compare::DecidedRows>,
     args: &ReportArgs,
     fail_on_inconclusive: bool,
 ) -> Result<u8> {
-    if args.format != Format::Json {
-        let held = report
-            .try_map_benchmarks(compare::DecidedRows::into_held)
-            .context("cannot read the comparison's rows back from their temporary file")?;
-        return emit_report(&held, args, fail_on_inconclusive);
-    }
     // The flags are checked as for any other report.
     view_exporter(args.format, &args.view, args.output.is_none())?;
-    let pretty = args.view.pretty;
-    match args.output.as_deref() {
-        Some(path) => {
-            fsutil::write_atomic_with(path, Overwrite::Allow, |out| {
-                render::write_json(&report, pretty, out)
-            })
-            .with_context(|| format!("cannot write the report to {}", path.display()))?;
+    let write = |out: &mut dyn std::io::Write| match args.format {
+        Format::Json => render::write_json(&report, args.view.pretty, out),
+        _ => table_exporter(&args.view, args.output.is_none()).write_report(&report, out),
+    };
+    match args.format {
+        Format::Json | Format::Table => match args.output.as_deref() {
+            Some(path) => {
+                fsutil::write_atomic_with(path, Overwrite::Allow, write)
+                    .with_context(|| format!("cannot write the report to {}", path.display()))?;
+            }
+            None => write_stdout_with(write)?,
+        },
+        _ => {
+            let held = report
+                .try_map_benchmarks(compare::DecidedRows::into_held)
+                .context("cannot read the comparison's rows back from their temporary file")?;
+            return emit_report(&held, args, fail_on_inconclusive);
         }
-        None => write_stdout_with(|out| render::write_json(&report, pretty, out))?,
     }
-    let mut would = Vec::new();
-    if report.summary.not_gated > 0 {
-        let each = |row: &_| would.extend(render::would_regress(std::iter::once(row)));
-        report
-            .benchmarks
-            .for_each(each)
-            .context("cannot read the comparison's rows back from their temporary file")?;
-    }
-    let summary = render::summary_line_naming(&report, would);
+    let summary = render::summary_line_of(&report)
+        .context("cannot read the comparison's rows back from their temporary file")?;
     Ok(after_report(&report, summary, args, fail_on_inconclusive))
 }
 
@@ -346,6 +342,19 @@ fn eprint_warnings<B>(report: &Report<B>) {
     }
 }
 
+/// The terminal table as the view flags ask: fitted to the terminal when it goes to one.
+fn table_exporter(view: &crate::cli::ViewArgs, to_stdout: bool) -> render::TableExporter {
+    render::TableExporter {
+        color: to_stdout && render::stdout_wants_color(),
+        width: if to_stdout {
+            render::stdout_width()
+        } else {
+            None
+        },
+        all_metrics: view.all_metrics,
+    }
+}
+
 /// The exporter of a report format as the view flags ask: the table fitted to the terminal
 /// (when it goes to one), Markdown cut to `--max-chars`, JSON indented with `--pretty`.
 fn view_exporter(
@@ -367,18 +376,7 @@ fn view_exporter(
             0 => render::exporter(format, false),
             max_chars => Box::new(render::LimitedMarkdownExporter { max_chars }),
         },
-        Format::Table => {
-            let terminal = render::TerminalOptions {
-                color: to_stdout && render::stdout_wants_color(),
-                width: if to_stdout {
-                    render::stdout_width()
-                } else {
-                    None
-                },
-                all_metrics: view.all_metrics,
-            };
-            render::exporter_for_terminal(format, terminal)
-        }
+        Format::Table => Box::new(table_exporter(view, to_stdout)),
         Format::Json => Box::new(render::JsonExporter {
             pretty: view.pretty,
         }),
@@ -675,9 +673,10 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
         let waivers = waivers::load(&root)?;
         let clock = waivers::Clock::now(Some(&root));
         let active = (!waivers.is_empty()).then(|| waivers::Active::new(&waivers, &clock));
-        // Only JSON is written as it is read back; the other formats hold the rows anyway.
+        // JSON and the table are written as the rows are read back; the other formats hold
+        // the rows anyway.
         let held_rows = match args.report.format {
-            Format::Json => compare::files::HELD_ROWS,
+            Format::Json | Format::Table => compare::files::HELD_ROWS,
             _ => usize::MAX,
         };
         let compared = compare::files::compare_files(
