@@ -259,6 +259,7 @@ impl<W: Waiting> Gathered<W> {
                 head.name, u.counter, u.reason, u.hint
             ));
         }
+        let position = |i: usize| u32::try_from(i).map_err(std::io::Error::other);
         let index = self.rows.len();
         let cmp = match base {
             Some(b) => {
@@ -266,8 +267,8 @@ impl<W: Waiting> Gathered<W> {
                 for (m, power) in tested {
                     let row = &cmp.metrics[m];
                     self.pending.push(Pending {
-                        benchmark: index,
-                        metric: m,
+                        benchmark: position(index)?,
+                        metric: position(m)?,
                         gates: row.gates,
                         p: [
                             row.p_regression.unwrap_or(1.0),
