@@ -1016,11 +1016,13 @@ mod tests {
         // row), and changes that regress, improve and hold.
         let side = |shift: f64, extra: bool| {
             let mut benchmarks = Vec::new();
-            for b in 0..3 {
+            // Five benchmarks: three pieces or more, so that a piece comes between the first
+            // and the last.
+            for b in 0..5 {
                 let mut r = BenchmarkResult::new(&format!("bench_{b}"), Provenance::default());
                 r.repetitions = 8;
                 for m in 0..(TABLE_CHUNK_ROWS / 2 + 7) {
-                    let wide = b == 2 && m + 1 == TABLE_CHUNK_ROWS / 2 + 7;
+                    let wide = b == 4 && m + 1 == TABLE_CHUNK_ROWS / 2 + 7;
                     let centre = if wide { 1.0e12 } else { 100.0 + m as f64 };
                     let change = match m % 3 {
                         0 => shift,
@@ -1075,7 +1077,7 @@ mod tests {
                 ..TableExporter::default()
             };
             let rows = exporter.rows(&report.benchmarks);
-            assert!(rows.len() > 3 * TABLE_CHUNK_ROWS / 2);
+            assert!(rows.len() > 5 * TABLE_CHUNK_ROWS / 2);
             assert!(rows.iter().any(|r| matches!(r, TableRow::Bare(_))));
             let widths = content_widths(&rows, &every_column);
             for dropped in [&[][..], &["MDE", "p"][..]] {
