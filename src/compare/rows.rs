@@ -2,12 +2,12 @@
 //!
 //! At 10,000 benchmarks × 20 metrics the rows of a report are 200,000 `MetricComparison`s:
 //! about 650 bytes each with their reasons, 130 MB held. A comparison that reads its two files
-//! a benchmark at a time, for a JSON report or the terminal table, holds rows up to a budget
-//! ([`Rows`]) and past it writes each row here as it is gathered, reads the rows back one
-//! benchmark at a time to decide them, and writes the decided rows to a second file, from
-//! which the report is streamed ([`DecidedRows`] serializes as the report's `benchmarks`
-//! array; the table reads it through [`ReportRows`]). What stays in memory is the budget's
-//! rows at most.
+//! a benchmark at a time, for any report but Markdown, holds rows up to a budget ([`Rows`])
+//! and past it writes each row here as it is gathered, reads the rows back one benchmark at a
+//! time to decide them, and writes the decided rows to a second file, from which the report
+//! is streamed ([`DecidedRows`] serializes as the report's `benchmarks` array; the table, HTML
+//! and JUnit read it through [`ReportRows`]). What stays in memory is the budget's rows at
+//! most.
 //!
 //! The rows are MessagePack, with field names: a self-describing format (the report's
 //! optional fields are left out when empty, which a positional format cannot read back) that

@@ -5,11 +5,11 @@
 //! passed), a benchmark missing from or failed in the candidate is an `<error>`. Benchmarks
 //! without metrics (new, missing) get one test case named after the benchmark.
 
-use crate::model::report::{BenchmarkComparison, MetricComparison, Report};
+use crate::model::report::{BenchmarkComparison, MetricComparison, Report, ReportRows};
 use crate::model::units::{format_change, format_value};
 use crate::model::verdict::Verdict;
 use crate::render::escape::escape_html;
-use crate::render::{Exporter, summary_line};
+use crate::render::{Exporter, summary_line_of};
 
 /// The JUnit exporter.
 pub struct JunitExporter;
@@ -46,23 +46,23 @@ fn benchmark_outcome(b: &BenchmarkComparison) -> Outcome {
     }
 }
 
-/// The counts of the header, before any test case is written.
-fn tally(report: &Report) -> Tally {
+/// The counts of the header, before any test case is written (a first reading of the rows).
+fn tally<B: ReportRows>(report: &Report<B>) -> std::io::Result<Tally> {
     let mut tally = Tally::default();
-    let outcomes = report.benchmarks.iter().flat_map(|b| {
+    report.benchmarks.each_row(&mut |b| {
         let bare = b.metrics.is_empty().then(|| benchmark_outcome(b));
-        bare.into_iter().chain(b.metrics.iter().map(metric_outcome))
-    });
-    for outcome in outcomes {
-        tally.tests += 1;
-        match outcome {
-            Outcome::Failure => tally.failures += 1,
-            Outcome::Skipped => tally.skipped += 1,
-            Outcome::Error => tally.errors += 1,
-            Outcome::Passed => {}
+        for outcome in bare.into_iter().chain(b.metrics.iter().map(metric_outcome)) {
+            tally.tests += 1;
+            match outcome {
+                Outcome::Failure => tally.failures += 1,
+                Outcome::Skipped => tally.skipped += 1,
+                Outcome::Error => tally.errors += 1,
+                Outcome::Passed => {}
+            }
         }
-    }
-    tally
+        Ok(())
+    })?;
+    Ok(tally)
 }
 
 fn metric_case(b: &BenchmarkComparison, m: &MetricComparison) -> String {
@@ -135,7 +135,19 @@ impl Exporter for JunitExporter {
     /// The test cases are written one by one as they are made: a suite of thousands of
     /// benchmarks gives hundreds of thousands, and the page was held twice over.
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        let tally = tally(report);
+        self.write_report(report, out)
+    }
+}
+
+impl JunitExporter {
+    /// [`Exporter::write_to`] for a report whose rows may be parked: they are read once for the
+    /// counts of the header and once for the cases.
+    pub fn write_report<B: ReportRows>(
+        &self,
+        report: &Report<B>,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let tally = tally(report)?;
         write!(
             out,
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"kgate\" tests=\"{0}\" failures=\"{1}\" errors=\"{2}\" skipped=\"{3}\">\n  <testsuite name=\"kgate\" tests=\"{0}\" failures=\"{1}\" errors=\"{2}\" skipped=\"{3}\">\n",
@@ -144,16 +156,17 @@ impl Exporter for JunitExporter {
         writeln!(
             out,
             "    <properties><property name=\"summary\" value=\"{}\"/></properties>",
-            escape_html(&summary_line(report))
+            escape_html(&summary_line_of(report)?)
         )?;
-        for b in &report.benchmarks {
+        report.benchmarks.each_row(&mut |b| {
             if b.metrics.is_empty() {
                 out.write_all(benchmark_case(b).as_bytes())?;
             }
             for m in &b.metrics {
                 out.write_all(metric_case(b, m).as_bytes())?;
             }
-        }
+            Ok(())
+        })?;
         out.write_all(b"  </testsuite>\n</testsuites>\n")
     }
 }

@@ -1133,6 +1133,28 @@ mod tests {
                 );
             }
         }
+        // The page and the JUnit cases as well.
+        let (mut held, mut read) = (Vec::new(), Vec::new());
+        html::HtmlExporter.write_report(&report, &mut held).unwrap();
+        html::HtmlExporter
+            .write_report(&streamed, &mut read)
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(held).unwrap(),
+            String::from_utf8(read).unwrap()
+        );
+        let (mut held, mut read) = (Vec::new(), Vec::new());
+        junit::JunitExporter
+            .write_report(&report, &mut held)
+            .unwrap();
+        junit::JunitExporter
+            .write_report(&streamed, &mut read)
+            .unwrap();
+        assert!(held.len() > 100_000);
+        assert_eq!(
+            String::from_utf8(held).unwrap(),
+            String::from_utf8(read).unwrap()
+        );
     }
 
     #[test]

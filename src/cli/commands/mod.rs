@@ -268,15 +268,15 @@ fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -
     Ok(after_report(report, summary, args, fail_on_inconclusive))
 }
 
-/// [`emit_report`] for a report whose rows may wait in a temporary file: JSON and the table
-/// are streamed from there, so that a suite of any size is never held; Markdown, HTML and
-/// JUnit hold the rows (the first two bound their own size).
+/// [`emit_report`] for a report whose rows may wait in a temporary file: JSON, the table, HTML
+/// and JUnit are streamed from there, so that a suite of any size is never held; Markdown,
+/// which is cut to a comment's size, holds the rows.
 fn emit_parked_report(
     report: Report<compare::DecidedRows>,
     args: &ReportArgs,
     fail_on_inconclusive: bool,
 ) -> Result<u8> {
-    if !matches!(args.format, Format::Json | Format::Table) {
+    if args.format == Format::Markdown {
         let held = report
             .try_map_benchmarks(compare::DecidedRows::into_held)
             .context("cannot read the comparison's rows back from their temporary file")?;
@@ -290,6 +290,8 @@ fn emit_parked_report(
     view_exporter(args.format, &args.view, args.output.is_none())?;
     let write = |out: &mut dyn std::io::Write| match args.format {
         Format::Json => render::write_json(&report, args.view.pretty, out),
+        Format::Html => render::html::HtmlExporter.write_report(&report, out),
+        Format::Junit => render::junit::JunitExporter.write_report(&report, out),
         _ => table_exporter(&args.view, args.output.is_none()).write_report(&report, out),
     };
     match args.output.as_deref() {
@@ -677,11 +679,11 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
         let waivers = waivers::load(&root)?;
         let clock = waivers::Clock::now(Some(&root));
         let active = (!waivers.is_empty()).then(|| waivers::Active::new(&waivers, &clock));
-        // JSON and the table are written as the rows are read back; the other formats hold
-        // the rows anyway.
+        // Every format but Markdown is written as the rows are read back; Markdown, cut to a
+        // comment's size, holds them.
         let held_rows = match args.report.format {
-            Format::Json | Format::Table => compare::files::HELD_ROWS,
-            _ => usize::MAX,
+            Format::Markdown => usize::MAX,
+            _ => compare::files::HELD_ROWS,
         };
         let compared = compare::files::compare_files(
             &args.base,
