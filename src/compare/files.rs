@@ -2,14 +2,15 @@
 //!
 //! Loaded whole, two runs of 10,000 benchmarks × 20 metrics × 30 samples held every sample and
 //! metric of both (150 MB) while one pair was compared at a time. Here the files are read side
-//! by side ([`results_pairs`]): each pair is gathered as it is read and let go, the samples of
-//! its tested metrics parked in a temporary file ([`SampleSpill`]) until the run-wide
-//! correction sets the level of their intervals, and read back one metric at a time then. The
-//! rows wait in a second temporary file ([`RowSpill`]), are read back a benchmark at a time to
-//! be decided, and the decided rows go to a third, which the report streams from. What stays
-//! in memory is one benchmark, each tested metric's p-values and where its samples lie, and the
-//! report's head. The report is the same as [`compare`](super::compare)'s of the loaded files
-//! with the waivers applied; what this reading declines is compared that way.
+//! by side ([`results_pairs`](crate::model::results_pairs)): each pair is gathered as it is
+//! read and let go, the samples of its tested metrics parked in a temporary file
+//! (`compare/spill.rs`) until the run-wide correction sets the level of their intervals, and
+//! read back one metric at a time then. Past [`HELD_ROWS`] metric rows, the rows wait in a
+//! second temporary file (`compare/rows.rs`), are read back a benchmark at a time to be
+//! decided, and the decided rows go to a third, which the report streams from. What stays in
+//! memory is that many rows at most, each tested metric's p-values and where its samples lie,
+//! and the report's head. The report is the same as [`compare`](super::compare)'s of the loaded
+//! files with the waivers applied; what this reading declines is compared that way.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -59,7 +60,7 @@ impl FileComparison {
 /// Why two files were not compared a benchmark at a time.
 #[derive(Debug)]
 pub enum NotRead {
-    /// The files are to be loaded whole (see [`results_pairs`]'s documentation).
+    /// The files are to be loaded whole (see [`results_pairs`](crate::model::results_pairs)'s documentation).
     Declined,
     /// A temporary file for the samples or the rows could not be written or read back.
     Spill(std::io::Error),

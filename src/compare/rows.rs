@@ -159,7 +159,7 @@ impl Rows {
     }
 }
 
-/// A report's benchmarks, held or in a temporary file ([`Rows`]): serialized, they are the
+/// A report's benchmarks, held or in a temporary file (`Rows`): serialized, they are the
 /// report's `benchmarks` array, read back one benchmark at a time where they were parked.
 pub enum DecidedRows {
     Held(Vec<BenchmarkComparison>),
