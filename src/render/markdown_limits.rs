@@ -7,7 +7,7 @@
 //! from the end of the list). The verdict line and the summary counts always stay, and a
 //! line says what was cut and where the full report is.
 
-use crate::model::report::{BenchmarkComparison, Report};
+use crate::model::report::{BenchmarkComparison, Report, ReportRows};
 use crate::model::verdict::Verdict;
 use crate::render::{Exporter, MarkdownExporter};
 
@@ -106,94 +106,220 @@ fn limited_with(
             return text;
         }
     }
-    // Keep the k most important benchmarks, in their original order; find the largest k that
-    // fits by galloping up from one, then bisecting: what fits is usually a small share of a
-    // large suite, and a render costs what it keeps, so the search costs a few renders of
-    // the part that fits rather than of the whole suite.
     let owned = std::mem::take(&mut trimmed.benchmarks);
     let benchmarks: &[BenchmarkComparison] = if hopeless { &report.benchmarks } else { &owned };
-    let shell = trimmed;
-    let mut order: Vec<usize> = (0..benchmarks.len()).collect();
-    order.sort_by_key(|&i| (importance(benchmarks[i].verdict), i));
-    let keep = |k: usize| -> (Report, Vec<String>) {
-        let mut kept: Vec<usize> = order[..k].to_vec();
-        kept.sort_unstable();
-        let mut r = shell.clone();
-        r.benchmarks = kept
+    let candidates = Candidates {
+        verdicts: benchmarks.iter().map(|b| b.verdict).collect(),
+        metrics: benchmarks.iter().map(|b| b.metrics.len()).collect(),
+        strip_profiles,
+    };
+    candidates.best_fit(&trimmed, &cut, &|i| &benchmarks[i], max_chars, hint, size)
+}
+
+/// What the search for the most benchmarks that fit knows of every benchmark without holding
+/// it: its verdict and its number of metric rows, by its place in the report.
+struct Candidates {
+    verdicts: Vec<Verdict>,
+    metrics: Vec<usize>,
+    /// Whether the kept benchmarks go without their profiles.
+    strip_profiles: bool,
+}
+
+impl Candidates {
+    /// The benchmarks from the most to the least important, each group in report order.
+    fn order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.verdicts.len()).collect();
+        order.sort_by_key(|&i| (importance(self.verdicts[i]), i));
+        order
+    }
+
+    /// How many of the most important benchmarks could fit at most: their "All metrics" rows
+    /// alone take [`MIN_METRIC_ROW_CHARS`] each, so more than this many never fit.
+    fn most_that_could_fit(&self, order: &[usize], max_chars: usize) -> usize {
+        let mut used = 0usize;
+        order
             .iter()
-            .map(|&i| {
-                let mut b = benchmarks[i].clone();
-                if strip_profiles {
-                    b.profile = None;
-                }
-                b
+            .take_while(|&&i| {
+                used = used.saturating_add(self.metrics[i].saturating_mul(MIN_METRIC_ROW_CHARS));
+                used <= max_chars
             })
-            .collect();
-        let mut what = cut.clone();
-        let dropped = benchmarks.len() - k;
-        if dropped > 0 {
-            let mut by_verdict: Vec<(Verdict, usize)> = Vec::new();
-            for &i in &order[k..] {
-                let v = benchmarks[i].verdict;
-                match by_verdict.iter_mut().find(|(w, _)| *w == v) {
-                    Some((_, n)) => *n += 1,
-                    None => by_verdict.push((v, 1)),
+            .count()
+    }
+
+    /// The report `shell` (with no benchmarks) with the most important benchmarks that fit
+    /// `max_chars`, in their original order, and the note on what was `cut`. `benchmark` gives
+    /// the benchmark at a place in the report; it is asked only for the places of the
+    /// [`Candidates::most_that_could_fit`] most important ones.
+    fn best_fit<'b>(
+        &self,
+        shell: &Report,
+        cut: &[String],
+        benchmark: &dyn Fn(usize) -> &'b BenchmarkComparison,
+        max_chars: usize,
+        hint: &str,
+        size: fn(&str) -> usize,
+    ) -> String {
+        let order = self.order();
+        let total = order.len();
+        // Keep the k most important benchmarks, in their original order; find the largest k
+        // that fits by galloping up from one, then bisecting: what fits is usually a small
+        // share of a large suite, and a render costs what it keeps, so the search costs a few
+        // renders of the part that fits rather than of the whole suite.
+        let keep = |k: usize| -> (Report, Vec<String>) {
+            let mut kept: Vec<usize> = order[..k].to_vec();
+            kept.sort_unstable();
+            let mut r = shell.clone();
+            r.benchmarks = kept
+                .iter()
+                .map(|&i| {
+                    let mut b = benchmark(i).clone();
+                    if self.strip_profiles {
+                        b.profile = None;
+                    }
+                    b
+                })
+                .collect();
+            let mut what = cut.to_vec();
+            let dropped = total - k;
+            if dropped > 0 {
+                let mut by_verdict: Vec<(Verdict, usize)> = Vec::new();
+                for &i in &order[k..] {
+                    let v = self.verdicts[i];
+                    match by_verdict.iter_mut().find(|(w, _)| *w == v) {
+                        Some((_, n)) => *n += 1,
+                        None => by_verdict.push((v, 1)),
+                    }
+                }
+                let parts: Vec<String> = by_verdict
+                    .iter()
+                    .map(|(v, n)| format!("{n} {}", v.as_str()))
+                    .collect();
+                what.push(format!(
+                    "{dropped} of {total} benchmarks ({})",
+                    parts.join(", ")
+                ));
+            }
+            (r, what)
+        };
+        let attempt = |k: usize| {
+            let (r, what) = keep(k);
+            fits(&r, &what, max_chars, hint, size)
+        };
+        let (mut lo, mut hi) = (0usize, self.most_that_could_fit(&order, max_chars));
+        let mut best = None;
+        let mut step = 1;
+        while step <= hi {
+            match attempt(step) {
+                Some(text) => {
+                    best = Some(text);
+                    lo = step + 1;
+                    step *= 2;
+                }
+                None => {
+                    hi = step - 1;
+                    break;
                 }
             }
-            let parts: Vec<String> = by_verdict
-                .iter()
-                .map(|(v, n)| format!("{n} {}", v.as_str()))
-                .collect();
-            what.push(format!(
-                "{dropped} of {} benchmarks ({})",
-                benchmarks.len(),
-                parts.join(", ")
-            ));
         }
-        (r, what)
+        while lo <= hi {
+            let mid = (lo + hi) / 2;
+            match attempt(mid) {
+                Some(text) => {
+                    best = Some(text);
+                    lo = mid + 1;
+                }
+                None if mid == 0 => break,
+                None => hi = mid - 1,
+            }
+        }
+        if let Some(text) = best {
+            return text;
+        }
+        // Even the verdict alone is too long (huge warnings, or a tiny limit): cut the text.
+        let (r, what) = keep(0);
+        let text = with_note(&MarkdownExporter.render(&r), &what, hint);
+        hard_cut(&text, max_chars, size)
+    }
+}
+
+/// [`render_markdown_limited`] of a report whose rows can only be read in order (parked in a
+/// temporary file by a large comparison), read twice and never held: once for each
+/// benchmark's verdict and number of metric rows, once for the few benchmarks that could fit.
+/// `None` when its rows fit `max_chars` (at [`MIN_METRIC_ROW_CHARS`] each), so that the search
+/// needs them all: the caller holds them then, and the text is as long as they are anyway.
+pub fn render_markdown_limited_rows<B: ReportRows>(
+    report: &Report<B>,
+    max_chars: usize,
+) -> std::io::Result<Option<String>> {
+    let mut candidates = Candidates {
+        verdicts: Vec::new(),
+        metrics: Vec::new(),
+        strip_profiles: false,
     };
-    let attempt = |k: usize| {
-        let (r, what) = keep(k);
-        fits(&r, &what, max_chars, hint, size)
+    report.benchmarks.each_row(&mut |b| {
+        candidates.verdicts.push(b.verdict);
+        candidates.metrics.push(b.metrics.len());
+        candidates.strip_profiles |= b.profile.is_some();
+        Ok(())
+    })?;
+    let rows: usize = candidates.metrics.iter().sum();
+    if rows.saturating_mul(MIN_METRIC_ROW_CHARS) <= max_chars {
+        return Ok(None);
+    }
+    // What `limited_with` cuts before the benchmarks, each named without a render: every
+    // render that keeps all the benchmarks is over the limit.
+    let shell = without_benchmarks(report);
+    let mut cut: Vec<String> = Vec::new();
+    if let Some(e) = &shell.evidence {
+        if e.benchmarks.iter().any(|b| !b.artifacts.is_empty()) {
+            cut.push("artifact diffs".into());
+        }
+        cut.push("charts and counter tables".into());
+    }
+    let shell = Report {
+        evidence: None,
+        ..shell
     };
-    let (mut lo, mut hi) = (0usize, benchmarks.len());
-    let mut best = None;
-    let mut step = 1;
-    while step <= hi {
-        match attempt(step) {
-            Some(text) => {
-                best = Some(text);
-                lo = step + 1;
-                step *= 2;
-            }
-            None => {
-                hi = step - 1;
-                break;
-            }
+    if candidates.strip_profiles {
+        cut.push("profiles (the JSON report has them)".into());
+    }
+    let order = candidates.order();
+    let could_fit = candidates.most_that_could_fit(&order, max_chars);
+    let mut wanted = vec![false; order.len()];
+    for &i in &order[..could_fit] {
+        wanted[i] = true;
+    }
+    let mut held: Vec<(usize, BenchmarkComparison)> = Vec::with_capacity(could_fit);
+    let mut at = 0;
+    report.benchmarks.each_row(&mut |b| {
+        if wanted.get(at).copied().unwrap_or(false) {
+            held.push((at, b.clone()));
         }
+        at += 1;
+        Ok(())
+    })?;
+    if at != wanted.len() || held.len() != could_fit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "the comparison's rows changed between two readings",
+        ));
     }
-    while lo <= hi {
-        let mid = (lo + hi) / 2;
-        match attempt(mid) {
-            Some(text) => {
-                best = Some(text);
-                lo = mid + 1;
-            }
-            None if mid == 0 => break,
-            None => hi = mid - 1,
-        }
-    }
-    if let Some(text) = best {
-        return text;
-    }
-    // Even the verdict alone is too long (huge warnings, or a tiny limit): cut the text.
-    let (r, what) = keep(0);
-    let text = with_note(&MarkdownExporter.render(&r), &what, hint);
-    hard_cut(&text, max_chars, size)
+    let benchmark = |i: usize| {
+        let k = held.partition_point(|(at, _)| *at < i);
+        &held[k].1
+    };
+    Ok(Some(candidates.best_fit(
+        &shell,
+        &cut,
+        &benchmark,
+        max_chars,
+        DEFAULT_FULL_REPORT_HINT,
+        chars,
+    )))
 }
 
 /// Everything of `report` but its benchmarks (the evidence is bounded already).
-fn without_benchmarks(report: &Report) -> Report {
+fn without_benchmarks<B>(report: &Report<B>) -> Report {
     Report {
         schema_version: report.schema_version,
         verdict: report.verdict,
@@ -348,6 +474,77 @@ mod tests {
         });
         report.warnings.push("a warning".into());
         report
+    }
+
+    /// The rows of a report as a comparison that parked them gives them: in order, never held.
+    struct InOrder(Vec<BenchmarkComparison>);
+
+    impl ReportRows for InOrder {
+        fn each_row(
+            &self,
+            each: &mut dyn FnMut(&BenchmarkComparison) -> std::io::Result<()>,
+        ) -> std::io::Result<()> {
+            self.0.iter().try_for_each(each)
+        }
+    }
+
+    #[test]
+    fn rows_read_in_order_are_cut_as_held_rows_are() {
+        let mut kept_some = 0;
+        for benchmarks in [1, 7, 60] {
+            let report = report(benchmarks);
+            let rows: usize = report.benchmarks.iter().map(|b| b.metrics.len()).sum();
+            let read = report
+                .clone()
+                .try_map_benchmarks(|b| Ok::<_, ()>(InOrder(b)))
+                .unwrap();
+            let bound = rows * MIN_METRIC_ROW_CHARS;
+            for max in [
+                80,
+                700,
+                2_000,
+                5_000,
+                9_000,
+                20_000,
+                bound - 1,
+                bound,
+                1 << 20,
+            ] {
+                let streamed = render_markdown_limited_rows(&read, max).unwrap();
+                if bound <= max {
+                    assert!(streamed.is_none(), "{benchmarks} benchmarks, limit {max}");
+                    continue;
+                }
+                let streamed = streamed.expect("over the bound");
+                assert_eq!(
+                    streamed,
+                    render_markdown_limited(&report, max),
+                    "{benchmarks} benchmarks, limit {max}"
+                );
+                assert!(chars(&streamed) <= max);
+                if streamed.contains("| kernel\\_") {
+                    kept_some += 1;
+                }
+            }
+        }
+        // Cuts that kept benchmarks, not only the verdict.
+        assert!(kept_some >= 4, "{kept_some}");
+    }
+
+    #[test]
+    fn at_most_the_benchmarks_whose_rows_fit_could_fit() {
+        let candidates = Candidates {
+            verdicts: vec![Verdict::Unchanged; 4],
+            metrics: vec![2, 0, 3, 1],
+            strip_profiles: false,
+        };
+        let order = [2, 1, 0, 3];
+        let row = MIN_METRIC_ROW_CHARS;
+        assert_eq!(candidates.most_that_could_fit(&order, 6 * row), 4);
+        assert_eq!(candidates.most_that_could_fit(&order, 6 * row - 1), 3);
+        assert_eq!(candidates.most_that_could_fit(&order, 5 * row - 1), 2);
+        assert_eq!(candidates.most_that_could_fit(&order, 3 * row), 2);
+        assert_eq!(candidates.most_that_could_fit(&order, 3 * row - 1), 0);
     }
 
     #[test]

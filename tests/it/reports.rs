@@ -803,3 +803,46 @@ fn a_report_charts_at_most_its_cap_of_metrics_regressions_first() {
     assert!(evidence["benchmarks"][0].get("metrics").is_some());
     assert!(evidence["benchmarks"][n - 1].get("metrics").is_none());
 }
+
+/// A comparison too large to hold its rows (past 25,000 metric rows they wait in a temporary
+/// file) is cut to a comment from rows read in order, and the comment is the one its stored
+/// JSON report renders, where every row is held.
+#[test]
+fn a_comparison_too_large_to_hold_is_cut_to_the_comment_its_report_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let n = kgate::compare::files::HELD_ROWS + 600;
+    results_file(&d.join("base.json"), n, 20, 1.0, 40);
+    results_file(&d.join("head.json"), n, 20, 2.0, 40);
+    let run = |args: &[&str]| {
+        let out = crate::common::kgate(d).args(args).output().unwrap();
+        // `kgate report` renders; `kgate compare` fails on the regressions.
+        let status = if args[0] == "report" { 0 } else { 1 };
+        assert_eq!(
+            out.status.code(),
+            Some(status),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let compare = ["compare", "base.json", "head.json"];
+    let streamed = run(&[&compare[..], &["--format", "markdown"]].concat());
+    run(&[&compare[..], &["--format", "json", "-o", "report.json"]].concat());
+    let held = run(&["report", "report.json", "--format", "markdown"]);
+    assert_eq!(streamed, held);
+    let limit = kgate::render::markdown_limits::GITHUB_COMMENT_LIMIT;
+    assert!(streamed.chars().count() <= limit);
+    assert!(streamed.chars().count() > limit * 9 / 10);
+    assert!(
+        streamed.contains(&format!("of {n} benchmarks (")),
+        "{streamed}"
+    );
+    assert!(
+        streamed.contains("| bench\\_39 |"),
+        "the regressions are kept"
+    );
+    // A limit the rows could fit holds them, as before.
+    let whole = run(&[&compare[..], &["--format", "markdown", "--max-chars", "0"]].concat());
+    assert!(whole.contains(&format!("| bench\\_{} |", n - 1)));
+}
