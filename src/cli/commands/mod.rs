@@ -885,9 +885,9 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
             imported
                 .save(path, Overwrite::Allow, layout)
                 .with_context(|| format!("cannot write results to {what}"))?;
-            // The process ends next: freeing an Nsight Compute page's 16 million samples one
-            // column at a time took 15-20 ms, a tenth of its import, for memory the exit
-            // returns anyway.
+            // The process ends next: freeing the samples one column at a time (an Nsight
+            // Compute wide page's 16 million: 15 ms in the bench's import) costs time for
+            // memory the exit returns anyway.
             std::mem::forget(imported);
         }
     }
