@@ -243,10 +243,12 @@ impl Candidates {
 }
 
 /// [`render_markdown_limited`] of a report whose rows can only be read in order (parked in a
-/// temporary file by a large comparison), read twice and never held: once for each
-/// benchmark's verdict and number of metric rows, once for the few benchmarks that could fit.
-/// `None` when its rows fit `max_chars` (at [`MIN_METRIC_ROW_CHARS`] each), so that the search
-/// needs them all: the caller holds them then, and the text is as long as they are anyway.
+/// temporary file by a large comparison), read once and never held whole: besides each
+/// benchmark's verdict and number of metric rows, it keeps only the most important benchmarks
+/// that could fit (see [`Candidates::most_that_could_fit`]), letting go of the least
+/// important as more important ones come. `None` when the rows fit `max_chars` (at
+/// [`MIN_METRIC_ROW_CHARS`] each), so that the search needs them all: the caller holds them
+/// then, and the text is as long as they are anyway.
 pub fn render_markdown_limited_rows<B: ReportRows>(
     report: &Report<B>,
     max_chars: usize,
@@ -256,10 +258,32 @@ pub fn render_markdown_limited_rows<B: ReportRows>(
         metrics: Vec::new(),
         strip_profiles: false,
     };
+    // The most important benchmarks so far whose rows fit, the least important on top: a
+    // benchmark once let go never returns, as every one kept before it is more important.
+    let mut could_fit: std::collections::BinaryHeap<(u8, usize)> = Default::default();
+    let mut kept: std::collections::HashMap<usize, BenchmarkComparison> = Default::default();
+    let mut used = 0usize;
     report.benchmarks.each_row(&mut |b| {
+        let at = candidates.verdicts.len();
         candidates.verdicts.push(b.verdict);
         candidates.metrics.push(b.metrics.len());
         candidates.strip_profiles |= b.profile.is_some();
+        let chars = b.metrics.len().saturating_mul(MIN_METRIC_ROW_CHARS);
+        let key = (importance(b.verdict), at);
+        if could_fit.peek().is_some_and(|&top| key > top) && used.saturating_add(chars) > max_chars
+        {
+            return Ok(()); // less important than every one kept, and over the limit with them
+        }
+        could_fit.push(key);
+        kept.insert(at, b.clone());
+        used = used.saturating_add(chars);
+        while used > max_chars
+            && let Some((_, least)) = could_fit.pop()
+        {
+            used =
+                used.saturating_sub(candidates.metrics[least].saturating_mul(MIN_METRIC_ROW_CHARS));
+            kept.remove(&least);
+        }
         Ok(())
     })?;
     let rows: usize = candidates.metrics.iter().sum();
@@ -283,35 +307,16 @@ pub fn render_markdown_limited_rows<B: ReportRows>(
     if candidates.strip_profiles {
         cut.push("profiles (the JSON report has them)".into());
     }
-    let order = candidates.order();
-    let could_fit = candidates.most_that_could_fit(&order, max_chars);
-    let mut wanted = vec![false; order.len()];
-    for &i in &order[..could_fit] {
-        wanted[i] = true;
-    }
-    let mut held: Vec<(usize, BenchmarkComparison)> = Vec::with_capacity(could_fit);
-    let mut at = 0;
-    report.benchmarks.each_row(&mut |b| {
-        if wanted.get(at).copied().unwrap_or(false) {
-            held.push((at, b.clone()));
-        }
-        at += 1;
-        Ok(())
-    })?;
-    if at != wanted.len() || held.len() != could_fit {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "the comparison's rows changed between two readings",
-        ));
-    }
-    let benchmark = |i: usize| {
-        let k = held.partition_point(|(at, _)| *at < i);
-        &held[k].1
-    };
+    // Kept: exactly the benchmarks the search may ask for.
+    debug_assert!({
+        let order = candidates.order();
+        let could = &order[..candidates.most_that_could_fit(&order, max_chars)];
+        kept.len() == could.len() && could.iter().all(|i| kept.contains_key(i))
+    });
     Ok(Some(candidates.best_fit(
         &shell,
         &cut,
-        &benchmark,
+        &|i| &kept[&i],
         max_chars,
         DEFAULT_FULL_REPORT_HINT,
         chars,

@@ -269,9 +269,9 @@ fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -
 }
 
 /// [`emit_report`] for a report whose rows may wait in a temporary file: JSON, the table, HTML
-/// and JUnit are streamed from there, and Markdown cut to a comment's size reads them twice
-/// (for every benchmark's verdict, then for the few that could fit), so that a suite of any
-/// size is never held. Markdown whose rows could all fit (`--max-chars` as large as they
+/// and JUnit are streamed from there, and Markdown cut to a comment's size reads them once,
+/// keeping only the few benchmarks that could fit, so that a suite of any size is never
+/// held. Markdown whose rows could all fit (`--max-chars` as large as they
 /// are, or 0 for no limit) holds them.
 fn emit_parked_report(
     report: Report<compare::DecidedRows>,
