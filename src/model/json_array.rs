@@ -231,7 +231,9 @@ fn read_split<T, E>(
                 let Some(end) = text.value_end()? else {
                     return unusual(handed);
                 };
-                let Some(value) = parse_value::<Value>(&text.buf[text.pos..end], rewrite) else {
+                let Some(NoRepeatedKeys(value)) =
+                    parse_value::<NoRepeatedKeys>(&text.buf[text.pos..end], rewrite)
+                else {
                     return unusual(handed);
                 };
                 text.pos = end;
@@ -428,6 +430,84 @@ impl<R: std::io::Read> Pieces<R> {
             }
             i += 1;
         }
+    }
+}
+
+/// A JSON value as serde_json's `Value` reads it, but an object that names a key twice, at
+/// any depth, is an error rather than its last value: a struct's reading refuses such a key,
+/// so a document whose other keys hold one is left to the reading of the whole document (it
+/// alone says whether that key is a struct's field or a map's), and both readers agree.
+struct NoRepeatedKeys(Value);
+
+impl<'de> Deserialize<'de> for NoRepeatedKeys {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_any(NoRepeatedKeysVisitor)
+            .map(NoRepeatedKeys)
+    }
+}
+
+struct NoRepeatedKeysVisitor;
+
+impl<'de> Visitor<'de> for NoRepeatedKeysVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut values = Vec::new();
+        while let Some(NoRepeatedKeys(v)) = seq.next_element()? {
+            values.push(v);
+        }
+        Ok(Value::Array(values))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let NoRepeatedKeys(value) = map.next_value()?;
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "the key `{key}` is written twice"
+                )));
+            }
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
     }
 }
 
@@ -714,6 +794,29 @@ mod tests {
                 assert_eq!(seen.len(), runs.len());
             }
         }
+    }
+
+    #[test]
+    fn a_key_written_twice_inside_another_key_is_left_to_the_whole_reading() {
+        let split_of = |text: &str| {
+            split(text.as_bytes(), "runs", as_written, |_, _: Value| {
+                Ok::<(), String>(())
+            })
+        };
+        for text in [
+            r#"{"env": {"cores": 2, "cores": 3}, "runs": [1]}"#,
+            r#"{"runs": [1], "env": {"git": {"dirty": false, "dirty": true}}}"#,
+            r#"{"env": [{"a": 1}, {"b": 2, "b": 2}], "runs": []}"#,
+        ] {
+            assert!(matches!(split_of(text), Split::Unusual { .. }), "{text}");
+        }
+        // Every other value reads as serde_json's `Value` reads it.
+        let text = r#"{"env": {"cores": 2, "list": [{"a": 1.5e300, "b": -7}, null, true, "s\n", 18446744073709551615, 0.1]}, "runs": []}"#;
+        let Split::Done(document) = split_of(text) else {
+            panic!("a document of distinct keys is read to its end");
+        };
+        let whole: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(document.others["env"], whole["env"]);
     }
 
     #[test]
