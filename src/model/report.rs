@@ -118,6 +118,21 @@ pub trait ReportRows {
     }
 }
 
+/// Benchmarks read in order and never held, as a comparison that parked them gives them: for
+/// the tests that check a streamed output against the held one.
+#[cfg(test)]
+pub(crate) struct InOrder(pub Vec<BenchmarkComparison>);
+
+#[cfg(test)]
+impl ReportRows for InOrder {
+    fn each_row(
+        &self,
+        each: &mut dyn FnMut(&BenchmarkComparison) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        self.0.iter().try_for_each(each)
+    }
+}
+
 impl ReportRows for Vec<BenchmarkComparison> {
     fn each_row(
         &self,

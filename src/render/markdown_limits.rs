@@ -481,17 +481,7 @@ mod tests {
         report
     }
 
-    /// The rows of a report as a comparison that parked them gives them: in order, never held.
-    struct InOrder(Vec<BenchmarkComparison>);
-
-    impl ReportRows for InOrder {
-        fn each_row(
-            &self,
-            each: &mut dyn FnMut(&BenchmarkComparison) -> std::io::Result<()>,
-        ) -> std::io::Result<()> {
-            self.0.iter().try_for_each(each)
-        }
-    }
+    use crate::model::report::InOrder;
 
     #[test]
     fn rows_read_in_order_are_cut_as_held_rows_are() {

@@ -1059,15 +1059,7 @@ mod tests {
             Design::Files,
         );
         // The rows as a comparison that parked them gives them: read in order, never held.
-        struct Streamed(Vec<BenchmarkComparison>);
-        impl ReportRows for Streamed {
-            fn each_row(
-                &self,
-                each: &mut dyn FnMut(&BenchmarkComparison) -> std::io::Result<()>,
-            ) -> std::io::Result<()> {
-                self.0.iter().try_for_each(each)
-            }
-        }
+        use crate::model::report::InOrder as Streamed;
         let streamed = Streamed(report.benchmarks.clone());
         let every_column = [true; TABLE_COLUMNS.len()];
         for color in [false, true] {
