@@ -38,6 +38,7 @@ seeds() {
     import_callgrind|import_cachegrind|valgrind_parse) add "$corpus/callgrind" "$corpus/cachegrind" ;;
     config) add fuzz/corpus/config-seeds ;;
     results) add tests/fixtures/results_v1 .kgate/baselines ;;
+    compare) add fuzz/seeds/compare ;;
   esac
   if [ -d "fuzz/regressions/$1" ]; then dirs+=("fuzz/regressions/$1"); fi
   # Nothing at all for a target without seeds (an empty line would reach libFuzzer as a

@@ -1,10 +1,13 @@
 //! The entry points the fuzz targets drive, one per parser: each import format through its
-//! file reader, the protocol line, the configuration loader, and the perf and Valgrind output
-//! parsers. They are plain functions so that the integration tests replay every input kept in
-//! `fuzz/regressions/` through the same code without libFuzzer.
+//! file reader, the protocol line, the configuration loader, the perf and Valgrind output
+//! parsers, a results file, and `kgate compare` of two. They are plain functions so that the
+//! integration tests replay every input kept in `fuzz/regressions/` through the same code
+//! without libFuzzer.
 //!
 //! What each checks beyond "no panic": an import that succeeds writes a results file that reads
-//! back (no `NaN` or infinity turned into `null`, nothing kgate cannot load again).
+//! back (no `NaN` or infinity turned into `null`, nothing kgate cannot load again); a results
+//! file read a benchmark at a time gives what its whole text does; two compared a benchmark at
+//! a time give the report of the two loaded whole.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -129,6 +132,62 @@ pub fn results(data: &[u8]) {
     }
 }
 
+/// Two results files as `kgate compare` reads them: `data` up to its first NUL byte is the
+/// baseline, the rest the candidate (without a NUL, the same file on both sides). Read a
+/// benchmark at a time, its rows held or parked in temporary files from the first, the
+/// comparison gives the report and bounded evidence of the files loaded whole, or declines
+/// (and the command loads them); it never reports on a file that does not load.
+pub fn compare(data: &[u8]) {
+    compare_both_ways(data);
+}
+
+/// [`compare`], saying how many of its two readings (rows held, rows parked) compared the
+/// files rather than declining them.
+pub fn compare_both_ways(data: &[u8]) -> usize {
+    use kgate::compare::{self, ComparePolicy, files};
+    let (base, head) = match data.iter().position(|&b| b == 0) {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (data, data),
+    };
+    let (base_path, head_path) =
+        SCRATCH.with(|d| (d.path().join("base.json"), d.path().join("head.json")));
+    std::fs::write(&base_path, base).expect("the scratch folder is writable");
+    std::fs::write(&head_path, head).expect("the scratch folder is writable");
+    let policy = ComparePolicy::default();
+    let loaded = match (RunResults::load(&base_path), RunResults::load(&head_path)) {
+        (Ok(base), Ok(head)) => {
+            let mut report =
+                compare::compare(&base, &head, &policy, kgate::model::report::Design::Files);
+            report.attach_bounded_evidence(Some(&base), &head);
+            Ok(serde_json::to_string(&report).map_err(|e| e.to_string()))
+        }
+        (base, head) => Err(format!("{:?} / {:?}", base.err(), head.err())),
+    };
+    let mut compared = 0;
+    for held_rows in [usize::MAX, 0] {
+        let mut read = match files::compare_files(&base_path, &head_path, &policy, None, held_rows)
+        {
+            Ok(read) => read,
+            Err(files::NotRead::Declined) => continue,
+            Err(files::NotRead::Spill(e)) => panic!("the temporary files failed: {e}"),
+        };
+        let expected = loaded
+            .as_ref()
+            .unwrap_or_else(|e| panic!("a report of files that do not load ({e})"));
+        assert!(
+            read.attach_bounded_evidence(&base_path, &head_path),
+            "the files compared a benchmark at a time could not be read so again"
+        );
+        let report = serde_json::to_string(&read.report).map_err(|e| e.to_string());
+        assert_eq!(
+            &report, expected,
+            "held rows {held_rows}: the report differs from the loaded files'"
+        );
+        compared += 1;
+    }
+    compared
+}
+
 /// One protocol line.
 pub fn protocol_line(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
@@ -172,6 +231,7 @@ pub fn by_target(target: &str) -> Option<fn(&[u8])> {
         "perf_stat_parse" => perf_stat,
         "valgrind_parse" => valgrind,
         "results" => results,
+        "compare" => compare,
         "import_protocol" => |d| import_bytes("protocol", d),
         "import_ncu" => |d| import_bytes("ncu", d),
         "import_rocprof" => |d| import_bytes("rocprof", d),

@@ -61,9 +61,9 @@ fn fuzz_targets_and_entry_points_agree() {
             "{name} has no entry point"
         );
     }
-    // One target per import format, plus the protocol line, the config, perf, valgrind and
-    // the results reader.
-    assert_eq!(names.len(), harness::IMPORT_TARGETS.len() + 5, "{names:?}");
+    // One target per import format, plus the protocol line, the config, perf, valgrind, the
+    // results reader and the comparison.
+    assert_eq!(names.len(), harness::IMPORT_TARGETS.len() + 6, "{names:?}");
     let manifest = std::fs::read_to_string(dir.parent().unwrap().join("Cargo.toml")).unwrap();
     for name in &names {
         assert!(
@@ -71,4 +71,21 @@ fn fuzz_targets_and_entry_points_agree() {
             "fuzz/Cargo.toml lacks the [[bin]] of {name}"
         );
     }
+}
+
+/// The comparison target's check on its seeds (`fuzz/seeds/compare/`, pairs of the project's
+/// own results files: see `make_compare_seeds.py` there): each pair is compared a benchmark at
+/// a time with its rows held and parked, and both give the report of the files loaded whole.
+#[test]
+fn results_files_compared_a_benchmark_at_a_time_give_the_loaded_report() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/compare");
+    let mut seeds = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let compared = harness::compare_both_ways(&std::fs::read(&path).unwrap());
+        // None declined, so the check was made both ways on each.
+        assert_eq!(compared, 2, "{}", path.display());
+        seeds += 1;
+    }
+    assert!(seeds >= 15, "{seeds} seeds in {}", dir.display());
 }
