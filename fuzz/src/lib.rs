@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use kgate::import::{self, ImportContext, Policies};
 use kgate::model::results::RunResults;
 use kgate::plan::MetricPolicy;
+use kgate::render;
 
 /// Every import format with the file name its inputs are given (some formats look at the
 /// name: a gzip suffix, Criterion's `estimates.json`).
@@ -135,15 +136,24 @@ pub fn results(data: &[u8]) {
 /// Two results files as `kgate compare` reads them: `data` up to its first NUL byte is the
 /// baseline, the rest the candidate (without a NUL, the same file on both sides). Read a
 /// benchmark at a time, its rows held or parked in temporary files from the first, the
-/// comparison gives the report and bounded evidence of the files loaded whole, or declines
-/// (and the command loads them); it never reports on a file that does not load.
+/// comparison gives the report and bounded evidence of the files loaded whole, and the same
+/// table, HTML, JUnit and Markdown comment, or declines (and the command loads them); it
+/// never reports on a file that does not load.
 pub fn compare(data: &[u8]) {
     compare_both_ways(data);
 }
 
-/// [`compare`], saying how many of its two readings (rows held, rows parked) compared the
-/// files rather than declining them.
-pub fn compare_both_ways(data: &[u8]) -> usize {
+/// What [`compare_both_ways`] checked: how many of its two readings (rows held, rows
+/// parked) compared the files rather than declining them, and how many Markdown comments it
+/// cut from the rows read back (the others fit whole, and are held).
+#[derive(Debug, Default, PartialEq)]
+pub struct Compared {
+    pub readings: usize,
+    pub markdown_cuts: usize,
+}
+
+/// [`compare`], saying what it checked.
+pub fn compare_both_ways(data: &[u8]) -> Compared {
     use kgate::compare::{self, ComparePolicy, files};
     let (base, head) = match data.iter().position(|&b| b == 0) {
         Some(at) => (&data[..at], &data[at + 1..]),
@@ -159,11 +169,12 @@ pub fn compare_both_ways(data: &[u8]) -> usize {
             let mut report =
                 compare::compare(&base, &head, &policy, kgate::model::report::Design::Files);
             report.attach_bounded_evidence(Some(&base), &head);
-            Ok(serde_json::to_string(&report).map_err(|e| e.to_string()))
+            let json = serde_json::to_string(&report).map_err(|e| e.to_string());
+            Ok((report, json))
         }
         (base, head) => Err(format!("{:?} / {:?}", base.err(), head.err())),
     };
-    let mut compared = 0;
+    let mut compared = Compared::default();
     for held_rows in [usize::MAX, 0] {
         let mut read = match files::compare_files(&base_path, &head_path, &policy, None, held_rows)
         {
@@ -171,7 +182,7 @@ pub fn compare_both_ways(data: &[u8]) -> usize {
             Err(files::NotRead::Declined) => continue,
             Err(files::NotRead::Spill(e)) => panic!("the temporary files failed: {e}"),
         };
-        let expected = loaded
+        let (expected, expected_json) = loaded
             .as_ref()
             .unwrap_or_else(|e| panic!("a report of files that do not load ({e})"));
         assert!(
@@ -180,12 +191,54 @@ pub fn compare_both_ways(data: &[u8]) -> usize {
         );
         let report = serde_json::to_string(&read.report).map_err(|e| e.to_string());
         assert_eq!(
-            &report, expected,
+            &report, expected_json,
             "held rows {held_rows}: the report differs from the loaded files'"
         );
-        compared += 1;
+        // Every other format, written from the rows as they are read back, as from the
+        // loaded files' report.
+        assert_eq!(
+            formats(&read.report),
+            formats(expected),
+            "held rows {held_rows}: a format differs from the loaded files'"
+        );
+        for max_chars in [200, 500, 1_000, 4_000, 65_536] {
+            let cut =
+                render::markdown_limits::render_markdown_limited_rows(&read.report, max_chars)
+                    .expect("the rows read back");
+            if let Some(cut) = cut {
+                assert_eq!(
+                    cut,
+                    render::markdown_limits::render_markdown_limited(expected, max_chars),
+                    "held rows {held_rows}: Markdown cut to {max_chars} characters differs"
+                );
+                compared.markdown_cuts += 1;
+            }
+        }
+        compared.readings += 1;
     }
     compared
+}
+
+/// A report as the terminal table (at a width and not), HTML and JUnit write it.
+fn formats<B: kgate::model::report::ReportRows>(
+    report: &kgate::model::report::Report<B>,
+) -> Vec<String> {
+    let table = |width| render::TableExporter {
+        color: false,
+        width,
+        all_metrics: true,
+    };
+    let write = |w: &dyn Fn(&mut Vec<u8>) -> std::io::Result<()>| {
+        let mut out = Vec::new();
+        w(&mut out).expect("the rows read back");
+        String::from_utf8(out).expect("UTF-8")
+    };
+    vec![
+        write(&|out| table(None).write_report(report, out)),
+        write(&|out| table(Some(60)).write_report(report, out)),
+        write(&|out| render::html::HtmlExporter.write_report(report, out)),
+        write(&|out| render::junit::JunitExporter.write_report(report, out)),
+    ]
 }
 
 /// One protocol line.

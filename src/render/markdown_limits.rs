@@ -307,11 +307,15 @@ pub fn render_markdown_limited_rows<B: ReportRows>(
     if candidates.strip_profiles {
         cut.push("profiles (the JSON report has them)".into());
     }
-    // Kept: exactly the benchmarks the search may ask for.
+    // Kept: every benchmark the search may ask for, and rows within the limit. It may hold
+    // more: smaller benchmarks that came after a more important one too large to fit, which
+    // the search never asks for, as it shows none after that one.
     debug_assert!({
         let order = candidates.order();
         let could = &order[..candidates.most_that_could_fit(&order, max_chars)];
-        kept.len() == could.len() && could.iter().all(|i| kept.contains_key(i))
+        let rows: usize = kept.values().map(|b| b.metrics.len()).sum();
+        could.iter().all(|i| kept.contains_key(i))
+            && rows.saturating_mul(MIN_METRIC_ROW_CHARS) <= max_chars
     });
     Ok(Some(candidates.best_fit(
         &shell,
@@ -426,6 +430,11 @@ mod tests {
     /// A suite of `benchmarks` × 12 metrics whose first benchmarks regress, with artifacts
     /// (one changed), evidence, a profile and a warning.
     fn report(benchmarks: usize) -> Report {
+        report_with(benchmarks, |_| 12)
+    }
+
+    /// [`report`] with `metrics(b)` metric rows in benchmark `b`.
+    fn report_with(benchmarks: usize, metrics: fn(usize) -> usize) -> Report {
         let side = |shift: f64, ir: &str| {
             RunResults::of(
                 (0..benchmarks)
@@ -433,7 +442,7 @@ mod tests {
                         let mut r =
                             BenchmarkResult::new(&format!("kernel_{b}"), Provenance::default());
                         r.repetitions = 10;
-                        for m in 0..12 {
+                        for m in 0..metrics(b) {
                             let change = if b % 5 == 0 { shift } else { 1.0 };
                             r.metrics.push(MetricSamples {
                                 name: format!("m{m}"),
@@ -524,6 +533,31 @@ mod tests {
         }
         // Cuts that kept benchmarks, not only the verdict.
         assert!(kept_some >= 4, "{kept_some}");
+    }
+
+    /// A benchmark too large to fit, more important than smaller ones that would: the cut keeps
+    /// none after it (a less important benchmark is never shown where a more important one is
+    /// not), and the rows read in order give that text, though they hold the smaller ones
+    /// while they read (within the limit).
+    #[test]
+    fn rows_read_in_order_skip_what_follows_a_benchmark_too_large_to_fit() {
+        // kernel_0 and kernel_5 regressed, the first with 40 rows, the second with 3; the
+        // others unchanged, with 3 rows.
+        let report = report_with(8, |b| if b == 0 { 40 } else { 3 });
+        let read = report
+            .clone()
+            .try_map_benchmarks(|b| Ok::<_, ()>(InOrder(b)))
+            .unwrap();
+        for max in [700, 1_000, 1_639, 1_700, 2_000, 2_200] {
+            let streamed = render_markdown_limited_rows(&read, max)
+                .unwrap()
+                .expect("over the bound");
+            assert_eq!(
+                streamed,
+                render_markdown_limited(&report, max),
+                "limit {max}"
+            );
+        }
     }
 
     #[test]
