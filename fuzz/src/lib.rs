@@ -7,7 +7,7 @@
 //! What each checks beyond "no panic": an import that succeeds writes a results file that reads
 //! back (no `NaN` or infinity turned into `null`, nothing kgate cannot load again); a results
 //! file read a benchmark at a time gives what its whole text does; two compared a benchmark at
-//! a time give the report of the two loaded whole.
+//! a time give the report, in every format, of the two loaded whole.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -219,14 +219,15 @@ pub fn compare_both_ways(data: &[u8]) -> Compared {
     compared
 }
 
-/// A report as the terminal table (at a width and not), HTML and JUnit write it.
+/// A report as the terminal table (its default rows unwrapped, every row at a width), HTML
+/// and JUnit write it.
 fn formats<B: kgate::model::report::ReportRows>(
     report: &kgate::model::report::Report<B>,
 ) -> Vec<String> {
-    let table = |width| render::TableExporter {
+    let table = |width: Option<usize>| render::TableExporter {
         color: false,
         width,
-        all_metrics: true,
+        all_metrics: width.is_some(),
     };
     let write = |w: &dyn Fn(&mut Vec<u8>) -> std::io::Result<()>| {
         let mut out = Vec::new();
