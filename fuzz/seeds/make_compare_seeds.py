@@ -15,6 +15,7 @@ the results format:
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,10 +48,15 @@ def main(kgate):
     files = {"baseline": open(os.path.join(ROOT, ".kgate/baselines/default.json"), "rb").read()}
     with tempfile.TemporaryDirectory() as tmp:
         for fmt, path in IMPORTS:
+            # A copy of the fixture's folder, imported outside the project (whose kgate.yaml
+            # would set the import's policy) by a relative path, which the results record.
+            folder = os.path.dirname(path)
+            copy = os.path.join(tmp, "in")
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(os.path.join(ROOT, folder), copy)
             result = os.path.join(tmp, "r.json")
-            # Outside the project, so that its kgate.yaml does not set the import's policy.
             subprocess.run(
-                [kgate, "import", fmt, os.path.join(ROOT, path), "-o", result],
+                [kgate, "import", fmt, os.path.relpath(os.path.join(copy, os.path.basename(path)), tmp), "-o", result],
                 cwd=tmp, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             name = fmt + "-" + os.path.splitext(os.path.basename(path))[0]
             files[name] = open(result, "rb").read()
