@@ -39,6 +39,7 @@ seeds() {
     config) add fuzz/corpus/config-seeds ;;
     results) add tests/fixtures/results_v1 .kgate/baselines ;;
     compare) add fuzz/seeds/compare ;;
+    report) add fuzz/seeds/report ;;
   esac
   if [ -d "fuzz/regressions/$1" ]; then dirs+=("fuzz/regressions/$1"); fi
   # Nothing at all for a target without seeds (an empty line would reach libFuzzer as a

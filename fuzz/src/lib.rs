@@ -1,13 +1,14 @@
 //! The entry points the fuzz targets drive, one per parser: each import format through its
 //! file reader, the protocol line, the configuration loader, the perf and Valgrind output
-//! parsers, a results file, and `kgate compare` of two. They are plain functions so that the
-//! integration tests replay every input kept in `fuzz/regressions/` through the same code
-//! without libFuzzer.
+//! parsers, a results file, `kgate compare` of two, and a stored report. They are plain
+//! functions so that the integration tests replay every input kept in `fuzz/regressions/`
+//! (and the seeds of the last two) through the same code without libFuzzer.
 //!
 //! What each checks beyond "no panic": an import that succeeds writes a results file that reads
 //! back (no `NaN` or infinity turned into `null`, nothing kgate cannot load again); a results
 //! file read a benchmark at a time gives what its whole text does; two compared a benchmark at
-//! a time give the report, in every format, of the two loaded whole.
+//! a time give the report, in every format, of the two loaded whole; a stored report renders
+//! within its limits, with no script in its page.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -219,6 +220,55 @@ pub fn compare_both_ways(data: &[u8]) -> Compared {
     compared
 }
 
+/// A stored JSON report as `kgate report` and `kgate comment` read it (one may come from
+/// another job, a pull request's own among them). One that loads renders in every format;
+/// the HTML page holds no script or frame, whatever the report's text; the sticky comment and
+/// the Markdown cut to a comment's size stay within their limits; written again as JSON, it
+/// reads back the same.
+pub fn report(data: &[u8]) {
+    render_stored(data);
+}
+
+/// [`report`], saying whether the report loaded (and so was checked).
+pub fn render_stored(data: &[u8]) -> bool {
+    let path = SCRATCH.with(|d| d.path().join("report.json"));
+    std::fs::write(&path, data).expect("the scratch folder is writable");
+    let Ok(report) = render::stored::load_report(&path) else {
+        return false;
+    };
+    let written = formats(&report);
+    // The page has no link, image or script of its own: any is the report's text unescaped.
+    let html = written[2].to_ascii_lowercase();
+    for tag in ["<script", "<iframe", "<object", "<embed", "<img", "<a "] {
+        assert!(!html.contains(tag), "the HTML page holds `{tag}`");
+    }
+    let chars = |text: &str| text.chars().count();
+    let limit = kgate::github::body::COMMENT_LIMIT_CHARS;
+    let comment = kgate::github::body::comment_body(&report, "default", None);
+    assert!(
+        chars(&comment) <= limit,
+        "a comment of {} characters",
+        chars(&comment)
+    );
+    for max_chars in [4_000, limit] {
+        let cut = render::markdown_limits::render_markdown_limited(&report, max_chars);
+        assert!(
+            chars(&cut) <= max_chars,
+            "Markdown of {} characters",
+            chars(&cut)
+        );
+    }
+    let mut json = Vec::new();
+    render::write_json(&report, false, &mut json).expect("JSON into memory");
+    std::fs::write(&path, &json).expect("the scratch folder is writable");
+    let again = render::stored::load_report(&path)
+        .unwrap_or_else(|e| panic!("a report kgate wrote does not read back: {e}"));
+    let mut json_again = Vec::new();
+    render::write_json(&again, false, &mut json_again).expect("JSON into memory");
+    assert_eq!(json, json_again, "the report changed on a round trip");
+    true
+}
+
 /// A report as the terminal table (its default rows unwrapped, every row at a width), HTML
 /// and JUnit write it.
 fn formats<B: kgate::model::report::ReportRows>(
@@ -286,6 +336,7 @@ pub fn by_target(target: &str) -> Option<fn(&[u8])> {
         "valgrind_parse" => valgrind,
         "results" => results,
         "compare" => compare,
+        "report" => report,
         "import_protocol" => |d| import_bytes("protocol", d),
         "import_ncu" => |d| import_bytes("ncu", d),
         "import_rocprof" => |d| import_bytes("rocprof", d),

@@ -62,8 +62,8 @@ fn fuzz_targets_and_entry_points_agree() {
         );
     }
     // One target per import format, plus the protocol line, the config, perf, valgrind, the
-    // results reader and the comparison.
-    assert_eq!(names.len(), harness::IMPORT_TARGETS.len() + 6, "{names:?}");
+    // results reader, the comparison and the stored report.
+    assert_eq!(names.len(), harness::IMPORT_TARGETS.len() + 7, "{names:?}");
     let manifest = std::fs::read_to_string(dir.parent().unwrap().join("Cargo.toml")).unwrap();
     for name in &names {
         assert!(
@@ -74,7 +74,7 @@ fn fuzz_targets_and_entry_points_agree() {
 }
 
 /// The comparison target's check on its seeds (`fuzz/seeds/compare/`, pairs of the project's
-/// own results files: see `make_compare_seeds.py` there): each pair is compared a benchmark at
+/// own results files: see `fuzz/seeds/make_seeds.py`): each pair is compared a benchmark at
 /// a time with its rows held and parked, and both give the report of the files loaded whole.
 #[test]
 fn results_files_compared_a_benchmark_at_a_time_give_the_loaded_report() {
@@ -91,4 +91,24 @@ fn results_files_compared_a_benchmark_at_a_time_give_the_loaded_report() {
     assert!(seeds >= 15, "{seeds} seeds in {}", dir.display());
     // Some comments were cut from the rows read back, not only held whole.
     assert!(cuts >= 10, "{cuts} Markdown comments cut");
+}
+
+/// The stored-report target's check on its seeds (`fuzz/seeds/report/`, the reports `kgate
+/// compare` wrote of the comparison's seeds, one with names that are markup in every format):
+/// each loads, renders in every format within its limits with no script in its page, and
+/// reads back the same once written again.
+#[test]
+fn stored_reports_render_within_their_limits() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/report");
+    let mut seeds = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        assert!(
+            harness::render_stored(&std::fs::read(&path).unwrap()),
+            "{} did not load, so was not checked",
+            path.display()
+        );
+        seeds += 1;
+    }
+    assert!(seeds >= 15, "{seeds} seeds in {}", dir.display());
 }
