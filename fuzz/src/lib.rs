@@ -222,7 +222,8 @@ pub fn compare_both_ways(data: &[u8]) -> Compared {
 
 /// A stored JSON report as `kgate report` and `kgate comment` read it (one may come from
 /// another job, a pull request's own among them). One that loads renders in every format;
-/// the HTML page holds no script or frame, whatever the report's text; the sticky comment and
+/// the HTML page holds no script or frame, the table and the comment no control character,
+/// and JUnit no character XML forbids, whatever the report's text; the sticky comment and
 /// the Markdown cut to a comment's size stay within their limits; written again as JSON, it
 /// reads back the same.
 pub fn report(data: &[u8]) {
@@ -242,6 +243,24 @@ pub fn render_stored(data: &[u8]) -> bool {
     for tag in ["<script", "<iframe", "<object", "<embed", "<img", "<a "] {
         assert!(!html.contains(tag), "the HTML page holds `{tag}`");
     }
+    // No control character of the report's text reaches a terminal (the table, its colours
+    // off) or the comment, and none that XML forbids reaches JUnit (CI readers refuse it).
+    let controls = |text: &str, allowed: &[char]| {
+        text.chars()
+            .find(|&c| c.is_control() && !allowed.contains(&c))
+            .map(|c| format!("{c:?}"))
+    };
+    for table in &written[..2] {
+        assert_eq!(
+            controls(table, &['\n']),
+            None,
+            "a control character in the table"
+        );
+    }
+    let xml_forbidden = written[3].chars().find(|&c| {
+        (c < ' ' && !['\t', '\n', '\r'].contains(&c)) || c == '\u{FFFE}' || c == '\u{FFFF}'
+    });
+    assert_eq!(xml_forbidden, None, "a character XML forbids in JUnit");
     let chars = |text: &str| text.chars().count();
     let limit = kgate::github::body::COMMENT_LIMIT_CHARS;
     let comment = kgate::github::body::comment_body(&report, "default", None);
@@ -249,6 +268,11 @@ pub fn render_stored(data: &[u8]) -> bool {
         chars(&comment) <= limit,
         "a comment of {} characters",
         chars(&comment)
+    );
+    assert_eq!(
+        controls(&comment, &['\n']),
+        None,
+        "a control character in the comment"
     );
     for max_chars in [4_000, limit] {
         let cut = render::markdown_limits::render_markdown_limited(&report, max_chars);
