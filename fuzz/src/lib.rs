@@ -239,7 +239,7 @@ pub fn render_stored(data: &[u8]) -> bool {
     };
     let written = formats(&report);
     // The page has no link, image or script of its own: any is the report's text unescaped.
-    let html = written[2].to_ascii_lowercase();
+    let html = written.html.to_ascii_lowercase();
     for tag in ["<script", "<iframe", "<object", "<embed", "<img", "<a "] {
         assert!(!html.contains(tag), "the HTML page holds `{tag}`");
     }
@@ -250,14 +250,14 @@ pub fn render_stored(data: &[u8]) -> bool {
             .find(|&c| c.is_control() && !allowed.contains(&c))
             .map(|c| format!("{c:?}"))
     };
-    for table in &written[..2] {
+    for table in [&written.table, &written.table_every_row] {
         assert_eq!(
             controls(table, &['\n']),
             None,
             "a control character in the table"
         );
     }
-    let xml_forbidden = written[3].chars().find(|&c| {
+    let xml_forbidden = written.junit.chars().find(|&c| {
         (c < ' ' && !['\t', '\n', '\r'].contains(&c)) || c == '\u{FFFE}' || c == '\u{FFFF}'
     });
     assert_eq!(xml_forbidden, None, "a character XML forbids in JUnit");
@@ -293,11 +293,20 @@ pub fn render_stored(data: &[u8]) -> bool {
     true
 }
 
-/// A report as the terminal table (its default rows unwrapped, every row at a width), HTML
-/// and JUnit write it.
+/// A report as the terminal table, HTML and JUnit write it from its rows.
+#[derive(Debug, PartialEq)]
+struct Written {
+    /// The terminal table's default rows, unwrapped.
+    table: String,
+    /// The table of every row, wrapped at 60 columns.
+    table_every_row: String,
+    html: String,
+    junit: String,
+}
+
 fn formats<B: kgate::model::report::ReportRows>(
     report: &kgate::model::report::Report<B>,
-) -> Vec<String> {
+) -> Written {
     let table = |width: Option<usize>| render::TableExporter {
         color: false,
         width,
@@ -308,12 +317,12 @@ fn formats<B: kgate::model::report::ReportRows>(
         w(&mut out).expect("the rows read back");
         String::from_utf8(out).expect("UTF-8")
     };
-    vec![
-        write(&|out| table(None).write_report(report, out)),
-        write(&|out| table(Some(60)).write_report(report, out)),
-        write(&|out| render::html::HtmlExporter.write_report(report, out)),
-        write(&|out| render::junit::JunitExporter.write_report(report, out)),
-    ]
+    Written {
+        table: write(&|out| table(None).write_report(report, out)),
+        table_every_row: write(&|out| table(Some(60)).write_report(report, out)),
+        html: write(&|out| render::html::HtmlExporter.write_report(report, out)),
+        junit: write(&|out| render::junit::JunitExporter.write_report(report, out)),
+    }
 }
 
 /// One protocol line.
