@@ -692,8 +692,11 @@ pub fn step_outcome(verdict: Verdict) -> StepOutcome {
         Verdict::Unchanged | Verdict::WithinThreshold | Verdict::Improved | Verdict::NotGated => {
             StepOutcome::Good
         }
-        // No comparison was possible (the benchmark is absent on a side).
-        Verdict::New | Verdict::Missing | Verdict::Skipped => StepOutcome::Skipped,
+        // No comparison was possible (the benchmark is absent on a side, or failed there: a
+        // commit that cannot be measured is skipped, as `git bisect skip` does).
+        Verdict::New | Verdict::Missing | Verdict::Skipped | Verdict::Failed => {
+            StepOutcome::Skipped
+        }
     }
 }
 

@@ -18,6 +18,22 @@ pub fn recount(report: &mut Report) {
     report.verdict = report.summary.run_verdict();
 }
 
+/// Adds a `missing` entry for each benchmark the base revision declares and this one does not
+/// (removed or renamed: a renamed benchmark is `missing` under its old name and `new` under
+/// its new one, and neither gates), and recounts.
+pub fn mark_removed(report: &mut Report, removed: &[String]) {
+    for name in removed {
+        report.benchmarks.push(BenchmarkComparison {
+            name: name.clone(),
+            verdict: Verdict::Missing,
+            explanation: "declared by the base revision's configuration but not by this one (removed or renamed): not measured, so not gated".into(),
+            metrics: Vec::new(),
+            profile: None,
+        });
+    }
+    recount(report);
+}
+
 /// Replaces the entries of benchmarks that were not run (reported `missing` by the comparison)
 /// with `skipped` ones carrying their baseline values, and recounts.
 pub fn mark_skipped(report: &mut Report, skipped: &[String], base: Option<&RunResults>, why: &str) {

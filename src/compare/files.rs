@@ -121,7 +121,7 @@ pub fn compare_files(
             };
             match gathered.add(b.as_ref(), &h, &ctx, |p| p.park(&mut spill)) {
                 Err(e) => spill_failure = Some(e),
-                Ok(Verdict::New | Verdict::Missing) => {
+                Ok(Verdict::New | Verdict::Missing | Verdict::Failed) => {
                     one_sided.insert(name.to_string(), owned(metric_names(b.as_ref(), Some(&h))));
                 }
                 Ok(_) => {}

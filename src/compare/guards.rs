@@ -97,7 +97,7 @@ pub(super) fn environment_warnings(
             ("metrics are", "do")
         };
         format!(
-            "a timing or hardware counter from another machine says nothing about the change, so {held_back} such {metrics} reported but {verbs} not gate; deterministic counts (valgrind) still gate. Set `gate.noisy_metrics: always` if the runners are alike"
+            "a timing or hardware counter from another machine says nothing about the change, so {held_back} such {metrics} reported but {verbs} not gate; deterministic counts (valgrind) still gate. To gate them, measure both revisions in one job: `kgate check --against REF`"
         )
     };
     vec![format!(
@@ -148,7 +148,7 @@ pub(super) fn noisy_block(source: Source, method: Method, ctx: &Context<'_>) -> 
     }
     if !ctx.environment_differences.is_empty() {
         return Some(format!(
-            "baseline and candidate ran on different environments, and a `{}` metric from another machine says nothing about the change; set `gate.noisy_metrics: always` if the runners are alike",
+            "baseline and candidate ran on different environments, and a `{}` metric from another machine says nothing about the change (`kgate check --against REF` measures both revisions in one job)",
             source.as_str()
         ));
     }

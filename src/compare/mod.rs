@@ -217,7 +217,10 @@ impl Tally {
     fn add(&mut self, b: &BenchmarkComparison) {
         self.counts.add(b.verdict);
         self.held_back += guards::held_back_by_environments(b);
-        self.not_gating.extend(not_gating_warnings(b));
+        // A benchmark that is not gated names these in its own explanation: said once.
+        if b.verdict != Verdict::NotGated {
+            self.not_gating.extend(not_gating_warnings(b));
+        }
     }
 }
 
@@ -284,7 +287,14 @@ impl<W: Waiting> Gathered<W> {
             }
             None => new_benchmark(
                 head,
-                "not in the baseline; this run's numbers become its reference once saved",
+                match ctx.design {
+                    Design::Interleaved => {
+                        "not declared by the base revision's configuration: measured on this side only, so not gated; it gates once the base declares it"
+                    }
+                    _ => {
+                        "not in the baseline, so not gated; this run's numbers become its reference once saved"
+                    }
+                },
             ),
         };
         let verdict = cmp.verdict;
@@ -402,7 +412,8 @@ impl<W: Waiting> Gathered<W> {
 }
 
 /// A benchmark with nothing to compare against: `new`, unless it failed in this run, when it
-/// is `missing` with its failure (a failed run has no numbers to become anyone's reference).
+/// is `failed` (a failed run has no numbers to become anyone's reference, and the run is an
+/// error).
 fn new_benchmark(h: &BenchmarkResult, why_new: &str) -> BenchmarkComparison {
     if h.status == Status::Failed {
         let why = h
@@ -412,7 +423,7 @@ fn new_benchmark(h: &BenchmarkResult, why_new: &str) -> BenchmarkComparison {
             .unwrap_or("failed");
         return BenchmarkComparison {
             name: h.name.clone(),
-            verdict: Verdict::Missing,
+            verdict: Verdict::Failed,
             explanation: format!("failed in the candidate: {why}; it has no baseline either"),
             metrics: Vec::new(),
             profile: None,
@@ -434,10 +445,15 @@ pub fn no_baseline(head: &RunResults, policy: &ComparePolicy, reason: String) ->
         .iter()
         .map(|h| new_benchmark(h, "no baseline to compare against"))
         .collect();
+    let summary = count(&benchmarks);
     Report {
         schema_version: REPORT_SCHEMA_VERSION,
-        verdict: RunVerdict::NoBaseline,
-        summary: count(&benchmarks),
+        // A benchmark that failed is an error whether or not there was a baseline.
+        verdict: match summary.run_verdict() {
+            RunVerdict::Error => RunVerdict::Error,
+            _ => RunVerdict::NoBaseline,
+        },
+        summary,
         design: Design::StoredBaseline,
         alpha: policy.alpha,
         correction: policy.correction,
@@ -524,7 +540,7 @@ fn gather_benchmark<'a>(
                 .as_ref()
                 .map(|f| f.message.as_str())
                 .unwrap_or("failed");
-            cmp.verdict = Verdict::Missing;
+            cmp.verdict = Verdict::Failed;
             cmp.explanation = format!("failed in the {side}: {why}");
             return (cmp, Vec::new());
         }
@@ -570,7 +586,7 @@ fn gather_benchmark<'a>(
 
 /// A benchmark's verdict: the worst of its gating metrics.
 fn aggregate(cmp: &mut BenchmarkComparison) {
-    if cmp.verdict == Verdict::Missing && cmp.metrics.is_empty() {
+    if matches!(cmp.verdict, Verdict::Missing | Verdict::Failed) && cmp.metrics.is_empty() {
         return;
     }
     let gating: Vec<&MetricComparison> = cmp

@@ -647,10 +647,15 @@ pub(super) fn decide(
     out.p_adjusted = Some(p_reg_adj);
     // The level a single regression faces: BH and Holm both reduce to alpha / m for it.
     let single = alpha / family.max(1) as f64;
+    // No outcome can be decided only where the smallest attainable p is above the largest
+    // level the applied procedure could test this metric at: BH rejects at up to alpha·k/m,
+    // so alpha when every member is rejected; Holm's step-down starts at alpha / m and stops
+    // at its first acceptance.
+    let reachable = inference::largest_level(alpha, family, ctx.policy.correction);
     let floor_blocks = power
         .sizes()
         .map(|(nb, nh)| inference::mwu_floor(nb, nh))
-        .filter(|floor| *floor > single);
+        .filter(|floor| *floor > reachable);
     let bad = worse(change, out.direction);
     // The interval is shown at the level the test in the estimate's direction was decided at,
     // so that it agrees with the verdict.
@@ -709,9 +714,10 @@ pub(super) fn decide(
         (
             Verdict::Inconclusive,
             format!(
-                "{described}: too few repetitions to detect anything: the smallest attainable p is {}, above the level {}; raise `repetitions`",
+                "{described}: too few repetitions to detect anything: the smallest attainable p is {}, above the largest level the {} correction over {family} tested metrics can reach ({}); raise `repetitions`",
                 format_p(floor),
-                format_p(single)
+                ctx.policy.correction.as_str(),
+                format_p(reachable)
             ),
         )
     } else if significant_reg && bad && material {

@@ -68,7 +68,8 @@ fn default_version() -> u32 {
 pub struct Defaults {
     /// Warm-up runs discarded before measuring (default 1).
     pub warmup: Option<u32>,
-    /// Measured repetitions: a number, or `{min, max}` (default 10).
+    /// Measured repetitions: a number, or `{min, max}` (default 10). Benchmarks whose captures
+    /// are all deterministic (callgrind, cachegrind) run once per side whatever this says.
     pub repetitions: Option<Repetitions>,
     /// Time limit for one run of a benchmark, such as `30s` (default `60s`).
     pub timeout: Option<DurationSpec>,
@@ -266,7 +267,8 @@ pub struct BenchmarkConfig {
     pub pass_env: Vec<String>,
     /// Warm-up runs discarded before measuring.
     pub warmup: Option<u32>,
-    /// Measured repetitions: a number, or `{min, max}`.
+    /// Measured repetitions: a number, or `{min, max}`. A benchmark whose captures are all
+    /// deterministic (callgrind, cachegrind) runs once per side whatever this says.
     pub repetitions: Option<Repetitions>,
     /// Time limit for one run, such as `30s`; the whole process group is killed at the limit.
     pub timeout: Option<DurationSpec>,

@@ -56,7 +56,7 @@ pub fn marker(job_id: &str) -> String {
 
 fn importance(m: &MetricComparison) -> (u8, u64) {
     let rank = match m.verdict {
-        Verdict::Regressed => 0,
+        Verdict::Failed | Verdict::Regressed => 0,
         Verdict::Inconclusive => 1,
         Verdict::Missing => 2,
         Verdict::Improved => 3,
@@ -109,7 +109,7 @@ fn keep_rows(report: &Report, rows: &[(usize, usize)], keep: usize, metricless: 
                 && !had
                 && matches!(
                     b.verdict,
-                    Verdict::Regressed | Verdict::Inconclusive | Verdict::Missing
+                    Verdict::Regressed | Verdict::Failed | Verdict::Inconclusive | Verdict::Missing
                 ))
     });
     reduced
@@ -245,9 +245,9 @@ impl CommentPolicy {
         match self {
             CommentPolicy::Always => true,
             CommentPolicy::OnChange => {
-                s.regressed + s.improved + s.inconclusive + s.new + s.missing > 0
+                s.failed + s.regressed + s.improved + s.inconclusive + s.new + s.missing > 0
             }
-            CommentPolicy::OnRegression => s.regressed > 0,
+            CommentPolicy::OnRegression => s.failed + s.regressed > 0,
             CommentPolicy::Never => false,
         }
     }

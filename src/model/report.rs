@@ -249,7 +249,7 @@ impl ChartedPicker {
         evidence_metrics: impl Fn(&str) -> Vec<&'n str>,
     ) {
         let rank = |v: Verdict| match v {
-            Verdict::Regressed | Verdict::New | Verdict::Missing => Some(0),
+            Verdict::Regressed | Verdict::New | Verdict::Missing | Verdict::Failed => Some(0),
             Verdict::Improved => Some(1),
             Verdict::Inconclusive => Some(2),
             Verdict::WithinThreshold => Some(3),
@@ -263,7 +263,7 @@ impl ChartedPicker {
             }
             room
         };
-        if matches!(b.verdict, Verdict::New | Verdict::Missing) {
+        if matches!(b.verdict, Verdict::New | Verdict::Missing | Verdict::Failed) {
             for m in evidence_metrics(&b.name) {
                 if !keep(0, m) {
                     break;
@@ -307,9 +307,13 @@ pub struct Counts {
     pub not_gated: usize,
     pub new: usize,
     pub missing: usize,
-    /// Benchmarks not run by diff-aware selection.
+    /// Benchmarks not run: diff-aware selection (`--changed-since`) or `--bench` left them out.
     #[serde(default)]
     pub skipped: usize,
+    /// Benchmarks that failed on a side (run, build or timeout): nothing was measured to
+    /// compare, so the run is an error.
+    #[serde(default)]
+    pub failed: usize,
     /// Benchmarks whose only regressions are waived (their verdict leaves the waived metrics out).
     #[serde(default)]
     pub waived: usize,
@@ -330,13 +334,16 @@ impl Counts {
             Verdict::New => &mut self.new,
             Verdict::Missing => &mut self.missing,
             Verdict::Skipped => &mut self.skipped,
+            Verdict::Failed => &mut self.failed,
         };
         *count += 1;
     }
 
     /// The verdict of a run with these counts (a run with a baseline).
     pub fn run_verdict(&self) -> RunVerdict {
-        if self.regressed > 0 {
+        if self.failed > 0 {
+            RunVerdict::Error
+        } else if self.regressed > 0 {
             RunVerdict::Regressed
         } else if self.inconclusive > 0 {
             RunVerdict::Inconclusive

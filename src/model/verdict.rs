@@ -15,6 +15,9 @@ pub enum RunVerdict {
     Regressed,
     Inconclusive,
     NoBaseline,
+    /// A benchmark could not be measured on a side (it failed, crashed or timed out, or its
+    /// build did): the run says nothing about it, so it is an error, never a pass.
+    Error,
 }
 
 /// The verdict of a benchmark or metric.
@@ -35,8 +38,12 @@ pub enum Verdict {
     NotGated,
     New,
     Missing,
-    /// Not run because no changed file matches its `paths` (`kgate check --changed-since`).
+    /// Not run because no changed file matches its `paths` (`kgate check --changed-since`), or
+    /// not selected (`--bench`).
     Skipped,
+    /// It failed on a side (the baseline's or the candidate's run, or its build): nothing was
+    /// measured to compare, so the run is an error (exit 2).
+    Failed,
 }
 
 impl Verdict {
@@ -51,6 +58,7 @@ impl Verdict {
             Verdict::New => "new",
             Verdict::Missing => "missing",
             Verdict::Skipped => "skipped",
+            Verdict::Failed => "failed",
         }
     }
 }

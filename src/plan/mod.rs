@@ -78,6 +78,9 @@ pub struct BenchmarkPlan {
     pub counters: crate::config::CounterSampling,
     /// Counter passes planned from `counters.request` and the profile's counters per pass.
     pub counter_passes: Vec<Vec<String>>,
+    /// Measured in the head revision only: the base revision's configuration does not declare
+    /// it (`kgate check --against`), so there is nothing there to compare with.
+    pub head_only: bool,
     /// XProf's TPU sampling options of each counter pass (empty off a TPU profile).
     pub sampling: crate::config::tpu_sampling::PassOptions,
 }
@@ -203,10 +206,11 @@ fn resolve_benchmark(
         .clone()
         .or_else(|| d.captures.clone())
         .unwrap_or_else(|| vec![CaptureKind::Timer]);
-    // Simulated counts are identical on every run: unless the benchmark itself asks for more,
-    // one repetition and no warm-up suffice (the inherited defaults are meant for timings).
+    // Simulated counts are identical on every run: one repetition per side, whatever the
+    // repetitions asked for (by the benchmark, the defaults or `--repetitions`), and no warm-up
+    // unless the benchmark asks for one. More would only multiply the capture's cost.
     let deterministic_only = captures.iter().all(|c| c.deterministic());
-    if deterministic_only && b.repetitions.is_none() && overrides.repetitions.is_none() {
+    if deterministic_only {
         repetitions = Repetitions { min: 1, max: 1 };
     }
     let default_warmup = if deterministic_only {
@@ -243,6 +247,7 @@ fn resolve_benchmark(
         .map(|d| crate::config::tpu_sampling::options(d, &counters, &counter_passes))
         .unwrap_or_default();
     BenchmarkPlan {
+        head_only: false,
         ncu: b.ncu.clone().or_else(|| d.ncu.clone()).unwrap_or_default(),
         name: b.name.clone(),
         command: b.command.clone(),

@@ -41,7 +41,10 @@ fn metric_outcome(m: &MetricComparison) -> Outcome {
 
 fn benchmark_outcome(b: &BenchmarkComparison) -> Outcome {
     match b.verdict {
-        Verdict::Missing => Outcome::Error,
+        // Nothing was measured on a side: the run is an error (exit 2), and so is its case.
+        Verdict::Failed => Outcome::Error,
+        // Removed from the suite, or not run: no test happened, and nothing failed.
+        Verdict::Missing | Verdict::Skipped => Outcome::Skipped,
         _ => Outcome::Passed,
     }
 }
@@ -108,7 +111,12 @@ fn metric_case(b: &BenchmarkComparison, m: &MetricComparison) -> String {
 fn benchmark_case(b: &BenchmarkComparison) -> String {
     let body = match benchmark_outcome(b) {
         Outcome::Error => format!(
-            "<error message=\"{}\" type=\"missing\"/>",
+            "<error message=\"{}\" type=\"failed\"/>",
+            escape_html(&b.explanation)
+        ),
+        Outcome::Skipped => format!(
+            "<skipped message=\"{}: {}\"/>",
+            b.verdict.as_str(),
             escape_html(&b.explanation)
         ),
         _ => format!(

@@ -108,12 +108,17 @@ pub fn summary_line_naming<B>(report: &Report<B>, would: Vec<String>) -> String 
     let s = &report.summary;
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-    let mut parts = vec![
+    let mut parts = Vec::new();
+    if s.failed > 0 {
+        // First: nothing was measured for these, and they make the run an error.
+        parts.push(format!("{} failed", s.failed));
+    }
+    parts.extend([
         plural(s.regressed, "regression", "regressions"),
         plural(s.improved, "improvement", "improvements"),
         format!("{} unchanged", s.unchanged),
         format!("{} inconclusive", s.inconclusive),
-    ];
+    ]);
     if s.within_threshold > 0 {
         parts.push(format!("{} within threshold", s.within_threshold));
     }
@@ -155,6 +160,7 @@ pub(crate) fn verdict_word(v: RunVerdict) -> &'static str {
         RunVerdict::Regressed => "REGRESSED",
         RunVerdict::Inconclusive => "INCONCLUSIVE",
         RunVerdict::NoBaseline => "NO BASELINE",
+        RunVerdict::Error => "ERROR",
     }
 }
 
@@ -185,7 +191,7 @@ fn p_cell(m: &MetricComparison) -> String {
 
 fn verdict_color(v: Verdict) -> Color {
     match v {
-        Verdict::Regressed => Color::Red,
+        Verdict::Regressed | Verdict::Failed => Color::Red,
         Verdict::Improved => Color::Green,
         Verdict::Inconclusive => Color::Yellow,
         Verdict::Unchanged | Verdict::WithinThreshold => Color::Reset,
@@ -535,11 +541,7 @@ impl TableRow<'_> {
                     ci_cell(m),
                     p_cell(m),
                     mde_cell(m),
-                    if m.waived {
-                        text(&metric_verdict(m))
-                    } else {
-                        m.verdict.as_str().to_string()
-                    },
+                    text(&metric_verdict(m)),
                 ]
             }
         }
@@ -738,6 +740,7 @@ impl TableExporter {
             if matches!(
                 b.verdict,
                 Verdict::Regressed
+                    | Verdict::Failed
                     | Verdict::Inconclusive
                     | Verdict::Improved
                     | Verdict::Missing
@@ -808,12 +811,23 @@ fn pieces<B: ReportRows>(
     each(&piece, true)
 }
 
-/// A metric's verdict as shown: `regressed (waived)` when a waiver accepts it.
-fn metric_verdict(m: &MetricComparison) -> String {
+/// A metric's verdict as shown: `regressed (waived)` when a waiver accepts it, and for a metric
+/// that may not fail the build a cell that says so rather than the word a gating verdict gets:
+/// `would regress (not gated)`, `would improve (not gated)`, `unchanged (not gated)`.
+pub(crate) fn metric_verdict(m: &MetricComparison) -> String {
     if m.waived {
         format!("{} (waived)", m.verdict.as_str())
-    } else {
+    } else if m.gates {
         m.verdict.as_str().to_string()
+    } else {
+        match m.verdict {
+            Verdict::Regressed => "would regress (not gated)".to_string(),
+            Verdict::Improved => "would improve (not gated)".to_string(),
+            Verdict::NotGated | Verdict::Skipped | Verdict::New | Verdict::Missing => {
+                m.verdict.as_str().to_string()
+            }
+            other => format!("{} (not gated)", other.as_str()),
+        }
     }
 }
 
@@ -877,6 +891,7 @@ impl Exporter for MarkdownExporter {
             RunVerdict::Regressed => "❌",
             RunVerdict::Inconclusive => "⚠️",
             RunVerdict::NoBaseline => "❔",
+            RunVerdict::Error => "🛑",
         };
         let mut out = format!(
             "### {icon} kgate: {}: {}\n\n",
@@ -902,7 +917,11 @@ impl Exporter for MarkdownExporter {
         for b in &report.benchmarks {
             if matches!(
                 b.verdict,
-                Verdict::Regressed | Verdict::Inconclusive | Verdict::Missing | Verdict::NotGated
+                Verdict::Regressed
+                    | Verdict::Failed
+                    | Verdict::Inconclusive
+                    | Verdict::Missing
+                    | Verdict::NotGated
             ) {
                 out.push_str(&format!(
                     "- **{}** {}: {}\n",

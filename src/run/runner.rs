@@ -679,31 +679,42 @@ pub fn run_plan(
     let build_failures = run_builds(plan, revision, progress)?;
     let mut benchmarks = Vec::new();
     for b in &plan.benchmarks {
-        let mut run = BenchmarkRun::new(b, revision)?;
-        if let Some(f) = b.build.and_then(|i| build_failures.get(&i)) {
-            run.fail(f.clone());
-        } else {
-            progress.event(Event::BenchmarkStarted {
-                name: &b.name,
-                runs: u64::from(b.warmup + b.repetitions.min),
-            });
-            for _ in 0..b.warmup {
-                run.step(false)?;
-                progress.event(Event::RunFinished);
-            }
-            for _ in 0..b.repetitions.min {
-                run.step(true)?;
-                progress.event(Event::RunFinished);
-            }
-        }
-        let result = run.finish();
-        progress.event(Event::BenchmarkFinished {
-            result: &result,
-            revision: revision.label,
-        });
-        benchmarks.push(result);
+        benchmarks.push(run_one(b, revision, &build_failures, progress)?);
     }
     Ok(results_for(plan, revision, benchmarks, created))
+}
+
+/// One benchmark in one revision: warm-up, then its `min` repetitions (or the failure of its
+/// build step).
+fn run_one(
+    b: &BenchmarkPlan,
+    revision: &Revision,
+    build_failures: &BTreeMap<usize, Failure>,
+    progress: &mut dyn Progress,
+) -> Result<BenchmarkResult, RunError> {
+    let mut run = BenchmarkRun::new(b, revision)?;
+    if let Some(f) = b.build.and_then(|i| build_failures.get(&i)) {
+        run.fail(f.clone());
+    } else {
+        progress.event(Event::BenchmarkStarted {
+            name: &b.name,
+            runs: u64::from(b.warmup + b.repetitions.min),
+        });
+        for _ in 0..b.warmup {
+            run.step(false)?;
+            progress.event(Event::RunFinished);
+        }
+        for _ in 0..b.repetitions.min {
+            run.step(true)?;
+            progress.event(Event::RunFinished);
+        }
+    }
+    let result = run.finish();
+    progress.event(Event::BenchmarkFinished {
+        result: &result,
+        revision: revision.label,
+    });
+    Ok(result)
 }
 
 /// Runs two revisions interleaved in one job: for each benchmark, warm-ups and repetitions
@@ -746,6 +757,11 @@ pub fn run_interleaved_adaptive(
     let mut base_results = Vec::new();
     let mut head_results = Vec::new();
     for b in &plan.benchmarks {
+        if b.head_only {
+            // The base revision does not declare it: measured here, compared with nothing.
+            head_results.push(run_one(b, head, &head_failures, progress)?);
+            continue;
+        }
         let mut runs = [BenchmarkRun::new(b, base)?, BenchmarkRun::new(b, head)?];
         for (run, failures) in runs.iter_mut().zip([&base_failures, &head_failures]) {
             if let Some(f) = b.build.and_then(|i| failures.get(&i)) {

@@ -91,6 +91,17 @@ pub fn decision_level(adjusted: &[f64], alpha: f64, correction: Correction) -> f
     }
 }
 
+/// The largest raw level at which the correction could reject one member of a family of
+/// `family` tests at `alpha`: Benjamini–Hochberg's step-up reaches alpha·k/m, so alpha itself
+/// when all m are rejected; Holm's step-down must first reject at alpha / m. A test whose
+/// smallest attainable p lies above it can never be decided, whatever the other members do.
+pub fn largest_level(alpha: f64, family: usize, correction: Correction) -> f64 {
+    match correction {
+        Correction::Bh => alpha,
+        Correction::Holm => alpha / family.max(1) as f64,
+    }
+}
+
 /// Robust noise of a sample on the log scale: 1.4826 × MAD of ln(values), falling back to the
 /// sample standard deviation of the logs when more than half the values are equal. None when
 /// fewer than two values or a value is not positive.

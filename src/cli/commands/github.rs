@@ -491,6 +491,7 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
                 ("inconclusive", s.inconclusive.to_string()),
                 ("new", s.new.to_string()),
                 ("missing", s.missing.to_string()),
+                ("failed", s.failed.to_string()),
                 ("total", s.total.to_string()),
                 ("report", args.report.display().to_string()),
                 ("regressions", regressions.join("\n")),
@@ -624,7 +625,7 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
     }
     let conclusion = match report.verdict {
         RunVerdict::Pass => Conclusion::Success,
-        RunVerdict::Regressed => Conclusion::Failure,
+        RunVerdict::Regressed | RunVerdict::Error => Conclusion::Failure,
         RunVerdict::Inconclusive | RunVerdict::NoBaseline => Conclusion::Neutral,
     };
     let mut posted = post_report(

@@ -176,13 +176,19 @@ fn warn_declared(plan: &Plan, results: &mut RunResults) {
 
 /// Prints each failed benchmark with its stderr tail; returns the exit status of the run.
 fn report_failures(results: &RunResults) -> u8 {
+    report_side_failures(results, None)
+}
+
+/// [`report_failures`] of one side of a comparison, named (`base`, `head`) in each line.
+fn report_side_failures(results: &RunResults, side: Option<&str>) -> u8 {
     let mut failed = false;
+    let side = side.map(|s| format!(" [{s}]")).unwrap_or_default();
     for b in &results.benchmarks {
         if b.status == Status::Failed {
             failed = true;
             if let Some(f) = &b.failure {
                 eprintln!(
-                    "error: benchmark `{}` failed: {}",
+                    "error: benchmark `{}` failed{side}: {}",
                     escape_terminal(&b.name),
                     escape_log(&f.message)
                 );
@@ -360,6 +366,7 @@ fn after_report<B>(
         }
         RunVerdict::Inconclusive => ExitStatus::PASS,
         RunVerdict::NoBaseline => ExitStatus::NO_BASELINE,
+        RunVerdict::Error => ExitStatus::ERROR,
     }
 }
 
@@ -416,6 +423,8 @@ fn view_exporter(
 /// posts this report as it is.
 struct Checked {
     report: Report,
+    /// The base revision's run, where `--against` measured one.
+    base: Option<RunResults>,
     head: RunResults,
     fail_on_inconclusive: bool,
 }
@@ -430,7 +439,16 @@ fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
 fn emit_checked(checked: &Checked, args: &CheckArgs) -> Result<u8> {
     save_candidate(&checked.head, args)?;
     let status = emit_report(&checked.report, &args.report, checked.fail_on_inconclusive)?;
-    Ok(ExitStatus::combine(report_failures(&checked.head), status))
+    // A failure on either side is an error, with that side's stderr tail.
+    let base = checked
+        .base
+        .as_ref()
+        .map_or(ExitStatus::PASS, |b| report_side_failures(b, Some("base")));
+    let head = match checked.base {
+        Some(_) => report_side_failures(&checked.head, Some("head")),
+        None => report_failures(&checked.head),
+    };
+    Ok(ExitStatus::combine(ExitStatus::combine(base, head), status))
 }
 
 /// Runs the suite (and the baseline side when interleaved) and compares.
@@ -445,16 +463,33 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
     };
     // The base revision's work tree, kept for profiling the base side of a regression.
     let mut base_tree: Option<Worktree> = None;
-    let (report, head) = match against {
+    let (report, base, head) = match against {
         Some((reference, tip)) => {
             github::refuse_untrusted_run(&loaded.root)?;
-            let plan = Plan::new(&loaded.config, &overrides(&args.selection))?;
+            let mut plan = Plan::new(&loaded.config, &overrides(&args.selection))?;
             let (commit, what) = against_commit(&loaded.root, reference, tip)?;
             let tree = Worktree::checkout(&loaded.root, &commit)?;
             eprintln!(
                 "measuring {what} ({}) interleaved with the work tree",
                 &tree.commit[..12.min(tree.commit.len())]
             );
+            let removed = match declared_at_base(&loaded, &tree.root, &what) {
+                Some(declared) => {
+                    for b in plan.benchmarks.iter_mut() {
+                        b.head_only = !declared.contains(&b.name);
+                    }
+                    // Only a run of the whole suite can tell that one is gone.
+                    let mut removed: Vec<String> = declared
+                        .into_iter()
+                        .filter(|name| !loaded.config.benchmarks.iter().any(|b| &b.name == name))
+                        .collect();
+                    if !args.selection.bench.is_empty() {
+                        removed.clear();
+                    }
+                    removed
+                }
+                None => Vec::new(),
+            };
             let mut progress = progress::for_stderr(args.selection.no_progress);
             let base_rev = Revision {
                 root: tree.root.clone(),
@@ -477,9 +512,12 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
             )?;
             warn_declared(&plan, &mut head);
             let mut report = compare::compare(&base, &head, &policy, Design::Interleaved);
+            if !removed.is_empty() {
+                crate::compare::adjust::mark_removed(&mut report, &removed);
+            }
             report.evidence = Some(Evidence::from_runs(Some(&base), &head));
             base_tree = Some(tree);
-            (report, head)
+            (report, Some(base), head)
         }
         None => {
             let path = baseline::resolve(&loaded.root, &args.baseline)?;
@@ -531,6 +569,7 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
                 report.evidence = Some(Evidence::from_runs(None, &head));
                 return Ok(Checked {
                     report,
+                    base: None,
                     head,
                     fail_on_inconclusive,
                 });
@@ -583,10 +622,20 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
                 );
                 crate::compare::adjust::mark_skipped(&mut report, &skipped, Some(&base), &why);
             }
+            // The baseline's other benchmarks were not asked for: not run, not missing.
+            let unselected = unselected(&loaded, &args.selection, &base);
+            if !unselected.is_empty() {
+                crate::compare::adjust::mark_skipped(
+                    &mut report,
+                    &unselected,
+                    Some(&base),
+                    "skipped: not selected (`--bench`)",
+                );
+            }
             let mut evidence = Evidence::from_runs(Some(&base), &head);
             crate::baseline::history::add_to_evidence(&mut evidence, &records);
             report.evidence = Some(evidence);
-            (report, head)
+            (report, None, head)
         }
     };
     let mut report = report;
@@ -603,9 +652,54 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
     }
     Ok(Checked {
         report,
+        base,
         head,
         fail_on_inconclusive,
     })
+}
+
+/// The baseline's benchmarks that the configuration declares but `--bench` left out.
+fn unselected(loaded: &LoadedConfig, selection: &RunSelection, base: &RunResults) -> Vec<String> {
+    if selection.bench.is_empty() {
+        return Vec::new();
+    }
+    base.benchmarks
+        .iter()
+        .map(|b| &b.name)
+        .filter(|name| !selection.bench.contains(name))
+        .filter(|name| loaded.config.benchmarks.iter().any(|b| &b.name == *name))
+        .cloned()
+        .collect()
+}
+
+/// The benchmarks the base revision's configuration declares (its file at the same place in
+/// the base's tree, `base_root`): a benchmark it does not declare is measured on the head side
+/// only and reported `new`. None, with a warning, where that file cannot be read as a
+/// configuration (every benchmark is then measured on both sides, and one that fails at the
+/// base is an error).
+fn declared_at_base(
+    loaded: &LoadedConfig,
+    base_root: &Path,
+    what: &str,
+) -> Option<std::collections::HashSet<String>> {
+    let file = base_root.join(loaded.path.file_name()?);
+    if !file.exists() {
+        eprintln!(
+            "note: {what} has no `{}`: it declares no benchmark, so every benchmark is new and none gates",
+            escape_terminal(&file.file_name()?.to_string_lossy())
+        );
+        return Some(Default::default());
+    }
+    match config::load(&file) {
+        Ok(base) => Some(base.config.benchmarks.into_iter().map(|b| b.name).collect()),
+        Err(e) => {
+            eprintln!(
+                "warning: the configuration of {what} cannot be read ({}); every benchmark is measured on both sides",
+                escape_log(&e.to_string())
+            );
+            None
+        }
+    }
 }
 
 /// Re-runs each regressed benchmark under a deeper capture on each side that can be re-run
