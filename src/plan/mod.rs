@@ -399,6 +399,32 @@ mod tests {
         );
     }
 
+    /// Deterministic counts are the same on every run: one repetition per side, whatever the
+    /// benchmark, the defaults or `--repetitions` ask for (before: `--repetitions 40` ran
+    /// callgrind 40 times).
+    #[test]
+    fn deterministic_captures_run_once_whatever_the_repetitions() {
+        let c = parse(
+            "defaults: {repetitions: 10}\nbenchmarks:\n  - name: c\n    command: ./c\n    captures: [callgrind]\n  - name: g\n    command: ./g\n    captures: [cachegrind]\n    repetitions: 5\n  - name: t\n    command: ./t\n",
+            "k.yaml",
+        )
+        .unwrap();
+        for overrides in [
+            Overrides::default(),
+            Overrides {
+                repetitions: Some(40),
+                ..Overrides::default()
+            },
+        ] {
+            let p = Plan::new(&c, &overrides).unwrap();
+            let once = Repetitions { min: 1, max: 1 };
+            assert_eq!(p.benchmarks[0].repetitions, once);
+            assert_eq!(p.benchmarks[1].repetitions, once);
+            let timed = overrides.repetitions.unwrap_or(10);
+            assert_eq!(p.benchmarks[2].repetitions.min, timed);
+        }
+    }
+
     #[test]
     fn wall_time_is_informational_when_the_benchmark_reports_itself() {
         let c = parse(

@@ -1011,6 +1011,40 @@ impl Exporter for JsonExporter {
 mod tests {
     use super::*;
 
+    /// A row that may not fail the build says so in its verdict cell, in every format that
+    /// shows the cell, rather than the word a gating verdict gets (before: `regressed` under a
+    /// PASS headline).
+    #[test]
+    fn a_metric_that_does_not_gate_reads_as_such_in_its_verdict_cell() {
+        use crate::model::metric::{Direction, GateRule, Source};
+        use crate::model::results::MetricSamples;
+        let samples = MetricSamples {
+            name: "kernel_time".into(),
+            unit: "us".into(),
+            source: Source::Timer,
+            direction: Direction::Lower,
+            gate: GateRule::default(),
+            values: Vec::new(),
+            repetition: Default::default(),
+        };
+        let mut m = crate::compare::blank(&samples, &crate::compare::ComparePolicy::default());
+        m.verdict = Verdict::Regressed;
+        m.gates = true;
+        assert_eq!(metric_verdict(&m), "regressed");
+        m.gates = false;
+        assert_eq!(metric_verdict(&m), "would regress (not gated)");
+        m.verdict = Verdict::Improved;
+        assert_eq!(metric_verdict(&m), "would improve (not gated)");
+        m.verdict = Verdict::Unchanged;
+        assert_eq!(metric_verdict(&m), "unchanged (not gated)");
+        m.verdict = Verdict::Regressed;
+        let markdown = MarkdownExporter::table(&[("b", &m)]);
+        assert!(
+            markdown.contains("| would regress (not gated) |"),
+            "{markdown}"
+        );
+    }
+
     #[test]
     fn a_figure_in_a_comment_cell_breaks_only_between_the_ends_of_an_interval() {
         assert_eq!(

@@ -222,7 +222,7 @@ fn a_forged_name_cannot_print_a_workflow_command_or_a_terminal_escape() {
 }
 
 #[test]
-fn a_new_benchmark_that_fails_is_missing_with_its_failure_in_every_format() {
+fn a_new_benchmark_that_fails_is_failed_with_its_failure_in_every_format() {
     let dir = tempfile::tempdir().unwrap();
     write(
         dir.path(),
@@ -250,21 +250,26 @@ fn a_new_benchmark_that_fails_is_missing_with_its_failure_in_every_format() {
         .iter()
         .find(|b| b["name"] == "broken")
         .unwrap();
-    assert_eq!(broken["verdict"], "missing");
+    assert_eq!(broken["verdict"], "failed");
     assert_eq!(
         broken["explanation"],
         "failed in the candidate: exited with status 3; it has no baseline either"
     );
-    assert_eq!(report["summary"]["missing"], 1);
+    assert_eq!(report["verdict"], "error");
+    assert_eq!(report["summary"]["failed"], 1);
+    assert_eq!(report["summary"]["missing"], 0);
     assert_eq!(report["summary"]["new"], 0);
+    assert_eq!(json.status.code(), Some(2));
     for format in ["markdown", "table"] {
         let out = kgate(dir.path())
             .args(["compare", "base.json", "head.json", "--format", format])
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(2), "{format}: {text}");
         assert!(!text.contains("becomes its reference"), "{format}: {text}");
-        assert!(text.contains("1 missing"), "{format}: {text}");
+        assert!(text.contains("ERROR: 1 failed"), "{format}: {text}");
+        assert!(!text.contains("PASS"), "{format}: {text}");
         assert!(text.contains("exited with status 3"), "{format}: {text}");
     }
 }

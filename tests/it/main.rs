@@ -33,5 +33,6 @@ mod simulation;
 mod stats_vectors;
 mod trace_import;
 mod trace_windows;
+mod trust;
 mod utilization;
 mod xprof_counters;

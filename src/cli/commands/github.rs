@@ -262,6 +262,29 @@ fn apply_fail_on(status: u8, report: &Report, fail_on: Option<FailOn>) -> u8 {
 /// inconclusive benchmarks (warnings).
 pub fn report_annotations(report: &Report, limit: usize) -> Vec<String> {
     let mut lines = Vec::new();
+    // A benchmark that failed on a side measured nothing: an error, before any regression.
+    let failed: Vec<_> = report
+        .benchmarks
+        .iter()
+        .filter(|b| b.verdict == crate::model::verdict::Verdict::Failed)
+        .collect();
+    for b in failed.iter().take(limit) {
+        lines.push(gh_env::annotation(
+            Level::Error,
+            &format!("kgate: {} failed", b.name),
+            &b.explanation,
+        ));
+    }
+    if failed.len() > limit {
+        lines.push(gh_env::annotation(
+            Level::Notice,
+            "kgate",
+            &format!(
+                "{} more failed benchmarks are listed in the job summary",
+                failed.len() - limit
+            ),
+        ));
+    }
     for (verdict, level) in [
         (crate::model::verdict::Verdict::Regressed, Level::Error),
         (crate::model::verdict::Verdict::Inconclusive, Level::Warning),
