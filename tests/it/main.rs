@@ -14,6 +14,7 @@ mod calibrate;
 mod cli;
 mod cpu_capture;
 mod cpu_corpus;
+mod explanations;
 mod first_hour;
 mod fuzz_regressions;
 mod github;
