@@ -4,8 +4,8 @@
 //! missing prerequisite instead, so a CI run never skips silently.
 //!
 //! Only the environment is watched (`KGATE_CORPUS`); after installing a tool (google-benchmark,
-//! jax for `python3`), or putting the corpus at `../shared/corpus`, `touch build.rs` to look
-//! again.
+//! jax for `python3`, valgrind, perf), or putting the corpus at `../shared/corpus`,
+//! `touch build.rs` to look again.
 
 use std::path::Path;
 
@@ -13,7 +13,14 @@ fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-env-changed=KGATE_CORPUS");
     println!("cargo::rerun-if-env-changed=CI");
-    for cfg in ["kgate_no_corpus", "kgate_no_gbench", "kgate_no_jax"] {
+    for cfg in [
+        "kgate_no_corpus",
+        "kgate_no_gbench",
+        "kgate_no_jax",
+        "kgate_no_valgrind",
+        "kgate_no_perf",
+        "kgate_no_dev_zero",
+    ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
     let under_ci = std::env::var_os("CI").is_some();
@@ -41,5 +48,18 @@ fn main() {
         .is_ok_and(|o| o.status.success());
     if !jax && !under_ci {
         println!("cargo::rustc-cfg=kgate_no_jax");
+    }
+    // valgrind and perf: `--version` runs and succeeds, the check the tests themselves make.
+    for (tool, cfg) in [("valgrind", "kgate_no_valgrind"), ("perf", "kgate_no_perf")] {
+        let runs = std::process::Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !runs && !under_ci {
+            println!("cargo::rustc-cfg={cfg}");
+        }
+    }
+    if !Path::new("/dev/zero").exists() && !under_ci {
+        println!("cargo::rustc-cfg=kgate_no_dev_zero");
     }
 }
