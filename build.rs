@@ -4,7 +4,8 @@
 //! missing prerequisite instead, so a CI run never skips silently.
 //!
 //! Only the environment is watched (`KGATE_CORPUS`); after installing a tool (google-benchmark,
-//! jax for `python3`, valgrind and a C compiler), or putting the corpus at `../shared/corpus`,
+//! jax for `python3`, valgrind and a C compiler, perf), or putting the corpus at
+//! `../shared/corpus`,
 //! `touch build.rs` to look again.
 
 use std::path::Path;
@@ -18,6 +19,8 @@ fn main() {
         "kgate_no_gbench",
         "kgate_no_jax",
         "kgate_no_valgrind",
+        "kgate_no_perf",
+        "kgate_no_dev_zero",
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
@@ -47,16 +50,23 @@ fn main() {
     if !jax && !under_ci {
         println!("cargo::rustc-cfg=kgate_no_jax");
     }
-    // valgrind and a C compiler, for the tests that build a C program and run it under
-    // cachegrind.
+    // valgrind (with a C compiler, for the tests that build a C program to run under it) and
+    // perf: `--version` runs and succeeds, the check the tests themselves make.
     let runs = |tool: &str| {
         std::process::Command::new(tool)
             .arg("--version")
             .output()
             .is_ok_and(|o| o.status.success())
     };
-    let valgrind = runs("valgrind") && runs("cc");
-    if !valgrind && !under_ci {
-        println!("cargo::rustc-cfg=kgate_no_valgrind");
+    for (ok, cfg) in [
+        (runs("valgrind") && runs("cc"), "kgate_no_valgrind"),
+        (runs("perf"), "kgate_no_perf"),
+    ] {
+        if !ok && !under_ci {
+            println!("cargo::rustc-cfg={cfg}");
+        }
+    }
+    if !Path::new("/dev/zero").exists() && !under_ci {
+        println!("cargo::rustc-cfg=kgate_no_dev_zero");
     }
 }

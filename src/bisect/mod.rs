@@ -262,7 +262,7 @@ pub fn bisect(
     let endpoints = lab.measure(last, &names)?;
     let mut benchmarks = Vec::new();
     let mut notes = Vec::new();
-    for (name, endpoint) in names.iter().zip(endpoints) {
+    for ((name, endpoint), plan) in names.iter().zip(endpoints).zip(&request.plan.benchmarks) {
         lab.observer.measured(name, &endpoint);
         let verdict = endpoint.verdict.map(|v| v.as_str()).unwrap_or("skipped");
         let quiet = |outcome, explanation: String| BenchmarkBisect {
@@ -284,8 +284,9 @@ pub fn bisect(
                 benchmarks.push(quiet(
                     BenchmarkOutcome::Undecided,
                     format!(
-                        "BAD against GOOD stayed inconclusive after {} repetitions per side: neither reproduced nor ruled out; raise `repetitions.max` or the threshold",
-                        endpoint.repetitions
+                        "BAD against GOOD stayed inconclusive after {} repetitions per side: neither reproduced nor ruled out; raise {} or the threshold",
+                        endpoint.repetitions,
+                        plan.repetitions.setting_to_raise()
                     ),
                 ));
                 continue;

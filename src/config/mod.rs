@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 pub use load::{ConfigError, LoadedConfig, load, parse};
 pub use starter::STARTER;
 use values::scalar_text_map;
-pub use values::{CommandSpec, DurationSpec, Percent, Repetitions, ToleranceSpec};
+pub use values::{CommandSpec, DurationSpec, Percent, Repetitions, RepetitionsForm, ToleranceSpec};
 
 use crate::model::metric::{Direction, Source};
 
@@ -479,11 +479,15 @@ benchmarks:
         let c = parse(yaml, "kgate.yaml").unwrap();
         assert_eq!(
             c.defaults.repetitions,
-            Some(Repetitions { min: 10, max: 30 })
+            Some(Repetitions {
+                min: 10,
+                max: 30,
+                written: RepetitionsForm::Range
+            })
         );
         assert_eq!(c.gate.threshold, Percent(0.025));
         let b = &c.benchmarks[0];
-        assert_eq!(b.repetitions, Some(Repetitions { min: 5, max: 5 }));
+        assert_eq!(b.repetitions, Some(Repetitions::number(5)));
         assert_eq!(b.timeout, Some(DurationSpec(Duration::from_millis(500))));
         assert_eq!(b.metrics["kernel_time"].threshold, Some(Percent(0.5)));
         assert_eq!(

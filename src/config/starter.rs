@@ -19,7 +19,7 @@ gate:
   threshold: 5%               # smallest change that counts as a regression
   fail_on_inconclusive: false # exit 3 instead of 0 when the evidence is inconclusive
   # correction: bh            # across gated metrics: bh (default) or holm
-  # equivalence_margin: 1%    # "unchanged" needs the interval inside this (default: threshold)
+  # equivalence_margin: 1%    # "unchanged" needs the interval inside ±this (default: 1 %, or the threshold if smaller)
   # time_budget: 10m          # no adaptive look starts after this
   # on_regression: profile    # re-run what regressed under callgrind, per-function changes
   # profile_budget: 5m        # wall time for those profiling runs (default 5m)
@@ -37,3 +37,31 @@ benchmarks:
         threshold: 10%
         gate: true
 "#;
+
+#[cfg(test)]
+mod tests {
+    /// The default of `gate.equivalence_margin` that the template states is the one
+    /// `compare` applies (the smaller of [`DEFAULT_EQUIVALENCE_MARGIN`] and the threshold), in
+    /// the README's words.
+    ///
+    /// [`DEFAULT_EQUIVALENCE_MARGIN`]: crate::compare::DEFAULT_EQUIVALENCE_MARGIN
+    #[test]
+    fn the_equivalence_margin_default_is_the_one_compare_applies() {
+        let truth = format!(
+            "(default: {} %, or the threshold if smaller)",
+            crate::compare::DEFAULT_EQUIVALENCE_MARGIN * 100.0
+        );
+        let line = |text: &str| {
+            text.lines()
+                .find(|l| l.contains("equivalence_margin: "))
+                .expect("an equivalence_margin line")
+                .to_string()
+        };
+        let starter = line(super::STARTER);
+        assert!(starter.ends_with(&truth), "{starter}\nshould say {truth}");
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let readme = line(&readme);
+        assert!(readme.ends_with(&truth), "{readme}\nshould say {truth}");
+    }
+}

@@ -114,6 +114,42 @@ impl<'de> Deserialize<'de> for CommandSpec {
 pub struct Repetitions {
     pub min: u32,
     pub max: u32,
+    /// How the count was given, so that advice names the setting as the user wrote it.
+    #[serde(skip)]
+    pub written: RepetitionsForm,
+}
+
+/// The form a repetition count was given in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RepetitionsForm {
+    /// A number (`repetitions: 10`), or nothing (kgate's default).
+    #[default]
+    Number,
+    /// `{min: 10, max: 30}` or `{min: 10}`.
+    Range,
+    /// The `--repetitions` flag.
+    Flag,
+}
+
+impl Repetitions {
+    /// `min` and `max` alike, as a number gives them.
+    pub fn number(n: u32) -> Repetitions {
+        Repetitions {
+            min: n,
+            max: n,
+            written: RepetitionsForm::Number,
+        }
+    }
+
+    /// The setting to raise for more repetitions, in the form it was given: `` `repetitions` ``
+    /// for a number, `` `repetitions.max` `` for `{min, max}`, `` `--repetitions` `` for the flag.
+    pub fn setting_to_raise(&self) -> &'static str {
+        match self.written {
+            RepetitionsForm::Number => "`repetitions`",
+            RepetitionsForm::Range => "`repetitions.max`",
+            RepetitionsForm::Flag => "`--repetitions`",
+        }
+    }
 }
 
 /// As the loader reads it: a number, or `{min}` / `{min, max}` (the derived schema would
@@ -158,7 +194,7 @@ impl<'de> Deserialize<'de> for Repetitions {
             fn visit_u64<E: de::Error>(self, n: u64) -> Result<Repetitions, E> {
                 let n = u32::try_from(n)
                     .map_err(|_| E::custom(format!("{n} repetitions is too many")))?;
-                Ok(Repetitions { min: n, max: n })
+                Ok(Repetitions::number(n))
             }
             fn visit_i64<E: de::Error>(self, n: i64) -> Result<Repetitions, E> {
                 if n < 0 {
@@ -173,6 +209,7 @@ impl<'de> Deserialize<'de> for Repetitions {
                 Ok(Repetitions {
                     min: r.min,
                     max: r.max.unwrap_or(r.min),
+                    written: RepetitionsForm::Range,
                 })
             }
         }

@@ -194,12 +194,15 @@ fn resolve_benchmark(
     overrides: &Overrides,
 ) -> BenchmarkPlan {
     let d = &config.defaults;
-    let mut repetitions = b.repetitions.or(d.repetitions).unwrap_or(Repetitions {
-        min: DEFAULT_REPETITIONS,
-        max: DEFAULT_REPETITIONS,
-    });
+    let mut repetitions = b
+        .repetitions
+        .or(d.repetitions)
+        .unwrap_or(Repetitions::number(DEFAULT_REPETITIONS));
     if let Some(n) = overrides.repetitions {
-        repetitions = Repetitions { min: n, max: n };
+        repetitions = Repetitions {
+            written: crate::config::RepetitionsForm::Flag,
+            ..Repetitions::number(n)
+        };
     }
     let captures = b
         .captures
@@ -211,7 +214,7 @@ fn resolve_benchmark(
     // unless the benchmark asks for one. More would only multiply the capture's cost.
     let deterministic_only = captures.iter().all(|c| c.deterministic());
     if deterministic_only {
-        repetitions = Repetitions { min: 1, max: 1 };
+        repetitions = Repetitions::number(1);
     }
     let default_warmup = if deterministic_only {
         b.warmup.unwrap_or(0)
@@ -369,7 +372,7 @@ mod tests {
         assert_eq!(p.benchmarks[0].build, Some(0));
         assert_eq!(p.benchmarks[1].build, Some(1));
         assert_eq!(p.benchmarks[2].build, Some(0));
-        assert_eq!(p.benchmarks[0].repetitions, Repetitions { min: 7, max: 7 });
+        assert_eq!(p.benchmarks[0].repetitions, Repetitions::number(7));
         assert_eq!(p.benchmarks[0].warmup, 3);
         assert_eq!(p.benchmarks[1].timeout, Duration::from_secs(2));
         assert_eq!(p.benchmarks[0].timeout, DEFAULT_TIMEOUT);
@@ -417,7 +420,7 @@ mod tests {
             },
         ] {
             let p = Plan::new(&c, &overrides).unwrap();
-            let once = Repetitions { min: 1, max: 1 };
+            let once = Repetitions::number(1);
             assert_eq!(p.benchmarks[0].repetitions, once);
             assert_eq!(p.benchmarks[1].repetitions, once);
             let timed = overrides.repetitions.unwrap_or(10);

@@ -213,6 +213,16 @@ pub(crate) fn plot_label(text: &str) -> String {
     escape_terminal(text).into_owned()
 }
 
+/// A plot's title: `what (unit)`, or `what` alone for a count without a unit (`Ir`, not
+/// `Ir ()`).
+fn titled(what: &str, unit: &str) -> String {
+    if unit.is_empty() {
+        plot_label(what)
+    } else {
+        plot_label(&format!("{what} ({unit})"))
+    }
+}
+
 /// Draws into an SVG string; a drawing error (which the SVG backend does not produce for
 /// finite data) yields no plot rather than a broken page.
 pub(crate) fn draw_svg(
@@ -280,7 +290,7 @@ fn strip_plot(pair: &SamplePair) -> Option<String> {
         },
     ];
     Some(strip::strip_plot(
-        &plot_label(&format!("{} ({unit})", pair.name)),
+        &titled(&pair.name, &unit),
         &plot_label(&unit),
         range,
         &rows,
@@ -301,15 +311,7 @@ fn timeline_plot(c: &CounterPair) -> Option<String> {
     draw_svg(PLOT_WIDTH, TIMELINE_HEIGHT, |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(
-                plot_label(&format!(
-                    "{} over time{}",
-                    c.name,
-                    if c.unit.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({})", c.unit)
-                    }
-                )),
+                titled(&format!("{} over time", c.name), &c.unit),
                 ("sans-serif", 16),
             )
             .margin(8)
@@ -333,4 +335,29 @@ fn timeline_plot(c: &CounterPair) -> Option<String> {
         }
         Some(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A count without a unit is titled by its name alone; a unit stays in parentheses.
+    #[test]
+    fn a_unitless_metrics_plot_has_no_empty_parentheses() {
+        let pair = |name: &str, unit: &str| SamplePair {
+            name: name.into(),
+            unit: unit.into(),
+            base: vec![100.0, 101.0, 102.0],
+            head: vec![110.0, 111.0, 112.0],
+            ..SamplePair::default()
+        };
+        let svg = strip_plot(&pair("Ir", "")).unwrap();
+        assert!(svg.contains(">Ir</text>"), "{svg}");
+        assert!(!svg.contains("()"), "{svg}");
+        let svg = strip_plot(&pair("D1_misses", "")).unwrap();
+        assert!(svg.contains(">D1_misses</text>"), "{svg}");
+        assert!(!svg.contains("()"), "{svg}");
+        let svg = strip_plot(&pair("kernel_time", "ns")).unwrap();
+        assert!(svg.contains(">kernel_time (ns)</text>"), "{svg}");
+    }
 }

@@ -53,7 +53,7 @@ fn starting<'a>(r: &'a RunResults, prefix: &str) -> &'a BenchmarkResult {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn ncu_details_page_with_bom_crlf_and_thousands_separators() {
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let dir = c.join("ncu");
     let r = run(
         "ncu",
@@ -114,7 +114,7 @@ fn ncu_details_page_with_bom_crlf_and_thousands_separators() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn ncu_ragged_details_page_with_rule_rows_and_application_output() {
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let r = run("ncu", &[c.join("ncu/superbenchmark_cublaslt_ncu.log")]);
     assert_eq!(r.benchmarks.len(), 1);
     let b = starting(&r, "cutlass3x_sm100_tensorop_s64x256x32gemm_f8_f8_f32");
@@ -154,7 +154,7 @@ fn ncu_ragged_details_page_with_rule_rows_and_application_output() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn ncu_raw_page_aggregates_launches_per_kernel_with_units_row() {
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let r = run(
         "ncu",
         &[c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv")],
@@ -233,7 +233,7 @@ fn ncu_raw_page_aggregates_launches_per_kernel_with_units_row() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn ncu_runs_without_csv_fail_with_the_profilers_message() {
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let e = error(
         "ncu",
         &[c.join("ncu/meinie_failed_run_error_no_csv.ncu.csv")],
@@ -504,7 +504,7 @@ fn ncu_hand_made_edge_cases() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn rocprof_corpus() {
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let dir = c.join("rocprof");
     // v1 counter CSV (MI100) with its input file: kernel time from BeginNs/EndNs, counters.
     let r = run(
@@ -755,7 +755,7 @@ fn a_rocprof_table_past_its_first_mib_is_read_as_it_is_parsed() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn proton_corpus() {
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let r = run(
         "proton",
         &[c.join("proton/proton_test_examples_triton.json")],
@@ -804,7 +804,7 @@ fn proton_corpus() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn gbench_corpus_and_non_finite_tokens() {
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let r = run("gbench", &[c.join("gbench/gab_googlecpp_output.json")]);
     let fib10 = r.benchmark("fib_10").unwrap();
     assert_eq!(values(fib10, "real_time"), vec![2.1498980114547953e+02]);
@@ -924,7 +924,7 @@ fn gbench_live_run_imports() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn pytest_benchmark_corpus() {
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let dir = c.join("pytest_benchmark");
     let r = run("pytest-benchmark", &[dir.join("gab_pytest_output.json")]);
     let b = r.benchmark("bench.py::test_fib_10").unwrap();
@@ -968,7 +968,7 @@ fn pytest_benchmark_corpus() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn hyperfine_corpus() {
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let r = run(
         "hyperfine",
         &[c.join("hyperfine/zeroows_1brc_hyperfine.json")],
@@ -1040,7 +1040,7 @@ fn criterion_fixture_from_a_real_run() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn imports_record_the_device_their_files_name() {
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let unknown = kgate::machine::fingerprint::UNKNOWN;
     // ncu raw page: the display name and the clock attributes (kHz) of the device.
     let r = run(
@@ -1131,7 +1131,7 @@ fn imports_record_the_device_their_files_name() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn files_from_different_devices_are_not_samples_of_one_result() {
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let e = error(
         "ncu",
         &[
@@ -1189,7 +1189,7 @@ fn imports_never_claim_the_importing_machines_gpu() {
         kgate::machine::fingerprint::UNKNOWN,
         "a CPU benchmark keeps the host"
     );
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let env = import(
         "ncu",
         &c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv"),

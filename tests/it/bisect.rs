@@ -8,23 +8,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::common::{git, kgate, stderr_of, write};
-
-/// Whether valgrind runs (required under CI, where `.ci/run` installs it).
-fn have_valgrind() -> bool {
-    let runs = std::process::Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !runs {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "valgrind is missing; .ci/run installs it"
-        );
-        eprintln!("note: valgrind not installed; skipping");
-    }
-    runs
-}
+use crate::common::{git, kgate, require_tool, stderr_of, write};
 
 const CONFIG: &str = r#"version: 1
 gate:
@@ -119,10 +103,9 @@ fn benchmark<'a>(report: &'a Value, name: &str) -> &'a Value {
 }
 
 #[test]
+#[cfg_attr(kgate_no_valgrind, ignore = "needs valgrind (Debian's valgrind)")]
 fn bisect_names_each_culprit_in_fewer_measurements_than_a_linear_scan() {
-    if !have_valgrind() {
-        return;
-    }
+    require_tool("valgrind", "valgrind");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let hashes = repository(d);
@@ -330,5 +313,63 @@ fn a_range_without_the_regression_is_not_reproduced_and_bad_input_is_an_error() 
         let stderr = stderr_of(&out);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains(says), "{stderr}");
+    }
+}
+
+/// A benchmark left inconclusive at BAD is advised to get more repetitions under the name the
+/// user gave them: `repetitions` for a number, `repetitions.max` for `{min, max}`, the flag for
+/// `--repetitions`; never a key the configuration does not have.
+#[test]
+fn undecided_advice_names_repetitions_as_the_configuration_writes_them() {
+    for (repetitions, flag, says) in [
+        ("2", None, "raise `repetitions` or the threshold"),
+        (
+            "{min: 2, max: 2}",
+            None,
+            "raise `repetitions.max` or the threshold",
+        ),
+        (
+            "{min: 2, max: 2}",
+            Some("2"),
+            "raise `--repetitions` or the threshold",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        git(d, &["init", "-q", "-b", "main"]);
+        write(
+            d,
+            "kgate.yaml",
+            &format!(
+                "version: 1\nbenchmarks:\n  - name: quick\n    command: [\"true\"]\n    warmup: 0\n    repetitions: {repetitions}\n"
+            ),
+        );
+        write(d, "notes.txt", "one\n");
+        git(d, &["add", "."]);
+        git(d, &["commit", "-q", "-m", "one"]);
+        write(d, "notes.txt", "two\n");
+        git(d, &["commit", "-q", "-am", "two"]);
+        let mut cmd = kgate(d);
+        cmd.args([
+            "bisect",
+            "HEAD~1",
+            "HEAD",
+            "--no-progress",
+            "--format",
+            "json",
+        ]);
+        if let Some(n) = flag {
+            cmd.args(["--repetitions", n]);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let quick = benchmark(&report, "quick");
+        assert_eq!(quick["outcome"], "undecided", "{quick:#}");
+        let explanation = quick["explanation"].as_str().unwrap();
+        assert!(
+            explanation.ends_with(says),
+            "{repetitions} {flag:?}: {explanation}"
+        );
     }
 }

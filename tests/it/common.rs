@@ -63,24 +63,35 @@ pub fn stdout_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).to_string()
 }
 
-/// The conformance corpus: `KGATE_CORPUS`, else `../shared/corpus` beside the crate. `None`
-/// (with a note) when neither exists, so a developer without it can still run the rest; under
-/// CI a missing corpus is a failure.
-pub fn corpus() -> Option<PathBuf> {
+/// The conformance corpus: `KGATE_CORPUS`, else `../shared/corpus` beside the crate. A test
+/// that reads it is marked `#[cfg_attr(kgate_no_corpus, ignore = "…")]` (build.rs looks for the
+/// same folder), so a missing corpus fails here only under `CI` or where it went away after
+/// the build.
+pub fn corpus() -> PathBuf {
     let dir = std::env::var_os("KGATE_CORPUS")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"));
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("the conformance corpus is missing: set KGATE_CORPUS to its folder");
-    }
-    eprintln!(
-        "note: corpus not found at {}; set KGATE_CORPUS to run this test",
+    assert!(
+        dir.is_dir(),
+        "the conformance corpus is missing at {}: set KGATE_CORPUS to its folder",
         dir.display()
     );
-    None
+    dir
+}
+
+/// Fails unless `tool --version` runs and succeeds. A test that needs the tool is marked
+/// `#[cfg_attr(kgate_no_TOOL, ignore = "…")]` (build.rs makes the same check), so this fails
+/// only under `CI`, where `.ci/run` installs `package`, or where the tool went away after the
+/// build (`touch build.rs`).
+pub fn require_tool(tool: &str, package: &str) {
+    let runs = std::process::Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        runs,
+        "`{tool} --version` does not run: install {package} (`.ci/run` does)"
+    );
 }
 
 /// Copies a folder recursively, leaving out `target` build folders.

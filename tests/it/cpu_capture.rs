@@ -3,28 +3,10 @@
 //! cachegrind on the example kernels, whose slow variant must move the counters the right way.
 
 use std::path::Path;
-use std::process::Command;
 
 use assert_cmd::cargo::cargo_bin_cmd;
 
-use crate::common::{copy_example_suite, use_naive_matmul};
-
-/// Whether `tool` runs. Without it the test is skipped with a note, except under CI, where
-/// `.ci/run` installs `package` and a missing tool is a failure.
-fn have(tool: &str, package: &str) -> bool {
-    let runs = Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !runs {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{tool} is missing; .ci/run installs {package}"
-        );
-        eprintln!("note: {tool} not installed; skipping");
-    }
-    runs
-}
+use crate::common::{copy_example_suite, require_tool, use_naive_matmul};
 
 fn results(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
@@ -39,10 +21,9 @@ fn metric<'a>(bench: &'a serde_json::Value, name: &str) -> Option<&'a serde_json
 }
 
 #[test]
+#[cfg_attr(kgate_no_perf, ignore = "needs perf (Debian's linux-perf)")]
 fn perf_capture_records_counters_or_says_they_are_unavailable() {
-    if !have("perf", "linux-perf") {
-        return;
-    }
+    require_tool("perf", "linux-perf");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(
@@ -97,10 +78,9 @@ fn perf_capture_records_counters_or_says_they_are_unavailable() {
 }
 
 #[test]
+#[cfg_attr(kgate_no_valgrind, ignore = "needs valgrind (Debian's valgrind)")]
 fn cachegrind_gate_catches_the_slow_matmul() {
-    if !have("valgrind", "valgrind") {
-        return;
-    }
+    require_tool("valgrind", "valgrind");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     copy_example_suite(d);

@@ -7,7 +7,7 @@ use kgate::capture::perf;
 use kgate::capture::valgrind::{self, Tool, TotalsFrom};
 
 fn files(dir: &str) -> Vec<String> {
-    let root = corpus().unwrap().join(dir);
+    let root = corpus().join(dir);
     let mut v: Vec<String> = std::fs::read_dir(root)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
@@ -26,7 +26,7 @@ const CACHE9: [&str; 9] = [
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn every_callgrind_file() {
-    let Some(root) = corpus() else { return };
+    let root = corpus();
     // (file, events, totals, where the totals came from)
     let expected: &[(&str, &[&str], &[i64], TotalsFrom)] = &[
         (
@@ -165,7 +165,7 @@ fn every_callgrind_file() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn every_cachegrind_file() {
-    let Some(root) = corpus() else { return };
+    let root = corpus();
     let expected: &[(&str, &[&str], &[i64])] = &[
         ("valgrind_docs_concord.cgout", &["Ir"], &[8201333]),
         (
@@ -216,7 +216,7 @@ fn counter(b: &perf::Block, event: &str) -> (Option<f64>, Option<f64>) {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn every_perf_stat_file() {
-    let Some(root) = corpus() else { return };
+    let root = corpus();
     let read =
         |f: &str| perf::read(&root.join("perf_stat").join(f)).unwrap_or_else(|e| panic!("{e}"));
 

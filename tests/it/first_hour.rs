@@ -1,7 +1,7 @@
 //! The first-hour issue's silent acceptances, through the command line: a declared metric the
 //! benchmark never reports, and a unit that looks like a time but is not one kgate reads.
 
-use crate::common::{kgate, stderr_of, write};
+use crate::common::{kgate, require_tool, stderr_of, write};
 
 const REPORTS_KERNEL_TIME: &str = r#"echo "{\"metric\": \"kernel_time\", \"value\": 120, \"unit\": \"UNIT\"}" >> "$KGATE_PROTOCOL_FILE""#;
 
@@ -69,19 +69,9 @@ fn a_time_unit_kgate_does_not_read_is_named() {
 /// Under the valgrind captures the command gets a reduced environment; when that breaks it,
 /// the failure says so and how to pass variables, and the stderr tail is the benchmark's own.
 #[test]
+#[cfg_attr(kgate_no_valgrind, ignore = "needs valgrind (Debian's valgrind)")]
 fn the_reduced_valgrind_environment_is_explained_and_pass_env_fixes_it() {
-    if std::process::Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "valgrind is missing under CI"
-        );
-        eprintln!("SKIPPED: valgrind is not installed");
-        return;
-    }
+    require_tool("valgrind", "valgrind");
     let dir = tempfile::tempdir().unwrap();
     let config = |pass: &str| {
         format!(

@@ -85,7 +85,7 @@ fn run_under_fake_ncu(dir: &Path, command: &str, csv: &Path) -> (Output, PathBuf
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn kgate_run_wraps_the_benchmark_in_ncu_and_reads_its_csv() {
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let csv = c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv");
     let dir = tempfile::tempdir().unwrap();
     let (output, args, out) = run_under_fake_ncu(dir.path(), "[sh, -c, \"exit 0\"]", &csv);
@@ -166,7 +166,7 @@ fn kgate_run_wraps_the_benchmark_in_ncu_and_reads_its_csv() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn a_failing_program_under_ncu_fails_its_benchmark_with_ncus_words() {
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let csv = c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv");
     let dir = tempfile::tempdir().unwrap();
     let (output, _, out) = run_under_fake_ncu(dir.path(), "[sh, -c, \"exit 3\"]", &csv);
@@ -186,7 +186,7 @@ fn a_failing_program_under_ncu_fails_its_benchmark_with_ncus_words() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn a_run_where_ncu_writes_no_csv_is_a_profiler_failure() {
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let csv = c.join("ncu/meinie_only_prof_lines_no_csv.ncu.csv");
     let dir = tempfile::tempdir().unwrap();
     let (output, _, out) = run_under_fake_ncu(dir.path(), "[sh, -c, \"exit 0\"]", &csv);
@@ -225,7 +225,7 @@ fn the_cuda_example_configuration_is_valid() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn the_ncu_version_is_recorded_in_the_environment_and_keys_it() {
-    let Some(c) = corpus() else { return };
+    let c = corpus();
     let csv = c.join("ncu/meinie_b200_flashinfer_raw_page.ncu.csv");
     let dir = tempfile::tempdir().unwrap();
     let (output, _, out) = run_under_fake_ncu(dir.path(), "[sh, -c, \"exit 0\"]", &csv);

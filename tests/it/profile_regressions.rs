@@ -4,19 +4,9 @@
 
 use serde_json::Value;
 
-use crate::common::{copy_example_suite, git, kgate, stderr_of, use_naive_matmul, write};
-
-fn valgrind_runs() -> bool {
-    let runs = std::process::Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        runs || std::env::var_os("CI").is_none(),
-        "valgrind is missing; .ci/run installs it"
-    );
-    runs
-}
+use crate::common::{
+    copy_example_suite, git, kgate, require_tool, stderr_of, use_naive_matmul, write,
+};
 
 fn benchmark<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["benchmarks"]
@@ -28,10 +18,9 @@ fn benchmark<'a>(report: &'a Value, name: &str) -> &'a Value {
 }
 
 #[test]
+#[cfg_attr(kgate_no_valgrind, ignore = "needs valgrind (Debian's valgrind)")]
 fn a_regressed_matmul_names_the_naive_kernel_and_its_ir_change() {
-    if !valgrind_runs() {
-        return;
-    }
+    require_tool("valgrind", "valgrind");
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     copy_example_suite(d);

@@ -43,7 +43,7 @@ fn data(file: &str) -> PathBuf {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn kineto_resnet50_gzip_trace() {
-    let Some(dir) = corpus() else { return };
+    let dir = corpus();
     let s = chrome(
         &dir,
         "kineto_v100_resnet50_worker0.pt.trace.json.gz",
@@ -75,7 +75,7 @@ fn kineto_resnet50_gzip_trace() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn kineto_h100_traces_new_schema() {
-    let Some(dir) = corpus() else { return };
+    let dir = corpus();
     for file in [
         "kineto_h100_before_fix_trace.json",
         "kineto_h100_after_fix_trace.json",
@@ -92,7 +92,7 @@ fn kineto_h100_traces_new_schema() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn kineto_v100_2021_and_its_counter_tracks() {
-    let Some(dir) = corpus() else { return };
+    let dir = corpus();
     let plain = chrome(
         &dir,
         "kineto_v100_2021_gpu_metrics_input.json",
@@ -137,7 +137,7 @@ fn kineto_v100_2021_and_its_counter_tracks() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn catapult_begin_end_traces_in_both_forms() {
-    let Some(dir) = corpus() else { return };
+    let dir = corpus();
     let all = select(&["."], None, None);
     let trivial = chrome(&dir, "catapult_trivial_trace.json", &all);
     assert_eq!(
@@ -187,7 +187,7 @@ fn catapult_begin_end_traces_in_both_forms() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn catapult_counters_with_ids() {
-    let Some(dir) = corpus() else { return };
+    let dir = corpus();
     let s = chrome(
         &dir,
         "catapult_instance_counters.json",
@@ -209,7 +209,7 @@ fn catapult_counters_with_ids() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn real_chrome_browser_trace_by_process_and_thread_name() {
-    let Some(dir) = corpus() else { return };
+    let dir = corpus();
     let s = chrome(
         &dir,
         "catapult_x_event_trace.json",
@@ -262,7 +262,7 @@ fn real_chrome_browser_trace_by_process_and_thread_name() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn broken_rocprof_fragment_is_refused_clearly() {
-    let Some(dir) = corpus() else { return };
+    let dir = corpus();
     let path = dir.join("chrome_trace/rocprof_v1_results_json_BROKEN_fragment.json");
     let err = trace::chrome::read_file(&path, &TraceSelection::default()).unwrap_err();
     let text = err.to_string();
@@ -280,7 +280,7 @@ fn broken_rocprof_fragment_is_refused_clearly() {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn tensorflow_gpu_xplane_stream_kernels() {
-    let Some(dir) = corpus() else { return };
+    let dir = corpus();
     let path =
         dir.join("xplane/tf_gpu_multi_worker_34.83.195.179_6003.device_planes_only.xplane.pb");
     let s = xplane::read_file(&path, &TraceSelection::default()).unwrap();
@@ -451,7 +451,7 @@ fn environment(s: &TraceSamples) -> Fingerprint {
     ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
 )]
 fn traces_name_their_device_driver_and_tools() {
-    let Some(dir) = corpus() else { return };
+    let dir = corpus();
     for file in [
         "kineto_h100_before_fix_trace.json",
         "kineto_h100_after_fix_trace.json",
