@@ -3,8 +3,12 @@
 //! Peers keep history on a storage branch that matrix jobs push to at once, and they race. Here
 //! every run writes its own new file, `.kgate/history/<baseline key>/<time>-<commit>-<hash>.json`,
 //! holding per benchmark and metric only the summary (n, median, mean, spread), so concurrent
-//! jobs add different files and a merge never conflicts. Histories are kept per baseline key
-//! (see [`crate::machine::envkey`]) because numbers from different machines do not form one series.
+//! jobs add different files and a merge never conflicts. Histories are kept per runner class
+//! ([`crate::machine::envkey::class_key`]) because numbers from different machines do not form
+//! one series; the key holds the machine alone, never which benchmarks or tools a run used, so
+//! every selection of one suite on one machine finds the same history. Earlier versions hashed
+//! the tool versions into the key: their folders are found by the environment their records
+//! hold ([`folders_of`]).
 //! [`job_summaries`] is what the statistics models read; `kgate history` runs change-point
 //! detection ([`crate::stats::changepoint`]) over the same series.
 
@@ -41,7 +45,8 @@ pub struct HistoryRecord {
     /// Whether the work tree had uncommitted changes.
     #[serde(default)]
     pub dirty: bool,
-    /// The environment's baseline key.
+    /// The runner class's key, the name of the record's folder (records written by earlier
+    /// versions hold the key they were filed under, tool versions included).
     pub baseline_key: String,
     pub environment: Fingerprint,
     pub benchmarks: Vec<HistoryBenchmark>,
@@ -146,7 +151,7 @@ impl HistoryRecord {
             created: results.created.clone(),
             commit: results.environment.git.as_ref().map(|g| g.commit.clone()),
             dirty: results.environment.git.as_ref().is_some_and(|g| g.dirty),
-            baseline_key: envkey::baseline_key(&results.environment),
+            baseline_key: envkey::class_key(&results.environment),
             environment: results.environment.clone(),
             benchmarks,
         }
@@ -253,6 +258,9 @@ pub fn record_checked(
 
 fn record_summary(root: &Path, rec: HistoryRecord) -> Result<PathBuf, HistoryError> {
     let path = key_dir(root, &rec.baseline_key).join(rec.file_name());
+    if let Some(path) = recorded_under_legacy_key(root, &rec) {
+        return Err(HistoryError::AlreadyRecorded { path });
+    }
     // One line of JSON, streamed into the file. Records were written indented until 2026-12;
     // the indentation was 44 % of a record's bytes, on a branch every CI job fetches. Both
     // read the same.
@@ -270,27 +278,101 @@ fn record_summary(root: &Path, rec: HistoryRecord) -> Result<PathBuf, HistoryErr
     }
 }
 
-/// The baseline keys that have a history.
-pub fn keys(root: &Path) -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir(root.join(HISTORY_DIR))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.path().is_dir())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    out.sort();
-    out
+/// The same run recorded by a version that filed it under its tool-holding key
+/// ([`envkey::legacy_key`]): the file that version named it by, where it exists.
+fn recorded_under_legacy_key(root: &Path, rec: &HistoryRecord) -> Option<PathBuf> {
+    let legacy = envkey::legacy_key(&rec.environment);
+    if legacy == rec.baseline_key || !key_dir(root, &legacy).is_dir() {
+        return None;
+    }
+    let mut then = rec.clone();
+    then.baseline_key = legacy;
+    let path = key_dir(root, &then.baseline_key).join(then.file_name());
+    path.exists().then_some(path)
 }
 
-/// Every record of a key, oldest first (by start time, then file name). A missing folder is an
-/// empty history.
-pub fn load(root: &Path, key: &str) -> Result<Vec<HistoryRecord>, HistoryError> {
-    let dir = key_dir(root, key);
+/// A folder of the history and the runner class its records were measured on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyFolder {
+    /// The folder's name under [`HISTORY_DIR`].
+    pub name: String,
+    /// The [`envkey::class_key`] of its records' environment: its name, except for folders
+    /// named by earlier versions' keys (and folders with no readable record).
+    pub class: String,
+}
+
+/// Every folder of the history with its runner class, by name.
+pub fn folders(root: &Path) -> Result<Vec<KeyFolder>, HistoryError> {
+    let dir = root.join(HISTORY_DIR);
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(source) => return Err(HistoryError::Read { path: dir, source }),
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    Ok(names
+        .into_iter()
+        .map(|name| KeyFolder {
+            class: folder_class(root, &name).unwrap_or_else(|| name.clone()),
+            name,
+        })
+        .collect())
+}
+
+/// The runner class of the first record of a folder that reads: every record of a folder was
+/// filed there by the key of its environment, so one names the class of all.
+fn folder_class(root: &Path, name: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Environment {
+        environment: Fingerprint,
+    }
+    record_files(&key_dir(root, name))
+        .ok()?
+        .iter()
+        .find_map(|path| {
+            let text = std::fs::read_to_string(path).ok()?;
+            let env: Environment = serde_json::from_str(&text).ok()?;
+            Some(envkey::class_key(&env.environment))
+        })
+}
+
+/// The folders that hold the history of `key`: the folder of that name, and those named by
+/// earlier versions' keys whose records were measured on the runner class `key`.
+pub fn folders_of(root: &Path, key: &str) -> Result<Vec<KeyFolder>, HistoryError> {
+    Ok(folders(root)?
+        .into_iter()
+        .filter(|f| f.name == key || f.class == key)
+        .collect())
+}
+
+/// The runner classes that have a history (each folder counted as the class of its records).
+pub fn keys(root: &Path) -> Vec<String> {
+    let mut out: Vec<String> = folders(root)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|f| f.class)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A folder's record files, by name. A missing folder has none.
+fn record_files(dir: &Path) -> Result<Vec<PathBuf>, HistoryError> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(HistoryError::Read {
+                path: dir.to_path_buf(),
+                source,
+            });
+        }
     };
     let mut files: Vec<PathBuf> = entries
         .flatten()
@@ -298,6 +380,16 @@ pub fn load(root: &Path, key: &str) -> Result<Vec<HistoryRecord>, HistoryError> 
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     files.sort();
+    Ok(files)
+}
+
+/// Every record of a key ([`folders_of`]: its own folder and those earlier versions filed its
+/// runs in), oldest first (by start time, then file name). No folder is an empty history.
+pub fn load(root: &Path, key: &str) -> Result<Vec<HistoryRecord>, HistoryError> {
+    let mut files = Vec::new();
+    for folder in folders_of(root, key)? {
+        files.extend(record_files(&key_dir(root, &folder.name))?);
+    }
     let mut records = Vec::new();
     for path in files {
         let text = std::fs::read_to_string(&path).map_err(|source| HistoryError::Read {

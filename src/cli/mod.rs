@@ -389,8 +389,8 @@ pub struct HistoryArgs {
     /// Only this metric.
     #[arg(long, value_name = "NAME")]
     pub metric: Option<String>,
-    /// The environment's baseline key (default: this machine's; `kgate history --key list`
-    /// prints the keys with a history).
+    /// The runner class's key (default: this machine's, whichever benchmarks and tools the
+    /// recorded runs used; `kgate history --key list` prints the keys with a history).
     #[arg(long, value_name = "KEY")]
     pub key: Option<String>,
     /// Print JSON instead of text (the same as `--format json`).

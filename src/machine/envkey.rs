@@ -1,17 +1,37 @@
-//! Baseline keys: which fingerprint fields must match for two results to be comparable.
+//! Baseline keys: which fingerprint fields must match for two results to be comparable, and
+//! which runner class a history belongs to.
 //!
 //! Comparing a run on one CPU or GPU model against a baseline from another measures the
 //! hardware, not the change (a byte-identical binary "regressed" 13 % between two EPYC
 //! generations in one peer's tracker). The fields that decide comparability are the CPU model,
 //! core count and architecture, the OS, the accelerator with its driver and clocks, and the
 //! tool and compiler versions. The kernel release, kgate's version and the git revision are
-//! expected to change and only ever produce warnings. The same fields, hashed, name the folder a
-//! machine's history lives in.
+//! expected to change and only ever produce warnings.
+//!
+//! The machine part of those fields, hashed, is the runner class's key ([`class_key`]), the name
+//! of the folder its history lives in. Tool versions stay out of it: which tools a run asks
+//! depends on which benchmarks it ran (`--bench`, `--shard`, `--changed-since`) and on their
+//! captures, so a key holding them named a different history for every selection.
 
 use crate::machine::fingerprint::Fingerprint;
 
-/// The fields that must match, as `(name, value)` pairs in a fixed order.
+/// The fields that must match, as `(name, value)` pairs in a fixed order: the runner class's
+/// ([`class_fields`]), then the versions of the tools the run asked.
 pub fn key_fields(f: &Fingerprint) -> Vec<(String, String)> {
+    let mut out = class_fields(f);
+    for (name, v) in f
+        .tools
+        .iter()
+        .filter(|(name, _)| !IGNORED_TOOLS.contains(&name.as_str()))
+    {
+        out.push((format!("tools.{name}"), v.clone()));
+    }
+    out
+}
+
+/// The fields of the machine a run was measured on (the runner class), in a fixed order: CPU
+/// model, cores, architecture, OS, accelerator, driver and clocks.
+pub fn class_fields(f: &Fingerprint) -> Vec<(String, String)> {
     let mut out = vec![
         ("cpu_model".to_string(), f.cpu_model.clone()),
         ("cores".to_string(), f.cores.to_string()),
@@ -26,24 +46,29 @@ pub fn key_fields(f: &Fingerprint) -> Vec<(String, String)> {
     for (name, v) in &f.clocks {
         out.push((format!("clocks.{name}"), v.clone()));
     }
-    for (name, v) in f
-        .tools
-        .iter()
-        .filter(|(name, _)| !IGNORED_TOOLS.contains(&name.as_str()))
-    {
-        out.push((format!("tools.{name}"), v.clone()));
-    }
     out
 }
 
 /// Tools whose version cannot change a measurement (git only fetches the revision).
 const IGNORED_TOOLS: [&str; 1] = ["git"];
 
-/// A short, stable, file-name-safe key: `<arch>-<cores>c-<16 hex digits>` (FNV-1a 64 of the
-/// key fields, so it is the same on every platform and Rust version).
-pub fn baseline_key(f: &Fingerprint) -> String {
+/// The runner class's key, which names the folder of its history: `<arch>-<cores>c-<16 hex
+/// digits>` (FNV-1a 64 of [`class_fields`], so it is the same on every platform and Rust
+/// version). It never depends on which benchmarks ran or which tools they asked; for a run that
+/// asked no tool but git it is the key earlier versions wrote ([`legacy_key`]).
+pub fn class_key(f: &Fingerprint) -> String {
+    hashed_key(f, class_fields(f))
+}
+
+/// The key versions before the runner-class key named histories by: [`key_fields`] hashed, the
+/// tool versions included. Only for finding what they recorded.
+pub fn legacy_key(f: &Fingerprint) -> String {
+    hashed_key(f, key_fields(f))
+}
+
+fn hashed_key(f: &Fingerprint, fields: Vec<(String, String)>) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for (name, value) in key_fields(f) {
+    for (name, value) in fields {
         for byte in name.bytes().chain([0]).chain(value.bytes()).chain([0]) {
             hash ^= u64::from(byte);
             hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
@@ -169,23 +194,35 @@ mod tests {
         let mut b = a.clone();
         b.kernel = "6.8".into();
         b.kgate_version = "9".into();
-        assert_eq!(baseline_key(&a), baseline_key(&b));
-        assert!(baseline_key(&a).starts_with("x86_64-8c-"));
-        assert_eq!(baseline_key(&a).len(), "x86_64-8c-".len() + 16);
+        assert_eq!(class_key(&a), class_key(&b));
+        assert!(class_key(&a).starts_with("x86_64-8c-"));
+        assert_eq!(class_key(&a).len(), "x86_64-8c-".len() + 16);
         let c = machine("EPYC 9V74");
-        assert_ne!(baseline_key(&a), baseline_key(&c));
+        assert_ne!(class_key(&a), class_key(&c));
         let mut d = a.clone();
         d.accelerator = Some("NVIDIA H200".into());
-        assert_ne!(baseline_key(&a), baseline_key(&d));
+        assert_ne!(class_key(&a), class_key(&d));
         let mut e = a.clone();
         e.tools.insert("git".into(), "git version 2.39".into());
+        assert_eq!(class_key(&a), class_key(&e));
         assert_eq!(
-            baseline_key(&a),
-            baseline_key(&e),
-            "git's version does not matter"
+            legacy_key(&a),
+            legacy_key(&e),
+            "git's version never mattered"
         );
         e.tools.insert("cargo".into(), "cargo 1.89.0".into());
-        assert_ne!(baseline_key(&a), baseline_key(&e), "the compiler's does");
+        e.tools.insert("valgrind".into(), "valgrind-3.19.0".into());
+        assert_eq!(
+            class_key(&a),
+            class_key(&e),
+            "which tools a run asked does not name another runner class"
+        );
+        assert_ne!(legacy_key(&a), legacy_key(&e), "it did before");
+        assert_eq!(
+            class_key(&a),
+            legacy_key(&a),
+            "a run that asked no tool keeps the folder it had"
+        );
         assert!(
             key_differences(&a, &e).is_empty(),
             "a tool recorded on one side only"
@@ -194,8 +231,31 @@ mod tests {
         f.tools.insert("cargo".into(), "cargo 1.90.0".into());
         assert_eq!(
             key_differences(&e, &f),
-            vec!["tools.cargo: `cargo 1.89.0` vs `cargo 1.90.0`".to_string()]
+            vec!["tools.cargo: `cargo 1.89.0` vs `cargo 1.90.0`".to_string()],
+            "tool versions still decide comparability"
         );
+    }
+
+    /// The key of the fixture machine as earlier versions computed it, pinned: folders written
+    /// by them must keep being found.
+    #[test]
+    fn class_keys_of_tool_less_runs_are_the_keys_history_folders_already_have() {
+        let a = machine("EPYC 7763");
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for (name, value) in [
+            ("cpu_model", "EPYC 7763"),
+            ("cores", "8"),
+            ("arch", "x86_64"),
+            ("os", "Debian"),
+            ("accelerator", ""),
+            ("driver", ""),
+        ] {
+            for byte in name.bytes().chain([0]).chain(value.bytes()).chain([0]) {
+                hash ^= u64::from(byte);
+                hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        assert_eq!(class_key(&a), format!("x86_64-8c-{hash:016x}"));
     }
 
     #[test]

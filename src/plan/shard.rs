@@ -121,7 +121,8 @@ pub enum MergeError {
 }
 
 /// Shard results joined into one run, a file at a time: benchmarks in the order of the files,
-/// the earliest start time, the first file's environment (dirty if any file's tree was).
+/// the earliest start time, the first file's environment (dirty if any file's tree was) with
+/// the tool versions of every file (each shard records the tools its own benchmarks asked).
 /// Each file's benchmarks are moved in as it is added, so a merge holds the merged run and the
 /// file being read, not every file and a copy of each.
 #[derive(Debug, Default)]
@@ -142,8 +143,8 @@ impl Merge {
     /// Adds the results of one shard, `label` naming it in errors.
     pub fn add(&mut self, label: String, mut r: RunResults) -> Result<(), MergeError> {
         if let Some(merged) = &self.merged {
-            // The merged environment is the first file's: only whether a tree was dirty
-            // changes as files are added, and that is not part of the key.
+            // The merged environment is the first file's: only whether a tree was dirty, and
+            // the tools asked, change as files are added. A tool recorded by both must agree.
             let first = &self.labels[0];
             let differences = envkey::key_differences(&merged.environment, &r.environment);
             if !differences.is_empty() {
@@ -196,6 +197,12 @@ impl Merge {
                     (merged.environment.git.as_mut(), r.environment.git.as_ref())
                 {
                     g.dirty |= o.dirty;
+                }
+                // A shard of timer benchmarks asks no valgrind: without the versions of the
+                // shards that did, the merged run would compare against a baseline of another
+                // valgrind without a word.
+                for (tool, version) in std::mem::take(&mut r.environment.tools) {
+                    merged.environment.tools.entry(tool).or_insert(version);
                 }
             }
         }
@@ -346,5 +353,46 @@ mod tests {
         assert_eq!(names, ["x", "y", "z", "w"]);
         assert_eq!(merged.created, "2026-01-01T00:00:00Z");
         assert!(merged.environment.git.unwrap().dirty);
+    }
+
+    #[test]
+    fn a_merge_keeps_the_tools_of_every_shard_and_refuses_two_versions_of_one() {
+        use crate::model::results::BenchmarkResult;
+        let shard = |name: &str, tools: &[(&str, &str)]| {
+            let mut r = RunResults::of(vec![BenchmarkResult::new(name, Default::default())]);
+            r.environment.tools = tools
+                .iter()
+                .map(|(t, v)| (t.to_string(), v.to_string()))
+                .collect();
+            r
+        };
+        let mut merge = Merge::new();
+        merge
+            .add("timer.json".into(), shard("t", &[("git", "git 2.39")]))
+            .unwrap();
+        merge
+            .add(
+                "callgrind.json".into(),
+                shard("c", &[("git", "git 2.39"), ("valgrind", "valgrind-3.19.0")]),
+            )
+            .unwrap();
+        // Another valgrind than the second shard's, though the first shard asked none.
+        let err = merge
+            .add(
+                "later.json".into(),
+                shard("d", &[("valgrind", "valgrind-3.22.0")]),
+            )
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("tools.valgrind: `valgrind-3.19.0` vs `valgrind-3.22.0`"),
+            "{err}"
+        );
+        let merged = merge.finish().unwrap();
+        assert_eq!(
+            merged.environment.tools.get("valgrind").map(String::as_str),
+            Some("valgrind-3.19.0")
+        );
+        assert_eq!(merged.environment.tools.len(), 2);
     }
 }

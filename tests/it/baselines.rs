@@ -2,7 +2,7 @@
 //! from git refs at the merge-base, change points in a recorded history, waivers, shards and
 //! merge, diff-aware selection and `baseline update`.
 
-use crate::common::{git, kgate, stderr_of, write};
+use crate::common::{git, kgate, stderr_of, stdout_of, write};
 
 use std::path::Path;
 
@@ -1015,4 +1015,330 @@ fn recorded_history_feeds_the_prediction_interval_model() {
     );
     let history = &report["evidence"]["benchmarks"][0]["metrics"][0]["history"];
     assert_eq!(history.as_array().map(Vec::len), Some(3), "{report}");
+}
+
+/// A timed benchmark and one counted under callgrind: a run of either alone asks other tools
+/// (valgrind) than a run of the other, which once filed each selection under its own key.
+const TIMER_AND_CALLGRIND: &str = r#"defaults: {warmup: 0, repetitions: 3}
+gate: {threshold: 400%}
+benchmarks:
+  - {name: t, command: [sh, -c, "sleep 0.01"], captures: [timer]}
+  - {name: c, command: ["true"], captures: [callgrind], repetitions: 1}
+"#;
+
+/// The runner class's key of a results file's environment.
+fn class_of(path: &Path) -> String {
+    let r = kgate::model::results::RunResults::load(path).unwrap();
+    kgate::machine::envkey::class_key(&r.environment)
+}
+
+fn history_folders(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join(".kgate/history"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// How many runs `kgate history --json` shows for a benchmark's metric.
+fn runs_of(h: &Value, bench: &str, metric: &str) -> usize {
+    h["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["benchmark"] == bench && m["metric"] == metric)
+        .map_or(0, |m| m["runs"].as_array().unwrap().len())
+}
+
+/// The issue's reproduction: `run --record --bench c` three times, then `kgate history`, found
+/// `no history for environment …` because the key held the versions of the tools the selected
+/// benchmarks asked. Every selection now files its runs under the runner class's one key.
+#[test]
+fn history_finds_what_run_record_wrote_whichever_benchmarks_were_selected() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "kgate.yaml", TIMER_AND_CALLGRIND);
+    let selections: [&[&str]; 5] = [&["c"], &["c"], &["c"], &["t"], &[]];
+    for (i, selection) in selections.iter().enumerate() {
+        let out_file = format!("run{i}.json");
+        let mut args = vec!["run", "--no-progress", "--record", "-o", &out_file];
+        for b in selection.iter() {
+            args.extend(["--bench", b]);
+        }
+        let out = kgate(dir).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
+        // The content hash names a record, and the start time is to the second: the same
+        // counts recorded within one second would be one run recorded twice.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+    }
+    let key = class_of(&dir.join("run0.json"));
+    assert_eq!(class_of(&dir.join("run3.json")), key);
+    assert_eq!(
+        history_folders(dir),
+        std::slice::from_ref(&key),
+        "one folder for every selection"
+    );
+
+    let out = kgate(dir).args(["history", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(
+        !stderr_of(&out).contains("other keys"),
+        "{}",
+        stderr_of(&out)
+    );
+    let h = stdout_json(&out);
+    assert_eq!(h["key"], key.as_str());
+    assert_eq!(runs_of(&h, "c", "Ir"), 4, "{h}");
+    assert_eq!(runs_of(&h, "t", "wall_time"), 2, "{h}");
+
+    // Another runner class's history beside it: `history` says which key it shows and names
+    // the other.
+    let mut foreign: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run4.json")).unwrap()).unwrap();
+    foreign["environment"]["cpu_model"] = json!("Some Other CPU");
+    write(dir, "foreign.json", &foreign.to_string());
+    let other = class_of(&dir.join("foreign.json"));
+    kgate(dir)
+        .args(["history", "record", "foreign.json"])
+        .assert()
+        .success();
+    let out = kgate(dir).args(["history"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains(&format!(
+            "history of `{key}` (this machine's runner class); other keys with a history: {other}"
+        )),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(
+        stdout_of(&out).starts_with(&format!("history of {key}: 5 runs")),
+        "{}",
+        stdout_of(&out)
+    );
+    let out = kgate(dir)
+        .args(["history", "--key", "list"])
+        .output()
+        .unwrap();
+    let mut listed = [key, other];
+    listed.sort();
+    assert_eq!(stdout_of(&out), listed.join("\n") + "\n");
+}
+
+/// Folders written by earlier versions, named by a key that hashed the tool versions in, are
+/// read as the history of the runner class their records were measured on; a run recorded
+/// there is not recorded again.
+#[test]
+fn history_keeps_reading_folders_named_by_earlier_keys() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let with_tools = |name: &str, cpu: &str, commit: &str, created: &str, valgrind: &str| {
+        let mut r: Value = serde_json::from_str(&results(
+            cpu,
+            commit,
+            created,
+            &[("mm", &[100.0, 101.0, 99.0])],
+        ))
+        .unwrap();
+        r["environment"]["tools"] = json!({"git": "git version 2.39.5", "valgrind": valgrind});
+        write(dir, name, &r.to_string())
+    };
+    let old = with_tools(
+        "old.json",
+        "cpu A",
+        "a1",
+        "2026-01-01T00:00:00Z",
+        "valgrind-3.19.0",
+    );
+    with_tools(
+        "new.json",
+        "cpu A",
+        "a2",
+        "2026-01-02T00:00:00Z",
+        "valgrind-3.22.0",
+    );
+    with_tools(
+        "b.json",
+        "cpu B",
+        "b1",
+        "2026-01-03T00:00:00Z",
+        "valgrind-3.22.0",
+    );
+    // As an earlier version filed `old.json`: indented, under the key with the tools in it.
+    let run = kgate::model::results::RunResults::load(&old).unwrap();
+    let legacy = kgate::machine::envkey::legacy_key(&run.environment);
+    let class = kgate::machine::envkey::class_key(&run.environment);
+    assert_ne!(legacy, class);
+    let mut rec = kgate::baseline::history::HistoryRecord::from_results(&run);
+    rec.baseline_key = legacy.clone();
+    let path = kgate::baseline::history::key_dir(dir, &legacy).join(rec.file_name());
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, serde_json::to_string_pretty(&rec).unwrap() + "\n").unwrap();
+
+    kgate(dir)
+        .args(["history", "record", "new.json", "b.json"])
+        .assert()
+        .success();
+    let out = kgate(dir)
+        .args(["history", "record", "old.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("already in the history"),
+        "{}",
+        stderr_of(&out)
+    );
+    let other = class_of(&dir.join("b.json"));
+    let mut expected = vec![class.clone(), legacy.clone(), other.clone()];
+    expected.sort();
+    assert_eq!(history_folders(dir), expected);
+    let mut classes = vec![class.clone(), other.clone()];
+    classes.sort();
+    assert_eq!(kgate::baseline::history::keys(dir), classes);
+
+    let series = kgate::baseline::history::job_summaries(dir, &class, "mm", "kernel_time").unwrap();
+    let commits: Vec<_> = series.iter().map(|j| j.commit.clone().unwrap()).collect();
+    assert_eq!(commits, ["a1", "a2"], "oldest first, across both folders");
+    let out = kgate(dir)
+        .args(["history", "--key", &class, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(runs_of(&stdout_json(&out), "mm", "kernel_time"), 2);
+    let err = stderr_of(&out);
+    assert!(
+        err.contains(&format!(
+            "with the runs earlier versions filed under {legacy}"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("other keys with a history: {other}")),
+        "{err}"
+    );
+    // The old folder's own name still shows that folder alone.
+    let out = kgate(dir)
+        .args(["history", "--key", &legacy, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(runs_of(&stdout_json(&out), "mm", "kernel_time"), 1);
+}
+
+/// `check` feeds its prediction intervals the jobs recorded on this runner class, though they
+/// ran another selection of the suite (and so asked other tools) than the check itself.
+#[test]
+fn check_reads_the_history_recorded_by_runs_of_another_selection() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "kgate.yaml", TIMER_AND_CALLGRIND);
+    kgate(dir)
+        .args(["baseline", "save", "--no-progress"])
+        .assert()
+        .success();
+    for _ in 0..3 {
+        kgate(dir)
+            .args([
+                "run",
+                "--no-progress",
+                "--record",
+                "--bench",
+                "t",
+                "-o",
+                "t.json",
+            ])
+            .assert()
+            .success();
+    }
+    let out = kgate(dir)
+        .args(["check", "--no-progress", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1 | 3)),
+        "{}",
+        stderr_of(&out)
+    );
+    let report = stdout_json(&out);
+    let t = report["evidence"]["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "t")
+        .unwrap();
+    let wall = t["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "wall_time")
+        .unwrap();
+    assert_eq!(
+        wall["history"].as_array().map(Vec::len),
+        Some(3),
+        "{report}"
+    );
+    let row = report["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "t")
+        .unwrap()["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "wall_time")
+        .unwrap()
+        .clone();
+    assert_eq!(row["method"], "prediction-interval", "{report}");
+}
+
+/// `run --shard` balances by the durations `run --record` wrote, also when that run asked a
+/// tool (valgrind) that a bare look at the machine does not.
+#[test]
+fn shards_are_balanced_by_durations_recorded_by_runs_that_asked_tools() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(
+        dir,
+        "kgate.yaml",
+        r#"defaults: {warmup: 0, repetitions: 2}
+benchmarks:
+  - {name: long, command: [sh, -c, "sleep 1"], captures: [timer]}
+  - {name: a, command: ["true"], captures: [timer]}
+  - {name: b, command: ["true"], captures: [timer]}
+  - {name: c, command: ["true"], captures: [callgrind], repetitions: 1}
+"#,
+    );
+    kgate(dir)
+        .args(["run", "--no-progress", "--record", "-o", "full.json"])
+        .assert()
+        .success();
+    // Without durations the shards would hold two benchmarks each; with them, `long` (2 s)
+    // outweighs the other three together.
+    let mut shards = Vec::new();
+    for i in 1..=2 {
+        let out = kgate(dir)
+            .args([
+                "run",
+                "--no-progress",
+                "--repetitions",
+                "1",
+                "--shard",
+                &format!("{i}/2"),
+                "-o",
+                &format!("shard{i}.json"),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+        shards.push(names(
+            &serde_json::from_str(
+                &std::fs::read_to_string(dir.join(format!("shard{i}.json"))).unwrap(),
+            )
+            .unwrap(),
+        ));
+    }
+    assert!(shards.contains(&vec!["long".to_string()]), "{shards:?}");
 }

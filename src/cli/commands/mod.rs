@@ -581,8 +581,9 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
             let history = load_history(&args.history)?;
             let head = run_selected(&selection)?;
             // Earlier jobs for the prediction-interval model: the files given with --history,
-            // else the history store's records of this environment (kept by --record).
-            let key = crate::machine::envkey::baseline_key(&head.environment);
+            // else the history store's records of this runner class (kept by --record): the
+            // key `--record` files them under, whichever benchmarks this run selected.
+            let key = crate::machine::envkey::class_key(&head.environment);
             let records = crate::baseline::history::load(&loaded.root, &key)?;
             let (medians, off_level) = if history.is_empty() {
                 crate::baseline::history::job_medians(&records)

@@ -132,7 +132,8 @@ pub fn shard_selection(
     shard: Shard,
 ) -> Result<Option<RunSelection>> {
     let names = selected_names(loaded, selection);
-    let key = envkey::baseline_key(&Fingerprint::capture(&loaded.root));
+    // The runner class's history, whichever benchmarks and tools the recorded runs used.
+    let key = envkey::class_key(&Fingerprint::capture(&loaded.root));
     let mut durations = history::latest_durations(&history::load(&loaded.root, &key)?);
     if durations.is_empty() {
         let path = baseline::resolve(&loaded.root, baseline::DEFAULT_NAME)?;
@@ -269,6 +270,44 @@ pub fn baseline_update(
     Ok(ExitStatus::PASS)
 }
 
+/// The line `kgate history` says on stderr about the key it shows, where there is a choice:
+/// whose key it is, the folders written by earlier versions that it gathers, and the other
+/// keys with a history. `None` when the key's own folder is the only one.
+fn which_history(root: &Path, key: &str, given: bool, known: &[String]) -> Result<Option<String>> {
+    let mut line = format!(
+        "history of `{key}` ({})",
+        if given {
+            "--key"
+        } else {
+            "this machine's runner class"
+        }
+    );
+    // Folder names come from the repository: shown inert on a terminal.
+    let legacy: Vec<String> = history::folders_of(root, key)?
+        .into_iter()
+        .filter(|f| f.name != key)
+        .map(|f| crate::model::text::escape_terminal(&f.name).into_owned())
+        .collect();
+    if !legacy.is_empty() {
+        line.push_str(&format!(
+            ", with the runs earlier versions filed under {}",
+            legacy.join(", ")
+        ));
+    }
+    let others: Vec<String> = known
+        .iter()
+        .filter(|k| *k != key)
+        .map(|k| crate::model::text::escape_terminal(k).into_owned())
+        .collect();
+    if !others.is_empty() {
+        line.push_str(&format!(
+            "; other keys with a history: {} (show one with --key KEY)",
+            others.join(", ")
+        ));
+    }
+    Ok((!legacy.is_empty() || !others.is_empty()).then_some(line))
+}
+
 /// `kgate history`.
 pub fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
     if let Some(HistoryAction::Record { files }) = &args.action {
@@ -285,11 +324,11 @@ pub fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
     }
     let key = match &args.key {
         Some(k) => k.clone(),
-        None => envkey::baseline_key(&Fingerprint::capture(root)),
+        None => envkey::class_key(&Fingerprint::capture(root)),
     };
     let records = history::load(root, &key)?;
+    let known = history::keys(root);
     if records.is_empty() {
-        let known = history::keys(root);
         bail!(
             "no history for environment `{key}` under {}; record runs with `kgate check --record` or `kgate history record RESULTS`{}",
             history::key_dir(root, &key).display(),
@@ -299,6 +338,9 @@ pub fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
                 format!(" (histories exist for: {})", known.join(", "))
             }
         );
+    }
+    if let Some(line) = which_history(root, &key, args.key.is_some(), &known)? {
+        eprintln!("{line}");
     }
     let settings = Settings::default();
     let selected = selected_series(&records, args);
