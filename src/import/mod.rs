@@ -142,8 +142,18 @@ impl Imported {
 
     /// [`RunResults::require_measurements`], counting the held samples.
     pub fn require_measurements(&self, what: &str) -> Result<(), String> {
+        self.require_measurements_hinted(what, None)
+    }
+
+    /// [`RunResults::require_measurements_hinted`], counting the held samples.
+    pub fn require_measurements_hinted(
+        &self,
+        what: &str,
+        counters_hint: Option<&str>,
+    ) -> Result<(), String> {
         let held_samples = self.held.as_ref().is_some_and(|h| h.holds_samples());
-        self.results.require_measurements_or(what, held_samples)
+        self.results
+            .require_measurements_hinted(what, held_samples, counters_hint)
     }
 
     /// The results with every held array read into them.

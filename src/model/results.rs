@@ -99,6 +99,9 @@ pub struct Look {
 /// The most bytes of one artifact kept in the results; the rest is cut at a line boundary.
 pub const ARTIFACT_MAX_BYTES: usize = 256 * 1024;
 
+/// How many counters a refusal of readings without a measurement names.
+const COUNTERS_SHOWN: usize = 5;
+
 /// A text file a benchmark wrote, kept so that a comparison can show how it changed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Artifact {
@@ -769,6 +772,20 @@ impl RunResults {
     /// [`RunResults::require_measurements`] for results whose samples may be held outside
     /// them (`held_samples`: some are, and then any benchmark that did not fail measured).
     pub fn require_measurements_or(&self, what: &str, held_samples: bool) -> Result<(), String> {
+        self.require_measurements_hinted(what, held_samples, None)
+    }
+
+    /// [`RunResults::require_measurements_or`], where results that hold counter readings but
+    /// no measurement are refused naming the counters and, in `counters_hint`, what would
+    /// have turned them into measurements (a device profile, a kernel selection): readings
+    /// alone gate nothing, and "check that the harness ran" would send the reader the wrong
+    /// way.
+    pub fn require_measurements_hinted(
+        &self,
+        what: &str,
+        held_samples: bool,
+        counters_hint: Option<&str>,
+    ) -> Result<(), String> {
         if let Some(value) = self.non_finite() {
             return Err(format!(
                 "{what} holds a number that is not finite ({value}), which a results file cannot hold; the input is damaged or its units overflow"
@@ -790,7 +807,31 @@ impl RunResults {
                     .map(|f| format!("`{}`: {}", b.name, f.message))
             })
             .collect();
-        Err(if failures.is_empty() {
+        let counters = self.counter_names();
+        Err(if failures.is_empty() && !counters.is_empty() {
+            // Named by benchmark: `counters`: `a`, `b`; `counters#2`: `c`, … (the first few).
+            let mut shown: Vec<(&str, Vec<String>)> = Vec::new();
+            for (benchmark, counter) in counters.iter().take(COUNTERS_SHOWN) {
+                let name = format!("`{counter}`");
+                match shown.iter_mut().find(|(b, _)| b == benchmark) {
+                    Some((_, names)) => names.push(name),
+                    None => shown.push((benchmark, vec![name])),
+                }
+            }
+            let shown: Vec<String> = shown
+                .into_iter()
+                .map(|(b, names)| format!("on benchmark `{b}`: {}", names.join(", ")))
+                .collect();
+            format!(
+                "{what} holds {} ({}{}) but no measurement, and counter readings alone are nothing to gate: {}",
+                crate::model::text::count(counters.len(), "counter track", "counter tracks"),
+                shown.join("; "),
+                if counters.len() > COUNTERS_SHOWN { ", …" } else { "" },
+                counters_hint.unwrap_or(
+                    "a device profile (`device:` in the configuration) derives utilization from them over their span"
+                )
+            )
+        } else if failures.is_empty() {
             format!(
                 "{what} holds no measurement in any of its {}; there is nothing to gate (check that the harness ran its benchmarks and wrote their results)",
                 crate::model::text::count(self.benchmarks.len(), "benchmark", "benchmarks")
@@ -801,6 +842,21 @@ impl RunResults {
                 failures.join("; ")
             )
         })
+    }
+
+    /// Each benchmark's counter series, by name, once each and in order: (benchmark,
+    /// counter). An end-of-profile sample holds tens of thousands of counters.
+    fn counter_names(&self) -> Vec<(&str, &str)> {
+        let mut seen = std::collections::HashSet::new();
+        self.benchmarks
+            .iter()
+            .flat_map(|b| {
+                b.counters
+                    .iter()
+                    .map(|c| (b.name.as_str(), c.counter.as_str()))
+            })
+            .filter(|pair| seen.insert(*pair))
+            .collect()
     }
 
     /// The first number that JSON cannot carry (serde writes a non-finite value as `null`,

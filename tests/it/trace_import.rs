@@ -897,3 +897,182 @@ fn a_large_trace_is_written_from_its_columns_as_it_is_read_in_memory() {
     let fallback = RunResults::load(&out).unwrap();
     assert_eq!(fallback.benchmarks, r.benchmarks);
 }
+
+/// A trace with counter tracks and no kernel selected beside them reads the tracks over the
+/// profile's span (`profile-span`, said in a note); without a device profile that gives no
+/// measurement, and the refusal names the tracks, the profile and `--kernel`, not the
+/// harness. Catapult's examples hold `B`/`E`/`X` events of other categories: `--kernel .`
+/// takes them.
+#[test]
+#[cfg_attr(
+    kgate_no_corpus,
+    ignore = "needs the conformance corpus: set KGATE_CORPUS to its folder"
+)]
+fn catapult_counter_traces_without_kernels_are_refused_naming_their_tracks_and_kernel() {
+    let Some(dir) = corpus() else { return };
+    let work = tempfile::tempdir().unwrap();
+    for (file, track) in [
+        (
+            "catapult_instance_counters.json",
+            "2 counter tracks (on benchmark `counters`: `counter[123].value`, `counter[b].value`)",
+        ),
+        (
+            "catapult_simple_trace.json",
+            "1 counter track (on benchmark `counters`: `counter.value`)",
+        ),
+        (
+            "catapult_x_event_trace.json",
+            "1 counter track (on benchmark `counters`: `unused_memory_bytes[0xaf5adc4cfdc05dcc].value`)",
+        ),
+    ] {
+        let path = dir.join("chrome_trace").join(file);
+        let out = common::kgate(work.path())
+            .args(["-c", "absent.yaml", "import", "chrome-trace"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+        for said in [
+            track,
+            "but no measurement, and counter readings alone are nothing to gate",
+            "utilization over their span needs a device profile: `device: NAME` in the configuration (`absent.yaml` does not exist",
+            "with --kernel REGEX",
+            "no kernel event was selected by the default selection",
+            "as one window, `profile-span`",
+        ] {
+            assert!(err.contains(said), "{file}: {said}\n{err}");
+        }
+        assert!(!err.contains("check that the harness ran"), "{file}: {err}");
+        common::kgate(work.path())
+            .args(["-c", "absent.yaml", "import", "chrome-trace"])
+            .arg(&path)
+            .args(["--kernel", ".", "-o", "r.json"])
+            .assert()
+            .success();
+    }
+}
+
+/// XProf's trace-viewer JSON of a profile whose only data is its counter tracks (the Perf
+/// Counters view's: periodic samples on epoch-microsecond timestamps, no events): with a
+/// device profile, utilization over the profile's span; without, a refusal that says so.
+#[test]
+fn an_xprof_counters_only_export_gives_utilization_over_the_profile_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/trace_windows/xprof_counters_only.json");
+    let refused = common::kgate(d)
+        .args(["import", "chrome-trace"])
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    let err = stderr_of(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("holds 2 counter tracks (on benchmark `counters`: `COUNT_MXU_BUSY_1.TC Stats`, `COUNT_MXU_BUSY_2.TC Stats`) but no measurement"),
+        "{err}"
+    );
+    assert!(err.contains("`device: NAME`"), "{err}");
+    common::write(
+        d,
+        "kgate.yaml",
+        "device: tpu-v7x\nbenchmarks:\n  - name: suite\n    command: [\"true\"]\n",
+    );
+    let out = common::kgate(d)
+        .args(["import", "chrome-trace"])
+        .arg(&fixture)
+        .args(["-o", "r.json"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("no kernel event was selected by the default selection")
+            && err.contains("from the first counter reading to the last (10000 ns), as one window, `profile-span`"),
+        "{err}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("r.json")).unwrap()).unwrap();
+    let counters = r["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == COUNTERS_BENCHMARK)
+        .unwrap();
+    let value = |name: &str| {
+        counters["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("{name}: {counters}"))["values"][0]
+            .as_f64()
+            .unwrap()
+    };
+    // 1425 and 570 of 1900 cycles in each of the 10 µs between the first reading and the
+    // last, at the TPU v7x's 1.9 GHz.
+    assert!((value("util.mxu_busy_1") - 75.0).abs() < 1e-9);
+    assert!((value("util.mxu_busy_2") - 30.0).abs() < 1e-9);
+    assert_eq!(value("counter.mxu_busy_1"), 14_250.0);
+    assert!(
+        counters["provenance"]["details"]["counters.windows"]
+            .as_str()
+            .unwrap()
+            .starts_with("`profile-span`"),
+        "{counters}"
+    );
+}
+
+/// The same class in the protocol: counter lines and nothing else are measured over their
+/// span with a device profile, and refused naming the counters without one (no `--kernel`
+/// there: the protocol takes no kernel selection).
+#[test]
+fn protocol_counter_readings_alone_are_measured_over_their_span_with_a_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lines: Vec<String> = (0..11)
+        .map(|i| {
+            format!(
+                r#"{{"counter": "mxu_busy_1", "t_ns": {}, "value": {}, "unit": "cycles"}}"#,
+                1_000 + i * 1_000,
+                i * 950
+            )
+        })
+        .collect();
+    common::write(d, "p.jsonl", &(lines.join("\n") + "\n"));
+    let refused = common::kgate(d)
+        .args(["import", "protocol", "p.jsonl"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("holds 1 counter track (on benchmark `p`: `mxu_busy_1`) but no measurement")
+            && err.contains("`device: NAME`")
+            && !err.contains("--kernel"),
+        "{err}"
+    );
+    common::write(
+        d,
+        "kgate.yaml",
+        "device: tpu-v7x\nbenchmarks:\n  - name: suite\n    command: [\"true\"]\n",
+    );
+    let out = common::kgate(d)
+        .args(["import", "protocol", "p.jsonl", "-o", "r.json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("r.json")).unwrap()).unwrap();
+    let util = r["benchmarks"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "util.mxu_busy_1")
+        .unwrap()["values"][0]
+        .as_f64()
+        .unwrap();
+    // 950 of 1900 cycles per microsecond.
+    assert!((util - 50.0).abs() < 1e-9, "{util}");
+}

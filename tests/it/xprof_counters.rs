@@ -848,3 +848,49 @@ fn tiled_matmul_regresses_end_to_end_and_the_explanation_names_the_sync_wait() {
     );
     assert!(text.contains("-size: "), "{text}");
 }
+
+/// An XSpace whose TPU plane holds counters and no op (a profile taken for its Perf Counters
+/// view): the counters benchmark gets utilization over the profile's span (`profile-span`,
+/// said in a note), from both sample kinds; without a device profile the import is refused
+/// naming the counters, the profile and `--kernel`.
+#[test]
+fn a_counters_only_xspace_gives_utilization_over_the_profile_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut tpu = tpu_plane("TPU v7x", 0);
+    // Periodic: 570 of 1900 cycles with both MXUs busy in each microsecond, 5 µs to 15 µs.
+    let samples: Vec<XEvent> = (5..=15)
+        .map(|k| tpu.periodic("COUNT_MXU_BUSY_2", k * US, 570))
+        .collect();
+    tpu.line(2, "_counters_", samples);
+    // End of profile: the TensorCore's cycles over the profile's 200 µs.
+    let totals = vec![tpu.total(&v7x_tc(0, "COUNT_CYCLES"), 2_791_874_568, 380_000)];
+    tpu.line(146, "counters_0", totals);
+    let space = XSpace {
+        planes: vec![tpu.plane, task_environment(T0_NS, T0_NS + 200_000)],
+        ..Default::default()
+    };
+    let file = write_space(dir.path(), "counters.xplane.pb", &space);
+    let refused = kgate(dir.path())
+        .args(["import", "xplane", &file])
+        .output()
+        .unwrap();
+    let err = stderr_of(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("holds 2 counter tracks (on benchmark `counters`: `COUNT_MXU_BUSY_2`, `VF_CHIP_DIE0_TC_TCS_TC_MISC_TCS_STATS_TCS_STATS_COUNTERS_UNPRIVILEGED_COUNT_CYCLES`) but no measurement")
+            && err.contains("`device: NAME`")
+            && err.contains("with --kernel REGEX"),
+        "{err}"
+    );
+    let r = import(dir.path(), V7X, std::slice::from_ref(&file), "r.json");
+    let c = benchmark(&r, "counters");
+    assert!(close(value(c, "util.mxu_busy_2"), 30.0));
+    assert_eq!(value(c, "counter.cycles.core0"), 380_000.0);
+    assert!(
+        notes(c)
+            .iter()
+            .any(|n| n.contains("no kernel event was selected") && n.contains("`profile-span`")),
+        "{:?}",
+        notes(c)
+    );
+}

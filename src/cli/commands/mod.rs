@@ -926,13 +926,7 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
         .iter()
         .map(|f| format!("`{}`", f.display()))
         .collect();
-    imported
-        .require_measurements(&format!(
-            "the {} import of {}",
-            importer.name(),
-            files.join(", ")
-        ))
-        .map_err(anyhow::Error::msg)?;
+    let what = format!("the {} import of {}", importer.name(), files.join(", "));
     if let Some(why) = imported.spill_failure() {
         eprintln!(
             "note: the import kept its samples in memory: {}",
@@ -961,11 +955,17 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
         })?,
         None => false,
     };
+    // Whether the import measured anything is asked once utilization is derived: counter
+    // readings without kernels are measured by the figures derived over their span.
+    let hint = counters_hint(importer, config_path, plan.as_ref().map(|(p, _)| p));
     match derive {
         Some(plan) if !streamed => {
             let mut results = imported.into_results()?;
             crate::derive::utilization::apply_to_import(&mut results, plan);
             report_import(&results);
+            results
+                .require_measurements_hinted(&what, false, Some(&hint))
+                .map_err(anyhow::Error::msg)?;
             emit_results(&results, args.output.as_deref(), args.pretty)?;
             // The process ends next: freeing a trace of 20,000 kernels' results one
             // allocation at a time took a tenth of its import, for memory the exit returns.
@@ -973,6 +973,9 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
         }
         _ => {
             report_import(imported.outline());
+            imported
+                .require_measurements_hinted(&what, Some(&hint))
+                .map_err(anyhow::Error::msg)?;
             let (path, what) = match args.output.as_deref() {
                 Some(path) => (path, path.display().to_string()),
                 None => (Path::new("-"), "stdout".to_string()),
@@ -987,6 +990,39 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
         }
     }
     Ok(ExitStatus::PASS)
+}
+
+/// What would have turned an import's counter readings into measurements, for the refusal
+/// of an import that holds readings and nothing else: a device profile, whose utilization is
+/// derived over the readings' span, and for a trace, a kernel selection.
+fn counters_hint(
+    importer: &dyn import::Importer,
+    config_path: &Path,
+    plan: Option<&Plan>,
+) -> String {
+    let profile = plan.and_then(|p| p.benchmarks.iter().find_map(|b| b.device.as_ref()));
+    let mut hint = match (plan, profile) {
+        (_, Some(profile)) => format!(
+            "device profile `{}` derived no figure from them over their span (a track needs two readings or more; the notes above name the counters it could not read)",
+            profile.name
+        ),
+        (Some(_), None) => format!(
+            "utilization over their span needs a device profile, and the configuration `{}` names none (add `device: NAME`; built in: {})",
+            config_path.display(),
+            crate::config::profile::builtin_names().join(", ")
+        ),
+        (None, None) => format!(
+            "utilization over their span needs a device profile: `device: NAME` in the configuration (`{}` does not exist; -c FILE names another; built in: {})",
+            config_path.display(),
+            crate::config::profile::builtin_names().join(", ")
+        ),
+    };
+    if importer.kernel_selection().is_some() {
+        hint.push_str(
+            "; or select the kernel events beside them to time and read the counters against, with --kernel REGEX (or --kernel-glob GLOB, --pid, --tid)",
+        );
+    }
+    hint
 }
 
 /// Says on stderr what an import noted and what in it looks like a mistake.

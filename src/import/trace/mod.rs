@@ -208,13 +208,15 @@ impl TraceSamples {
 
 /// Reads each file with `read` (each file one repetition) and builds the results. A file in
 /// which nothing matched the selection is an error carrying `nothing_matched`, which says
-/// what was looked for and how to choose otherwise.
+/// what was looked for and how to choose otherwise; `selection` is the selection in words,
+/// for the note of a file whose counter tracks had no kernel selected beside them.
 pub fn import_files(
     capture: &'static str,
     files: &[PathBuf],
     policies: &Policies,
     read: impl Fn(&Path) -> Result<TraceSamples, ImportError>,
     nothing_matched: impl Fn() -> String,
+    selection: &str,
 ) -> Result<Imported, ImportError> {
     let mut per_file = Vec::with_capacity(files.len());
     for path in files {
@@ -227,7 +229,7 @@ pub fn import_files(
         }
         per_file.push((path.clone(), samples));
     }
-    build_results(capture, per_file, policies)
+    build_results(capture, per_file, policies, selection)
 }
 
 /// What one pass over a counter track found: the readings whose time and value are both
@@ -289,10 +291,14 @@ fn sorted_readings(track: &tracks::CounterTrack) -> std::io::Result<(Vec<f64>, V
 /// Turns per-file samples into results: one benchmark per kernel name, each file one
 /// repetition, plus the counter benchmark when a file had counter tracks. The launches and
 /// readings stay in their columns ([`held::TraceArrays`]) until the results are written.
+/// A file with counter tracks and no kernel selected (`selection`, in words) has its
+/// tracks' figures taken over the profile's span ([`PROFILE_SPAN`]), which a note on the
+/// counters benchmark says.
 fn build_results(
     capture: &'static str,
     files: Vec<(PathBuf, TraceSamples)>,
     policies: &Policies,
+    selection: &str,
 ) -> Result<Imported, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, capture);
     let mut arrays = TraceArrays::default();
@@ -340,6 +346,16 @@ fn build_results(
             0
         } else {
             benchmarks.get(&counters_name).result_mut().repetitions
+        };
+        // Counter tracks with no kernel beside them: read over the profile's span, said.
+        let profile_span = match span {
+            Some((first, last)) if samples.kernels.is_empty() => Some(format!(
+                "{}: no kernel event was selected by {selection}: its {} read over the profile's span, from the first counter reading to the last ({} ns), as one window, `{PROFILE_SPAN}`, over which a device profile (`device:` in the configuration) derives utilization; --kernel REGEX, --kernel-glob GLOB, --pid or --tid select kernels to read the tracks against instead",
+                path.display(),
+                crate::model::text::count(tracks.len(), "counter track is", "counter tracks are"),
+                last - first
+            )),
+            _ => None,
         };
         for (index, (kernel, durations)) in samples.kernels.into_iter().enumerate() {
             arrays.keep_spill(durations.spill());
@@ -453,6 +469,13 @@ fn build_results(
                 .provenance
                 .notes
                 .extend(samples.notes.iter().cloned());
+            if let Some(note) = profile_span {
+                result.provenance.notes.push(note);
+                result
+                    .provenance
+                    .details
+                    .insert(COUNTER_WINDOWS_DETAIL.into(), PROFILE_SPAN_DETAIL.into());
+            }
             if counters_name != COUNTERS_BENCHMARK && rep == 0 {
                 result.provenance.notes.push(format!(
                     "the trace's counter readings are on benchmark `{counters_name}`, not `{COUNTERS_BENCHMARK}`: a kernel of the import has that name"
@@ -632,6 +655,14 @@ fn counters_benchmark_name(files: &[(PathBuf, TraceSamples)]) -> String {
 /// Provenance detail saying where a trace benchmark's kernel windows came from.
 pub const COUNTER_WINDOWS_DETAIL: &str = "counters.windows";
 
+/// The window a trace's counter tracks are read over when no kernel was selected beside
+/// them: the profile's span, from the first counter reading to the last (the whole of each
+/// track, as utilization reads a benchmark without kernel windows).
+pub const PROFILE_SPAN: &str = "profile-span";
+
+/// [`COUNTER_WINDOWS_DETAIL`] of the counters benchmark of a file read over [`PROFILE_SPAN`].
+const PROFILE_SPAN_DETAIL: &str = "`profile-span`: the profile's span, from the first counter reading to the last (no kernel event was selected beside the tracks)";
+
 /// Counts the file just read as one more repetition of the benchmark, imported from `path`.
 fn finish_repetition(collector: &mut Collector<'_>, path: &Path) {
     let result = collector.result_mut();
@@ -719,6 +750,7 @@ mod tests {
             "chrome-trace",
             vec![("a.json".into(), a), ("b.json".into(), b)],
             &policies,
+            "the default selection",
         )
         .unwrap();
         // The outline holds none of the numbers.
@@ -821,6 +853,73 @@ mod tests {
     }
 
     #[test]
+    fn a_file_of_counter_tracks_without_kernels_is_read_over_the_profile_span() {
+        let mut counters = tracks::CounterTracks::default();
+        counters.push("util.value", 5.0, 0.5);
+        counters.push("util.value", 1_005.0, 0.75);
+        let mut later = tracks::CounterTracks::default();
+        later.push("util.value", 0.0, 0.25);
+        let a = TraceSamples {
+            counters,
+            ..TraceSamples::default()
+        };
+        let b = TraceSamples {
+            kernels: vec![("k".into(), vec![1.0].into())],
+            starts: vec![vec![0.0].into()],
+            counters: later,
+            ..TraceSamples::default()
+        };
+        let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
+        let imported = build_results(
+            "chrome-trace",
+            vec![("a.json".into(), a), ("b.json".into(), b)],
+            &policies,
+            "--kernel ^k$",
+        )
+        .unwrap();
+        let c = imported.outline().benchmark(COUNTERS_BENCHMARK).unwrap();
+        // Only the file without a kernel is read over its span, and a note says so.
+        let spans: Vec<&String> = c
+            .provenance
+            .notes
+            .iter()
+            .filter(|n| n.contains(PROFILE_SPAN))
+            .collect();
+        assert_eq!(spans.len(), 1, "{:?}", c.provenance.notes);
+        assert!(
+            spans[0].starts_with("a.json: no kernel event was selected by --kernel ^k$: its 1 counter track is read over the profile's span, from the first counter reading to the last (1000 ns), as one window, `profile-span`"),
+            "{}",
+            spans[0]
+        );
+        assert_eq!(
+            c.provenance.details[COUNTER_WINDOWS_DETAIL],
+            PROFILE_SPAN_DETAIL
+        );
+        // No measurement of its own: the readings alone are refused, named.
+        let only_a = build_results(
+            "chrome-trace",
+            vec![("a.json".into(), {
+                let mut t = tracks::CounterTracks::default();
+                t.push("util.value", 5.0, 0.5);
+                TraceSamples {
+                    counters: t,
+                    ..TraceSamples::default()
+                }
+            })],
+            &policies,
+            "the default selection",
+        )
+        .unwrap();
+        let err = only_a
+            .require_measurements_hinted("the import", Some("HINT"))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            "the import holds 1 counter track (on benchmark `counters`: `util.value`) but no measurement, and counter readings alone are nothing to gate: HINT"
+        );
+    }
+
+    #[test]
     fn each_file_is_a_repetition_of_its_kernels() {
         let mut counters = tracks::CounterTracks::default();
         counters.push("util.value", 5.0, 0.5);
@@ -841,6 +940,7 @@ mod tests {
             "chrome-trace",
             vec![("a.json".into(), a), ("b.json".into(), b)],
             &policies,
+            "the default selection",
         )
         .unwrap()
         .into_results()

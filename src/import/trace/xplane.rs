@@ -57,6 +57,7 @@ impl Importer for Xplane {
                     ctx.selection.describe(DEFAULT_SELECTION)
                 )
             },
+            &ctx.selection.describe(DEFAULT_SELECTION),
         )
     }
 }

@@ -70,6 +70,7 @@ impl Importer for ChromeTrace {
                     ctx.selection.describe(DEFAULT_SELECTION)
                 )
             },
+            &ctx.selection.describe(DEFAULT_SELECTION),
         )
     }
 }
