@@ -1290,7 +1290,7 @@ mod tests {
         assert_eq!(m.verdict, Verdict::Inconclusive, "{}", m.reason);
         assert!(
             m.reason
-                .contains("too few repetitions to detect anything: the smallest attainable p is 0.0011, above the largest level the holm correction over 20 tested metrics can reach (5.0e-4)"),
+                .contains("too few repetitions to detect anything: the smallest attainable p is 0.001, above the largest level the holm correction over 20 tested metrics can reach (5.0e-4)"),
             "{}",
             m.reason
         );

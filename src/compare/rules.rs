@@ -652,10 +652,10 @@ pub(super) fn decide(
     // so alpha when every member is rejected; Holm's step-down starts at alpha / m and stops
     // at its first acceptance.
     let reachable = inference::largest_level(alpha, family, ctx.policy.correction);
-    let floor_blocks = power
-        .sizes()
-        .map(|(nb, nh)| inference::mwu_floor(nb, nh))
-        .filter(|floor| *floor > reachable);
+    let floor = power.sizes().map(|(nb, nh)| inference::mwu_floor(nb, nh));
+    let floor_blocks = floor.filter(|floor| *floor > reachable);
+    // The MDE is that of a lone regression, at `single`: none where even it is out of reach.
+    let lone_out_of_reach = floor.is_some_and(|floor| floor > single);
     let bad = worse(change, out.direction);
     // The interval is shown at the level the test in the estimate's direction was decided at,
     // so that it agrees with the verdict.
@@ -673,13 +673,13 @@ pub(super) fn decide(
     };
     out.ci = ci;
     out.ci_level = ci.map(|_| ci_level);
-    out.mde = match (power, floor_blocks, ci) {
-        (_, Some(_), _) => None,
-        (Power::Samples { samples, noise }, None, ci) => noise.and_then(|noise| {
+    out.mde = match (power, lone_out_of_reach, ci) {
+        (_, true, _) => None,
+        (Power::Samples { samples, noise }, false, ci) => noise.and_then(|noise| {
             let sizes = samples.sizes();
             inference::min_detectable_change(noise, sizes, single, ci.map(|c| (c, ci_level)))
         }),
-        (Power::Prediction { history, .. }, None, _) => {
+        (Power::Prediction { history, .. }, false, _) => {
             Some(history.min_detectable_shift(single).exp_m1())
         }
     };
