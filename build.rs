@@ -4,7 +4,7 @@
 //! missing prerequisite instead, so a CI run never skips silently.
 //!
 //! Only the environment is watched (`KGATE_CORPUS`); after installing a tool (google-benchmark,
-//! jax for `python3`, valgrind and a C compiler, perf), or putting the corpus at
+//! jax for `python3`, valgrind and a C compiler, perf, cmark-gfm), or putting the corpus at
 //! `../shared/corpus`,
 //! `touch build.rs` to look again.
 
@@ -21,6 +21,7 @@ fn main() {
         "kgate_no_valgrind",
         "kgate_no_perf",
         "kgate_no_dev_zero",
+        "kgate_no_cmark_gfm",
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
@@ -50,8 +51,8 @@ fn main() {
     if !jax && !under_ci {
         println!("cargo::rustc-cfg=kgate_no_jax");
     }
-    // valgrind (with a C compiler, for the tests that build a C program to run under it) and
-    // perf: `--version` runs and succeeds, the check the tests themselves make.
+    // valgrind (with a C compiler, for the tests that build a C program to run under it), perf
+    // and cmark-gfm: `--version` runs and succeeds, the check the tests themselves make.
     let runs = |tool: &str| {
         std::process::Command::new(tool)
             .arg("--version")
@@ -61,6 +62,8 @@ fn main() {
     for (ok, cfg) in [
         (runs("valgrind") && runs("cc"), "kgate_no_valgrind"),
         (runs("perf"), "kgate_no_perf"),
+        // GitHub's Markdown renderer, for the tests that read rendered comments.
+        (runs("cmark-gfm"), "kgate_no_cmark_gfm"),
     ] {
         if !ok && !under_ci {
             println!("cargo::rustc-cfg={cfg}");

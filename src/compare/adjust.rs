@@ -69,3 +69,305 @@ pub fn mark_skipped(report: &mut Report, skipped: &[String], base: Option<&RunRe
     }
     recount(report);
 }
+
+/// What [`reconcile`] made of a stored report.
+#[derive(Debug, Default, PartialEq)]
+pub struct Reconciled {
+    /// What the report claimed that its rows do not support, one sentence each; also put first
+    /// among the report's warnings.
+    pub warnings: Vec<String>,
+    /// Gating metric rows that say `regressed` and are marked waived by the report itself: a
+    /// waiver is a claim of whoever wrote the report, which a job that only reads it cannot
+    /// check.
+    pub waived_regressions: usize,
+}
+
+/// How much a benchmark verdict weighs on the gate: failed, then regressed, then inconclusive;
+/// the rest pass.
+fn severity(v: Verdict) -> u8 {
+    match v {
+        Verdict::Failed => 3,
+        Verdict::Regressed => 2,
+        Verdict::Inconclusive => 1,
+        _ => 0,
+    }
+}
+
+/// The verdict a benchmark's gating metric rows add up to, as the comparison decides it (the
+/// worst of the gating rows that are not waived, `unchanged` when every regression is waived);
+/// `None` when it has no gating row, so its rows decide nothing (a failed, new, missing or
+/// skipped benchmark, or one that is not gated).
+fn rows_verdict(b: &BenchmarkComparison) -> Option<Verdict> {
+    let gating: Vec<&MetricComparison> = b
+        .metrics
+        .iter()
+        .filter(|m| m.gates && !matches!(m.verdict, Verdict::New | Verdict::Missing))
+        .collect();
+    if gating.is_empty() {
+        return None;
+    }
+    let counted = gating.iter().filter(|m| !m.waived).map(|m| m.verdict);
+    if counted.clone().any(|v| v == Verdict::Failed) {
+        return Some(Verdict::Failed);
+    }
+    Some(compare::worst_verdict(counted).unwrap_or(Verdict::Unchanged))
+}
+
+/// Makes a stored report (one read back from a file, such as a fork's report artifact
+/// downloaded by a `workflow_run` job) say only what its rows support: nothing in it is
+/// trusted, its `verdict` and `summary` least of all.
+///
+/// Each benchmark's verdict is recomputed from its gating metric rows where it has any (a
+/// verdict worse than the rows', such as `failed`, is kept); the counts are recounted from the
+/// benchmark verdicts, and the run verdict follows from the counts (`no-baseline` only where
+/// nothing failed, regressed or was inconclusive). Every claim the rows do not support is
+/// named in a warning.
+pub fn reconcile(report: &mut Report) -> Reconciled {
+    let mut found = Reconciled::default();
+    let mut changed = Vec::new();
+    for b in &mut report.benchmarks {
+        found.waived_regressions += b
+            .metrics
+            .iter()
+            .filter(|m| m.gates && m.waived && m.verdict == Verdict::Regressed)
+            .count();
+        let Some(rows) = rows_verdict(b) else {
+            continue;
+        };
+        if rows == b.verdict {
+            continue;
+        }
+        if severity(b.verdict) > severity(rows) {
+            changed.push(format!(
+                "`{}` is marked {} though its gating metrics say {}; kept as {}",
+                b.name,
+                b.verdict.as_str(),
+                rows.as_str(),
+                b.verdict.as_str()
+            ));
+        } else {
+            changed.push(format!(
+                "`{}` is marked {} but its gating metrics say {}",
+                b.name,
+                b.verdict.as_str(),
+                rows.as_str()
+            ));
+            b.verdict = rows;
+        }
+    }
+    const NAMED: usize = 5;
+    if !changed.is_empty() {
+        let more = changed.len().saturating_sub(NAMED);
+        let mut text = format!(
+            "the report's benchmark verdicts disagree with its metric rows, which decide here: {}",
+            changed[..changed.len().min(NAMED)].join("; ")
+        );
+        if more > 0 {
+            text.push_str(&format!("; and {more} more"));
+        }
+        found.warnings.push(text);
+    }
+    let claimed_summary = report.summary.clone();
+    let claimed_verdict = report.verdict;
+    let mut summary = compare::count(&report.benchmarks);
+    summary.waived = report
+        .benchmarks
+        .iter()
+        .filter(|b| {
+            b.metrics
+                .iter()
+                .any(|m| m.gates && m.waived && m.verdict == Verdict::Regressed)
+        })
+        .count();
+    if summary != claimed_summary && changed.is_empty() {
+        found.warnings.push(
+            "the report's counts do not match its benchmarks; they are recounted from the benchmarks".into(),
+        );
+    }
+    report.summary = summary;
+    report.verdict = match report.summary.run_verdict() {
+        RunVerdict::Pass if claimed_verdict == RunVerdict::NoBaseline => RunVerdict::NoBaseline,
+        verdict => verdict,
+    };
+    if report.verdict != claimed_verdict {
+        let word = |v: RunVerdict| {
+            serde_json::to_value(v)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        };
+        found.warnings.push(format!(
+            "the report says `{}`, but its benchmarks say `{}`: shown as `{}`",
+            word(claimed_verdict),
+            word(report.verdict),
+            word(report.verdict)
+        ));
+    }
+    report.warnings.splice(0..0, found.warnings.iter().cloned());
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::metric::{Direction, GateRule, Source};
+    use crate::model::report::Counts;
+    use crate::model::results::MetricSamples;
+
+    fn row(verdict: Verdict, gates: bool) -> MetricComparison {
+        let samples = MetricSamples {
+            name: "kernel_time".into(),
+            unit: "ns".into(),
+            source: Source::Timer,
+            direction: Direction::Lower,
+            gate: GateRule::default(),
+            values: Vec::new(),
+            repetition: Default::default(),
+        };
+        MetricComparison {
+            verdict,
+            gates,
+            ..compare::blank(&samples, &ComparePolicy::default())
+        }
+    }
+
+    fn bench(name: &str, verdict: Verdict, metrics: Vec<MetricComparison>) -> BenchmarkComparison {
+        BenchmarkComparison {
+            name: name.into(),
+            verdict,
+            explanation: String::new(),
+            metrics,
+            profile: None,
+        }
+    }
+
+    /// A report that claims `verdict` and the counts of `benchmarks` as they are marked.
+    fn report(verdict: RunVerdict, benchmarks: Vec<BenchmarkComparison>) -> Report {
+        let mut r = compare::no_baseline(
+            &RunResults::of(Vec::new()),
+            &ComparePolicy::default(),
+            String::new(),
+        );
+        r.warnings.clear();
+        r.summary = compare::count(&benchmarks);
+        r.benchmarks = benchmarks;
+        r.verdict = verdict;
+        r
+    }
+
+    #[test]
+    fn a_regressed_gating_row_under_an_unchanged_benchmark_regresses_the_run() {
+        let mut r = report(
+            RunVerdict::Pass,
+            vec![
+                bench(
+                    "mm",
+                    Verdict::Unchanged,
+                    vec![row(Verdict::Regressed, true)],
+                ),
+                bench(
+                    "ok",
+                    Verdict::Unchanged,
+                    vec![row(Verdict::Unchanged, true)],
+                ),
+            ],
+        );
+        let found = reconcile(&mut r);
+        assert_eq!(r.verdict, RunVerdict::Regressed);
+        assert_eq!(r.benchmarks[0].verdict, Verdict::Regressed);
+        assert_eq!((r.summary.regressed, r.summary.unchanged), (1, 1));
+        assert_eq!(found.warnings.len(), 2, "{:?}", found.warnings);
+        assert!(
+            found.warnings[0]
+                .contains("`mm` is marked unchanged but its gating metrics say regressed")
+        );
+        assert!(
+            found.warnings[1]
+                .contains("the report says `pass`, but its benchmarks say `regressed`")
+        );
+        assert_eq!(r.warnings, found.warnings);
+    }
+
+    #[test]
+    fn counts_and_no_baseline_are_never_taken_from_the_report() {
+        // Rows and benchmark verdicts agree; the counts and the run verdict lie.
+        let mut r = report(
+            RunVerdict::NoBaseline,
+            vec![
+                bench("broken", Verdict::Failed, Vec::new()),
+                bench(
+                    "mm",
+                    Verdict::Regressed,
+                    vec![row(Verdict::Regressed, true)],
+                ),
+            ],
+        );
+        r.summary = Counts {
+            unchanged: 2,
+            total: 2,
+            ..Counts::default()
+        };
+        let found = reconcile(&mut r);
+        assert_eq!(r.verdict, RunVerdict::Error);
+        assert_eq!((r.summary.failed, r.summary.regressed), (1, 1));
+        assert!(
+            found.warnings[0].contains("counts do not match"),
+            "{:?}",
+            found.warnings
+        );
+        // A report with nothing to compare stays `no-baseline`.
+        let mut r = report(
+            RunVerdict::NoBaseline,
+            vec![bench("fresh", Verdict::New, Vec::new())],
+        );
+        assert!(reconcile(&mut r).warnings.is_empty());
+        assert_eq!(r.verdict, RunVerdict::NoBaseline);
+    }
+
+    #[test]
+    fn a_worse_mark_than_the_rows_stands_and_informational_rows_decide_nothing() {
+        let mut r = report(
+            RunVerdict::Error,
+            vec![
+                // Failed with rows that say unchanged: kept failed.
+                bench(
+                    "broken",
+                    Verdict::Failed,
+                    vec![row(Verdict::Unchanged, true)],
+                ),
+                // Only informational rows: its own verdict stands.
+                bench(
+                    "info",
+                    Verdict::NotGated,
+                    vec![row(Verdict::Regressed, false)],
+                ),
+                bench(
+                    "skipped",
+                    Verdict::Skipped,
+                    vec![row(Verdict::Skipped, false)],
+                ),
+            ],
+        );
+        let found = reconcile(&mut r);
+        assert_eq!(r.benchmarks[0].verdict, Verdict::Failed);
+        assert_eq!(r.benchmarks[1].verdict, Verdict::NotGated);
+        assert_eq!(r.verdict, RunVerdict::Error);
+        assert_eq!(found.warnings.len(), 1, "{:?}", found.warnings);
+        assert!(found.warnings[0].contains("kept as failed"));
+    }
+
+    #[test]
+    fn waived_regressions_are_counted_for_the_poster() {
+        let mut waived = row(Verdict::Regressed, true);
+        waived.waived = true;
+        let mut r = report(
+            RunVerdict::Pass,
+            vec![bench("mm", Verdict::Unchanged, vec![waived])],
+        );
+        r.summary.waived = 1;
+        let found = reconcile(&mut r);
+        assert!(found.warnings.is_empty(), "{:?}", found.warnings);
+        assert_eq!(found.waived_regressions, 1);
+        assert_eq!(r.verdict, RunVerdict::Pass);
+    }
+}

@@ -8,7 +8,7 @@
 
 use crate::model::report::{MetricComparison, Report};
 use crate::model::verdict::Verdict;
-use crate::render::escape::escape_markdown;
+use crate::render::escape::code_span;
 use crate::render::{Exporter, MarkdownExporter};
 
 /// GitHub's limit on an issue or pull-request comment body, in characters.
@@ -49,9 +49,16 @@ pub fn validate_job_id(id: &str) -> Result<(), String> {
     }
 }
 
-/// The hidden marker that identifies kgate's comment for one job.
+/// The hidden marker that identifies kgate's comment for one job: the comment's first line.
 pub fn marker(job_id: &str) -> String {
     format!("<!-- kgate:{job_id} -->")
+}
+
+/// Whether a comment's `body` is the one `marker` names: the marker is its whole first line,
+/// where kgate writes it. Found anywhere else (another job's comment quoting it, a diff in a
+/// report), it names nothing.
+pub fn carries_marker(body: &str, marker: &str) -> bool {
+    body.lines().next() == Some(marker)
 }
 
 fn importance(m: &MetricComparison) -> (u8, u64) {
@@ -192,7 +199,7 @@ pub fn fit_markdown(
 pub fn comment_body(report: &Report, job_id: &str, run_url: Option<&str>) -> String {
     let mut header = format!("{}\n", marker(job_id));
     if job_id != "default" {
-        header.push_str(&format!("<sub>job `{}`</sub>\n\n", escape_markdown(job_id)));
+        header.push_str(&format!("<sub>job {}</sub>\n\n", code_span(job_id)));
     }
     let more = match run_url {
         Some(url) => format!("[the job summary]({url})"),
@@ -249,6 +256,29 @@ impl CommentPolicy {
             }
             CommentPolicy::OnRegression => s.failed + s.regressed > 0,
             CommentPolicy::Never => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_marker_counts_only_as_the_first_line() {
+        let m = marker("gpu");
+        assert!(carries_marker("<!-- kgate:gpu -->\n### PASS", &m));
+        assert!(carries_marker("<!-- kgate:gpu -->\r\n### PASS", &m));
+        assert!(carries_marker("<!-- kgate:gpu -->", &m));
+        for other in [
+            "<!-- kgate:cpu -->\n```diff\n+<!-- kgate:gpu -->\n```",
+            "x <!-- kgate:gpu -->\n",
+            " <!-- kgate:gpu -->\n",
+            "<!-- kgate:gpu --> and more\n",
+            "<!-- kgate:gpu-h100 -->\n",
+            "",
+        ] {
+            assert!(!carries_marker(other, &m), "{other:?}");
         }
     }
 }

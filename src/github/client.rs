@@ -340,8 +340,9 @@ impl GithubClient {
         }
     }
 
-    /// The comment on pull request `pr` that holds `marker` and was written by `author`,
-    /// searching every page.
+    /// The comment on pull request `pr` that opens with `marker` (its first line, where kgate
+    /// writes it: [`super::body::carries_marker`]) and was written by `author`, searching every
+    /// page.
     pub async fn find_comment(
         &self,
         pr: u64,
@@ -362,7 +363,9 @@ impl GithubClient {
                 .await?;
             if let Some(found) = page.items.into_iter().find(|c| {
                 c.user.login.eq_ignore_ascii_case(author)
-                    && c.body.as_deref().is_some_and(|b| b.contains(marker))
+                    && c.body
+                        .as_deref()
+                        .is_some_and(|b| super::body::carries_marker(b, marker))
             }) {
                 return Ok(Some(found));
             }

@@ -227,7 +227,8 @@ impl GitlabClient {
         Ok(Self::parse::<User>(Operation::Identify, &text)?.username)
     }
 
-    /// The id of `author`'s note holding `marker` on merge request `iid`, reading every page.
+    /// The id of `author`'s note that opens with `marker` (its whole first line) on merge
+    /// request `iid`, reading every page.
     pub async fn find_note(
         &self,
         iid: u64,
@@ -246,7 +247,9 @@ impl GitlabClient {
             let notes: Vec<Note> = Self::parse(Operation::ListNotes, &text)?;
             if let Some(n) = notes
                 .iter()
-                .find(|n| n.author.username == author && n.body.contains(marker))
+                // The marker is the note's first line, where kgate writes it; another job's note
+                // that quotes it elsewhere (in a diff) is not this job's.
+                .find(|n| n.author.username == author && n.body.lines().next() == Some(marker))
             {
                 return Ok(Some(n.id));
             }

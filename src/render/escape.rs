@@ -10,6 +10,64 @@
 pub use crate::model::text::escape_terminal;
 use crate::model::text::{is_invisible_control, push_visible};
 
+/// The zero-width joiner, as a character reference: invisible where the text is shown, but it
+/// stands between `@` and a name, `#` and a number, `://` and its scheme, so that GitHub reads
+/// no mention, reference or link there.
+const JOINER: &str = "&#8205;";
+
+/// Whether `text` ends with `suffix`, ASCII letters in either case.
+fn ends_with_ignoring_case(text: &str, suffix: &str) -> bool {
+    text.len() >= suffix.len()
+        && text.is_char_boundary(text.len() - suffix.len())
+        && text[text.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+}
+
+/// Where the character `c` at byte `at` of `text` needs a [`JOINER`] (before it, after it) so
+/// that GitHub's rendered text keeps it inert. GitHub makes text live after rendering the
+/// Markdown: `@octocat` and `@org/team` mention (and notify) someone, `#1`, `org/repo#1` and
+/// `GH-1` reference an issue (and leave a link in it), and the renderer's autolink extension
+/// links `https://…`, `www.…` and `user@host` addresses. An HTML entity or a backslash escape
+/// does not stop any of them: they are read after entities are decoded.
+fn joiners(text: &str, at: usize, c: char) -> (bool, bool) {
+    let before = &text[..at];
+    let after = &text[at + c.len_utf8()..];
+    match c {
+        '@' => (false, true),
+        '#' => (true, true),
+        ':' if after.starts_with("//") => (false, true),
+        '.' if ends_with_ignoring_case(before, "www") => (true, false),
+        '-' if ends_with_ignoring_case(before, "gh")
+            && after.starts_with(|d: char| d.is_ascii_digit()) =>
+        {
+            (false, true)
+        }
+        _ => (false, false),
+    }
+}
+
+/// Escapes `text` one character at a time with `each`, putting [`JOINER`]s where GitHub would
+/// otherwise make the rendered text live ([`joiners`]).
+fn escape_inert(text: &str, mut each: impl FnMut(&mut String, char)) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (at, c) in text.char_indices() {
+        let (before, after) = joiners(text, at, c);
+        if before {
+            out.push_str(JOINER);
+        }
+        each(&mut out, c);
+        if after {
+            out.push_str(JOINER);
+        }
+    }
+    out
+}
+
+/// Breaks every `<!--` in text that is shown verbatim (a code block or span) with a zero-width
+/// joiner, so that untrusted text never holds the opening of kgate's hidden marker.
+fn break_comment_openings(text: &str) -> String {
+    text.replace("<!--", "<\u{200d}!--")
+}
+
 /// The entity of a character that HTML (and Markdown, which passes HTML through) must not see
 /// raw: markup, attribute quotes, and `@`, which would mention someone on GitHub.
 fn entity(c: char) -> Option<&'static str> {
@@ -24,7 +82,8 @@ fn entity(c: char) -> Option<&'static str> {
 }
 
 /// Text inside a Markdown code fence: shown verbatim, newlines and tabs kept, other controls
-/// made visible.
+/// made visible, and `<!--` broken by a zero-width joiner (kgate's hidden marker opens so).
+/// GitHub reads no mention, reference or link inside a code block.
 pub fn escape_code(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -34,7 +93,36 @@ pub fn escape_code(text: &str) -> String {
             c => out.push(c),
         }
     }
-    out
+    break_comment_openings(&out)
+}
+
+/// Text as an inline Markdown code span: shown verbatim (nothing inside one is read as
+/// markup, a mention, a reference or a link), fenced by a run of backticks longer than any in
+/// the text, on one line, controls made visible and `<!--` broken as in [`escape_code`].
+pub fn code_span(text: &str) -> String {
+    let mut body = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            c if is_invisible_control(c) => push_visible(&mut body, c),
+            c => body.push(c),
+        }
+    }
+    let body = break_comment_openings(&body);
+    let mut longest = 0;
+    let mut run = 0;
+    for c in body.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    // A space on each side keeps a backtick at either end out of the fence; Markdown strips
+    // one such space from each side.
+    let pad = if body.starts_with('`') || body.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{body}{pad}{fence}")
 }
 
 /// Escapes text for HTML and XML content and attribute values; control characters (which XML
@@ -60,6 +148,15 @@ pub fn escape_html(text: &str) -> String {
     out
 }
 
+/// Escapes text for HTML inside a Markdown document that GitHub shows (a `<summary>`, a
+/// `<code>` element): as [`escape_html`], and inert once GitHub has rendered it (no mention,
+/// issue reference or link; see [`joiners`]).
+pub fn escape_markdown_html(text: &str) -> String {
+    escape_inert(text, |out, c| {
+        out.push_str(&escape_html(c.encode_utf8(&mut [0; 4])))
+    })
+}
+
 /// Escapes multi-line text for an HTML `<pre>` block: each line as [`escape_html`], the line
 /// breaks kept.
 pub fn escape_html_lines(text: &str) -> String {
@@ -70,14 +167,14 @@ pub fn escape_html_lines(text: &str) -> String {
 }
 
 /// Escapes text from the repository for Markdown table cells and prose: HTML-significant
-/// characters become entities, Markdown punctuation is backslash-escaped, `@` cannot mention
-/// anyone, and newlines cannot break a table row.
+/// characters become entities, Markdown punctuation is backslash-escaped, newlines cannot
+/// break a table row, and once GitHub has rendered it the text mentions nobody, references no
+/// issue and links nowhere (see [`joiners`]).
 pub fn escape_markdown(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    escape_inert(text, |out, c| {
         if let Some(e) = entity(c) {
             out.push_str(e);
-            continue;
+            return;
         }
         match c {
             '|' => out.push_str("&#124;"),
@@ -89,10 +186,46 @@ pub fn escape_markdown(text: &str) -> String {
             // `\u{1b}` with its backslash escaped, so Markdown shows it as written.
             c if is_invisible_control(c) => {
                 out.push('\\');
-                push_visible(&mut out, c);
+                push_visible(out, c);
             }
             c => out.push(c),
         }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_references_and_links_get_a_joiner_where_github_reads_them() {
+        assert_eq!(escape_markdown("@octocat"), "&#64;&#8205;octocat");
+        assert_eq!(
+            escape_markdown("org/repo#1 #2"),
+            "org/repo&#8205;\\#&#8205;1 &#8205;\\#&#8205;2"
+        );
+        assert_eq!(escape_markdown("GH-45 gh-x"), "GH-&#8205;45 gh-x");
+        assert_eq!(
+            escape_markdown("https://x.example www.x.example a:b"),
+            "https:&#8205;//x.example www&#8205;.x.example a:b"
+        );
+        assert_eq!(
+            escape_markdown_html("<b>@team</b> org/repo#1"),
+            "&lt;b&gt;&#64;&#8205;team&lt;/b&gt; org/repo&#8205;#&#8205;1"
+        );
+        // Plain names pass as they were.
+        assert_eq!(escape_markdown_html("matmul-fp16.v2"), "matmul-fp16.v2");
     }
-    out
+
+    #[test]
+    fn verbatim_text_never_opens_a_comment() {
+        assert_eq!(
+            escape_code("+<!-- kgate:gpu -->"),
+            "+<\u{200d}!-- kgate:gpu -->"
+        );
+        assert_eq!(code_span("bench-gpu"), "`bench-gpu`");
+        assert_eq!(code_span("a`b"), "``a`b``");
+        assert_eq!(code_span("`x"), "`` `x ``");
+        assert_eq!(code_span("a\nb <!--"), "`a\\nb <\u{200d}!--`");
+    }
 }

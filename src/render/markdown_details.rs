@@ -3,9 +3,9 @@
 //!
 //! GitHub renders Mermaid `xychart-beta` blocks in comments and job summaries, so a trend or a
 //! utilization timeline costs a few hundred characters and no image hosting. Everything from
-//! the repository is escaped: names go through [`escape_html`] inside HTML tags and through
-//! `mermaid_label` inside chart labels; diffs sit in a code fence longer than any run of
-//! backticks they contain.
+//! the repository is escaped: names go through [`escape_markdown_html`] inside HTML tags and
+//! through `mermaid_label` inside chart labels; diffs sit in a code fence longer than any run
+//! of backticks they contain.
 
 use similar::TextDiff;
 
@@ -13,7 +13,7 @@ use crate::model::evidence::{ArtifactPair, BenchmarkEvidence, CounterPair};
 use crate::model::report::{BenchmarkComparison, Report};
 use crate::model::units::{format_change, format_value};
 use crate::model::verdict::Verdict;
-use crate::render::escape::{escape_code, escape_html, escape_markdown, escape_terminal};
+use crate::render::escape::{escape_code, escape_markdown, escape_markdown_html, escape_terminal};
 
 /// Points a chart keeps per line; longer series are thinned evenly.
 const MAX_CHART_POINTS: usize = 60;
@@ -71,7 +71,7 @@ fn benchmark_section(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> String {
     }
     format!(
         "\n<details><summary><b>{}</b>: {}</summary>\n\n{}</details>\n",
-        escape_html(&b.name),
+        escape_markdown_html(&b.name),
         b.verdict.as_str(),
         body
     )
@@ -348,8 +348,8 @@ fn artifact_diff(a: &ArtifactPair) -> String {
     };
     format!(
         "<details><summary>artifact <code>{}</code> (<code>{}</code>) changed{}: +{} −{} lines{}</summary>\n\n{fence}diff\n{}\n{fence}\n\n</details>\n\n",
-        escape_html(&a.name),
-        escape_html(&a.path),
+        escape_markdown_html(&a.name),
+        escape_markdown_html(&a.path),
         side_note,
         added,
         removed,

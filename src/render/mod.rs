@@ -1206,7 +1206,7 @@ mod tests {
     fn markdown_escaping_neutralizes_repository_text() {
         assert_eq!(
             escape_markdown("a|b <script>@team `x` *y*\nz"),
-            "a&#124;b &lt;script&gt;&#64;team \\`x\\` \\*y\\* z"
+            "a&#124;b &lt;script&gt;&#64;&#8205;team \\`x\\` \\*y\\* z"
         );
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::model::profile::{BenchmarkProfile, FunctionChange, FunctionCost};
 use crate::model::report::Report;
-use crate::render::escape::{escape_html, escape_markdown, escape_terminal};
+use crate::render::escape::{escape_markdown, escape_markdown_html, escape_terminal};
 
 /// `12,345,678`, with a sign when `signed`.
 fn grouped(v: i64, signed: bool) -> String {
@@ -138,9 +138,9 @@ fn section(name: &str, p: &BenchmarkProfile) -> String {
         }
         out.push_str(&format!(
             "\n<details><summary><b>{}</b>: profile ({}, {}, {:.1} s)</summary>\n\n{}</details>\n",
-            escape_html(name),
-            escape_html(&p.tool),
-            escape_html(&sides_words(p)),
+            escape_markdown_html(name),
+            escape_markdown_html(&p.tool),
+            escape_markdown_html(&sides_words(p)),
             p.seconds,
             body
         ));
@@ -191,7 +191,7 @@ mod tests {
             "{line}"
         );
         let md = section("b", &p);
-        assert!(md.contains("evil&#124;&lt;b&gt;&#64;x"), "{md}");
+        assert!(md.contains("evil&#124;&lt;b&gt;&#64;&#8205;x"), "{md}");
         assert!(!md.contains("<b>@") && !md.contains('\u{1b}'), "{md}");
     }
 }

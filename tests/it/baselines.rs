@@ -18,7 +18,12 @@ fn init_repo(dir: &Path) {
 }
 
 /// A results file: each benchmark has `kernel_time` samples (timer, 5 % threshold).
-fn results(cpu: &str, commit: &str, created: &str, benches: &[(&str, &[f64])]) -> String {
+pub(crate) fn results(
+    cpu: &str,
+    commit: &str,
+    created: &str,
+    benches: &[(&str, &[f64])],
+) -> String {
     let benchmarks: Vec<Value> = benches
         .iter()
         .map(|(name, values)| {
@@ -44,10 +49,10 @@ fn results(cpu: &str, commit: &str, created: &str, benches: &[(&str, &[f64])]) -
     .unwrap()
 }
 
-const BASE: [f64; 10] = [
+pub(crate) const BASE: [f64; 10] = [
     100.2, 101.1, 99.8, 100.5, 100.9, 100.1, 100.4, 99.9, 100.7, 100.3,
 ];
-const SLOW: [f64; 10] = [
+pub(crate) const SLOW: [f64; 10] = [
     120.2, 121.1, 119.8, 120.5, 120.9, 120.1, 120.4, 119.9, 120.7, 120.3,
 ];
 

@@ -1338,3 +1338,279 @@ benchmarks:
             .starts_with("<!-- kgate:bench-cpu -->\n<sub>job `bench-cpu`</sub>")
     );
 }
+
+// ---- a report artifact from a fork's job decides nothing by its own say ----
+
+/// A report artifact as a fork's job can write it: `verdict: pass` and counts with nothing
+/// regressed, over a benchmark marked `unchanged` whose gating metric row says `regressed`.
+fn crafted_artifact() -> Value {
+    let mut r = report_json(1, 1);
+    r["verdict"] = json!("pass");
+    r["summary"] = json!({"regressed": 0, "improved": 0, "unchanged": 2, "inconclusive": 0,
+                          "new": 0, "missing": 0, "total": 2});
+    r["benchmarks"][0]["verdict"] = json!("unchanged");
+    r["benchmarks"][0]["explanation"] = json!("all good");
+    r
+}
+
+/// `kgate comment --check-run` of `artifact` from the `workflow_run` of a fork's pull request
+/// against a fake API; returns kgate's output and the requests it sent.
+fn post_artifact_from_workflow_run(artifact: &Value) -> (std::process::Output, Vec<Request>) {
+    let server = std::thread::spawn(|| {
+        block_on(async {
+            let server = MockServer::start().await;
+            let repo = "/repos/octo-org/kernels";
+            Mock::given(method("GET"))
+                .and(path(format!("{repo}/pulls")))
+                .and(query_param("head", "drive-by:tiling"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+                    {"number": 77, "head": {"sha": "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00"}}
+                ])))
+                .mount(&server)
+                .await;
+            Mock::given(method("POST"))
+                .and(path(format!("{repo}/check-runs")))
+                .respond_with(ResponseTemplate::new(201).set_body_json(json!({"id": 66})))
+                .mount(&server)
+                .await;
+            Mock::given(method("PATCH"))
+                .and(path(format!("{repo}/check-runs/66")))
+                .respond_with(ResponseTemplate::new(200).set_body_json(
+                    json!({"id": 66, "html_url": "https://github.example/octo-org/kernels/runs/66"}),
+                ))
+                .mount(&server)
+                .await;
+            Mock::given(method("GET"))
+                .and(path(format!("{repo}/issues/77/comments")))
+                .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+                .mount(&server)
+                .await;
+            expect_one_comment_post(&server, format!("{repo}/issues/77/comments"), 9).await;
+            server
+        })
+    })
+    .join()
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("report.json"), artifact.to_string()).unwrap();
+    let out = kgate(d)
+        .args([
+            "comment",
+            "report.json",
+            "--comment",
+            "always",
+            "--check-run",
+        ])
+        .args(["--job-id", "bench-gpu", "--comment-author", ACTIONS_BOT])
+        .env("GITHUB_REPOSITORY", "octo-org/kernels")
+        .env("GITHUB_EVENT_NAME", "workflow_run")
+        .env("GITHUB_EVENT_PATH", fixture("workflow_run_fork.json"))
+        .env("GITHUB_API_URL", server.uri())
+        .env("GITHUB_TOKEN", "t")
+        .output()
+        .unwrap();
+    let requests = block_on(server.received_requests()).unwrap();
+    (out, requests)
+}
+
+/// The body of the one request sent as `METHOD path-suffix`.
+fn sent_body(requests: &[Request], method: &str, suffix: &str) -> Value {
+    let found: Vec<&Request> = requests
+        .iter()
+        .filter(|r| r.method.as_str() == method && r.url.path().ends_with(suffix))
+        .collect();
+    assert_eq!(found.len(), 1, "{method} …{suffix}");
+    serde_json::from_slice(&found[0].body).unwrap()
+}
+
+#[test]
+fn a_crafted_artifact_never_turns_the_check_green() {
+    let (out, requests) = post_artifact_from_workflow_run(&crafted_artifact());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // The check run is on the trusted event's head commit, not the artifact's.
+    let started = sent_body(&requests, "POST", "/check-runs");
+    assert_eq!(
+        started["head_sha"], "c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00",
+        "{started}"
+    );
+    let finished = sent_body(&requests, "PATCH", "/check-runs/66");
+    assert_eq!(finished["conclusion"], "failure", "{finished}");
+    assert!(
+        finished["output"]["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("1 regression, 0 improvements, 1 unchanged"),
+        "{finished}"
+    );
+    let comment = sent_body(&requests, "POST", "/issues/77/comments");
+    let body = comment["body"].as_str().unwrap();
+    assert!(
+        body.starts_with("<!-- kgate:bench-gpu -->\n<sub>job `bench-gpu`</sub>\n\n### ❌ kgate: REGRESSED: 1 regression"),
+        "{body}"
+    );
+    assert!(!body.contains("PASS"), "{body}");
+    // What the artifact claimed and its rows do not support is said, in the comment and the log.
+    let claim = "is marked unchanged but its gating metrics say regressed";
+    assert!(body.contains(claim), "{body}");
+    assert!(body.contains("the report says \\`pass\\`"), "{body}");
+    assert!(stderr.contains(claim), "{stderr}");
+}
+
+#[test]
+fn a_no_baseline_artifact_with_regressed_rows_fails_the_check() {
+    let mut artifact = crafted_artifact();
+    artifact["verdict"] = json!("no-baseline");
+    let (_, requests) = post_artifact_from_workflow_run(&artifact);
+    let finished = sent_body(&requests, "PATCH", "/check-runs/66");
+    assert_eq!(finished["conclusion"], "failure", "{finished}");
+}
+
+#[test]
+fn a_pass_by_waivers_the_artifact_claims_is_neutral_with_the_reason() {
+    // Counts and verdicts agree with the rows, but the only regression is marked waived by
+    // the report itself, which the posting job cannot check.
+    let mut artifact = report_json(1, 1);
+    artifact["verdict"] = json!("pass");
+    artifact["summary"] = json!({"regressed": 0, "improved": 0, "unchanged": 2, "inconclusive": 0,
+                                 "new": 0, "missing": 0, "waived": 1, "total": 2});
+    artifact["benchmarks"][0]["verdict"] = json!("unchanged");
+    artifact["benchmarks"][0]["metrics"][0]["waived"] = json!(true);
+    artifact["benchmarks"][0]["metrics"][0]["waiver"] = json!("trust me");
+    let (out, requests) = post_artifact_from_workflow_run(&artifact);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("stored report:"), "consistent: {stderr}");
+    let finished = sent_body(&requests, "PATCH", "/check-runs/66");
+    assert_eq!(finished["conclusion"], "neutral", "{finished}");
+    assert!(
+        finished["output"]["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("neutral: waivers claimed by the report: "),
+        "{finished}"
+    );
+    let summary = finished["output"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("1 gating regression passes only by a waiver the report itself claims"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_consistent_artifact_still_passes_green() {
+    let (_, requests) = post_artifact_from_workflow_run(&report_json(0, 2));
+    let finished = sent_body(&requests, "PATCH", "/check-runs/66");
+    assert_eq!(finished["conclusion"], "success", "{finished}");
+    let comment = sent_body(&requests, "POST", "/issues/77/comments");
+    assert!(!comment["body"].as_str().unwrap().contains("[!NOTE]"));
+}
+
+#[test]
+fn reports_kgate_writes_are_consistent_with_their_rows() {
+    // Every verdict a comparison writes (regressed, waived, unchanged, new, missing, failed)
+    // reads back without a claim its rows do not support.
+    use crate::baselines::{BASE, SLOW, results};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut head: Value = serde_json::from_str(&results(
+        "cpu",
+        "b",
+        "2026-01-02T00:00:00Z",
+        &[
+            ("mm_large", &SLOW),
+            ("slow", &SLOW),
+            ("same", &BASE),
+            ("added", &BASE),
+            ("broken", &BASE),
+        ],
+    ))
+    .unwrap();
+    head["benchmarks"][4]["status"] = json!("failed");
+    head["benchmarks"][4]["failure"] = json!({"kind": "exit-status", "message": "exit status 1"});
+    common::write(
+        d,
+        "base.json",
+        &results(
+            "cpu",
+            "a",
+            "2026-01-01T00:00:00Z",
+            &[
+                ("mm_large", &BASE),
+                ("slow", &BASE),
+                ("same", &BASE),
+                ("gone", &BASE),
+                ("broken", &BASE),
+            ],
+        ),
+    );
+    common::write(d, "head.json", &head.to_string());
+    common::write(
+        d,
+        ".kgate/waivers.yaml",
+        "waivers:\n  - benchmark: mm_large\n    reason: fine\n    expires: 2999-12-31\n",
+    );
+    let out = kgate(d)
+        .args([
+            "compare",
+            "base.json",
+            "head.json",
+            "--format",
+            "json",
+            "-o",
+            "report.json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr_of(&out));
+    let mut report = kgate::render::stored::load_report(&d.join("report.json")).unwrap();
+    let written = report.clone();
+    let verdicts: Vec<&str> = written
+        .benchmarks
+        .iter()
+        .map(|b| b.verdict.as_str())
+        .collect();
+    for v in ["regressed", "unchanged", "new", "missing", "failed"] {
+        assert!(verdicts.contains(&v), "{v} in {verdicts:?}");
+    }
+    assert_eq!(written.summary.waived, 1);
+    let reconciled = kgate::compare::adjust::reconcile(&mut report);
+    assert!(reconciled.warnings.is_empty(), "{:?}", reconciled.warnings);
+    assert_eq!(reconciled.waived_regressions, 1);
+    assert_eq!(report, written);
+}
+
+// ---- the marker names a comment only where kgate writes it ----
+
+#[test]
+fn another_jobs_comment_quoting_the_marker_is_not_taken_over() {
+    block_on(async {
+        let server = MockServer::start().await;
+        let uri = server.uri();
+        // The cpu job's comment shows a diff that holds the gpu job's marker; the gpu job's
+        // own comment was edited on the web, so its lines end in CRLF.
+        let cpu = "<!-- kgate:bench-cpu -->\n### ❌ kgate: REGRESSED\n\n```diff\n+<!-- kgate:bench-gpu -->\n```\n";
+        let gpu_quoted_inline = "cc <!-- kgate:bench-gpu -->\n";
+        let gpu = "<!-- kgate:bench-gpu -->\r\n### ✅ kgate: PASS\r\n";
+        Mock::given(method("GET"))
+            .and(path(COMMENTS))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+                fake_comment(&uri, 1, ACTIONS_BOT, cpu),
+                fake_comment(&uri, 2, ACTIONS_BOT, gpu_quoted_inline),
+                fake_comment(&uri, 3, ACTIONS_BOT, gpu),
+            ])))
+            .mount(&server)
+            .await;
+        let c = client(&server);
+        let found = c
+            .find_comment(7, &body::marker("bench-gpu"), ACTIONS_BOT)
+            .await
+            .unwrap();
+        assert_eq!(found.map(|c| c.id.into_inner()), Some(3));
+        let found = c
+            .find_comment(7, &body::marker("bench-tpu"), ACTIONS_BOT)
+            .await
+            .unwrap();
+        assert!(found.is_none());
+    });
+}

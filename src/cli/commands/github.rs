@@ -120,8 +120,7 @@ fn post_report(
     post: &PostArgs,
     job_id: &str,
     pr: Option<u64>,
-    check_run: Option<u64>,
-    conclusion: Conclusion,
+    (check_run, conclusion, title_note): (Option<u64>, Conclusion, Option<&str>),
 ) -> Posted {
     let mut posted = Posted::default();
     let run_url = ctx.run_url();
@@ -176,7 +175,10 @@ fn post_report(
             gh_body::CHECK_SUMMARY_LIMIT_BYTES,
             gh_body::Measure::Bytes,
         );
-        let title = render::summary_line(report);
+        let title = match title_note {
+            Some(note) => format!("{note}: {}", render::summary_line(report)),
+            None => render::summary_line(report),
+        };
         match poster.runtime.block_on(
             poster
                 .client
@@ -460,8 +462,8 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
     };
     if let Some(path) = &ctx.step_summary {
         let more = format!(
-            "the JSON report `{}`",
-            render::escape::escape_markdown(&args.report.display().to_string())
+            "the JSON report {}",
+            render::escape::code_span(&args.report.display().to_string())
         );
         let markdown = gh_body::fit_markdown(
             &report,
@@ -484,8 +486,7 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
             &args.post,
             &job_id,
             ctx.event.pr_number,
-            check_run,
-            conclusion_for(status),
+            (check_run, conclusion_for(status), None),
         ),
         None => Posted::default(),
     };
@@ -597,7 +598,10 @@ fn gitlab_note(gl: &GitlabContext, report: &Report, post: &PostArgs, status: u8)
 
 pub(super) fn comment(args: CommentArgs) -> Result<u8> {
     // Read as `kgate report` reads it: a report of another format version is refused by it.
-    let report = render::stored::load_report(&args.report)?;
+    // The report came from another job (a fork's, in the two-workflow pattern): its verdict,
+    // counts and benchmark verdicts are what its rows support, never what it says of itself.
+    let mut report = render::stored::load_report(&args.report)?;
+    let reconciled = super::reconcile_stored(&mut report);
     let ctx = GithubContext::from_env()?.context(
         "`kgate comment` needs the GitHub Actions context: GITHUB_REPOSITORY (and GITHUB_EVENT_PATH) are not set",
     )?;
@@ -646,13 +650,39 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
             &mut errors,
         );
     }
+    let mut title_note = None;
     let conclusion = match report.verdict {
+        // A regression the report itself says is waived cannot be checked from the report:
+        // such a pass is never green.
+        RunVerdict::Pass if reconciled.waived_regressions > 0 => {
+            let n = reconciled.waived_regressions;
+            let why = format!(
+                "{n} gating regression{} pass{} only by a waiver the report itself claims, which a job that only reads the report cannot check",
+                if n == 1 { "" } else { "s" },
+                if n == 1 { "es" } else { "" },
+            );
+            report.warnings.insert(
+                0,
+                match check_run {
+                    Some(_) => format!("{why}; the check run is neutral"),
+                    None => why,
+                },
+            );
+            title_note = Some("neutral: waivers claimed by the report");
+            Conclusion::Neutral
+        }
         RunVerdict::Pass => Conclusion::Success,
         RunVerdict::Regressed | RunVerdict::Error => Conclusion::Failure,
         RunVerdict::Inconclusive | RunVerdict::NoBaseline => Conclusion::Neutral,
     };
     let mut posted = post_report(
-        &poster, &ctx, &report, &args.post, &job_id, pr, check_run, conclusion,
+        &poster,
+        &ctx,
+        &report,
+        &args.post,
+        &job_id,
+        pr,
+        (check_run, conclusion, title_note),
     );
     errors.append(&mut posted.errors);
     posted.errors = errors;

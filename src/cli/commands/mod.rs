@@ -1097,10 +1097,24 @@ fn calibrate(config_path: &Path, args: CalibrateArgs) -> Result<u8> {
 /// `kgate report FILE`: renders a stored JSON report again. The exit status is 0 whatever the
 /// verdict: the gate already spoke when the report was made.
 fn render_stored(args: RenderArgs) -> Result<u8> {
-    let report = render::stored::load_report(&args.file)?;
+    let mut report = render::stored::load_report(&args.file)?;
+    reconcile_stored(&mut report);
     let exporter = view_exporter(args.format, &args.view, args.output.is_none())?;
     write_report(&report, exporter.as_ref(), args.output.as_deref())?;
     Ok(ExitStatus::PASS)
+}
+
+/// Makes a report read back from a file say only what its rows support
+/// ([`crate::compare::adjust::reconcile`]), with a warning on stderr for each claim they do not.
+fn reconcile_stored(report: &mut Report) -> crate::compare::adjust::Reconciled {
+    let reconciled = crate::compare::adjust::reconcile(report);
+    for w in &reconciled.warnings {
+        eprintln!(
+            "warning: {}",
+            crate::model::text::escape_log(&format!("stored report: {w}"))
+        );
+    }
+    reconciled
 }
 
 /// An error with its causes, `outer: inner: innermost`, for the terminal. A cause whose text
