@@ -4,7 +4,7 @@
 //! missing prerequisite instead, so a CI run never skips silently.
 //!
 //! Only the environment is watched (`KGATE_CORPUS`); after installing a tool (google-benchmark,
-//! jax for `python3`, valgrind and a C compiler, perf), or putting the corpus at
+//! jax for `python3`, valgrind and a C compiler, perf, setpriv), or putting the corpus at
 //! `../shared/corpus`,
 //! `touch build.rs` to look again.
 
@@ -21,6 +21,7 @@ fn main() {
         "kgate_no_valgrind",
         "kgate_no_perf",
         "kgate_no_dev_zero",
+        "kgate_no_setpriv",
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
@@ -68,5 +69,14 @@ fn main() {
     }
     if !Path::new("/dev/zero").exists() && !under_ci {
         println!("cargo::rustc-cfg=kgate_no_dev_zero");
+    }
+    // Running kgate as an unprivileged user: the tests' own user, or `nobody` through setpriv
+    // (util-linux) when the tests run as root.
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    if root && !runs("setpriv") && !under_ci {
+        println!("cargo::rustc-cfg=kgate_no_setpriv");
     }
 }

@@ -552,7 +552,7 @@ fn gitlab_note(gl: &GitlabContext, report: &Report, post: &PostArgs, status: u8)
             );
             return Ok(None);
         };
-        let token = GitlabContext::token(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        let token = GitlabContext::token(crate::run::secrets::var)
             .context(
                 "no GitLab token, so nothing is posted; set KGATE_GITLAB_TOKEN to a project access token with the `api` scope (a masked CI/CD variable)",
             )?;
@@ -598,9 +598,16 @@ fn gitlab_note(gl: &GitlabContext, report: &Report, post: &PostArgs, status: u8)
 pub(super) fn comment(args: CommentArgs) -> Result<u8> {
     // Read as `kgate report` reads it: a report of another format version is refused by it.
     let report = render::stored::load_report(&args.report)?;
-    let ctx = GithubContext::from_env()?.context(
-        "`kgate comment` needs the GitHub Actions context: GITHUB_REPOSITORY (and GITHUB_EVENT_PATH) are not set",
-    )?;
+    let Some(ctx) = GithubContext::from_env()? else {
+        // GitLab CI: the sticky note of a job that measured without the access token.
+        if let Some(mut gl) = GitlabContext::from_env()? {
+            gl.merge_request = args.pr.or(gl.merge_request);
+            return Ok(gitlab_note(&gl, &report, &args.post, ExitStatus::PASS));
+        }
+        bail!(
+            "`kgate comment` needs the GitHub Actions context (GITHUB_REPOSITORY and GITHUB_EVENT_PATH) or GitLab CI's (GITLAB_CI=true): neither is set"
+        );
+    };
     refuse_untrusted_checkout(
         Some(&ctx),
         &[Path::new(".")],
@@ -646,18 +653,31 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
             &mut errors,
         );
     }
-    let conclusion = match report.verdict {
-        RunVerdict::Pass => Conclusion::Success,
-        RunVerdict::Regressed | RunVerdict::Error => Conclusion::Failure,
-        RunVerdict::Inconclusive | RunVerdict::NoBaseline => Conclusion::Neutral,
+    let conclusion = match (args.gate_status, report.verdict) {
+        (Some(status), _) => conclusion_for(status),
+        (None, RunVerdict::Pass) => Conclusion::Success,
+        (None, RunVerdict::Regressed | RunVerdict::Error) => Conclusion::Failure,
+        (None, RunVerdict::Inconclusive | RunVerdict::NoBaseline) => Conclusion::Neutral,
     };
     let mut posted = post_report(
         &poster, &ctx, &report, &args.post, &job_id, pr, check_run, conclusion,
     );
     errors.append(&mut posted.errors);
     posted.errors = errors;
-    if let (Some(path), Some(url)) = (&ctx.output, &posted.comment_url) {
-        gh_env::write_outputs(path, &[("comment-url", url.clone())])?;
+    if let Some(path) = &ctx.output {
+        gh_env::write_outputs(
+            path,
+            &[
+                (
+                    "comment-url",
+                    posted.comment_url.clone().unwrap_or_default(),
+                ),
+                (
+                    "check-run-url",
+                    posted.check_run_url.clone().unwrap_or_default(),
+                ),
+            ],
+        )?;
     }
     Ok(settle_post_errors(&posted, &args.post, ExitStatus::PASS))
 }
