@@ -4,7 +4,8 @@
 //! missing prerequisite instead, so a CI run never skips silently.
 //!
 //! Only the environment is watched (`KGATE_CORPUS`); after installing a tool (google-benchmark,
-//! jax for `python3`, valgrind and a C compiler, perf, cmark-gfm), or putting the corpus at
+//! jax for `python3`, valgrind and a C compiler, perf, cmark-gfm, setpriv), or putting the
+//! corpus at
 //! `../shared/corpus`,
 //! `touch build.rs` to look again.
 
@@ -22,6 +23,7 @@ fn main() {
         "kgate_no_perf",
         "kgate_no_dev_zero",
         "kgate_no_cmark_gfm",
+        "kgate_no_setpriv",
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
@@ -71,5 +73,14 @@ fn main() {
     }
     if !Path::new("/dev/zero").exists() && !under_ci {
         println!("cargo::rustc-cfg=kgate_no_dev_zero");
+    }
+    // Running kgate as an unprivileged user: the tests' own user, or `nobody` through setpriv
+    // (util-linux) when the tests run as root.
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    if root && !runs("setpriv") && !under_ci {
+        println!("cargo::rustc-cfg=kgate_no_setpriv");
     }
 }

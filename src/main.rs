@@ -6,6 +6,10 @@ use kgate::model::text::escape_log;
 
 fn main() -> ExitCode {
     let cli = kgate::cli::Cli::parse();
+    // The runner's credentials leave the environment before anything runs: what kgate starts,
+    // benchmarks above all, can find them neither in its own environment nor in kgate's.
+    // SAFETY: no other thread exists yet (the Ctrl-C handler's starts below).
+    unsafe { kgate::run::secrets::seal() };
     if let Err(e) = kgate::run::runner::install_interrupt_handler() {
         eprintln!("warning: cannot install the Ctrl-C handler: {e}");
     }

@@ -60,7 +60,9 @@ pub enum Commands {
     /// comment and check run (docs/github.md); in GitLab CI the JUnit report and the sticky
     /// merge-request note (docs/gitlab.md).
     Ci(CiArgs),
-    /// Post a JSON report (from `check --format json`) as the sticky PR comment.
+    /// Post a JSON report (from `check --format json` or `ci`) as the sticky PR comment and
+    /// check run, or in GitLab CI as the merge request's sticky note: the step that posts,
+    /// apart from the one that ran the benchmarks.
     Comment(CommentArgs),
     /// Find the first commit between GOOD and BAD at which the benchmarks regress: each step
     /// measured interleaved against GOOD, as `check --against` (README: "Find the commit that
@@ -532,7 +534,8 @@ pub struct CiArgs {
 pub struct CommentArgs {
     /// JSON report to post.
     pub report: PathBuf,
-    /// Pull request number (default: from the event payload).
+    /// Pull request number (default: from the event payload; in GitLab CI the merge request's
+    /// IID, default CI_MERGE_REQUEST_IID).
     #[arg(long, value_name = "N")]
     pub pr: Option<u64>,
     /// Commit for the check run (default: from the event payload).
@@ -541,6 +544,11 @@ pub struct CommentArgs {
     /// Post even from a `pull_request_target` job that checked out a fork's head commit.
     #[arg(long)]
     pub allow_untrusted_checkout: bool,
+    /// The gate's exit status from the `kgate ci` that wrote the report (its `exit-code`
+    /// output): the check run concludes as that run would have (default: from the report's
+    /// verdict).
+    #[arg(long, value_name = "CODE")]
+    pub gate_status: Option<u8>,
     #[command(flatten)]
     pub post: PostArgs,
 }

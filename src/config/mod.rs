@@ -258,11 +258,11 @@ pub struct BenchmarkConfig {
     #[serde(default)]
     #[schemars(schema_with = "scalar_text_map")]
     pub env: BTreeMap<String, String>,
-    /// Variables of kgate's own environment to pass to the benchmark where kgate would not:
-    /// the runner's credentials (`GITHUB_TOKEN`, `ACTIONS_RUNTIME_TOKEN`, …), which benchmarks
-    /// never get otherwise, and, under `callgrind` and `cachegrind` (which start the command
-    /// from an empty environment so that counts reproduce), what the command needs, such as
-    /// `HOME`, `LD_LIBRARY_PATH` or `VIRTUAL_ENV`.
+    /// Variables of kgate's own environment to pass to the benchmark under `callgrind` and
+    /// `cachegrind` (which start the command from an empty environment so that counts
+    /// reproduce): what the command needs, such as `HOME`, `LD_LIBRARY_PATH` or `VIRTUAL_ENV`.
+    /// The runner's credentials (`GITHUB_TOKEN`, `CI_JOB_TOKEN`, `KGATE_GITLAB_TOKEN`, …) are
+    /// never passed, named here or not: the configuration comes with the change under test.
     #[serde(default)]
     pub pass_env: Vec<String>,
     /// Warm-up runs discarded before measuring.

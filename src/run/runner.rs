@@ -97,8 +97,8 @@ pub struct ProcessSpec<'a> {
     pub env: Vec<(String, String)>,
     /// Start from an empty environment (plus [`FIXED_PATH`]) instead of inheriting kgate's.
     pub clear_env: bool,
-    /// Variables of kgate's environment the process gets even when they would be withheld: the
-    /// runner's credentials, or anything at all under `clear_env`.
+    /// Variables of kgate's environment the process gets under `clear_env`. The runner's
+    /// credentials are never passed, named here or not.
     pub pass_env: &'a [String],
     pub timeout: Duration,
 }
@@ -198,13 +198,19 @@ fn command(spec: &ProcessSpec<'_>) -> std::io::Result<Command> {
     let mut cmd = Command::new(program);
     if spec.clear_env {
         cmd.env_clear().env("PATH", FIXED_PATH);
-        for name in spec.pass_env {
+        let refused = secrets::refused(spec.pass_env);
+        for name in spec
+            .pass_env
+            .iter()
+            .filter(|n| !refused.contains(&n.as_str()))
+        {
             if let Some(value) = std::env::var_os(name) {
                 cmd.env(name, value);
             }
         }
     } else {
-        for name in secrets::withheld(spec.pass_env) {
+        // Gone from kgate's environment once `secrets::seal` ran; removed here in any case.
+        for name in secrets::withheld() {
             cmd.env_remove(name);
         }
     }
@@ -676,12 +682,28 @@ pub fn run_plan(
     progress: &mut dyn Progress,
 ) -> Result<RunResults, RunError> {
     let created = crate::model::results::now_rfc3339();
+    warn_refused_pass_env(plan);
     let build_failures = run_builds(plan, revision, progress)?;
     let mut benchmarks = Vec::new();
     for b in &plan.benchmarks {
         benchmarks.push(run_one(b, revision, &build_failures, progress)?);
     }
     Ok(results_for(plan, revision, benchmarks, created))
+}
+
+/// Says which benchmarks name a credential in `pass_env`: it is withheld all the same, since the
+/// configuration comes with the change under test.
+fn warn_refused_pass_env(plan: &Plan) {
+    for b in &plan.benchmarks {
+        let refused = secrets::refused(&b.pass_env);
+        if !refused.is_empty() {
+            eprintln!(
+                "warning: benchmark `{}`: `pass_env` names {}, the runner's credentials; kgate never passes credentials to build steps or benchmarks, so it gets none of them",
+                crate::model::text::escape_log(&b.name),
+                crate::model::text::escape_log(&refused.join(", "))
+            );
+        }
+    }
 }
 
 /// One benchmark in one revision: warm-up, then its `min` repetitions (or the failure of its
@@ -752,6 +774,7 @@ pub fn run_interleaved_adaptive(
 ) -> Result<(RunResults, RunResults), RunError> {
     let started = Instant::now();
     let created = crate::model::results::now_rfc3339();
+    warn_refused_pass_env(plan);
     let base_failures = run_builds(plan, base, progress)?;
     let head_failures = run_builds(plan, head, progress)?;
     let mut base_results = Vec::new();

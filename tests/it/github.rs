@@ -785,6 +785,76 @@ fn kgate(dir: &Path) -> assert_cmd::Command {
     cmd
 }
 
+/// The action's posting step passes `kgate ci`'s exit status: the check run concludes as the
+/// gate did (here `--fail-on nothing` let a regression pass), not from the verdict alone.
+#[test]
+fn comment_concludes_the_check_run_as_the_gate_did() {
+    let server = std::thread::spawn(|| {
+        block_on(async {
+            let server = MockServer::start().await;
+            Mock::given(method("POST"))
+                .and(path("/repos/octo-org/kernels/check-runs"))
+                .respond_with(
+                    ResponseTemplate::new(201)
+                        .set_body_json(json!({"id": 55, "status": "in_progress"})),
+                )
+                .expect(2)
+                .mount(&server)
+                .await;
+            Mock::given(method("PATCH"))
+                .and(path("/repos/octo-org/kernels/check-runs/55"))
+                .respond_with(|req: &Request| {
+                    let sent: Value = serde_json::from_slice(&req.body).unwrap();
+                    let url = format!(
+                        "https://github.example/octo-org/kernels/runs/{}",
+                        sent["conclusion"].as_str().unwrap()
+                    );
+                    ResponseTemplate::new(200).set_body_json(json!({"id": 55, "html_url": url}))
+                })
+                .expect(2)
+                .mount(&server)
+                .await;
+            server
+        })
+    })
+    .join()
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("report.json"), report_json(1, 1).to_string()).unwrap();
+    for (status, conclusion) in [(Some("0"), "success"), (None, "failure")] {
+        let mut cmd = kgate(d);
+        cmd.args([
+            "comment",
+            "report.json",
+            "--comment",
+            "never",
+            "--check-run",
+        ]);
+        if let Some(status) = status {
+            cmd.args(["--gate-status", status]);
+        }
+        let out = cmd
+            .env("GITHUB_REPOSITORY", "octo-org/kernels")
+            .env("GITHUB_EVENT_NAME", "pull_request")
+            .env("GITHUB_EVENT_PATH", fixture("pull_request.json"))
+            .env("GITHUB_API_URL", server.uri())
+            .env("GITHUB_OUTPUT", d.join("out.txt"))
+            .env("GITHUB_TOKEN", "t")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr_of(&out));
+        let outputs = std::fs::read_to_string(d.join("out.txt")).unwrap();
+        assert!(
+            outputs.ends_with(&format!(
+                "check-run-url=https://github.example/octo-org/kernels/runs/{conclusion}\n"
+            )),
+            "{outputs}"
+        );
+    }
+    block_on(server.verify());
+}
+
 #[test]
 fn comment_command_posts_and_never_prints_the_token() {
     let server = std::thread::spawn(|| {
@@ -831,7 +901,7 @@ fn comment_command_posts_and_never_prints_the_token() {
     assert!(!stderr.contains("s3cret") && !String::from_utf8_lossy(&out.stdout).contains("s3cret"));
     assert_eq!(
         std::fs::read_to_string(d.join("out.txt")).unwrap(),
-        "comment-url=https://github.example/o/r/pull/7#issuecomment-7\n"
+        "comment-url=https://github.example/o/r/pull/7#issuecomment-7\ncheck-run-url=\n"
     );
     let requests = block_on(server.received_requests()).unwrap();
     let post = requests

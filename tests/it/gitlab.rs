@@ -49,6 +49,15 @@ fn ci(
     token: (&str, &str),
     extra: &[&str],
 ) -> std::process::Output {
+    let mut cmd = job(dir, server);
+    cmd.env(token.0, token.1);
+    let mut args = vec!["ci", "--no-progress", "--comment", "always"];
+    args.extend_from_slice(extra);
+    cmd.args(&args).output().unwrap()
+}
+
+/// kgate in a GitLab merge-request job, without a token.
+fn job(dir: &Path, server: &MockServer) -> assert_cmd::Command {
     let mut cmd = common::kgate(dir);
     for (k, _) in std::env::vars() {
         if k.starts_with("GITHUB_") || k.starts_with("CI_") || k.starts_with("GITLAB") {
@@ -57,17 +66,15 @@ fn ci(
     }
     cmd.env_remove("KGATE_GITLAB_TOKEN")
         .env_remove("KGATE_JOB_ID")
+        .env_remove("GITLAB_TOKEN")
         .env("GITLAB_CI", "true")
         .env("CI_API_V4_URL", format!("{}/api/v4", server.uri()))
         .env("CI_PROJECT_ID", "42")
         .env("CI_MERGE_REQUEST_IID", "7")
         .env("CI_JOB_NAME", "bench gpu")
         .env("CI_JOB_URL", "https://gitlab.example.com/g/k/-/jobs/5")
-        .env("CI_PROJECT_URL", "https://gitlab.example.com/g/k")
-        .env(token.0, token.1);
-    let mut args = vec!["ci", "--no-progress", "--comment", "always"];
-    args.extend_from_slice(extra);
-    cmd.args(&args).output().unwrap()
+        .env("CI_PROJECT_URL", "https://gitlab.example.com/g/k");
+    cmd
 }
 
 fn note(id: u64, author: &str, body: &str) -> Value {
@@ -225,6 +232,70 @@ fn creates_the_note_after_reading_every_page_then_updates_it() {
         err.contains("kgate: updated the note on !7: https://gitlab.example.com/g/k/-/merge_requests/7#note_99"),
         "{err}"
     );
+    block_on(server.verify());
+    assert_no_token(&out, dir);
+}
+
+/// The split that keeps the access token away from the benchmarks: one job measures without it
+/// (`kgate ci --comment never`), a later one posts the report it left (`kgate comment`).
+#[test]
+fn a_job_without_the_token_measures_and_a_later_one_posts_its_note() {
+    let tmp = suite();
+    let dir = tmp.path();
+    let server = serve(|_| {
+        vec![
+            user_mock(),
+            Mock::given(method("GET"))
+                .and(path(NOTES))
+                .respond_with(ResponseTemplate::new(200).set_body_json(json!([]))),
+            Mock::given(method("POST"))
+                .and(path(NOTES))
+                .and(header("private-token", TOKEN))
+                .respond_with(ResponseTemplate::new(201).set_body_json(note(
+                    99,
+                    "project_42_bot",
+                    MARKER,
+                )))
+                .expect(1),
+        ]
+    });
+    let out = job(dir, &server)
+        .args(["ci", "--no-progress", "--comment", "never"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(
+        block_on(server.received_requests()).unwrap().is_empty(),
+        "the measuring job calls nothing"
+    );
+    let out = job(dir, &server)
+        .env("CI_JOB_NAME", "post")
+        .env("KGATE_GITLAB_TOKEN", TOKEN)
+        .args([
+            "comment",
+            "kgate-report.json",
+            "--job-id",
+            "bench-gpu",
+            "--comment",
+            "always",
+        ])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "kgate: added a note to !7: https://gitlab.example.com/g/k/-/merge_requests/7#note_99"
+        ),
+        "{err}"
+    );
+    let requests = block_on(server.received_requests()).unwrap();
+    let post = requests
+        .iter()
+        .find(|r| r.method.as_str() == "POST")
+        .unwrap();
+    let body: Value = serde_json::from_slice(&post.body).unwrap();
+    assert!(body["body"].as_str().unwrap().starts_with(MARKER), "{body}");
     block_on(server.verify());
     assert_no_token(&out, dir);
 }

@@ -142,41 +142,190 @@ fn a_daemonised_grandchild_does_not_defeat_the_timeout_or_ctrl_c() {
     assert!(started.elapsed() < Duration::from_secs(20));
 }
 
-#[test]
-fn benchmarks_get_no_runner_tokens_and_tails_never_show_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let secret = "ghs_0123456789abcdefSECRET";
-    write(
-        dir.path(),
-        "kgate.yaml",
-        "defaults: {warmup: 0, repetitions: 1}\nbenchmarks:\n  - name: leaks\n    command: \"env > seen.txt; env >&2; exit 1\"\n  - name: allowed\n    command: \"echo token is $GITHUB_TOKEN >&2; exit 1\"\n    pass_env: [GITHUB_TOKEN]\n",
-    );
-    let out = kgate(dir.path())
-        .args(["run", "--no-progress", "-o", "out.json"])
-        .env("GITHUB_TOKEN", secret)
-        .env("ACTIONS_RUNTIME_TOKEN", "runtime-token-value-42")
-        .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "oidc-request-token-value")
-        .env("INPUT_GITHUB-TOKEN", secret)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
-    let seen = std::fs::read_to_string(dir.path().join("seen.txt")).unwrap();
-    for name in [
-        "GITHUB_TOKEN",
-        "ACTIONS_RUNTIME_TOKEN",
+/// Credentials of both forges as a runner sets them, each value holding `kgateprobe` (replaced
+/// by a marker of its own in each test) so that a benchmark looking through `/proc` recognises
+/// it and nothing else on the machine matches.
+const CREDENTIALS: &[(&str, &str)] = &[
+    ("GITHUB_TOKEN", "ghs_kgateprobe_github_token"),
+    ("GH_TOKEN", "gho_kgateprobe_gh_token"),
+    ("INPUT_GITHUB-TOKEN", "ghs_kgateprobe_github_token"),
+    ("ACTIONS_RUNTIME_TOKEN", "kgateprobe-actions-runtime"),
+    (
         "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-        "INPUT_GITHUB-TOKEN",
-    ] {
-        assert!(!seen.contains(name), "the benchmark got {name}");
-    }
-    assert!(
-        seen.contains("PATH="),
-        "the rest of the environment is passed"
+        "kgateprobe-oidc-request-token",
+    ),
+    ("KGATE_GITLAB_TOKEN", "glpat-kgateprobe-kgate"),
+    ("GITLAB_TOKEN", "glpat-kgateprobe-gitlab"),
+    ("CI_JOB_TOKEN", "glcbt-kgateprobe-job"),
+    ("CI_REGISTRY_PASSWORD", "kgateprobe-registry"),
+    (
+        "CI_DEPENDENCY_PROXY_PASSWORD",
+        "kgateprobe-dependency-proxy",
+    ),
+    ("CI_DEPLOY_PASSWORD", "kgateprobe-deploy"),
+    (
+        "CI_REPOSITORY_URL",
+        "https://gitlab-ci-token:glcbt-kgateprobe-job@gitlab.example.com/g/k.git",
+    ),
+    // An ID token declared under `id_tokens:`, named as the job chose.
+    (
+        "VAULT_ID_TOKEN",
+        "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJrIn0.kgateprobe_id_token_signature",
+    ),
+];
+
+/// The credentials with the marker of one test.
+fn credentials(marker: &str) -> Vec<(&'static str, String)> {
+    CREDENTIALS
+        .iter()
+        .map(|(k, v)| (*k, v.replace("kgateprobe", marker)))
+        .collect()
+}
+
+/// A benchmark that looks for credentials: every readable `/proc/*/environ`, and the chain of
+/// its ancestors (following `PPid` in `/proc/PID/status`), each ancestor's command name and
+/// whether its environment could be read listed in `$1.ancestors`, anything holding the marker
+/// `$2` written to `$1`.
+const SNOOP: &str = r#"#!/bin/sh
+out=$1
+marker=$2
+: > "$out"
+: > "$out.ancestors"
+look() {
+    grep -aoE "[A-Za-z0-9_.:/@=-]*$marker[A-Za-z0-9_.:/@-]*" "$1" 2>/dev/null | sed "s|^|$1: |" >> "$out"
+}
+pid=$$
+while [ -n "$pid" ] && [ "$pid" -gt 1 ]; do
+    if cat "/proc/$pid/environ" > /dev/null 2>&1; then state=readable; else state=unreadable; fi
+    echo "$(cat "/proc/$pid/comm") $state" >> "$out.ancestors"
+    look "/proc/$pid/environ"
+    pid=$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$pid/status")
+done
+for f in /proc/[0-9]*/environ; do
+    look "$f"
+done
+env | grep "$marker" | sed 's|^|own environment: |' >> "$out"
+exit 0
+"#;
+
+/// The suite of a snooping build step and benchmark, one that passes the credentials through
+/// by name, and a failing one that prints what it found (a value a benchmark could have learnt
+/// anywhere) to stderr.
+fn snooping_suite(dir: &std::path::Path, marker: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let snoop = write(dir, "snoop.sh", SNOOP);
+    std::fs::set_permissions(&snoop, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let printed: Vec<String> = credentials(marker).into_iter().map(|(_, v)| v).collect();
+    write(
+        dir,
+        "kgate.yaml",
+        &format!(
+            "defaults: {{warmup: 0, repetitions: 1}}\nbenchmarks:\n  - name: snoop\n    build: ./snoop.sh build-found.txt {marker}\n    command: ./snoop.sh bench-found.txt {marker}\n    metrics: {{wall_time: {{gate: false}}}}\n  - name: asks\n    command: \"echo passed: $GITHUB_TOKEN $KGATE_GITLAB_TOKEN $CI_JOB_TOKEN. >&2; exit 1\"\n    pass_env: [GITHUB_TOKEN, KGATE_GITLAB_TOKEN, CI_JOB_TOKEN]\n  - name: prints\n    command: \"echo found {} >&2; exit 1\"\n",
+            printed.join(" ")
+        ),
     );
-    let err = stderr_of(&out);
-    assert!(!err.contains(secret), "a token was printed:\n{err}");
-    // Passed through on request, and still masked in what kgate prints.
-    assert!(err.contains("token is ***"), "{err}");
+}
+
+fn found(dir: &std::path::Path) -> String {
+    let mut text = String::new();
+    for name in ["build-found.txt", "bench-found.txt"] {
+        let found = std::fs::read_to_string(dir.join(name))
+            .unwrap_or_else(|e| panic!("the snooping step did not run: {name}: {e}"));
+        text.push_str(&found);
+    }
+    text
+}
+
+fn ancestors(dir: &std::path::Path) -> String {
+    std::fs::read_to_string(dir.join("bench-found.txt.ancestors")).unwrap()
+}
+
+/// What kgate printed holds no credential, and the failing benchmarks' tails show them as `***`.
+fn assert_masked(out: &std::process::Output, marker: &str) {
+    let err = stderr_of(out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for (name, value) in credentials(marker) {
+        assert!(!err.contains(&value), "{name} was printed:\n{err}");
+    }
+    assert!(!err.contains(marker), "a credential was printed:\n{err}");
+    assert!(err.contains("found ***"), "{err}");
+    // Passed through by name, the credentials are still withheld: the names are configuration,
+    // and the configuration comes with the change under test.
+    assert!(err.contains("passed: ."), "{err}");
+    assert!(
+        err.contains("`pass_env` names GITHUB_TOKEN, KGATE_GITLAB_TOKEN, CI_JOB_TOKEN"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_benchmark_searching_proc_finds_no_credential_and_tails_never_show_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = "kgateprobeRoot";
+    snooping_suite(dir.path(), marker);
+    let mut cmd = kgate(dir.path());
+    cmd.args(["run", "--no-progress", "-o", "out.json"]);
+    for (name, value) in credentials(marker) {
+        cmd.env(name, value);
+    }
+    let out = cmd.output().unwrap();
+    let found = found(dir.path());
+    assert!(
+        found.is_empty(),
+        "the build step or the benchmark found credentials:\n{found}"
+    );
+    assert!(
+        ancestors(dir.path()).contains("kgate "),
+        "the benchmark walked up to kgate: {}",
+        ancestors(dir.path())
+    );
+    assert_masked(&out, marker);
+}
+
+/// The same as an unprivileged user (the test's own user, or `nobody` where the tests run as
+/// root): kgate's environment is not even readable to the benchmark while kgate holds the
+/// credentials (it is not dumpable).
+#[test]
+#[cfg_attr(
+    kgate_no_setpriv,
+    ignore = "the tests run as root and setpriv (util-linux) is missing, so nothing can run kgate unprivileged"
+)]
+fn an_unprivileged_benchmark_cannot_read_kgates_environment() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let marker = "kgateprobeUser";
+    snooping_suite(dir.path(), marker);
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let bin = assert_cmd::cargo::cargo_bin!("kgate");
+    let mut cmd = if root {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(bin);
+        c
+    } else {
+        Command::new(bin)
+    };
+    cmd.current_dir(dir.path())
+        .env_remove("CI")
+        .env("NO_COLOR", "1")
+        .args(["run", "--no-progress", "-o", "out.json"]);
+    for (name, value) in credentials(marker) {
+        cmd.env(name, value);
+    }
+    let out = cmd.output().unwrap();
+    let found = found(dir.path());
+    assert!(
+        found.is_empty(),
+        "the build step or the benchmark found credentials:\n{found}"
+    );
+    let ancestors = ancestors(dir.path());
+    assert!(
+        ancestors.lines().any(|l| l == "kgate unreadable"),
+        "kgate's environment was readable to the benchmark:\n{ancestors}"
+    );
+    assert_masked(&out, marker);
 }
 
 #[test]

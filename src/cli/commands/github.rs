@@ -553,7 +553,7 @@ fn gitlab_note(gl: &GitlabContext, report: &Report, post: &PostArgs, status: u8)
             );
             return Ok(None);
         };
-        let token = GitlabContext::token(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        let token = GitlabContext::token(crate::run::secrets::var)
             .context(
                 "no GitLab token, so nothing is posted; set KGATE_GITLAB_TOKEN to a project access token with the `api` scope (a masked CI/CD variable)",
             )?;
@@ -602,9 +602,16 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
     // counts and benchmark verdicts are what its rows support, never what it says of itself.
     let mut report = render::stored::load_report(&args.report)?;
     let reconciled = super::reconcile_stored(&mut report);
-    let ctx = GithubContext::from_env()?.context(
-        "`kgate comment` needs the GitHub Actions context: GITHUB_REPOSITORY (and GITHUB_EVENT_PATH) are not set",
-    )?;
+    let Some(ctx) = GithubContext::from_env()? else {
+        // GitLab CI: the sticky note of a job that measured without the access token.
+        if let Some(mut gl) = GitlabContext::from_env()? {
+            gl.merge_request = args.pr.or(gl.merge_request);
+            return Ok(gitlab_note(&gl, &report, &args.post, ExitStatus::PASS));
+        }
+        bail!(
+            "`kgate comment` needs the GitHub Actions context (GITHUB_REPOSITORY and GITHUB_EVENT_PATH) or GitLab CI's (GITLAB_CI=true): neither is set"
+        );
+    };
     refuse_untrusted_checkout(
         Some(&ctx),
         &[Path::new(".")],
@@ -651,7 +658,7 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
         );
     }
     let mut title_note = None;
-    let conclusion = match report.verdict {
+    let from_rows = match report.verdict {
         // A regression the report itself says is waived cannot be checked from the report:
         // such a pass is never green.
         RunVerdict::Pass if reconciled.waived_regressions > 0 => {
@@ -675,6 +682,13 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
         RunVerdict::Regressed | RunVerdict::Error => Conclusion::Failure,
         RunVerdict::Inconclusive | RunVerdict::NoBaseline => Conclusion::Neutral,
     };
+    // The gate's own status (`--gate-status`, from the job that measured) can only make the
+    // conclusion worse than the rows say, never better: it is not checked against them.
+    let conclusion = match args.gate_status.map(conclusion_for) {
+        Some(Conclusion::Failure) => Conclusion::Failure,
+        Some(Conclusion::Neutral) if from_rows == Conclusion::Success => Conclusion::Neutral,
+        _ => from_rows,
+    };
     let mut posted = post_report(
         &poster,
         &ctx,
@@ -686,8 +700,20 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
     );
     errors.append(&mut posted.errors);
     posted.errors = errors;
-    if let (Some(path), Some(url)) = (&ctx.output, &posted.comment_url) {
-        gh_env::write_outputs(path, &[("comment-url", url.clone())])?;
+    if let Some(path) = &ctx.output {
+        gh_env::write_outputs(
+            path,
+            &[
+                (
+                    "comment-url",
+                    posted.comment_url.clone().unwrap_or_default(),
+                ),
+                (
+                    "check-run-url",
+                    posted.check_run_url.clone().unwrap_or_default(),
+                ),
+            ],
+        )?;
     }
     Ok(settle_post_errors(&posted, &args.post, ExitStatus::PASS))
 }
