@@ -545,8 +545,8 @@ pub struct CommentArgs {
     #[arg(long)]
     pub allow_untrusted_checkout: bool,
     /// The gate's exit status from the `kgate ci` that wrote the report (its `exit-code`
-    /// output): the check run concludes as that run would have (default: from the report's
-    /// verdict).
+    /// output): it can make the check run's conclusion worse than the report's rows say, never
+    /// better (default: from the rows).
     #[arg(long, value_name = "CODE")]
     pub gate_status: Option<u8>,
     #[command(flatten)]

@@ -2,7 +2,7 @@
 
 /// The starter configuration written by `kgate init`.
 pub const STARTER: &str = r#"# kgate.yaml: the kernel benchmarks this repository gates on.
-# Reference: see the configuration section of kgate's README.
+# Reference: docs/configuration.md in kgate's repository, and `kgate validate`.
 version: 1
 
 # Run once per revision before any benchmark (optional).
@@ -42,7 +42,7 @@ benchmarks:
 mod tests {
     /// The default of `gate.equivalence_margin` that the template states is the one
     /// `compare` applies (the smaller of [`DEFAULT_EQUIVALENCE_MARGIN`] and the threshold), in
-    /// the README's words.
+    /// the words of docs/configuration.md.
     ///
     /// [`DEFAULT_EQUIVALENCE_MARGIN`]: crate::compare::DEFAULT_EQUIVALENCE_MARGIN
     #[test]
@@ -59,8 +59,11 @@ mod tests {
         };
         let starter = line(super::STARTER);
         assert!(starter.ends_with(&truth), "{starter}\nshould say {truth}");
-        let readme =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let readme = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/configuration.md"
+        ))
+        .unwrap();
         let readme = line(&readme);
         assert!(readme.ends_with(&truth), "{readme}\nshould say {truth}");
     }

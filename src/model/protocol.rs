@@ -233,7 +233,7 @@ fn parse_object(text: &str) -> Result<Option<ProtocolLine>, String> {
         KernelLine::deserialize(&value).map(ProtocolLine::Kernel)
     } else {
         return Err(
-            "the object has none of the keys `metric`, `counter` or `kernel`; see the protocol in DESIGN.md"
+            "the object has none of the keys `metric`, `counter` or `kernel`; see the protocol in docs/configuration.md"
                 .into(),
         );
     };

@@ -785,10 +785,12 @@ fn kgate(dir: &Path) -> assert_cmd::Command {
     cmd
 }
 
-/// The action's posting step passes `kgate ci`'s exit status: the check run concludes as the
-/// gate did (here `--fail-on nothing` let a regression pass), not from the verdict alone.
+/// The action's posting step passes `kgate ci`'s exit status: a gate that failed fails the
+/// check run even where the rows pass; a status of 0 never makes rows that regressed green (it
+/// is not checked against them, and in the two-workflow pattern it would come from the
+/// untrusted job).
 #[test]
-fn comment_concludes_the_check_run_as_the_gate_did() {
+fn comment_concludes_the_check_run_no_better_than_the_rows_and_the_gate() {
     let server = std::thread::spawn(|| {
         block_on(async {
             let server = MockServer::start().await;
@@ -821,16 +823,17 @@ fn comment_concludes_the_check_run_as_the_gate_did() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("report.json"), report_json(1, 1).to_string()).unwrap();
-    for (status, conclusion) in [(Some("0"), "success"), (None, "failure")] {
+    std::fs::write(d.join("regressed.json"), report_json(1, 1).to_string()).unwrap();
+    std::fs::write(d.join("passed.json"), report_json(0, 2).to_string()).unwrap();
+    // The gate's status can make the conclusion worse than the rows say (a pass the gate
+    // failed, `fail_on_inconclusive` say), never better: a status of 0 does not turn rows
+    // that regressed green, whoever passes it.
+    for (report, status, conclusion) in [
+        ("passed.json", Some("1"), "failure"),
+        ("regressed.json", Some("0"), "failure"),
+    ] {
         let mut cmd = kgate(d);
-        cmd.args([
-            "comment",
-            "report.json",
-            "--comment",
-            "never",
-            "--check-run",
-        ]);
+        cmd.args(["comment", report, "--comment", "never", "--check-run"]);
         if let Some(status) = status {
             cmd.args(["--gate-status", status]);
         }

@@ -75,13 +75,14 @@ fn schema_errors(validator: &jsonschema::Validator, text: &str, name: &str) -> V
         .collect()
 }
 
-/// The fenced yaml block under the README's "Configuration reference" heading.
+/// The fenced yaml block under the "Configuration reference" heading of
+/// docs/configuration.md.
 fn readme_reference_block() -> String {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(repo().join("docs/configuration.md")).unwrap();
     let section = readme
         .split("\n## Configuration reference")
         .nth(1)
-        .expect("README has a Configuration reference section");
+        .expect("docs/configuration.md has a Configuration reference section");
     let block = section
         .split("```yaml\n")
         .nth(1)
@@ -116,7 +117,7 @@ fn every_shipped_config_loads_and_conforms_to_the_schema() {
         configs.push((name, std::fs::read_to_string(&path).unwrap()));
     }
     configs.push((
-        "README.md (Configuration reference)".into(),
+        "docs/configuration.md (Configuration reference)".into(),
         readme_reference_block(),
     ));
     let dir = tempfile::tempdir().unwrap();
