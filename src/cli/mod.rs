@@ -9,8 +9,58 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 
+use crate::github::body::CommentPolicy;
 use crate::import::{self, IMPORTERS, Importer};
 use crate::render::Format;
+
+/// `--format`'s names for the library's report formats: the flag's words live here, with the
+/// rest of the command line, not in the renderers.
+impl clap::ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            Format::Table,
+            Format::Markdown,
+            Format::Json,
+            Format::Html,
+            Format::Junit,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Format::Table => PossibleValue::new("table"),
+            Format::Markdown => PossibleValue::new("markdown"),
+            Format::Json => PossibleValue::new("json"),
+            Format::Html => {
+                PossibleValue::new("html").help("A self-contained HTML page with SVG plots")
+            }
+            Format::Junit => {
+                PossibleValue::new("junit").help("JUnit XML: a test case per benchmark and metric")
+            }
+        })
+    }
+}
+
+/// `--comment`'s names for the comment policies.
+impl clap::ValueEnum for CommentPolicy {
+    fn value_variants<'a>() -> &'a [Self] {
+        &CommentPolicy::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let value = PossibleValue::new(self.as_str());
+        Some(match self {
+            CommentPolicy::Always => value.help("Create or update the comment on every run"),
+            CommentPolicy::OnChange => value.help(
+                "Create it when a benchmark changed (failed, regressed, improved, new, missing or inconclusive); keep an existing one up to date",
+            ),
+            CommentPolicy::OnRegression => {
+                value.help("Create it when something regressed; keep an existing one up to date")
+            }
+            CommentPolicy::Never => value.help("Never comment"),
+        })
+    }
+}
 
 /// kgate: catch performance regressions in compute kernels before they merge.
 #[derive(Debug, Parser)]
@@ -471,8 +521,8 @@ pub struct PostArgs {
     )]
     pub token: Option<String>,
     /// When to comment on the pull request.
-    #[arg(long, value_enum, default_value_t = crate::github::body::CommentPolicy::OnChange)]
-    pub comment: crate::github::body::CommentPolicy,
+    #[arg(long, value_enum, default_value_t = CommentPolicy::OnChange)]
+    pub comment: CommentPolicy,
     /// Names this job's comment and check run, for matrix jobs (default: GITHUB_JOB).
     #[arg(long, env = "KGATE_JOB_ID", value_name = "ID")]
     pub job_id: Option<String>,

@@ -220,12 +220,12 @@ pub fn comment_body(report: &Report, job_id: &str, run_url: Option<&str>) -> Str
 }
 
 /// Whether a comment is warranted under a policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommentPolicy {
     /// Create or update the comment on every run.
     Always,
-    /// Create it when a benchmark changed (regressed, improved, new, missing or inconclusive);
-    /// keep an existing one up to date.
+    /// Create it when a benchmark changed (failed, regressed, improved, new, missing or
+    /// inconclusive); keep an existing one up to date.
     OnChange,
     /// Create it when something regressed; keep an existing one up to date.
     OnRegression,
@@ -236,15 +236,29 @@ pub enum CommentPolicy {
 /// The name users write (`on-change`), as `--comment` and the action's `comment` input take it.
 impl std::fmt::Display for CommentPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use clap::ValueEnum;
-        match self.to_possible_value() {
-            Some(value) => f.write_str(value.get_name()),
-            None => Ok(()),
-        }
+        f.write_str(self.as_str())
     }
 }
 
 impl CommentPolicy {
+    /// Every policy, in the order `--help` lists them.
+    pub const ALL: [CommentPolicy; 4] = [
+        CommentPolicy::Always,
+        CommentPolicy::OnChange,
+        CommentPolicy::OnRegression,
+        CommentPolicy::Never,
+    ];
+
+    /// The name users write: `on-change`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommentPolicy::Always => "always",
+            CommentPolicy::OnChange => "on-change",
+            CommentPolicy::OnRegression => "on-regression",
+            CommentPolicy::Never => "never",
+        }
+    }
+
     /// Whether a new comment may be created for this report. An existing comment is updated
     /// whenever the policy is not `never`, so that it never shows a stale verdict.
     pub fn allows_new(self, report: &Report) -> bool {

@@ -18,8 +18,9 @@ use crate::baseline::history::JobSummary;
 use crate::model::units::{format_change, format_value};
 use crate::model::verdict::Verdict;
 use crate::render::escape::escape_html;
-use crate::render::html::{BASE_COLOR, HEAD_COLOR, STYLE, css, draw_svg, padded_range, plot_label};
+use crate::render::html::{BASE_COLOR, HEAD_COLOR, STYLE, draw_svg, padded_range, plot_label};
 use crate::render::markdown_details::display_unit;
+use crate::render::strip::css;
 use crate::stats::changepoint::ChangePoint;
 
 const WIDTH: u32 = 900;

@@ -15,6 +15,7 @@ use crate::model::units::{format_change, format_value};
 use crate::model::verdict::Verdict;
 use crate::render::escape::{escape_html, escape_html_lines, escape_terminal};
 use crate::render::markdown_details::{display_unit, unified_diff};
+use crate::render::strip::css;
 use crate::render::{Exporter, strip, summary_line_of, verdict_word};
 
 pub(crate) const BASE_COLOR: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
@@ -101,10 +102,6 @@ impl HtmlExporter {
             .as_bytes(),
         )
     }
-}
-
-pub(crate) fn css(c: RGBColor) -> String {
-    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
 }
 
 fn benchmark_section(b: &BenchmarkComparison, e: Option<&BenchmarkEvidence>) -> String {

@@ -28,8 +28,8 @@ use crate::model::units::{format_change, format_value};
 use crate::model::verdict::{RunVerdict, Verdict};
 use escape::{escape_markdown, escape_terminal};
 
-/// Output formats of a report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// Output formats of a report (`--format`: the command line's names are in `cli`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Table,
     Markdown,

@@ -12,7 +12,11 @@ use std::fmt::Write as _;
 use plotters::style::RGBColor;
 
 use crate::render::escape::escape_html;
-use crate::render::html::css;
+
+/// A colour as CSS writes it, `#1f77b4`.
+pub(crate) fn css(c: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
 
 const WIDTH: f64 = 640.0;
 const HEIGHT: f64 = 200.0;

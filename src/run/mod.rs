@@ -9,3 +9,7 @@ pub mod progress;
 pub mod runner;
 pub mod secrets;
 pub mod worktree;
+
+/// `PATH` of a process started with a cleared environment (the runner's benchmarks, and the
+/// tools the valgrind backend looks up on it).
+pub const FIXED_PATH: &str = "/usr/local/bin:/usr/bin:/bin";

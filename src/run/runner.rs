@@ -103,8 +103,7 @@ pub struct ProcessSpec<'a> {
     pub timeout: Duration,
 }
 
-/// `PATH` of a process started with a cleared environment.
-pub const FIXED_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+use crate::run::FIXED_PATH;
 
 /// Runs one process in its own process group, with a timeout that kills the whole group.
 pub fn run_process(spec: &ProcessSpec<'_>) -> std::io::Result<ProcessOutcome> {

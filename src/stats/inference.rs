@@ -20,9 +20,7 @@ pub const MAD_TO_SIGMA: f64 = 1.482_602_218_505_602;
 pub const MDE_POWER: f64 = 0.8;
 
 /// How p-values are adjusted across the gated metrics of a run.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Correction {
     /// Benjamini–Hochberg step-up: controls the false discovery rate (and, when nothing

@@ -96,7 +96,7 @@ impl Backend for Valgrind {
         let mut message = format!(
             "under {} the command runs in a reduced environment (PATH={}, the benchmark's `env`, and what `pass_env` names; no HOME, virtualenv or LD_LIBRARY_PATH) so that counts reproduce: list the variables it needs under `pass_env`",
             self.kind().as_str(),
-            crate::run::runner::FIXED_PATH
+            crate::run::FIXED_PATH
         );
         if !tail.is_empty() {
             message.push_str(&format!("; valgrind said: {tail}"));
