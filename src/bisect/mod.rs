@@ -573,6 +573,11 @@ impl Lab<'_, '_> {
                 .into_iter()
                 .map(|mut b| {
                     b.build = None;
+                    // Every step runs the work tree's declaration on both sides: a step whose
+                    // identity digest is GOOD's is identical code, and costs no measurement.
+                    if b.identity.is_some() {
+                        b.base_description = Some(b.description());
+                    }
                     b
                 })
                 .collect();
@@ -690,9 +695,12 @@ pub fn step_outcome(verdict: Verdict) -> StepOutcome {
     match verdict {
         Verdict::Regressed => StepOutcome::Bad,
         Verdict::Inconclusive => StepOutcome::Inconclusive,
-        Verdict::Unchanged | Verdict::WithinThreshold | Verdict::Improved | Verdict::NotGated => {
-            StepOutcome::Good
-        }
+        // Identical code is no regression, and cost nothing to find out.
+        Verdict::Unchanged
+        | Verdict::WithinThreshold
+        | Verdict::Improved
+        | Verdict::NotGated
+        | Verdict::Identical => StepOutcome::Good,
         // No comparison was possible (the benchmark is absent on a side, or failed there: a
         // commit that cannot be measured is skipped, as `git bisect skip` does).
         Verdict::New | Verdict::Missing | Verdict::Skipped | Verdict::Failed => {

@@ -287,6 +287,10 @@ pub struct CheckArgs {
     /// Also append the candidate's results to the history under `.kgate/history/`.
     #[arg(long)]
     pub record: bool,
+    /// With `--against`: measure benchmarks whose `identity` digest is the same on both sides
+    /// too (a periodic full run, an A/A calibration), instead of reporting them `identical`.
+    #[arg(long)]
+    pub measure_identical: bool,
     /// Results of earlier jobs (repeatable): with a stored baseline, noisy metrics are then
     /// decided by a prediction interval over the jobs' medians.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["against", "against_tip"])]
@@ -572,6 +576,10 @@ pub struct CiArgs {
     /// `.kgate/history/` (what `kgate history --format html` charts).
     #[arg(long)]
     pub record: bool,
+    /// With an `--against` comparison: measure benchmarks whose `identity` digest is the same
+    /// on both sides too, instead of reporting them `identical`.
+    #[arg(long)]
+    pub measure_identical: bool,
     /// Also write the JUnit report here (in GitLab CI by default `kgate-junit.xml`, for the
     /// merge-request widget: `artifacts: reports: junit:`).
     #[arg(long, value_name = "FILE")]

@@ -545,6 +545,19 @@ fn gather_benchmark<'a>(
             return (cmp, Vec::new());
         }
     }
+    // Not measured because the code it runs did not change: the same digest on both sides.
+    if let (Some(x), Some(y)) = (&base.identity, &head.identity)
+        && x == y
+        && base.metrics.is_empty()
+        && head.metrics.is_empty()
+    {
+        cmp.verdict = Verdict::Identical;
+        cmp.explanation = format!(
+            "identical code (digest {}…): not measured",
+            &x[..12.min(x.len())]
+        );
+        return (cmp, Vec::new());
+    }
     let mut tested = Vec::new();
     // By name, not by a search per metric: an ncu raw page gives a benchmark thousands.
     let base_metrics = crate::model::by_name(&base.metrics, |m| m.name.as_str());
@@ -586,7 +599,11 @@ fn gather_benchmark<'a>(
 
 /// A benchmark's verdict: the worst of its gating metrics.
 fn aggregate(cmp: &mut BenchmarkComparison) {
-    if matches!(cmp.verdict, Verdict::Missing | Verdict::Failed) && cmp.metrics.is_empty() {
+    if matches!(
+        cmp.verdict,
+        Verdict::Missing | Verdict::Failed | Verdict::Identical
+    ) && cmp.metrics.is_empty()
+    {
         return;
     }
     let gating: Vec<&MetricComparison> = cmp

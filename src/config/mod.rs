@@ -303,6 +303,28 @@ pub struct BenchmarkConfig {
     /// How the benchmark samples hardware counters through the protocol (requested counters,
     /// cumulative or per-interval samples, right-shift scaling); see docs/utilization.md.
     pub counters: Option<CounterSampling>,
+    /// What the benchmark's performance depends on (built kernels, their disassembly, sources).
+    /// With `kgate check --against`, a benchmark whose digest is the same on both sides is
+    /// `identical` and not measured; see docs/configuration.md.
+    pub identity: Option<Identity>,
+}
+
+/// What a benchmark's performance depends on. Its digest also covers the benchmark's own
+/// declaration (command, settings, captures, metrics) and the runner class, so a change to any
+/// of those is measured.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Identity {
+    /// Files whose bytes are hashed: paths or globs relative to the benchmark's working
+    /// directory (`build/libk.so`, `src/kernels/*.cu`, `~/.triton/cache/**/*.cubin` is not
+    /// allowed: paths stay inside the revision). A glob that matches nothing is an error.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// Commands whose standard output is hashed, run with `sh -c` in the benchmark's working
+    /// directory after the revision's build: `cuobjdump -sass build/libk.so`,
+    /// `objdump -d --disassemble=matmul ./bench`. A command that fails is an error.
+    #[serde(default)]
+    pub commands: Vec<String>,
 }
 
 /// How a benchmark samples hardware counters.

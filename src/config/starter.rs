@@ -36,6 +36,12 @@ benchmarks:
         direction: lower
         threshold: 10%
         gate: true
+    # What its speed depends on: with `kgate check --against`, a benchmark whose files and
+    # command output hash the same on both sides (after each side's build) is `identical` and
+    # not run. CUDA: commands: ["cuobjdump -sass build/libk.so"]; HIP: files: ["build/**/*.hsaco"];
+    # Triton: files: ["cache/**/*.cubin"] with TRITON_CACHE_DIR=cache; a CPU function:
+    # commands: ["objdump -d --disassemble=matmul ./bench"].
+    # identity: {files: [src/example.c]}
 "#;
 
 #[cfg(test)]

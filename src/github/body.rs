@@ -71,7 +71,7 @@ fn importance(m: &MetricComparison) -> (u8, u64) {
         Verdict::WithinThreshold => 5,
         Verdict::Unchanged => 6,
         Verdict::NotGated => 7,
-        Verdict::Skipped => 8,
+        Verdict::Skipped | Verdict::Identical => 8,
     };
     let gating = if m.gates { 0 } else { 10 };
     // Larger changes first: sort on the negated magnitude, as an integer key.

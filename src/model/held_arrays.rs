@@ -281,6 +281,7 @@ fn hollow_benchmark(b: &BenchmarkResult) -> BenchmarkResult {
         provenance,
         artifacts,
         looks,
+        identity,
     } = b;
     BenchmarkResult {
         name: name.clone(),
@@ -295,6 +296,7 @@ fn hollow_benchmark(b: &BenchmarkResult) -> BenchmarkResult {
         provenance: provenance.clone(),
         artifacts: artifacts.clone(),
         looks: looks.clone(),
+        identity: identity.clone(),
     }
 }
 

@@ -253,7 +253,7 @@ impl ChartedPicker {
             Verdict::Improved => Some(1),
             Verdict::Inconclusive => Some(2),
             Verdict::WithinThreshold => Some(3),
-            Verdict::Unchanged | Verdict::NotGated | Verdict::Skipped => None,
+            Verdict::Unchanged | Verdict::NotGated | Verdict::Skipped | Verdict::Identical => None,
         };
         let mut keep = |rank: usize, metric: &str| {
             let kept = &mut self.ranks[rank];
@@ -314,6 +314,9 @@ pub struct Counts {
     /// compare, so the run is an error.
     #[serde(default)]
     pub failed: usize,
+    /// Benchmarks not measured because their identity digest was the same on both sides.
+    #[serde(default)]
+    pub identical: usize,
     /// Benchmarks whose only regressions are waived (their verdict leaves the waived metrics out).
     #[serde(default)]
     pub waived: usize,
@@ -335,6 +338,7 @@ impl Counts {
             Verdict::Missing => &mut self.missing,
             Verdict::Skipped => &mut self.skipped,
             Verdict::Failed => &mut self.failed,
+            Verdict::Identical => &mut self.identical,
         };
         *count += 1;
     }

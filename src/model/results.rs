@@ -80,6 +80,11 @@ pub struct BenchmarkResult {
     /// were fixed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub looks: Vec<Look>,
+    /// The digest of what the benchmark's performance depends on (`identity:`), taken in this
+    /// side's tree after its build (hex SHA-256). A benchmark with a digest and no metrics was
+    /// not measured: the other side's digest was the same (`kgate check --against`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
 }
 
 /// One interim analysis of an adaptive run (see `inference::LookPlan`).
@@ -227,6 +232,7 @@ impl BenchmarkResult {
             provenance,
             looks: Vec::new(),
             artifacts: BTreeMap::new(),
+            identity: None,
         }
     }
 

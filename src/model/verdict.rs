@@ -44,6 +44,9 @@ pub enum Verdict {
     /// It failed on a side (the baseline's or the candidate's run, or its build): nothing was
     /// measured to compare, so the run is an error (exit 2).
     Failed,
+    /// Not measured: what its performance depends on (`identity:`) has the same digest on both
+    /// sides, and so does its declaration. It passes.
+    Identical,
 }
 
 impl Verdict {
@@ -59,6 +62,7 @@ impl Verdict {
             Verdict::Missing => "missing",
             Verdict::Skipped => "skipped",
             Verdict::Failed => "failed",
+            Verdict::Identical => "identical",
         }
     }
 }

@@ -81,11 +81,26 @@ pub struct BenchmarkPlan {
     /// Measured in the head revision only: the base revision's configuration does not declare
     /// it (`kgate check --against`), so there is nothing there to compare with.
     pub head_only: bool,
+    /// What the benchmark's performance depends on (`identity:`), hashed on each side.
+    pub identity: Option<crate::config::Identity>,
+    /// The base revision's own declaration of this benchmark ([`BenchmarkPlan::description`]
+    /// of its plan), set where `check --against` may skip identical code; None: always measured.
+    pub base_description: Option<String>,
     /// XProf's TPU sampling options of each counter pass (empty off a TPU profile).
     pub sampling: crate::config::tpu_sampling::PassOptions,
 }
 
 impl BenchmarkPlan {
+    /// Everything declared about the benchmark that can change what it measures, as text for
+    /// its identity digest: its command, working directory, environment, repetitions, captures,
+    /// metric rules, device and identity itself (not which side it runs on).
+    pub fn description(&self) -> String {
+        let mut plain = self.clone();
+        plain.head_only = false;
+        plain.base_description = None;
+        format!("{plain:?}")
+    }
+
     /// Environment of counter pass of `repetition` (empty without requested counters).
     pub fn counter_env(&self, repetition: u32) -> Vec<(String, String)> {
         if self.counter_passes.is_empty() {
@@ -251,6 +266,8 @@ fn resolve_benchmark(
         .unwrap_or_default();
     BenchmarkPlan {
         head_only: false,
+        identity: b.identity.clone(),
+        base_description: None,
         ncu: b.ncu.clone().or_else(|| d.ncu.clone()).unwrap_or_default(),
         name: b.name.clone(),
         command: b.command.clone(),

@@ -358,7 +358,7 @@ fn importance(v: Verdict) -> u8 {
         Verdict::WithinThreshold => 5,
         Verdict::NotGated => 6,
         Verdict::Unchanged => 7,
-        Verdict::Skipped => 8,
+        Verdict::Skipped | Verdict::Identical => 8,
     }
 }
 

@@ -144,6 +144,9 @@ pub fn summary_line_naming<B>(report: &Report<B>, would: Vec<String>) -> String 
     if s.skipped > 0 {
         parts.push(format!("{} skipped", s.skipped));
     }
+    if s.identical > 0 {
+        parts.push(format!("{} identical (not measured)", s.identical));
+    }
     if s.waived > 0 {
         parts.push(format!("{} waived", s.waived));
     }
@@ -194,7 +197,7 @@ fn verdict_color(v: Verdict) -> Color {
         Verdict::Regressed | Verdict::Failed => Color::Red,
         Verdict::Improved => Color::Green,
         Verdict::Inconclusive => Color::Yellow,
-        Verdict::Unchanged | Verdict::WithinThreshold => Color::Reset,
+        Verdict::Unchanged | Verdict::WithinThreshold | Verdict::Identical => Color::Reset,
         Verdict::NotGated | Verdict::New | Verdict::Missing | Verdict::Skipped => Color::Cyan,
     }
 }
@@ -745,6 +748,7 @@ impl TableExporter {
                     | Verdict::Improved
                     | Verdict::Missing
                     | Verdict::NotGated
+                    | Verdict::Identical
             ) {
                 text.push_str(&prose(format!(
                     "{} {}: {}",
@@ -922,6 +926,7 @@ impl Exporter for MarkdownExporter {
                     | Verdict::Inconclusive
                     | Verdict::Missing
                     | Verdict::NotGated
+                    | Verdict::Identical
             ) {
                 out.push_str(&format!(
                     "- **{}** {}: {}\n",

@@ -5,6 +5,7 @@
 //! treats them alike.
 
 pub mod backend;
+pub mod identity;
 pub mod progress;
 pub mod runner;
 pub mod secrets;

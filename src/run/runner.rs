@@ -409,7 +409,7 @@ fn signal_name(sig: i32) -> String {
 }
 
 /// A failure message for a process that did not exit cleanly, or `None` if it did.
-fn failure_of(outcome: &ProcessOutcome, timeout: Duration) -> Option<Failure> {
+pub(crate) fn failure_of(outcome: &ProcessOutcome, timeout: Duration) -> Option<Failure> {
     let (kind, mut message) = match outcome.exit {
         Exit::Code(0) if outcome.pipe_held_open => {
             (FailureKind::ExitStatus, "exited with status 0".to_string())
@@ -642,6 +642,14 @@ impl<'p> BenchmarkRun<'p> {
         Ok(())
     }
 
+    /// The result of a benchmark that is not measured (its identity is the same on both
+    /// sides): no repetition, no artifact, the digest recorded.
+    fn unmeasured(self, digest: String) -> BenchmarkResult {
+        let mut result = self.collector.finish();
+        result.identity = Some(digest);
+        result
+    }
+
     fn finish(mut self) -> BenchmarkResult {
         if !self.failed {
             self.read_artifacts();
@@ -776,6 +784,8 @@ pub fn run_interleaved_adaptive(
     warn_refused_pass_env(plan);
     let base_failures = run_builds(plan, base, progress)?;
     let head_failures = run_builds(plan, head, progress)?;
+    // The runner class, part of every identity digest; taken once, where one is asked for.
+    let mut class: Option<String> = None;
     let mut base_results = Vec::new();
     let mut head_results = Vec::new();
     for b in &plan.benchmarks {
@@ -785,10 +795,55 @@ pub fn run_interleaved_adaptive(
             continue;
         }
         let mut runs = [BenchmarkRun::new(b, base)?, BenchmarkRun::new(b, head)?];
+        let mut built = true;
         for (run, failures) in runs.iter_mut().zip([&base_failures, &head_failures]) {
             if let Some(f) = b.build.and_then(|i| failures.get(&i)) {
                 run.fail(f.clone());
+                built = false;
             }
+        }
+        // What the benchmark depends on, hashed in each side's tree after its own build: the
+        // same digest on both sides is code that did not change, and is not measured.
+        let digests = match (&b.identity, &b.base_description) {
+            (Some(identity), Some(base_description)) if built => {
+                let class = class.get_or_insert_with(|| {
+                    crate::machine::envkey::class_key(&Fingerprint::capture(&head.root))
+                });
+                let sides = [
+                    crate::run::identity::digest(identity, base_description, class, base, &b.cwd),
+                    crate::run::identity::digest(identity, &b.description(), class, head, &b.cwd),
+                ];
+                for (side, digest) in ["base", "head"].iter().zip(&sides) {
+                    if let Err(why) = digest {
+                        eprintln!(
+                            "warning: benchmark `{}`: {why} [{side}]; it is measured",
+                            crate::model::text::escape_log(&b.name)
+                        );
+                    }
+                }
+                match sides {
+                    [Ok(x), Ok(y)] => Some((x, y)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        if let Some((x, y)) = &digests
+            && x == y
+        {
+            let [base_run, head_run] = runs;
+            for (run, out, label) in [
+                (base_run, &mut base_results, base.label),
+                (head_run, &mut head_results, head.label),
+            ] {
+                let result = run.unmeasured(x.clone());
+                progress.event(Event::BenchmarkFinished {
+                    result: &result,
+                    revision: label,
+                });
+                out.push(result);
+            }
+            continue;
         }
         progress.event(Event::BenchmarkStarted {
             name: &b.name,
@@ -838,11 +893,16 @@ pub fn run_interleaved_adaptive(
             }
         }
         let [base_run, head_run] = runs;
-        for (run, out, label) in [
+        let digests = digests.map(|(x, y)| [Some(x), Some(y)]).unwrap_or_default();
+        for ((run, out, label), digest) in [
             (base_run, &mut base_results, base.label),
             (head_run, &mut head_results, head.label),
-        ] {
+        ]
+        .into_iter()
+        .zip(digests)
+        {
             let mut result = run.finish();
+            result.identity = digest;
             result.looks = taken.clone();
             progress.event(Event::BenchmarkFinished {
                 result: &result,

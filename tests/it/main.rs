@@ -22,6 +22,7 @@ mod gitlab;
 mod hardening;
 mod hardening_inputs;
 mod history_dashboard;
+mod identity;
 mod import_formats;
 mod injection;
 mod jax_example;

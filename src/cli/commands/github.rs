@@ -414,6 +414,7 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
         allow_fingerprint_mismatch: false,
         changed_since: None,
         record: args.record,
+        measure_identical: args.measure_identical,
         history: Vec::new(),
         // `gate.on_regression: profile` still applies.
         profile_regressions: false,

@@ -473,10 +473,24 @@ fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
                 "measuring {what} ({}) interleaved with the work tree",
                 &tree.commit[..12.min(tree.commit.len())]
             );
-            let removed = match declared_at_base(&loaded, &tree.root, &what) {
-                Some(declared) => {
+            let removed = match declared_at_base(&loaded, &args.selection, &tree.root, &what) {
+                Some(base_plan) => {
+                    let declared: std::collections::HashSet<String> = base_plan
+                        .benchmarks
+                        .iter()
+                        .map(|b| b.name.clone())
+                        .collect();
                     for b in plan.benchmarks.iter_mut() {
                         b.head_only = !declared.contains(&b.name);
+                        // The base's own declaration enters its side's identity digest, so a
+                        // change to the command or the settings is always measured.
+                        if b.identity.is_some() && !args.measure_identical {
+                            b.base_description = base_plan
+                                .benchmarks
+                                .iter()
+                                .find(|x| x.name == b.name && x.identity.is_some())
+                                .map(|x| x.description());
+                        }
                     }
                     // Only a run of the whole suite can tell that one is gone.
                     let mut removed: Vec<String> = declared
@@ -673,26 +687,43 @@ fn unselected(loaded: &LoadedConfig, selection: &RunSelection, base: &RunResults
         .collect()
 }
 
-/// The benchmarks the base revision's configuration declares (its file at the same place in
-/// the base's tree, `base_root`): a benchmark it does not declare is measured on the head side
-/// only and reported `new`. None, with a warning, where that file cannot be read as a
-/// configuration (every benchmark is then measured on both sides, and one that fails at the
-/// base is an error).
+/// The plan of the base revision's configuration (its file at the same place in the base's
+/// tree, `base_root`), with this run's overrides but every benchmark: a benchmark it does not
+/// declare is measured on the head side only and reported `new`, and the declaration of one it
+/// does enters the base side's identity digest. None, with a warning, where that file cannot
+/// be read as a configuration (every benchmark is then measured on both sides, and one that
+/// fails at the base is an error).
 fn declared_at_base(
     loaded: &LoadedConfig,
+    selection: &RunSelection,
     base_root: &Path,
     what: &str,
-) -> Option<std::collections::HashSet<String>> {
+) -> Option<Plan> {
     let file = base_root.join(loaded.path.file_name()?);
     if !file.exists() {
         eprintln!(
             "note: {what} has no `{}`: it declares no benchmark, so every benchmark is new and none gates",
             escape_terminal(&file.file_name()?.to_string_lossy())
         );
-        return Some(Default::default());
+        return Some(Plan {
+            builds: Vec::new(),
+            benchmarks: Vec::new(),
+            policy: loaded.config.gate.clone(),
+        });
     }
-    match config::load(&file) {
-        Ok(base) => Some(base.config.benchmarks.into_iter().map(|b| b.name).collect()),
+    let every = Overrides {
+        only: Vec::new(),
+        ..overrides(selection)
+    };
+    match config::load(&file).map(|base| Plan::new(&base.config, &every)) {
+        Ok(Ok(plan)) => Some(plan),
+        Ok(Err(e)) => {
+            eprintln!(
+                "warning: the configuration of {what} cannot be planned ({}); every benchmark is measured on both sides",
+                escape_log(&e.to_string())
+            );
+            None
+        }
         Err(e) => {
             eprintln!(
                 "warning: the configuration of {what} cannot be read ({}); every benchmark is measured on both sides",
