@@ -698,3 +698,69 @@ fn perf_stat_interval_output_sums_its_intervals() {
         "perf stat -I output: each counter is the sum of its 3 intervals (an interval perf printed `<not counted>` for counts as 0, the counter idle then)"
     ));
 }
+
+/// Callgrind-format files written by other tools name their own events: a time (`ns`) is a
+/// timer reading, noisy, without the deterministic tolerance of Valgrind's counts; an event
+/// kgate cannot place (`Ticks` of bzr's profiler, `Hits` of a sampler) is `reported`. Each
+/// says so in a note; Valgrind's own events stay `simulated` with the tolerance.
+#[test]
+fn callgrind_format_files_of_other_tools_are_not_simulated() {
+    let source = |b: &BenchmarkResult, m: &str| {
+        let m = b.metric(m).unwrap();
+        (
+            m.source.as_str(),
+            m.unit.clone(),
+            m.gate.tolerance.is_some(),
+        )
+    };
+    let r = run("callgrind", &[fixture("callgrind/timed_ns.callgrind")]);
+    let b = benchmark(&r, "timed_ns");
+    assert_eq!(values(b, "ns"), [10500.0]);
+    assert_eq!(source(b, "ns"), ("timer", "ns".to_string(), false));
+    assert!(
+        has_note(
+            b,
+            "event `ns` of this callgrind-format file (written by `a function timer writing the callgrind format`) is a time, not a count of Valgrind's simulation: recorded as a `timer` reading (noisy, tested like any time, no deterministic tolerance)"
+        ),
+        "{:?}",
+        b.provenance.notes
+    );
+
+    let r = run("callgrind", &[fixture("callgrind/hits.callgrind")]);
+    let b = benchmark(&r, "hits");
+    assert_eq!(values(b, "Hits"), [42.0]);
+    assert_eq!(source(b, "Hits"), ("reported", String::new(), false));
+    assert!(b.provenance.notes.iter().any(|n| n.starts_with("event `Hits` of this callgrind-format file")
+        && n.ends_with("is not one of Valgrind's events: recorded as `reported` (informational unless the configuration lists it), not `simulated`")), "{:?}", b.provenance.notes);
+
+    // A real file of bzr's profiler: `events: Ticks`.
+    let r = run(
+        "callgrind",
+        &[corpus().join("callgrind/gprof2dot_bzr.callgrind")],
+    );
+    let b = benchmark(&r, "gprof2dot_bzr");
+    assert_eq!(source(b, "Ticks"), ("reported", String::new(), false));
+    assert!(
+        has_note(
+            b,
+            "event `Ticks` of this callgrind-format file is not one of Valgrind's events: recorded as `reported` (informational unless the configuration lists it), not `simulated`"
+        ),
+        "{:?}",
+        b.provenance.notes
+    );
+
+    // Valgrind's own file: simulated, with the tolerance, and no note about events.
+    let r = run(
+        "callgrind",
+        &[corpus().join("callgrind/iai_callgrind_3.21_cachesim_no_entry_point.out")],
+    );
+    let b = &r.benchmarks[0];
+    assert_eq!(source(b, "Ir"), ("simulated", String::new(), true));
+    assert_eq!(source(b, "LL_misses"), ("simulated", String::new(), true));
+    assert!(
+        !b.provenance
+            .notes
+            .iter()
+            .any(|n| n.contains("callgrind-format file"))
+    );
+}
