@@ -764,3 +764,49 @@ fn callgrind_format_files_of_other_tools_are_not_simulated() {
             .any(|n| n.contains("callgrind-format file"))
     );
 }
+
+/// google/benchmark's JSON writes a user counter's value without its flags: the rates
+/// `SetBytesProcessed` and `SetItemsProcessed` write, and counters named by a per-second
+/// unit (`GB/s`, `GFLOPS`), get that unit and direction higher; any other counter is
+/// unitless and lower, and a note says so.
+#[test]
+fn gbench_rate_counters_have_a_unit_and_direction_higher() {
+    use kgate::model::metric::Direction;
+    let shape = |b: &BenchmarkResult, m: &str| {
+        let m = b.metric(m).unwrap();
+        (m.unit.clone(), m.direction)
+    };
+    let r = run("gbench", &[fixture("gbench/rate_counters.json")]);
+    let b = benchmark(&r, "BM_copy/1048576");
+    assert_eq!(
+        shape(b, "bytes_per_second"),
+        ("bytes/s".to_string(), Direction::Higher)
+    );
+    assert_eq!(
+        shape(b, "items_per_second"),
+        ("items/s".to_string(), Direction::Higher)
+    );
+    assert_eq!(shape(b, "GB/s"), ("GB/s".to_string(), Direction::Higher));
+    assert_eq!(values(b, "GB/s"), [20.97152]);
+    assert_eq!(
+        shape(b, "GFLOPS"),
+        ("GFLOP/s".to_string(), Direction::Higher)
+    );
+    assert_eq!(shape(b, "checksum"), (String::new(), Direction::Lower));
+    assert!(
+        has_note(
+            b,
+            "user counter `checksum` carries no unit in google/benchmark's JSON (nor its flags, such as `kIsRate`): recorded without a unit, lower is better; list it under `metrics` with `direction: higher` if it is a rate"
+        ),
+        "{:?}",
+        b.provenance.notes
+    );
+
+    // A file the real google/benchmark wrote: `items_per_second` from `SetItemsProcessed`.
+    let r = run("gbench", &[fixture("gbench/sum_repetitions.json")]);
+    let b = benchmark(&r, "BM_sum/64");
+    assert_eq!(
+        shape(b, "items_per_second"),
+        ("items/s".to_string(), Direction::Higher)
+    );
+}
