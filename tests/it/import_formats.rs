@@ -810,3 +810,30 @@ fn gbench_rate_counters_have_a_unit_and_direction_higher() {
         ("items/s".to_string(), Direction::Higher)
     );
 }
+
+/// Criterion's `throughput` (`Throughput::Bytes(1048576)` in `benchmark.json`) becomes the
+/// rate its user expects, `bytes_per_second`, direction higher, a sample per time sample.
+#[test]
+fn criterion_throughput_becomes_a_rate() {
+    use kgate::model::metric::Direction;
+    let r = run("criterion", &[fixture("criterion/copy_1mib/new")]);
+    let b = benchmark(&r, "copy/1MiB");
+    assert_eq!(values(b, "time"), [100_000.0, 125_000.0]);
+    let m = b.metric("bytes_per_second").unwrap();
+    assert_eq!(
+        (m.unit.as_str(), m.direction),
+        ("bytes/s", Direction::Higher)
+    );
+    assert_eq!(m.values, [10_485_760_000.0, 8_388_608_000.0]);
+    assert!(
+        has_note(
+            b,
+            "Criterion's throughput `{\"Bytes\":1048576}`: recorded as `bytes_per_second` (1048576 per iteration / time per iteration, in bytes/s), higher is better, a sample for each time sample"
+        ),
+        "{:?}",
+        b.provenance.notes
+    );
+    // Without a throughput, no rate.
+    let r = run("criterion", &[fixture("criterion/sum_1000/new")]);
+    assert!(r.benchmarks[0].metric("bytes_per_second").is_none());
+}
