@@ -57,6 +57,7 @@ pub fn valgrind_tool(kind: CaptureKind) -> Option<Tool> {
 pub fn perf_reading(block: &perf::Block) -> Reading {
     let mut r = Reading::default();
     r.notes.extend(block.interval_note());
+    r.notes.extend(block.notes.iter().cloned());
     for c in &block.counters {
         match (c.value, &c.unavailable) {
             (Some(value), _) => {

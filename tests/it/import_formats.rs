@@ -837,3 +837,27 @@ fn criterion_throughput_becomes_a_rate() {
     let r = run("criterion", &[fixture("criterion/sum_1000/new")]);
     assert!(r.benchmarks[0].metric("bytes_per_second").is_none());
 }
+
+/// Human `perf stat` output appended by a script: a banner before each run, a comment between
+/// them, and blocks of two locales. The foreign lines are skipped and counted in a note; each
+/// block is read in its own locale, and the two runs of one command are two repetitions.
+#[test]
+fn perf_stat_human_blocks_with_foreign_lines_between_them() {
+    let r = run(
+        "perf-stat",
+        &[fixture("perf_stat/appended_runs_two_locales.txt")],
+    );
+    assert_eq!(r.benchmarks.len(), 1);
+    let b = benchmark(&r, "appended_runs_two_locales");
+    assert_eq!(values(b, "task-clock"), [830_000.0, 970_000.0]);
+    assert_eq!(values(b, "page-faults"), [58.0, 80.0]);
+    assert_eq!(values(b, "elapsed_time"), [11_800_300.0, 11_900_600.0]);
+    assert!(
+        has_note(
+            b,
+            "skipped 2 lines that are not perf stat output (the first, line 1: `=== run 1 of bench.sh on host-a (LANG=C) ===`); each `Performance counter stats for` block was read in its own locale"
+        ),
+        "{:?}",
+        b.provenance.notes
+    );
+}
