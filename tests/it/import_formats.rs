@@ -861,3 +861,79 @@ fn perf_stat_human_blocks_with_foreign_lines_between_them() {
         b.provenance.notes
     );
 }
+
+/// A gzip-compressed export (`results.csv.gz`, `out.json.gz`) is read as the tool wrote it by
+/// every JSON and CSV importer, told apart by the gzip magic bytes as `chrome-trace` does,
+/// instead of being refused as "a NUL byte at offset 8".
+#[test]
+fn gzip_compressed_exports_are_read_by_every_text_importer() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let gzip = |from: &Path, name: &str| {
+        let to = dir.path().join(name);
+        let mut gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&to).unwrap(),
+            flate2::Compression::default(),
+        );
+        gz.write_all(&std::fs::read(from).unwrap()).unwrap();
+        gz.finish().unwrap();
+        to
+    };
+    let c = corpus();
+    for (format, file, name) in [
+        (
+            "rocprof",
+            c.join("rocprof/rocprof_v1_mi100_timestamps.csv"),
+            "results.csv.gz",
+        ),
+        (
+            "ncu",
+            c.join("ncu/olajide_rtx5070_saxpy_metrics.csv"),
+            "saxpy.csv.gz",
+        ),
+        (
+            "gbench",
+            fixture("gbench/sum_repetitions.json"),
+            "sum.json.gz",
+        ),
+        (
+            "hyperfine",
+            c.join("hyperfine/zeroows_1brc_hyperfine.json"),
+            "h.json.gz",
+        ),
+        (
+            "pytest-benchmark",
+            c.join("pytest_benchmark/gab_pytest_output.json"),
+            "p.json.gz",
+        ),
+        (
+            "proton",
+            c.join("proton/proton_test_examples_triton.json"),
+            "t.hatchet.gz",
+        ),
+        ("perf-stat", fixture("perf_stat/csv_r3.txt"), "perf.txt.gz"),
+        (
+            "callgrind",
+            c.join("callgrind/gprof2dot_bool.callgrind"),
+            "callgrind.out.gz",
+        ),
+    ] {
+        let plain = run(format, std::slice::from_ref(&file));
+        let packed = run(format, &[gzip(&file, name)]);
+        assert_eq!(plain.benchmarks.len(), packed.benchmarks.len(), "{format}");
+        for (a, b) in plain.benchmarks.iter().zip(&packed.benchmarks) {
+            let metrics = |x: &BenchmarkResult| {
+                x.metrics
+                    .iter()
+                    .map(|m| (m.name.clone(), m.values.clone()))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(metrics(a), metrics(b), "{format}: {}", a.name);
+        }
+    }
+    // A gzip file of another format is refused for what it holds, not as binary.
+    let json = dir.path().join("results.json");
+    std::fs::write(&json, "{\"rocprofiler-sdk-tool\": []}\n").unwrap();
+    let e = error("rocprof", &[gzip(&json, "results.json.gz")]);
+    assert!(!e.contains("NUL byte"), "{e}");
+}
