@@ -937,3 +937,26 @@ fn gzip_compressed_exports_are_read_by_every_text_importer() {
     let e = error("rocprof", &[gzip(&json, "results.json.gz")]);
     assert!(!e.contains("NUL byte"), "{e}");
 }
+
+/// Proton before 2024 spelled its kernel metrics capitalised (`Count`, `Time (ns)`,
+/// `DeviceType`): read as today's keys, with a note, instead of "no benchmark was found".
+#[test]
+fn proton_older_capitalised_keys_are_read() {
+    let r = run("proton", &[fixture("proton/old_key_spelling.hatchet")]);
+    let b = benchmark(&r, "matmul_kernel");
+    assert_eq!(values(b, "time"), [2048.0]);
+    assert_eq!(values(b, "count"), [4.0]);
+    assert_eq!(values(b, "flops16"), [1e9]);
+    assert_eq!(
+        b.provenance.details["proton.device"],
+        "CUDA 0: arch 80, 108 SMs"
+    );
+    assert!(
+        has_note(
+            b,
+            "the file spells Proton's metric keys the older way (`Count`, `Time (ns)`, `DeviceType`, `DeviceId`): read as today's `count`, `time (ns)`, `device_type`, `device_id`"
+        ),
+        "{:?}",
+        b.provenance.notes
+    );
+}
