@@ -92,6 +92,28 @@ const IDENTITY_V3: [&str; 9] = [
     "Kernel-Name",
 ];
 
+/// Further identity columns of rocprofv3's `kernel_trace.csv` (and of `rocpd`'s export of
+/// it, which spells some in another case: `Vgpr_Count`) and of rocprof-compute's CSVs: a
+/// dispatch's launch attributes and where it ran, not measures of it.
+const IDENTITY_TRACE: [&str; 16] = [
+    "Kind",
+    "Guid",
+    "Stream_Id",
+    "Private_Segment_Size",
+    "Group_Segment_Size",
+    "Workgroup_Size_X",
+    "Workgroup_Size_Y",
+    "Workgroup_Size_Z",
+    "Grid_Size_X",
+    "Grid_Size_Y",
+    "Grid_Size_Z",
+    "XCC_Index",
+    "XCD_Index",
+    "Node_Id",
+    "Kernel_Rename",
+    "Agent_Name",
+];
+
 /// Omniperf `sysinfo.csv` columns kept as provenance.
 const SYSINFO_KEYS: [&str; 7] = [
     "gpu_model",
@@ -149,7 +171,18 @@ pub fn kernel_name(raw: &str) -> String {
 /// Whether a column describes the dispatch: one of the identity columns, or one that
 /// Omniperf's merge left with a pass suffix (`wave_size_1`, `Queue_ID_3`).
 fn is_identity(column: &str) -> bool {
-    let known = |c: &str| IDENTITY.contains(&c) || IDENTITY_V3.contains(&c) || c == "key";
+    let known = |c: &str| {
+        let same = |k: &&str| k.eq_ignore_ascii_case(c);
+        IDENTITY.iter().any(same)
+            || IDENTITY_V3.iter().any(same)
+            || IDENTITY_TRACE.iter().any(same)
+            || c == "key"
+            // Launch attributes, however a version names them (`Grid_Size_X`,
+            // `Workgroup_Size_Z`, `Private_Segment_Size`, `Group_Segment_Size`).
+            || c.ends_with("_Segment_Size")
+            || c.starts_with("Grid_Size")
+            || c.starts_with("Workgroup_Size")
+    };
     known(column)
         || column.rsplit_once('_').is_some_and(|(base, n)| {
             !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && known(base)

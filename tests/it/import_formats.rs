@@ -960,3 +960,46 @@ fn proton_older_capitalised_keys_are_read() {
         b.provenance.notes
     );
 }
+
+/// Columns that describe a dispatch are no counters: rocprof-compute's merged CSV keeps each
+/// pass's `XCC_Index` with a merge suffix (`XCC_Index_5`), and rocprofv3's `kernel_trace.csv`
+/// carries launch attributes (`Grid_Size_X`, `Workgroup_Size_Y`, `Private_Segment_Size`).
+#[test]
+fn rocprof_identity_and_launch_columns_are_not_counters() {
+    let names = |r: &RunResults| {
+        r.benchmarks
+            .iter()
+            .map(|b| {
+                let metrics: Vec<&str> = b.metrics.iter().map(|m| m.name.as_str()).collect();
+                (b.name.clone(), metrics.join(","))
+            })
+            .collect::<Vec<_>>()
+    };
+    let r = run("rocprof", &[fixture("rocprof_compute/pmc_perf.csv")]);
+    assert_eq!(
+        names(&r),
+        [(
+            "vecCopy(double*, double*, double*, int, int)".to_string(),
+            "kernel_time,SQ_WAVES,SQ_CYCLES,TCC_HIT_sum,TCC_MISS_sum,GRBM_GUI_ACTIVE".to_string()
+        )]
+    );
+    let r = run("rocprof", &[fixture("rocprofv3/kernel_trace.csv")]);
+    assert_eq!(
+        names(&r),
+        [
+            (
+                "__amd_rocclr_initHeap".to_string(),
+                "kernel_time".to_string()
+            ),
+            (
+                "taylor_base(float*, float*, unsigned long, unsigned long)".to_string(),
+                "kernel_time".to_string()
+            )
+        ]
+    );
+    let b = benchmark(
+        &r,
+        "taylor_base(float*, float*, unsigned long, unsigned long)",
+    );
+    assert_eq!(values(b, "kernel_time"), [270_192.0, 214_513.0]);
+}
