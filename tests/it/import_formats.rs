@@ -1003,3 +1003,48 @@ fn rocprof_identity_and_launch_columns_are_not_counters() {
     );
     assert_eq!(values(b, "kernel_time"), [270_192.0, 214_513.0]);
 }
+
+/// rocprofv3 `--stats` writes the same header for HIP API calls as for kernels: a file of
+/// API calls (told by its name, or by rows that all name API calls) is skipped with a note,
+/// so that a folder import does not mix `hipMalloc` with the kernels; alone, it is refused.
+#[test]
+fn rocprof_stats_of_hip_api_calls_are_not_kernels() {
+    let e = error("rocprof", &[fixture("rocprofv3/hip_api_stats.csv")]);
+    assert!(
+        e.contains("holds rocprof `--stats` of API calls or memory copies only")
+            && e.contains("not of kernels"),
+        "{e}"
+    );
+    // Under another name, told by its rows.
+    let dir = tempfile::tempdir().unwrap();
+    let renamed = dir.path().join("stats.csv");
+    std::fs::copy(fixture("rocprofv3/hip_api_stats.csv"), &renamed).unwrap();
+    let e = error("rocprof", &[renamed]);
+    assert!(e.contains("not of kernels"), "{e}");
+
+    // Beside the kernels' statistics: the kernels only, with a word.
+    let r = run(
+        "rocprof",
+        &[
+            fixture("rocprofv3/hip_api_stats.csv"),
+            fixture("rocprofv3/kernel_stats.csv"),
+        ],
+    );
+    let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "void addition_kernel<float>(float*, float const*, float const*, int, int)",
+            "__amd_rocclr_fillBufferAligned"
+        ]
+    );
+    let b = &r.benchmarks[0];
+    assert_eq!(values(b, "kernel_time"), [10480.0]);
+    assert!(
+        b.provenance.notes.iter().any(|n| n.ends_with(
+            "hip_api_stats.csv`: rocprof `--stats` of HIP API calls, not of kernels: skipped (the kernels' are in `<pid>_kernel_stats.csv`, or rocprof v1's `results.stats.csv`)"
+        )),
+        "{:?}",
+        b.provenance.notes
+    );
+}
