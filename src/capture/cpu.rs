@@ -57,6 +57,7 @@ pub fn valgrind_tool(kind: CaptureKind) -> Option<Tool> {
 pub fn perf_reading(block: &perf::Block) -> Reading {
     let mut r = Reading::default();
     r.notes.extend(block.interval_note());
+    r.notes.extend(block.notes.iter().cloned());
     for c in &block.counters {
         match (c.value, &c.unavailable) {
             (Some(value), _) => {
@@ -88,16 +89,74 @@ pub fn perf_reading(block: &perf::Block) -> Reading {
     r
 }
 
-/// Values of a Valgrind profile (all `simulated`).
+/// The events Valgrind's own tools write (callgrind and cachegrind, every option): counts of
+/// its simulation, deterministic.
+const VALGRIND_EVENTS: &[&str] = &[
+    "Ir", "Dr", "Dw", "I1mr", "D1mr", "D1mw", "ILmr", "DLmr", "DLmw", "I1dmr", "D1dmr", "D1dmw",
+    "ILdmr", "DLdmr", "DLdmw", "Bc", "Bcm", "Bi", "Bim", "Ge", "sysCount", "AcCost1", "SpLoss1",
+    "AcCost2", "SpLoss2",
+];
+
+/// Times callgrind measures with `--collect-systime`: the kernel's clock, not the simulation.
+const VALGRIND_TIMES: &[&str] = &["sysTime", "sysCpuTime"];
+
+/// What a Valgrind-format event measures, by its name: a simulated count of Valgrind's own
+/// (and the sums of those), a time (`ns`, `ms`, written by tools that time functions in the
+/// callgrind format), or a number of another tool that kgate cannot place (`Ticks`, `Hits`).
+fn valgrind_event_source(name: &str) -> Source {
+    let sums = ["D1_misses", "L1_misses", "LL_misses", "branch_mispredicts"];
+    if VALGRIND_EVENTS.contains(&name) || sums.contains(&name) {
+        Source::Simulated
+    } else if VALGRIND_TIMES.contains(&name) || crate::model::units::normalize(name).is_time() {
+        Source::Timer
+    } else {
+        Source::Reported
+    }
+}
+
+/// Values of a Valgrind-format profile: Valgrind's events `simulated`; events that other
+/// tools writing the format name (`events: ns`, `events: Hits`) are a `timer` reading when
+/// they are a time unit and `reported` otherwise, with a note.
 pub fn valgrind_reading(profile: &Profile) -> Reading {
     let mut r = Reading::default();
+    let mut timed = Vec::new();
+    let mut foreign = Vec::new();
     for (name, value) in valgrind::metrics(profile) {
+        let source = valgrind_event_source(&name);
+        let time = crate::model::units::normalize(&name);
+        let (value, unit) = if time.is_time() {
+            (value * time.factor, time.unit)
+        } else {
+            (value, String::new())
+        };
+        match source {
+            Source::Timer => timed.push(format!("`{name}`")),
+            Source::Reported => foreign.push(format!("`{name}`")),
+            _ => {}
+        }
         r.values.push(CounterValue {
             name,
             value,
-            unit: String::new(),
-            source: Source::Simulated,
+            unit,
+            source,
         });
+    }
+    let by = profile
+        .creator
+        .as_deref()
+        .map(|c| format!(" (written by `{c}`)"))
+        .unwrap_or_default();
+    if !timed.is_empty() {
+        r.notes.push(format!(
+            "event {} of this callgrind-format file{by} is a time, not a count of Valgrind's simulation: recorded as a `timer` reading (noisy, tested like any time, no deterministic tolerance)",
+            timed.join(", ")
+        ));
+    }
+    if !foreign.is_empty() {
+        r.notes.push(format!(
+            "event {} of this callgrind-format file{by} is not one of Valgrind's events: recorded as `reported` (informational unless the configuration lists it), not `simulated`",
+            foreign.join(", ")
+        ));
     }
     if let Some(summary) = &profile.summary
         && profile.totals_from == TotalsFrom::Totals

@@ -57,6 +57,9 @@ pub struct Block {
     /// for the whole run, not one per interval).
     pub intervals: Option<usize>,
     pub counters: Vec<Counter>,
+    /// What the reader says about the file the block came from (lines that are not perf's,
+    /// skipped).
+    pub notes: Vec<String>,
 }
 
 impl Block {
@@ -179,7 +182,7 @@ pub fn read(path: &Path) -> Result<Vec<Block>, String> {
     use std::io::Read;
     let shown = path.display();
     let cannot = |e: std::io::Error| format!("cannot read perf stat output `{shown}`: {e}");
-    let file = std::fs::File::open(path).map_err(cannot)?;
+    let (file, _gzip) = crate::model::fsutil::open_maybe_gzip(path).map_err(cannot)?;
     let mut bytes = Vec::new();
     file.take(MAX_INPUT_BYTES + 1)
         .read_to_end(&mut bytes)
@@ -209,6 +212,14 @@ pub fn parse(text: &str) -> Result<Vec<Block>, ParseError> {
         None => return Err(err(0, "the file holds no perf stat output")),
         Some(l) if l.starts_with('{') => parse_json(text)?,
         Some(l) if l.starts_with("Performance counter stats") => parse_human(text)?,
+        // Human output that a script wrapped in its own lines (a banner per run, comments).
+        Some(_)
+            if text
+                .lines()
+                .any(|l| l.trim().starts_with("Performance counter stats for")) =>
+        {
+            parse_human(text)?
+        }
         Some(_) if is_human_interval(text) => {
             let (csv, intervals) = human_interval_lines(text)?;
             sum_intervals(parse_csv(&csv)?, intervals)
@@ -680,125 +691,161 @@ fn parenthesized(
     Ok((running, spread))
 }
 
+/// Human output: one block per `Performance counter stats for` header, each read in its own
+/// locale (a file may append blocks from machines with different ones). A line that is not
+/// perf's (a script's banner, a comment, perf's NMI-watchdog advice) is skipped, and the
+/// blocks say how many were and which came first.
 fn parse_human(text: &str) -> Result<Vec<Block>, ParseError> {
-    let decimal = decimal_separator(text);
+    let lines: Vec<&str> = text.lines().collect();
+    let starts: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.trim().starts_with("Performance counter stats for"))
+        .map(|(i, _)| i)
+        .collect();
+    let mut foreign: Vec<(usize, &str)> = Vec::new();
+    let skippable = |line: &str| line.is_empty() || line.starts_with('#') || line == "---";
+    let first = starts.first().copied().unwrap_or(lines.len());
+    for (idx, raw) in lines[..first].iter().enumerate() {
+        if !skippable(raw.trim()) {
+            foreign.push((idx + 1, raw.trim()));
+        }
+    }
     let mut blocks: Vec<Block> = Vec::new();
-    for (idx, raw) in text.lines().enumerate() {
-        let n = idx + 1;
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') || line == "---" {
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix("Performance counter stats for") {
-            let (command, runs) = header_command(rest);
-            blocks.push(Block {
-                command: Some(command),
-                runs,
-                intervals: None,
-                counters: Vec::new(),
-            });
-            continue;
-        }
-        let Some(block) = blocks.last_mut() else {
-            return Err(err(
-                n,
-                "a counter line before any `Performance counter stats for` header",
-            ));
+    for (k, &start) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(lines.len());
+        let decimal = decimal_separator(&lines[start..end].join("\n"));
+        let (command, runs) = header_command(
+            lines[start]
+                .trim()
+                .strip_prefix("Performance counter stats for")
+                .unwrap_or(""),
+        );
+        let mut block = Block {
+            command: Some(command),
+            runs,
+            ..Block::default()
         };
-        let (running_pct, spread_pct) = parenthesized(line, decimal, n)?;
-        // `18.005087828 seconds time elapsed` / `… seconds user` / `… seconds sys`, and with
-        // `-r N` `0.002961 +- 0.000127 seconds time elapsed  ( +- 4.29% )`.
-        if let Some((num, what)) = line.split_once(" seconds ") {
-            let what = what.split('(').next().unwrap_or(what);
-            let event = match what.trim() {
-                "time elapsed" => "elapsed_time",
-                "user" => "user_time",
-                "sys" => "system_time",
-                other => {
-                    return Err(err(
-                        n,
-                        format!(
-                            "unknown time line `seconds {other}`; perf writes `seconds time elapsed`, `seconds user` and `seconds sys`"
-                        ),
-                    ));
-                }
-            };
-            let (mean, spread) = match num.split_once("+-") {
-                Some((mean, spread)) => (mean.trim(), Some(spread.trim())),
-                None => (num.trim(), None),
-            };
-            let number = |text: &str| {
-                parse_localized(text, decimal).ok_or_else(|| {
-                    err(
-                        n,
-                        format!(
-                            "`{text}` is not a number in this file's locale (decimal mark `{decimal}`)"
-                        ),
-                    )
-                })
-            };
-            let v = number(mean)?;
-            let spread = spread.map(number).transpose()?;
-            block.counters.push(Counter {
-                event: event.to_string(),
-                value: Some(scale(v, 1e9)),
-                unit: "ns".into(),
-                running_pct: None,
-                unavailable: None,
-                spread_pct,
-                spread: spread.map(|s| scale(s, 1e9)),
-            });
-            continue;
-        }
-        let (body, _comment) = line.split_once('#').unwrap_or((line, ""));
-        let body = body.split('(').next().unwrap_or(body).trim();
-        let counter = if let Some(rest) = body.strip_prefix('<') {
-            let (why, event) = rest
-                .split_once('>')
-                .ok_or_else(|| err(n, format!("`{body}`: unclosed `<`")))?;
-            Counter {
-                event: event.split_whitespace().next().unwrap_or("").to_string(),
-                value: None,
-                unit: String::new(),
-                running_pct,
-                unavailable: Some(why.to_string()),
-                spread_pct: None,
-                spread: None,
+        for (idx, raw) in lines.iter().enumerate().take(end).skip(start + 1) {
+            let line = raw.trim();
+            if skippable(line) {
+                continue;
             }
-        } else {
-            let tokens: Vec<&str> = body.split_whitespace().collect();
-            let (value, unit, event) = match tokens.as_slice() {
-                [v, e] => (*v, "", *e),
-                [v, u, e] => (*v, *u, *e),
-                _ => {
-                    return Err(err(
-                        n,
-                        format!("`{body}` is not a `VALUE [UNIT] EVENT` counter line"),
-                    ));
-                }
-            };
-            let v = parse_localized(value, decimal).ok_or_else(|| {
+            match human_line(line, decimal, idx + 1) {
+                Ok(counter) => block.counters.push(counter),
+                Err(_) => foreign.push((idx + 1, line)),
+            }
+        }
+        blocks.push(block);
+    }
+    if let Some((n, line)) = foreign.first() {
+        let note = format!(
+            "skipped {} that {} not perf stat output (the first, line {n}: `{}`); each `Performance counter stats for` block was read in its own locale",
+            crate::model::text::count(foreign.len(), "line", "lines"),
+            if foreign.len() == 1 { "is" } else { "are" },
+            line.chars().take(60).collect::<String>()
+        );
+        for b in &mut blocks {
+            b.notes.push(note.clone());
+        }
+    }
+    Ok(blocks)
+}
+
+/// One line of a human-output block: a counter, an unavailable counter or a time line; an
+/// error for any other line.
+fn human_line(line: &str, decimal: char, n: usize) -> Result<Counter, ParseError> {
+    let (running_pct, spread_pct) = parenthesized(line, decimal, n)?;
+    // `18.005087828 seconds time elapsed` / `… seconds user` / `… seconds sys`, and with
+    // `-r N` `0.002961 +- 0.000127 seconds time elapsed  ( +- 4.29% )`.
+    if let Some((num, what)) = line.split_once(" seconds ") {
+        let what = what.split('(').next().unwrap_or(what);
+        let event = match what.trim() {
+            "time elapsed" => "elapsed_time",
+            "user" => "user_time",
+            "sys" => "system_time",
+            other => {
+                return Err(err(
+                    n,
+                    format!(
+                        "unknown time line `seconds {other}`; perf writes `seconds time elapsed`, `seconds user` and `seconds sys`"
+                    ),
+                ));
+            }
+        };
+        let (mean, spread) = match num.split_once("+-") {
+            Some((mean, spread)) => (mean.trim(), Some(spread.trim())),
+            None => (num.trim(), None),
+        };
+        let number = |text: &str| {
+            parse_localized(text, decimal).ok_or_else(|| {
                 err(
                     n,
                     format!(
-                        "`{value}` is not a number in this file's locale (decimal mark `{decimal}`)"
+                        "`{text}` is not a number in this file's locale (decimal mark `{decimal}`)"
                     ),
                 )
-            })?;
-            let (unit, factor) = unit_factor(unit);
-            Counter {
-                event: event.to_string(),
-                value: Some(scale(v, factor)),
-                unit,
-                running_pct,
-                unavailable: None,
-                spread_pct,
-                spread: None,
-            }
+            })
         };
-        block.counters.push(counter);
+        let v = number(mean)?;
+        let spread = spread.map(number).transpose()?;
+        return Ok(Counter {
+            event: event.to_string(),
+            value: Some(scale(v, 1e9)),
+            unit: "ns".into(),
+            running_pct: None,
+            unavailable: None,
+            spread_pct,
+            spread: spread.map(|s| scale(s, 1e9)),
+        });
     }
-    Ok(blocks)
+    let (body, _comment) = line.split_once('#').unwrap_or((line, ""));
+    let body = body.split('(').next().unwrap_or(body).trim();
+    if let Some(rest) = body.strip_prefix('<') {
+        let (why, event) = rest
+            .split_once('>')
+            .ok_or_else(|| err(n, format!("`{body}`: unclosed `<`")))?;
+        let event = event.split_whitespace().next().unwrap_or("");
+        if event.is_empty() {
+            return Err(err(n, format!("`{body}` names no event")));
+        }
+        return Ok(Counter {
+            event: event.to_string(),
+            value: None,
+            unit: String::new(),
+            running_pct,
+            unavailable: Some(why.to_string()),
+            spread_pct: None,
+            spread: None,
+        });
+    }
+    let tokens: Vec<&str> = body.split_whitespace().collect();
+    let (value, unit, event) = match tokens.as_slice() {
+        [v, e] => (*v, "", *e),
+        [v, u, e] => (*v, *u, *e),
+        _ => {
+            return Err(err(
+                n,
+                format!("`{body}` is not a `VALUE [UNIT] EVENT` counter line"),
+            ));
+        }
+    };
+    let v = parse_localized(value, decimal).ok_or_else(|| {
+        err(
+            n,
+            format!("`{value}` is not a number in this file's locale (decimal mark `{decimal}`)"),
+        )
+    })?;
+    let (unit, factor) = unit_factor(unit);
+    Ok(Counter {
+        event: event.to_string(),
+        value: Some(scale(v, factor)),
+        unit,
+        running_pct,
+        unavailable: None,
+        spread_pct,
+        spread: None,
+    })
 }
 
 /// What to tell the user when perf could not count an event.

@@ -128,7 +128,15 @@ fn parse_costs(rest: &str, events: usize, line: usize, what: &str) -> Result<Vec
 
 /// Reads a profile file; the error names the file.
 pub fn read(path: &Path, tool: Tool) -> Result<Profile, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let read = || -> std::io::Result<String> {
+        use std::io::Read;
+        let mut text = String::new();
+        crate::model::fsutil::open_maybe_gzip(path)?
+            .0
+            .read_to_string(&mut text)?;
+        Ok(text)
+    };
+    let text = read().map_err(|e| {
         format!(
             "cannot read {} output `{}`: {e}",
             tool.as_str(),

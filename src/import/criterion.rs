@@ -59,6 +59,48 @@ fn benchmark_name(path: &Path) -> String {
         .unwrap_or_else(|| "criterion".to_string())
 }
 
+/// The rates a benchmark's declared `throughput` (in `benchmark.json` beside
+/// `estimates.json`) makes of its time per iteration: `(metric, unit, amount per iteration)`,
+/// and a note on what was made, or on a throughput kgate cannot read.
+fn throughput(dir: &Path) -> (Vec<(&'static str, &'static str, f64)>, Option<String>) {
+    let Ok(doc) = read_json(&dir.join("benchmark.json")) else {
+        return (Vec::new(), None);
+    };
+    let Some(declared) = doc.get("throughput").filter(|t| !t.is_null()) else {
+        return (Vec::new(), None);
+    };
+    let amount = |key: &str| declared.get(key).and_then(Value::as_f64);
+    let both = declared.get("ElementsAndBytes");
+    let mut rates = Vec::new();
+    if let Some(n) = amount("Bytes")
+        .or(amount("BytesDecimal"))
+        .or(both.and_then(|b| b.get("bytes")).and_then(Value::as_f64))
+    {
+        rates.push(("bytes_per_second", "bytes/s", n));
+    }
+    if let Some(n) =
+        amount("Elements").or(both.and_then(|b| b.get("elements")).and_then(Value::as_f64))
+    {
+        rates.push(("elements_per_second", "elements/s", n));
+    }
+    let shown = declared.to_string();
+    let note = if rates.is_empty() {
+        format!(
+            "Criterion's throughput `{shown}` is not one kgate reads (`Bytes`, `BytesDecimal`, `Elements`, `ElementsAndBytes`): no rate was made of it"
+        )
+    } else {
+        let made: Vec<String> = rates
+            .iter()
+            .map(|(m, u, n)| format!("`{m}` ({n} per iteration / time per iteration, in {u})"))
+            .collect();
+        format!(
+            "Criterion's throughput `{shown}`: recorded as {}, higher is better, a sample for each time sample",
+            made.join(" and ")
+        )
+    };
+    (rates, Some(note))
+}
+
 /// `kgate import criterion`.
 pub struct Criterion;
 
@@ -99,7 +141,18 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             .and_then(Value::as_f64)
             .ok_or_else(|| content(&path, refusal(&estimates)))?;
         let name = benchmark_name(&path);
+        let (rates, note) = throughput(path.parent().unwrap_or(Path::new(".")));
         let start = benchmarks.get(&name).result_mut().repetitions;
+        // The time per iteration of a sample, and the rates the throughput makes of it.
+        let add_time = |benchmarks: &mut Benchmarks<'_>, rep: u32, t: f64| {
+            benchmarks.add(&name, rep, "time", "ns", Source::Timer, t)?;
+            for (metric, unit, amount) in &rates {
+                if t > 0.0 {
+                    benchmarks.add(&name, rep, metric, unit, Source::Timer, amount * 1e9 / t)?;
+                }
+            }
+            Ok::<(), ImportError>(())
+        };
         let sample_path = path.with_file_name("sample.json");
         let mut n = 0u32;
         if sample_path.exists() {
@@ -131,13 +184,13 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     ));
                 };
                 if i > 0.0 {
-                    benchmarks.add(&name, start + n, "time", "ns", Source::Timer, t / i)?;
+                    add_time(&mut benchmarks, start + n, t / i)?;
                     n += 1;
                 }
             }
             benchmarks.imported(&name, &sample_path, start + n);
         } else {
-            benchmarks.add(&name, start, "time", "ns", Source::Timer, mean)?;
+            add_time(&mut benchmarks, start, mean)?;
             n = 1;
             benchmarks.detail(
                 &name,
@@ -146,6 +199,12 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             );
         }
         benchmarks.imported(&name, &path, start + n);
+        if let Some(note) = note {
+            let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
         for key in ["mean", "median", "slope"] {
             if let (Some(p), Some(lo), Some(hi), Some(level)) = (
                 estimates

@@ -248,13 +248,54 @@ fn record_run(
             benchmarks.add(&name, *rep, key, unit, Source::Timer, v)?;
         }
     }
+    let mut unplaced = Vec::new();
     for (key, v) in run.counters() {
-        benchmarks.add(&name, *rep, &key, "", Source::Reported, v)?;
+        let unit = counter_unit(&key);
+        if unit.is_empty() {
+            unplaced.push(format!("`{key}`"));
+        }
+        benchmarks.add(&name, *rep, &key, &unit, Source::Reported, v)?;
+    }
+    if !unplaced.is_empty() {
+        let note = format!(
+            "user counter {} carries no unit in google/benchmark's JSON (nor its flags, such as `kIsRate`): recorded without a unit, lower is better; list it under `metrics` with `direction: higher` if it is a rate",
+            unplaced.join(", ")
+        );
+        let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
     }
     *rep += 1;
     let n = *rep;
     benchmarks.imported(&name, path, n);
     Ok(Some(name))
+}
+
+/// The unit of a user counter, from its name (google/benchmark's JSON writes a counter's
+/// value alone, its flags left out): the rates `SetBytesProcessed` and `SetItemsProcessed`
+/// write (`bytes_per_second`, `items_per_second`), a name ending in a per-second unit
+/// (`GB/s`, `bandwidth_GiB/s`) and FLOP rates (`GFLOPS`); empty for any other counter.
+fn counter_unit(key: &str) -> String {
+    let lower = key.to_ascii_lowercase();
+    let last = key
+        .rsplit(|c: char| c.is_whitespace() || matches!(c, '_' | '(' | '['))
+        .next()
+        .unwrap_or(key)
+        .trim_end_matches([')', ']']);
+    if lower == "bytes_per_second" {
+        "bytes/s".into()
+    } else if lower == "items_per_second" {
+        "items/s".into()
+    } else if lower.ends_with("_per_second") {
+        format!("{}/s", &key[..key.len() - "_per_second".len()])
+    } else if last.to_ascii_lowercase().ends_with("/s") && last.len() > 2 {
+        last.to_string()
+    } else if last.to_ascii_lowercase().ends_with("flops") {
+        format!("{}/s", &last[..last.len() - 1])
+    } else {
+        String::new()
+    }
 }
 
 /// A value as the import reads it: a number, a string, a boolean, or anything else.

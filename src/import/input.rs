@@ -30,7 +30,8 @@ pub fn read_text(path: &Path, what: &str, max: u64) -> Result<String, ImportErro
 /// than `max` bytes, bytes that are not UTF-8. What it hands out is checked text, cut at
 /// character boundaries, so a large export is read without holding it whole.
 pub struct TextReader {
-    file: std::io::Take<std::fs::File>,
+    /// The file's bytes (decompressed, when it is gzip), at most `max + 1` of them.
+    file: std::io::Take<Box<dyn Read + Send>>,
     path: std::path::PathBuf,
     what: String,
     max: u64,
@@ -84,10 +85,11 @@ const TEXT_CHUNK: usize = 1 << 16;
 
 impl TextReader {
     pub fn open(path: &Path, what: &str, max: u64) -> Result<TextReader, ImportError> {
-        let file = std::fs::File::open(path).map_err(|source| ImportError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let (file, _gzip) =
+            crate::model::fsutil::open_maybe_gzip(path).map_err(|source| ImportError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
         Ok(TextReader {
             file: file.take(max + 1),
             path: path.to_path_buf(),

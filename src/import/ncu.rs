@@ -198,7 +198,8 @@ pub fn source_of(unit: &str) -> Source {
 
 /// Reads ncu CSV output from a file, keeping every launch.
 pub fn parse_file(path: &Path) -> Result<NcuReport, NcuError> {
-    parse(BufReader::with_capacity(1 << 20, File::open(path)?))
+    let (file, _gzip) = crate::model::fsutil::open_maybe_gzip(path)?;
+    parse(BufReader::with_capacity(1 << 20, file))
 }
 
 /// Reads ncu CSV output (details or raw page, with any log lines around it).
@@ -891,7 +892,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 message,
             },
         };
-        let file = File::open(path).map_err(|e| to_import_error(e.into()))?;
+        let (file, _gzip) =
+            crate::model::fsutil::open_maybe_gzip(path).map_err(|e| to_import_error(e.into()))?;
         let mut ordinal: BTreeMap<String, u32> = BTreeMap::new();
         let mut kernels: BTreeMap<String, Stored> = BTreeMap::new();
         let mut pending = 0usize;

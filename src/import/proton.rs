@@ -88,7 +88,7 @@ fn walk(
             match key.as_str() {
                 "count" => t.count += v,
                 "time (ns)" => t.time_ns += v,
-                "device_id" => {}
+                "device_id" | "stream_id" | "start_time (ns)" | "end_time (ns)" => {}
                 other => *t.others.entry(other.to_string()).or_insert(0.0) += v,
             }
         }
@@ -126,6 +126,39 @@ fn unit_of(key: &str) -> (&str, &str) {
     }
 }
 
+/// Today's spelling of the metric keys older Proton wrote capitalised (`Count`, `Time (ns)`,
+/// `DeviceId`, `DeviceType`, `StartTime (ns)`, `EndTime (ns)`), renamed in 2024.
+const OLD_KEYS: [(&str, &str); 6] = [
+    ("Count", "count"),
+    ("Time (ns)", "time (ns)"),
+    ("DeviceId", "device_id"),
+    ("DeviceType", "device_type"),
+    ("StartTime (ns)", "start_time (ns)"),
+    ("EndTime (ns)", "end_time (ns)"),
+];
+
+/// Renames the older capitalised metric keys of every node below `node` to today's spelling;
+/// true when there were any.
+fn modernize(node: &mut Value) -> bool {
+    let mut renamed = false;
+    if let Some(metrics) = node.get_mut("metrics").and_then(Value::as_object_mut) {
+        for (old, new) in OLD_KEYS {
+            if !metrics.contains_key(new)
+                && let Some(v) = metrics.remove(old)
+            {
+                metrics.insert(new.to_string(), v);
+                renamed = true;
+            }
+        }
+    }
+    if let Some(children) = node.get_mut("children").and_then(Value::as_array_mut) {
+        for c in children {
+            renamed |= modernize(c);
+        }
+    }
+    renamed
+}
+
 /// `kgate import proton`.
 pub struct Proton;
 
@@ -148,7 +181,11 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     let mut benchmarks = Benchmarks::new(policies, "proton");
     for path in files {
         benchmarks.file(path);
-        let doc = input::read_json(path, "Proton hatchet")?;
+        let mut doc = input::read_json(path, "Proton hatchet")?;
+        let old_keys = doc
+            .as_array_mut()
+            .and_then(|a| a.first_mut())
+            .is_some_and(modernize);
         let parts = doc
             .as_array()
             .filter(|a| !a.is_empty())
@@ -202,6 +239,13 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     .result_mut()
                     .parameters
                     .insert("scope".into(), scope.clone());
+            }
+            if old_keys {
+                let note = "the file spells Proton's metric keys the older way (`Count`, `Time (ns)`, `DeviceType`, `DeviceId`): read as today's `count`, `time (ns)`, `device_type`, `device_id`".to_string();
+                let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
             }
             benchmarks.detail(
                 &name,

@@ -92,6 +92,28 @@ const IDENTITY_V3: [&str; 9] = [
     "Kernel-Name",
 ];
 
+/// Further identity columns of rocprofv3's `kernel_trace.csv` (and of `rocpd`'s export of
+/// it, which spells some in another case: `Vgpr_Count`) and of rocprof-compute's CSVs: a
+/// dispatch's launch attributes and where it ran, not measures of it.
+const IDENTITY_TRACE: [&str; 16] = [
+    "Kind",
+    "Guid",
+    "Stream_Id",
+    "Private_Segment_Size",
+    "Group_Segment_Size",
+    "Workgroup_Size_X",
+    "Workgroup_Size_Y",
+    "Workgroup_Size_Z",
+    "Grid_Size_X",
+    "Grid_Size_Y",
+    "Grid_Size_Z",
+    "XCC_Index",
+    "XCD_Index",
+    "Node_Id",
+    "Kernel_Rename",
+    "Agent_Name",
+];
+
 /// Omniperf `sysinfo.csv` columns kept as provenance.
 const SYSINFO_KEYS: [&str; 7] = [
     "gpu_model",
@@ -149,7 +171,18 @@ pub fn kernel_name(raw: &str) -> String {
 /// Whether a column describes the dispatch: one of the identity columns, or one that
 /// Omniperf's merge left with a pass suffix (`wave_size_1`, `Queue_ID_3`).
 fn is_identity(column: &str) -> bool {
-    let known = |c: &str| IDENTITY.contains(&c) || IDENTITY_V3.contains(&c) || c == "key";
+    let known = |c: &str| {
+        let same = |k: &&str| k.eq_ignore_ascii_case(c);
+        IDENTITY.iter().any(same)
+            || IDENTITY_V3.iter().any(same)
+            || IDENTITY_TRACE.iter().any(same)
+            || c == "key"
+            // Launch attributes, however a version names them (`Grid_Size_X`,
+            // `Workgroup_Size_Z`, `Private_Segment_Size`, `Group_Segment_Size`).
+            || c.ends_with("_Segment_Size")
+            || c.starts_with("Grid_Size")
+            || c.starts_with("Workgroup_Size")
+    };
     known(column)
         || column.rsplit_once('_').is_some_and(|(base, n)| {
             !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && known(base)
@@ -236,6 +269,62 @@ struct WideSlots {
 fn number(cell: &str) -> Option<f64> {
     let v: f64 = cell.trim().parse().ok()?;
     v.is_finite().then_some(v)
+}
+
+/// Whether a name is that of an API call or a copy, as rocprof's `--stats` of them name rows
+/// (`hipMalloc`, `hsa_queue_create`, `roctxRangePushA`, `MEMORY_COPY_HOST_TO_DEVICE`), not a
+/// kernel.
+fn is_api_name(name: &str) -> bool {
+    let hip = name
+        .strip_prefix("hip")
+        .and_then(|rest| rest.chars().next())
+        .is_some_and(|c| c.is_ascii_uppercase());
+    hip || name.starts_with("hsa_")
+        || name.starts_with("roctx")
+        || name.starts_with("MEMORY_COPY_")
+        || name.starts_with("__hipRegister")
+}
+
+/// What a `--stats` file summarizes when it is not kernels: told by the names rocprof gives
+/// those files (rocprofv3 `hip_api_stats.csv`, `hsa_api_stats.csv`, `memory_copy_stats.csv`;
+/// rocprof v1 `results.hip_stats.csv`, `results.copy_stats.csv`), or by rows that all name
+/// API calls.
+fn api_stats(path: &Path, text: &str) -> Option<&'static str> {
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    for (part, what) in [
+        ("hip_api_stats", "HIP API calls"),
+        ("hip_stats", "HIP API calls"),
+        ("hsa_api_stats", "HSA API calls"),
+        ("hsa_stats", "HSA API calls"),
+        ("marker_api_stats", "ROCTx marker calls"),
+        ("copy_stats", "memory copies"),
+        ("memory_allocation_stats", "memory allocations"),
+    ] {
+        if file.contains(part) {
+            return Some(what);
+        }
+    }
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    let at = reader
+        .headers()
+        .ok()?
+        .iter()
+        .position(|h| h.trim() == "Name")?;
+    let mut rows = 0usize;
+    for record in reader.records() {
+        let record = record.ok()?;
+        let name = record.get(at).unwrap_or("").trim();
+        if !is_api_name(name) {
+            return None;
+        }
+        rows += 1;
+    }
+    (rows > 0).then_some("HIP API calls")
 }
 
 /// Provenance found in companion files, applied to every benchmark at the end.
@@ -357,6 +446,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     let mut benchmarks = Benchmarks::new(policies, "rocprof");
     let mut companions = Companions::default();
     let mut offsets: HashMap<String, u32> = HashMap::new();
+    // `--stats` files of API calls or memory copies, skipped.
+    let mut api_files: Vec<String> = Vec::new();
     for path in files {
         benchmarks.file(path);
         // The first MiB says what the file is. A table goes on from there, read as it is
@@ -411,6 +502,16 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 ),
             ));
         };
+        if matches!(kind, Kind::Stats)
+            && let Some(what) = api_stats(path, &text)
+        {
+            companions.notes.push(format!(
+                "`{}`: rocprof `--stats` of {what}, not of kernels: skipped (the kernels' are in `<pid>_kernel_stats.csv`, or rocprof v1's `results.stats.csv`)",
+                path.display()
+            ));
+            api_files.push(path.display().to_string());
+            continue;
+        }
         let mut repeated_headers = 0usize;
         let mut fractional = false;
         let mut counts: HashMap<String, u32> = HashMap::new();
@@ -632,6 +733,15 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 "`{shown}`: timestamps with a fraction (averaged over counter passes, as Omniperf's merged `pmc_perf.csv` has them); `kernel_time` is their difference, rounded to whole nanoseconds and exact to the precision of those numbers"
             ));
         }
+    }
+    if !companions.results_seen && !api_files.is_empty() {
+        return Err(content(
+            files.first().map(PathBuf::as_path).unwrap_or(Path::new("")),
+            format!(
+                "holds rocprof `--stats` of API calls or memory copies only ({}), not of kernels, so there is nothing to import; pass the kernels' statistics (rocprofv3 `<pid>_kernel_stats.csv`, rocprof v1 `results.stats.csv`) or the dispatches' CSV",
+                api_files.join(", ")
+            ),
+        ));
     }
     if !companions.results_seen {
         return Err(content(

@@ -276,6 +276,34 @@ pub fn serializer_buffer(out: &mut dyn Write) -> std::io::BufWriter<&mut dyn Wri
     std::io::BufWriter::with_capacity(BUFFER, out)
 }
 
+/// The bytes of the file at `path`, decompressed when it is gzip (told apart by the gzip
+/// magic bytes, whatever its name): profilers and CI steps compress their JSON and CSV
+/// exports (`results.json.gz`), and every text importer reads them as the tool wrote them.
+/// Returns whether the file was gzip.
+pub fn open_maybe_gzip(path: &Path) -> std::io::Result<(Box<dyn std::io::Read + Send>, bool)> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut magic = [0u8; 2];
+    let mut n = 0;
+    while n < magic.len() {
+        match file.read(&mut magic[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    let head = std::io::Cursor::new(magic[..n].to_vec());
+    if n == 2 && magic == [0x1f, 0x8b] {
+        let gz = flate2::read::MultiGzDecoder::new(std::io::BufReader::with_capacity(
+            1 << 16,
+            head.chain(file),
+        ));
+        return Ok((Box::new(gz), true));
+    }
+    Ok((Box::new(head.chain(file)), false))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -698,3 +698,353 @@ fn perf_stat_interval_output_sums_its_intervals() {
         "perf stat -I output: each counter is the sum of its 3 intervals (an interval perf printed `<not counted>` for counts as 0, the counter idle then)"
     ));
 }
+
+/// Callgrind-format files written by other tools name their own events: a time (`ns`) is a
+/// timer reading, noisy, without the deterministic tolerance of Valgrind's counts; an event
+/// kgate cannot place (`Ticks` of bzr's profiler, `Hits` of a sampler) is `reported`. Each
+/// says so in a note; Valgrind's own events stay `simulated` with the tolerance.
+#[test]
+fn callgrind_format_files_of_other_tools_are_not_simulated() {
+    let source = |b: &BenchmarkResult, m: &str| {
+        let m = b.metric(m).unwrap();
+        (
+            m.source.as_str(),
+            m.unit.clone(),
+            m.gate.tolerance.is_some(),
+        )
+    };
+    let r = run("callgrind", &[fixture("callgrind/timed_ns.callgrind")]);
+    let b = benchmark(&r, "timed_ns");
+    assert_eq!(values(b, "ns"), [10500.0]);
+    assert_eq!(source(b, "ns"), ("timer", "ns".to_string(), false));
+    assert!(
+        has_note(
+            b,
+            "event `ns` of this callgrind-format file (written by `a function timer writing the callgrind format`) is a time, not a count of Valgrind's simulation: recorded as a `timer` reading (noisy, tested like any time, no deterministic tolerance)"
+        ),
+        "{:?}",
+        b.provenance.notes
+    );
+
+    let r = run("callgrind", &[fixture("callgrind/hits.callgrind")]);
+    let b = benchmark(&r, "hits");
+    assert_eq!(values(b, "Hits"), [42.0]);
+    assert_eq!(source(b, "Hits"), ("reported", String::new(), false));
+    assert!(b.provenance.notes.iter().any(|n| n.starts_with("event `Hits` of this callgrind-format file")
+        && n.ends_with("is not one of Valgrind's events: recorded as `reported` (informational unless the configuration lists it), not `simulated`")), "{:?}", b.provenance.notes);
+
+    // A real file of bzr's profiler: `events: Ticks`.
+    let r = run(
+        "callgrind",
+        &[corpus().join("callgrind/gprof2dot_bzr.callgrind")],
+    );
+    let b = benchmark(&r, "gprof2dot_bzr");
+    assert_eq!(source(b, "Ticks"), ("reported", String::new(), false));
+    assert!(
+        has_note(
+            b,
+            "event `Ticks` of this callgrind-format file is not one of Valgrind's events: recorded as `reported` (informational unless the configuration lists it), not `simulated`"
+        ),
+        "{:?}",
+        b.provenance.notes
+    );
+
+    // Valgrind's own file: simulated, with the tolerance, and no note about events.
+    let r = run(
+        "callgrind",
+        &[corpus().join("callgrind/iai_callgrind_3.21_cachesim_no_entry_point.out")],
+    );
+    let b = &r.benchmarks[0];
+    assert_eq!(source(b, "Ir"), ("simulated", String::new(), true));
+    assert_eq!(source(b, "LL_misses"), ("simulated", String::new(), true));
+    assert!(
+        !b.provenance
+            .notes
+            .iter()
+            .any(|n| n.contains("callgrind-format file"))
+    );
+}
+
+/// google/benchmark's JSON writes a user counter's value without its flags: the rates
+/// `SetBytesProcessed` and `SetItemsProcessed` write, and counters named by a per-second
+/// unit (`GB/s`, `GFLOPS`), get that unit and direction higher; any other counter is
+/// unitless and lower, and a note says so.
+#[test]
+fn gbench_rate_counters_have_a_unit_and_direction_higher() {
+    use kgate::model::metric::Direction;
+    let shape = |b: &BenchmarkResult, m: &str| {
+        let m = b.metric(m).unwrap();
+        (m.unit.clone(), m.direction)
+    };
+    let r = run("gbench", &[fixture("gbench/rate_counters.json")]);
+    let b = benchmark(&r, "BM_copy/1048576");
+    assert_eq!(
+        shape(b, "bytes_per_second"),
+        ("bytes/s".to_string(), Direction::Higher)
+    );
+    assert_eq!(
+        shape(b, "items_per_second"),
+        ("items/s".to_string(), Direction::Higher)
+    );
+    assert_eq!(shape(b, "GB/s"), ("GB/s".to_string(), Direction::Higher));
+    assert_eq!(values(b, "GB/s"), [20.97152]);
+    assert_eq!(
+        shape(b, "GFLOPS"),
+        ("GFLOP/s".to_string(), Direction::Higher)
+    );
+    assert_eq!(shape(b, "checksum"), (String::new(), Direction::Lower));
+    assert!(
+        has_note(
+            b,
+            "user counter `checksum` carries no unit in google/benchmark's JSON (nor its flags, such as `kIsRate`): recorded without a unit, lower is better; list it under `metrics` with `direction: higher` if it is a rate"
+        ),
+        "{:?}",
+        b.provenance.notes
+    );
+
+    // A file the real google/benchmark wrote: `items_per_second` from `SetItemsProcessed`.
+    let r = run("gbench", &[fixture("gbench/sum_repetitions.json")]);
+    let b = benchmark(&r, "BM_sum/64");
+    assert_eq!(
+        shape(b, "items_per_second"),
+        ("items/s".to_string(), Direction::Higher)
+    );
+}
+
+/// Criterion's `throughput` (`Throughput::Bytes(1048576)` in `benchmark.json`) becomes the
+/// rate its user expects, `bytes_per_second`, direction higher, a sample per time sample.
+#[test]
+fn criterion_throughput_becomes_a_rate() {
+    use kgate::model::metric::Direction;
+    let r = run("criterion", &[fixture("criterion/copy_1mib/new")]);
+    let b = benchmark(&r, "copy/1MiB");
+    assert_eq!(values(b, "time"), [100_000.0, 125_000.0]);
+    let m = b.metric("bytes_per_second").unwrap();
+    assert_eq!(
+        (m.unit.as_str(), m.direction),
+        ("bytes/s", Direction::Higher)
+    );
+    assert_eq!(m.values, [10_485_760_000.0, 8_388_608_000.0]);
+    assert!(
+        has_note(
+            b,
+            "Criterion's throughput `{\"Bytes\":1048576}`: recorded as `bytes_per_second` (1048576 per iteration / time per iteration, in bytes/s), higher is better, a sample for each time sample"
+        ),
+        "{:?}",
+        b.provenance.notes
+    );
+    // Without a throughput, no rate.
+    let r = run("criterion", &[fixture("criterion/sum_1000/new")]);
+    assert!(r.benchmarks[0].metric("bytes_per_second").is_none());
+}
+
+/// Human `perf stat` output appended by a script: a banner before each run, a comment between
+/// them, and blocks of two locales. The foreign lines are skipped and counted in a note; each
+/// block is read in its own locale, and the two runs of one command are two repetitions.
+#[test]
+fn perf_stat_human_blocks_with_foreign_lines_between_them() {
+    let r = run(
+        "perf-stat",
+        &[fixture("perf_stat/appended_runs_two_locales.txt")],
+    );
+    assert_eq!(r.benchmarks.len(), 1);
+    let b = benchmark(&r, "appended_runs_two_locales");
+    assert_eq!(values(b, "task-clock"), [830_000.0, 970_000.0]);
+    assert_eq!(values(b, "page-faults"), [58.0, 80.0]);
+    assert_eq!(values(b, "elapsed_time"), [11_800_300.0, 11_900_600.0]);
+    assert!(
+        has_note(
+            b,
+            "skipped 2 lines that are not perf stat output (the first, line 1: `=== run 1 of bench.sh on host-a (LANG=C) ===`); each `Performance counter stats for` block was read in its own locale"
+        ),
+        "{:?}",
+        b.provenance.notes
+    );
+}
+
+/// A gzip-compressed export (`results.csv.gz`, `out.json.gz`) is read as the tool wrote it by
+/// every JSON and CSV importer, told apart by the gzip magic bytes as `chrome-trace` does,
+/// instead of being refused as "a NUL byte at offset 8".
+#[test]
+fn gzip_compressed_exports_are_read_by_every_text_importer() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let gzip = |from: &Path, name: &str| {
+        let to = dir.path().join(name);
+        let mut gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&to).unwrap(),
+            flate2::Compression::default(),
+        );
+        gz.write_all(&std::fs::read(from).unwrap()).unwrap();
+        gz.finish().unwrap();
+        to
+    };
+    let c = corpus();
+    for (format, file, name) in [
+        (
+            "rocprof",
+            c.join("rocprof/rocprof_v1_mi100_timestamps.csv"),
+            "results.csv.gz",
+        ),
+        (
+            "ncu",
+            c.join("ncu/olajide_rtx5070_saxpy_metrics.csv"),
+            "saxpy.csv.gz",
+        ),
+        (
+            "gbench",
+            fixture("gbench/sum_repetitions.json"),
+            "sum.json.gz",
+        ),
+        (
+            "hyperfine",
+            c.join("hyperfine/zeroows_1brc_hyperfine.json"),
+            "h.json.gz",
+        ),
+        (
+            "pytest-benchmark",
+            c.join("pytest_benchmark/gab_pytest_output.json"),
+            "p.json.gz",
+        ),
+        (
+            "proton",
+            c.join("proton/proton_test_examples_triton.json"),
+            "t.hatchet.gz",
+        ),
+        ("perf-stat", fixture("perf_stat/csv_r3.txt"), "perf.txt.gz"),
+        (
+            "callgrind",
+            c.join("callgrind/gprof2dot_bool.callgrind"),
+            "callgrind.out.gz",
+        ),
+    ] {
+        let plain = run(format, std::slice::from_ref(&file));
+        let packed = run(format, &[gzip(&file, name)]);
+        assert_eq!(plain.benchmarks.len(), packed.benchmarks.len(), "{format}");
+        for (a, b) in plain.benchmarks.iter().zip(&packed.benchmarks) {
+            let metrics = |x: &BenchmarkResult| {
+                x.metrics
+                    .iter()
+                    .map(|m| (m.name.clone(), m.values.clone()))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(metrics(a), metrics(b), "{format}: {}", a.name);
+        }
+    }
+    // A gzip file of another format is refused for what it holds, not as binary.
+    let json = dir.path().join("results.json");
+    std::fs::write(&json, "{\"rocprofiler-sdk-tool\": []}\n").unwrap();
+    let e = error("rocprof", &[gzip(&json, "results.json.gz")]);
+    assert!(!e.contains("NUL byte"), "{e}");
+}
+
+/// Proton before 2024 spelled its kernel metrics capitalised (`Count`, `Time (ns)`,
+/// `DeviceType`): read as today's keys, with a note, instead of "no benchmark was found".
+#[test]
+fn proton_older_capitalised_keys_are_read() {
+    let r = run("proton", &[fixture("proton/old_key_spelling.hatchet")]);
+    let b = benchmark(&r, "matmul_kernel");
+    assert_eq!(values(b, "time"), [2048.0]);
+    assert_eq!(values(b, "count"), [4.0]);
+    assert_eq!(values(b, "flops16"), [1e9]);
+    assert_eq!(
+        b.provenance.details["proton.device"],
+        "CUDA 0: arch 80, 108 SMs"
+    );
+    assert!(
+        has_note(
+            b,
+            "the file spells Proton's metric keys the older way (`Count`, `Time (ns)`, `DeviceType`, `DeviceId`): read as today's `count`, `time (ns)`, `device_type`, `device_id`"
+        ),
+        "{:?}",
+        b.provenance.notes
+    );
+}
+
+/// Columns that describe a dispatch are no counters: rocprof-compute's merged CSV keeps each
+/// pass's `XCC_Index` with a merge suffix (`XCC_Index_5`), and rocprofv3's `kernel_trace.csv`
+/// carries launch attributes (`Grid_Size_X`, `Workgroup_Size_Y`, `Private_Segment_Size`).
+#[test]
+fn rocprof_identity_and_launch_columns_are_not_counters() {
+    let names = |r: &RunResults| {
+        r.benchmarks
+            .iter()
+            .map(|b| {
+                let metrics: Vec<&str> = b.metrics.iter().map(|m| m.name.as_str()).collect();
+                (b.name.clone(), metrics.join(","))
+            })
+            .collect::<Vec<_>>()
+    };
+    let r = run("rocprof", &[fixture("rocprof_compute/pmc_perf.csv")]);
+    assert_eq!(
+        names(&r),
+        [(
+            "vecCopy(double*, double*, double*, int, int)".to_string(),
+            "kernel_time,SQ_WAVES,SQ_CYCLES,TCC_HIT_sum,TCC_MISS_sum,GRBM_GUI_ACTIVE".to_string()
+        )]
+    );
+    let r = run("rocprof", &[fixture("rocprofv3/kernel_trace.csv")]);
+    assert_eq!(
+        names(&r),
+        [
+            (
+                "__amd_rocclr_initHeap".to_string(),
+                "kernel_time".to_string()
+            ),
+            (
+                "taylor_base(float*, float*, unsigned long, unsigned long)".to_string(),
+                "kernel_time".to_string()
+            )
+        ]
+    );
+    let b = benchmark(
+        &r,
+        "taylor_base(float*, float*, unsigned long, unsigned long)",
+    );
+    assert_eq!(values(b, "kernel_time"), [270_192.0, 214_513.0]);
+}
+
+/// rocprofv3 `--stats` writes the same header for HIP API calls as for kernels: a file of
+/// API calls (told by its name, or by rows that all name API calls) is skipped with a note,
+/// so that a folder import does not mix `hipMalloc` with the kernels; alone, it is refused.
+#[test]
+fn rocprof_stats_of_hip_api_calls_are_not_kernels() {
+    let e = error("rocprof", &[fixture("rocprofv3/hip_api_stats.csv")]);
+    assert!(
+        e.contains("holds rocprof `--stats` of API calls or memory copies only")
+            && e.contains("not of kernels"),
+        "{e}"
+    );
+    // Under another name, told by its rows.
+    let dir = tempfile::tempdir().unwrap();
+    let renamed = dir.path().join("stats.csv");
+    std::fs::copy(fixture("rocprofv3/hip_api_stats.csv"), &renamed).unwrap();
+    let e = error("rocprof", &[renamed]);
+    assert!(e.contains("not of kernels"), "{e}");
+
+    // Beside the kernels' statistics: the kernels only, with a word.
+    let r = run(
+        "rocprof",
+        &[
+            fixture("rocprofv3/hip_api_stats.csv"),
+            fixture("rocprofv3/kernel_stats.csv"),
+        ],
+    );
+    let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "void addition_kernel<float>(float*, float const*, float const*, int, int)",
+            "__amd_rocclr_fillBufferAligned"
+        ]
+    );
+    let b = &r.benchmarks[0];
+    assert_eq!(values(b, "kernel_time"), [10480.0]);
+    assert!(
+        b.provenance.notes.iter().any(|n| n.ends_with(
+            "hip_api_stats.csv`: rocprof `--stats` of HIP API calls, not of kernels: skipped (the kernels' are in `<pid>_kernel_stats.csv`, or rocprof v1's `results.stats.csv`)"
+        )),
+        "{:?}",
+        b.provenance.notes
+    );
+}
