@@ -239,6 +239,17 @@ pub enum Conclusion {
 }
 
 impl Conclusion {
+    /// The conclusion `kgate comment` gives its check run, from a stored report (the artifact
+    /// another job uploaded, a pull request's own among them).
+    pub fn of_stored_report(report: &crate::model::report::Report) -> Conclusion {
+        use crate::model::verdict::RunVerdict;
+        match report.verdict {
+            RunVerdict::Pass => Conclusion::Success,
+            RunVerdict::Regressed | RunVerdict::Error => Conclusion::Failure,
+            RunVerdict::Inconclusive | RunVerdict::NoBaseline => Conclusion::Neutral,
+        }
+    }
+
     fn as_str(self) -> &'static str {
         match self {
             Conclusion::Success => "success",

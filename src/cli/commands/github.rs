@@ -168,14 +168,7 @@ fn post_report(
         }
     }
     if let Some(id) = check_run {
-        let summary = gh_body::fit_markdown(
-            report,
-            "",
-            "",
-            "the job summary",
-            gh_body::CHECK_SUMMARY_LIMIT_BYTES,
-            gh_body::Measure::Bytes,
-        );
+        let summary = gh_body::check_run_summary(report);
         let title = render::summary_line(report);
         match poster.runtime.block_on(
             poster
@@ -646,11 +639,7 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
             &mut errors,
         );
     }
-    let conclusion = match report.verdict {
-        RunVerdict::Pass => Conclusion::Success,
-        RunVerdict::Regressed | RunVerdict::Error => Conclusion::Failure,
-        RunVerdict::Inconclusive | RunVerdict::NoBaseline => Conclusion::Neutral,
-    };
+    let conclusion = Conclusion::of_stored_report(&report);
     let mut posted = post_report(
         &poster, &ctx, &report, &args.post, &job_id, pr, check_run, conclusion,
     );
