@@ -7,7 +7,9 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET ...]
 #
 # FUZZ_RUNS=N also stops a target after N executions (the long campaign: 10 M executions or
-# 30 minutes, whichever comes first, is `FUZZ_RUNS=10000000 scripts/fuzz.sh 1800`).
+# 30 minutes, whichever comes first, is `FUZZ_RUNS=10000000 scripts/fuzz.sh 1800`). The long
+# runs happen nightly in .github/workflows/fuzz-nightly.yml, one job per target, each with its
+# corpus kept in the Actions cache.
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz`) and nightly features: RUSTC_BOOTSTRAP=1 lets
 # the stable toolchain build it. Seeds: the conformance corpus ($KGATE_CORPUS, when set), the
@@ -40,6 +42,7 @@ seeds() {
     results) add tests/fixtures/results_v1 .kgate/baselines ;;
     compare) add fuzz/seeds/compare ;;
     report) add fuzz/seeds/report ;;
+    comment) add fuzz/seeds/report fuzz/seeds/comment ;;
   esac
   if [ -d "fuzz/regressions/$1" ]; then dirs+=("fuzz/regressions/$1"); fi
   # Nothing at all for a target without seeds (an empty line would reach libFuzzer as a
@@ -62,7 +65,12 @@ fi
 # still finds what matters most in safe Rust: panics, aborts, runaway memory and hangs.
 sanitizer="${FUZZ_SANITIZER:-address}"
 echo "building the fuzz targets (cargo fuzz build -O -s $sanitizer)…" >&2
-cargo fuzz build -O -s "$sanitizer"
+if [ $# -gt 0 ]; then
+  # Only the targets named (the nightly workflow runs one per job).
+  for t in "${targets[@]}"; do cargo fuzz build -O -s "$sanitizer" "$t"; done
+else
+  cargo fuzz build -O -s "$sanitizer"
+fi
 bin_dir="fuzz/target/$(rustc -vV | sed -n 's/^host: //p')/release"
 failed=0
 printf '%-26s %12s %8s %s\n' target executions corpus result

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""Writes the seeds of the `compare` and `report` fuzz targets (fuzz/seeds/compare/,
-fuzz/seeds/report/): pairs of results files, a NUL byte between baseline and candidate, as
-`fuzz/src/lib.rs::compare` splits them, and the JSON report `kgate compare` writes of each.
+"""Writes the seeds of the `compare`, `report` and `comment` fuzz targets (fuzz/seeds/compare/,
+fuzz/seeds/report/, fuzz/seeds/comment/): pairs of results files, a NUL byte between baseline
+and candidate, as `fuzz/src/lib.rs::compare` splits them, and the JSON report `kgate compare`
+writes of each.
 
 The results are the project's own: the example suite's stored baseline and `kgate import` of
 the test fixtures of several formats (so that each seed is in the results format this build
 writes). Each file is paired with itself and with a copy whose every other benchmark's values
 are 20 % larger (regressions and unchanged rows in one report); the baseline also with the
 imports, which have other benchmarks (new and missing ones); one more pair gives the baseline's
-benchmarks and metrics names that Markdown, HTML and a terminal would read as markup. Run it
-again after a change of the results or report format:
+benchmarks and metrics names that Markdown, HTML and a terminal would read as markup. The
+`comment` target has those reports and one more (fuzz/seeds/comment/), whose names hold the
+hidden markers of kgate's sticky comments, its own job's and another's. Run it again after a
+change of the results or report format:
 
     cargo build --release
     python3 fuzz/seeds/make_seeds.py target/release/kgate
@@ -61,6 +64,27 @@ def with_markup(text):
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
+# The hidden markers of kgate's sticky comments (`github::body::marker`), of the job ids the
+# comment target posts as and of another job's.
+MARKERS = [
+    "<!-- kgate:default -->",
+    "<!-- kgate:bench-gpu_1.x:a/b -->",
+    "<!-- kgate:other -->",
+    "x --> <!-- kgate:default",
+]
+
+
+def with_markers(text):
+    """The results with names that hold kgate's comment markers."""
+    doc = json.loads(text)
+    for k, bench in enumerate(doc.get("benchmarks", [])):
+        bench["name"] = MARKERS[k % len(MARKERS)] + f" {k}"
+        for m, metric in enumerate(bench.get("metrics", [])):
+            metric["name"] = MARKERS[(k + m + 1) % len(MARKERS)]
+            metric["unit"] = MARKERS[(k + m + 2) % len(MARKERS)]
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
 def emptied(folder):
     os.makedirs(folder, exist_ok=True)
     for old in os.listdir(folder):
@@ -71,6 +95,7 @@ def emptied(folder):
 def main(kgate):
     out = emptied(os.path.join(ROOT, "fuzz/seeds/compare"))
     reports = emptied(os.path.join(ROOT, "fuzz/seeds/report"))
+    comments = emptied(os.path.join(ROOT, "fuzz/seeds/comment"))
     files = {"baseline": open(os.path.join(ROOT, ".kgate/baselines/default.json"), "rb").read()}
     with tempfile.TemporaryDirectory() as tmp:
         for fmt, path in IMPORTS:
@@ -95,22 +120,33 @@ def main(kgate):
                 seeds[f"{name}-vs-{other}"] = (text, head)
         markup = with_markup(files["baseline"])
         seeds["markup-vs-slower"] = (markup, slower(markup))
+        markers = with_markers(files["baseline"])
+        seeds["markers-vs-slower"] = (markers, slower(markers))
         for seed, (base, head) in seeds.items():
+            # The markers' report seeds the comment target alone.
+            if seed == "markers-vs-slower":
+                report = os.path.join(comments, seed + ".json")
+                compare_into(kgate, tmp, seed, base, head, report)
+                continue
             with open(os.path.join(out, seed + ".json"), "wb") as f:
                 f.write(base + b"\0" + head)
-            sides = []
-            for side, text in (("base", base), ("head", head)):
-                sides.append(os.path.join(tmp, side + ".json"))
-                with open(sides[-1], "wb") as f:
-                    f.write(text)
-            # Exit 1 (a regression) and 2 (a benchmark that failed) come with a report too.
-            report = os.path.join(reports, seed + ".json")
-            done = subprocess.run(
-                [kgate, "compare", *sides, "--allow-fingerprint-mismatch", "--format", "json",
-                 "-o", report],
-                cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            if not os.path.exists(report):
-                sys.exit(f"kgate compare of {seed} wrote no report (exit {done.returncode})")
+            compare_into(kgate, tmp, seed, base, head, os.path.join(reports, seed + ".json"))
+
+
+def compare_into(kgate, tmp, seed, base, head, report):
+    """The JSON report `kgate compare` writes of `base` against `head`, into `report`."""
+    sides = []
+    for side, text in (("base", base), ("head", head)):
+        sides.append(os.path.join(tmp, side + ".json"))
+        with open(sides[-1], "wb") as f:
+            f.write(text)
+    # Exit 1 (a regression) and 2 (a benchmark that failed) come with a report too.
+    done = subprocess.run(
+        [kgate, "compare", *sides, "--allow-fingerprint-mismatch", "--format", "json",
+         "-o", report],
+        cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not os.path.exists(report):
+        sys.exit(f"kgate compare of {seed} wrote no report (exit {done.returncode})")
 
 
 if __name__ == "__main__":

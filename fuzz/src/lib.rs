@@ -1,14 +1,16 @@
 //! The entry points the fuzz targets drive, one per parser: each import format through its
 //! file reader, the protocol line, the configuration loader, the perf and Valgrind output
-//! parsers, a results file, `kgate compare` of two, and a stored report. They are plain
-//! functions so that the integration tests replay every input kept in `fuzz/regressions/`
-//! (and the seeds of the last two) through the same code without libFuzzer.
+//! parsers, a results file, `kgate compare` of two, a stored report, and a stored report as
+//! `kgate comment` posts it. They are plain functions so that the integration tests replay
+//! every input kept in `fuzz/regressions/` (and the seeds of the last three) through the same
+//! code without libFuzzer.
 //!
 //! What each checks beyond "no panic": an import that succeeds writes a results file that reads
 //! back (no `NaN` or infinity turned into `null`, nothing kgate cannot load again); a results
 //! file read a benchmark at a time gives what its whole text does; two compared a benchmark at
 //! a time give the report, in every format, of the two loaded whole; a stored report renders
-//! within its limits, with no script in its page.
+//! within its limits, with no script in its page; `kgate comment`'s comment keeps its marker
+//! first and alone, and its check run never passes a regressed or failed row.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -294,6 +296,114 @@ pub fn render_stored(data: &[u8]) -> bool {
     true
 }
 
+/// A stored report as `kgate comment` posts it: the artifact a fork's job uploads, read by the
+/// trusted `workflow_run` job, which loads it, writes the sticky comment and finishes the
+/// check run. Whatever the report says, the comment holds within GitHub's 65,536 characters,
+/// its marker is its first line and no kgate marker (its own or another job's, which that
+/// job's comment would then be taken for) appears again; the check-run summary holds within
+/// its 65,535 bytes, and a report fitted to smaller limits keeps within them, its header first
+/// and its footer last. The check run never concludes `success` while a benchmark row, or a
+/// gating metric row, says regressed or failed, whatever the report's own verdict says.
+pub fn comment(data: &[u8]) {
+    comment_stored(data);
+}
+
+/// [`comment`], saying whether the report loaded (and so was checked).
+pub fn comment_stored(data: &[u8]) -> bool {
+    use kgate::github::body::{self as gh_body, Measure};
+    use kgate::github::client::Conclusion;
+    use kgate::model::verdict::Verdict;
+    let path = SCRATCH.with(|d| d.path().join("comment.json"));
+    std::fs::write(&path, data).expect("the scratch folder is writable");
+    // Read as `kgate comment` reads it.
+    let Ok(mut report) = render::stored::load_report(&path) else {
+        return false;
+    };
+    // Its verdicts recomputed from its rows, as `kgate comment` does before anything is shown.
+    let reconciled = kgate::compare::adjust::reconcile(&mut report);
+    let chars = |text: &str| text.chars().count();
+    for (job_id, run_url) in [
+        ("default", None),
+        (
+            "bench-gpu_1.x:a/b",
+            Some("https://github.com/o/r/actions/runs/1"),
+        ),
+    ] {
+        gh_body::validate_job_id(job_id).expect("a valid job id");
+        let body = gh_body::comment_body(&report, job_id, run_url);
+        assert!(
+            chars(&body) <= gh_body::COMMENT_LIMIT_CHARS,
+            "a comment of {} characters",
+            chars(&body)
+        );
+        let marker = gh_body::marker(job_id);
+        assert_eq!(
+            body.lines().next(),
+            Some(marker.as_str()),
+            "the comment does not start with its marker line"
+        );
+        assert_eq!(
+            body.matches("<!-- kgate:").count(),
+            1,
+            "a kgate marker in the comment's text besides its own first line"
+        );
+    }
+    let summary = gh_body::check_run_summary(&report);
+    assert!(
+        summary.len() <= gh_body::CHECK_SUMMARY_LIMIT_BYTES,
+        "a check-run summary of {} bytes",
+        summary.len()
+    );
+    let _title = render::summary_line(&report);
+    // The folds and cuts a large report needs, on the small reports a fuzzer writes.
+    let (header, footer) = ("<!-- header -->\n", "\n<sub>footer</sub>\n");
+    for limit in [1_000, 4_000] {
+        for (measure, size) in [
+            (Measure::Chars, chars as fn(&str) -> usize),
+            (Measure::Bytes, str::len as fn(&str) -> usize),
+        ] {
+            let fitted =
+                gh_body::fit_markdown(&report, header, footer, "the job summary", limit, measure);
+            assert!(
+                size(&fitted) <= limit,
+                "fitted to {limit} ({measure:?}): {} long",
+                size(&fitted)
+            );
+            assert!(
+                fitted.starts_with(header) && fitted.ends_with(footer),
+                "fitted to {limit} ({measure:?}): the header or footer moved"
+            );
+        }
+    }
+    // The check run never passes what a row says regressed or failed.
+    let bad = |v: Verdict| matches!(v, Verdict::Regressed | Verdict::Failed);
+    let conclusion = Conclusion::of_stored_report(&report, reconciled.waived_regressions);
+    for gate in [None, Some(Conclusion::Success), Some(Conclusion::Neutral)] {
+        assert_ne!(
+            conclusion.no_better_than(gate),
+            Conclusion::Success,
+            "the gate's status made a failing or neutral check run green"
+        )
+        .then_some(())
+        .unwrap_or(());
+    }
+    if let Some(b) = report
+        .benchmarks
+        .iter()
+        .find(|b| bad(b.verdict) || b.metrics.iter().any(|m| m.gates && bad(m.verdict)))
+    {
+        assert_ne!(
+            conclusion,
+            Conclusion::Success,
+            "the check run succeeds (report verdict {:?}) though benchmark {:?} says {:?}",
+            report.verdict,
+            b.name,
+            b.verdict
+        );
+    }
+    true
+}
+
 /// A report as the terminal table, HTML and JUnit write it from its rows.
 #[derive(Debug, PartialEq)]
 struct Written {
@@ -371,6 +481,7 @@ pub fn by_target(target: &str) -> Option<fn(&[u8])> {
         "results" => results,
         "compare" => compare,
         "report" => report,
+        "comment" => comment,
         "import_protocol" => |d| import_bytes("protocol", d),
         "import_ncu" => |d| import_bytes("ncu", d),
         "import_rocprof" => |d| import_bytes("rocprof", d),

@@ -219,6 +219,18 @@ pub fn comment_body(report: &Report, job_id: &str, run_url: Option<&str>) -> Str
     )
 }
 
+/// The check run's summary: the report fitted to GitHub's limit on it, in bytes.
+pub fn check_run_summary(report: &Report) -> String {
+    fit_markdown(
+        report,
+        "",
+        "",
+        "the job summary",
+        CHECK_SUMMARY_LIMIT_BYTES,
+        Measure::Bytes,
+    )
+}
+
 /// Whether a comment is warranted under a policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommentPolicy {

@@ -239,6 +239,34 @@ pub enum Conclusion {
 }
 
 impl Conclusion {
+    /// The conclusion `kgate comment` gives its check run, from a stored report (the artifact
+    /// another job uploaded, a pull request's own among them) once its verdicts were recomputed
+    /// from its rows (`compare::adjust::reconcile`, which counts `waived_regressions`): a pass
+    /// that rests on waivers the report itself claims is neutral, since a job that only reads
+    /// the report cannot check them.
+    pub fn of_stored_report(
+        report: &crate::model::report::Report,
+        waived_regressions: usize,
+    ) -> Conclusion {
+        use crate::model::verdict::RunVerdict;
+        match report.verdict {
+            RunVerdict::Pass if waived_regressions > 0 => Conclusion::Neutral,
+            RunVerdict::Pass => Conclusion::Success,
+            RunVerdict::Regressed | RunVerdict::Error => Conclusion::Failure,
+            RunVerdict::Inconclusive | RunVerdict::NoBaseline => Conclusion::Neutral,
+        }
+    }
+
+    /// `self`, made no better than the gate's own status (`--gate-status`, from the job that
+    /// measured): that status can fail a check the rows pass, never pass one they fail.
+    pub fn no_better_than(self, gate: Option<Conclusion>) -> Conclusion {
+        match (gate, self) {
+            (Some(Conclusion::Failure), _) => Conclusion::Failure,
+            (Some(Conclusion::Neutral), Conclusion::Success) => Conclusion::Neutral,
+            _ => self,
+        }
+    }
+
     fn as_str(self) -> &'static str {
         match self {
             Conclusion::Success => "success",

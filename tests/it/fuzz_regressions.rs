@@ -62,8 +62,8 @@ fn fuzz_targets_and_entry_points_agree() {
         );
     }
     // One target per import format, plus the protocol line, the config, perf, valgrind, the
-    // results reader, the comparison and the stored report.
-    assert_eq!(names.len(), harness::IMPORT_TARGETS.len() + 7, "{names:?}");
+    // results reader, the comparison, the stored report and the stored report commented.
+    assert_eq!(names.len(), harness::IMPORT_TARGETS.len() + 8, "{names:?}");
     let manifest = std::fs::read_to_string(dir.parent().unwrap().join("Cargo.toml")).unwrap();
     for name in &names {
         assert!(
@@ -111,4 +111,26 @@ fn stored_reports_render_within_their_limits() {
         seeds += 1;
     }
     assert!(seeds >= 15, "{seeds} seeds in {}", dir.display());
+}
+
+/// The comment target's check on its seeds (the stored-report seeds and `fuzz/seeds/comment/`:
+/// a report too large for one comment, and one whose names hold kgate's comment markers), as
+/// `kgate comment` posts them: each loads, its comment fits with its marker first and alone,
+/// and no check run passes a regressed or failed row.
+#[test]
+fn stored_reports_comment_with_one_marker_and_no_passing_regression() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
+    let mut seeds = 0;
+    for dir in ["report", "comment"] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            assert!(
+                harness::comment_stored(&std::fs::read(&path).unwrap()),
+                "{} did not load, so was not checked",
+                path.display()
+            );
+            seeds += 1;
+        }
+    }
+    assert!(seeds >= 17, "{seeds} seeds in {}", root.display());
 }

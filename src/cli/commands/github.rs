@@ -167,14 +167,7 @@ fn post_report(
         }
     }
     if let Some(id) = check_run {
-        let summary = gh_body::fit_markdown(
-            report,
-            "",
-            "",
-            "the job summary",
-            gh_body::CHECK_SUMMARY_LIMIT_BYTES,
-            gh_body::Measure::Bytes,
-        );
+        let summary = gh_body::check_run_summary(report);
         let title = match title_note {
             Some(note) => format!("{note}: {}", render::summary_line(report)),
             None => render::summary_line(report),
@@ -658,38 +651,27 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
             &mut errors,
         );
     }
+    let from_rows = Conclusion::of_stored_report(&report, reconciled.waived_regressions);
     let mut title_note = None;
-    let from_rows = match report.verdict {
+    if from_rows == Conclusion::Neutral && report.verdict == RunVerdict::Pass {
         // A regression the report itself says is waived cannot be checked from the report:
         // such a pass is never green.
-        RunVerdict::Pass if reconciled.waived_regressions > 0 => {
-            let n = reconciled.waived_regressions;
-            let why = format!(
-                "{n} gating regression{} pass{} only by a waiver the report itself claims, which a job that only reads the report cannot check",
-                if n == 1 { "" } else { "s" },
-                if n == 1 { "es" } else { "" },
-            );
-            report.warnings.insert(
-                0,
-                match check_run {
-                    Some(_) => format!("{why}; the check run is neutral"),
-                    None => why,
-                },
-            );
-            title_note = Some("neutral: waivers claimed by the report");
-            Conclusion::Neutral
-        }
-        RunVerdict::Pass => Conclusion::Success,
-        RunVerdict::Regressed | RunVerdict::Error => Conclusion::Failure,
-        RunVerdict::Inconclusive | RunVerdict::NoBaseline => Conclusion::Neutral,
-    };
-    // The gate's own status (`--gate-status`, from the job that measured) can only make the
-    // conclusion worse than the rows say, never better: it is not checked against them.
-    let conclusion = match args.gate_status.map(conclusion_for) {
-        Some(Conclusion::Failure) => Conclusion::Failure,
-        Some(Conclusion::Neutral) if from_rows == Conclusion::Success => Conclusion::Neutral,
-        _ => from_rows,
-    };
+        let n = reconciled.waived_regressions;
+        let why = format!(
+            "{n} gating regression{} pass{} only by a waiver the report itself claims, which a job that only reads the report cannot check",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "es" } else { "" },
+        );
+        report.warnings.insert(
+            0,
+            match check_run {
+                Some(_) => format!("{why}; the check run is neutral"),
+                None => why,
+            },
+        );
+        title_note = Some("neutral: waivers claimed by the report");
+    }
+    let conclusion = from_rows.no_better_than(args.gate_status.map(conclusion_for));
     let mut posted = post_report(
         &poster,
         &ctx,
