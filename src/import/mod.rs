@@ -381,6 +381,8 @@ pub struct ImportContext {
     /// Which events are kernels, for formats that take a kernel selection (the default
     /// selects each format's own default).
     pub selection: trace::TraceSelection,
+    /// `--nvtx`: for `nsys`, only the kernels launched inside an NVTX range whose name matches.
+    pub nvtx: Option<regex::Regex>,
 }
 
 impl ImportContext {
@@ -389,6 +391,7 @@ impl ImportContext {
         ImportContext {
             policies,
             selection: trace::TraceSelection::default(),
+            nvtx: None,
         }
     }
 }

@@ -20,7 +20,11 @@
 //! driver `TARGET_INFO_SYSTEM_ENV`'s `NvDriverVersion`, and the Nsight Systems version that of
 //! `META_DATA_EXPORT` (`EXPORT_META_DATA` in older exports).
 //!
-//! NVTX ranges (`NVTX_EVENTS`) are not read: there is no selection of kernels by range yet.
+//! `--nvtx REGEX` takes only the launches made inside an NVTX range (`NVTX_EVENTS`, push/pop
+//! and start/end ranges) whose name matches: a launch is placed by its CUDA runtime call
+//! (`CUPTI_ACTIVITY_KIND_RUNTIME`, joined on `correlationId` within the process), whose start
+//! lies in a push/pop range of the same thread or a start/end range of the same process, as
+//! Nsight Systems' own NVTX projection places it (the kernel itself runs later, on the GPU).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -43,11 +47,11 @@ impl Importer for Nsys {
     }
 
     fn help(&self) -> &'static str {
-        "Nsight Systems SQLite export (nsys export --type sqlite): each CUDA kernel launch a sample of its kernel"
+        "Nsight Systems SQLite export (`nsys export --type sqlite`)"
     }
 
     fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
+        import(files, &ctx.policies, ctx.nvtx.as_ref())
     }
 }
 
@@ -220,6 +224,10 @@ const ATTRIBUTE_GROUPS: [(&str, &[usize]); 7] = [
 ];
 
 const KERNEL_TABLE: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+const RUNTIME_TABLE: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
+
+/// The place of the runtime call's start (then its thread) in a row of the kernel query.
+const FIRST_RUNTIME: usize = 6 + ATTRIBUTE_COLUMNS.len();
 
 const HINT: &str = "export the report with `nsys export --type sqlite REPORT.nsys-rep` and pass the `.sqlite` file";
 
@@ -251,7 +259,11 @@ enum NameCell {
 }
 
 /// Imports Nsight Systems exports.
-fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
+fn import(
+    files: &[PathBuf],
+    policies: &Policies,
+    nvtx: Option<&regex::Regex>,
+) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "nsys");
     let mut databases = Vec::new();
     let mut gpus_used: BTreeSet<i64> = BTreeSet::new();
@@ -310,7 +322,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         }
         let column = |c: &str| {
             if present.contains(c) {
-                format!("\"{c}\"")
+                format!("k.\"{c}\"")
             } else {
                 "NULL".to_string()
             }
@@ -330,8 +342,35 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             .chain(ATTRIBUTE_COLUMNS.iter())
             .map(|c| column(c))
             .collect();
+        let ranges = match nvtx {
+            Some(pattern) => Some(nvtx_ranges(db, path, tables, pattern)?),
+            None => None,
+        };
+        let (runtime, join) = if ranges.is_some() {
+            if !(tables.contains(RUNTIME_TABLE) && present.contains("correlationId")) {
+                return Err(content(
+                    path,
+                    format!(
+                        "has no CUDA runtime calls (`{RUNTIME_TABLE}`) to place the kernel launches in NVTX ranges with; profile with `nsys profile --trace=cuda,nvtx`, or import without --nvtx"
+                    ),
+                ));
+            }
+            let process = if present.contains("globalPid") {
+                " AND r.globalTid / 16777216 = k.globalPid / 16777216"
+            } else {
+                ""
+            };
+            (
+                ", r.start, r.globalTid",
+                format!(
+                    " LEFT JOIN {RUNTIME_TABLE} r ON r.correlationId = k.correlationId{process}"
+                ),
+            )
+        } else {
+            ("", String::new())
+        };
         let sql = format!(
-            "SELECT {} FROM {KERNEL_TABLE} ORDER BY start, deviceId",
+            "SELECT {}{runtime} FROM {KERNEL_TABLE} k{join} ORDER BY k.start, k.deviceId",
             select.join(", ")
         );
         let strings = tables.contains("StringIds");
@@ -375,6 +414,12 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     ),
                 ));
             };
+            if let Some(ranges) = &ranges {
+                let placed = int(FIRST_RUNTIME).zip(int(FIRST_RUNTIME + 1));
+                if !placed.is_some_and(|(at, thread)| ranges.holds(thread, at)) {
+                    continue;
+                }
+            }
             if end < start {
                 return Err(content(
                     path,
@@ -392,11 +437,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     let demangled = string(demangled)?;
                     let short = string(short)?;
                     let mangled = string(mangled)?;
-                    let Some(base) = demangled
-                        .clone()
-                        .or_else(|| short.clone())
-                        .or_else(|| mangled.clone())
-                        .filter(|n| !n.trim().is_empty())
+                    let named = |n: &Option<String>| n.clone().filter(|n| !n.trim().is_empty());
+                    let Some(base) = named(&demangled)
+                        .or_else(|| named(&short))
+                        .or_else(|| named(&mangled))
                     else {
                         return Err(content(
                             path,
@@ -475,6 +519,17 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         }
         benchmarks.device(path, device)?;
     }
+    if let Some(pattern) = nvtx {
+        if kernels.is_empty() {
+            return Err(content(
+                files.first().map(PathBuf::as_path).unwrap_or(Path::new("")),
+                format!(
+                    "no kernel was launched inside an NVTX range whose name matches `{pattern}`; check the range names (`nsys stats --report nvtx_sum`) or import without --nvtx"
+                ),
+            ));
+        }
+        details.insert("nsys.nvtx".into(), pattern.as_str().to_string());
+    }
     for kernel in &kernels {
         let (constant, varying) = kernel.attributes.parameters(&ATTRIBUTE_GROUPS);
         let result = benchmarks.get(&kernel.name).result_mut();
@@ -538,4 +593,106 @@ fn system_env(db: &Connection, tables: &BTreeSet<String>, name: &str) -> Option<
     .flatten()
     .map(|v| v.trim().to_string())
     .filter(|v| !v.is_empty())
+}
+
+/// The NVTX ranges whose name matches `--nvtx`: push/pop ranges by thread, start/end ranges by
+/// process (the serialized `globalTid` without its thread part), each as sorted, disjoint
+/// intervals.
+struct NvtxRanges {
+    by_thread: HashMap<i64, Vec<(i64, i64)>>,
+    by_process: HashMap<i64, Vec<(i64, i64)>>,
+}
+
+/// `NvtxPushPopRange` and `NvtxStartEndRange` in `ENUM_NSYS_EVENT_TYPE`.
+const PUSH_POP: i64 = 59;
+const START_END: i64 = 60;
+
+/// A serialized `globalTid`'s process (as `globalPid` serializes it): the thread is its low 24
+/// bits.
+fn process_of(global_tid: i64) -> i64 {
+    global_tid / 16_777_216
+}
+
+impl NvtxRanges {
+    /// Whether a runtime call that started at `at` on `thread` lies in a range.
+    fn holds(&self, thread: i64, at: i64) -> bool {
+        let inside = |list: Option<&Vec<(i64, i64)>>| {
+            list.is_some_and(|list| {
+                let i = list.partition_point(|&(start, _)| start <= at);
+                i > 0 && list[i - 1].1 >= at
+            })
+        };
+        inside(self.by_thread.get(&thread)) || inside(self.by_process.get(&process_of(thread)))
+    }
+}
+
+/// Sorts intervals and merges those that overlap.
+fn merged(mut list: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+    list.sort_unstable();
+    let mut out: Vec<(i64, i64)> = Vec::with_capacity(list.len());
+    for (start, end) in list {
+        match out.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => out.push((start, end)),
+        }
+    }
+    out
+}
+
+/// The ranges of `NVTX_EVENTS` whose name (`text`, or `textId` in `StringIds`) matches.
+fn nvtx_ranges(
+    db: &Connection,
+    path: &Path,
+    tables: &BTreeSet<String>,
+    pattern: &regex::Regex,
+) -> Result<NvtxRanges, ImportError> {
+    if !tables.contains("NVTX_EVENTS") {
+        return Err(content(
+            path,
+            "has no NVTX ranges (`NVTX_EVENTS`); profile with `nsys profile --trace=cuda,nvtx`, or import without --nvtx".into(),
+        ));
+    }
+    let present = columns(db, path, "NVTX_EVENTS")?;
+    let (name, join) = if present.contains("textId") && tables.contains("StringIds") {
+        (
+            "COALESCE(n.text, s.value)",
+            " LEFT JOIN StringIds s ON s.id = n.textId",
+        )
+    } else {
+        ("n.text", "")
+    };
+    let sql = format!(
+        "SELECT n.start, n.\"end\", n.globalTid, n.eventType, {name} FROM NVTX_EVENTS n{join} WHERE n.\"end\" IS NOT NULL AND n.eventType IN ({PUSH_POP}, {START_END})"
+    );
+    let mut statement = db.prepare(&sql).map_err(|e| sql_error(path, &e))?;
+    let mut rows = statement.query([]).map_err(|e| sql_error(path, &e))?;
+    let mut by_thread: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+    let mut by_process: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+    while let Some(row) = rows.next().map_err(|e| sql_error(path, &e))? {
+        let (Ok(Some(start)), Ok(Some(end)), Ok(Some(thread)), Ok(Some(kind)), Ok(Some(text))) = (
+            row.get::<_, Option<i64>>(0),
+            row.get::<_, Option<i64>>(1),
+            row.get::<_, Option<i64>>(2),
+            row.get::<_, Option<i64>>(3),
+            row.get::<_, Option<String>>(4),
+        ) else {
+            continue;
+        };
+        if !pattern.is_match(&text) {
+            continue;
+        }
+        let list = if kind == PUSH_POP {
+            by_thread.entry(thread)
+        } else {
+            by_process.entry(process_of(thread))
+        };
+        list.or_default().push((start, end));
+    }
+    Ok(NvtxRanges {
+        by_thread: by_thread.into_iter().map(|(k, v)| (k, merged(v))).collect(),
+        by_process: by_process
+            .into_iter()
+            .map(|(k, v)| (k, merged(v)))
+            .collect(),
+    })
 }

@@ -47,7 +47,7 @@ impl Importer for Rocpd {
     }
 
     fn help(&self) -> &'static str {
-        "rocprofv3 SQLite database (rocpd, `<pid>_results.db`): each kernel dispatch a sample of its kernel"
+        "rocprofv3 SQLite database (rocpd, `<pid>_results.db`)"
     }
 
     fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {

@@ -1649,3 +1649,137 @@ fn rocpd_mi300x_batched_gemm() {
     let environment = serde_json::to_string(&r.environment).unwrap();
     assert!(environment.contains("AMD Instinct MI300X"), "{environment}");
 }
+
+fn nsys_nvtx(files: &[PathBuf], pattern: &str) -> Result<RunResults, kgate::import::ImportError> {
+    let mut ctx = ImportContext::new(policies());
+    ctx.nvtx = Some(regex::Regex::new(pattern).unwrap());
+    importer("nsys").unwrap().import(files, &ctx)
+}
+
+#[test]
+fn nsys_nvtx_takes_the_launches_made_inside_matching_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("nvtx.sqlite");
+    let strings = [(1, "attention(float*)"), (2, "mlp(float*)"), (3, "step")];
+    // Launches 1–4 (correlation ids 1–4); their runtime calls at 10, 20, 30, 40 on thread 7 of
+    // process 5, except the fourth, on thread 8.
+    let launches = [
+        (100, 110, 0, 7, 1, 1, 1, 0),
+        (200, 230, 0, 7, 2, 2, 1, 0),
+        (300, 310, 0, 7, 1, 1, 1, 0),
+        (400, 440, 0, 7, 2, 2, 1, 0),
+    ];
+    let process = 5i64 << 24;
+    nsys_export(
+        &file,
+        &strings,
+        &launches,
+        &format!(
+            "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
+                 eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER,
+                 nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER);
+             INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (10, 11, 1, {t7}, 1, 3, 0, NULL),
+                 (20, 21, 1, {t7}, 2, 3, 0, NULL), (30, 31, 1, {t7}, 3, 3, 0, NULL),
+                 (40, 41, 1, {t8}, 4, 3, 0, NULL);
+             CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,
+                 rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER,
+                 endGlobalTid INTEGER, textId INTEGER, domainId INTEGER);
+             INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId) VALUES
+                 (5, 25, 59, 'forward', {t7}, NULL),
+                 (8, 12, 59, 'attn', {t7}, NULL),
+                 (25, 35, 59, NULL, {t8}, 3),
+                 (38, 45, 60, 'late', {t7}, NULL),
+                 (50, 60, 34, 'a mark', {t7}, NULL);",
+            t7 = process + 7,
+            t8 = process + 8,
+        ),
+    );
+    let db = rusqlite::Connection::open(&file).unwrap();
+    db.execute(
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = gridId + 1, globalPid = ?1",
+        [process],
+    )
+    .unwrap();
+    drop(db);
+    let taken = |pattern: &str| -> Vec<(String, Vec<f64>)> {
+        let r = nsys_nvtx(std::slice::from_ref(&file), pattern).unwrap();
+        r.benchmarks
+            .iter()
+            .map(|b| (b.name.clone(), values(b, "kernel_time")))
+            .collect()
+    };
+    // A push/pop range holds the calls of its own thread inside it.
+    assert_eq!(
+        taken("^forward$"),
+        [
+            ("attention(float*)".to_string(), vec![10.0]),
+            ("mlp(float*)".to_string(), vec![30.0]),
+        ]
+    );
+    assert_eq!(
+        taken("attn"),
+        [("attention(float*)".to_string(), vec![10.0])]
+    );
+    // A registered name (`textId`) on thread 8 holds nothing: the call at 30 is on thread 7.
+    let e = nsys_nvtx(std::slice::from_ref(&file), "^step$")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no kernel was launched inside an NVTX range"),
+        "{e}"
+    );
+    // A start/end range holds the calls of every thread of its process.
+    assert_eq!(taken("late"), [("mlp(float*)".to_string(), vec![40.0])]);
+    let r = nsys_nvtx(std::slice::from_ref(&file), "forward|late").unwrap();
+    assert_eq!(
+        r.benchmarks[0].provenance.details["nsys.nvtx"],
+        "forward|late"
+    );
+    // Without the runtime calls the launches cannot be placed.
+    let bare = dir.path().join("bare.sqlite");
+    nsys_export(&bare, &strings, &launches, "");
+    let e = nsys_nvtx(std::slice::from_ref(&bare), "x")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("has no NVTX ranges"), "{e}");
+    // Another format refuses the option.
+    let out = common::kgate(dir.path())
+        .args(["import", "rocpd", "--nvtx", "x"])
+        .arg(&bare)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        common::stderr_of(&out).contains("--nvtx applies to nsys imports only"),
+        "{}",
+        common::stderr_of(&out)
+    );
+}
+
+#[test]
+#[cfg_attr(
+    kgate_no_nsys_samples,
+    ignore = "needs nsys-ai's tests/fixtures/mfu_2gpu_{before,after}.sqlite (2.7 and 2.4 MB, not kept here): set KGATE_NSYS_SAMPLES to their folder"
+)]
+fn nsys_nvtx_selects_the_flash_attention_launches_of_the_training_step() {
+    let dir = nsys_samples();
+    let total = |r: &RunResults| -> (usize, f64) {
+        let t: Vec<f64> = r
+            .benchmarks
+            .iter()
+            .flat_map(|b| values(b, "kernel_time"))
+            .collect();
+        (t.len(), t.iter().sum())
+    };
+    // Checked against SQL that joins the launches to their runtime calls and the ranges.
+    let before = nsys_nvtx(&[dir.join("mfu_2gpu_before.sqlite")], "^FlashAttnFunc").unwrap();
+    assert_eq!(total(&before), (66, 256_586_234.0));
+    assert!(
+        before
+            .benchmarks
+            .iter()
+            .all(|b| b.name.contains("flash_fwd_kernel"))
+    );
+    let after = nsys_nvtx(&[dir.join("mfu_2gpu_after.sqlite")], "^FlashAttnFunc").unwrap();
+    assert_eq!(total(&after), (60, 240_755_667.0));
+}
