@@ -3,7 +3,12 @@
 //! (`cargo test` then counts it under "ignored"). Under `CI` the tests themselves fail on a
 //! missing prerequisite instead, so a CI run never skips silently.
 //!
-//! Only the environment is watched (`KGATE_CORPUS`); after installing a tool (google-benchmark,
+//! The profiler databases that are too large to keep in the repository are found through
+//! `KGATE_NSYS_SAMPLES` (a folder holding nsys-ai's `mfu_2gpu_before.sqlite` and
+//! `mfu_2gpu_after.sqlite`) and `KGATE_ROCPD_SAMPLE` (batched_gemm's `21_results.db`); tests
+//! that need them are ignored where they are absent, under `CI` too (CI does not fetch them).
+//!
+//! Only the environment is watched (`KGATE_CORPUS`, and the two above); after installing a tool (google-benchmark,
 //! jax for `python3`, valgrind and a C compiler, perf, cmark-gfm, setpriv), or putting the
 //! corpus at
 //! `../shared/corpus`,
@@ -15,6 +20,8 @@ fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-env-changed=KGATE_CORPUS");
     println!("cargo::rerun-if-env-changed=CI");
+    println!("cargo::rerun-if-env-changed=KGATE_NSYS_SAMPLES");
+    println!("cargo::rerun-if-env-changed=KGATE_ROCPD_SAMPLE");
     for cfg in [
         "kgate_no_corpus",
         "kgate_no_gbench",
@@ -24,10 +31,21 @@ fn main() {
         "kgate_no_dev_zero",
         "kgate_no_cmark_gfm",
         "kgate_no_setpriv",
+        "kgate_no_nsys_samples",
+        "kgate_no_rocpd_sample",
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
     let under_ci = std::env::var_os("CI").is_some();
+    let nsys = std::env::var_os("KGATE_NSYS_SAMPLES").map(std::path::PathBuf::from);
+    if !nsys.is_some_and(|d| {
+        d.join("mfu_2gpu_before.sqlite").is_file() && d.join("mfu_2gpu_after.sqlite").is_file()
+    }) {
+        println!("cargo::rustc-cfg=kgate_no_nsys_samples");
+    }
+    if !std::env::var_os("KGATE_ROCPD_SAMPLE").is_some_and(|f| Path::new(&f).is_file()) {
+        println!("cargo::rustc-cfg=kgate_no_rocpd_sample");
+    }
     let corpus = std::env::var_os("KGATE_CORPUS")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| {

@@ -356,6 +356,10 @@ pub struct ImportArgs {
     pub pid: Option<String>,
     #[arg(long, value_name = "ID|NAME", help = scope_help(|s| s.tid))]
     pub tid: Option<String>,
+    /// nsys: take only the kernels launched (their CUDA runtime call) inside an NVTX range
+    /// whose name matches this regex.
+    #[arg(long, value_name = "REGEX")]
+    pub nvtx: Option<String>,
 }
 
 /// The import formats of the registry, each with its help line.

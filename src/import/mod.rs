@@ -24,9 +24,11 @@ pub mod hyperfine;
 mod input;
 pub mod ncu;
 mod ncu_csv;
+pub mod nsys;
 pub mod protocol;
 pub mod proton;
 pub mod pytest_benchmark;
+pub mod rocpd;
 pub mod rocprof;
 pub mod trace;
 
@@ -222,7 +224,9 @@ pub struct SelectionScope {
 pub static IMPORTERS: &[&dyn Importer] = &[
     &protocol::Protocol,
     &ncu::Ncu,
+    &nsys::Nsys,
     &rocprof::Rocprof,
+    &rocpd::Rocpd,
     &trace::chrome::ChromeTrace,
     &trace::xplane::Xplane,
     &proton::Proton,
@@ -242,7 +246,9 @@ pub static IMPORTERS: &[&dyn Importer] = &[
 pub static FOLDER_FILES: &[(&str, &[&str])] = &[
     ("protocol", &["**/*.jsonl", "**/*.ndjson"]),
     ("ncu", &["**/*.csv"]),
+    ("nsys", &["**/*.sqlite"]),
     ("rocprof", &["**/*.csv"]),
+    ("rocpd", &["**/*.db"]),
     (
         "chrome-trace",
         &[
@@ -375,6 +381,8 @@ pub struct ImportContext {
     /// Which events are kernels, for formats that take a kernel selection (the default
     /// selects each format's own default).
     pub selection: trace::TraceSelection,
+    /// `--nvtx`: for `nsys`, only the kernels launched inside an NVTX range whose name matches.
+    pub nvtx: Option<regex::Regex>,
 }
 
 impl ImportContext {
@@ -383,6 +391,7 @@ impl ImportContext {
         ImportContext {
             policies,
             selection: trace::TraceSelection::default(),
+            nvtx: None,
         }
     }
 }
@@ -418,7 +427,9 @@ mod tests {
             [
                 "protocol",
                 "ncu",
+                "nsys",
                 "rocprof",
+                "rocpd",
                 "chrome-trace",
                 "xplane",
                 "proton",

@@ -947,6 +947,14 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
             import::kernel_selection_formats()
         );
     }
+    if let Some(nvtx) = &args.nvtx {
+        if importer.name() != "nsys" {
+            bail!("--nvtx applies to nsys imports only");
+        }
+        ctx.nvtx = Some(
+            regex::Regex::new(nvtx).map_err(|e| anyhow::anyhow!("invalid --nvtx pattern: {e}"))?,
+        );
+    }
     let (files, taken) = import::expand_folders(importer.name(), &args.files)?;
     for line in &taken {
         eprintln!("import: {}", escape_log(line));
