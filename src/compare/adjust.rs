@@ -82,11 +82,13 @@ pub struct Reconciled {
     pub waived_regressions: usize,
 }
 
-/// How much a benchmark verdict weighs on the gate: failed, then regressed, then inconclusive;
+/// How much a benchmark verdict weighs on the gate: failed, then incorrect, then regressed,
+/// then inconclusive;
 /// the rest pass.
 fn severity(v: Verdict) -> u8 {
     match v {
-        Verdict::Failed => 3,
+        Verdict::Failed => 4,
+        Verdict::Incorrect => 3,
         Verdict::Regressed => 2,
         Verdict::Inconclusive => 1,
         _ => 0,

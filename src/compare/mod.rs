@@ -429,6 +429,15 @@ fn new_benchmark(h: &BenchmarkResult, why_new: &str) -> BenchmarkComparison {
             profile: None,
         };
     }
+    if let Some(why) = incorrect_explanation(h) {
+        return BenchmarkComparison {
+            name: h.name.clone(),
+            verdict: Verdict::Incorrect,
+            explanation: format!("{why}; it has no baseline"),
+            metrics: Vec::new(),
+            profile: None,
+        };
+    }
     BenchmarkComparison {
         name: h.name.clone(),
         verdict: Verdict::New,
@@ -449,8 +458,9 @@ pub fn no_baseline(head: &RunResults, policy: &ComparePolicy, reason: String) ->
     Report {
         schema_version: REPORT_SCHEMA_VERSION,
         // A benchmark that failed is an error whether or not there was a baseline.
+        // So is a wrong answer a regression.
         verdict: match summary.run_verdict() {
-            RunVerdict::Error => RunVerdict::Error,
+            v @ (RunVerdict::Error | RunVerdict::Regressed) => v,
             _ => RunVerdict::NoBaseline,
         },
         summary,
@@ -545,6 +555,12 @@ fn gather_benchmark<'a>(
             return (cmp, Vec::new());
         }
     }
+    // Measured and compared as any other, so the report shows its numbers; its verdict stays
+    // `incorrect` whatever they say ([`aggregate`]).
+    if let Some(why) = incorrect_explanation(head) {
+        cmp.verdict = Verdict::Incorrect;
+        cmp.explanation = why;
+    }
     let mut tested = Vec::new();
     // By name, not by a search per metric: an ncu raw page gives a benchmark thousands.
     let base_metrics = crate::model::by_name(&base.metrics, |m| m.name.as_str());
@@ -584,9 +600,38 @@ fn gather_benchmark<'a>(
     (cmp, tested)
 }
 
-/// A benchmark's verdict: the worst of its gating metrics.
+/// Why a candidate that failed its correctness check is `incorrect`; `None` when it passed or
+/// reported no check.
+fn incorrect_explanation(head: &BenchmarkResult) -> Option<String> {
+    let c = head.correctness.as_ref().filter(|c| !c.passed)?;
+    Some(match c.detail.as_deref().filter(|d| !d.trim().is_empty()) {
+        Some(detail) => {
+            format!("failed its correctness check in the candidate: {detail}; wrong answers fail the gate whatever their speed")
+        }
+        None => "failed its correctness check in the candidate; wrong answers fail the gate whatever their speed".into(),
+    })
+}
+
+/// A benchmark's verdict: the worst of its gating metrics; `incorrect` stays so, with what
+/// its metrics alone would say added to its explanation.
 fn aggregate(cmp: &mut BenchmarkComparison) {
-    if matches!(cmp.verdict, Verdict::Missing | Verdict::Failed) && cmp.metrics.is_empty() {
+    if matches!(
+        cmp.verdict,
+        Verdict::Missing | Verdict::Failed | Verdict::Incorrect
+    ) && cmp.metrics.is_empty()
+    {
+        return;
+    }
+    if cmp.verdict == Verdict::Incorrect {
+        let why = std::mem::take(&mut cmp.explanation);
+        cmp.verdict = Verdict::Inconclusive;
+        aggregate(cmp);
+        cmp.explanation = format!(
+            "{why} (its metrics alone say {}: {})",
+            cmp.verdict.as_str(),
+            cmp.explanation
+        );
+        cmp.verdict = Verdict::Incorrect;
         return;
     }
     let gating: Vec<&MetricComparison> = cmp

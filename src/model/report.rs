@@ -249,7 +249,11 @@ impl ChartedPicker {
         evidence_metrics: impl Fn(&str) -> Vec<&'n str>,
     ) {
         let rank = |v: Verdict| match v {
-            Verdict::Regressed | Verdict::New | Verdict::Missing | Verdict::Failed => Some(0),
+            Verdict::Regressed
+            | Verdict::Incorrect
+            | Verdict::New
+            | Verdict::Missing
+            | Verdict::Failed => Some(0),
             Verdict::Improved => Some(1),
             Verdict::Inconclusive => Some(2),
             Verdict::WithinThreshold => Some(3),
@@ -314,6 +318,10 @@ pub struct Counts {
     /// compare, so the run is an error.
     #[serde(default)]
     pub failed: usize,
+    /// Benchmarks whose candidate failed its correctness check: they fail the gate whatever
+    /// their speed (the run regresses unless an error wins).
+    #[serde(default)]
+    pub incorrect: usize,
     /// Benchmarks whose only regressions are waived (their verdict leaves the waived metrics out).
     #[serde(default)]
     pub waived: usize,
@@ -335,6 +343,7 @@ impl Counts {
             Verdict::Missing => &mut self.missing,
             Verdict::Skipped => &mut self.skipped,
             Verdict::Failed => &mut self.failed,
+            Verdict::Incorrect => &mut self.incorrect,
         };
         *count += 1;
     }
@@ -343,7 +352,7 @@ impl Counts {
     pub fn run_verdict(&self) -> RunVerdict {
         if self.failed > 0 {
             RunVerdict::Error
-        } else if self.regressed > 0 {
+        } else if self.incorrect > 0 || self.regressed > 0 {
             RunVerdict::Regressed
         } else if self.inconclusive > 0 {
             RunVerdict::Inconclusive

@@ -55,6 +55,11 @@ pub struct BenchmarkResult {
     /// Why the benchmark failed, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+    /// The outcome of the benchmark's correctness check, when it reported one (a protocol
+    /// `{"correct": …}` line, a CUTLASS `Disposition`): a candidate that failed it gets the
+    /// verdict `incorrect` whatever its speed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correctness: Option<Correctness>,
     /// Warm-up runs performed and discarded.
     pub warmup: u32,
     /// Measured repetitions completed.
@@ -219,6 +224,7 @@ impl BenchmarkResult {
             parameters: BTreeMap::new(),
             status: Status::Ok,
             failure: None,
+            correctness: None,
             warmup: 0,
             repetitions: 0,
             metrics: Vec::new(),
@@ -322,6 +328,38 @@ impl SeriesIndex {
 pub enum Status {
     Ok,
     Failed,
+}
+
+/// The outcome of a benchmark's correctness check over all its repetitions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Correctness {
+    /// Whether every check reported passed; one failed check fails the benchmark.
+    pub passed: bool,
+    /// What the first failed check said (such as `max abs error 0.5 > 1e-3`), or what a
+    /// passed one said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl Correctness {
+    /// Adds one check's outcome: any failed check fails the benchmark, and the first failure's
+    /// detail is kept.
+    pub fn record(slot: &mut Option<Correctness>, passed: bool, detail: Option<String>) {
+        match slot {
+            Some(c) if !c.passed => {}
+            Some(c) if passed => {
+                if c.detail.is_none() {
+                    c.detail = detail;
+                }
+            }
+            _ => *slot = Some(Correctness { passed, detail }),
+        }
+    }
+
+    /// Whether a check was reported and failed.
+    pub fn failed(slot: &Option<Correctness>) -> bool {
+        slot.as_ref().is_some_and(|c| !c.passed)
+    }
 }
 
 /// Why a benchmark failed.

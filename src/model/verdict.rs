@@ -44,6 +44,10 @@ pub enum Verdict {
     /// It failed on a side (the baseline's or the candidate's run, or its build): nothing was
     /// measured to compare, so the run is an error (exit 2).
     Failed,
+    /// The candidate failed its correctness check (a protocol `{"correct": false}` line, a
+    /// CUTLASS `Disposition` other than `passed`): it fails the gate whatever its speed, and
+    /// the run regresses (exit 1) unless an error wins.
+    Incorrect,
 }
 
 impl Verdict {
@@ -59,6 +63,7 @@ impl Verdict {
             Verdict::Missing => "missing",
             Verdict::Skipped => "skipped",
             Verdict::Failed => "failed",
+            Verdict::Incorrect => "incorrect",
         }
     }
 }

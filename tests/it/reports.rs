@@ -273,6 +273,7 @@ pub(crate) fn fixture() -> Report {
             missing: 1,
             skipped: 0,
             failed: 0,
+            incorrect: 0,
             waived: 0,
             total: 6,
         },
