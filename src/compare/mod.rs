@@ -1224,6 +1224,60 @@ mod tests {
     }
 
     #[test]
+    fn a_wrong_candidate_is_incorrect_whatever_its_speed_with_or_without_a_baseline() {
+        use crate::model::results::Correctness;
+        let wrong = |name: &str, values: &[f64], detail: Option<&str>| {
+            let mut b = bench(name, samples(values, 0.01));
+            Correctness::record(&mut b.correctness, true, None);
+            Correctness::record(&mut b.correctness, false, detail.map(str::to_string));
+            Correctness::record(&mut b.correctness, false, Some("a later detail".into()));
+            b
+        };
+        let base = run(vec![
+            bench("faster", samples(&NEW, 0.01)),
+            bench("same", samples(&BASE, 0.01)),
+        ]);
+        let head = run(vec![
+            wrong("faster", &BASE, Some("max abs error 0.5 > 1e-3")),
+            wrong("same", &SAME, None),
+            wrong("fresh", &SAME, Some("NaN")),
+        ]);
+        let r = compare(&base, &head, &ComparePolicy::default(), Design::Files);
+        assert_eq!(r.verdict, RunVerdict::Regressed);
+        assert_eq!((r.summary.incorrect, r.summary.improved), (3, 0));
+        let faster = &r.benchmarks[0];
+        assert_eq!(faster.verdict, Verdict::Incorrect);
+        assert_eq!(faster.metrics[0].verdict, Verdict::Improved);
+        assert!(
+            faster.explanation.starts_with(
+                "failed its correctness check in the candidate: max abs error 0.5 > 1e-3; wrong answers fail the gate whatever their speed (its metrics alone say improved: "
+            ),
+            "{}",
+            faster.explanation
+        );
+        assert!(
+            r.benchmarks[1]
+                .explanation
+                .starts_with("failed its correctness check in the candidate; wrong answers"),
+            "{}",
+            r.benchmarks[1].explanation
+        );
+        assert_eq!(r.benchmarks[2].verdict, Verdict::Incorrect);
+        assert!(
+            r.benchmarks[2]
+                .explanation
+                .ends_with("; it has no baseline")
+        );
+        // Without a baseline a wrong answer still fails the run.
+        let r = no_baseline(&head, &ComparePolicy::default(), "none".into());
+        assert_eq!(r.verdict, RunVerdict::Regressed);
+        assert_eq!(r.summary.incorrect, 3);
+        // A wrong baseline gates nothing; a correct candidate is compared as ever.
+        let r = compare(&head, &base, &ComparePolicy::default(), Design::Files);
+        assert_eq!(r.summary.incorrect, 0);
+    }
+
+    #[test]
     fn run_verdicts_new_missing_and_untrusted_sources() {
         let base = run(vec![
             bench("a", samples(&BASE, 0.01)),

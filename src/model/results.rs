@@ -1316,6 +1316,28 @@ mod whole_numbers {
 mod tests {
     use super::*;
 
+    #[test]
+    fn one_failed_check_fails_the_benchmark_and_keeps_its_first_detail() {
+        let mut c = None;
+        Correctness::record(&mut c, true, Some("max abs error 1e-6".into()));
+        assert_eq!(
+            c,
+            Some(Correctness {
+                passed: true,
+                detail: Some("max abs error 1e-6".into())
+            })
+        );
+        Correctness::record(&mut c, false, Some("max abs error 0.5 > 1e-3".into()));
+        Correctness::record(&mut c, false, Some("NaN".into()));
+        Correctness::record(&mut c, true, None);
+        assert!(Correctness::failed(&c));
+        assert_eq!(
+            c.unwrap().detail.as_deref(),
+            Some("max abs error 0.5 > 1e-3")
+        );
+        assert!(!Correctness::failed(&None));
+    }
+
     /// What loading `text` from a file gives, as text to compare: the results as JSON, or the
     /// error's message (with the file's name taken out).
     fn outcome(result: Result<RunResults, ResultsError>, path: &Path) -> String {

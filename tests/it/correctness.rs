@@ -170,6 +170,22 @@ fn compare_of_imported_protocol_files_fails_a_wrong_candidate() {
     assert_eq!(report["benchmarks"][0]["verdict"], "incorrect");
     assert_eq!(report["summary"]["incorrect"], 1);
 
+    // GitHub: an error annotation, before anything else, and the comment's headline.
+    write(d, "report.json", &stdout_of(&out));
+    let stored = kgate::render::stored::load_report(&d.join("report.json")).unwrap();
+    let lines = kgate::cli::commands::github::report_annotations(&stored, 10);
+    assert!(
+        lines[0].starts_with("::error title=kgate%3A work incorrect::failed its correctness check in the candidate: max abs error 0.5 > 1e-3"),
+        "{lines:?}"
+    );
+    let body = kgate::github::body::comment_body(&stored, "default", None);
+    assert!(body.contains("kgate: REGRESSED: 1 incorrect,"), "{body}");
+    // A stored report's incorrect verdict is kept without a warning (its rows cannot show it).
+    let mut reconciled = stored.clone();
+    let found = kgate::compare::adjust::reconcile(&mut reconciled);
+    assert!(found.warnings.is_empty(), "{:?}", found.warnings);
+    assert_eq!(reconciled, stored);
+
     // A correct candidate passes (faster: improved), and a wrong baseline gates nothing.
     let out = kgate(d)
         .args(["compare", "head.json", "base.json", "--format", "json"])
