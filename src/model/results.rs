@@ -330,6 +330,9 @@ pub enum Status {
     Failed,
 }
 
+/// The most characters of a correctness check's detail kept (it is shown in every report).
+pub const CORRECTNESS_DETAIL_CHARS: usize = 500;
+
 /// The outcome of a benchmark's correctness check over all its repetitions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Correctness {
@@ -345,6 +348,10 @@ impl Correctness {
     /// Adds one check's outcome: any failed check fails the benchmark, and the first failure's
     /// detail is kept.
     pub fn record(slot: &mut Option<Correctness>, passed: bool, detail: Option<String>) {
+        let detail = detail.map(|d| match d.char_indices().nth(CORRECTNESS_DETAIL_CHARS) {
+            Some((at, _)) => format!("{}…", &d[..at]),
+            None => d,
+        });
         match slot {
             Some(c) if !c.passed => {}
             Some(c) if passed => {
@@ -1336,6 +1343,11 @@ mod tests {
             Some("max abs error 0.5 > 1e-3")
         );
         assert!(!Correctness::failed(&None));
+        let mut long = None;
+        Correctness::record(&mut long, false, Some("é".repeat(600)));
+        let kept = long.unwrap().detail.unwrap();
+        assert_eq!(kept.chars().count(), CORRECTNESS_DETAIL_CHARS + 1);
+        assert!(kept.ends_with("é…"));
     }
 
     /// What loading `text` from a file gives, as text to compare: the results as JSON, or the
