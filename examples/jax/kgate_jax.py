@@ -9,7 +9,8 @@
   `jax.profiler.TraceAnnotation` named after the kernel, so that a profile taken around it
   names each launch too (`kgate import xplane --kernel '^NAME$'`).
 - `report()` writes kgate's protocol lines to the file `$KGATE_PROTOCOL_FILE` names (stdout
-  when run outside kgate).
+  when run outside kgate); `report_correct()` writes the outcome of the benchmark's correctness
+  check the same way.
 
 What this module cannot do (TPU counters under an old jax or off a TPU) fails the repetition
 with the reason, since kgate shows a benchmark's stderr only when it fails.
@@ -94,6 +95,22 @@ def report(metric, values, unit="ns", source="timer", benchmark=None):
         if benchmark is not None:
             line["benchmark"] = benchmark
         lines.append(json.dumps(line))
+    _write(lines)
+
+
+def report_correct(correct, detail=None, benchmark=None):
+    """Writes the outcome of the benchmark's correctness check as a protocol line
+    (`{"correct": false, "detail": "max abs error 0.5 > 1e-3"}`): a candidate that reports
+    `false` fails kgate's gate as `incorrect`, whatever its speed."""
+    line = {"correct": bool(correct)}
+    if detail is not None:
+        line["detail"] = str(detail)
+    if benchmark is not None:
+        line["benchmark"] = benchmark
+    _write([json.dumps(line)])
+
+
+def _write(lines):
     path = os.environ.get("KGATE_PROTOCOL_FILE")
     if path:
         with open(path, "a", encoding="utf-8") as f:

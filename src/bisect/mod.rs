@@ -693,7 +693,8 @@ fn record(
 /// How a benchmark's verdict against GOOD answers the search.
 pub fn step_outcome(verdict: Verdict) -> StepOutcome {
     match verdict {
-        Verdict::Regressed => StepOutcome::Bad,
+        // A wrong answer is as bad as a slow one.
+        Verdict::Regressed | Verdict::Incorrect => StepOutcome::Bad,
         Verdict::Inconclusive => StepOutcome::Inconclusive,
         // Identical code is no regression, and cost nothing to find out.
         Verdict::Unchanged

@@ -82,11 +82,13 @@ pub struct Reconciled {
     pub waived_regressions: usize,
 }
 
-/// How much a benchmark verdict weighs on the gate: failed, then regressed, then inconclusive;
+/// How much a benchmark verdict weighs on the gate: failed, then incorrect, then regressed,
+/// then inconclusive;
 /// the rest pass.
 fn severity(v: Verdict) -> u8 {
     match v {
-        Verdict::Failed => 3,
+        Verdict::Failed => 4,
+        Verdict::Incorrect => 3,
         Verdict::Regressed => 2,
         Verdict::Inconclusive => 1,
         _ => 0,
@@ -131,6 +133,11 @@ pub fn reconcile(report: &mut Report) -> Reconciled {
             .iter()
             .filter(|m| m.gates && m.waived && m.verdict == Verdict::Regressed)
             .count();
+        // A wrong answer is not in the rows (they say how fast it was): the verdict can only
+        // make the run worse than they do, so it is kept without a word.
+        if b.verdict == Verdict::Incorrect {
+            continue;
+        }
         let Some(rows) = rows_verdict(b) else {
             continue;
         };

@@ -429,6 +429,15 @@ fn new_benchmark(h: &BenchmarkResult, why_new: &str) -> BenchmarkComparison {
             profile: None,
         };
     }
+    if let Some(why) = incorrect_explanation(h) {
+        return BenchmarkComparison {
+            name: h.name.clone(),
+            verdict: Verdict::Incorrect,
+            explanation: format!("{why}; it has no baseline"),
+            metrics: Vec::new(),
+            profile: None,
+        };
+    }
     BenchmarkComparison {
         name: h.name.clone(),
         verdict: Verdict::New,
@@ -449,8 +458,9 @@ pub fn no_baseline(head: &RunResults, policy: &ComparePolicy, reason: String) ->
     Report {
         schema_version: REPORT_SCHEMA_VERSION,
         // A benchmark that failed is an error whether or not there was a baseline.
+        // So is a wrong answer a regression.
         verdict: match summary.run_verdict() {
-            RunVerdict::Error => RunVerdict::Error,
+            v @ (RunVerdict::Error | RunVerdict::Regressed) => v,
             _ => RunVerdict::NoBaseline,
         },
         summary,
@@ -558,6 +568,12 @@ fn gather_benchmark<'a>(
         );
         return (cmp, Vec::new());
     }
+    // Measured and compared as any other, so the report shows its numbers; its verdict stays
+    // `incorrect` whatever they say ([`aggregate`]).
+    if let Some(why) = incorrect_explanation(head) {
+        cmp.verdict = Verdict::Incorrect;
+        cmp.explanation = why;
+    }
     let mut tested = Vec::new();
     // By name, not by a search per metric: an ncu raw page gives a benchmark thousands.
     let base_metrics = crate::model::by_name(&base.metrics, |m| m.name.as_str());
@@ -597,13 +613,38 @@ fn gather_benchmark<'a>(
     (cmp, tested)
 }
 
-/// A benchmark's verdict: the worst of its gating metrics.
+/// Why a candidate that failed its correctness check is `incorrect`; `None` when it passed or
+/// reported no check.
+fn incorrect_explanation(head: &BenchmarkResult) -> Option<String> {
+    let c = head.correctness.as_ref().filter(|c| !c.passed)?;
+    Some(match c.detail.as_deref().filter(|d| !d.trim().is_empty()) {
+        Some(detail) => {
+            format!("failed its correctness check in the candidate: {detail}; wrong answers fail the gate whatever their speed")
+        }
+        None => "failed its correctness check in the candidate; wrong answers fail the gate whatever their speed".into(),
+    })
+}
+
+/// A benchmark's verdict: the worst of its gating metrics; `incorrect` stays so, with what
+/// its metrics alone would say added to its explanation.
 fn aggregate(cmp: &mut BenchmarkComparison) {
     if matches!(
         cmp.verdict,
-        Verdict::Missing | Verdict::Failed | Verdict::Identical
+        Verdict::Missing | Verdict::Failed | Verdict::Identical | Verdict::Incorrect
     ) && cmp.metrics.is_empty()
     {
+        return;
+    }
+    if cmp.verdict == Verdict::Incorrect {
+        let why = std::mem::take(&mut cmp.explanation);
+        cmp.verdict = Verdict::Inconclusive;
+        aggregate(cmp);
+        cmp.explanation = format!(
+            "{why} (its metrics alone say {}: {})",
+            cmp.verdict.as_str(),
+            cmp.explanation
+        );
+        cmp.verdict = Verdict::Incorrect;
         return;
     }
     let gating: Vec<&MetricComparison> = cmp
@@ -1193,6 +1234,60 @@ mod tests {
         for one_side in ["fresh", "gone"] {
             assert!(!evidence.benchmark(one_side).unwrap().metrics.is_empty());
         }
+    }
+
+    #[test]
+    fn a_wrong_candidate_is_incorrect_whatever_its_speed_with_or_without_a_baseline() {
+        use crate::model::results::Correctness;
+        let wrong = |name: &str, values: &[f64], detail: Option<&str>| {
+            let mut b = bench(name, samples(values, 0.01));
+            Correctness::record(&mut b.correctness, true, None);
+            Correctness::record(&mut b.correctness, false, detail.map(str::to_string));
+            Correctness::record(&mut b.correctness, false, Some("a later detail".into()));
+            b
+        };
+        let base = run(vec![
+            bench("faster", samples(&NEW, 0.01)),
+            bench("same", samples(&BASE, 0.01)),
+        ]);
+        let head = run(vec![
+            wrong("faster", &BASE, Some("max abs error 0.5 > 1e-3")),
+            wrong("same", &SAME, None),
+            wrong("fresh", &SAME, Some("NaN")),
+        ]);
+        let r = compare(&base, &head, &ComparePolicy::default(), Design::Files);
+        assert_eq!(r.verdict, RunVerdict::Regressed);
+        assert_eq!((r.summary.incorrect, r.summary.improved), (3, 0));
+        let faster = &r.benchmarks[0];
+        assert_eq!(faster.verdict, Verdict::Incorrect);
+        assert_eq!(faster.metrics[0].verdict, Verdict::Improved);
+        assert!(
+            faster.explanation.starts_with(
+                "failed its correctness check in the candidate: max abs error 0.5 > 1e-3; wrong answers fail the gate whatever their speed (its metrics alone say improved: "
+            ),
+            "{}",
+            faster.explanation
+        );
+        assert!(
+            r.benchmarks[1]
+                .explanation
+                .starts_with("failed its correctness check in the candidate; wrong answers"),
+            "{}",
+            r.benchmarks[1].explanation
+        );
+        assert_eq!(r.benchmarks[2].verdict, Verdict::Incorrect);
+        assert!(
+            r.benchmarks[2]
+                .explanation
+                .ends_with("; it has no baseline")
+        );
+        // Without a baseline a wrong answer still fails the run.
+        let r = no_baseline(&head, &ComparePolicy::default(), "none".into());
+        assert_eq!(r.verdict, RunVerdict::Regressed);
+        assert_eq!(r.summary.incorrect, 3);
+        // A wrong baseline gates nothing; a correct candidate is compared as ever.
+        let r = compare(&head, &base, &ComparePolicy::default(), Design::Files);
+        assert_eq!(r.summary.incorrect, 0);
     }
 
     #[test]

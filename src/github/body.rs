@@ -63,7 +63,7 @@ pub fn carries_marker(body: &str, marker: &str) -> bool {
 
 fn importance(m: &MetricComparison) -> (u8, u64) {
     let rank = match m.verdict {
-        Verdict::Failed | Verdict::Regressed => 0,
+        Verdict::Failed | Verdict::Incorrect | Verdict::Regressed => 0,
         Verdict::Inconclusive => 1,
         Verdict::Missing => 2,
         Verdict::Improved => 3,
@@ -116,7 +116,11 @@ fn keep_rows(report: &Report, rows: &[(usize, usize)], keep: usize, metricless: 
                 && !had
                 && matches!(
                     b.verdict,
-                    Verdict::Regressed | Verdict::Failed | Verdict::Inconclusive | Verdict::Missing
+                    Verdict::Regressed
+                        | Verdict::Failed
+                        | Verdict::Incorrect
+                        | Verdict::Inconclusive
+                        | Verdict::Missing
                 ))
     });
     reduced
@@ -278,9 +282,16 @@ impl CommentPolicy {
         match self {
             CommentPolicy::Always => true,
             CommentPolicy::OnChange => {
-                s.failed + s.regressed + s.improved + s.inconclusive + s.new + s.missing > 0
+                s.failed
+                    + s.incorrect
+                    + s.regressed
+                    + s.improved
+                    + s.inconclusive
+                    + s.new
+                    + s.missing
+                    > 0
             }
-            CommentPolicy::OnRegression => s.failed + s.regressed > 0,
+            CommentPolicy::OnRegression => s.failed + s.incorrect + s.regressed > 0,
             CommentPolicy::Never => false,
         }
     }

@@ -17,6 +17,7 @@ pub mod builder;
 mod bytes;
 pub mod counters;
 pub mod criterion;
+pub mod cutlass;
 mod decimal;
 pub mod device;
 pub mod gbench;
@@ -234,6 +235,7 @@ pub static IMPORTERS: &[&dyn Importer] = &[
     &pytest_benchmark::PytestBenchmark,
     &hyperfine::Hyperfine,
     &criterion::Criterion,
+    &cutlass::Cutlass,
     &counters::PERF_STAT,
     &counters::CALLGRIND,
     &counters::CACHEGRIND,
@@ -265,6 +267,7 @@ pub static FOLDER_FILES: &[(&str, &[&str])] = &[
     ("hyperfine", &["**/*.json"]),
     // A `new` folder itself, or every benchmark's `new` below `target/criterion`.
     ("criterion", &["estimates.json", "**/new/estimates.json"]),
+    ("cutlass", &["**/*.csv"]),
     ("perf-stat", &["**/*.txt", "**/*.log", "**/*.perf"]),
     ("callgrind", &["**/callgrind.out*", "**/*.callgrind"]),
     ("cachegrind", &["**/cachegrind.out*", "**/*.cgout"]),
@@ -437,6 +440,7 @@ mod tests {
                 "pytest-benchmark",
                 "hyperfine",
                 "criterion",
+                "cutlass",
                 "perf-stat",
                 "callgrind",
                 "cachegrind",

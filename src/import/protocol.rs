@@ -63,6 +63,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 }
                 protocol::ProtocolLine::Counter(c) => held.timed.push_counter(c),
                 protocol::ProtocolLine::Kernel(k) => held.timed.push_kernel(k),
+                protocol::ProtocolLine::Correctness(c) => {
+                    let name = c.benchmark.as_deref().unwrap_or(&stem);
+                    benchmarks.get(name).add_correctness(c);
+                }
             }
             Ok(())
         })?;

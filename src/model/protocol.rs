@@ -94,6 +94,22 @@ pub struct KernelLine {
     pub exact: Option<(i128, i128)>,
 }
 
+/// The outcome of the benchmark's own correctness check: `{"correct": false, "detail": "max
+/// abs error 0.5 > 1e-3"}`. One repetition reporting `false` makes the benchmark incorrect
+/// (the first such detail is kept), whatever its speed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CorrectnessLine {
+    /// Whether the output matched the reference.
+    pub correct: bool,
+    /// What the check found, such as `max abs error 0.5 > 1e-3`.
+    #[serde(default)]
+    pub detail: Option<String>,
+    /// Benchmark the outcome belongs to, when one file holds several.
+    #[serde(default)]
+    pub benchmark: Option<String>,
+}
+
 /// One protocol line (this type documents the format in `schemas/protocol.schema.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
@@ -101,6 +117,7 @@ pub enum ProtocolLine {
     Measurement(MeasurementLine),
     Counter(CounterLine),
     Kernel(KernelLine),
+    Correctness(CorrectnessLine),
 }
 
 impl ProtocolLine {
@@ -110,6 +127,7 @@ impl ProtocolLine {
             ProtocolLine::Measurement(m) => m.benchmark.as_deref(),
             ProtocolLine::Counter(c) => c.benchmark.as_deref(),
             ProtocolLine::Kernel(k) => k.benchmark.as_deref(),
+            ProtocolLine::Correctness(c) => c.benchmark.as_deref(),
         }
     }
 }
@@ -189,11 +207,15 @@ fn exact_integer(n: &serde_json::Number) -> Option<i128> {
 /// A line read straight into the struct of its kind, tried in the order [`parse_object`] tells
 /// the kinds apart: a line read as a measurement has the key `metric`; as a counter, the key
 /// `counter` and not `metric` (no key of another kind is allowed); as a kernel, `kernel` and
-/// neither other. So a line read here is the line [`parse_object`] gives; `None` for any
-/// other, including every wrong line, whose message [`parse_object`] words.
+/// neither other; as a correctness outcome, `correct` and none of the others. So a line read
+/// here is the line [`parse_object`] gives; `None` for any other, including every wrong line,
+/// whose message [`parse_object`] words.
 fn parse_direct(text: &str) -> Option<ProtocolLine> {
     if let Ok(m) = serde_json::from_str::<MeasurementLine>(text) {
         return Some(ProtocolLine::Measurement(m));
+    }
+    if let Ok(c) = serde_json::from_str::<CorrectnessLine>(text) {
+        return Some(ProtocolLine::Correctness(c));
     }
     if let Ok(c) = serde_json::from_str::<CounterText>(text) {
         return Some(ProtocolLine::Counter(CounterLine {
@@ -231,9 +253,11 @@ fn parse_object(text: &str) -> Result<Option<ProtocolLine>, String> {
         CounterLine::deserialize(&value).map(ProtocolLine::Counter)
     } else if obj.contains_key("kernel") {
         KernelLine::deserialize(&value).map(ProtocolLine::Kernel)
+    } else if obj.contains_key("correct") {
+        CorrectnessLine::deserialize(&value).map(ProtocolLine::Correctness)
     } else {
         return Err(
-            "the object has none of the keys `metric`, `counter` or `kernel`; see the protocol in docs/configuration.md"
+            "the object has none of the keys `metric`, `counter`, `kernel` or `correct`; see the protocol in docs/configuration.md"
                 .into(),
         );
     };
@@ -245,7 +269,7 @@ fn parse_object(text: &str) -> Result<Option<ProtocolLine>, String> {
     match &mut line {
         ProtocolLine::Counter(c) => c.t_exact = integer("t_ns"),
         ProtocolLine::Kernel(k) => k.exact = integer("start_ns").zip(integer("end_ns")),
-        ProtocolLine::Measurement(_) => {}
+        ProtocolLine::Measurement(_) | ProtocolLine::Correctness(_) => {}
     }
     Ok(Some(line))
 }
@@ -413,6 +437,7 @@ fn check(line: &ProtocolLine) -> Result<(), String> {
             }
             Ok(())
         }
+        ProtocolLine::Correctness(_) => Ok(()),
     }
 }
 
@@ -559,6 +584,28 @@ mod tests {
             })
         ));
         assert_eq!(parse_line("   ").unwrap(), None);
+        let c = parse_line(
+            r#"{"correct": false, "detail": "max abs error 0.5 > 1e-3", "benchmark": "mm"}"#,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            c,
+            ProtocolLine::Correctness(CorrectnessLine {
+                correct: false,
+                detail: Some("max abs error 0.5 > 1e-3".into()),
+                benchmark: Some("mm".into()),
+            })
+        );
+        assert_eq!(c.benchmark(), Some("mm"));
+        assert!(matches!(
+            parse_line(r#"{"correct": true}"#).unwrap().unwrap(),
+            ProtocolLine::Correctness(CorrectnessLine {
+                correct: true,
+                detail: None,
+                ..
+            })
+        ));
     }
 
     #[test]
@@ -575,7 +622,12 @@ mod tests {
             ),
             (
                 r#"{"value": 3}"#,
-                "none of the keys `metric`, `counter` or `kernel`",
+                "none of the keys `metric`, `counter`, `kernel` or `correct`",
+            ),
+            (r#"{"correct": false, "why": "off"}"#, "unknown field `why`"),
+            (
+                r#"{"correct": "no"}"#,
+                "invalid type: string \"no\", expected a boolean",
             ),
             (r#"[1, 2]"#, "not a JSON object"),
             (
@@ -637,13 +689,16 @@ mod tests {
             r#"{"kernel": "k", "start_ns": 10, "end_ns": 5}"#,
             r#"{"kernel": "k", "start_ns": 1, "end_ns": 2, "metric": "m"}"#,
             r#"["k", 1, 2]"#,
+            r#"{"correct": false, "detail": "max abs error 0.5 > 1e-3"}"#,
+            r#"{"correct": true, "metric": "t", "value": 1}"#,
+            r#"{"correct": 1}"#,
         ];
         for line in lines {
             assert_eq!(parse_line(line), parse_object(line), "{line}");
         }
         // The lines of each kind are read the direct way, exact times included.
         for line in [
-            lines[0], lines[1], lines[15], lines[16], lines[24], lines[25],
+            lines[0], lines[1], lines[15], lines[16], lines[24], lines[25], lines[29],
         ] {
             assert!(parse_direct(line).is_some(), "{line}");
         }
@@ -679,7 +734,7 @@ mod tests {
             match parse_line(line).unwrap().unwrap() {
                 ProtocolLine::Counter(c) => timed.push_counter(c),
                 ProtocolLine::Kernel(k) => timed.push_kernel(k),
-                ProtocolLine::Measurement(_) => unreachable!(),
+                ProtocolLine::Measurement(_) | ProtocolLine::Correctness(_) => unreachable!(),
             }
         }
         // Three series (the core makes another), each reading once.

@@ -249,7 +249,11 @@ impl ChartedPicker {
         evidence_metrics: impl Fn(&str) -> Vec<&'n str>,
     ) {
         let rank = |v: Verdict| match v {
-            Verdict::Regressed | Verdict::New | Verdict::Missing | Verdict::Failed => Some(0),
+            Verdict::Regressed
+            | Verdict::Incorrect
+            | Verdict::New
+            | Verdict::Missing
+            | Verdict::Failed => Some(0),
             Verdict::Improved => Some(1),
             Verdict::Inconclusive => Some(2),
             Verdict::WithinThreshold => Some(3),
@@ -317,6 +321,10 @@ pub struct Counts {
     /// Benchmarks not measured because their identity digest was the same on both sides.
     #[serde(default)]
     pub identical: usize,
+    /// Benchmarks whose candidate failed its correctness check: they fail the gate whatever
+    /// their speed (the run regresses unless an error wins).
+    #[serde(default)]
+    pub incorrect: usize,
     /// Benchmarks whose only regressions are waived (their verdict leaves the waived metrics out).
     #[serde(default)]
     pub waived: usize,
@@ -339,6 +347,7 @@ impl Counts {
             Verdict::Skipped => &mut self.skipped,
             Verdict::Failed => &mut self.failed,
             Verdict::Identical => &mut self.identical,
+            Verdict::Incorrect => &mut self.incorrect,
         };
         *count += 1;
     }
@@ -347,7 +356,7 @@ impl Counts {
     pub fn run_verdict(&self) -> RunVerdict {
         if self.failed > 0 {
             RunVerdict::Error
-        } else if self.regressed > 0 {
+        } else if self.incorrect > 0 || self.regressed > 0 {
             RunVerdict::Regressed
         } else if self.inconclusive > 0 {
             RunVerdict::Inconclusive

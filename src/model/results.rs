@@ -55,6 +55,11 @@ pub struct BenchmarkResult {
     /// Why the benchmark failed, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+    /// The outcome of the benchmark's correctness check, when it reported one (a protocol
+    /// `{"correct": …}` line, a CUTLASS `Disposition`): a candidate that failed it gets the
+    /// verdict `incorrect` whatever its speed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correctness: Option<Correctness>,
     /// Warm-up runs performed and discarded.
     pub warmup: u32,
     /// Measured repetitions completed.
@@ -224,6 +229,7 @@ impl BenchmarkResult {
             parameters: BTreeMap::new(),
             status: Status::Ok,
             failure: None,
+            correctness: None,
             warmup: 0,
             repetitions: 0,
             metrics: Vec::new(),
@@ -328,6 +334,45 @@ impl SeriesIndex {
 pub enum Status {
     Ok,
     Failed,
+}
+
+/// The most characters of a correctness check's detail kept (it is shown in every report).
+pub const CORRECTNESS_DETAIL_CHARS: usize = 500;
+
+/// The outcome of a benchmark's correctness check over all its repetitions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Correctness {
+    /// Whether every check reported passed; one failed check fails the benchmark.
+    pub passed: bool,
+    /// What the first failed check said (such as `max abs error 0.5 > 1e-3`), or what a
+    /// passed one said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl Correctness {
+    /// Adds one check's outcome: any failed check fails the benchmark, and the first failure's
+    /// detail is kept.
+    pub fn record(slot: &mut Option<Correctness>, passed: bool, detail: Option<String>) {
+        let detail = detail.map(|d| match d.char_indices().nth(CORRECTNESS_DETAIL_CHARS) {
+            Some((at, _)) => format!("{}…", &d[..at]),
+            None => d,
+        });
+        match slot {
+            Some(c) if !c.passed => {}
+            Some(c) if passed => {
+                if c.detail.is_none() {
+                    c.detail = detail;
+                }
+            }
+            _ => *slot = Some(Correctness { passed, detail }),
+        }
+    }
+
+    /// Whether a check was reported and failed.
+    pub fn failed(slot: &Option<Correctness>) -> bool {
+        slot.as_ref().is_some_and(|c| !c.passed)
+    }
 }
 
 /// Why a benchmark failed.
@@ -1283,6 +1328,33 @@ mod whole_numbers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_failed_check_fails_the_benchmark_and_keeps_its_first_detail() {
+        let mut c = None;
+        Correctness::record(&mut c, true, Some("max abs error 1e-6".into()));
+        assert_eq!(
+            c,
+            Some(Correctness {
+                passed: true,
+                detail: Some("max abs error 1e-6".into())
+            })
+        );
+        Correctness::record(&mut c, false, Some("max abs error 0.5 > 1e-3".into()));
+        Correctness::record(&mut c, false, Some("NaN".into()));
+        Correctness::record(&mut c, true, None);
+        assert!(Correctness::failed(&c));
+        assert_eq!(
+            c.unwrap().detail.as_deref(),
+            Some("max abs error 0.5 > 1e-3")
+        );
+        assert!(!Correctness::failed(&None));
+        let mut long = None;
+        Correctness::record(&mut long, false, Some("é".repeat(600)));
+        let kept = long.unwrap().detail.unwrap();
+        assert_eq!(kept.chars().count(), CORRECTNESS_DETAIL_CHARS + 1);
+        assert!(kept.ends_with("é…"));
+    }
 
     /// What loading `text` from a file gives, as text to compare: the results as JSON, or the
     /// error's message (with the file's name taken out).

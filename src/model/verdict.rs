@@ -47,6 +47,10 @@ pub enum Verdict {
     /// Not measured: what its performance depends on (`identity:`) has the same digest on both
     /// sides, and so does its declaration. It passes.
     Identical,
+    /// The candidate failed its correctness check (a protocol `{"correct": false}` line, a
+    /// CUTLASS `Disposition` other than `passed`): it fails the gate whatever its speed, and
+    /// the run regresses (exit 1) unless an error wins.
+    Incorrect,
 }
 
 impl Verdict {
@@ -63,6 +67,7 @@ impl Verdict {
             Verdict::Skipped => "skipped",
             Verdict::Failed => "failed",
             Verdict::Identical => "identical",
+            Verdict::Incorrect => "incorrect",
         }
     }
 }

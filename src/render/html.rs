@@ -29,7 +29,7 @@ pub struct HtmlExporter;
 pub(crate) const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em;color:#222;max-width:1100px}\
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right;white-space:nowrap}\
 td:first-child,th:first-child,td.l{text-align:left}.regressed{color:#b00020;font-weight:600}\
-.improved{color:#1b7f3b;font-weight:600}.inconclusive{color:#9a6700}.missing,.new{color:#0969da}.failed{color:#cf222e;font-weight:600}\
+.improved{color:#1b7f3b;font-weight:600}.inconclusive{color:#9a6700}.missing,.new{color:#0969da}.failed,.incorrect{color:#cf222e;font-weight:600}\
 section{border-top:1px solid #ddd;margin-top:1.5em}pre{background:#f6f8fa;padding:.5em;overflow:auto}\
 .legend span{display:inline-block;width:1em;height:.6em;margin:0 .3em 0 1em}figure{margin:.5em 0}";
 

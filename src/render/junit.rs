@@ -3,7 +3,9 @@
 //! One `<testcase>` per benchmark and metric (classname = benchmark, name = metric); a
 //! regression is a `<failure>`, an inconclusive gating metric is `<skipped>` (undecided, not
 //! passed), a benchmark missing from or failed in the candidate is an `<error>`. Benchmarks
-//! without metrics (new, missing) get one test case named after the benchmark.
+//! without metrics (new, missing) get one test case named after the benchmark, and so does an
+//! incorrect one (its candidate failed its correctness check), before its metrics: a
+//! `<failure type="incorrect">`.
 
 use crate::model::report::{BenchmarkComparison, MetricComparison, Report, ReportRows};
 use crate::model::units::{format_change, format_value};
@@ -43,6 +45,8 @@ fn benchmark_outcome(b: &BenchmarkComparison) -> Outcome {
     match b.verdict {
         // Nothing was measured on a side: the run is an error (exit 2), and so is its case.
         Verdict::Failed => Outcome::Error,
+        // A wrong answer fails the gate whatever the metrics say.
+        Verdict::Incorrect => Outcome::Failure,
         // Removed from the suite, or not run: no test happened, and nothing failed.
         Verdict::Missing | Verdict::Skipped => Outcome::Skipped,
         _ => Outcome::Passed,
@@ -53,7 +57,7 @@ fn benchmark_outcome(b: &BenchmarkComparison) -> Outcome {
 fn tally<B: ReportRows>(report: &Report<B>) -> std::io::Result<Tally> {
     let mut tally = Tally::default();
     report.benchmarks.each_row(&mut |b| {
-        let bare = b.metrics.is_empty().then(|| benchmark_outcome(b));
+        let bare = has_own_case(b).then(|| benchmark_outcome(b));
         for outcome in bare.into_iter().chain(b.metrics.iter().map(metric_outcome)) {
             tally.tests += 1;
             match outcome {
@@ -108,8 +112,17 @@ fn metric_case(b: &BenchmarkComparison, m: &MetricComparison) -> String {
     )
 }
 
+/// Whether the benchmark gets a test case of its own: one without metrics, or an incorrect one.
+fn has_own_case(b: &BenchmarkComparison) -> bool {
+    b.metrics.is_empty() || b.verdict == Verdict::Incorrect
+}
+
 fn benchmark_case(b: &BenchmarkComparison) -> String {
     let body = match benchmark_outcome(b) {
+        Outcome::Failure => format!(
+            "<failure message=\"{0}\" type=\"incorrect\">{0}</failure>",
+            escape_html(&b.explanation)
+        ),
         Outcome::Error => format!(
             "<error message=\"{}\" type=\"failed\"/>",
             escape_html(&b.explanation)
@@ -167,7 +180,7 @@ impl JunitExporter {
             escape_html(&summary_line_of(report)?)
         )?;
         report.benchmarks.each_row(&mut |b| {
-            if b.metrics.is_empty() {
+            if has_own_case(b) {
                 out.write_all(benchmark_case(b).as_bytes())?;
             }
             for m in &b.metrics {

@@ -350,7 +350,7 @@ fn without_benchmarks<B>(report: &Report<B>) -> Report {
 /// Lower is kept longer: regressions stay to the end, unchanged benchmarks go first.
 fn importance(v: Verdict) -> u8 {
     match v {
-        Verdict::Regressed | Verdict::Failed => 0,
+        Verdict::Regressed | Verdict::Failed | Verdict::Incorrect => 0,
         Verdict::Missing => 1,
         Verdict::Inconclusive => 2,
         Verdict::Improved => 3,

@@ -109,6 +109,10 @@ pub fn summary_line_naming<B>(report: &Report<B>, would: Vec<String>) -> String 
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut parts = Vec::new();
+    if s.incorrect > 0 {
+        // First of all: wrong answers fail the gate whatever their speed.
+        parts.push(format!("{} incorrect", s.incorrect));
+    }
     if s.failed > 0 {
         // First: nothing was measured for these, and they make the run an error.
         parts.push(format!("{} failed", s.failed));
@@ -194,7 +198,7 @@ fn p_cell(m: &MetricComparison) -> String {
 
 fn verdict_color(v: Verdict) -> Color {
     match v {
-        Verdict::Regressed | Verdict::Failed => Color::Red,
+        Verdict::Regressed | Verdict::Failed | Verdict::Incorrect => Color::Red,
         Verdict::Improved => Color::Green,
         Verdict::Inconclusive => Color::Yellow,
         Verdict::Unchanged | Verdict::WithinThreshold | Verdict::Identical => Color::Reset,
@@ -744,6 +748,7 @@ impl TableExporter {
                 b.verdict,
                 Verdict::Regressed
                     | Verdict::Failed
+                    | Verdict::Incorrect
                     | Verdict::Inconclusive
                     | Verdict::Improved
                     | Verdict::Missing
@@ -923,6 +928,7 @@ impl Exporter for MarkdownExporter {
                 b.verdict,
                 Verdict::Regressed
                     | Verdict::Failed
+                    | Verdict::Incorrect
                     | Verdict::Inconclusive
                     | Verdict::Missing
                     | Verdict::NotGated

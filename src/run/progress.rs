@@ -141,7 +141,7 @@ fn summary_line(result: &BenchmarkResult) -> String {
         .iter()
         .find(|m| m.gate.gates)
         .or(result.metrics.first());
-    match primary.and_then(|m| crate::stats::median(&m.values).map(|v| (m, v))) {
+    let line = match primary.and_then(|m| crate::stats::median(&m.values).map(|v| (m, v))) {
         Some((m, median)) => format!(
             "{}: {}, {} median {}",
             result.name,
@@ -154,5 +154,38 @@ fn summary_line(result: &BenchmarkResult) -> String {
             result.name,
             crate::model::text::count(result.repetitions as usize, "repetition", "repetitions")
         ),
+    };
+    // A wrong answer is said as soon as it is known, with the check's own words.
+    match result.correctness.as_ref().filter(|c| !c.passed) {
+        Some(c) => match c.detail.as_deref() {
+            // The benchmark's text: no control character reaches the log.
+            Some(detail) => format!("{line}; INCORRECT: {}", escape_terminal(detail)),
+            None => format!("{line}; INCORRECT"),
+        },
+        None => line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::results::{Correctness, Provenance};
+
+    #[test]
+    fn a_wrong_answer_is_said_on_the_benchmarks_line() {
+        let mut r = BenchmarkResult::new("mm", Provenance::default());
+        r.repetitions = 3;
+        assert_eq!(summary_line(&r), "mm: 3 repetitions");
+        Correctness::record(&mut r.correctness, true, None);
+        assert_eq!(summary_line(&r), "mm: 3 repetitions");
+        Correctness::record(
+            &mut r.correctness,
+            false,
+            Some("max abs error 0.5\n::error::forged".into()),
+        );
+        assert_eq!(
+            summary_line(&r),
+            "mm: 3 repetitions; INCORRECT: max abs error 0.5\\n::error::forged"
+        );
     }
 }

@@ -1596,11 +1596,13 @@ fn reports_kgate_writes_are_consistent_with_their_rows() {
             ("same", &BASE),
             ("added", &BASE),
             ("broken", &BASE),
+            ("wrong", &BASE),
         ],
     ))
     .unwrap();
     head["benchmarks"][4]["status"] = json!("failed");
     head["benchmarks"][4]["failure"] = json!({"kind": "exit-status", "message": "exit status 1"});
+    head["benchmarks"][5]["correctness"] = json!({"passed": false, "detail": "max abs error 0.5"});
     common::write(
         d,
         "base.json",
@@ -1614,6 +1616,7 @@ fn reports_kgate_writes_are_consistent_with_their_rows() {
                 ("same", &BASE),
                 ("gone", &BASE),
                 ("broken", &BASE),
+                ("wrong", &BASE),
             ],
         ),
     );
@@ -1643,7 +1646,14 @@ fn reports_kgate_writes_are_consistent_with_their_rows() {
         .iter()
         .map(|b| b.verdict.as_str())
         .collect();
-    for v in ["regressed", "unchanged", "new", "missing", "failed"] {
+    for v in [
+        "regressed",
+        "unchanged",
+        "new",
+        "missing",
+        "failed",
+        "incorrect",
+    ] {
         assert!(verdicts.contains(&v), "{v} in {verdicts:?}");
     }
     assert_eq!(written.summary.waived, 1);

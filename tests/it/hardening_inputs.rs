@@ -303,6 +303,7 @@ fn dev_zero_is_refused_by_the_protocol_and_json_importers() {
         "hyperfine",
         "pytest-benchmark",
         "xplane",
+        "cutlass",
     ] {
         let out = kgate_capped(dir.path(), &["import", format, "/dev/zero"]);
         let err = stderr_of(&out);

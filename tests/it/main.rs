@@ -12,6 +12,7 @@ mod baselines;
 mod bisect;
 mod calibrate;
 mod cli;
+mod correctness;
 mod cpu_capture;
 mod cpu_corpus;
 mod explanations;

@@ -274,6 +274,7 @@ pub(crate) fn fixture() -> Report {
             skipped: 0,
             failed: 0,
             identical: 0,
+            incorrect: 0,
             waived: 0,
             total: 6,
         },

@@ -257,28 +257,35 @@ fn apply_fail_on(status: u8, report: &Report, fail_on: Option<FailOn>) -> u8 {
 /// inconclusive benchmarks (warnings).
 pub fn report_annotations(report: &Report, limit: usize) -> Vec<String> {
     let mut lines = Vec::new();
-    // A benchmark that failed on a side measured nothing: an error, before any regression.
-    let failed: Vec<_> = report
-        .benchmarks
-        .iter()
-        .filter(|b| b.verdict == crate::model::verdict::Verdict::Failed)
-        .collect();
-    for b in failed.iter().take(limit) {
-        lines.push(gh_env::annotation(
-            Level::Error,
-            &format!("kgate: {} failed", b.name),
-            &b.explanation,
-        ));
-    }
-    if failed.len() > limit {
-        lines.push(gh_env::annotation(
-            Level::Notice,
-            "kgate",
-            &format!(
-                "{} more failed benchmarks are listed in the job summary",
-                failed.len() - limit
-            ),
-        ));
+    // A wrong answer fails the gate whatever its speed: said first. A benchmark that failed
+    // on a side measured nothing: an error, before any regression.
+    for verdict in [
+        crate::model::verdict::Verdict::Incorrect,
+        crate::model::verdict::Verdict::Failed,
+    ] {
+        let word = verdict.as_str();
+        let hits: Vec<_> = report
+            .benchmarks
+            .iter()
+            .filter(|b| b.verdict == verdict)
+            .collect();
+        for b in hits.iter().take(limit) {
+            lines.push(gh_env::annotation(
+                Level::Error,
+                &format!("kgate: {} {word}", b.name),
+                &b.explanation,
+            ));
+        }
+        if hits.len() > limit {
+            lines.push(gh_env::annotation(
+                Level::Notice,
+                "kgate",
+                &format!(
+                    "{} more {word} benchmarks are listed in the job summary",
+                    hits.len() - limit
+                ),
+            ));
+        }
     }
     for (verdict, level) in [
         (crate::model::verdict::Verdict::Regressed, Level::Error),
@@ -510,6 +517,7 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
                 ("new", s.new.to_string()),
                 ("missing", s.missing.to_string()),
                 ("failed", s.failed.to_string()),
+                ("incorrect", s.incorrect.to_string()),
                 ("total", s.total.to_string()),
                 ("report", args.report.display().to_string()),
                 ("regressions", regressions.join("\n")),

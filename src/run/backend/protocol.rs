@@ -66,6 +66,10 @@ impl Backend for Protocol {
                     timed.push_kernel(k);
                     Ok(())
                 }
+                protocol::ProtocolLine::Correctness(c) => {
+                    collector.add_correctness(c);
+                    Ok(())
+                }
             }
         })
         .map_err(|e| {

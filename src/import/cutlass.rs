@@ -1,0 +1,367 @@
+//! `kgate import cutlass`: the CSV report of the CUTLASS profiler (`cutlass_profiler
+//! --output=FILE.csv`).
+//!
+//! Columns are found by name, since the set changes between CUTLASS versions and operation
+//! kinds: `Operation` (the kernel), `Runtime` (milliseconds), and where present
+//! `OperationKind`, `Provider`, `Disposition`, `Status`, `GB/s` and `GFLOPs`. Every other
+//! column describes the problem (`m`, `n`, `k`, `conv_kind`, `n`, `h`, `w`, `c`, the data
+//! types, `alpha`, `beta`, …), except `Problem` (an index, always 1 when runs are appended),
+//! the derived `Bytes`, `Flops` and `Flops/Byte`, and the kernel's own description (`op_class`,
+//! `accum`, `cta_*`, `cluster_*`, `stages`, `warps_*`, `inst_*`, `min_cc`, `max_cc`).
+//!
+//! One benchmark per (operation, problem), named `OPERATION/col=value,…` over the problem
+//! columns; a pair that repeats (runs appended to one file, or several files) gives more
+//! repetitions. `Runtime` is a timer metric `runtime`; `GB/s` and `GFLOPs` are `reported`
+//! (`bandwidth`, `gflops`: they follow from the runtime, so they annotate). A `Disposition`
+//! other than `passed` marks the benchmark's correctness as failed (rows with `incorrect`
+//! still say `success` and give a runtime), except `not_verified` and `not_run`, which say no
+//! check was made; a `Status` other than `success` marks the benchmark failed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::builder::{Benchmarks, Slot};
+use super::input::{self, TextReader};
+use super::{ImportContext, ImportError, Importer, Policies, content};
+use crate::model::metric::Source;
+use crate::model::results::{Correctness, Failure, FailureKind, RunResults, Status};
+
+/// `kgate import cutlass`.
+pub struct Cutlass;
+
+impl Importer for Cutlass {
+    fn name(&self) -> &'static str {
+        "cutlass"
+    }
+
+    fn help(&self) -> &'static str {
+        "CUTLASS profiler CSV (`cutlass_profiler --output=FILE.csv`)"
+    }
+
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
+        import(files, &ctx.policies)
+    }
+}
+
+/// Columns that are neither the problem nor a measurement: the profiler's own bookkeeping and
+/// what follows from the problem.
+const NOT_PROBLEM: &[&str] = &[
+    "Problem",
+    "Provider",
+    "OperationKind",
+    "Operation",
+    "Disposition",
+    "Status",
+    "Bytes",
+    "Flops",
+    "Flops/Byte",
+    "Runtime",
+    "GB/s",
+    "GFLOPs",
+];
+
+/// Columns that describe the kernel (its tile, its pipeline, its instruction), not the problem.
+const KERNEL_DESCRIPTION: &[&str] = &["op_class", "accum", "stages", "min_cc", "max_cc"];
+
+/// Prefixes of the kernel's description columns.
+const KERNEL_DESCRIPTION_PREFIXES: &[&str] = &["cta_", "cluster_", "warps_", "inst_"];
+
+fn is_problem_column(name: &str) -> bool {
+    !(name.is_empty()
+        || NOT_PROBLEM.contains(&name)
+        || KERNEL_DESCRIPTION.contains(&name)
+        || KERNEL_DESCRIPTION_PREFIXES
+            .iter()
+            .any(|p| name.starts_with(p)))
+}
+
+/// Where the columns kgate reads are in a file's header.
+struct Columns {
+    operation: usize,
+    runtime: usize,
+    operation_kind: Option<usize>,
+    provider: Option<usize>,
+    disposition: Option<usize>,
+    status: Option<usize>,
+    bandwidth: Option<usize>,
+    gflops: Option<usize>,
+    /// The problem's columns, by name, in the file's order.
+    problem: Vec<(String, usize)>,
+}
+
+impl Columns {
+    fn of(path: &Path, header: &csv::StringRecord) -> Result<Columns, ImportError> {
+        let names: Vec<&str> = header.iter().map(str::trim).collect();
+        let find = |name: &str| names.iter().position(|n| *n == name);
+        let required = |name: &str| {
+            find(name).ok_or_else(|| {
+                content(
+                    path,
+                    format!(
+                        "has no `{name}` column, so it is not a CUTLASS profiler report; write one with `cutlass_profiler --output=FILE.csv` (the header it has: {})",
+                        shorten(&names.join(","))
+                    ),
+                )
+            })
+        };
+        Ok(Columns {
+            operation: required("Operation")?,
+            runtime: required("Runtime")?,
+            operation_kind: find("OperationKind"),
+            provider: find("Provider"),
+            disposition: find("Disposition"),
+            status: find("Status"),
+            bandwidth: find("GB/s"),
+            gflops: find("GFLOPs"),
+            problem: names
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| is_problem_column(n))
+                .map(|(i, n)| (n.to_string(), i))
+                .collect(),
+        })
+    }
+}
+
+/// The first 200 characters of a text shown in a message.
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// Where each metric's samples go, per benchmark.
+#[derive(Default)]
+struct Slots {
+    runtime: Slot,
+    bandwidth: Slot,
+    gflops: Slot,
+}
+
+const RUNTIME: (&str, &str, Source) = ("runtime", "ms", Source::Timer);
+const BANDWIDTH: (&str, &str, Source) = ("bandwidth", "GB/s", Source::Reported);
+const GFLOPS: (&str, &str, Source) = ("gflops", "GFLOP/s", Source::Reported);
+
+/// Imports CUTLASS profiler CSV files.
+fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
+    let mut benchmarks = Benchmarks::new(policies, "cutlass");
+    let mut slots: BTreeMap<String, Slots> = BTreeMap::new();
+    for path in files {
+        benchmarks.file(path);
+        let text = TextReader::open(path, "CUTLASS profiler", input::MAX_FILE_BYTES)?;
+        let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text);
+        let csv_error = |e: csv::Error| match e.into_kind() {
+            csv::ErrorKind::Io(io) => input::refusal_of(path, io),
+            other => content(path, format!("is not CSV: {other:?}")),
+        };
+        let header = reader.headers().map_err(csv_error)?.clone();
+        let columns = Columns::of(path, &header)?;
+        let mut rows = 0usize;
+        let mut record = csv::StringRecord::new();
+        while reader.read_record(&mut record).map_err(csv_error)? {
+            rows += 1;
+            // Line 1 is the header.
+            let line = rows + 1;
+            let cell = |i: usize| record.get(i).map(str::trim).unwrap_or("");
+            let operation = cell(columns.operation);
+            if operation.is_empty() {
+                return Err(content(
+                    path,
+                    format!(
+                        "line {line} has no `Operation`; every row of a CUTLASS profiler report names its kernel"
+                    ),
+                ));
+            }
+            let problem: Vec<(String, String)> = columns
+                .problem
+                .iter()
+                .map(|(name, i)| (name.clone(), cell(*i).to_string()))
+                .collect();
+            let shown: Vec<String> = problem.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let name = format!("{operation}/{}", shown.join(","));
+            let rep = benchmarks.get(&name).result_mut().repetitions;
+            let slot = slots.entry(name.clone()).or_default();
+            let number = |i: Option<usize>, what: &str| -> Result<Option<f64>, ImportError> {
+                let Some(i) = i else { return Ok(None) };
+                let text = cell(i);
+                if text.is_empty() {
+                    return Ok(None);
+                }
+                text.parse::<f64>().map(Some).map_err(|_| {
+                    content(
+                        path,
+                        format!("line {line}: `{what}` is `{}`, not a number", shorten(text)),
+                    )
+                })
+            };
+            let status = columns.status.map(cell).unwrap_or("success");
+            let runtime = number(Some(columns.runtime), "Runtime")?;
+            if let Some(v) = runtime {
+                benchmarks.add_at(&mut slot.runtime, &name, rep, RUNTIME, v)?;
+            }
+            if let Some(v) = number(columns.bandwidth, "GB/s")? {
+                benchmarks.add_at(&mut slot.bandwidth, &name, rep, BANDWIDTH, v)?;
+            }
+            if let Some(v) = number(columns.gflops, "GFLOPs")? {
+                benchmarks.add_at(&mut slot.gflops, &name, rep, GFLOPS, v)?;
+            }
+            benchmarks.imported(&name, path, rep + u32::from(runtime.is_some()));
+            let result = benchmarks.get(&name).result_mut();
+            if result.parameters.is_empty() {
+                result.parameters.extend(problem);
+                for (key, column) in [
+                    ("operation_kind", columns.operation_kind),
+                    ("provider", columns.provider),
+                ] {
+                    if let Some(i) = column.filter(|&i| !cell(i).is_empty()) {
+                        result
+                            .provenance
+                            .details
+                            .insert(format!("cutlass.{key}"), cell(i).to_string());
+                    }
+                }
+            }
+            if let Some(disposition) = columns.disposition.map(cell) {
+                match disposition {
+                    "passed" => Correctness::record(&mut result.correctness, true, None),
+                    // No check was made: nothing to say about the answers.
+                    "" | "not_verified" | "not_run" => {}
+                    other => Correctness::record(
+                        &mut result.correctness,
+                        false,
+                        Some(format!(
+                            "CUTLASS disposition `{other}` (line {line} of {})",
+                            path.display()
+                        )),
+                    ),
+                }
+            }
+            if status != "success" && result.status != Status::Failed {
+                result.status = Status::Failed;
+                result.failure = Some(Failure {
+                    kind: FailureKind::Profiler,
+                    message: format!(
+                        "the CUTLASS profiler's status is `{status}` (line {line} of {})",
+                        path.display()
+                    ),
+                    stderr_tail: String::new(),
+                });
+            }
+        }
+        if rows == 0 {
+            return Err(content(
+                path,
+                "holds a header but no rows: the profiler ran no operation (check its --operation and --kernels filters)".into(),
+            ));
+        }
+    }
+    benchmarks.finish(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::MetricPolicy;
+
+    #[test]
+    fn problem_columns_are_what_is_not_bookkeeping_or_the_kernel() {
+        for c in [
+            "m",
+            "n",
+            "k",
+            "conv_kind",
+            "Activation",
+            "alpha",
+            "split_k_slices",
+        ] {
+            assert!(is_problem_column(c), "{c}");
+        }
+        for c in [
+            "Problem",
+            "Runtime",
+            "GFLOPs",
+            "cta_m",
+            "cluster_n",
+            "warps_k",
+            "inst_m",
+            "min_cc",
+            "stages",
+            "op_class",
+            "accum",
+            "Flops/Byte",
+            "",
+        ] {
+            assert!(!is_problem_column(c), "{c}");
+        }
+    }
+
+    #[test]
+    fn rows_group_by_operation_and_problem_and_repeat() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gemm.csv");
+        std::fs::write(
+            &path,
+            "Problem,Provider,OperationKind,Operation,Disposition,Status,m,n,k,cta_m,Bytes,Runtime,GB/s,GFLOPs\n\
+             1,CUTLASS,gemm,k_a,passed,success,64,64,64,128,100,0.5,10,20\n\
+             1,CUTLASS,gemm,k_a,incorrect,success,128,64,64,128,100,0.25,10,20\n\
+             1,CUTLASS,gemm,k_a,passed,success,64,64,64,128,100,0.75,10,20\n\
+             1,CUTLASS,gemm,k_b,not_verified,error,64,64,64,256,100,,,\n",
+        )
+        .unwrap();
+        let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
+        let r = import(&[path], &policies).unwrap();
+        let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "k_a/m=64,n=64,k=64",
+                "k_a/m=128,n=64,k=64",
+                "k_b/m=64,n=64,k=64"
+            ]
+        );
+        let a = &r.benchmarks[0];
+        assert_eq!(a.repetitions, 2);
+        assert_eq!(a.metric("runtime").unwrap().values, [500_000.0, 750_000.0]);
+        assert_eq!(a.metric("runtime").unwrap().source, Source::Timer);
+        assert_eq!(a.metric("gflops").unwrap().source, Source::Reported);
+        assert_eq!(a.parameters["m"], "64");
+        assert_eq!(a.correctness.as_ref().map(|c| c.passed), Some(true));
+        assert_eq!(a.provenance.details["cutlass.operation_kind"], "gemm");
+        let wrong = r.benchmarks[1].correctness.as_ref().unwrap();
+        assert!(!wrong.passed);
+        assert!(
+            wrong
+                .detail
+                .as_deref()
+                .unwrap()
+                .starts_with("CUTLASS disposition `incorrect` (line 3"),
+            "{wrong:?}"
+        );
+        let b = &r.benchmarks[2];
+        assert_eq!(b.status, Status::Failed);
+        assert_eq!(b.correctness, None);
+        assert_eq!(b.repetitions, 0);
+        assert!(b.failure.as_ref().unwrap().message.contains("`error`"));
+    }
+
+    #[test]
+    fn files_without_the_columns_or_rows_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.csv");
+        let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
+        std::fs::write(&path, "name,time\nk,1\n").unwrap();
+        let e = import(std::slice::from_ref(&path), &policies)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no `Operation` column"), "{e}");
+        std::fs::write(&path, "Operation,Runtime\n").unwrap();
+        let e = import(std::slice::from_ref(&path), &policies)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no rows"), "{e}");
+        std::fs::write(&path, "Operation,Runtime\nk,fast\n").unwrap();
+        let e = import(&[path], &policies).unwrap_err().to_string();
+        assert!(e.contains("line 2: `Runtime` is `fast`"), "{e}");
+    }
+}
