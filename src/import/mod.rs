@@ -24,6 +24,7 @@ pub mod hyperfine;
 mod input;
 pub mod ncu;
 mod ncu_csv;
+pub mod nvbench;
 pub mod protocol;
 pub mod proton;
 pub mod pytest_benchmark;
@@ -227,6 +228,7 @@ pub static IMPORTERS: &[&dyn Importer] = &[
     &trace::xplane::Xplane,
     &proton::Proton,
     &gbench::Gbench,
+    &nvbench::Nvbench,
     &pytest_benchmark::PytestBenchmark,
     &hyperfine::Hyperfine,
     &criterion::Criterion,
@@ -255,6 +257,7 @@ pub static FOLDER_FILES: &[(&str, &[&str])] = &[
     ("xplane", &["**/*.xplane.pb"]),
     ("proton", &["**/*.hatchet"]),
     ("gbench", &["**/*.json"]),
+    ("nvbench", &["**/*.json"]),
     ("pytest-benchmark", &["**/*.json"]),
     ("hyperfine", &["**/*.json"]),
     // A `new` folder itself, or every benchmark's `new` below `target/criterion`.
@@ -423,6 +426,7 @@ mod tests {
                 "xplane",
                 "proton",
                 "gbench",
+                "nvbench",
                 "pytest-benchmark",
                 "hyperfine",
                 "criterion",
