@@ -11,7 +11,11 @@
 //! gives one value per metric and state (one repetition); the relative standard deviation and
 //! the sample size are kept in the benchmark's details, and a note says that a single mean
 //! per side cannot be tested (several runs' files imported together are one value per run,
-//! which the rank test can use). A skipped state (`is_skipped`, `summaries: null`) is kept as
+//! which the rank test can use). Where nvbench wrote the per-sample file of `--jsonbin` (its
+//! `nv/json/bin:nv/cold/sample_times` summary names `RESULT.json-bin/N.bin`, little-endian
+//! float32 seconds) and the file sits beside the JSON, `kernel_time` is those samples instead,
+//! one repetition per JSON file, and the means of `cpu_time` and `batch_kernel_time` are kept
+//! without gating, so that the rank test on the samples decides. A skipped state (`is_skipped`, `summaries: null`) is kept as
 //! a benchmark without measurements and with nvbench's reason, in a note and in the details:
 //! nothing failed, and nothing was measured.
 
@@ -25,7 +29,7 @@ use super::device::{Device, MEM_MAX_MHZ, SM_MAX_MHZ};
 use super::input;
 use super::{ImportContext, ImportError, Importer, Policies, content};
 use crate::model::json_array::Found;
-use crate::model::metric::Source;
+use crate::model::metric::{Direction, Source};
 use crate::model::results::RunResults;
 
 /// The cold (isolated) GPU time's tags: mean, relative standard deviation, sample size.
@@ -34,6 +38,11 @@ const GPU_NOISE: &str = "nv/cold/time/gpu/stdev/relative";
 const SAMPLES: &str = "nv/cold/sample_size";
 /// The mean SM clock over the cold samples (Hz), where nvbench recorded it.
 const SM_CLOCK: &str = "nv/cold/sm_clock_rate/mean";
+/// The `--jsonbin` file of the cold GPU sample times: data `filename` and `size`.
+const SAMPLE_TIMES_FILE: &str = "nv/json/bin:nv/cold/sample_times";
+/// The most samples read from one `--jsonbin` file (nvbench's default stops at a few
+/// thousand).
+const MAX_SAMPLES: u64 = 1 << 26;
 
 /// The time metrics: (tag, metric, what it is).
 const TIMES: [(&str, &str); 3] = [
@@ -44,6 +53,9 @@ const TIMES: [(&str, &str); 3] = [
 
 /// The note on every measured state.
 const SUMMARY_NOTE: &str = "nvbench stores each state's summaries, not its samples: every metric is one value per file (kernel_time is the mean of `nvbench.samples` isolated launches, their relative standard deviation in `nvbench.noise`), so a single file per side cannot be tested and its comparison is inconclusive; import several runs' files together for one value per run";
+
+/// The note on every state whose sample times were read.
+const SAMPLES_NOTE: &str = "kernel_time holds the sample times of nvbench's `--jsonbin` file (`nvbench.sample_times`), one repetition per JSON file; cpu_time and batch_kernel_time are means, one value per file, shown and not gated";
 
 /// `kgate import nvbench`.
 pub struct Nvbench;
@@ -62,11 +74,6 @@ impl Importer for Nvbench {
     }
 }
 
-/// A state as the import names it: its benchmark's name and the device it ran on.
-struct Seen {
-    device: Option<i64>,
-}
-
 /// Imports nvbench JSON files, a benchmark (with its states) at a time as each file is read.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "nvbench");
@@ -75,7 +82,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {
         benchmarks.file(path);
-        let mut seen: Vec<(String, Seen)> = Vec::new();
+        let mut seen: Vec<(String, Option<i64>)> = Vec::new();
         let document =
             input::for_each_json_element(path, "nvbench JSON", "benchmarks", |i, bench| {
                 read_benchmark(&mut benchmarks, &mut counts, &mut seen, path, i, &bench)
@@ -106,8 +113,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         if let Some(tool) = &tool {
             device.tool("nvbench", tool);
         }
-        for (name, state) in &seen {
-            let Some(id) = state.device else { continue };
+        for (name, id) in &seen {
+            let Some(id) = *id else { continue };
             let Some(d) = devices.get(&id) else {
                 return Err(content(
                     path,
@@ -184,6 +191,11 @@ fn text(v: Option<&Value>) -> Option<String> {
 
 /// The value of the summary tagged `tag`: its `data` entry named `value`.
 fn summary(summaries: &[Value], tag: &str) -> Option<Value> {
+    summary_field(summaries, tag, "value")
+}
+
+/// The `data` entry named `field` of the summary tagged `tag`.
+fn summary_field(summaries: &[Value], tag: &str, field: &str) -> Option<Value> {
     let s = summaries
         .iter()
         .rev()
@@ -192,7 +204,7 @@ fn summary(summaries: &[Value], tag: &str) -> Option<Value> {
         .as_array()?
         .iter()
         .rev()
-        .find(|d| d.get("name").and_then(Value::as_str) == Some("value"))?
+        .find(|d| d.get("name").and_then(Value::as_str) == Some(field))?
         .get("value")
         .cloned()
 }
@@ -207,6 +219,73 @@ fn state_name(bench: &str, device: Option<i64>, axes: &[(String, String)]) -> St
         name.push_str(&format!("/{axis}={value}"));
     }
     name
+}
+
+/// What a state says of its `--jsonbin` sample times.
+enum SampleFile {
+    /// It names no file.
+    Unnamed,
+    /// It names one that is not beside the JSON: the paths looked for, in words.
+    Absent(String),
+    /// The file found and its samples (seconds).
+    Read(PathBuf, Vec<f64>),
+}
+
+/// The cold GPU sample times (seconds) of a state from the `--jsonbin` file it names, when
+/// that file sits beside the JSON at `path`: the name as written relative to the JSON's folder,
+/// else the file's name in `JSON-bin/` there. Refused when the file does not hold `size`
+/// float32 values.
+fn sample_times(path: &Path, summaries: &[Value]) -> Result<SampleFile, ImportError> {
+    let Some(name) = text(summary_field(summaries, SAMPLE_TIMES_FILE, "filename").as_ref()) else {
+        return Ok(SampleFile::Unnamed);
+    };
+    let size = summary_field(summaries, SAMPLE_TIMES_FILE, "size")
+        .as_ref()
+        .and_then(number)
+        .filter(|n| *n >= 0.0 && n.fract() == 0.0 && *n <= MAX_SAMPLES as f64)
+        .ok_or_else(|| {
+            content(
+                path,
+                format!("`{SAMPLE_TIMES_FILE}` names `{name}` without a usable `size`"),
+            )
+        })? as u64;
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let written = Path::new(&name);
+    let mut candidates = Vec::new();
+    if written.is_relative() {
+        candidates.push(dir.join(written));
+    }
+    if let (Some(json), Some(file)) = (path.file_name(), written.file_name()) {
+        let mut folder = json.to_os_string();
+        folder.push("-bin");
+        candidates.push(dir.join(folder).join(file));
+    }
+    let Some(found) = candidates.iter().find(|c| c.is_file()).cloned() else {
+        let looked: Vec<String> = candidates
+            .iter()
+            .map(|c| format!("`{}`", c.display()))
+            .collect();
+        return Ok(SampleFile::Absent(looked.join(" or ")));
+    };
+    let bytes = std::fs::read(&found).map_err(|source| ImportError::Read {
+        path: found.clone(),
+        source,
+    })?;
+    if bytes.len() as u64 != size * 4 {
+        return Err(content(
+            &found,
+            format!(
+                "holds {} bytes, but the JSON says {size} float32 sample times ({} bytes)",
+                bytes.len(),
+                size * 4
+            ),
+        ));
+    }
+    let values = bytes
+        .chunks_exact(4)
+        .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        .collect();
+    Ok(SampleFile::Read(found, values))
 }
 
 /// Appends `value` to the detail `key` of benchmark `name` (one value per file, in order).
@@ -227,7 +306,7 @@ fn append_detail(benchmarks: &mut Benchmarks<'_>, name: &str, key: &str, value: 
 fn read_benchmark(
     benchmarks: &mut Benchmarks<'_>,
     counts: &mut BTreeMap<String, u32>,
-    seen: &mut Vec<(String, Seen)>,
+    seen: &mut Vec<(String, Option<i64>)>,
     path: &Path,
     i: usize,
     bench: &Value,
@@ -281,7 +360,7 @@ fn read_benchmark(
             }
         }
         if !seen.iter().any(|(n, _)| *n == name) {
-            seen.push((name.clone(), Seen { device }));
+            seen.push((name.clone(), device));
         }
         let skipped = state.get("is_skipped").and_then(Value::as_bool) == Some(true);
         let summaries = state.get("summaries").and_then(Value::as_array);
@@ -302,11 +381,54 @@ fn read_benchmark(
             benchmarks.imported(&name, path, rep);
             continue;
         };
+        let samples = match sample_times(path, summaries)? {
+            SampleFile::Read(file, values) => Some((file, values)),
+            SampleFile::Absent(looked) => {
+                let note = format!(
+                    "the `--jsonbin` sample times were not found beside the JSON (looked for {looked}): kernel_time is the mean"
+                );
+                let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+                None
+            }
+            SampleFile::Unnamed => None,
+        };
         let mut measured = false;
+        if let Some((file, values)) = &samples {
+            for v in values {
+                benchmarks.add(&name, rep, "kernel_time", "s", Source::Timer, *v)?;
+            }
+            append_detail(
+                benchmarks,
+                &name,
+                "nvbench.sample_times",
+                &file.display().to_string(),
+            );
+            measured = !values.is_empty();
+        }
         for (tag, metric) in TIMES {
-            if let Some(v) = summary(summaries, tag).as_ref().and_then(number) {
+            let Some(v) = summary(summaries, tag).as_ref().and_then(number) else {
+                continue;
+            };
+            if samples.is_none() {
                 benchmarks.add(&name, rep, metric, "s", Source::Timer, v)?;
                 measured = true;
+            } else if metric != "kernel_time" {
+                // Means beside samples: shown, not gated, so that the samples decide.
+                benchmarks
+                    .get(&name)
+                    .add_counter(
+                        rep,
+                        metric,
+                        "ns",
+                        Source::Timer,
+                        Direction::Lower,
+                        false,
+                        v * 1e9,
+                    )
+                    .map_err(|e| content(path, format!("benchmark `{name}`: {e}")))?;
             }
         }
         let gpu_mean = summary(summaries, GPU_MEAN).as_ref().and_then(number);
@@ -333,9 +455,14 @@ fn read_benchmark(
         if measured {
             counts.insert(name.clone(), rep + 1);
             benchmarks.imported(&name, path, rep + 1);
+            let note = if samples.is_some() {
+                SAMPLES_NOTE
+            } else {
+                SUMMARY_NOTE
+            };
             let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
-            if !notes.iter().any(|n| n == SUMMARY_NOTE) {
-                notes.push(SUMMARY_NOTE.to_string());
+            if !notes.iter().any(|n| n == note) {
+                notes.push(note.to_string());
             }
         } else {
             benchmarks.imported(&name, path, rep);
@@ -424,6 +551,76 @@ mod tests {
             "{:?}",
             r.environment
         );
+    }
+
+    /// A state of one benchmark, `simple`, whose summaries name a `--jsonbin` file.
+    fn jsonbin_state(file: &str, size: usize) -> String {
+        let summaries = [
+            summary_json(SAMPLES, "Samples", &size.to_string()),
+            summary_json(GPU_MEAN, "GPU Time", "0.002"),
+            summary_json("nv/cold/time/cpu/mean", "CPU Time", "0.003"),
+            format!(
+                r#"{{"tag": "{SAMPLE_TIMES_FILE}", "name": "Sample Times File", "data": [{{"name": "filename", "type": "string", "value": "{file}"}}, {{"name": "size", "type": "int64", "value": "{size}"}}]}}"#
+            ),
+        ]
+        .join(",");
+        format!(
+            r#"{{"benchmarks": [{{"name": "simple", "states": [{{"name": "Device=0", "device": 0, "axis_values": null, "summaries": [{summaries}], "is_skipped": false}}]}}],
+               "devices": [{{"id": 0, "name": "NVIDIA H100"}}]}}"#
+        )
+    }
+
+    #[test]
+    fn jsonbin_sample_times_beside_the_json_are_the_samples() {
+        let dir = tempfile::tempdir().unwrap();
+        let times = [0.001_f32, 0.002, 0.0015];
+        let bytes: Vec<u8> = times.iter().flat_map(|t| t.to_le_bytes()).collect();
+        std::fs::create_dir(dir.path().join("run.json-bin")).unwrap();
+        std::fs::write(dir.path().join("run.json-bin/0.bin"), &bytes).unwrap();
+        let policies = Policies::new(BTreeMap::new(), crate::plan::MetricPolicy::permissive(0.05));
+        // The name as nvbench writes it (relative to the JSON's folder), and as an older one
+        // wrote it (the path it wrote to, elsewhere): both found beside the JSON.
+        for written in ["run.json-bin/0.bin", "/elsewhere/run.json-bin/0.bin"] {
+            let path = dir.path().join("run.json");
+            std::fs::write(&path, jsonbin_state(written, 3)).unwrap();
+            let r = import(std::slice::from_ref(&path), &policies).unwrap();
+            let b = &r.benchmarks[0];
+            let expected: Vec<f64> = times.iter().map(|t| f64::from(*t) * 1e9).collect();
+            let kernel = b.metric("kernel_time").unwrap();
+            assert_eq!(kernel.values, expected);
+            assert!(kernel.gate.gates);
+            // The CPU mean is kept, in ns, without gating.
+            let cpu = b.metric("cpu_time").unwrap();
+            assert_eq!(cpu.values, [3_000_000.0]);
+            assert!(!cpu.gate.gates);
+            assert_eq!(b.repetitions, 1);
+            assert!(b.provenance.notes.iter().any(|n| n == SAMPLES_NOTE));
+            assert!(b.provenance.details["nvbench.sample_times"].ends_with("0.bin"));
+        }
+        // A file of the wrong length is refused; a missing one leaves the mean, with a note.
+        let path = dir.path().join("run.json");
+        std::fs::write(&path, jsonbin_state("run.json-bin/0.bin", 4)).unwrap();
+        let err = import(std::slice::from_ref(&path), &policies)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("holds 12 bytes, but the JSON says 4 float32"),
+            "{err}"
+        );
+        std::fs::write(&path, jsonbin_state("run.json-bin/7.bin", 3)).unwrap();
+        let r = import(std::slice::from_ref(&path), &policies).unwrap();
+        let b = &r.benchmarks[0];
+        assert_eq!(b.metric("kernel_time").unwrap().values, [2_000_000.0]);
+        assert!(b.metric("cpu_time").unwrap().gate.gates);
+        assert!(
+            b.provenance
+                .notes
+                .iter()
+                .any(|n| n.starts_with("the `--jsonbin` sample times were not found")),
+            "{:?}",
+            b.provenance.notes
+        );
+        assert!(b.provenance.notes.iter().any(|n| n == SUMMARY_NOTE));
     }
 
     #[test]

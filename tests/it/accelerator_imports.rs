@@ -1314,3 +1314,62 @@ fn nvbench_reference_samples_compare_without_a_regression() {
     );
     assert_eq!(report["verdict"], "inconclusive");
 }
+
+/// An nvbench JSON with one state, `simple` on device 0, whose `--jsonbin` file beside it
+/// holds `times` (seconds); nvbench's own layout: `NAME.json` and `NAME.json-bin/0.bin`.
+fn nvbench_with_jsonbin(dir: &Path, name: &str, times: &[f32]) -> PathBuf {
+    let bytes: Vec<u8> = times.iter().flat_map(|t| t.to_le_bytes()).collect();
+    std::fs::create_dir_all(dir.join(format!("{name}.json-bin"))).unwrap();
+    std::fs::write(dir.join(format!("{name}.json-bin/0.bin")), bytes).unwrap();
+    let mean = times.iter().map(|t| f64::from(*t)).sum::<f64>() / times.len() as f64;
+    let n = times.len();
+    let text = format!(
+        r#"{{"meta": {{"version": {{"json": {{"major": 1, "minor": 0, "patch": 0, "string": "1.0.0"}}}}}},
+  "devices": [{{"id": 0, "name": "NVIDIA H100 80GB HBM3", "sm_default_clock_rate": 1980000000}}],
+  "benchmarks": [{{"name": "simple", "index": 0, "devices": [0], "axes": null, "states": [
+    {{"name": "Device=0", "device": 0, "type_config_index": 0, "axis_values": null, "is_skipped": false, "summaries": [
+      {{"tag": "nv/cold/sample_size", "name": "Samples", "hint": "sample_size", "data": [{{"name": "value", "type": "int64", "value": "{n}"}}]}},
+      {{"tag": "nv/cold/time/gpu/mean", "name": "GPU Time", "hint": "duration", "data": [{{"name": "value", "type": "float64", "value": "{mean}"}}]}},
+      {{"tag": "nv/json/bin:nv/cold/sample_times", "name": "Sample Times File", "hint": "file/sample_times", "data": [
+        {{"name": "filename", "type": "string", "value": "{name}.json-bin/0.bin"}},
+        {{"name": "size", "type": "int64", "value": "{n}"}}]}}]}}]}}]}}"#
+    );
+    common::write(dir, &format!("{name}.json"), &text)
+}
+
+/// With `--jsonbin` files beside the JSON, each launch is a sample and the rank test decides:
+/// the same times reordered are no regression, the same times 20 % slower are one.
+#[test]
+fn nvbench_jsonbin_samples_are_rank_tested() {
+    let dir = tempfile::tempdir().unwrap();
+    let base: Vec<f32> = (0..40).map(|i| 1e-3 + (i * 7 % 40) as f32 * 1e-6).collect();
+    let mut same = base.clone();
+    same.reverse();
+    let slower: Vec<f32> = base.iter().map(|t| t * 1.2).collect();
+    for (name, times) in [("base", &base), ("same", &same), ("slower", &slower)] {
+        let file = nvbench_with_jsonbin(dir.path(), name, times);
+        common::kgate(dir.path())
+            .args(["import", "nvbench"])
+            .arg(&file)
+            .args(["-o", &format!("{name}.kgate.json")])
+            .assert()
+            .success();
+    }
+    let compare = |head: &str| {
+        let out = common::kgate(dir.path())
+            .args(["compare", "base.kgate.json", head, "--format", "json"])
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_str(&common::stdout_of(&out)).unwrap();
+        (out.status.code(), report)
+    };
+    let (code, report) = compare("same.kgate.json");
+    assert_eq!(code, Some(0), "{report}");
+    assert_eq!(report["verdict"], "pass", "{}", report["summary"]);
+    let metric = &report["benchmarks"][0]["metrics"][0];
+    assert_eq!(metric["name"], "kernel_time");
+    assert_eq!(metric["base"]["n"], 40, "{metric}");
+    let (code, report) = compare("slower.kgate.json");
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(report["summary"]["regressed"], 1, "{}", report["summary"]);
+}
