@@ -38,6 +38,9 @@ const GPU_NOISE: &str = "nv/cold/time/gpu/stdev/relative";
 const SAMPLES: &str = "nv/cold/sample_size";
 /// The mean SM clock over the cold samples (Hz), where nvbench recorded it.
 const SM_CLOCK: &str = "nv/cold/sm_clock_rate/mean";
+/// nvbench's default throttle threshold: a clock below this fraction of the device's default
+/// SM clock has throttled.
+const THROTTLE_THRESHOLD: f64 = 0.75;
 /// The `--jsonbin` file of the cold GPU sample times: data `filename` and `size`.
 const SAMPLE_TIMES_FILE: &str = "nv/json/bin:nv/cold/sample_times";
 /// The most samples read from one `--jsonbin` file (nvbench's default stops at a few
@@ -82,7 +85,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
     for path in files {
         benchmarks.file(path);
-        let mut seen: Vec<(String, Option<i64>)> = Vec::new();
+        let mut seen: Vec<Seen> = Vec::new();
         let document =
             input::for_each_json_element(path, "nvbench JSON", "benchmarks", |i, bench| {
                 read_benchmark(&mut benchmarks, &mut counts, &mut seen, path, i, &bench)
@@ -113,7 +116,12 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         if let Some(tool) = &tool {
             device.tool("nvbench", tool);
         }
-        for (name, id) in &seen {
+        for Seen {
+            name,
+            device: id,
+            clock_hz,
+        } in &seen
+        {
             let Some(id) = *id else { continue };
             let Some(d) = devices.get(&id) else {
                 return Err(content(
@@ -131,6 +139,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             }
             if let Some(hz) = d.sm_hz {
                 device.clock_mhz(SM_MAX_MHZ, hz / 1e6);
+                if let Some(clock) = clock_hz.filter(|c| *c < THROTTLE_THRESHOLD * hz) {
+                    throttled(&mut benchmarks, name, clock, hz);
+                }
             }
             if let Some(hz) = d.mem_hz {
                 device.clock_mhz(MEM_MAX_MHZ, hz / 1e6);
@@ -142,6 +153,34 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         benchmarks.device(path, device)?;
     }
     benchmarks.finish(files)
+}
+
+/// A state of the file being read: its benchmark's name, its device, and the lowest mean SM
+/// clock nvbench recorded for it.
+struct Seen {
+    name: String,
+    device: Option<i64>,
+    clock_hz: Option<f64>,
+}
+
+/// Flags state `name`, whose mean SM clock was `clock` Hz against the device's default
+/// `default` Hz, as throttled.
+fn throttled(benchmarks: &mut Benchmarks<'_>, name: &str, clock: f64, default: f64) {
+    let mhz = |hz: f64| format!("{:.0} MHz", hz / 1e6);
+    let note = format!(
+        "throttled: nvbench's mean SM clock, {}, is below 75 % of the device's default {} (nvbench's throttle threshold), so kernel_time is not comparable with a run at the usual clock (kernel_cycles is, where recorded)",
+        mhz(clock),
+        mhz(default)
+    );
+    benchmarks.detail(
+        name,
+        "nvbench.throttled",
+        &format!("{} of {} default", mhz(clock), mhz(default)),
+    );
+    let notes = &mut benchmarks.get(name).result_mut().provenance.notes;
+    if !notes.contains(&note) {
+        notes.push(note);
+    }
 }
 
 /// One entry of `devices`.
@@ -306,7 +345,7 @@ fn append_detail(benchmarks: &mut Benchmarks<'_>, name: &str, key: &str, value: 
 fn read_benchmark(
     benchmarks: &mut Benchmarks<'_>,
     counts: &mut BTreeMap<String, u32>,
-    seen: &mut Vec<(String, Option<i64>)>,
+    seen: &mut Vec<Seen>,
     path: &Path,
     i: usize,
     bench: &Value,
@@ -359,8 +398,12 @@ fn read_benchmark(
                 result.parameters.insert(axis.clone(), value.clone());
             }
         }
-        if !seen.iter().any(|(n, _)| *n == name) {
-            seen.push((name.clone(), device));
+        if !seen.iter().any(|s| s.name == name) {
+            seen.push(Seen {
+                name: name.clone(),
+                device,
+                clock_hz: None,
+            });
         }
         let skipped = state.get("is_skipped").and_then(Value::as_bool) == Some(true);
         let summaries = state.get("summaries").and_then(Value::as_array);
@@ -433,6 +476,9 @@ fn read_benchmark(
         }
         let gpu_mean = summary(summaries, GPU_MEAN).as_ref().and_then(number);
         let clock = summary(summaries, SM_CLOCK).as_ref().and_then(number);
+        if let (Some(hz), Some(s)) = (clock, seen.iter_mut().find(|s| s.name == name)) {
+            s.clock_hz = Some(s.clock_hz.map_or(hz, |low| low.min(hz)));
+        }
         if let (Some(t), Some(hz)) = (gpu_mean, clock) {
             benchmarks.add(
                 &name,
@@ -539,6 +585,8 @@ mod tests {
         assert_eq!(b.parameters["device_name"], "NVIDIA H100");
         assert_eq!(b.repetitions, 1);
         assert!(b.provenance.notes.iter().any(|n| n == SUMMARY_NOTE));
+        // 1500 MHz of 1980 is 75.8 %: not throttled.
+        assert!(!b.provenance.details.contains_key("nvbench.throttled"));
         // The skipped state is kept, measured nothing, failed nothing, and says why.
         let s = &r.benchmarks[1];
         assert!(s.metrics.is_empty() && s.failure.is_none());
@@ -621,6 +669,42 @@ mod tests {
             b.provenance.notes
         );
         assert!(b.provenance.notes.iter().any(|n| n == SUMMARY_NOTE));
+    }
+
+    #[test]
+    fn a_state_below_nvbenchs_throttle_threshold_is_flagged() {
+        let state = |clock: &str| {
+            format!(
+                r#"{{"name": "Device=0", "device": 0, "axis_values": [{{"name": "C", "type": "string", "value": "{clock}"}}], "is_skipped": false, "summaries": [{}, {}]}}"#,
+                summary_json(GPU_MEAN, "GPU Time", "0.001"),
+                summary_json(SM_CLOCK, "Clock Rate", clock)
+            )
+        };
+        let text = format!(
+            r#"{{"devices": [{{"id": 0, "name": "NVIDIA H100", "sm_default_clock_rate": "2000000000"}}],
+               "benchmarks": [{{"name": "k", "states": [{}, {}]}}]}}"#,
+            state("1400000000"),
+            state("1600000000")
+        );
+        let r = import_text(&text).unwrap();
+        let low = r.benchmark("k/Device=0/C=1400000000").unwrap();
+        assert_eq!(
+            low.provenance.details["nvbench.throttled"],
+            "1400 MHz of 2000 MHz default"
+        );
+        assert!(
+            low.provenance
+                .notes
+                .iter()
+                .any(|n| n
+                    .starts_with("throttled: nvbench's mean SM clock, 1400 MHz, is below 75 %")),
+            "{:?}",
+            low.provenance.notes
+        );
+        // 1 ms at 1.4 GHz.
+        assert_eq!(low.metric("kernel_cycles").unwrap().values, [1_400_000.0]);
+        let usual = r.benchmark("k/Device=0/C=1600000000").unwrap();
+        assert!(!usual.provenance.details.contains_key("nvbench.throttled"));
     }
 
     #[test]
