@@ -306,16 +306,22 @@ fn sample_times(path: &Path, summaries: &[Value]) -> Result<SampleFile, ImportEr
             .collect();
         return Ok(SampleFile::Absent(looked.join(" or ")));
     };
-    let bytes = std::fs::read(&found).map_err(|source| ImportError::Read {
+    let read_error = |source| ImportError::Read {
         path: found.clone(),
         source,
-    })?;
+    };
+    // The length first: a file of another size is refused without being read.
+    let len = std::fs::metadata(&found).map_err(read_error)?.len();
+    let bytes = if len == size * 4 {
+        std::fs::read(&found).map_err(read_error)?
+    } else {
+        Vec::new()
+    };
     if bytes.len() as u64 != size * 4 {
         return Err(content(
             &found,
             format!(
-                "holds {} bytes, but the JSON says {size} float32 sample times ({} bytes)",
-                bytes.len(),
+                "holds {len} bytes, but the JSON says {size} float32 sample times ({} bytes)",
                 size * 4
             ),
         ));
@@ -459,7 +465,15 @@ fn read_benchmark(
                 benchmarks.add(&name, rep, metric, "s", Source::Timer, v)?;
                 measured = true;
             } else if metric != "kernel_time" {
-                // Means beside samples: shown, not gated, so that the samples decide.
+                // Means beside samples: shown, not gated, so that the samples decide. The
+                // checks `add` makes of a time, made here.
+                let ns = v * 1e9;
+                if !(ns.is_finite() && ns >= 0.0) {
+                    return Err(content(
+                        path,
+                        format!("{}: `{tag}` is {v} s, not a time", where_()),
+                    ));
+                }
                 benchmarks
                     .get(&name)
                     .add_counter(
@@ -469,7 +483,7 @@ fn read_benchmark(
                         Source::Timer,
                         Direction::Lower,
                         false,
-                        v * 1e9,
+                        ns,
                     )
                     .map_err(|e| content(path, format!("benchmark `{name}`: {e}")))?;
             }
@@ -645,6 +659,17 @@ mod tests {
             assert!(b.provenance.notes.iter().any(|n| n == SAMPLES_NOTE));
             assert!(b.provenance.details["nvbench.sample_times"].ends_with("0.bin"));
         }
+        // A negative mean beside the samples is refused, as `add` refuses one without them.
+        let path = dir.path().join("run.json");
+        let text = jsonbin_state("run.json-bin/0.bin", 3).replace("\"0.003\"", "\"-0.003\"");
+        std::fs::write(&path, text).unwrap();
+        let err = import(std::slice::from_ref(&path), &policies)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`nv/cold/time/cpu/mean` is -0.003 s, not a time"),
+            "{err}"
+        );
         // A file of the wrong length is refused; a missing one leaves the mean, with a note.
         let path = dir.path().join("run.json");
         std::fs::write(&path, jsonbin_state("run.json-bin/0.bin", 4)).unwrap();
