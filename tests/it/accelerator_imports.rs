@@ -1278,6 +1278,23 @@ fn nvbench_states_skips_and_summaries_of_the_reference_samples() {
     let simple = comparison.benchmark("simple/Device=0").unwrap();
     assert_eq!(values(simple, "kernel_time"), [1_003_400.658_079_999_1]);
     assert_eq!(simple.provenance.details["nvbench.samples"], "499");
+    // Two files imported together: one value (repetition) per file and state.
+    let both = run(
+        "nvbench",
+        &[
+            dir.path().join("test_ref.json"),
+            dir.path().join("test_cmp.json"),
+        ],
+    );
+    assert_eq!(both.benchmarks.len(), 126);
+    let simple = both.benchmark("simple/Device=0").unwrap();
+    assert_eq!(
+        values(simple, "kernel_time"),
+        [1_003_471.584_979_422_5, 1_003_400.658_079_999_1]
+    );
+    assert_eq!(simple.repetitions, 2);
+    assert_eq!(simple.provenance.details["nvbench.samples"], "499, 499");
+    assert_eq!(simple.provenance.imported_from.len(), 2);
 }
 
 /// Every comparison/reference ratio of the samples lies within 0.99771–1.00157: no
