@@ -33,6 +33,7 @@ seeds() {
     import_xplane) add "$corpus/xplane" tests/fixtures/jax ;;
     import_proton) add "$corpus/proton" tests/fixtures/proton ;;
     import_gbench) add "$corpus/gbench" tests/fixtures/gbench ;;
+    import_nvbench) add fuzz/seeds/nvbench ;;
     import_pytest_benchmark) add "$corpus/pytest_benchmark" ;;
     import_hyperfine) add "$corpus/hyperfine" ;;
     import_criterion) add tests/fixtures/criterion ;;

@@ -26,6 +26,7 @@ mod input;
 pub mod ncu;
 mod ncu_csv;
 pub mod nsys;
+pub mod nvbench;
 pub mod protocol;
 pub mod proton;
 pub mod pytest_benchmark;
@@ -232,6 +233,7 @@ pub static IMPORTERS: &[&dyn Importer] = &[
     &trace::xplane::Xplane,
     &proton::Proton,
     &gbench::Gbench,
+    &nvbench::Nvbench,
     &pytest_benchmark::PytestBenchmark,
     &hyperfine::Hyperfine,
     &criterion::Criterion,
@@ -263,6 +265,7 @@ pub static FOLDER_FILES: &[(&str, &[&str])] = &[
     ("xplane", &["**/*.xplane.pb"]),
     ("proton", &["**/*.hatchet"]),
     ("gbench", &["**/*.json"]),
+    ("nvbench", &["**/*.json"]),
     ("pytest-benchmark", &["**/*.json"]),
     ("hyperfine", &["**/*.json"]),
     // A `new` folder itself, or every benchmark's `new` below `target/criterion`.
@@ -437,6 +440,7 @@ mod tests {
                 "xplane",
                 "proton",
                 "gbench",
+                "nvbench",
                 "pytest-benchmark",
                 "hyperfine",
                 "criterion",

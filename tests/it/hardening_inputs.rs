@@ -188,6 +188,13 @@ fn negative_durations_are_refused_at_every_entry() {
     assert!(err.contains("negative"), "{err}");
     write(
         dir.path(),
+        "nv.json",
+        r#"{"benchmarks": [{"name": "copy", "states": [{"name": "Device=0", "device": null, "axis_values": null, "is_skipped": false, "summaries": [{"tag": "nv/cold/time/gpu/mean", "data": [{"name": "value", "type": "float64", "value": "-5e-6"}]}]}]}]}"#,
+    );
+    let err = refused(dir.path(), "nvbench", "nv.json");
+    assert!(err.contains("copy") && err.contains("negative"), "{err}");
+    write(
+        dir.path(),
         "t.json",
         r#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm", "ts": 10, "dur": -4, "pid": 1, "tid": 1}]}"#,
     );
@@ -225,6 +232,16 @@ fn importer_values_of_1e308_that_overflow_on_conversion_are_refused() {
     );
     let err = refused(dir.path(), "pytest-benchmark", "pb.json");
     assert!(err.contains("beyond the largest number"), "{err}");
+    write(
+        dir.path(),
+        "nv.json",
+        r#"{"benchmarks": [{"name": "copy", "states": [{"name": "Device=0", "device": null, "axis_values": null, "is_skipped": false, "summaries": [{"tag": "nv/cold/time/gpu/mean", "data": [{"name": "value", "type": "float64", "value": "1e308"}]}]}]}]}"#,
+    );
+    let err = refused(dir.path(), "nvbench", "nv.json");
+    assert!(
+        err.contains("copy") && err.contains("beyond the largest number"),
+        "{err}"
+    );
     // Chrome trace durations are microseconds: 1e308 us overflows in nanoseconds.
     write(
         dir.path(),
@@ -279,6 +296,10 @@ fn other_json_importers_and_the_protocol_accept_a_byte_order_mark() {
             "protocol",
             "{\"metric\": \"t\", \"value\": 5, \"unit\": \"ns\"}\n",
         ),
+        (
+            "nvbench",
+            r#"{"benchmarks": [{"name": "copy", "states": [{"name": "Device=0", "device": null, "axis_values": null, "is_skipped": false, "summaries": [{"tag": "nv/cold/time/gpu/mean", "data": [{"name": "value", "type": "float64", "value": "5e-6"}]}]}]}]}"#,
+        ),
     ];
     for (format, doc) in cases {
         let name = format!("{format}.json");
@@ -302,6 +323,7 @@ fn dev_zero_is_refused_by_the_protocol_and_json_importers() {
         "gbench",
         "hyperfine",
         "pytest-benchmark",
+        "nvbench",
         "xplane",
         "cutlass",
     ] {
