@@ -682,6 +682,41 @@ impl<'p> BenchmarkRun<'p> {
     }
 }
 
+/// How long one `identity:` command may run.
+const IDENTITY_COMMAND_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The standard output of `sh -c command` in `dir` (an `identity:` command), run as a build
+/// step is (kgate's environment, which holds no credential), with a time limit.
+fn identity_command_output(command: &str, dir: &Path) -> Result<Vec<u8>, String> {
+    let out = tempfile::NamedTempFile::new()
+        .map_err(|e| format!("identity command `{command}`: no temporary file: {e}"))?;
+    let argv = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!("{command} > \"$KGATE_IDENTITY_OUTPUT\""),
+    ];
+    let outcome = run_process(&ProcessSpec {
+        argv: &argv,
+        cwd: dir,
+        env: vec![(
+            "KGATE_IDENTITY_OUTPUT".to_string(),
+            out.path().to_string_lossy().into_owned(),
+        )],
+        clear_env: false,
+        pass_env: &[],
+        timeout: IDENTITY_COMMAND_TIMEOUT,
+    })
+    .map_err(|e| format!("identity command `{command}` cannot start: {e}"))?;
+    if let Some(f) = failure_of(&outcome, IDENTITY_COMMAND_TIMEOUT) {
+        let mut why = format!("identity command `{command}` {}", f.message);
+        if let Some(last) = f.stderr_tail.lines().last() {
+            why.push_str(&format!(": {last}"));
+        }
+        return Err(why);
+    }
+    std::fs::read(out.path()).map_err(|e| format!("identity command `{command}`: {e}"))
+}
+
 /// Runs every benchmark of a plan in one revision: builds, then warm-up and repetitions.
 pub fn run_plan(
     plan: &Plan,
@@ -809,10 +844,16 @@ pub fn run_interleaved_adaptive(
                 let class = class.get_or_insert_with(|| {
                     crate::machine::envkey::class_key(&Fingerprint::capture(&head.root))
                 });
-                let sides = [
-                    crate::run::identity::digest(identity, base_description, class, base, &b.cwd),
-                    crate::run::identity::digest(identity, &b.description(), class, head, &b.cwd),
-                ];
+                let of = |description: &str, revision: &Revision| {
+                    crate::run::identity::digest(
+                        identity,
+                        description,
+                        class,
+                        &revision.root.join(&b.cwd),
+                        &identity_command_output,
+                    )
+                };
+                let sides = [of(base_description, base), of(&b.description(), head)];
                 for (side, digest) in ["base", "head"].iter().zip(&sides) {
                     if let Err(why) = digest {
                         eprintln!(
