@@ -1263,8 +1263,8 @@ mod tests {
             head.push(bench(&format!("b{i}"), samples(&BASE, 0.01)));
         }
         let r = compare(
-            &run(base),
-            &run(head),
+            &run(base.clone()),
+            &run(head.clone()),
             &ComparePolicy::default(),
             Design::Files,
         );

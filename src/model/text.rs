@@ -6,28 +6,78 @@
 //! escapes; the format-specific escaping (Markdown, HTML) is in `render::escape` and builds on
 //! the same character classes.
 
-/// Characters that change how a line displays without being seen: C0/C1 controls, DEL, and the
-/// bidirectional embeddings, overrides and isolates ("Trojan Source").
+/// Characters that change how a line displays without being seen: C0/C1 controls, DEL, the
+/// bidirectional embeddings, overrides, isolates and marks ("Trojan Source"), the line and
+/// paragraph separators (a line break to some readers, none to others), the byte-order mark,
+/// and the non-characters (U+FFFE and U+FFFF are not XML characters at all: one in a JUnit
+/// report makes CI drop the whole file).
 pub(crate) fn is_invisible_control(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    c.is_control()
+        || matches!(
+            c,
+            '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{061c}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{feff}'
+                | '\u{fdd0}'..='\u{fdef}'
+        )
+        || u32::from(c) & 0xfffe == 0xfffe
 }
 
-/// Pushes the visible escape of an invisible control (`\n`, `\u{1b}`) onto `out`.
+/// Pushes the visible escape of an invisible control (`\n`, `\u{1b}`, `\u{fffe}`) onto `out`.
 pub(crate) fn push_visible(out: &mut String, c: char) {
-    out.extend(c.escape_debug());
+    match c {
+        '\n' | '\r' | '\t' | '\0' => out.extend(c.escape_debug()),
+        c => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+    }
+}
+
+/// Whether `text` begins as a line that a CI runner reads as a command: GitHub's workflow
+/// commands (`::error::…`, `::add-mask::…`), its older form and Azure's (`##[error]…`,
+/// `##vso[…]`).
+pub(crate) fn starts_log_command(text: &str) -> bool {
+    text.starts_with("::") || text.starts_with("##[") || text.starts_with("##vso[")
+}
+
+/// Each character of `text` with whether a CI log command begins there at the start of a
+/// word (after whitespace, or at the start): escaping that character keeps the word inert
+/// wherever a line break puts it.
+pub(crate) fn chars_marking_commands(text: &str) -> impl Iterator<Item = (char, bool)> + '_ {
+    let mut word_start = true;
+    text.char_indices().map(move |(i, c)| {
+        let starts = std::mem::replace(&mut word_start, c.is_whitespace());
+        (c, starts && starts_log_command(&text[i..]))
+    })
+}
+
+/// The visible escape of the first character of a log command (`\u{3a}` for `:`, `\u{23}` for
+/// `#`).
+fn command_escape(c: char) -> &'static str {
+    match c {
+        ':' => "\\u{3a}",
+        _ => "\\u{23}",
+    }
 }
 
 /// Text for a terminal or a log line: every control character, newlines included, and every
 /// bidirectional override is shown as its escape (`\n`, `\u{1b}`), so untrusted text cannot
 /// move the cursor, recolour the screen, or start a line that a CI runner reads as a command.
+/// A word that begins as a log command (`::error`, `##[error]`) shows its first character
+/// escaped too (`\u{3a}:error`): a table wrapped at spaces may start a line with any word.
 pub fn escape_terminal(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(is_invisible_control) {
+    if chars_marking_commands(text).all(|(c, command)| !command && !is_invisible_control(c)) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
+    for (c, command) in chars_marking_commands(text) {
         if is_invisible_control(c) {
             push_visible(&mut out, c);
+        } else if command {
+            out.push_str(command_escape(c));
         } else {
             out.push(c);
         }
@@ -37,20 +87,11 @@ pub fn escape_terminal(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// Text of several lines for a terminal or a CI log, such as an error with its causes: line
 /// breaks are kept, every other control character is escaped as in [`escape_terminal`], and a
-/// line that would begin with `::` (a GitHub Actions workflow command) shows its first colon as
-/// `\u{3a}`, so a name holding `\n::error …` cannot forge an annotation.
+/// line (a word) that would begin as a CI log command (`::`, `##[`) shows its first character
+/// escaped (`\u{3a}`), so a name holding `\n::error …` cannot forge an annotation.
 pub fn escape_log(text: &str) -> String {
     text.split('\n')
-        .map(|line| {
-            let line = escape_terminal(line);
-            let body = line.trim_start();
-            if body.starts_with("::") {
-                let indent = &line[..line.len() - body.len()];
-                format!("{indent}\\u{{3a}}{}", &body[1..])
-            } else {
-                line.into_owned()
-            }
-        })
+        .map(|line| escape_terminal(line).into_owned())
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -93,10 +134,36 @@ mod tests {
     fn controls_and_bidi_overrides_become_visible() {
         assert_eq!(
             escape_terminal("a\n::error::x\u{1b}[2J\u{7}\r\u{202e}b\tc"),
-            "a\\n::error::x\\u{1b}[2J\\u{7}\\r\\u{202e}b\\tc"
+            "a\\n\\u{3a}:error::x\\u{1b}[2J\\u{7}\\r\\u{202e}b\\tc"
         );
         assert!(matches!(
             escape_terminal("plain µs ✓"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn separators_marks_and_non_characters_become_visible() {
+        assert_eq!(
+            escape_terminal(
+                "a\u{2028}b\u{2029}c\u{feff}d\u{fffe}e\u{ffff}f\u{200f}g\u{9b}h\u{10ffff}"
+            ),
+            "a\\u{2028}b\\u{2029}c\\u{feff}d\\u{fffe}e\\u{ffff}f\\u{200f}g\\u{9b}h\\u{10ffff}"
+        );
+        assert!(matches!(
+            escape_terminal("a\u{200d}b ✓ 日本"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn a_word_that_starts_a_log_command_shows_its_first_character_escaped() {
+        assert_eq!(
+            escape_terminal("::add-mask::x y ##[error]e ##vso[task] std::vec a##[b"),
+            "\\u{3a}:add-mask::x y \\u{23}#[error]e \\u{23}#vso[task] std::vec a##[b"
+        );
+        assert!(matches!(
+            escape_terminal("std::vector<int> #1 ##"),
             std::borrow::Cow::Borrowed(_)
         ));
     }
