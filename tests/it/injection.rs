@@ -612,6 +612,14 @@ fn every_string_field_alone_is_inert_in_every_format() {
                 failures.push(format!("{} in {format}: {problems:?}", show_path(path)));
             }
         }
+        // The annotations `kgate ci` prints are workflow commands by design: each one line,
+        // with nothing hidden in it.
+        for line in kgate::cli::commands::github::report_annotations(&report, 10) {
+            let hidden: Vec<char> = line.chars().filter(|c| is_hidden(*c)).collect();
+            if !hidden.is_empty() || line.contains('\n') {
+                failures.push(format!("{} in an annotation: {line:?}", show_path(path)));
+            }
+        }
     }
     assert!(tried > 40, "only {tried} fields took the payload");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
