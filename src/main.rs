@@ -7,7 +7,7 @@ use kgate::model::text::escape_log;
 fn main() -> ExitCode {
     let cli = kgate::cli::Cli::parse();
     if let Err(e) = kgate::run::runner::install_interrupt_handler() {
-        eprintln!("warning: cannot install the Ctrl-C handler: {e}");
+        eprintln!("warning: cannot install the handler of Ctrl-C and SIGTERM: {e}");
     }
     match kgate::cli::commands::execute(cli) {
         Ok(status) => ExitCode::from(status),
@@ -16,7 +16,7 @@ fn main() -> ExitCode {
                 "kgate: {}",
                 escape_log(&kgate::cli::commands::error_text(&err))
             );
-            ExitCode::from(ExitStatus::INTERRUPTED)
+            ExitCode::from(kgate::run::runner::interrupted_status())
         }
         Err(err) => {
             eprintln!(

@@ -443,3 +443,44 @@ fn output_onto_dev_stdout_into_a_pipe_is_written_through() {
     assert!(err.contains("`/proc/self/fd/77777`"), "{err}");
     assert!(!err.contains(".kgate-tmp"), "{err}");
 }
+
+/// A stopped run exits as a shell reports the signal: 143 for SIGTERM (a cancelled CI job),
+/// 130 for SIGINT (Ctrl-C), 129 for SIGHUP, writing nothing either way.
+#[test]
+fn a_signal_exits_128_plus_its_number_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    write(
+        dir.path(),
+        "kgate.yaml",
+        &format!(
+            "defaults: {{warmup: 0, repetitions: 1}}\nbenchmarks:\n  - name: slow\n    command: \"touch '{}'; sleep 30\"\n",
+            started.display()
+        ),
+    );
+    for (signal, status) in [
+        (libc::SIGTERM, 143),
+        (libc::SIGINT, 130),
+        (libc::SIGHUP, 129),
+    ] {
+        let _ = std::fs::remove_file(&started);
+        let child = Command::new(assert_cmd::cargo::cargo_bin!("kgate"))
+            .current_dir(dir.path())
+            .args(["run", "--no-progress", "-o", "out.json"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        crate::common::wait_for_file(&started);
+        let sent = Instant::now();
+        // SAFETY: signalling the child this test started.
+        unsafe {
+            libc::kill(child.id() as i32, signal);
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(status), "signal {signal}: {err}");
+        assert!(err.contains("no results were written"), "{err}");
+        assert!(sent.elapsed() < Duration::from_secs(20));
+        assert!(!dir.path().join("out.json").exists());
+    }
+}
