@@ -203,15 +203,17 @@ impl GithubContext {
     }
 
     /// The page of this workflow run, where the job summary is shown.
+    /// None where the address would not be a plain web address (`GITHUB_SERVER_URL` of
+    /// `javascript:…`): the comment then links to nothing.
     pub fn run_url(&self) -> Option<String> {
-        self.run_id.as_ref().map(|id| {
-            format!(
-                "{}/{}/{}/actions/runs/{id}",
-                self.server_url.trim_end_matches('/'),
-                self.owner,
-                self.repo
-            )
-        })
+        let url = format!(
+            "{}/{}/{}/actions/runs/{}",
+            self.server_url.trim_end_matches('/'),
+            self.owner,
+            self.repo,
+            self.run_id.as_ref()?
+        );
+        crate::model::text::web_address(&url).map(str::to_string)
     }
 }
 

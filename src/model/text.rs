@@ -96,6 +96,26 @@ pub fn escape_log(text: &str) -> String {
         .join("\n")
 }
 
+/// `text` without a trailing `/` when it is an http(s) address that can go into a link as it
+/// is (an HTML `href`, a Markdown `[…](…)`): its scheme is `https://` or `http://`, it has a
+/// host, and it holds no space, control, quote, angle bracket, parenthesis or backslash that
+/// could end the link or start another. `javascript:…`, `data:…` and the like are not.
+pub fn web_address(text: &str) -> Option<&str> {
+    let rest = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"))?;
+    let inert = |c: char| {
+        !c.is_whitespace()
+            && !is_invisible_control(c)
+            && !matches!(
+                c,
+                '"' | '\'' | '<' | '>' | '`' | '\\' | '(' | ')' | '[' | ']' | '{' | '}' | '|' | '^'
+            )
+    };
+    let host = rest.split('/').next().unwrap_or_default();
+    (!host.is_empty() && text.chars().all(inert)).then(|| text.trim_end_matches('/'))
+}
+
 /// `1 benchmark`, `2 benchmarks`: a count with its noun in the right number.
 pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -166,6 +186,32 @@ mod tests {
             escape_terminal("std::vector<int> #1 ##"),
             std::borrow::Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn only_plain_http_addresses_are_web_addresses() {
+        assert_eq!(
+            web_address("https://github.com/o/r/"),
+            Some("https://github.com/o/r")
+        );
+        assert_eq!(
+            web_address("http://ci.example:8080/x"),
+            Some("http://ci.example:8080/x")
+        );
+        for bad in [
+            "javascript:alert(1)",
+            "JAVASCRIPT:alert(1)//https://x",
+            "data:text/html,x",
+            "https://",
+            "https:///path",
+            "https://h/x\" onclick=\"x",
+            "https://h/x) [y](javascript:z",
+            "https://h/a b",
+            "https://h/a\nb",
+            "ftp://h/x",
+        ] {
+            assert_eq!(web_address(bad), None, "{bad}");
+        }
     }
 
     #[test]
