@@ -336,7 +336,8 @@ fn folder_class(root: &Path, name: &str) -> Option<String> {
         .iter()
         .find_map(|path| {
             let text = std::fs::read_to_string(path).ok()?;
-            let env: Environment = serde_json::from_str(&text).ok()?;
+            let env: Environment =
+                serde_json::from_str(crate::model::json_array::without_bom(&text)).ok()?;
             Some(envkey::class_key(&env.environment))
         })
 }
@@ -396,8 +397,9 @@ pub fn load(root: &Path, key: &str) -> Result<Vec<HistoryRecord>, HistoryError> 
             path: path.clone(),
             source,
         })?;
+        let text = crate::model::json_array::without_bom(&text);
         let rec: HistoryRecord =
-            serde_json::from_str(&text).map_err(|source| HistoryError::Parse {
+            serde_json::from_str(text).map_err(|source| HistoryError::Parse {
                 path: path.clone(),
                 source,
             })?;

@@ -38,9 +38,11 @@ pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
     };
     // Read from the file as it parses, not from a copy of its text: a report of a suite of
     // 10,000 benchmarks is over 200 MB.
+    // A leading byte-order mark (Windows editors, PowerShell) is not JSON: skipped.
     let open = || {
         std::fs::File::open(path)
             .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
+            .and_then(crate::model::json_array::skip_bom)
             .map_err(read_error)
     };
     // A pipe cannot be read a second time for the version: its text is read first.
@@ -52,7 +54,7 @@ pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
         ),
     };
     let parsed = match &piped {
-        Some(text) => serde_json::from_str::<Report>(text),
+        Some(text) => serde_json::from_str::<Report>(crate::model::json_array::without_bom(text)),
         None => serde_json::from_reader::<_, Report>(open()?),
     };
     let version = match &parsed {

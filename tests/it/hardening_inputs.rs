@@ -291,6 +291,51 @@ fn other_json_importers_and_the_protocol_accept_a_byte_order_mark() {
     }
 }
 
+/// kgate's own files saved by a Windows editor or PowerShell begin with a byte-order mark: a
+/// results file (compared, merged, stored, recorded) and a JSON report (`kgate report`) read
+/// as without one, from a file and from a pipe.
+#[test]
+fn results_files_and_reports_accept_a_byte_order_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "p.jsonl",
+        "{\"benchmark\": \"k\", \"metric\": \"t\", \"value\": 5, \"unit\": \"ns\"}\n",
+    );
+    let run = |args: &[&str]| {
+        let out = kgate(d).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    run(&["import", "protocol", "p.jsonl", "-o", "r.json"]);
+    let results = std::fs::read_to_string(d.join("r.json")).unwrap();
+    write(d, "bom.json", &format!("\u{feff}{results}"));
+    run(&[
+        "compare",
+        "bom.json",
+        "r.json",
+        "--format",
+        "json",
+        "-o",
+        "report.json",
+    ]);
+    run(&["merge", "bom.json", "-o", "merged.json"]);
+    let report = std::fs::read_to_string(d.join("report.json")).unwrap();
+    write(d, "bom-report.json", &format!("\u{feff}{report}"));
+    assert!(run(&["report", "bom-report.json"]).contains("1 benchmark"));
+    // Through a pipe, which is read once.
+    for (command, file) in [("report", "bom-report.json"), ("merge", "bom.json")] {
+        let out = Command::new(assert_cmd::cargo::cargo_bin!("kgate"))
+            .current_dir(d)
+            .args([command, "/dev/stdin"])
+            .stdin(std::fs::File::open(d.join(file)).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{command}: {}", stderr_of(&out));
+    }
+}
+
 #[test]
 #[cfg_attr(kgate_no_dev_zero, ignore = "needs /dev/zero")]
 fn dev_zero_is_refused_by_the_protocol_and_json_importers() {
