@@ -267,7 +267,7 @@ pub fn json_stream(path: &Path, what: &str) -> Result<impl Read, ImportError> {
     Ok(std::io::Cursor::new(head).chain(reader))
 }
 
-fn not_json(path: &Path, what: &str, e: &serde_json::Error) -> ImportError {
+pub(crate) fn not_json(path: &Path, what: &str, e: &serde_json::Error) -> ImportError {
     ImportError::Content {
         path: path.to_path_buf(),
         message: format!(

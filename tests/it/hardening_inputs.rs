@@ -291,6 +291,47 @@ fn other_json_importers_and_the_protocol_accept_a_byte_order_mark() {
     }
 }
 
+/// A Proton tree `depth` scopes deep with one kernel at the bottom.
+fn nested_proton(depth: usize) -> String {
+    let kernel = r#"{"frame": {"name": "k"}, "metrics": {"count": 2, "time (ns)": 10, "device_type": "CUDA", "device_id": "0"}, "children": []}"#;
+    let mut tree = kernel.to_string();
+    for i in (0..depth).rev() {
+        tree = format!(r#"{{"frame": {{"name": "s{i}"}}, "metrics": {{}}, "children": [{tree}]}}"#);
+    }
+    format!(r#"[{{"frame": {{"name": "ROOT"}}, "metrics": {{}}, "children": [{tree}]}}, {{}}]"#)
+}
+
+/// Proton scopes nest as deep as the program's `proton.scope`s: 63 and more were refused as
+/// "not valid JSON (recursion limit exceeded)". Thousands read; deeper than the limit is
+/// refused by that limit, named.
+#[test]
+fn deeply_nested_proton_scopes_are_read_and_the_depth_limit_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    for depth in [63, 200, 4_990] {
+        let name = format!("deep{depth}.hatchet");
+        write(dir.path(), &name, &nested_proton(depth));
+        let r = imported(dir.path(), "proton", &name);
+        assert_eq!(r["benchmarks"][0]["name"], "k", "{depth}");
+        assert_eq!(
+            r["benchmarks"][0]["metrics"][0]["values"][0], 5.0,
+            "{depth}"
+        );
+    }
+    write(dir.path(), "deeper.hatchet", &nested_proton(5_100));
+    let err = refused(dir.path(), "proton", "deeper.hatchet");
+    assert!(
+        err.contains("levels deep, more than the 10000 kgate reads (some 5000 nested scopes"),
+        "{err}"
+    );
+    // Brackets inside strings are not nesting.
+    write(
+        dir.path(),
+        "names.hatchet",
+        &nested_proton(3).replace("\"s1\"", &format!("\"{}\\\"\"", "[{".repeat(20_000))),
+    );
+    imported(dir.path(), "proton", "names.hatchet");
+}
+
 /// kgate's own files saved by a Windows editor or PowerShell begin with a byte-order mark: a
 /// results file (compared, merged, stored, recorded) and a JSON report (`kgate report`) read
 /// as without one, from a file and from a pipe.
