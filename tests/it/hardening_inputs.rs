@@ -291,6 +291,56 @@ fn other_json_importers_and_the_protocol_accept_a_byte_order_mark() {
     }
 }
 
+/// hyperfine's `exit_codes` says whether a command failed: what hyperfine never writes there
+/// (`{}`, `true`, `"NaN"`, a fraction) was read as "no failures" and passed the command. It is
+/// refused by its place, as is a `memory_usage_byte` that is not bytes; integers and `null`
+/// read as before.
+#[test]
+fn hyperfine_exit_codes_and_memory_that_hyperfine_never_writes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = |field: &str| {
+        format!(r#"{{"results": [{{"command": "sleep 0", "times": [0.1, 0.2]{field}}}]}}"#)
+    };
+    for (field, place, got) in [
+        (r#", "exit_codes": {}"#, "exit_codes", "{}"),
+        (r#", "exit_codes": true"#, "exit_codes", "true"),
+        (r#", "exit_codes": "NaN""#, "exit_codes", "\"NaN\""),
+        (r#", "exit_codes": [0, "NaN"]"#, "exit_codes[1]", "\"NaN\""),
+        (r#", "exit_codes": [0, 1.5]"#, "exit_codes[1]", "1.5"),
+        (
+            r#", "memory_usage_byte": [100, "lots"]"#,
+            "memory_usage_byte[1]",
+            "\"lots\"",
+        ),
+        (r#", "memory_usage_byte": 7"#, "memory_usage_byte", "7"),
+    ] {
+        write(dir.path(), "h.json", &doc(field));
+        let err = refused(dir.path(), "hyperfine", "h.json");
+        assert!(
+            err.contains(&format!("results[0].{place} (`sleep 0`) is {got}, not ")),
+            "{field}: {err}"
+        );
+    }
+    for (field, failed) in [
+        (r#", "exit_codes": [0, 0]"#, false),
+        (r#", "exit_codes": null"#, false),
+        ("", false),
+        (r#", "exit_codes": [0, 2]"#, true),
+        (r#", "exit_codes": [null, 0]"#, true),
+    ] {
+        // With a command that ran, so that the file holds a measurement either way.
+        let two = doc(field).replace("]}]}", r#"]}, {"command": "true", "times": [0.1, 0.2]}]}"#);
+        write(dir.path(), "h.json", &two);
+        let r = imported(dir.path(), "hyperfine", "h.json");
+        assert_eq!(r["benchmarks"][0]["name"], "sleep 0");
+        assert_eq!(
+            r["benchmarks"][0]["status"] == "failed",
+            failed,
+            "{field}: {r}"
+        );
+    }
+}
+
 /// A Proton tree `depth` scopes deep with one kernel at the bottom.
 fn nested_proton(depth: usize) -> String {
     let kernel = r#"{"frame": {"name": "k"}, "metrics": {"count": 2, "time (ns)": 10, "device_type": "CUDA", "device_id": "0"}, "children": []}"#;
