@@ -99,9 +99,14 @@ pub enum HistoryError {
         #[source]
         source: std::io::Error,
     },
-    #[error("`{path}` is not a kgate history record: {source}; remove it or restore it from git")]
+    #[error(
+        "`{path}` is not a kgate history record: {}; remove it or restore it from git",
+        crate::model::text::plain_serde(field.as_deref(), &source.to_string())
+    )]
     Parse {
         path: PathBuf,
+        /// Where in the record, when known.
+        field: Option<String>,
         #[source]
         source: serde_json::Error,
     },
@@ -401,6 +406,7 @@ pub fn load(root: &Path, key: &str) -> Result<Vec<HistoryRecord>, HistoryError> 
         let rec: HistoryRecord =
             serde_json::from_str(text).map_err(|source| HistoryError::Parse {
                 path: path.clone(),
+                field: crate::model::text::failing_field::<HistoryRecord>(text),
                 source,
             })?;
         records.push((path, rec));

@@ -271,9 +271,10 @@ pub(crate) fn not_json(path: &Path, what: &str, e: &serde_json::Error) -> Import
     ImportError::Content {
         path: path.to_path_buf(),
         message: format!(
-            "is not valid JSON (line {}, column {}: {e}), so it is not {what} output; pass the file the tool wrote, whole",
+            "is not valid JSON (line {}, column {}: {}), so it is not {what} output; pass the file the tool wrote, whole",
             e.line(),
-            e.column()
+            e.column(),
+            crate::model::text::plain_serde(None, &e.to_string())
         ),
     }
 }

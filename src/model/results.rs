@@ -680,9 +680,11 @@ pub enum ResultsError {
         #[source]
         source: std::io::Error,
     },
-    #[error("`{path}` is not a kgate results file: {source}")]
+    #[error("`{path}` is not a kgate results file: {}", crate::model::text::plain_serde(field.as_deref(), &source.to_string()))]
     Parse {
         path: PathBuf,
+        /// Where in the document, when known (`benchmarks[0].metrics[0].values[2]`).
+        field: Option<String>,
         #[source]
         source: serde_json::Error,
     },
@@ -978,6 +980,7 @@ impl RunResults {
         };
         let parse_error = |source| ResultsError::Parse {
             path: path.to_path_buf(),
+            field: crate::model::text::failing_field::<RunResults>(text),
             source,
         };
         let results = match (version, parsed) {

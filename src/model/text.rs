@@ -116,6 +116,149 @@ pub fn web_address(text: &str) -> Option<&str> {
     (!host.is_empty() && text.chars().all(inert)).then(|| text.trim_end_matches('/'))
 }
 
+/// The field a deserialization of `text` as `T` failed at (`benchmarks[0].metrics[1].unit`),
+/// for [`plain_serde`]: read again only once the reading failed, so that it costs nothing
+/// when the text reads.
+pub fn failing_field<T: serde::de::DeserializeOwned>(text: &str) -> Option<String> {
+    let mut reader = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize::<_, T>(&mut reader)
+        .err()
+        .map(|e| e.path().to_string())
+        .filter(|p| !p.is_empty() && p != "." && p != "?")
+}
+
+/// A serde error message (`invalid type: null, expected f64`) in the words of the file it is
+/// about: `must be a number, got null`. `field` names where it was (`value`,
+/// `benchmarks[0].metrics[1].values[2]`), when known: `` `value` must be a number, got null``.
+/// serde_json's position (` at line 1 column 9`) is kept at the end; a message that is not one
+/// of serde's type errors is returned as it is, after the field.
+pub fn plain_serde(field: Option<&str>, message: &str) -> String {
+    let (head, position) = match message.rfind(" at line ") {
+        Some(at) if message[at..].contains(" column ") => message.split_at(at),
+        _ => (message, ""),
+    };
+    let named = |rest: String| match field.filter(|f| !f.is_empty() && *f != ".") {
+        Some(f) => format!("`{f}` {rest}"),
+        None => rest,
+    };
+    let body = if let Some(rest) = head
+        .strip_prefix("invalid type: ")
+        .or_else(|| head.strip_prefix("invalid value: "))
+        && let Some((got, expected)) = rest.split_once(", expected ")
+    {
+        named(format!(
+            "must be {}, got {}",
+            expected_words(expected),
+            unexpected_words(got)
+        ))
+    } else if let Some(rest) = head.strip_prefix("invalid length ")
+        && let Some((n, expected)) = rest.split_once(", expected ")
+    {
+        named(format!(
+            "must be {}, got {n} item{}",
+            expected_words(expected),
+            if n == "1" { "" } else { "s" }
+        ))
+    } else if let Some(rest) = head.strip_prefix("unknown variant ")
+        && let Some((got, expected)) = rest.split_once(", expected ").or_else(|| {
+            rest.split_once(", there are no variants")
+                .map(|(g, _)| (g, "nothing"))
+        })
+    {
+        let expected = expected.strip_prefix("one of ").unwrap_or(expected);
+        match field.filter(|f| !f.is_empty() && *f != ".") {
+            Some(f) => format!("`{f}` is {got}, not one of {expected}"),
+            None => format!("{got} is not one of {expected}"),
+        }
+    } else if let Some(ty) = head.strip_prefix("invalid ")
+        && expected_words(ty) != ty
+    {
+        // serde-saphyr's scalar errors: `invalid u32`, `invalid f64`.
+        named(format!("must be {}", expected_words(ty)))
+    } else if ["missing field ", "unknown field ", "duplicate field "]
+        .iter()
+        .any(|p| head.starts_with(p))
+    {
+        // serde names the field itself.
+        head.to_string()
+    } else {
+        match field.filter(|f| !f.is_empty() && *f != ".") {
+            Some(f) => format!("`{f}`: {head}"),
+            None => head.to_string(),
+        }
+    };
+    format!("{body}{position}")
+}
+
+/// What a serde visitor expected (`f64`, `u32`, `a sequence`, `struct Gate`), in plain words.
+fn expected_words(expected: &str) -> String {
+    let words = match expected {
+        "f32" | "f64" | "a number" => "a number",
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => "a whole number, 0 or more",
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => "a whole number",
+        "a boolean" | "bool" => "`true` or `false`",
+        "a string" | "a borrowed string" | "string" | "path string" => "text (a string)",
+        "a character" | "char" => "one character",
+        "a sequence" | "a tuple" => "a list",
+        "a map" | "struct variant" => "an object",
+        "option" => "a value or null",
+        "unit" => "null",
+        "variant identifier" | "field identifier" => "a name",
+        other => {
+            if let Some(name) = other.strip_prefix("struct ") {
+                return format!("an object ({name})");
+            }
+            if let Some(rest) = other.strip_prefix("tuple struct ") {
+                return format!("a list ({rest})");
+            }
+            if let Some(n) = other.strip_prefix("an array of length ") {
+                return format!("a list of {n}");
+            }
+            if let Some(n) = other.strip_prefix("a tuple of size ") {
+                return format!("a list of {n}");
+            }
+            if let Some(name) = other.strip_prefix("enum ") {
+                return format!("one of the names of {name}");
+            }
+            other
+        }
+    };
+    words.to_string()
+}
+
+/// What serde found instead (`string "fast"`, `integer `5``, `sequence`), in plain words.
+fn unexpected_words(got: &str) -> String {
+    let quoted = |s: &str| {
+        s.strip_prefix('`')
+            .and_then(|s| s.strip_suffix('`'))
+            .map(str::to_string)
+    };
+    if let Some(v) = got
+        .strip_prefix("boolean ")
+        .or_else(|| got.strip_prefix("integer "))
+        .or_else(|| got.strip_prefix("floating point "))
+        .and_then(quoted)
+    {
+        return v;
+    }
+    if let Some(v) = got.strip_prefix("character ").and_then(quoted) {
+        return format!("`{v}`");
+    }
+    if let Some(text) = got.strip_prefix("string ") {
+        return format!("the text {text}");
+    }
+    match got {
+        "null" | "unit value" => "null",
+        "sequence" => "a list",
+        "map" => "an object",
+        "byte array" => "bytes",
+        "Option value" | "newtype struct" | "newtype variant" | "enum" | "unit variant"
+        | "tuple variant" | "struct variant" => "another kind of value",
+        other => other,
+    }
+    .to_string()
+}
+
 /// `1 benchmark`, `2 benchmarks`: a count with its noun in the right number.
 pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -211,6 +354,61 @@ mod tests {
             "ftp://h/x",
         ] {
             assert_eq!(web_address(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn serde_type_errors_read_in_the_files_words() {
+        let cases = [
+            (
+                Some("value"),
+                "invalid type: null, expected f64",
+                "`value` must be a number, got null",
+            ),
+            (
+                Some("value"),
+                "invalid type: string \"fast\", expected f64",
+                "`value` must be a number, got the text \"fast\"",
+            ),
+            (
+                Some("benchmarks[0].repetitions"),
+                "invalid type: floating point `1.5`, expected u32 at line 1 column 80",
+                "`benchmarks[0].repetitions` must be a whole number, 0 or more, got 1.5 at line 1 column 80",
+            ),
+            (
+                None,
+                "invalid type: map, expected a sequence",
+                "must be a list, got an object",
+            ),
+            (
+                Some("gate"),
+                "invalid type: boolean `true`, expected struct Gate",
+                "`gate` must be an object (Gate), got true",
+            ),
+            (
+                Some("ci"),
+                "invalid length 3, expected an array of length 2",
+                "`ci` must be a list of 2, got 3 items",
+            ),
+            (
+                Some("source"),
+                "unknown variant `guess`, expected one of `timer`, `reported`",
+                "`source` is `guess`, not one of `timer`, `reported`",
+            ),
+            (
+                Some("metric"),
+                "missing field `value`",
+                "missing field `value`",
+            ),
+            (Some("x"), "trailing characters", "`x`: trailing characters"),
+            (
+                None,
+                "EOF while parsing a value at line 1 column 5",
+                "EOF while parsing a value at line 1 column 5",
+            ),
+        ];
+        for (field, serde, plain) in cases {
+            assert_eq!(plain_serde(field, serde), plain, "{serde}");
         }
     }
 

@@ -15,10 +15,13 @@ pub enum StoredReportError {
         source: std::io::Error,
     },
     #[error(
-        "`{path}` is not a kgate JSON report ({source}); write one with `kgate compare BASE HEAD --format json -o FILE` or `kgate check --format json -o FILE`"
+        "`{path}` is not a kgate JSON report ({}); write one with `kgate compare BASE HEAD --format json -o FILE` or `kgate check --format json -o FILE`",
+        crate::model::text::plain_serde(field.as_deref(), &source.to_string())
     )]
     Parse {
         path: PathBuf,
+        /// Where in the document, when known (`benchmarks[0].verdict`).
+        field: Option<String>,
         #[source]
         source: serde_json::Error,
     },
@@ -57,14 +60,19 @@ pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
         Some(text) => serde_json::from_str::<Report>(crate::model::json_array::without_bom(text)),
         None => serde_json::from_reader::<_, Report>(open()?),
     };
-    let version = match &parsed {
-        Ok(report) => Some(u64::from(report.schema_version)),
-        Err(e) if e.is_io() => None,
-        // The text is read only for a report that did not read, to tell its version.
-        Err(_) => crate::model::schema_version_of(&match piped {
+    // The text is read only for a report that did not read: to tell its version, and where
+    // it went wrong.
+    let failed_text = match &parsed {
+        Err(e) if !e.is_io() => Some(match piped {
             Some(text) => text,
             None => std::fs::read_to_string(path).map_err(read_error)?,
         }),
+        _ => None,
+    };
+    let version = match (&parsed, &failed_text) {
+        (Ok(report), _) => Some(u64::from(report.schema_version)),
+        (Err(_), Some(text)) => crate::model::schema_version_of(text),
+        (Err(_), None) => None,
     };
     if let Some(found) = version
         && found != u64::from(REPORT_SCHEMA_VERSION)
@@ -81,6 +89,11 @@ pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
         },
         false => StoredReportError::Parse {
             path: path.to_path_buf(),
+            field: failed_text.as_deref().and_then(|text| {
+                crate::model::text::failing_field::<Report>(crate::model::json_array::without_bom(
+                    text,
+                ))
+            }),
             source,
         },
     })

@@ -341,6 +341,80 @@ fn hyperfine_exit_codes_and_memory_that_hyperfine_never_writes_are_refused() {
     }
 }
 
+/// A value of the wrong type is named by its key and said in the file's words, not serde's
+/// (`invalid type: null, expected f64`): in a protocol line, a results file, a JSON report and
+/// the configuration.
+#[test]
+fn a_value_of_the_wrong_type_is_named_in_the_files_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "p.jsonl",
+        "{\"metric\": \"t\", \"value\": null, \"unit\": \"ns\"}\n",
+    );
+    let err = refused(d, "protocol", "p.jsonl");
+    assert!(err.contains("`value` must be a number, got null"), "{err}");
+    assert!(!err.contains("invalid type"), "{err}");
+
+    write(
+        d,
+        "ok.jsonl",
+        "{\"metric\": \"t\", \"value\": 5, \"unit\": \"ns\"}\n",
+    );
+    let out = kgate(d)
+        .args(["import", "protocol", "ok.jsonl", "-o", "r.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let mut results: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    results["benchmarks"][0]["metrics"][0]["values"][0] = Value::Null;
+    write(d, "bad.json", &results.to_string());
+    let out = kgate(d)
+        .args(["compare", "bad.json", "r.json"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`benchmarks[0].metrics[0].values[0]` must be a number, got null"),
+        "{err}"
+    );
+
+    let out = kgate(d)
+        .args([
+            "compare", "r.json", "r.json", "--format", "json", "-o", "rep.json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let mut report: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("rep.json")).unwrap()).unwrap();
+    report["alpha"] = json!("0.05");
+    write(d, "rep.json", &report.to_string());
+    let out = kgate(d).args(["report", "rep.json"]).output().unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`alpha` must be a number, got the text \"0.05\""),
+        "{err}"
+    );
+
+    write(
+        d,
+        "kgate.yaml",
+        "defaults: {warmup: many}\nbenchmarks:\n  - name: a\n    command: ./a\n",
+    );
+    let out = kgate(d).args(["validate"]).output().unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("key `defaults.warmup`: must be a whole number, 0 or more\n"),
+        "{err}"
+    );
+}
+
 /// A Proton tree `depth` scopes deep with one kernel at the bottom.
 fn nested_proton(depth: usize) -> String {
     let kernel = r#"{"frame": {"name": "k"}, "metrics": {"count": 2, "time (ns)": 10, "device_type": "CUDA", "device_id": "0"}, "children": []}"#;
