@@ -11,7 +11,7 @@ fn main() -> ExitCode {
     // SAFETY: no other thread exists yet (the Ctrl-C handler's starts below).
     unsafe { kgate::run::secrets::seal() };
     if let Err(e) = kgate::run::runner::install_interrupt_handler() {
-        eprintln!("warning: cannot install the Ctrl-C handler: {e}");
+        eprintln!("warning: cannot install the handler of Ctrl-C and SIGTERM: {e}");
     }
     match kgate::cli::commands::execute(cli) {
         Ok(status) => ExitCode::from(status),
@@ -20,7 +20,7 @@ fn main() -> ExitCode {
                 "kgate: {}",
                 escape_log(&kgate::cli::commands::error_text(&err))
             );
-            ExitCode::from(ExitStatus::INTERRUPTED)
+            ExitCode::from(kgate::run::runner::interrupted_status())
         }
         Err(err) => {
             eprintln!(

@@ -99,9 +99,14 @@ pub enum HistoryError {
         #[source]
         source: std::io::Error,
     },
-    #[error("`{path}` is not a kgate history record: {source}; remove it or restore it from git")]
+    #[error(
+        "`{path}` is not a kgate history record: {}; remove it or restore it from git",
+        crate::model::text::plain_serde(field.as_deref(), &source.to_string())
+    )]
     Parse {
         path: PathBuf,
+        /// Where in the record, when known.
+        field: Option<String>,
         #[source]
         source: serde_json::Error,
     },
@@ -336,7 +341,8 @@ fn folder_class(root: &Path, name: &str) -> Option<String> {
         .iter()
         .find_map(|path| {
             let text = std::fs::read_to_string(path).ok()?;
-            let env: Environment = serde_json::from_str(&text).ok()?;
+            let env: Environment =
+                serde_json::from_str(crate::model::json_array::without_bom(&text)).ok()?;
             Some(envkey::class_key(&env.environment))
         })
 }
@@ -396,9 +402,11 @@ pub fn load(root: &Path, key: &str) -> Result<Vec<HistoryRecord>, HistoryError> 
             path: path.clone(),
             source,
         })?;
+        let text = crate::model::json_array::without_bom(&text);
         let rec: HistoryRecord =
-            serde_json::from_str(&text).map_err(|source| HistoryError::Parse {
+            serde_json::from_str(text).map_err(|source| HistoryError::Parse {
                 path: path.clone(),
+                field: crate::model::text::failing_field::<HistoryRecord>(text),
                 source,
             })?;
         records.push((path, rec));

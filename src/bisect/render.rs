@@ -317,7 +317,7 @@ mod tests {
         assert!(!t.contains('\u{1b}'), "{t}");
         assert!(!t.contains("\n::error"), "{t}");
         assert!(
-            t.contains("slower \\u{1b}[2J| @team\\n::error::forged"),
+            t.contains("slower \\u{1b}[2J| @team\\n\\u{3a}:error::forged"),
             "{t}"
         );
         let rows: Vec<&str> = t.lines().filter(|l| l.contains("wall_time")).collect();

@@ -140,7 +140,8 @@ fn glob(pattern: &str, cause: &str) -> Result<GlobMatcher, String> {
 
 /// Parses a rule table (the format of `profiles/explanations.yaml`).
 pub fn parse_rules(text: &str) -> Result<Rules, String> {
-    let table: Table = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+    let table: Table = serde_saphyr::from_str(text)
+        .map_err(|e| crate::model::text::plain_serde(None, &e.to_string()))?;
     let work = table
         .work
         .iter()

@@ -166,7 +166,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Waiver>, WaiverError> {
         WaiverError::Invalid {
             message: format!(
                 "{file}:{line}:{column}:{key} {}\nhint: each waiver needs `benchmark`, `reason` and `expires: YYYY-MM-DD` or `until_commit: SHA` (optional `metric`, default `*`)",
-                raw.trim()
+                crate::model::text::plain_serde(None, raw.trim())
             ),
         }
     })?;

@@ -67,7 +67,8 @@ pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
                 .map(|l| (l.line(), l.column()))
                 .unwrap_or((0, 0));
             let raw = err.without_snippet().to_string();
-            let mut message = plain_message(&strip_location_prefix(&raw));
+            let mut message =
+                crate::model::text::plain_serde(None, &plain_message(&strip_location_prefix(&raw)));
             // `unknown field `wormup`, expected one of …`: name the likely one first.
             if let Some(rest) = message.strip_prefix("unknown field `")
                 && let Some((field, expected)) = rest.split_once("`, expected one of ")

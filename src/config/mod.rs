@@ -563,7 +563,7 @@ benchmarks:
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    warmup: lots\n",
-                "kgate.yaml:4:13: key `benchmarks[0].warmup`: invalid u32",
+                "kgate.yaml:4:13: key `benchmarks[0].warmup`: must be a whole number, 0 or more",
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    timeout: 30\n",
@@ -587,11 +587,11 @@ benchmarks:
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    metrics:\n      t: {direction: up}\n",
-                "kgate.yaml:5:22: key `benchmarks[0].metrics.t.direction`: unknown variant `up`, expected one of lower, higher",
+                "kgate.yaml:5:22: key `benchmarks[0].metrics.t.direction`: `up` is not one of lower, higher",
             ),
             (
                 "benchmarks:\n  - name: a\n    command: ./a\n    captures: [stopwatch]\n",
-                "kgate.yaml:4:16: key `benchmarks[0].captures[0]`: unknown variant `stopwatch`, expected one of timer, protocol, perf, callgrind, cachegrind",
+                "kgate.yaml:4:16: key `benchmarks[0].captures[0]`: `stopwatch` is not one of timer, protocol, perf, callgrind, cachegrind",
             ),
             (
                 "benchmarks:\n  - name: a\n    command: []\n",

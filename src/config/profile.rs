@@ -334,9 +334,15 @@ pub fn resolve(
     let mut seen = Vec::new();
     let value = resolve_value(name, overrides, &mut seen)?;
     let profile: DeviceProfile =
-        serde_json::from_value(value).map_err(|e| ProfileError::Invalid {
+        serde_path_to_error::deserialize(value).map_err(|e| ProfileError::Invalid {
             name: name.to_string(),
-            message: format!("{e}; a profile needs `clock_hz: {{value, source}}`"),
+            message: format!(
+                "{}; a profile needs `clock_hz: {{value, source}}`",
+                crate::model::text::plain_serde(
+                    Some(&e.path().to_string()),
+                    &e.into_inner().to_string()
+                )
+            ),
         })?;
     profile.check()
 }

@@ -203,15 +203,17 @@ impl GithubContext {
     }
 
     /// The page of this workflow run, where the job summary is shown.
+    /// None where the address would not be a plain web address (`GITHUB_SERVER_URL` of
+    /// `javascript:…`): the comment then links to nothing.
     pub fn run_url(&self) -> Option<String> {
-        self.run_id.as_ref().map(|id| {
-            format!(
-                "{}/{}/{}/actions/runs/{id}",
-                self.server_url.trim_end_matches('/'),
-                self.owner,
-                self.repo
-            )
-        })
+        let url = format!(
+            "{}/{}/{}/actions/runs/{}",
+            self.server_url.trim_end_matches('/'),
+            self.owner,
+            self.repo,
+            self.run_id.as_ref()?
+        );
+        crate::model::text::web_address(&url).map(str::to_string)
     }
 }
 
@@ -271,11 +273,24 @@ pub fn summary_room(path: &Path) -> usize {
     STEP_SUMMARY_LIMIT.saturating_sub(usize::try_from(used).unwrap_or(usize::MAX))
 }
 
-/// Escapes a workflow command's message: `%`, `\r` and `\n`.
+/// Escapes a workflow command's message: `%`, `\r` and `\n` as the runner decodes them, and
+/// every other character that acts on a terminal or hides in a line (ESC, an OSC 8 link, the
+/// line separators, a byte-order mark) as its visible escape, as on a terminal: the command is
+/// printed to the job's log before the runner reads it.
 pub fn escape_data(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '\r' => out.push_str("%0D"),
+            '\n' => out.push_str("%0A"),
+            c if crate::model::text::is_invisible_control(c) => {
+                crate::model::text::push_visible(&mut out, c)
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Escapes a workflow command's property value: as data, plus `:` and `,`.
@@ -318,6 +333,14 @@ mod tests {
                 "100% slower\n::error::injected\r"
             ),
             "::error title=kgate%3A a%2Cb%3Ac::100%25 slower%0A::error::injected%0D"
+        );
+        assert_eq!(
+            annotation(
+                Level::Warning,
+                "k\u{1b}[2J",
+                "a\u{1b}]8;;x\u{7}\u{2028}\u{feff}"
+            ),
+            "::warning title=k\\u{1b}[2J::a\\u{1b}]8;;x\\u{7}\\u{2028}\\u{feff}"
         );
     }
 

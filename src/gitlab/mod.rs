@@ -82,7 +82,8 @@ impl GitlabContext {
             project_id,
             merge_request,
             job_name: var("CI_JOB_NAME"),
-            job_url: var("CI_JOB_URL"),
+            // Linked from the note: only a plain web address.
+            job_url: var("CI_JOB_URL").filter(|u| crate::model::text::web_address(u).is_some()),
         }))
     }
 

@@ -54,6 +54,86 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     benchmarks.finish(files)
 }
 
+/// A value of the file as a message shows it: its JSON, cut after 40 characters.
+fn shown(v: &Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(40) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
+}
+
+/// The exit codes of a command that were not 0 (`null`: killed by a signal), from
+/// `exit_codes` (absent before hyperfine 1.12). What hyperfine never writes there (an object,
+/// `true`, a string, a fraction) is refused by its place: read as "no failures", it passed a
+/// command whose exit codes no one could read.
+fn bad_exit_codes(
+    path: &Path,
+    i: usize,
+    name: &str,
+    codes: Option<&Value>,
+) -> Result<Vec<String>, ImportError> {
+    let refuse = |at: String, got: &Value| {
+        content(
+            path,
+            format!(
+                "results[{i}].{at} (`{name}`) is {}, not {}; hyperfine writes integers there (null for a signal); export again with `hyperfine --export-json FILE`",
+                shown(got),
+                if at.ends_with(']') {
+                    "an exit code"
+                } else {
+                    "a list of exit codes"
+                }
+            ),
+        )
+    };
+    let codes = match codes {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(codes)) => codes,
+        Some(other) => return Err(refuse("exit_codes".into(), other)),
+    };
+    let mut bad = Vec::new();
+    for (k, code) in codes.iter().enumerate() {
+        match code {
+            Value::Null => bad.push("null".to_string()),
+            Value::Number(n) if n.as_i64().is_some() => {
+                if n.as_i64() != Some(0) {
+                    bad.push(n.to_string());
+                }
+            }
+            other => return Err(refuse(format!("exit_codes[{k}]"), other)),
+        }
+    }
+    Ok(bad)
+}
+
+/// The peak memory of run `k` from `memory_usage_byte` (hyperfine ≥ 1.20; absent before): a
+/// number, or a refusal naming its place where the file holds anything else there.
+fn memory_of(
+    path: &Path,
+    i: usize,
+    name: &str,
+    memory: Option<&Value>,
+    k: usize,
+) -> Result<Option<f64>, ImportError> {
+    let (at, got) = match memory {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(values)) => match values.get(k) {
+            None => return Ok(None),
+            Some(v) if v.as_f64().is_some() => return Ok(v.as_f64()),
+            Some(v) => (format!("memory_usage_byte[{k}]"), v),
+        },
+        Some(other) => ("memory_usage_byte".to_string(), other),
+    };
+    Err(content(
+        path,
+        format!(
+            "results[{i}].{at} (`{name}`) is {}, not a number of bytes, which hyperfine never writes (an edited file); export again with `hyperfine --export-json FILE`",
+            shown(got)
+        ),
+    ))
+}
+
 /// Records the `i`-th element of a file's `results`: one command's runs, its parameters and
 /// whether it failed.
 fn record_result(
@@ -77,11 +157,7 @@ fn record_result(
         })?;
         let rep = start + k as u32;
         benchmarks.add(&name, rep, "wall_time", "s", Source::Timer, v)?;
-        if let Some(m) = r
-            .get("memory_usage_byte")
-            .and_then(|m| m.get(k))
-            .and_then(Value::as_f64)
-        {
+        if let Some(m) = memory_of(path, i, &name, r.get("memory_usage_byte"), k)? {
             benchmarks.add(&name, rep, "max_rss", "byte", Source::Reported, m)?;
         }
     }
@@ -93,17 +169,7 @@ fn record_result(
             result.parameters.insert(k.clone(), shown);
         }
     }
-    let bad_codes: Vec<String> = r
-        .get("exit_codes")
-        .and_then(Value::as_array)
-        .map(|codes| {
-            codes
-                .iter()
-                .filter(|c| c.as_i64() != Some(0))
-                .map(|c| c.to_string())
-                .collect()
-        })
-        .unwrap_or_default();
+    let bad_codes = bad_exit_codes(path, i, &name, r.get("exit_codes"))?;
     let marked = command.trim_end().ends_with("[ERROR]");
     if marked || !bad_codes.is_empty() {
         let message = if bad_codes.is_empty() {

@@ -269,13 +269,14 @@ pub fn json_stream(path: &Path, what: &str) -> Result<impl Read, ImportError> {
     Ok(std::io::Cursor::new(head).chain(reader))
 }
 
-fn not_json(path: &Path, what: &str, e: &serde_json::Error) -> ImportError {
+pub(crate) fn not_json(path: &Path, what: &str, e: &serde_json::Error) -> ImportError {
     ImportError::Content {
         path: path.to_path_buf(),
         message: format!(
-            "is not valid JSON (line {}, column {}: {e}), so it is not {what} output; pass the file the tool wrote, whole",
+            "is not valid JSON (line {}, column {}: {}), so it is not {what} output; pass the file the tool wrote, whole",
             e.line(),
-            e.column()
+            e.column(),
+            crate::model::text::plain_serde(None, &e.to_string())
         ),
     }
 }

@@ -112,6 +112,109 @@ fn walk(
     Ok(())
 }
 
+/// The deepest JSON nesting a hatchet file may have. A scope takes two levels (its frame and
+/// its `children`), so this is some 5,000 nested scopes; serde_json's own limit, 128 levels,
+/// refused a tree of more than 62 as "not valid JSON". A deeper file is refused by this limit,
+/// named.
+const MAX_DEPTH: usize = 10_000;
+
+/// The stack of the thread that reads, walks and drops a tree [`MAX_DEPTH`] deep (each level a
+/// few frames of recursion); only what is used of it is ever touched.
+const TREE_STACK: usize = 256 << 20;
+
+/// The deepest nesting of arrays and objects in JSON `text` (strings skipped).
+fn json_depth(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0, false, false);
+    for b in text.bytes() {
+        match (in_string, b) {
+            (true, _) if escaped => escaped = false,
+            (true, b'\\') => escaped = true,
+            (true, b'"') => in_string = false,
+            (true, _) => {}
+            (false, b'"') => in_string = true,
+            (false, b'[' | b'{') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            (false, b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// What a hatchet file holds for the import: each kernel's totals per scope, in the order
+/// first met, and the device table.
+struct Tree {
+    kernels: BTreeMap<Key, Totals>,
+    order: Vec<Key>,
+    devices: Option<Value>,
+    /// The metric keys were spelled as older Proton spelled them (renamed on reading).
+    old_keys: bool,
+}
+
+/// Reads the hatchet file at `path` and walks its call tree, on a thread whose stack holds a
+/// tree [`MAX_DEPTH`] deep (its parse, walk and drop all recurse).
+fn read_tree(path: &Path) -> Result<Tree, ImportError> {
+    const WHAT: &str = "Proton hatchet";
+    let text = input::read_text(path, WHAT, input::MAX_FILE_BYTES)?;
+    let text = crate::model::json_array::without_bom(&text);
+    let depth = json_depth(text);
+    if depth > MAX_DEPTH {
+        return Err(ImportError::Content {
+            path: path.to_path_buf(),
+            message: format!(
+                "nests {depth} levels deep, more than the {MAX_DEPTH} kgate reads (some {} nested scopes: each takes two levels)",
+                MAX_DEPTH / 2
+            ),
+        });
+    }
+    let read = || -> Result<Tree, ImportError> {
+        let mut reader = serde_json::Deserializer::from_str(text);
+        reader.disable_recursion_limit();
+        let mut doc = serde::Deserialize::deserialize(&mut reader)
+            .and_then(|doc: Value| reader.end().map(|()| doc))
+            .map_err(|e| input::not_json(path, WHAT, &e))?;
+        let old_keys = doc
+            .as_array_mut()
+            .and_then(|a| a.first_mut())
+            .is_some_and(modernize);
+        let parts = doc
+            .as_array()
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| ImportError::Content {
+                path: path.to_path_buf(),
+                message: "is not a Proton hatchet file: that is a JSON array [call tree, device table], and this is not one; pass the `.hatchet` file `proton.finalize()` wrote (not the `.chrome_trace` of `data=\"trace\"`, which `kgate import chrome-trace` reads)".into(),
+            })?;
+        let mut tree = Tree {
+            kernels: BTreeMap::new(),
+            order: Vec::new(),
+            devices: parts.last().filter(|_| parts.len() > 1).cloned(),
+            old_keys,
+        };
+        walk(
+            &parts[0],
+            path,
+            &mut Vec::new(),
+            &mut tree.kernels,
+            &mut tree.order,
+        )?;
+        Ok(tree)
+    };
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("proton-tree".into())
+            .stack_size(TREE_STACK)
+            .spawn_scoped(scope, read)
+            .map_err(|e| ImportError::Content {
+                path: path.to_path_buf(),
+                message: format!("cannot start a thread to read its call tree: {e}"),
+            })?
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
 /// The unit of a Proton metric key (`time (ns)` style keys carry theirs).
 fn unit_of(key: &str) -> (&str, &str) {
     if let Some(open) = key.rfind(" (")
@@ -181,27 +284,18 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     let mut benchmarks = Benchmarks::new(policies, "proton");
     for path in files {
         benchmarks.file(path);
-        let mut doc = input::read_json(path, "Proton hatchet")?;
-        let old_keys = doc
-            .as_array_mut()
-            .and_then(|a| a.first_mut())
-            .is_some_and(modernize);
-        let parts = doc
-            .as_array()
-            .filter(|a| !a.is_empty())
-            .ok_or_else(|| ImportError::Content {
-                path: path.clone(),
-                message: "is not a Proton hatchet file: that is a JSON array [call tree, device table], and this is not one; pass the `.hatchet` file `proton.finalize()` wrote (not the `.chrome_trace` of `data=\"trace\"`, which `kgate import chrome-trace` reads)".into(),
-            })?;
-        let mut kernels = BTreeMap::new();
-        let mut order = Vec::new();
-        walk(&parts[0], path, &mut Vec::new(), &mut kernels, &mut order)?;
+        let Tree {
+            kernels,
+            order,
+            devices,
+            old_keys,
+        } = read_tree(path)?;
         // A kernel found under several scopes is one benchmark per scope.
         let mut scopes: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         for (scope, kernel) in &order {
             scopes.entry(kernel).or_default().insert(scope);
         }
-        let devices = parts.last().filter(|_| parts.len() > 1);
+        let devices = devices.as_ref();
         let mut device = Device::default();
         for key in &order {
             let (scope, kernel) = key;

@@ -31,12 +31,27 @@ impl ExitStatus {
     pub const BISECT_UNDECIDED: u8 = Self::INCONCLUSIVE;
     /// `kgate bisect`: GOOD or BAD could not be built or run, or git failed.
     pub const BISECT_ERROR: u8 = Self::ERROR;
-    /// Interrupted by SIGINT or SIGTERM; nothing was written (128 + SIGINT, as shells report it).
+    /// Interrupted by SIGINT (Ctrl-C); nothing was written (128 + 2, as shells report it).
     pub const INTERRUPTED: u8 = 130;
+    /// Terminated by SIGTERM (a CI job cancelled, `kill`, a timeout); nothing was written
+    /// (128 + 15, as shells report it).
+    pub const TERMINATED: u8 = 143;
+    /// Hung up (SIGHUP: the terminal went away); nothing was written (128 + 1).
+    pub const HUNG_UP: u8 = 129;
+
+    /// The status of a run stopped by signal `signal`: 128 + its number, as a shell reports a
+    /// process the signal killed.
+    pub fn of_signal(signal: i32) -> u8 {
+        match signal {
+            1 => Self::HUNG_UP,
+            15 => Self::TERMINATED,
+            _ => Self::INTERRUPTED,
+        }
+    }
 
     /// The status to exit with when a command has two outcomes: the one that takes precedence.
     ///
-    /// Precedence, strongest first: interrupted, error, regression, no baseline, inconclusive,
+    /// Precedence, strongest first: interrupted (by any signal), error, regression, no baseline, inconclusive,
     /// pass. An error wins over every verdict (DESIGN.md's contract: a gate that could not run a
     /// benchmark must not report that benchmark's absence as a verdict). Note that the numeric
     /// order is not the precedence (`4 > 2`), so `max` is wrong here. A code outside the
@@ -51,7 +66,7 @@ impl ExitStatus {
             Self::INCONCLUSIVE => 1,
             Self::NO_BASELINE => 2,
             Self::REGRESSION => 3,
-            Self::INTERRUPTED => 5,
+            Self::INTERRUPTED | Self::TERMINATED | Self::HUNG_UP => 5,
             _ => 4, // ERROR and anything undocumented
         }
     }
@@ -73,5 +88,14 @@ mod tests {
         assert_eq!(E::combine(E::INCONCLUSIVE, E::REGRESSION), E::REGRESSION);
         assert_eq!(E::combine(E::NO_BASELINE, E::INCONCLUSIVE), E::NO_BASELINE);
         assert_eq!(E::combine(E::INTERRUPTED, E::ERROR), E::INTERRUPTED);
+        assert_eq!(E::combine(E::ERROR, E::TERMINATED), E::TERMINATED);
+        assert_eq!(E::combine(E::REGRESSION, E::HUNG_UP), E::HUNG_UP);
+    }
+
+    #[test]
+    fn a_signal_exits_128_plus_its_number() {
+        assert_eq!(E::of_signal(libc::SIGINT), 130);
+        assert_eq!(E::of_signal(libc::SIGTERM), 143);
+        assert_eq!(E::of_signal(libc::SIGHUP), 129);
     }
 }

@@ -4,7 +4,13 @@
 //! writing one must never leave a truncated file behind. Everything is written to a temporary
 //! file in the destination folder and renamed into place, which is atomic on POSIX filesystems.
 //! Only regular files are replaced that way: `-`, devices and FIFOs are written through, and a
-//! symbolic link is followed to the file it names.
+//! process's descriptor (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`) is written through
+//! whatever it is. A symbolic link is followed to the file it names, except out of a
+//! repository: a link inside a git work tree (a file or any folder on the way, committed by
+//! anyone who can open a pull request) whose target lies outside that work tree is refused,
+//! naming the link and its target, so that `baseline save --force` or `-o LINK` cannot
+//! overwrite a file elsewhere on the machine. A link outside any repository (one the user made,
+//! `-o ~/reports/latest.json`) is followed as before.
 //!
 //! Permissions: results, reports and baselines are meant to be shared (with CI artifacts, a
 //! team's server, the web server that serves an HTML report), so a new file gets the mode any
@@ -28,6 +34,16 @@ pub enum WriteError {
         "cannot write `{path}`: it is {what}; name a file, `-` for standard output, or a device such as /dev/null"
     )]
     NotAFile { path: PathBuf, what: &'static str },
+    /// A symbolic link inside a repository, on the way to the destination, leads out of it.
+    #[error(
+        "cannot write `{path}`: `{link}` is a symbolic link to `{target}`, outside the repository `{root}`; kgate does not write through a link out of the repository: replace the link with a file or folder, or name a destination outside the repository directly"
+    )]
+    LeavesRepository {
+        path: PathBuf,
+        link: PathBuf,
+        target: PathBuf,
+        root: PathBuf,
+    },
     /// Any I/O failure, with the path it concerned.
     #[error("cannot write `{path}`: {source}")]
     Io {
@@ -54,76 +70,198 @@ enum Destination {
     /// A character device, FIFO or socket (`/dev/null`, `/dev/stdout`, a named pipe): written
     /// through. Renaming a file over it would replace the device node itself.
     Stream(PathBuf),
+    /// One of this process's own descriptors (`/dev/fd/3`, `/proc/self/fd/3`), whatever it
+    /// holds: written through a copy of it, so that its offset and append mode are kept.
+    Descriptor(i32),
 }
 
 /// How many symbolic links are followed before giving up (Linux's own limit is 40).
 const MAX_SYMLINKS: usize = 40;
 
-/// Follows `path` through any chain of symbolic links to the name that will really be written,
-/// and says what kind of thing is there.
+/// Where a write to a named path goes, found as the system finds it: a component at a time,
+/// each symbolic link resolved where it is met, and each one inside a repository checked.
+struct Walk<'p> {
+    /// The path as the user or the configuration named it, for messages.
+    named: &'p Path,
+    /// Symbolic links followed so far.
+    links: usize,
+    /// The descriptor link the path led to, when it led to one: its folder
+    /// (`/proc/<pid>/fd`) and its name.
+    descriptor: Option<(PathBuf, std::ffi::OsString)>,
+}
+
+impl Walk<'_> {
+    fn io_err(&self, source: std::io::Error) -> WriteError {
+        WriteError::Io {
+            path: self.named.to_path_buf(),
+            source,
+        }
+    }
+
+    /// `path` taken from `base` (an absolute path without symbolic links) with every link in
+    /// it resolved; `None` where it leads through a process's descriptor link
+    /// (`/proc/<pid>/fd/N`), whose target is no path to replace.
+    fn real(&mut self, base: PathBuf, path: &Path) -> Result<Option<PathBuf>, WriteError> {
+        use std::path::Component;
+        let mut real = base;
+        for component in path.components() {
+            let name = match component {
+                Component::Normal(name) => name,
+                Component::ParentDir => {
+                    real.pop();
+                    continue;
+                }
+                Component::RootDir | Component::Prefix(_) => {
+                    real.push(component.as_os_str());
+                    continue;
+                }
+                Component::CurDir => continue,
+            };
+            let here = real.join(name);
+            let meta = match std::fs::symlink_metadata(&here) {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    real = here;
+                    continue;
+                }
+                Err(e) => return Err(self.io_err(e)),
+            };
+            if !meta.file_type().is_symlink() {
+                real = here;
+                continue;
+            }
+            if is_descriptor_folder(&real) {
+                self.descriptor = Some((real, name.to_os_string()));
+                return Ok(None);
+            }
+            self.links += 1;
+            if self.links > MAX_SYMLINKS {
+                return Err(WriteError::NotAFile {
+                    path: self.named.to_path_buf(),
+                    what: "a chain of more than 40 symbolic links",
+                });
+            }
+            let target = std::fs::read_link(&here).map_err(|e| self.io_err(e))?;
+            let resolved = self.real(real.clone(), &target)?;
+            if let Some(root) = repository_of(&real)
+                && !resolved.as_ref().is_some_and(|r| r.starts_with(&root))
+            {
+                return Err(WriteError::LeavesRepository {
+                    path: self.named.to_path_buf(),
+                    link: here,
+                    target: resolved.unwrap_or_else(|| real.join(&target)),
+                    root,
+                });
+            }
+            match resolved {
+                Some(resolved) => real = resolved,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(real))
+    }
+}
+
+/// Whether `dir` (without symbolic links) is a process's folder of descriptors,
+/// `/proc/<pid>/fd` (where `/dev/fd` and `/proc/self/fd` lead).
+fn is_descriptor_folder(dir: &Path) -> bool {
+    dir.starts_with("/proc") && dir.file_name().is_some_and(|n| n == "fd")
+}
+
+/// The work tree of the git repository that holds `dir` (a path without symbolic links): the
+/// nearest folder at or above it with a `.git` (a folder, or the file of a worktree or a
+/// submodule).
+fn repository_of(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())
+        .map(Path::to_path_buf)
+}
+
+/// Follows `path` through its symbolic links to the name that will really be written, and
+/// says what kind of thing is there; refuses a link out of a repository.
 fn resolve(path: &Path) -> Result<Destination, WriteError> {
     if path.as_os_str() == "-" {
         return Ok(Destination::Stdout);
     }
-    let io_err = |source| WriteError::Io {
-        path: path.to_path_buf(),
-        source,
+    let mut walk = Walk {
+        named: path,
+        links: 0,
+        descriptor: None,
     };
-    let mut current = path.to_path_buf();
-    for _ in 0..MAX_SYMLINKS {
-        let meta = match std::fs::symlink_metadata(&current) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Destination::File(current));
-            }
-            Err(e) => return Err(io_err(e)),
+    let base = match path.is_absolute() {
+        true => PathBuf::new(),
+        false => std::env::current_dir()
+            .and_then(std::fs::canonicalize)
+            .map_err(|e| walk.io_err(e))?,
+    };
+    let Some(current) = walk.real(base, path)? else {
+        // `/dev/stdout` into a pipe: what the descriptor holds is written, never replaced.
+        let own = PathBuf::from(format!("/proc/{}/fd", std::process::id()));
+        let fd = match &walk.descriptor {
+            Some((folder, name)) if *folder == own => name.to_str().and_then(|n| n.parse().ok()),
+            _ => None,
         };
-        let kind = meta.file_type();
-        if kind.is_symlink() {
-            let target = std::fs::read_link(&current).map_err(io_err)?;
-            current = if target.is_absolute() {
-                target
-            } else {
-                current
-                    .parent()
-                    .map(|dir| dir.join(&target))
-                    .unwrap_or(target)
-            };
-            continue;
-        }
-        if kind.is_dir() {
-            return Err(WriteError::NotAFile {
-                path: path.to_path_buf(),
-                what: "a directory",
-            });
-        }
-        if kind.is_file() {
+        return Ok(match fd {
+            Some(1) => Destination::Stdout,
+            Some(fd) => Destination::Descriptor(fd),
+            // Another process's: opened by its name.
+            None => Destination::Stream(path.to_path_buf()),
+        });
+    };
+    let meta = match std::fs::symlink_metadata(&current) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(Destination::File(current));
         }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::FileTypeExt;
-            if kind.is_block_device() {
-                return Err(WriteError::NotAFile {
-                    path: path.to_path_buf(),
-                    what: "a block device",
-                });
-            }
-        }
-        return Ok(Destination::Stream(current));
+        Err(e) => return Err(walk.io_err(e)),
+    };
+    let kind = meta.file_type();
+    if kind.is_dir() {
+        return Err(WriteError::NotAFile {
+            path: path.to_path_buf(),
+            what: "a directory",
+        });
     }
-    Err(WriteError::NotAFile {
-        path: path.to_path_buf(),
-        what: "a chain of more than 40 symbolic links",
-    })
+    if kind.is_file() {
+        return Ok(Destination::File(current));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_block_device() {
+            return Err(WriteError::NotAFile {
+                path: path.to_path_buf(),
+                what: "a block device",
+            });
+        }
+    }
+    Ok(Destination::Stream(current))
 }
+
+/// An error of the temporary file (its creation, a write, its rename) without the temporary
+/// file's name, which the `tempfile` crate appends (`… at path "/dir/.kgate-tmp-x1y2"`): a
+/// message names what the user named, never a name kgate made up.
+fn without_temporary_name(e: std::io::Error) -> std::io::Error {
+    let text = e.to_string();
+    match text.find(" at path ") {
+        Some(at) if text[at..].contains(TEMP_PREFIX) => {
+            std::io::Error::new(e.kind(), text[..at].to_string())
+        }
+        _ => e,
+    }
+}
+
+/// The start of a temporary file's name.
+const TEMP_PREFIX: &str = ".kgate-tmp-";
 
 /// Writes `bytes` to `path` so that a reader never sees half a file.
 ///
 /// - A regular file (or a new name) is written to a temporary sibling file, flushed to disk and
 ///   renamed over the destination. With [`Overwrite::Refuse`] an existing file is left untouched
 ///   and [`WriteError::Exists`] is returned (checked atomically by a hard-link rename).
-/// - A symbolic link is followed: its target is what gets replaced, the link stays a link.
+/// - A symbolic link is followed: its target is what gets replaced, the link stays a link; a
+///   link inside a repository whose target is outside it is refused
+///   ([`WriteError::LeavesRepository`]).
 /// - `-` is standard output, where a reader that stopped reading (a broken pipe) is not an
 ///   error; a character device, FIFO or socket is written through (there is no
 ///   file to replace, and renaming over `/dev/null` would replace the device itself).
@@ -161,6 +299,11 @@ pub fn write_atomic_with(
             let mut out = std::io::BufWriter::with_capacity(BUFFER, file);
             return write(&mut out).and_then(|()| out.flush()).map_err(io_err);
         }
+        Destination::Descriptor(fd) => {
+            let file = own_descriptor(fd).map_err(io_err)?;
+            let mut out = std::io::BufWriter::with_capacity(BUFFER, file);
+            return write(&mut out).and_then(|()| out.flush()).map_err(io_err);
+        }
         Destination::File(target) => target,
     };
     let dir = match target.parent() {
@@ -169,11 +312,12 @@ pub fn write_atomic_with(
     };
     std::fs::create_dir_all(&dir).map_err(io_err)?;
     let mut builder = tempfile::Builder::new();
-    builder.prefix(".kgate-tmp-");
+    builder.prefix(TEMP_PREFIX);
     // Created as 0666 and so masked by the umask, like any new file (the default is 0600).
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    let tmp = builder.tempfile_in(&dir).map_err(io_err)?;
+    let temp_err = |e| io_err(without_temporary_name(e));
+    let tmp = builder.tempfile_in(&dir).map_err(temp_err)?;
     if overwrite == Overwrite::Allow
         && let Ok(existing) = std::fs::metadata(&target)
         && existing.is_file()
@@ -183,23 +327,39 @@ pub fn write_atomic_with(
             .map_err(io_err)?;
     }
     let mut out = std::io::BufWriter::with_capacity(BUFFER, EarlyWriteback::new(tmp));
-    write(&mut out).and_then(|()| out.flush()).map_err(io_err)?;
+    write(&mut out)
+        .and_then(|()| out.flush())
+        .map_err(temp_err)?;
     // The buffer is empty after a successful flush, so this cannot fail.
-    let tmp = out.into_inner().map_err(|e| io_err(e.into_error()))?.file;
-    tmp.as_file().sync_all().map_err(io_err)?;
+    let tmp = out.into_inner().map_err(|e| temp_err(e.into_error()))?.file;
+    tmp.as_file().sync_all().map_err(temp_err)?;
     match overwrite {
-        Overwrite::Allow => tmp.persist(&target).map_err(|e| io_err(e.error))?,
+        Overwrite::Allow => tmp.persist(&target).map_err(|e| temp_err(e.error))?,
         Overwrite::Refuse => tmp.persist_noclobber(&target).map_err(|e| {
             if e.error.kind() == std::io::ErrorKind::AlreadyExists {
                 WriteError::Exists {
                     path: path.to_path_buf(),
                 }
             } else {
-                io_err(e.error)
+                temp_err(e.error)
             }
         })?,
     };
     Ok(())
+}
+
+/// A copy of this process's open descriptor `fd`, to write into as it stands.
+#[cfg(unix)]
+fn own_descriptor(fd: i32) -> std::io::Result<std::fs::File> {
+    // SAFETY: `fd` was listed in this process's /proc/<pid>/fd a moment ago; it is borrowed
+    // only to be duplicated, and a descriptor closed since makes the duplication fail (EBADF).
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    borrowed.try_clone_to_owned().map(std::fs::File::from)
+}
+
+#[cfg(not(unix))]
+fn own_descriptor(_fd: i32) -> std::io::Result<std::fs::File> {
+    Err(std::io::ErrorKind::Unsupported.into())
 }
 
 /// The write buffer of a streamed document.
@@ -441,6 +601,177 @@ mod tests {
         std::os::unix::fs::symlink("a", dir.path().join("b")).unwrap();
         let err = write_atomic(&a, b"x", Overwrite::Allow).unwrap_err();
         assert!(err.to_string().contains("symbolic links"), "{err}");
+    }
+
+    /// A folder with a repository in it (`repo/.git`) and a file outside it.
+    #[cfg(unix)]
+    fn repository_beside_a_file() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let repo = base.join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join(".kgate/baselines")).unwrap();
+        let victim = base.join("outside/victim.txt");
+        std::fs::create_dir_all(victim.parent().unwrap()).unwrap();
+        std::fs::write(&victim, b"precious").unwrap();
+        (dir, repo, victim)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_in_a_repository_that_leads_out_of_it_is_refused_naming_link_and_target() {
+        use std::os::unix::fs::symlink;
+        let (_dir, repo, victim) = repository_beside_a_file();
+        let outside = victim.parent().unwrap().to_path_buf();
+        // A file link (relative and absolute), a dangling one, a folder link, and a link to a
+        // link that leaves.
+        let baselines = repo.join(".kgate/baselines");
+        symlink(
+            "../../../outside/victim.txt",
+            baselines.join("default.json"),
+        )
+        .unwrap();
+        symlink(&victim, repo.join("report.json")).unwrap();
+        symlink("../outside/new.json", repo.join("dangling.json")).unwrap();
+        symlink("../../outside", repo.join(".kgate/history")).unwrap();
+        symlink("report.json", repo.join("hop.json")).unwrap();
+        for (named, link, target) in [
+            (
+                baselines.join("default.json"),
+                baselines.join("default.json"),
+                victim.clone(),
+            ),
+            (
+                repo.join("report.json"),
+                repo.join("report.json"),
+                victim.clone(),
+            ),
+            (
+                repo.join("dangling.json"),
+                repo.join("dangling.json"),
+                outside.join("new.json"),
+            ),
+            (
+                repo.join(".kgate/history/k/r.json"),
+                repo.join(".kgate/history"),
+                outside.clone(),
+            ),
+            (
+                repo.join("hop.json"),
+                repo.join("report.json"),
+                victim.clone(),
+            ),
+        ] {
+            for overwrite in [Overwrite::Allow, Overwrite::Refuse] {
+                let err = write_atomic(&named, b"forged", overwrite).unwrap_err();
+                let text = err.to_string();
+                assert!(
+                    matches!(&err, WriteError::LeavesRepository { link: l, target: t, root, .. }
+                        if *l == link && *t == target && *root == repo),
+                    "{}: {text}",
+                    named.display()
+                );
+                assert!(
+                    text.contains(&format!(
+                        "`{}` is a symbolic link to `{}`, outside the repository `{}`",
+                        link.display(),
+                        target.display(),
+                        repo.display()
+                    )),
+                    "{text}"
+                );
+            }
+        }
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        let left: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
+        assert_eq!(left.len(), 1, "something was written outside: {left:?}");
+        // Through a relative name from inside the repository too.
+        let here = std::env::current_dir().unwrap();
+        let relative = pathdiff(&baselines.join("default.json"), &here);
+        let err = write_atomic(&relative, b"forged", Overwrite::Allow).unwrap_err();
+        assert!(matches!(err, WriteError::LeavesRepository { .. }), "{err}");
+    }
+
+    /// `to` named relative to `from` (both absolute), through `..` as far as needed.
+    fn pathdiff(to: &Path, from: &Path) -> PathBuf {
+        let common = to
+            .components()
+            .zip(from.components())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let mut out: PathBuf = from.components().skip(common).map(|_| "..").collect();
+        out.extend(to.components().skip(common));
+        out
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_that_stays_in_the_repository_or_is_outside_any_is_followed() {
+        use std::os::unix::fs::symlink;
+        let (_dir, repo, victim) = repository_beside_a_file();
+        std::fs::create_dir_all(repo.join("reports")).unwrap();
+        std::fs::write(repo.join("reports/real.json"), b"old").unwrap();
+        symlink("reports/real.json", repo.join("latest.json")).unwrap();
+        symlink("reports", repo.join("out")).unwrap();
+        write_atomic(&repo.join("latest.json"), b"new", Overwrite::Allow).unwrap();
+        assert_eq!(
+            std::fs::read(repo.join("reports/real.json")).unwrap(),
+            b"new"
+        );
+        assert!(
+            std::fs::symlink_metadata(repo.join("latest.json"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        write_atomic(&repo.join("out/more.json"), b"more", Overwrite::Refuse).unwrap();
+        assert_eq!(
+            std::fs::read(repo.join("reports/more.json")).unwrap(),
+            b"more"
+        );
+        // Outside any repository, the user's own link is followed wherever it leads: into a
+        // repository included.
+        let outside = victim.parent().unwrap();
+        symlink("../repo/reports/real.json", outside.join("mine.json")).unwrap();
+        write_atomic(&outside.join("mine.json"), b"mine", Overwrite::Allow).unwrap();
+        assert_eq!(
+            std::fs::read(repo.join("reports/real.json")).unwrap(),
+            b"mine"
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_descriptor_is_written_through_and_no_message_names_a_temporary_file() {
+        // `/dev/fd/N` of a file this process holds open: written into at the descriptor's
+        // offset (one write after the other, as a shell's `>` gives them), never replaced.
+        let dir = tempfile::tempdir().unwrap();
+        let held = dir.path().join("held.txt");
+        let file = std::fs::File::create(&held).unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+        write_atomic(
+            Path::new(&format!("/dev/fd/{fd}")),
+            b"one ",
+            Overwrite::Allow,
+        )
+        .unwrap();
+        write_atomic(
+            Path::new(&format!("/proc/self/fd/{fd}")),
+            b"two",
+            Overwrite::Refuse,
+        )
+        .unwrap();
+        assert_eq!(std::fs::read(&held).unwrap(), b"one two");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        drop(file);
+        // A descriptor that is not open: the folder takes no temporary file, and the message
+        // names what was asked for.
+        let err = write_atomic(Path::new("/proc/self/fd/999999"), b"x", Overwrite::Allow)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`/proc/self/fd/999999`"), "{err}");
+        assert!(!err.contains(TEMP_PREFIX), "{err}");
     }
 
     #[test]

@@ -121,6 +121,21 @@ pub fn read_once(path: &std::path::Path, max: u64) -> std::io::Result<String> {
         .map_err(|_| Error::new(ErrorKind::InvalidData, "stream did not contain valid UTF-8"))
 }
 
+/// `text` without a leading byte-order mark, which Windows editors and PowerShell write and
+/// which is not JSON: a results file, report or history record saved by one reads as before.
+pub fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// `source` read past a leading byte-order mark (see [`without_bom`]).
+pub fn skip_bom<R: std::io::BufRead>(mut source: R) -> std::io::Result<R> {
+    const BOM: &[u8] = "\u{feff}".as_bytes();
+    if source.fill_buf()?.starts_with(BOM) {
+        source.consume(BOM.len());
+    }
+    Ok(source)
+}
+
 /// The `rewrite` of [`split`] for a document that is JSON as written.
 pub fn as_written(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Borrowed(text)

@@ -25,6 +25,7 @@ use std::collections::HashMap;
 /// refused by its version. Only an object has one: serde reads a struct from an array too,
 /// and `[1]` would pass for a version 1 document.
 pub fn schema_version_of(text: &str) -> Option<u64> {
+    let text = json_array::without_bom(text);
     if !text.trim_start().starts_with('{') {
         return None;
     }

@@ -247,21 +247,28 @@ fn parse_object(text: &str) -> Result<Option<ProtocolLine>, String> {
     let obj = value
         .as_object()
         .ok_or("not a JSON object; each line must be one JSON object")?;
+    // Read through serde_path_to_error, so that a wrong value is named by its key.
+    fn read<'v, T: Deserialize<'v>>(value: &'v serde_json::Value) -> Result<T, String> {
+        serde_path_to_error::deserialize(value).map_err(|e| {
+            let field = e.path().to_string();
+            crate::model::text::plain_serde(Some(&field), &e.into_inner().to_string())
+        })
+    }
     let parsed = if obj.contains_key("metric") {
-        MeasurementLine::deserialize(&value).map(ProtocolLine::Measurement)
+        read(&value).map(ProtocolLine::Measurement)
     } else if obj.contains_key("counter") {
-        CounterLine::deserialize(&value).map(ProtocolLine::Counter)
+        read(&value).map(ProtocolLine::Counter)
     } else if obj.contains_key("kernel") {
-        KernelLine::deserialize(&value).map(ProtocolLine::Kernel)
+        read(&value).map(ProtocolLine::Kernel)
     } else if obj.contains_key("correct") {
-        CorrectnessLine::deserialize(&value).map(ProtocolLine::Correctness)
+        read(&value).map(ProtocolLine::Correctness)
     } else {
         return Err(
             "the object has none of the keys `metric`, `counter`, `kernel` or `correct`; see the protocol in docs/configuration.md"
                 .into(),
         );
     };
-    let mut line = parsed.map_err(|e| e.to_string())?;
+    let mut line = parsed?;
     check(&line)?;
     // serde_json keeps an integer's digits; the f64 fields hold epoch nanoseconds only to
     // 256 ns.
@@ -618,7 +625,7 @@ mod tests {
             (r#"{"metric": "t"}"#, "missing field `value`"),
             (
                 r#"{"metric": "t", "value": "fast"}"#,
-                "invalid type: string \"fast\", expected f64",
+                "`value` must be a number, got the text \"fast\"",
             ),
             (
                 r#"{"value": 3}"#,
@@ -645,7 +652,15 @@ mod tests {
             (r#"{"metric": "", "value": 1}"#, "`metric` is empty"),
             (
                 r#"{"metric": "t", "value": 1, "source": "guess"}"#,
-                "unknown variant `guess`",
+                "`source` is `guess`, not one of `hardware`",
+            ),
+            (
+                r#"{"metric": "t", "value": null}"#,
+                "`value` must be a number, got null",
+            ),
+            (
+                r#"{"counter": "c", "t_ns": 1, "value": 2, "bits": "wide"}"#,
+                "`bits` must be a whole number, 0 or more, got the text \"wide\"",
             ),
         ];
         for (line, expected) in cases {

@@ -731,9 +731,11 @@ pub enum ResultsError {
         #[source]
         source: std::io::Error,
     },
-    #[error("`{path}` is not a kgate results file: {source}")]
+    #[error("`{path}` is not a kgate results file: {}", crate::model::text::plain_serde(field.as_deref(), &source.to_string()))]
     Parse {
         path: PathBuf,
+        /// Where in the document, when known (`benchmarks[0].metrics[0].values[2]`).
+        field: Option<String>,
         #[source]
         source: serde_json::Error,
     },
@@ -963,7 +965,10 @@ impl RunResults {
         };
         use crate::model::json_array;
         let text = if json_array::rereadable(path) {
-            let file = std::fs::File::open(path).map_err(read_error)?;
+            let file = std::fs::File::open(path)
+                .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
+                .and_then(json_array::skip_bom)
+                .map_err(read_error)?;
             if let Some(results) = RunResults::read_split(file) {
                 return results.settled(path);
             }
@@ -1015,6 +1020,7 @@ impl RunResults {
     /// Reads and checks the text of a results file; `path` names it in errors. See
     /// [`RunResults::load`].
     pub fn parse(text: &str, path: &Path) -> Result<RunResults, ResultsError> {
+        let text = crate::model::json_array::without_bom(text);
         let parsed = serde_json::from_str::<RunResults>(text);
         // A file of another version is refused by its version, whether or not it also parses
         // as this one; the version alone is read (the rest skipped without building a tree)
@@ -1025,6 +1031,7 @@ impl RunResults {
         };
         let parse_error = |source| ResultsError::Parse {
             path: path.to_path_buf(),
+            field: crate::model::text::failing_field::<RunResults>(text),
             source,
         };
         let results = match (version, parsed) {
@@ -1430,6 +1437,8 @@ mod tests {
             ),
             ("cut", good[..good.len() / 2].to_string(), false),
             ("trailing text", format!("{compact} x"), false),
+            // Loaded and parsed as without one (Windows editors and PowerShell write one):
+            // `load` skips it before the split reading, which sees the raw file here.
             ("byte-order mark", format!("\u{feff}{compact}"), false),
             (
                 "bad element",

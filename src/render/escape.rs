@@ -5,10 +5,12 @@
 //! Control characters (a terminal escape that clears the screen, a newline that starts a
 //! forged `::error` workflow command, a carriage return that overwrites a line) and the Unicode
 //! bidirectional overrides are never passed on raw: every format shows them as visible escapes
-//! such as `\u{1b}`, so the reader sees that they were there.
+//! such as `\u{1b}`, so the reader sees that they were there. A word that begins as a CI log
+//! command (`::error::…`, `##[error]`) has its first character escaped in every format, so
+//! that no line of the output, however it is wrapped or printed to a log, is one.
 
 pub use crate::model::text::escape_terminal;
-use crate::model::text::{is_invisible_control, push_visible};
+use crate::model::text::{chars_marking_commands, is_invisible_control, push_visible};
 
 /// The zero-width joiner, as a character reference: invisible where the text is shown, but it
 /// stands between `@` and a name, `#` and a number, `://` and its scheme, so that GitHub reads
@@ -86,10 +88,12 @@ fn entity(c: char) -> Option<&'static str> {
 /// GitHub reads no mention, reference or link inside a code block.
 pub fn escape_code(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    for (c, command) in chars_marking_commands(text) {
         match c {
             '\n' | '\t' => out.push(c),
             c if is_invisible_control(c) => push_visible(&mut out, c),
+            // A code block shows text as written: the visible escape, as for controls.
+            c if command => push_visible_char(&mut out, c),
             c => out.push(c),
         }
     }
@@ -125,12 +129,29 @@ pub fn code_span(text: &str) -> String {
     format!("{fence}{pad}{body}{pad}{fence}")
 }
 
+/// `\u{3a}` for `:`: the visible escape of a printable character.
+fn push_visible_char(out: &mut String, c: char) {
+    out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+}
+
+/// The character reference of the first character of a log command: the page reads the same.
+fn command_reference(c: char) -> &'static str {
+    match c {
+        ':' => "&#58;",
+        _ => "&#35;",
+    }
+}
+
 /// Escapes text for HTML and XML content and attribute values; control characters (which XML
 /// 1.0 forbids) are shown as visible escapes, and `@` cannot mention anyone when the text is
 /// pasted on.
 pub fn escape_html(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    for (c, command) in chars_marking_commands(text) {
+        if command {
+            out.push_str(command_reference(c));
+            continue;
+        }
         if let Some(e) = entity(c) {
             out.push_str(e);
             continue;
@@ -152,13 +173,29 @@ pub fn escape_html(text: &str) -> String {
 /// `<code>` element): as [`escape_html`], and inert once GitHub has rendered it (no mention,
 /// issue reference or link; see [`joiners`]).
 pub fn escape_markdown_html(text: &str) -> String {
-    escape_inert(text, |out, c| {
-        out.push_str(&escape_html(c.encode_utf8(&mut [0; 4])))
+    escape_inert_marking(text, |out, c, command| {
+        if command {
+            out.push_str(command_reference(c));
+        } else {
+            out.push_str(&escape_html(c.encode_utf8(&mut [0; 4])));
+        }
     })
 }
 
-/// Escapes multi-line text for an HTML `<pre>` block: each line as [`escape_html`], the line
-/// breaks kept.
+/// [`escape_inert`], telling `each` also whether the character begins a word that a CI log
+/// reads as a command (`::error`, `##[error]`).
+fn escape_inert_marking(text: &str, mut each: impl FnMut(&mut String, char, bool)) -> String {
+    let commands: Vec<bool> = chars_marking_commands(text).map(|(_, c)| c).collect();
+    let mut at = 0;
+    escape_inert(text, |out, c| {
+        let command = commands.get(at).copied().unwrap_or(false);
+        at += 1;
+        each(out, c, command)
+    })
+}
+
+/// Escapes multi-line text for an HTML `<pre>` block: each line as [`escape_html`] (a line
+/// that begins as a log command, indented or not, included), the line breaks kept.
 pub fn escape_html_lines(text: &str) -> String {
     text.split('\n')
         .map(escape_html)
@@ -171,7 +208,11 @@ pub fn escape_html_lines(text: &str) -> String {
 /// break a table row, and once GitHub has rendered it the text mentions nobody, references no
 /// issue and links nowhere (see [`joiners`]).
 pub fn escape_markdown(text: &str) -> String {
-    escape_inert(text, |out, c| {
+    escape_inert_marking(text, |out, c, command| {
+        if command {
+            out.push_str(command_reference(c));
+            return;
+        }
         if let Some(e) = entity(c) {
             out.push_str(e);
             return;
@@ -227,5 +268,153 @@ mod tests {
         assert_eq!(code_span("a`b"), "``a`b``");
         assert_eq!(code_span("`x"), "`` `x ``");
         assert_eq!(code_span("a\nb <!--"), "`a\\nb <\u{200d}!--`");
+    }
+}
+
+/// A JSON formatter that writes, besides what JSON must escape, every character
+/// [`escape_terminal`] would show escaped (DEL, C1 controls, the line and paragraph separators,
+/// the byte-order mark, bidirectional controls, non-characters) as a `\uXXXX` escape: the
+/// document holds the same strings, and printed to a terminal or a log it stays inert.
+pub struct InertJson<F>(pub F);
+
+impl<F: serde_json::ser::Formatter> InertJson<F> {
+    fn write_escaped<W: ?Sized + std::io::Write>(writer: &mut W, c: char) -> std::io::Result<()> {
+        let mut units = [0u16; 2];
+        for unit in c.encode_utf16(&mut units) {
+            write!(writer, "\\u{unit:04x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for InertJson<F> {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        if fragment.bytes().all(|b| b < 0x7f) {
+            return self.0.write_string_fragment(writer, fragment);
+        }
+        let mut start = 0;
+        for (i, c) in fragment.char_indices() {
+            if is_invisible_control(c) {
+                self.0.write_string_fragment(writer, &fragment[start..i])?;
+                Self::write_escaped(writer, c)?;
+                start = i + c.len_utf8();
+            }
+        }
+        self.0.write_string_fragment(writer, &fragment[start..])
+    }
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn end_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_key(w)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+/// Writes `value` as JSON (indented with `pretty`) with [`InertJson`]'s escapes.
+pub fn write_inert_json<W: std::io::Write, T: serde::Serialize + ?Sized>(
+    writer: W,
+    value: &T,
+    pretty: bool,
+) -> serde_json::Result<()> {
+    use serde_json::ser::{CompactFormatter, PrettyFormatter, Serializer};
+    match pretty {
+        true => value.serialize(&mut Serializer::with_formatter(
+            writer,
+            InertJson(PrettyFormatter::new()),
+        )),
+        false => value.serialize(&mut Serializer::with_formatter(
+            writer,
+            InertJson(CompactFormatter),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_escaper_keeps_a_word_that_starts_a_log_command_inert() {
+        let text = "x ::error::a\n  ##[error]b std::vec";
+        assert_eq!(
+            escape_markdown(text),
+            "x &#58;:error::a   &#35;\\#\\[error\\]b std::vec"
+        );
+        assert_eq!(
+            escape_html(text),
+            "x &#58;:error::a&#10;  &#35;#[error]b std::vec"
+        );
+        assert_eq!(
+            escape_html_lines(text),
+            "x &#58;:error::a\n  &#35;#[error]b std::vec"
+        );
+        assert_eq!(
+            escape_code(text),
+            "x \\u{3a}:error::a\n  \\u{23}#[error]b std::vec"
+        );
+    }
+
+    #[test]
+    fn xml_non_characters_and_separators_are_shown_escaped_in_html() {
+        assert_eq!(
+            escape_html("a\u{fffe}b\u{ffff}c\u{2028}d\u{feff}"),
+            "a\\u{fffe}b\\u{ffff}c\\u{2028}d\\u{feff}"
+        );
+    }
+
+    #[test]
+    fn inert_json_holds_the_same_strings_escaped() {
+        let value =
+            serde_json::json!({"k\u{2028}": ["a\u{7f}\u{9b}b\u{feff}\u{fffe}\u{1fffe}é\n"]});
+        for pretty in [false, true] {
+            let mut out = Vec::new();
+            write_inert_json(&mut out, &value, pretty).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            assert!(
+                text.contains("a\\u007f\\u009bb\\ufeff\\ufffe\\ud83f\\udffeé\\n"),
+                "{text}"
+            );
+            assert!(text.contains("k\\u2028"), "{text}");
+            assert_eq!(
+                serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+                value
+            );
+        }
     }
 }

@@ -206,12 +206,13 @@ fn verdict_color(v: Option<Verdict>) -> RGBColor {
     }
 }
 
+/// The address of a commit's page, when the repository's address is a plain web address and
+/// the commit an object id: both come from outside (the environment, a history file), and
+/// neither may turn the `href` into `javascript:…` or a path elsewhere on the host.
 fn commit_link(repo_url: Option<&str>, commit: Option<&str>) -> Option<String> {
-    Some(format!(
-        "{}/commit/{}",
-        repo_url?.trim_end_matches('/'),
-        commit?
-    ))
+    let repo_url = crate::model::text::web_address(repo_url?)?;
+    let commit = commit.filter(|c| !c.is_empty() && c.chars().all(|c| c.is_ascii_hexdigit()))?;
+    Some(format!("{repo_url}/commit/{commit}"))
 }
 
 /// The first 12 characters of a commit (a recorded commit is text from a file, not always hex).
@@ -410,6 +411,22 @@ fn chart_svg(c: &HistoryChart, unit: &str, repo_url: Option<&str>) -> Option<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_commit_link_needs_a_web_address_and_an_object_id() {
+        let repo = Some("https://github.com/o/r");
+        assert_eq!(
+            commit_link(repo, Some("0a1b2c")).as_deref(),
+            Some("https://github.com/o/r/commit/0a1b2c")
+        );
+        for commit in ["../../settings", "x\" onclick=\"y", ""] {
+            assert_eq!(commit_link(repo, Some(commit)), None, "{commit}");
+        }
+        assert_eq!(
+            commit_link(Some("javascript:alert(1)//"), Some("0a1b")),
+            None
+        );
+    }
 
     fn job(median: f64, verdict: Option<Verdict>) -> JobSummary {
         JobSummary {

@@ -995,12 +995,8 @@ pub fn write_json<B: serde::Serialize>(
 ) -> std::io::Result<()> {
     use std::io::Write;
     let mut out = crate::model::fsutil::serializer_buffer(out);
-    if pretty {
-        serde_json::to_writer_pretty(&mut out, report)
-    } else {
-        serde_json::to_writer(&mut out, report)
-    }
-    .map_err(std::io::Error::from)?;
+    // The strings of a report are untrusted: those that would act on a terminal are escaped.
+    escape::write_inert_json(&mut out, report, pretty).map_err(std::io::Error::from)?;
     out.write_all(b"\n")?;
     out.flush()
 }

@@ -39,7 +39,12 @@ fn place(f: &FunctionChange) -> Option<String> {
 
 /// The table's line under a profiled benchmark's verdict line.
 pub fn table_line(p: &BenchmarkProfile) -> String {
-    let mut line = format!("  profile ({}, {}):", p.tool, sides_words(p));
+    // The tool and the sides are a stored report's text like any other (`kgate report`).
+    let mut line = format!(
+        "  profile ({}, {}):",
+        escape_terminal(&p.tool),
+        escape_terminal(&sides_words(p))
+    );
     match p.functions.first() {
         Some(f) => {
             let what = match f.self_ir_change {

@@ -15,10 +15,13 @@ pub enum StoredReportError {
         source: std::io::Error,
     },
     #[error(
-        "`{path}` is not a kgate JSON report ({source}); write one with `kgate compare BASE HEAD --format json -o FILE` or `kgate check --format json -o FILE`"
+        "`{path}` is not a kgate JSON report ({}); write one with `kgate compare BASE HEAD --format json -o FILE` or `kgate check --format json -o FILE`",
+        crate::model::text::plain_serde(field.as_deref(), &source.to_string())
     )]
     Parse {
         path: PathBuf,
+        /// Where in the document, when known (`benchmarks[0].verdict`).
+        field: Option<String>,
         #[source]
         source: serde_json::Error,
     },
@@ -38,9 +41,11 @@ pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
     };
     // Read from the file as it parses, not from a copy of its text: a report of a suite of
     // 10,000 benchmarks is over 200 MB.
+    // A leading byte-order mark (Windows editors, PowerShell) is not JSON: skipped.
     let open = || {
         std::fs::File::open(path)
             .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
+            .and_then(crate::model::json_array::skip_bom)
             .map_err(read_error)
     };
     // A pipe cannot be read a second time for the version: its text is read first.
@@ -52,17 +57,22 @@ pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
         ),
     };
     let parsed = match &piped {
-        Some(text) => serde_json::from_str::<Report>(text),
+        Some(text) => serde_json::from_str::<Report>(crate::model::json_array::without_bom(text)),
         None => serde_json::from_reader::<_, Report>(open()?),
     };
-    let version = match &parsed {
-        Ok(report) => Some(u64::from(report.schema_version)),
-        Err(e) if e.is_io() => None,
-        // The text is read only for a report that did not read, to tell its version.
-        Err(_) => crate::model::schema_version_of(&match piped {
+    // The text is read only for a report that did not read: to tell its version, and where
+    // it went wrong.
+    let failed_text = match &parsed {
+        Err(e) if !e.is_io() => Some(match piped {
             Some(text) => text,
             None => std::fs::read_to_string(path).map_err(read_error)?,
         }),
+        _ => None,
+    };
+    let version = match (&parsed, &failed_text) {
+        (Ok(report), _) => Some(u64::from(report.schema_version)),
+        (Err(_), Some(text)) => crate::model::schema_version_of(text),
+        (Err(_), None) => None,
     };
     if let Some(found) = version
         && found != u64::from(REPORT_SCHEMA_VERSION)
@@ -79,6 +89,11 @@ pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
         },
         false => StoredReportError::Parse {
             path: path.to_path_buf(),
+            field: failed_text.as_deref().and_then(|text| {
+                crate::model::text::failing_field::<Report>(crate::model::json_array::without_bom(
+                    text,
+                ))
+            }),
             source,
         },
     })

@@ -38,14 +38,42 @@ const TAIL_BYTES: usize = 4096;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 static CURRENT_GROUP: AtomicI32 = AtomicI32::new(0);
+/// The signal that stopped the run (0 before any).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-/// Installs the SIGINT/SIGTERM handler: it marks the run as interrupted and kills the process
-/// group of the benchmark that is running, so the runner unwinds promptly and writes nothing.
-pub fn install_interrupt_handler() -> Result<(), ctrlc::Error> {
-    ctrlc::set_handler(|| {
-        INTERRUPTED.store(true, Ordering::SeqCst);
-        kill_group(CURRENT_GROUP.load(Ordering::SeqCst));
-    })
+/// The handler of SIGINT, SIGTERM and SIGHUP: it marks the run as interrupted, remembers the
+/// signal for the exit status, and kills the process group of the benchmark that is running.
+/// Atomics and kill(2) only: all of it is async-signal-safe.
+extern "C" fn on_signal(signal: libc::c_int) {
+    SIGNAL.store(signal, Ordering::SeqCst);
+    INTERRUPTED.store(true, Ordering::SeqCst);
+    kill_group(CURRENT_GROUP.load(Ordering::SeqCst));
+}
+
+/// Installs the SIGINT/SIGTERM/SIGHUP handler: the runner unwinds promptly and writes nothing,
+/// and the process exits 128 + the signal's number ([`interrupted_status`]).
+pub fn install_interrupt_handler() -> std::io::Result<()> {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: a zeroed sigaction is a valid value to fill in; the handler is an
+        // `extern "C" fn(c_int)` that does only async-signal-safe work.
+        let installed = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut())
+        };
+        if installed != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The exit status of a run that a signal interrupted: 130 for SIGINT, 143 for SIGTERM, 129
+/// for SIGHUP.
+pub fn interrupted_status() -> u8 {
+    crate::model::exit::ExitStatus::of_signal(SIGNAL.load(Ordering::SeqCst))
 }
 
 fn kill_group(pgid: i32) {

@@ -487,3 +487,149 @@ fn refusals_come_before_the_suite_runs_and_suggest_what_exists() {
         }
     }
 }
+
+/// A pull request can commit symbolic links: `.kgate/baselines/default.json -> FILE`, a report
+/// name, the history folder. A write through any of them that leaves the repository is refused,
+/// naming the link and where it leads, and FILE keeps what it held; a link that stays inside
+/// is followed as before.
+#[test]
+fn a_committed_symlink_out_of_the_repository_is_never_written_through() {
+    use std::os::unix::fs::symlink;
+    let d = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(d.path()).unwrap();
+    let (repo, outside) = (base.join("repo"), base.join("outside"));
+    let victim = write(&outside, "victim.txt", "precious\n");
+    std::fs::create_dir_all(&repo).unwrap();
+    crate::common::git(&repo, &["init", "-q"]);
+    write(
+        &repo,
+        "kgate.yaml",
+        "defaults: {warmup: 0, repetitions: 1}\nbenchmarks:\n  - name: k\n    command: \"true\"\n",
+    );
+    write(&repo, "p.jsonl", PROTOCOL);
+    kgate(&repo)
+        .args(["import", "protocol", "p.jsonl", "-o", "results.json"])
+        .assert()
+        .success();
+    std::fs::create_dir_all(repo.join(".kgate/baselines")).unwrap();
+    symlink(
+        "../../../outside/victim.txt",
+        repo.join(".kgate/baselines/default.json"),
+    )
+    .unwrap();
+    symlink(&victim, repo.join("report.json")).unwrap();
+    symlink("../../outside", repo.join(".kgate/history")).unwrap();
+    crate::common::git(&repo, &["add", "-A"]);
+    crate::common::git(&repo, &["commit", "-qm", "links"]);
+    for (args, link, target) in [
+        (
+            &["baseline", "save", "results.json", "--force"][..],
+            ".kgate/baselines/default.json",
+            victim.clone(),
+        ),
+        (
+            &["import", "protocol", "p.jsonl", "-o", "report.json"][..],
+            "report.json",
+            victim.clone(),
+        ),
+        (
+            &["history", "record", "results.json"][..],
+            ".kgate/history",
+            outside.clone(),
+        ),
+    ] {
+        let out = kgate(&repo).args(args).output().unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let said = format!(
+            "`{}` is a symbolic link to `{}`, outside the repository `{}`",
+            repo.join(link).display(),
+            target.display(),
+            repo.display()
+        );
+        assert!(err.contains(&said), "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
+
+    // Inside the repository a link is followed: its target is replaced, the link stays.
+    std::fs::remove_file(repo.join(".kgate/baselines/default.json")).unwrap();
+    write(&repo, ".kgate/baselines/stored.json", "{}");
+    symlink("stored.json", repo.join(".kgate/baselines/default.json")).unwrap();
+    kgate(&repo)
+        .args(["baseline", "save", "results.json", "--force"])
+        .assert()
+        .success();
+    let stored = std::fs::read_to_string(repo.join(".kgate/baselines/stored.json")).unwrap();
+    assert!(stored.contains("kernel_time"), "{stored}");
+}
+
+/// `-o /dev/stdout` into a pipe (`| cat`) is standard output, not a folder to put a temporary
+/// file in; `/dev/fd/N` too. No message ever names a temporary file.
+#[test]
+fn output_onto_dev_stdout_into_a_pipe_is_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "p.jsonl", PROTOCOL);
+    for named in ["/dev/stdout", "/proc/self/fd/1", "/dev/fd/1"] {
+        // assert_cmd gives the command a pipe for its standard output.
+        let out = kgate(dir.path())
+            .args(["import", "protocol", "p.jsonl", "-o", named])
+            .output()
+            .unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(0), "{named}: {err}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("kernel_time"),
+            "{named}"
+        );
+    }
+    let out = kgate(dir.path())
+        .args(["import", "protocol", "p.jsonl", "-o", "/proc/self/fd/77777"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("`/proc/self/fd/77777`"), "{err}");
+    assert!(!err.contains(".kgate-tmp"), "{err}");
+}
+
+/// A stopped run exits as a shell reports the signal: 143 for SIGTERM (a cancelled CI job),
+/// 130 for SIGINT (Ctrl-C), 129 for SIGHUP, writing nothing either way.
+#[test]
+fn a_signal_exits_128_plus_its_number_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    write(
+        dir.path(),
+        "kgate.yaml",
+        &format!(
+            "defaults: {{warmup: 0, repetitions: 1}}\nbenchmarks:\n  - name: slow\n    command: \"touch '{}'; sleep 30\"\n",
+            started.display()
+        ),
+    );
+    for (signal, status) in [
+        (libc::SIGTERM, 143),
+        (libc::SIGINT, 130),
+        (libc::SIGHUP, 129),
+    ] {
+        let _ = std::fs::remove_file(&started);
+        let child = Command::new(assert_cmd::cargo::cargo_bin!("kgate"))
+            .current_dir(dir.path())
+            .args(["run", "--no-progress", "-o", "out.json"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        crate::common::wait_for_file(&started);
+        let sent = Instant::now();
+        // SAFETY: signalling the child this test started.
+        unsafe {
+            libc::kill(child.id() as i32, signal);
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(status), "signal {signal}: {err}");
+        assert!(err.contains("no results were written"), "{err}");
+        assert!(sent.elapsed() < Duration::from_secs(20));
+        assert!(!dir.path().join("out.json").exists());
+    }
+}

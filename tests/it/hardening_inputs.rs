@@ -312,6 +312,216 @@ fn other_json_importers_and_the_protocol_accept_a_byte_order_mark() {
     }
 }
 
+/// hyperfine's `exit_codes` says whether a command failed: what hyperfine never writes there
+/// (`{}`, `true`, `"NaN"`, a fraction) was read as "no failures" and passed the command. It is
+/// refused by its place, as is a `memory_usage_byte` that is not bytes; integers and `null`
+/// read as before.
+#[test]
+fn hyperfine_exit_codes_and_memory_that_hyperfine_never_writes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = |field: &str| {
+        format!(r#"{{"results": [{{"command": "sleep 0", "times": [0.1, 0.2]{field}}}]}}"#)
+    };
+    for (field, place, got) in [
+        (r#", "exit_codes": {}"#, "exit_codes", "{}"),
+        (r#", "exit_codes": true"#, "exit_codes", "true"),
+        (r#", "exit_codes": "NaN""#, "exit_codes", "\"NaN\""),
+        (r#", "exit_codes": [0, "NaN"]"#, "exit_codes[1]", "\"NaN\""),
+        (r#", "exit_codes": [0, 1.5]"#, "exit_codes[1]", "1.5"),
+        (
+            r#", "memory_usage_byte": [100, "lots"]"#,
+            "memory_usage_byte[1]",
+            "\"lots\"",
+        ),
+        (r#", "memory_usage_byte": 7"#, "memory_usage_byte", "7"),
+    ] {
+        write(dir.path(), "h.json", &doc(field));
+        let err = refused(dir.path(), "hyperfine", "h.json");
+        assert!(
+            err.contains(&format!("results[0].{place} (`sleep 0`) is {got}, not ")),
+            "{field}: {err}"
+        );
+    }
+    for (field, failed) in [
+        (r#", "exit_codes": [0, 0]"#, false),
+        (r#", "exit_codes": null"#, false),
+        ("", false),
+        (r#", "exit_codes": [0, 2]"#, true),
+        (r#", "exit_codes": [null, 0]"#, true),
+    ] {
+        // With a command that ran, so that the file holds a measurement either way.
+        let two = doc(field).replace("]}]}", r#"]}, {"command": "true", "times": [0.1, 0.2]}]}"#);
+        write(dir.path(), "h.json", &two);
+        let r = imported(dir.path(), "hyperfine", "h.json");
+        assert_eq!(r["benchmarks"][0]["name"], "sleep 0");
+        assert_eq!(
+            r["benchmarks"][0]["status"] == "failed",
+            failed,
+            "{field}: {r}"
+        );
+    }
+}
+
+/// A value of the wrong type is named by its key and said in the file's words, not serde's
+/// (`invalid type: null, expected f64`): in a protocol line, a results file, a JSON report and
+/// the configuration.
+#[test]
+fn a_value_of_the_wrong_type_is_named_in_the_files_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "p.jsonl",
+        "{\"metric\": \"t\", \"value\": null, \"unit\": \"ns\"}\n",
+    );
+    let err = refused(d, "protocol", "p.jsonl");
+    assert!(err.contains("`value` must be a number, got null"), "{err}");
+    assert!(!err.contains("invalid type"), "{err}");
+
+    write(
+        d,
+        "ok.jsonl",
+        "{\"metric\": \"t\", \"value\": 5, \"unit\": \"ns\"}\n",
+    );
+    let out = kgate(d)
+        .args(["import", "protocol", "ok.jsonl", "-o", "r.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let mut results: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("r.json")).unwrap()).unwrap();
+    results["benchmarks"][0]["metrics"][0]["values"][0] = Value::Null;
+    write(d, "bad.json", &results.to_string());
+    let out = kgate(d)
+        .args(["compare", "bad.json", "r.json"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`benchmarks[0].metrics[0].values[0]` must be a number, got null"),
+        "{err}"
+    );
+
+    let out = kgate(d)
+        .args([
+            "compare", "r.json", "r.json", "--format", "json", "-o", "rep.json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let mut report: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("rep.json")).unwrap()).unwrap();
+    report["alpha"] = json!("0.05");
+    write(d, "rep.json", &report.to_string());
+    let out = kgate(d).args(["report", "rep.json"]).output().unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`alpha` must be a number, got the text \"0.05\""),
+        "{err}"
+    );
+
+    write(
+        d,
+        "kgate.yaml",
+        "defaults: {warmup: many}\nbenchmarks:\n  - name: a\n    command: ./a\n",
+    );
+    let out = kgate(d).args(["validate"]).output().unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("key `defaults.warmup`: must be a whole number, 0 or more\n"),
+        "{err}"
+    );
+}
+
+/// A Proton tree `depth` scopes deep with one kernel at the bottom.
+fn nested_proton(depth: usize) -> String {
+    let kernel = r#"{"frame": {"name": "k"}, "metrics": {"count": 2, "time (ns)": 10, "device_type": "CUDA", "device_id": "0"}, "children": []}"#;
+    let mut tree = kernel.to_string();
+    for i in (0..depth).rev() {
+        tree = format!(r#"{{"frame": {{"name": "s{i}"}}, "metrics": {{}}, "children": [{tree}]}}"#);
+    }
+    format!(r#"[{{"frame": {{"name": "ROOT"}}, "metrics": {{}}, "children": [{tree}]}}, {{}}]"#)
+}
+
+/// Proton scopes nest as deep as the program's `proton.scope`s: 63 and more were refused as
+/// "not valid JSON (recursion limit exceeded)". Thousands read; deeper than the limit is
+/// refused by that limit, named.
+#[test]
+fn deeply_nested_proton_scopes_are_read_and_the_depth_limit_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    for depth in [63, 200, 4_990] {
+        let name = format!("deep{depth}.hatchet");
+        write(dir.path(), &name, &nested_proton(depth));
+        let r = imported(dir.path(), "proton", &name);
+        assert_eq!(r["benchmarks"][0]["name"], "k", "{depth}");
+        assert_eq!(
+            r["benchmarks"][0]["metrics"][0]["values"][0], 5.0,
+            "{depth}"
+        );
+    }
+    write(dir.path(), "deeper.hatchet", &nested_proton(5_100));
+    let err = refused(dir.path(), "proton", "deeper.hatchet");
+    assert!(
+        err.contains("levels deep, more than the 10000 kgate reads (some 5000 nested scopes"),
+        "{err}"
+    );
+    // Brackets inside strings are not nesting.
+    write(
+        dir.path(),
+        "names.hatchet",
+        &nested_proton(3).replace("\"s1\"", &format!("\"{}\\\"\"", "[{".repeat(20_000))),
+    );
+    imported(dir.path(), "proton", "names.hatchet");
+}
+
+/// kgate's own files saved by a Windows editor or PowerShell begin with a byte-order mark: a
+/// results file (compared, merged, stored, recorded) and a JSON report (`kgate report`) read
+/// as without one, from a file and from a pipe.
+#[test]
+fn results_files_and_reports_accept_a_byte_order_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "p.jsonl",
+        "{\"benchmark\": \"k\", \"metric\": \"t\", \"value\": 5, \"unit\": \"ns\"}\n",
+    );
+    let run = |args: &[&str]| {
+        let out = kgate(d).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    run(&["import", "protocol", "p.jsonl", "-o", "r.json"]);
+    let results = std::fs::read_to_string(d.join("r.json")).unwrap();
+    write(d, "bom.json", &format!("\u{feff}{results}"));
+    run(&[
+        "compare",
+        "bom.json",
+        "r.json",
+        "--format",
+        "json",
+        "-o",
+        "report.json",
+    ]);
+    run(&["merge", "bom.json", "-o", "merged.json"]);
+    let report = std::fs::read_to_string(d.join("report.json")).unwrap();
+    write(d, "bom-report.json", &format!("\u{feff}{report}"));
+    assert!(run(&["report", "bom-report.json"]).contains("1 benchmark"));
+    // Through a pipe, which is read once.
+    for (command, file) in [("report", "bom-report.json"), ("merge", "bom.json")] {
+        let out = Command::new(assert_cmd::cargo::cargo_bin!("kgate"))
+            .current_dir(d)
+            .args([command, "/dev/stdin"])
+            .stdin(std::fs::File::open(d.join(file)).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{command}: {}", stderr_of(&out));
+    }
+}
+
 #[test]
 #[cfg_attr(kgate_no_dev_zero, ignore = "needs /dev/zero")]
 fn dev_zero_is_refused_by_the_protocol_and_json_importers() {

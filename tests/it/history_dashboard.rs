@@ -316,6 +316,43 @@ fn commit_links_come_from_the_origin_remote_or_the_page_says_why_there_are_none(
         "{}",
         stderr_of(&out)
     );
+
+    // The CI's variables are held to what the flag is: `javascript:` goes into no `href`.
+    for (vars, from) in [
+        (
+            &[
+                ("GITHUB_SERVER_URL", "javascript:alert(document.domain)//"),
+                ("GITHUB_REPOSITORY", "o/r"),
+            ][..],
+            "GITHUB_SERVER_URL/GITHUB_REPOSITORY `javascript:alert(document.domain)/o/r`",
+        ),
+        (
+            &[("CI_PROJECT_URL", "javascript:alert(1)")][..],
+            "CI_PROJECT_URL `javascript:alert(1)`",
+        ),
+        (
+            &[
+                ("GITHUB_SERVER_URL", "https://github.com"),
+                ("GITHUB_REPOSITORY", "o/r\" onmouseover=\"alert(1)"),
+            ][..],
+            "GITHUB_SERVER_URL/GITHUB_REPOSITORY `https://github.com/o/r\" onmouseover=\"alert(1)`",
+        ),
+    ] {
+        let out = kgate(dir)
+            .args([
+                "history", "--key", KEY, "--format", "html", "-o", "bad.html",
+            ])
+            .envs(vars.iter().copied())
+            .output()
+            .unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("{from} is not a web address")),
+            "{err}"
+        );
+        assert!(!dir.join("bad.html").exists());
+    }
 }
 
 #[test]

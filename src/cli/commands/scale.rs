@@ -656,24 +656,29 @@ fn history_text(key: &str, runs: usize, settings: &Settings, out: &[MetricHistor
 }
 
 /// The repository's web address for commit links: the flag, else the CI's own variables, else
-/// git's `origin` remote when it names a GitHub or GitLab host. A flag that is not an http(s)
-/// address is an error.
+/// git's `origin` remote when it names a GitHub or GitLab host. A flag or a CI variable that is
+/// not an http(s) address ([`web_address`]: `javascript:…` goes into no `href`) is an error
+/// naming where it came from.
 fn repo_url(root: &Path, flag: Option<&str>) -> Result<Option<String>> {
-    if let Some(url) = flag {
-        if !(url.starts_with("https://") || url.starts_with("http://")) {
-            bail!(
-                "--repo-url `{}` is not a web address; give it as https://HOST/OWNER/REPO",
+    let checked = |url: &str, from: &str| -> Result<Option<String>> {
+        match crate::model::text::web_address(url) {
+            Some(url) => Ok(Some(url.to_string())),
+            None => bail!(
+                "{from} `{}` is not a web address; give the repository's as --repo-url https://HOST/OWNER/REPO",
                 escape_terminal(url)
-            );
+            ),
         }
-        return Ok(Some(url.trim_end_matches('/').to_string()));
+    };
+    if let Some(url) = flag {
+        return checked(url, "--repo-url");
     }
     let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     if let (Some(server), Some(repo)) = (var("GITHUB_SERVER_URL"), var("GITHUB_REPOSITORY")) {
-        return Ok(Some(format!("{}/{repo}", server.trim_end_matches('/'))));
+        let url = format!("{}/{repo}", server.trim_end_matches('/'));
+        return checked(&url, "GITHUB_SERVER_URL/GITHUB_REPOSITORY");
     }
     if let Some(url) = var("CI_PROJECT_URL") {
-        return Ok(Some(url.trim_end_matches('/').to_string()));
+        return checked(&url, "CI_PROJECT_URL");
     }
     let remote = std::process::Command::new("git")
         .arg("-C")
@@ -683,7 +688,11 @@ fn repo_url(root: &Path, flag: Option<&str>) -> Result<Option<String>> {
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    Ok(remote.as_deref().and_then(web_address))
+    // A remote that gives no plain address gives no links.
+    Ok(remote
+        .as_deref()
+        .and_then(web_address)
+        .filter(|url| crate::model::text::web_address(url).is_some()))
 }
 
 /// `https://github.com/o/r` from `git@github.com:o/r.git`, `ssh://git@host:22/o/r.git` or an
