@@ -366,7 +366,7 @@ pub fn write_inert_json<W: std::io::Write, T: serde::Serialize + ?Sized>(
 }
 
 #[cfg(test)]
-mod tests {
+mod log_command_tests {
     use super::*;
 
     #[test]

@@ -420,6 +420,8 @@ fn no_untrusted_text_holds_a_comment_marker() {
         let own = usize::from(markdown.starts_with("<!-- kgate:"));
         assert_eq!(markers, own, "{name}: a `<!--` kgate did not write");
     }
+}
+
 /// What each string of a stored report is set to in turn: lines a CI runner takes as
 /// commands from their first character (GitHub's `::…::`, its older `##[…]` form and Azure's
 /// `##vso[…]`, one after a space, where wrapping may start a line), a carriage return, an OSC 8
