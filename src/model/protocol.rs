@@ -634,7 +634,7 @@ mod tests {
             (r#"{"correct": false, "why": "off"}"#, "unknown field `why`"),
             (
                 r#"{"correct": "no"}"#,
-                "invalid type: string \"no\", expected a boolean",
+                "`correct` must be `true` or `false`, got the text \"no\"",
             ),
             (r#"[1, 2]"#, "not a JSON object"),
             (

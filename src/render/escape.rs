@@ -374,7 +374,8 @@ mod log_command_tests {
         let text = "x ::error::a\n  ##[error]b std::vec";
         assert_eq!(
             escape_markdown(text),
-            "x &#58;:error::a   &#35;\\#\\[error\\]b std::vec"
+            // (`#` also between zero-width joiners: no issue reference once rendered)
+            "x &#58;:error::a   &#8205;&#35;&#8205;&#8205;\\#&#8205;\\[error\\]b std::vec"
         );
         assert_eq!(
             escape_html(text),

@@ -185,7 +185,7 @@ mod tests {
         );
         assert_eq!(
             summary_line(&r),
-            "mm: 3 repetitions; INCORRECT: max abs error 0.5\\n::error::forged"
+            "mm: 3 repetitions; INCORRECT: max abs error 0.5\\n\\u{3a}:error::forged"
         );
     }
 }
