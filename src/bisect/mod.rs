@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::baseline::gitref::{self, GitError};
 use crate::compare::ComparePolicy;
 use crate::model::report::{BenchmarkComparison, Design, Report};
-use crate::model::results::{Failure, RunResults, Status};
+use crate::model::results::{Failure, RunResults};
 use crate::model::verdict::Verdict;
 use crate::plan::Plan;
 use crate::run::progress::Progress;
@@ -600,23 +600,13 @@ impl Lab<'_, '_> {
             )?;
             self.measurements += 1;
             for b in &base.benchmarks {
-                if b.status == Status::Failed {
-                    let why = b
-                        .failure
-                        .as_ref()
-                        .map(|f| f.message.as_str())
-                        .unwrap_or("failed");
+                if let Some(why) = b.failed_because() {
                     let good = self.history.commit(0);
                     return Err(endpoint_error("GOOD", &good.commit, &b.name, why));
                 }
             }
             for b in &head.benchmarks {
-                if b.status == Status::Failed {
-                    let why = b
-                        .failure
-                        .as_ref()
-                        .map(|f| f.message.as_str())
-                        .unwrap_or("failed");
+                if let Some(why) = b.failed_because() {
                     if position == last {
                         return Err(endpoint_error("BAD", &commit.commit, &b.name, why));
                     }

@@ -23,13 +23,11 @@ pub fn recount(report: &mut Report) {
 /// its new one, and neither gates), and recounts.
 pub fn mark_removed(report: &mut Report, removed: &[String]) {
     for name in removed {
-        report.benchmarks.push(BenchmarkComparison {
-            name: name.clone(),
-            verdict: Verdict::Missing,
-            explanation: "declared by the base revision's configuration but not by this one (removed or renamed): not measured, so not gated".into(),
-            metrics: Vec::new(),
-            profile: None,
-        });
+        report.benchmarks.push(BenchmarkComparison::bare(
+            name,
+            Verdict::Missing,
+            "declared by the base revision's configuration but not by this one (removed or renamed): not measured, so not gated".into(),
+        ));
     }
     recount(report);
 }

@@ -350,13 +350,11 @@ impl<W: Waiting> Gathered<W> {
             },
         )?;
         for name in missing {
-            let mut b = BenchmarkComparison {
-                name,
-                verdict: Verdict::Missing,
-                explanation: "in the baseline but not in this run".into(),
-                metrics: Vec::new(),
-                profile: None,
-            };
+            let mut b = BenchmarkComparison::bare(
+                &name,
+                Verdict::Missing,
+                "in the baseline but not in this run".into(),
+            );
             finish(&mut b);
             out.push(b)?;
         }
@@ -415,36 +413,17 @@ impl<W: Waiting> Gathered<W> {
 /// is `failed` (a failed run has no numbers to become anyone's reference, and the run is an
 /// error).
 fn new_benchmark(h: &BenchmarkResult, why_new: &str) -> BenchmarkComparison {
-    if h.status == Status::Failed {
-        let why = h
-            .failure
-            .as_ref()
-            .map(|f| f.message.as_str())
-            .unwrap_or("failed");
-        return BenchmarkComparison {
-            name: h.name.clone(),
-            verdict: Verdict::Failed,
-            explanation: format!("failed in the candidate: {why}; it has no baseline either"),
-            metrics: Vec::new(),
-            profile: None,
-        };
-    }
-    if let Some(why) = incorrect_explanation(h) {
-        return BenchmarkComparison {
-            name: h.name.clone(),
-            verdict: Verdict::Incorrect,
-            explanation: format!("{why}; it has no baseline"),
-            metrics: Vec::new(),
-            profile: None,
-        };
-    }
-    BenchmarkComparison {
-        name: h.name.clone(),
-        verdict: Verdict::New,
-        explanation: why_new.into(),
-        metrics: Vec::new(),
-        profile: None,
-    }
+    let (verdict, explanation) = if let Some(why) = h.failed_because() {
+        (
+            Verdict::Failed,
+            format!("failed in the candidate: {why}; it has no baseline either"),
+        )
+    } else if let Some(why) = incorrect_explanation(h) {
+        (Verdict::Incorrect, format!("{why}; it has no baseline"))
+    } else {
+        (Verdict::New, why_new.to_string())
+    };
+    BenchmarkComparison::bare(&h.name, verdict, explanation)
 }
 
 /// The report when there is nothing to compare against.
@@ -544,12 +523,7 @@ fn gather_benchmark<'a>(
         profile: None,
     };
     for (side, r) in [("candidate", head), ("baseline", base)] {
-        if r.status == Status::Failed {
-            let why = r
-                .failure
-                .as_ref()
-                .map(|f| f.message.as_str())
-                .unwrap_or("failed");
+        if let Some(why) = r.failed_because() {
             cmp.verdict = Verdict::Failed;
             cmp.explanation = format!("failed in the {side}: {why}");
             return (cmp, Vec::new());

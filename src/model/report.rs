@@ -380,6 +380,20 @@ pub struct BenchmarkComparison {
     pub profile: Option<crate::model::profile::BenchmarkProfile>,
 }
 
+impl BenchmarkComparison {
+    /// A benchmark's row without metric rows: one that was not compared (failed, new,
+    /// missing, skipped, identical), its verdict and why.
+    pub fn bare(name: &str, verdict: Verdict, explanation: String) -> BenchmarkComparison {
+        BenchmarkComparison {
+            name: name.to_string(),
+            verdict,
+            explanation,
+            metrics: Vec::new(),
+            profile: None,
+        }
+    }
+}
+
 /// One metric's comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MetricComparison {

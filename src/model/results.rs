@@ -242,6 +242,17 @@ impl BenchmarkResult {
         }
     }
 
+    /// Why the benchmark failed (its failure's message, `failed` where none was kept); None
+    /// when it did not.
+    pub fn failed_because(&self) -> Option<&str> {
+        (self.status == Status::Failed).then(|| {
+            self.failure
+                .as_ref()
+                .map(|f| f.message.as_str())
+                .unwrap_or("failed")
+        })
+    }
+
     /// The metric of that name, if measured.
     pub fn metric(&self, name: &str) -> Option<&MetricSamples> {
         self.metrics.iter().find(|m| m.name == name)

@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Write};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::model::results::{BenchmarkResult, Status};
+use crate::model::results::BenchmarkResult;
 use crate::model::text::escape_terminal;
 use crate::model::units;
 
@@ -128,12 +128,7 @@ fn revision_tag(revision: Option<&str>) -> String {
 
 /// `name: n reps, kernel_time median 6.43 ms` or `name: FAILED (timeout) …`.
 fn summary_line(result: &BenchmarkResult) -> String {
-    if result.status == Status::Failed {
-        let message = result
-            .failure
-            .as_ref()
-            .map(|f| f.message.as_str())
-            .unwrap_or("failed");
+    if let Some(message) = result.failed_because() {
         return format!("{}: FAILED: {message}", result.name);
     }
     let primary = result

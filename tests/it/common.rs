@@ -40,6 +40,16 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// A git repository in `dir` whose first commit, on `main`, holds `files` (name, text).
+pub fn committed_repository(dir: &Path, files: &[(&str, &str)]) {
+    git(dir, &["init", "-q", "-b", "main"]);
+    for (name, text) in files {
+        write(dir, name, text);
+    }
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", "base"]);
+}
+
 /// Waits until `path` exists: a benchmark that creates it has started, however long a loaded
 /// machine took to get there. Fails after two minutes.
 pub fn wait_for_file(path: &Path) {

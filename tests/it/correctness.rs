@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{git, kgate, numbers, stderr_of, stdout_of, write};
+use crate::common::{committed_repository, git, kgate, numbers, stderr_of, stdout_of, write};
 
 const DETAIL: &str = "max abs error 0.5 > 1e-3";
 
@@ -33,11 +33,13 @@ benchmarks:
 /// A repository whose commit on `main` measures 200 µs and passes its check; the work tree's
 /// script measures 100 µs (twice as fast) and reports a wrong answer.
 fn faster_but_wrong(d: &Path) {
-    git(d, &["init", "-q", "-b", "main"]);
-    write(d, "kgate.yaml", SUITE);
-    write(d, "bench.sh", &reporting(200, Some(true)));
-    git(d, &["add", "-A"]);
-    git(d, &["commit", "-qm", "base"]);
+    committed_repository(
+        d,
+        &[
+            ("kgate.yaml", SUITE),
+            ("bench.sh", &reporting(200, Some(true))),
+        ],
+    );
     write(d, "bench.sh", &reporting(100, Some(false)));
 }
 

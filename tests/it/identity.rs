@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{git, kgate, stderr_of, write};
+use crate::common::{committed_repository, git, kgate, stderr_of, write};
 
 /// A protocol benchmark that counts its runs in `ran.txt` (of the tree it runs in).
 fn config(extra_args: &str, identity: &str) -> String {
@@ -25,14 +25,16 @@ const IDENTITY: &str = "{files: [build/k.bin], commands: [\"wc -c < build/k.bin\
 
 /// A repository whose base commit builds `build/k.bin` from `gen.txt`.
 fn repository(dir: &Path) {
-    git(dir, &["init", "-q", "-b", "main"]);
-    write(dir, "kgate.yaml", &config("", IDENTITY));
-    write(dir, "build.sh", BUILD);
-    write(dir, "gen.txt", "kernel v1\n");
-    write(dir, "notes.md", "notes\n");
-    write(dir, ".gitignore", "ran.txt\nbuild/\n");
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-qm", "base"]);
+    committed_repository(
+        dir,
+        &[
+            ("kgate.yaml", &config("", IDENTITY)),
+            ("build.sh", BUILD),
+            ("gen.txt", "kernel v1\n"),
+            ("notes.md", "notes\n"),
+            (".gitignore", "ran.txt\nbuild/\n"),
+        ],
+    );
 }
 
 fn check(dir: &Path, extra: &[&str]) -> (Option<i32>, Value) {

@@ -7,23 +7,13 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{git, kgate, stderr_of, stdout_of, write};
+use crate::common::{committed_repository, kgate, stderr_of, stdout_of, write};
 
 /// A protocol benchmark that reports `value` microseconds per repetition.
 fn reporting(value: u32) -> String {
     format!(
         "echo \"{{\\\"metric\\\": \\\"kernel_time\\\", \\\"value\\\": {value}, \\\"unit\\\": \\\"us\\\"}}\" >> \"$KGATE_PROTOCOL_FILE\""
     )
-}
-
-/// A git repository whose first commit holds `files`.
-fn repository(dir: &Path, files: &[(&str, &str)]) {
-    git(dir, &["init", "-q", "-b", "main"]);
-    for (name, text) in files {
-        write(dir, name, text);
-    }
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-qm", "base"]);
 }
 
 const SCRIPT_SUITE: &str = "defaults: {warmup: 0, repetitions: 3, captures: [protocol]}
@@ -39,7 +29,7 @@ benchmarks:
 fn a_benchmark_that_fails_at_the_base_is_an_error_with_the_bases_stderr() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    repository(d, &[("kgate.yaml", SCRIPT_SUITE)]);
+    committed_repository(d, &[("kgate.yaml", SCRIPT_SUITE)]);
     for value in [100, 200] {
         write(d, "bench.sh", &reporting(value));
         let out = kgate(d)
@@ -72,7 +62,7 @@ fn a_benchmark_that_fails_at_the_base_is_an_error_with_the_bases_stderr() {
 fn a_failed_candidate_is_headed_error_in_every_format() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    repository(
+    committed_repository(
         d,
         &[("kgate.yaml", SCRIPT_SUITE), ("bench.sh", &reporting(100))],
     );
@@ -131,7 +121,7 @@ benchmarks:
 ",
         reporting(100)
     );
-    repository(d, &[("kgate.yaml", &base)]);
+    committed_repository(d, &[("kgate.yaml", &base)]);
     // The new benchmark's script exists only in the work tree: the base never runs it.
     write(d, "new.sh", &reporting(100));
     write(
