@@ -138,27 +138,24 @@ pub fn results(data: &[u8]) {
 }
 
 /// Two results files as `kgate compare` reads them: `data` up to its first NUL byte is the
-/// baseline, the rest the candidate (without a NUL, the same file on both sides). Read a
-/// benchmark at a time, its rows held or parked in temporary files from the first, the
-/// comparison gives the report and bounded evidence of the files loaded whole, and the same
-/// table, HTML, JUnit and Markdown comment, or declines (and the command loads them); it
-/// never reports on a file that does not load.
+/// baseline, the rest the candidate (without a NUL, the same file on both sides). Files that
+/// load compare into a report that writes as JSON and reads back the same, renders in every
+/// format, and cuts to a comment within each limit.
 pub fn compare(data: &[u8]) {
-    compare_both_ways(data);
+    compare_checked(data);
 }
 
-/// What [`compare_both_ways`] checked: how many of its two readings (rows held, rows
-/// parked) compared the files rather than declining them, and how many Markdown comments it
-/// cut from the rows read back (the others fit whole, and are held).
+/// What [`compare_checked`] checked: whether both files loaded (and so were compared), and
+/// how many Markdown comments were cut (the others fit whole).
 #[derive(Debug, Default, PartialEq)]
 pub struct Compared {
-    pub readings: usize,
+    pub loaded: bool,
     pub markdown_cuts: usize,
 }
 
 /// [`compare`], saying what it checked.
-pub fn compare_both_ways(data: &[u8]) -> Compared {
-    use kgate::compare::{self, ComparePolicy, files};
+pub fn compare_checked(data: &[u8]) -> Compared {
+    use kgate::compare::{self, ComparePolicy};
     let (base, head) = match data.iter().position(|&b| b == 0) {
         Some(at) => (&data[..at], &data[at + 1..]),
         None => (data, data),
@@ -167,59 +164,33 @@ pub fn compare_both_ways(data: &[u8]) -> Compared {
         SCRATCH.with(|d| (d.path().join("base.json"), d.path().join("head.json")));
     std::fs::write(&base_path, base).expect("the scratch folder is writable");
     std::fs::write(&head_path, head).expect("the scratch folder is writable");
-    let policy = ComparePolicy::default();
-    let loaded = match (RunResults::load(&base_path), RunResults::load(&head_path)) {
-        (Ok(base), Ok(head)) => {
-            let mut report =
-                compare::compare(&base, &head, &policy, kgate::model::report::Design::Files);
-            report.attach_bounded_evidence(Some(&base), &head);
-            let json = serde_json::to_string(&report).map_err(|e| e.to_string());
-            let written = formats(&report);
-            Ok((report, json, written))
-        }
-        (base, head) => Err(format!("{:?} / {:?}", base.err(), head.err())),
+    let (Ok(base), Ok(head)) = (RunResults::load(&base_path), RunResults::load(&head_path)) else {
+        return Compared::default();
     };
-    let mut compared = Compared::default();
-    for held_rows in [usize::MAX, 0] {
-        let mut read = match files::compare_files(&base_path, &head_path, &policy, None, held_rows)
-        {
-            Ok(read) => read,
-            Err(files::NotRead::Declined) => continue,
-            Err(files::NotRead::Spill(e)) => panic!("the temporary files failed: {e}"),
-        };
-        let (expected, expected_json, expected_written) = loaded
-            .as_ref()
-            .unwrap_or_else(|e| panic!("a report of files that do not load ({e})"));
+    let policy = ComparePolicy::default();
+    let mut report = compare::compare(&base, &head, &policy, kgate::model::report::Design::Files);
+    report.attach_bounded_evidence(Some(&base), &head);
+    let json = serde_json::to_string(&report).expect("a report writes as JSON");
+    let again: kgate::model::report::Report =
+        serde_json::from_str(&json).expect("a written report reads back");
+    assert_eq!(
+        serde_json::to_string(&again).expect("a report writes as JSON"),
+        json,
+        "the report changed on a round trip"
+    );
+    formats(&report);
+    let mut compared = Compared {
+        loaded: true,
+        markdown_cuts: 0,
+    };
+    let whole = render::Exporter::render(&render::MarkdownExporter, &report);
+    for max_chars in [200, 500, 1_000, 4_000, 65_536] {
+        let cut = render::markdown_limits::render_markdown_limited(&report, max_chars);
         assert!(
-            read.attach_bounded_evidence(&base_path, &head_path),
-            "the files compared a benchmark at a time could not be read so again"
+            cut.chars().count() <= max_chars,
+            "Markdown cut to {max_chars} characters is longer"
         );
-        let report = serde_json::to_string(&read.report).map_err(|e| e.to_string());
-        assert_eq!(
-            &report, expected_json,
-            "held rows {held_rows}: the report differs from the loaded files'"
-        );
-        // Every other format, written from the rows as they are read back, as from the
-        // loaded files' report.
-        assert_eq!(
-            &formats(&read.report),
-            expected_written,
-            "held rows {held_rows}: a format differs from the loaded files'"
-        );
-        for max_chars in [200, 500, 1_000, 4_000, 65_536] {
-            let cut =
-                render::markdown_limits::render_markdown_limited_rows(&read.report, max_chars)
-                    .expect("the rows read back");
-            if let Some(cut) = cut {
-                assert_eq!(
-                    cut,
-                    render::markdown_limits::render_markdown_limited(expected, max_chars),
-                    "held rows {held_rows}: Markdown cut to {max_chars} characters differs"
-                );
-                compared.markdown_cuts += 1;
-            }
-        }
-        compared.readings += 1;
+        compared.markdown_cuts += usize::from(cut != whole);
     }
     compared
 }
@@ -417,24 +388,18 @@ struct Written {
     junit: String,
 }
 
-fn formats<B: kgate::model::report::ReportRows>(
-    report: &kgate::model::report::Report<B>,
-) -> Written {
+fn formats(report: &kgate::model::report::Report) -> Written {
     let table = |width: Option<usize>| render::TableExporter {
         color: false,
         width,
         all_metrics: width.is_some(),
     };
-    let write = |w: &dyn Fn(&mut Vec<u8>) -> std::io::Result<()>| {
-        let mut out = Vec::new();
-        w(&mut out).expect("the rows read back");
-        String::from_utf8(out).expect("UTF-8")
-    };
+    use render::Exporter;
     Written {
-        table: write(&|out| table(None).write_report(report, out)),
-        table_every_row: write(&|out| table(Some(60)).write_report(report, out)),
-        html: write(&|out| render::html::HtmlExporter.write_report(report, out)),
-        junit: write(&|out| render::junit::JunitExporter.write_report(report, out)),
+        table: table(None).render(report),
+        table_every_row: table(Some(60)).render(report),
+        html: render::html::HtmlExporter.render(report),
+        junit: render::junit::JunitExporter.render(report),
     }
 }
 

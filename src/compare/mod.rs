@@ -17,19 +17,14 @@
 pub mod adjust;
 pub mod calibrate;
 pub mod explain;
-pub mod files;
 mod guards;
-mod rows;
 mod rules;
-mod spill;
 pub mod waivers;
 
 use guards::{MixedCounters, environment_warnings, hold_back, not_gating_warnings};
-pub use rows::DecidedRows;
-use rows::Rows;
 use rules::{
-    Levels, Pending, Power, Waiting, by_tolerance, decide, decide_rows, point_change,
-    prediction_evidence, rank_evidence, repetitions_needed,
+    Levels, Pending, Power, by_tolerance, decide, decide_rows, point_change, prediction_evidence,
+    rank_evidence, repetitions_needed,
 };
 
 use crate::model::metric::{NoisyMetrics, Source};
@@ -167,10 +162,8 @@ pub fn compare_with_job_medians(
     let ctx = Context::new(policy, planned_looks(head), medians, design, base, head);
     let base_index = base.by_name();
     let mut gathered = Gathered::default();
-    let held = "held rows and samples are not written anywhere";
     for h in &head.benchmarks {
-        let b = base_index.get(h.name.as_str()).copied();
-        gathered.add(b, h, &ctx, Ok).expect(held);
+        gathered.add(base_index.get(h.name.as_str()).copied(), h, &ctx);
     }
     let head_index = head.by_name();
     gathered.missing = base
@@ -179,19 +172,17 @@ pub fn compare_with_job_medians(
         .filter(|b| !head_index.contains_key(b.name.as_str()))
         .map(|b| b.name.clone())
         .collect();
-    let all = Rows::new(usize::MAX);
-    let report = gathered.conclude((base, head), &ctx, None, None, (all, |_: &_| {}));
-    let report = report.and_then(|r| r.try_map_benchmarks(DecidedRows::into_held));
-    report.expect(held)
+    gathered.conclude((base, head), &ctx)
 }
 
 /// What the benchmarks of a comparison gave before the run-wide correction decides their
 /// tested metrics.
-struct Gathered<W> {
+#[derive(Default)]
+struct Gathered<'a> {
     /// The benchmarks' rows, their tested metrics undecided, in the candidate's order.
-    rows: Rows,
+    rows: Vec<BenchmarkComparison>,
     /// The tested metrics in the order of the rows, each with what its decision needs.
-    pending: Vec<Pending<W>>,
+    pending: Vec<Pending<'a>>,
     /// Benchmarks whose counters were collected under different configurations, refused once
     /// decided, by position.
     mixed: Vec<(usize, MixedCounters)>,
@@ -201,68 +192,21 @@ struct Gathered<W> {
     missing: Vec<String>,
 }
 
-/// What a run's decided rows add up to besides themselves.
-#[derive(Default)]
-struct Tally {
-    counts: Counts,
-    /// Metrics that may not gate because the environments differ.
-    held_back: usize,
-    /// Metrics that would have regressed but may not gate, as warnings.
-    not_gating: Vec<String>,
-    /// Benchmarks whose only regressions are waived.
-    waived: usize,
-}
-
-impl Tally {
-    fn add(&mut self, b: &BenchmarkComparison) {
-        self.counts.add(b.verdict);
-        self.held_back += guards::held_back_by_environments(b);
-        // A benchmark that is not gated names these in its own explanation: said once.
-        if b.verdict != Verdict::NotGated {
-            self.not_gating.extend(not_gating_warnings(b));
-        }
-    }
-}
-
-impl<W> Default for Gathered<W> {
-    fn default() -> Self {
-        Gathered {
-            rows: Rows::new(usize::MAX),
-            pending: Vec::new(),
-            mixed: Vec::new(),
-            unavailable: Vec::new(),
-            missing: Vec::new(),
-        }
-    }
-}
-
-impl<W: Waiting> Gathered<W> {
-    /// Gathers with the rows parked in a temporary file once they pass `budget` metric rows.
-    fn holding(budget: usize) -> Self {
-        Gathered {
-            rows: Rows::new(budget),
-            ..Gathered::default()
-        }
-    }
-
+impl<'a> Gathered<'a> {
     /// Gathers one benchmark of the candidate against the baseline's of that name (`None`:
-    /// new); `keep` turns the power of each tested metric into what waits for the correction
-    /// (as it is, or with its samples parked where the benchmark is not kept). Gives the
-    /// benchmark's verdict so far (`new` and `missing` are final).
-    fn add<'r>(
+    /// new).
+    fn add(
         &mut self,
-        base: Option<&'r BenchmarkResult>,
-        head: &'r BenchmarkResult,
+        base: Option<&'a BenchmarkResult>,
+        head: &'a BenchmarkResult,
         ctx: &Context<'_>,
-        mut keep: impl FnMut(Power<'r>) -> std::io::Result<W>,
-    ) -> std::io::Result<Verdict> {
+    ) {
         for u in &head.provenance.unavailable {
             self.unavailable.push(format!(
                 "{}: counter `{}` unavailable ({}); hint: {}",
                 head.name, u.counter, u.reason, u.hint
             ));
         }
-        let position = |i: usize| u32::try_from(i).map_err(std::io::Error::other);
         let index = self.rows.len();
         let cmp = match base {
             Some(b) => {
@@ -270,14 +214,14 @@ impl<W: Waiting> Gathered<W> {
                 for (m, power) in tested {
                     let row = &cmp.metrics[m];
                     self.pending.push(Pending {
-                        benchmark: position(index)?,
-                        metric: position(m)?,
+                        benchmark: index,
+                        metric: m,
                         gates: row.gates,
                         p: [
                             row.p_regression.unwrap_or(1.0),
                             row.p_improvement.unwrap_or(1.0),
                         ],
-                        waiting: keep(power)?,
+                        power,
                     });
                 }
                 if let Some(mixed) = MixedCounters::of(b, head) {
@@ -297,75 +241,53 @@ impl<W: Waiting> Gathered<W> {
                 },
             ),
         };
-        let verdict = cmp.verdict;
-        self.rows.push(cmp)?;
-        Ok(verdict)
+        self.rows.push(cmp);
     }
 
-    /// Decides the tested metrics (their parked samples read back from `spill`), then each
-    /// benchmark (with `waivers` applied where given), and writes the report with its rows
-    /// put into `out` one at a time, each shown to `watch` first; `base` and `head` give the
-    /// runs' keys (their benchmarks are not read).
-    fn conclude(
-        self,
-        (base, head): (&RunResults, &RunResults),
-        ctx: &Context<'_>,
-        spill: Option<&mut spill::SampleSpill>,
-        waivers: Option<&waivers::Active<'_>>,
-        (mut out, mut watch): (Rows, impl FnMut(&BenchmarkComparison)),
-    ) -> Result<Report<DecidedRows>, std::io::Error> {
+    /// Decides the tested metrics, then each benchmark, and writes the report; `base` and
+    /// `head` give the runs' keys.
+    fn conclude(self, (base, head): (&RunResults, &RunResults), ctx: &Context<'_>) -> Report {
         let Gathered {
-            rows,
+            mut rows,
             pending,
             mixed,
             unavailable,
             missing,
         } = self;
         let policy = ctx.policy;
-        let used_history = pending.iter().any(|p| p.waiting.is_prediction());
-        let mut tally = Tally::default();
-        let mut mixed = mixed.into_iter().peekable();
-        let mut finish = |b: &mut BenchmarkComparison| {
-            if let Some(waivers) = waivers {
-                tally.waived += usize::from(waivers.apply_to(b));
+        let used_history = pending
+            .iter()
+            .any(|p| matches!(p.power, Power::Prediction { .. }));
+        decide_rows(&mut rows, pending, ctx);
+        for (index, refused) in mixed {
+            refused.refuse(&mut rows[index]);
+        }
+        let mut counts = Counts::default();
+        let mut held_back = 0;
+        let mut not_gating = Vec::new();
+        for b in &mut rows {
+            if b.verdict != Verdict::New {
+                aggregate(b);
+                explain::annotate(b);
             }
-            tally.add(b);
-            watch(b);
-        };
-        decide_rows(
-            rows.finish()?.into_rows()?,
-            pending,
-            ctx,
-            spill,
-            |index, mut b| {
-                while let Some((_, refused)) = mixed.next_if(|(i, _)| *i == index) {
-                    refused.refuse(&mut b);
-                }
-                if b.verdict != Verdict::New {
-                    aggregate(&mut b);
-                    explain::annotate(&mut b);
-                }
-                finish(&mut b);
-                out.push(b)
-            },
-        )?;
+            counts.add(b.verdict);
+            held_back += guards::held_back_by_environments(b);
+            // A benchmark that is not gated names these in its own explanation: said once.
+            if b.verdict != Verdict::NotGated {
+                not_gating.extend(not_gating_warnings(b));
+            }
+        }
         for name in missing {
-            let mut b = BenchmarkComparison::bare(
+            counts.add(Verdict::Missing);
+            rows.push(BenchmarkComparison::bare(
                 &name,
                 Verdict::Missing,
                 "in the baseline but not in this run".into(),
-            );
-            finish(&mut b);
-            out.push(b)?;
+            ));
         }
-        let mut warnings = environment_warnings(
-            base,
-            head,
-            &ctx.environment_differences,
-            tally.held_back,
-            policy,
-        );
-        warnings.extend(tally.not_gating);
+        let mut warnings =
+            environment_warnings(base, head, &ctx.environment_differences, held_back, policy);
+        warnings.extend(not_gating);
         warnings.extend(unavailable);
         // A baseline saved from this very commit on an identical environment (a `baseline save`
         // moments ago on this machine) is not "another job" in the sense the warning means.
@@ -381,15 +303,10 @@ impl<W: Waiting> Gathered<W> {
         {
             warnings.push("the baseline was stored by another job; job-to-job offsets are not visible to a within-job test, so small changes may be machine noise (run `kgate check --against REF` to interleave both revisions, or keep a history with `kgate check --record` (or give earlier result files with `--history`) for a prediction interval)".into());
         }
-        if let Some(waivers) = waivers {
-            warnings.extend(waivers.warnings());
-        }
-        let mut summary = tally.counts;
-        summary.waived = tally.waived;
-        Ok(Report {
+        Report {
             schema_version: REPORT_SCHEMA_VERSION,
-            verdict: summary.run_verdict(),
-            summary,
+            verdict: counts.run_verdict(),
+            summary: counts,
             design: ctx.design,
             alpha: policy.alpha,
             correction: policy.correction,
@@ -403,9 +320,9 @@ impl<W: Waiting> Gathered<W> {
             head_commit: head.environment.git.as_ref().map(|g| g.commit.clone()),
             head_dirty: head.environment.git.as_ref().is_some_and(|g| g.dirty),
             warnings,
-            benchmarks: out.finish()?,
+            benchmarks: rows,
             evidence: None,
-        })
+        }
     }
 }
 

@@ -1,10 +1,8 @@
 //! The decision rule: the evidence of one metric (rank test or prediction interval), the
 //! interval at the level a run's decisions were taken at, and the verdict it supports
 //! (docs/statistics.md, "The decision rule"). Functions of the samples and the policy: no report
-//! assembly, and no I/O but reading back the samples a comparison of files parked
-//! ([`SampleSpill`]).
+//! assembly and no I/O.
 
-use super::spill::{Parked, SampleSpill};
 use super::{Context, format_p};
 use crate::model::metric::{Direction, Tolerance};
 use crate::model::report::{BenchmarkComparison, Method, MetricComparison};
@@ -49,20 +47,6 @@ pub(super) enum Power<'a> {
 }
 
 impl Power<'_> {
-    /// Writes the power to `spill`: a comparison read a benchmark at a time keeps only where
-    /// it lies until the metric is decided. A prediction interval, which only a history
-    /// gives, is not parked (an error).
-    pub(super) fn park(self, spill: &mut SampleSpill) -> std::io::Result<Parked> {
-        match self {
-            Power::Samples { noise, samples } => {
-                spill.park(noise, samples.scale, samples.base, samples.head)
-            }
-            Power::Prediction { .. } => Err(std::io::Error::other(
-                "a prediction interval is decided where its history is held",
-            )),
-        }
-    }
-
     /// What the test compared, for the reason: "10 vs 10 repetitions", "3 stored jobs".
     fn basis(&self) -> std::borrow::Cow<'_, str> {
         match (self, self.sizes()) {
@@ -448,73 +432,15 @@ pub(super) fn prediction_evidence(
 
 /// A tested metric waiting for the run-wide correction: where it is, its family, its two
 /// one-sided p-values, and what its decision needs besides them.
-pub(super) struct Pending<W> {
-    /// The benchmark's position in the rows, and the metric's in its row (`u32`s: a tested
-    /// metric of a comparison of files waits with 48 bytes).
-    pub(super) benchmark: u32,
-    pub(super) metric: u32,
+pub(super) struct Pending<'a> {
+    /// The benchmark's position in the rows, and the metric's in its row.
+    pub(super) benchmark: usize,
+    pub(super) metric: usize,
     /// Whether the metric may fail the build (its family: gated or informational).
     pub(super) gates: bool,
     /// The one-sided p-values (regression, improvement).
     pub(super) p: [f64; 2],
-    pub(super) waiting: W,
-}
-
-/// What a tested metric waits for its decision with: its [`Power`], or, in a comparison read a
-/// benchmark at a time, where its samples and their noise were parked (16 bytes, not the 64 of
-/// a power: at 10,000 × 20 metrics, 10 MB less).
-pub(super) trait Waiting {
-    /// Whether a prediction interval decides it.
-    fn is_prediction(&self) -> bool;
-
-    /// Calls `decide` with the power, its samples read back from `spill` where they were
-    /// parked.
-    fn with_power(
-        self,
-        spill: Option<&mut SampleSpill>,
-        decide: impl FnOnce(&Power<'_>),
-    ) -> std::io::Result<()>;
-}
-
-impl Waiting for Power<'_> {
-    fn is_prediction(&self) -> bool {
-        matches!(self, Power::Prediction { .. })
-    }
-
-    fn with_power(
-        self,
-        _: Option<&mut SampleSpill>,
-        decide: impl FnOnce(&Power<'_>),
-    ) -> std::io::Result<()> {
-        decide(&self);
-        Ok(())
-    }
-}
-
-impl Waiting for Parked {
-    fn is_prediction(&self) -> bool {
-        false
-    }
-
-    fn with_power(
-        self,
-        spill: Option<&mut SampleSpill>,
-        decide: impl FnOnce(&Power<'_>),
-    ) -> std::io::Result<()> {
-        let spill = spill.ok_or_else(|| {
-            std::io::Error::other("samples parked without a spill to read them from")
-        })?;
-        let held = spill.read(&self)?;
-        decide(&Power::Samples {
-            noise: held.noise,
-            samples: SamplePair {
-                base: &held.base,
-                head: &held.head,
-                scale: held.scale,
-            },
-        });
-        Ok(())
-    }
+    pub(super) power: Power<'a>,
 }
 
 /// One family's adjusted p-values, in the order of its members, and the levels its
@@ -563,52 +489,31 @@ impl Family {
 }
 
 /// Decides the tested metrics of a run: the p-values of each family (gated, informational)
-/// adjusted together, then the rows read in order, each benchmark's tested metrics decided
-/// (their parked samples read back from `spill`) and the row handed to `decided` with its
-/// position. Only one benchmark's rows are held at a time; the run's p-values are, because
-/// the correction needs all of them.
-pub(super) fn decide_rows<W: Waiting>(
-    rows: impl Iterator<Item = std::io::Result<BenchmarkComparison>>,
-    pending: Vec<Pending<W>>,
+/// adjusted together, then each tested metric of `rows` decided at its family's level.
+pub(super) fn decide_rows(
+    rows: &mut [BenchmarkComparison],
+    pending: Vec<Pending<'_>>,
     ctx: &Context<'_>,
-    mut spill: Option<&mut SampleSpill>,
-    mut decided: impl FnMut(usize, BenchmarkComparison) -> std::io::Result<()>,
-) -> std::io::Result<()> {
+) {
     let family = |gates: bool| {
         let members = pending.iter().filter(|p| p.gates == gates).map(|p| &p.p);
         Family::of(members, if gates { ctx.policy.family_hint } else { 0 }, ctx)
     };
     let families = [family(true), family(false)];
     let mut next = [0usize; 2];
-    let mut pending = pending.into_iter().peekable();
-    for (index, row) in rows.enumerate() {
-        let mut row = row?;
-        while let Some(tested) = pending.next_if(|p| p.benchmark as usize == index) {
-            let f = usize::from(!tested.gates);
-            let (family, k) = (&families[f], next[f]);
-            next[f] += 1;
-            let out = row.metrics.get_mut(tested.metric as usize).ok_or_else(|| {
-                std::io::Error::other("a tested metric is not in its benchmark's row")
-            })?;
-            tested.waiting.with_power(spill.as_deref_mut(), |power| {
-                decide(
-                    out,
-                    power,
-                    family.regression[k],
-                    family.improvement[k],
-                    family.size,
-                    family.levels,
-                    ctx,
-                )
-            })?;
-        }
-        decided(index, row)?;
-    }
-    match pending.next() {
-        Some(_) => Err(std::io::Error::other(
-            "a tested metric's benchmark is not among the rows",
-        )),
-        None => Ok(()),
+    for tested in pending {
+        let f = usize::from(!tested.gates);
+        let (family, k) = (&families[f], next[f]);
+        next[f] += 1;
+        decide(
+            &mut rows[tested.benchmark].metrics[tested.metric],
+            &tested.power,
+            family.regression[k],
+            family.improvement[k],
+            family.size,
+            family.levels,
+            ctx,
+        );
     }
 }
 
@@ -623,8 +528,7 @@ fn beyond_zero(ci: [f64; 2], bad_side_is_up: bool) -> bool {
 
 /// The decision rule of `docs/statistics.md` for one noisy metric, given its adjusted p-values,
 /// the size of its family and the levels the family's decisions were taken at. `out` holds the
-/// test's figures (gathered from its [`Evidence`]); `power` is the evidence's, its samples read
-/// back where they were parked.
+/// test's figures (gathered from its [`Evidence`]); `power` is the evidence's.
 pub(super) fn decide(
     out: &mut MetricComparison,
     power: &Power<'_>,

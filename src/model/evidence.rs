@@ -13,7 +13,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::model::results::{BenchmarkResult, CounterSeries, Lenders, RunResults};
-use crate::model::results_pairs;
 
 /// The evidence of a whole comparison, one entry per benchmark present on either side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -38,14 +37,6 @@ pub struct Omitted {
     /// Series longer than [`MAX_SERIES_POINTS`], thinned to that many points (see
     /// `SamplePair::thinned_from` and `CounterSide::thinned_from`).
     pub thinned_series: usize,
-}
-
-impl Omitted {
-    fn add(&mut self, other: &Omitted) {
-        self.benchmarks += other.benchmarks;
-        self.metrics += other.metrics;
-        self.thinned_series += other.thinned_series;
-    }
 }
 
 /// The most metrics whose samples a bounded report keeps, the most important first.
@@ -188,45 +179,6 @@ impl Evidence {
         }
     }
 
-    /// [`Evidence::from_runs_bounded`] of two results files read a benchmark at a time
-    /// ([`results_pairs::for_each_pair`]), given what each benchmark keeps when none of its
-    /// metrics is charted ([`BenchmarkEvidence::unshown`], in the files' pair order, taken
-    /// while they were compared): only the charted benchmarks are read whole again. `None`
-    /// where the files could not be read that way, or no longer hold those benchmarks.
-    pub fn from_files_bounded<'a>(
-        base: (&std::path::Path, &results_pairs::Outline),
-        head: (&std::path::Path, &results_pairs::Outline),
-        shown: impl Fn(&str) -> Option<&'a [String]> + Sync,
-        unshown: Vec<(BenchmarkEvidence, Omitted)>,
-    ) -> Option<Evidence> {
-        let mut omitted = Omitted::default();
-        let mut benchmarks = Vec::with_capacity(unshown.len());
-        let mut unshown = unshown.into_iter();
-        let mut aligned = true;
-        // Such files lend no counters across benchmarks (the reading declines those).
-        let lent = Default::default();
-        let whole = |name: &str| shown(name).is_some();
-        results_pairs::for_each_pair(base, head, whole, |name, b, h| {
-            match (unshown.next(), shown(name)) {
-                (Some((evidence, _)), Some(keep)) if evidence.name == name => {
-                    let mut evidence =
-                        BenchmarkEvidence::from_results(name, b.as_ref(), h.as_ref(), &lent);
-                    evidence.bound(Some(keep), &mut omitted);
-                    benchmarks.push(evidence);
-                }
-                (Some((evidence, left_out)), None) if evidence.name == name => {
-                    omitted.add(&left_out);
-                    benchmarks.push(evidence);
-                }
-                _ => aligned = false,
-            }
-        })?;
-        (aligned && unshown.next().is_none()).then(|| Evidence {
-            benchmarks,
-            omitted: (omitted != Omitted::default()).then_some(omitted),
-        })
-    }
-
     /// Keeps the evidence to what a report's charts and diffs draw. A benchmark for which
     /// `shown` says `Some(metrics)` keeps its counters and artifacts and the samples of those
     /// metrics (series longer than [`MAX_SERIES_POINTS`] thinned); one for which it says
@@ -343,19 +295,6 @@ pub fn metric_names<'r>(
 }
 
 impl BenchmarkEvidence {
-    /// What a bounded report keeps of a benchmark none of whose metrics it charts (its name
-    /// and changed artifacts), with what that leaves out.
-    pub fn unshown(
-        name: &str,
-        base: Option<&BenchmarkResult>,
-        head: Option<&BenchmarkResult>,
-    ) -> (BenchmarkEvidence, Omitted) {
-        let mut omitted = Omitted::default();
-        let mut evidence = BenchmarkEvidence::from_results(name, base, head, &Default::default());
-        evidence.bound(None, &mut omitted);
-        (evidence, omitted)
-    }
-
     /// [`Evidence::bound`] for one benchmark: `keep` names the metrics whose samples are
     /// charted, None when none is.
     fn bound(&mut self, keep: Option<&[String]>, omitted: &mut Omitted) {

@@ -13,7 +13,6 @@ pub mod protocol;
 pub mod repetition_numbers;
 pub mod report;
 pub mod results;
-pub mod results_pairs;
 pub mod text;
 pub mod units;
 pub mod verdict;

@@ -58,11 +58,8 @@ pub enum Model {
 }
 
 /// A comparison report (the JSON contract).
-// Its benchmarks are held (`Vec`, the default) or streamed from where a large comparison
-// parked them (`compare::DecidedRows`): the same fields either way, serialized alike.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[schemars(rename = "Report")]
-pub struct Report<B = Vec<BenchmarkComparison>> {
+pub struct Report {
     /// Report format version.
     pub schema_version: u32,
     /// `pass`, `regressed`, `inconclusive` or `no-baseline`.
@@ -96,80 +93,11 @@ pub struct Report<B = Vec<BenchmarkComparison>> {
     /// Things the reader should know (different machines, stored-baseline caveats).
     pub warnings: Vec<String>,
     /// One entry per benchmark.
-    pub benchmarks: B,
+    pub benchmarks: Vec<BenchmarkComparison>,
     /// The samples, counter readings and artifacts behind the verdicts, for charts and diffs
     /// (see docs/reports.md); absent when the report was built without them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
-}
-
-/// A report's benchmarks, read in order as often as asked: held, or where a large comparison
-/// parked them (`compare::DecidedRows`), when reading them back can fail.
-pub trait ReportRows {
-    /// Calls `each` with every benchmark in order; stops at its first error.
-    fn each_row(
-        &self,
-        each: &mut dyn FnMut(&BenchmarkComparison) -> std::io::Result<()>,
-    ) -> std::io::Result<()>;
-
-    /// Every benchmark, where they are held.
-    fn held(&self) -> Option<&[BenchmarkComparison]> {
-        None
-    }
-}
-
-/// Benchmarks read in order and never held, as a comparison that parked them gives them: for
-/// the tests that check a streamed output against the held one.
-#[cfg(test)]
-pub(crate) struct InOrder(pub Vec<BenchmarkComparison>);
-
-#[cfg(test)]
-impl ReportRows for InOrder {
-    fn each_row(
-        &self,
-        each: &mut dyn FnMut(&BenchmarkComparison) -> std::io::Result<()>,
-    ) -> std::io::Result<()> {
-        self.0.iter().try_for_each(each)
-    }
-}
-
-impl ReportRows for Vec<BenchmarkComparison> {
-    fn each_row(
-        &self,
-        each: &mut dyn FnMut(&BenchmarkComparison) -> std::io::Result<()>,
-    ) -> std::io::Result<()> {
-        self.iter().try_for_each(each)
-    }
-
-    fn held(&self) -> Option<&[BenchmarkComparison]> {
-        Some(self)
-    }
-}
-
-impl<B> Report<B> {
-    /// The report with its benchmarks replaced by what `rows` makes of them (held from where
-    /// they were parked, say).
-    pub fn try_map_benchmarks<C, E>(
-        self,
-        rows: impl FnOnce(B) -> Result<C, E>,
-    ) -> Result<Report<C>, E> {
-        Ok(Report {
-            schema_version: self.schema_version,
-            verdict: self.verdict,
-            summary: self.summary,
-            design: self.design,
-            alpha: self.alpha,
-            correction: self.correction,
-            looks: self.looks,
-            model: self.model,
-            base_commit: self.base_commit,
-            head_commit: self.head_commit,
-            head_dirty: self.head_dirty,
-            warnings: self.warnings,
-            benchmarks: rows(self.benchmarks)?,
-            evidence: self.evidence,
-        })
-    }
 }
 
 impl Report {

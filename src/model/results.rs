@@ -962,70 +962,20 @@ impl RunResults {
     }
 
     /// Reads and checks a results file. A version 1 file (counter readings one object each)
-    /// is read too, its readings gathered into series as version 2 stores them.
-    ///
-    /// The file is read a piece at a time, one benchmark's text held while it is parsed (a
-    /// suite of 10,000 benchmarks writes a file of 170 MB, whose text was held beside what it
-    /// parses to). Anything that reading leaves to serde_json (a syntax error, a key written
-    /// twice, another version) is read again whole, for serde_json's messages; a pipe, which
-    /// cannot be read twice, is read whole at once.
+    /// is read too, its readings gathered into series as version 2 stores them. A pipe is read
+    /// once, up to [`STREAM_MAX_BYTES`].
     pub fn load(path: &Path) -> Result<RunResults, ResultsError> {
-        let read_error = |source| ResultsError::Read {
-            path: path.to_path_buf(),
-            source,
-        };
         use crate::model::json_array;
         let text = if json_array::rereadable(path) {
-            let file = std::fs::File::open(path)
-                .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
-                .and_then(json_array::skip_bom)
-                .map_err(read_error)?;
-            if let Some(results) = RunResults::read_split(file) {
-                return results.settled(path);
-            }
             std::fs::read_to_string(path)
         } else {
             json_array::read_once(path, STREAM_MAX_BYTES)
         }
-        .map_err(read_error)?;
-        RunResults::parse(&text, path)
-    }
-
-    /// A results file of this version read element by element ([`json_array::split`]), or
-    /// `None` for whatever it leaves to a reading of the whole text (the read error included).
-    fn read_split(source: impl std::io::Read) -> Option<RunResults> {
-        use crate::model::json_array::{self, Split};
-        let mut benchmarks = Vec::new();
-        let split = json_array::split(
+        .map_err(|source| ResultsError::Read {
+            path: path.to_path_buf(),
             source,
-            "benchmarks",
-            json_array::as_written,
-            |_, b: BenchmarkResult| {
-                benchmarks.push(b);
-                Ok::<(), std::convert::Infallible>(())
-            },
-        );
-        let Split::Done(document) = split else {
-            return None;
-        };
-        Some(RunResults {
-            benchmarks,
-            ..RunResults::header(document)?
-        })
-    }
-
-    /// The keys of a results file of this version besides its benchmarks, from what
-    /// [`json_array::split`](crate::model::json_array::split) read (the benchmarks left empty),
-    /// or `None` for a document the whole reading should judge.
-    pub(crate) fn header(document: crate::model::json_array::Document) -> Option<RunResults> {
-        if document.array != crate::model::json_array::Found::Array {
-            return None;
-        }
-        // The rest of the document with an empty array: the results' own reading of its keys.
-        let mut rest = document.others;
-        rest.insert("benchmarks".into(), serde_json::Value::Array(Vec::new()));
-        let results: RunResults = serde_json::from_value(serde_json::Value::Object(rest)).ok()?;
-        (results.schema_version == RESULTS_SCHEMA_VERSION).then_some(results)
+        })?;
+        RunResults::parse(&text, path)
     }
 
     /// Reads and checks the text of a results file; `path` names it in errors. See
@@ -1374,17 +1324,8 @@ mod tests {
         assert!(kept.ends_with("é…"));
     }
 
-    /// What loading `text` from a file gives, as text to compare: the results as JSON, or the
-    /// error's message (with the file's name taken out).
-    fn outcome(result: Result<RunResults, ResultsError>, path: &Path) -> String {
-        match result {
-            Ok(r) => serde_json::to_string(&r).unwrap(),
-            Err(e) => e.to_string().replace(&path.display().to_string(), "FILE"),
-        }
-    }
-
     #[test]
-    fn a_file_read_a_benchmark_at_a_time_loads_as_its_whole_text_parses() {
+    fn a_file_loads_past_a_byte_order_mark_and_not_when_it_is_not_utf8() {
         let mut b = BenchmarkResult::new("b \"1\" ]}", Default::default());
         let metric = |values: Vec<f64>| MetricSamples {
             name: "time".into(),
@@ -1405,72 +1346,13 @@ mod tests {
             BenchmarkResult::new("c", Default::default()),
         ]);
         run.benchmarks[1].metrics.push(metric(vec![7.0]));
-        let good = run.to_json();
         let compact = serde_json::to_string(&run).unwrap();
-        let v1 = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/results_v1/protocol_epoch_ns.json"
-        ))
-        .unwrap();
-        // The document with `pair` written before its first key.
-        let first = |pair: &str| compact.replacen('{', &format!("{{{pair},"), 1);
-        let cases: Vec<(&str, String, bool)> = vec![
-            ("indented", good.clone(), true),
-            ("compact", compact.clone(), true),
-            (
-                "no benchmarks",
-                compact.replace(
-                    &compact[compact.find("[{").unwrap()..compact.rfind("}]").unwrap() + 2],
-                    "[]",
-                ),
-                true,
-            ),
-            ("unknown key", first("\"extra\":[1,{\"a\":2}]"), true),
-            ("key twice", first("\"created\":\"x\""), false),
-            ("benchmarks twice", first("\"benchmarks\":[]"), false),
-            ("version 1", v1, false),
-            (
-                "version 9",
-                compact.replacen("\"schema_version\":2", "\"schema_version\":9", 1),
-                false,
-            ),
-            (
-                "no environment",
-                compact.replacen("\"environment\"", "\"environ\"", 1),
-                false,
-            ),
-            (
-                "benchmarks not an array",
-                compact
-                    .replacen("\"benchmarks\":[", "\"benchmarks\":{\"a\":[", 1)
-                    .replacen("]}", "]}}", 1),
-                false,
-            ),
-            ("cut", good[..good.len() / 2].to_string(), false),
-            ("trailing text", format!("{compact} x"), false),
-            // Loaded and parsed as without one (Windows editors and PowerShell write one):
-            // `load` skips it before the split reading, which sees the raw file here.
-            ("byte-order mark", format!("\u{feff}{compact}"), false),
-            (
-                "bad element",
-                compact.replacen("\"status\":\"ok\"", "\"status\":\"fine\"", 1),
-                false,
-            ),
-            ("not an object", "[1, 2]".into(), false),
-            ("empty", String::new(), false),
-        ];
         let dir = tempfile::tempdir().unwrap();
-        for (what, text, split) in cases {
-            let path = dir.path().join("results.json");
-            std::fs::write(&path, &text).unwrap();
-            let loaded = outcome(RunResults::load(&path), &path);
-            let parsed = outcome(RunResults::parse(&text, &path), &path);
-            assert_eq!(loaded, parsed, "{what}");
-            let read = RunResults::read_split(std::fs::File::open(&path).unwrap());
-            assert_eq!(read.is_some(), split, "{what}: {loaded}");
-        }
-        // Not valid UTF-8: the same read error.
+        // A byte-order mark (Windows editors and PowerShell write one) is read past.
         let path = dir.path().join("results.json");
+        std::fs::write(&path, format!("\u{feff}{compact}")).unwrap();
+        assert_eq!(RunResults::load(&path).unwrap(), run);
+        // Not valid UTF-8: a read error.
         let mut bytes = compact.into_bytes();
         let at = bytes.windows(4).position(|w| w == b"time").unwrap();
         bytes[at] = 0xff;

@@ -10,13 +10,13 @@
 use plotters::prelude::*;
 
 use crate::model::evidence::{BenchmarkEvidence, CounterPair, SamplePair};
-use crate::model::report::{BenchmarkComparison, MetricComparison, Report, ReportRows};
+use crate::model::report::{BenchmarkComparison, MetricComparison, Report};
 use crate::model::units::{format_change, format_value};
 use crate::model::verdict::Verdict;
 use crate::render::escape::{escape_html, escape_html_lines, escape_terminal};
 use crate::render::markdown_details::{display_unit, unified_diff};
 use crate::render::strip::css;
-use crate::render::{Exporter, strip, summary_line_of, verdict_word};
+use crate::render::{Exporter, strip, summary_line, verdict_word};
 
 pub(crate) const BASE_COLOR: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
 pub(crate) const HEAD_COLOR: RGBColor = RGBColor(0xd6, 0x27, 0x28);
@@ -44,18 +44,6 @@ impl Exporter for HtmlExporter {
     /// Writes the page a benchmark's section at a time: the page of 10,000 benchmarks (37 MB)
     /// was built whole first, 52 MB above the comparison's own memory.
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        self.write_report(report, out)
-    }
-}
-
-impl HtmlExporter {
-    /// [`Exporter::write_to`] for a report whose rows may be parked: they are read once for
-    /// the sections (and once more for the summary where a benchmark is not gated).
-    pub fn write_report<B: ReportRows>(
-        &self,
-        report: &Report<B>,
-        out: &mut dyn std::io::Write,
-    ) -> std::io::Result<()> {
         let mut head = String::from(
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>kgate report</title>\n<style>",
         );
@@ -64,7 +52,7 @@ impl HtmlExporter {
         head.push_str(&format!(
             "<h1>kgate: {}</h1>\n<p class=\"summary\">{}</p>\n",
             verdict_word(report.verdict),
-            escape_html(&summary_line_of(report)?)
+            escape_html(&summary_line(report))
         ));
         if let (Some(b), Some(h)) = (&report.base_commit, &report.head_commit) {
             head.push_str(&format!(
@@ -88,12 +76,15 @@ impl HtmlExporter {
         ));
         out.write_all(head.as_bytes())?;
         let by_name = report.evidence.as_ref().map(|e| e.by_name());
-        report.benchmarks.each_row(&mut |b| {
-            let evidence = by_name
-                .as_ref()
-                .and_then(|e| e.get(b.name.as_str()).copied());
-            out.write_all(benchmark_section(b, evidence).as_bytes())
-        })?;
+        report
+            .benchmarks
+            .iter()
+            .try_for_each(|b| -> std::io::Result<()> {
+                let evidence = by_name
+                    .as_ref()
+                    .and_then(|e| e.get(b.name.as_str()).copied());
+                out.write_all(benchmark_section(b, evidence).as_bytes())
+            })?;
         out.write_all(
             format!(
                 "<p><small>Rank test at α = {}; changes are head against base.</small></p>\n</body>\n</html>\n",

@@ -7,11 +7,11 @@
 //! incorrect one (its candidate failed its correctness check), before its metrics: a
 //! `<failure type="incorrect">`.
 
-use crate::model::report::{BenchmarkComparison, MetricComparison, Report, ReportRows};
+use crate::model::report::{BenchmarkComparison, MetricComparison, Report};
 use crate::model::units::{format_change, format_value};
 use crate::model::verdict::Verdict;
 use crate::render::escape::escape_html;
-use crate::render::{Exporter, summary_line_of};
+use crate::render::{Exporter, summary_line};
 
 /// The JUnit exporter.
 pub struct JunitExporter;
@@ -54,9 +54,9 @@ fn benchmark_outcome(b: &BenchmarkComparison) -> Outcome {
 }
 
 /// The counts of the header, before any test case is written (a first reading of the rows).
-fn tally<B: ReportRows>(report: &Report<B>) -> std::io::Result<Tally> {
+fn tally(report: &Report) -> Tally {
     let mut tally = Tally::default();
-    report.benchmarks.each_row(&mut |b| {
+    for b in &report.benchmarks {
         let bare = has_own_case(b).then(|| benchmark_outcome(b));
         for outcome in bare.into_iter().chain(b.metrics.iter().map(metric_outcome)) {
             tally.tests += 1;
@@ -67,9 +67,8 @@ fn tally<B: ReportRows>(report: &Report<B>) -> std::io::Result<Tally> {
                 Outcome::Passed => {}
             }
         }
-        Ok(())
-    })?;
-    Ok(tally)
+    }
+    tally
 }
 
 fn metric_case(b: &BenchmarkComparison, m: &MetricComparison) -> String {
@@ -156,19 +155,7 @@ impl Exporter for JunitExporter {
     /// The test cases are written one by one as they are made: a suite of thousands of
     /// benchmarks gives hundreds of thousands, and the page was held twice over.
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        self.write_report(report, out)
-    }
-}
-
-impl JunitExporter {
-    /// [`Exporter::write_to`] for a report whose rows may be parked: they are read once for the
-    /// counts of the header and once for the cases.
-    pub fn write_report<B: ReportRows>(
-        &self,
-        report: &Report<B>,
-        out: &mut dyn std::io::Write,
-    ) -> std::io::Result<()> {
-        let tally = tally(report)?;
+        let tally = tally(report);
         write!(
             out,
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"kgate\" tests=\"{0}\" failures=\"{1}\" errors=\"{2}\" skipped=\"{3}\">\n  <testsuite name=\"kgate\" tests=\"{0}\" failures=\"{1}\" errors=\"{2}\" skipped=\"{3}\">\n",
@@ -177,17 +164,20 @@ impl JunitExporter {
         writeln!(
             out,
             "    <properties><property name=\"summary\" value=\"{}\"/></properties>",
-            escape_html(&summary_line_of(report)?)
+            escape_html(&summary_line(report))
         )?;
-        report.benchmarks.each_row(&mut |b| {
-            if has_own_case(b) {
-                out.write_all(benchmark_case(b).as_bytes())?;
-            }
-            for m in &b.metrics {
-                out.write_all(metric_case(b, m).as_bytes())?;
-            }
-            Ok(())
-        })?;
+        report
+            .benchmarks
+            .iter()
+            .try_for_each(|b| -> std::io::Result<()> {
+                if has_own_case(b) {
+                    out.write_all(benchmark_case(b).as_bytes())?;
+                }
+                for m in &b.metrics {
+                    out.write_all(metric_case(b, m).as_bytes())?;
+                }
+                Ok(())
+            })?;
         out.write_all(b"  </testsuite>\n</testsuites>\n")
     }
 }

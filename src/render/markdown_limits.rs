@@ -7,7 +7,7 @@
 //! from the end of the list). The verdict line and the summary counts always stay, and a
 //! line says what was cut and where the full report is.
 
-use crate::model::report::{BenchmarkComparison, Report, ReportRows};
+use crate::model::report::{BenchmarkComparison, Report};
 use crate::model::verdict::Verdict;
 use crate::render::{Exporter, MarkdownExporter};
 
@@ -242,93 +242,8 @@ impl Candidates {
     }
 }
 
-/// [`render_markdown_limited`] of a report whose rows can only be read in order (parked in a
-/// temporary file by a large comparison), read once and never held whole: besides each
-/// benchmark's verdict and number of metric rows, it keeps only the most important benchmarks
-/// that could fit (see [`Candidates::most_that_could_fit`]), letting go of the least
-/// important as more important ones come. `None` when the rows fit `max_chars` (at
-/// [`MIN_METRIC_ROW_CHARS`] each), so that the search needs them all: the caller holds them
-/// then, and the text is as long as they are anyway.
-pub fn render_markdown_limited_rows<B: ReportRows>(
-    report: &Report<B>,
-    max_chars: usize,
-) -> std::io::Result<Option<String>> {
-    let mut candidates = Candidates {
-        verdicts: Vec::new(),
-        metrics: Vec::new(),
-        strip_profiles: false,
-    };
-    // The most important benchmarks so far whose rows fit, the least important on top: a
-    // benchmark once let go never returns, as every one kept before it is more important.
-    let mut could_fit: std::collections::BinaryHeap<(u8, usize)> = Default::default();
-    let mut kept: std::collections::HashMap<usize, BenchmarkComparison> = Default::default();
-    let mut used = 0usize;
-    report.benchmarks.each_row(&mut |b| {
-        let at = candidates.verdicts.len();
-        candidates.verdicts.push(b.verdict);
-        candidates.metrics.push(b.metrics.len());
-        candidates.strip_profiles |= b.profile.is_some();
-        let chars = b.metrics.len().saturating_mul(MIN_METRIC_ROW_CHARS);
-        let key = (importance(b.verdict), at);
-        if could_fit.peek().is_some_and(|&top| key > top) && used.saturating_add(chars) > max_chars
-        {
-            return Ok(()); // less important than every one kept, and over the limit with them
-        }
-        could_fit.push(key);
-        kept.insert(at, b.clone());
-        used = used.saturating_add(chars);
-        while used > max_chars
-            && let Some((_, least)) = could_fit.pop()
-        {
-            used =
-                used.saturating_sub(candidates.metrics[least].saturating_mul(MIN_METRIC_ROW_CHARS));
-            kept.remove(&least);
-        }
-        Ok(())
-    })?;
-    let rows: usize = candidates.metrics.iter().sum();
-    if rows.saturating_mul(MIN_METRIC_ROW_CHARS) <= max_chars {
-        return Ok(None);
-    }
-    // What `limited_with` cuts before the benchmarks, each named without a render: every
-    // render that keeps all the benchmarks is over the limit.
-    let shell = without_benchmarks(report);
-    let mut cut: Vec<String> = Vec::new();
-    if let Some(e) = &shell.evidence {
-        if e.benchmarks.iter().any(|b| !b.artifacts.is_empty()) {
-            cut.push("artifact diffs".into());
-        }
-        cut.push("charts and counter tables".into());
-    }
-    let shell = Report {
-        evidence: None,
-        ..shell
-    };
-    if candidates.strip_profiles {
-        cut.push("profiles (the JSON report has them)".into());
-    }
-    // Kept: every benchmark the search may ask for, and rows within the limit. It may hold
-    // more: smaller benchmarks that came after a more important one too large to fit, which
-    // the search never asks for, as it shows none after that one.
-    debug_assert!({
-        let order = candidates.order();
-        let could = &order[..candidates.most_that_could_fit(&order, max_chars)];
-        let rows: usize = kept.values().map(|b| b.metrics.len()).sum();
-        could.iter().all(|i| kept.contains_key(i))
-            && rows.saturating_mul(MIN_METRIC_ROW_CHARS) <= max_chars
-    });
-    Ok(Some(candidates.best_fit(
-        &shell,
-        &cut,
-        &|i| &kept[&i],
-        max_chars,
-        DEFAULT_FULL_REPORT_HINT,
-        chars,
-    )))
-}
-
-/// Everything of `report` but its benchmarks (the evidence is bounded already).
-fn without_benchmarks<B>(report: &Report<B>) -> Report {
+/// Everything of `report` but its benchmarks, which are not cloned.
+fn without_benchmarks(report: &Report) -> Report {
     Report {
         schema_version: report.schema_version,
         verdict: report.verdict,
@@ -488,76 +403,6 @@ mod tests {
         });
         report.warnings.push("a warning".into());
         report
-    }
-
-    use crate::model::report::InOrder;
-
-    #[test]
-    fn rows_read_in_order_are_cut_as_held_rows_are() {
-        let mut kept_some = 0;
-        for benchmarks in [1, 7, 60] {
-            let report = report(benchmarks);
-            let rows: usize = report.benchmarks.iter().map(|b| b.metrics.len()).sum();
-            let read = report
-                .clone()
-                .try_map_benchmarks(|b| Ok::<_, ()>(InOrder(b)))
-                .unwrap();
-            let bound = rows * MIN_METRIC_ROW_CHARS;
-            for max in [
-                80,
-                700,
-                2_000,
-                5_000,
-                9_000,
-                20_000,
-                bound - 1,
-                bound,
-                1 << 20,
-            ] {
-                let streamed = render_markdown_limited_rows(&read, max).unwrap();
-                if bound <= max {
-                    assert!(streamed.is_none(), "{benchmarks} benchmarks, limit {max}");
-                    continue;
-                }
-                let streamed = streamed.expect("over the bound");
-                assert_eq!(
-                    streamed,
-                    render_markdown_limited(&report, max),
-                    "{benchmarks} benchmarks, limit {max}"
-                );
-                assert!(chars(&streamed) <= max);
-                if streamed.contains("| kernel\\_") {
-                    kept_some += 1;
-                }
-            }
-        }
-        // Cuts that kept benchmarks, not only the verdict.
-        assert!(kept_some >= 4, "{kept_some}");
-    }
-
-    /// A benchmark too large to fit, more important than smaller ones that would: the cut keeps
-    /// none after it (a less important benchmark is never shown where a more important one is
-    /// not), and the rows read in order give that text, though they hold the smaller ones
-    /// while they read (within the limit).
-    #[test]
-    fn rows_read_in_order_skip_what_follows_a_benchmark_too_large_to_fit() {
-        // kernel_0 and kernel_5 regressed, the first with 40 rows, the second with 3; the
-        // others unchanged, with 3 rows.
-        let report = report_with(8, |b| if b == 0 { 40 } else { 3 });
-        let read = report
-            .clone()
-            .try_map_benchmarks(|b| Ok::<_, ()>(InOrder(b)))
-            .unwrap();
-        for max in [700, 1_000, 1_639, 1_700, 2_000, 2_200] {
-            let streamed = render_markdown_limited_rows(&read, max)
-                .unwrap()
-                .expect("over the bound");
-            assert_eq!(
-                streamed,
-                render_markdown_limited(&report, max),
-                "limit {max}"
-            );
-        }
     }
 
     #[test]

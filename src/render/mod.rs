@@ -23,7 +23,7 @@ pub use markdown_limits::{LimitedMarkdownExporter, render_markdown_limited};
 use comfy_table::{Cell, Color, ColumnConstraint, ContentArrangement, Table, Width, presets};
 
 use crate::compare::format_p;
-use crate::model::report::{BenchmarkComparison, MetricComparison, Report, ReportRows};
+use crate::model::report::{BenchmarkComparison, MetricComparison, Report};
 use crate::model::units::{format_change, format_value};
 use crate::model::verdict::{RunVerdict, Verdict};
 use escape::{escape_markdown, escape_terminal};
@@ -76,19 +76,6 @@ pub fn summary_line(report: &Report) -> String {
     summary_line_naming(report, would_regress(report.benchmarks.iter()))
 }
 
-/// [`summary_line`] of a report whose rows may be parked: they are read again only where a
-/// benchmark is not gated.
-pub fn summary_line_of<B: ReportRows>(report: &Report<B>) -> std::io::Result<String> {
-    let mut would = Vec::new();
-    if report.summary.not_gated > 0 {
-        report.benchmarks.each_row(&mut |row| {
-            would.extend(would_regress(std::iter::once(row)));
-            Ok(())
-        })?;
-    }
-    Ok(summary_line_naming(report, would))
-}
-
 /// The benchmarks that are not gated but one of whose metrics would have regressed.
 pub fn would_regress<'b>(benchmarks: impl Iterator<Item = &'b BenchmarkComparison>) -> Vec<String> {
     benchmarks
@@ -104,7 +91,7 @@ pub fn would_regress<'b>(benchmarks: impl Iterator<Item = &'b BenchmarkCompariso
 
 /// [`summary_line`] from the report's counts, naming `would` as the not-gated benchmarks that
 /// would have regressed ([`would_regress`]).
-pub fn summary_line_naming<B>(report: &Report<B>, would: Vec<String>) -> String {
+pub fn summary_line_naming(report: &Report, would: Vec<String>) -> String {
     let s = &report.summary;
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
@@ -640,19 +627,6 @@ impl Exporter for TableExporter {
     /// rows was built as one string and copied into another, twice the memory of the
     /// comparison's JSON report.
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        self.write_report(report, out)
-    }
-}
-
-impl TableExporter {
-    /// [`Exporter::write_to`] for a report whose rows may be parked: they are read three
-    /// times (the widths and the first piece; the table a piece at a time; the explanations
-    /// after it), and no more than a piece of them is held.
-    pub fn write_report<B: ReportRows>(
-        &self,
-        report: &Report<B>,
-        out: &mut dyn std::io::Write,
-    ) -> std::io::Result<()> {
         let prose = |text: String| match self.width {
             Some(width) => wrap_words(&text, width, "  "),
             None => format!("{text}\n"),
@@ -660,7 +634,7 @@ impl TableExporter {
         let verdict_line = prose(format!(
             "{}: {}",
             verdict_word(report.verdict),
-            escape_terminal(&summary_line_of(report)?)
+            escape_terminal(&summary_line(report))
         ));
         out.write_all(verdict_line.as_bytes())?;
         // First reading: how many rows, how many left out, every column's width, and the
@@ -669,7 +643,7 @@ impl TableExporter {
         let mut widths = content_widths(&[], &every_column);
         let (mut count, mut hidden) = (0, 0);
         let mut first = Vec::new();
-        report.benchmarks.each_row(&mut |b| {
+        report.benchmarks.iter().for_each(|b| {
             let mut rows = Vec::new();
             hidden += self.rows_of(b, &mut rows);
             widen(&mut widths, &rows, &every_column);
@@ -677,8 +651,7 @@ impl TableExporter {
                 first.push(b.clone());
             }
             count += rows.len();
-            Ok(())
-        })?;
+        });
         let first_rows = self.rows(&first);
         let whole = count <= TABLE_CHUNK_ROWS;
         let widths = (!whole).then_some(widths);
@@ -742,37 +715,40 @@ impl TableExporter {
         }
         out.write_all(lines.as_bytes())?;
         // Third reading: the explanations.
-        report.benchmarks.each_row(&mut |b| {
-            let mut text = String::new();
-            if matches!(
-                b.verdict,
-                Verdict::Regressed
-                    | Verdict::Failed
-                    | Verdict::Incorrect
-                    | Verdict::Inconclusive
-                    | Verdict::Improved
-                    | Verdict::Missing
-                    | Verdict::NotGated
-                    | Verdict::Identical
-            ) {
-                text.push_str(&prose(format!(
-                    "{} {}: {}",
-                    b.verdict.as_str(),
-                    escape_terminal(&b.name),
-                    escape_terminal(&b.explanation)
-                )));
-                if let Some(p) = &b.profile {
-                    text.push_str(&prose(profile::table_line(p)));
+        report
+            .benchmarks
+            .iter()
+            .try_for_each(|b| -> std::io::Result<()> {
+                let mut text = String::new();
+                if matches!(
+                    b.verdict,
+                    Verdict::Regressed
+                        | Verdict::Failed
+                        | Verdict::Incorrect
+                        | Verdict::Inconclusive
+                        | Verdict::Improved
+                        | Verdict::Missing
+                        | Verdict::NotGated
+                        | Verdict::Identical
+                ) {
+                    text.push_str(&prose(format!(
+                        "{} {}: {}",
+                        b.verdict.as_str(),
+                        escape_terminal(&b.name),
+                        escape_terminal(&b.explanation)
+                    )));
+                    if let Some(p) = &b.profile {
+                        text.push_str(&prose(profile::table_line(p)));
+                    }
+                } else if b.metrics.iter().any(|m| m.waived) {
+                    text.push_str(&prose(format!(
+                        "waived {}: {}",
+                        escape_terminal(&b.name),
+                        escape_terminal(&b.explanation)
+                    )));
                 }
-            } else if b.metrics.iter().any(|m| m.waived) {
-                text.push_str(&prose(format!(
-                    "waived {}: {}",
-                    escape_terminal(&b.name),
-                    escape_terminal(&b.explanation)
-                )));
-            }
-            out.write_all(text.as_bytes())
-        })?;
+                out.write_all(text.as_bytes())
+            })?;
         for w in &report.warnings {
             out.write_all(prose(format!("warning: {}", escape_terminal(w))).as_bytes())?;
         }
@@ -782,42 +758,20 @@ impl TableExporter {
 }
 
 /// Hands the benchmarks to `each` in pieces of at least [`TABLE_CHUNK_ROWS`] metric rows (the
-/// last may have fewer), saying which is the last: sliced where they are held, read and held
-/// a piece at a time where they were parked.
-fn pieces<B: ReportRows>(
-    benchmarks: &B,
+/// last may have fewer), saying which is the last.
+fn pieces(
+    held: &[BenchmarkComparison],
     each: &mut dyn FnMut(&[BenchmarkComparison], bool) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let rows = |b: &BenchmarkComparison| b.metrics.len().max(1);
-    if let Some(held) = benchmarks.held() {
-        let mut start = 0;
-        let mut count = 0;
-        for (i, b) in held.iter().enumerate() {
-            count += rows(b);
-            if count >= TABLE_CHUNK_ROWS && i + 1 < held.len() {
-                each(&held[start..=i], false)?;
-                (start, count) = (i + 1, 0);
-            }
+    let (mut start, mut count) = (0, 0);
+    for (i, b) in held.iter().enumerate() {
+        count += b.metrics.len().max(1);
+        if count >= TABLE_CHUNK_ROWS && i + 1 < held.len() {
+            each(&held[start..=i], false)?;
+            (start, count) = (i + 1, 0);
         }
-        return each(&held[start..], true);
     }
-    // A piece is written once the next has begun, so that the last is known.
-    let (mut ready, mut piece, mut count) = (None::<Vec<BenchmarkComparison>>, Vec::new(), 0);
-    benchmarks.each_row(&mut |b| {
-        if count >= TABLE_CHUNK_ROWS {
-            if let Some(done) = ready.replace(std::mem::take(&mut piece)) {
-                each(&done, false)?;
-            }
-            count = 0;
-        }
-        count += rows(b);
-        piece.push(b.clone());
-        Ok(())
-    })?;
-    if let Some(done) = ready {
-        each(&done, false)?;
-    }
-    each(&piece, true)
+    each(&held[start..], true)
 }
 
 /// A metric's verdict as shown: `regressed (waived)` when a waiver accepts it, and for a metric
@@ -986,10 +940,9 @@ pub struct JsonExporter {
     pub pretty: bool,
 }
 
-/// Writes a report as JSON (indented with `pretty`) into `out`, piece by piece: a report
-/// whose benchmarks are streamed from where they were parked is never held whole.
-pub fn write_json<B: serde::Serialize>(
-    report: &Report<B>,
+/// Writes a report as JSON (indented with `pretty`) into `out`.
+pub fn write_json(
+    report: &Report,
     pretty: bool,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
@@ -1118,9 +1071,6 @@ mod tests {
             &crate::compare::ComparePolicy::default(),
             Design::Files,
         );
-        // The rows as a comparison that parked them gives them: read in order, never held.
-        use crate::model::report::InOrder as Streamed;
-        let streamed = Streamed(report.benchmarks.clone());
         let every_column = [true; TABLE_COLUMNS.len()];
         for color in [false, true] {
             let exporter = TableExporter {
@@ -1138,23 +1088,18 @@ mod tests {
                 let layout = exporter.layout(Some(&widths), dropped);
                 // The kept columns' widths are those measured on them alone.
                 assert_eq!(layout.widths, Some(content_widths(&rows, &keep)));
-                for source in [&report.benchmarks as &dyn ReportRows, &streamed] {
-                    let mut written = Vec::new();
-                    let mut at_first = true;
-                    let mut write = |piece: &[BenchmarkComparison], last: bool| {
-                        let ends = (std::mem::take(&mut at_first), last);
-                        exporter.write_piece(&exporter.rows(piece), &layout, ends, &mut written)
-                    };
-                    match source.held() {
-                        Some(_) => pieces(&report.benchmarks, &mut write).unwrap(),
-                        None => pieces(&streamed, &mut write).unwrap(),
-                    }
-                    assert_eq!(
-                        String::from_utf8(written).unwrap(),
-                        whole,
-                        "color {color}, {dropped:?}"
-                    );
-                }
+                let mut written = Vec::new();
+                let mut at_first = true;
+                let mut write = |piece: &[BenchmarkComparison], last: bool| {
+                    let ends = (std::mem::take(&mut at_first), last);
+                    exporter.write_piece(&exporter.rows(piece), &layout, ends, &mut written)
+                };
+                pieces(&report.benchmarks, &mut write).unwrap();
+                assert_eq!(
+                    String::from_utf8(written).unwrap(),
+                    whole,
+                    "color {color}, {dropped:?}"
+                );
                 // The width measured on the first piece is the whole table's.
                 assert_eq!(
                     exporter.layout_width(&rows, &layout),
@@ -1163,50 +1108,6 @@ mod tests {
                 );
             }
         }
-        // The whole table, held or read a piece at a time, wide, narrowed and as a list.
-        let streamed = report
-            .clone()
-            .try_map_benchmarks(|b| Ok::<_, ()>(Streamed(b)));
-        let streamed = streamed.unwrap();
-        for width in [None, Some(300), Some(110), Some(40)] {
-            for all_metrics in [false, true] {
-                let exporter = TableExporter {
-                    color: false,
-                    width,
-                    all_metrics,
-                };
-                let (mut held, mut read) = (Vec::new(), Vec::new());
-                exporter.write_report(&report, &mut held).unwrap();
-                exporter.write_report(&streamed, &mut read).unwrap();
-                assert_eq!(
-                    String::from_utf8(held).unwrap(),
-                    String::from_utf8(read).unwrap(),
-                    "{width:?} {all_metrics}"
-                );
-            }
-        }
-        // The page and the JUnit cases as well.
-        let (mut held, mut read) = (Vec::new(), Vec::new());
-        html::HtmlExporter.write_report(&report, &mut held).unwrap();
-        html::HtmlExporter
-            .write_report(&streamed, &mut read)
-            .unwrap();
-        assert_eq!(
-            String::from_utf8(held).unwrap(),
-            String::from_utf8(read).unwrap()
-        );
-        let (mut held, mut read) = (Vec::new(), Vec::new());
-        junit::JunitExporter
-            .write_report(&report, &mut held)
-            .unwrap();
-        junit::JunitExporter
-            .write_report(&streamed, &mut read)
-            .unwrap();
-        assert!(held.len() > 100_000);
-        assert_eq!(
-            String::from_utf8(held).unwrap(),
-            String::from_utf8(read).unwrap()
-        );
     }
 
     #[test]

@@ -74,22 +74,21 @@ fn fuzz_targets_and_entry_points_agree() {
 }
 
 /// The comparison target's check on its seeds (`fuzz/seeds/compare/`, pairs of the project's
-/// own results files: see `fuzz/seeds/make_seeds.py`): each pair is compared a benchmark at
-/// a time with its rows held and parked, and both give the report of the files loaded whole.
+/// own results files: see `fuzz/seeds/make_seeds.py`): each pair loads and compares, and its
+/// report reads back, renders and cuts to a comment.
 #[test]
-fn results_files_compared_a_benchmark_at_a_time_give_the_loaded_report() {
+fn results_files_compared_give_a_report_that_renders_and_cuts() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/compare");
     let (mut seeds, mut cuts) = (0, 0);
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        let compared = harness::compare_both_ways(&std::fs::read(&path).unwrap());
-        // None declined, so the check was made both ways on each.
-        assert_eq!(compared.readings, 2, "{}", path.display());
+        let compared = harness::compare_checked(&std::fs::read(&path).unwrap());
+        assert!(compared.loaded, "{}", path.display());
         seeds += 1;
         cuts += compared.markdown_cuts;
     }
     assert!(seeds >= 15, "{seeds} seeds in {}", dir.display());
-    // Some comments were cut from the rows read back, not only held whole.
+    // Some comments were cut, not only held whole.
     assert!(cuts >= 10, "{cuts} Markdown comments cut");
 }
 

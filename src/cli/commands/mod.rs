@@ -18,7 +18,7 @@ use crate::cli::{
     BaselineCommand, CalibrateArgs, CalibrateFormat, CheckArgs, Cli, Commands, CompareArgs,
     ImportArgs, RenderArgs, ReportArgs, RunSelection,
 };
-use crate::compare::{self, ComparePolicy, waivers};
+use crate::compare::{self, ComparePolicy};
 use crate::config::{self, LoadedConfig};
 use crate::import;
 use crate::model::evidence::Evidence;
@@ -274,72 +274,10 @@ fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -
     Ok(after_report(report, summary, args, fail_on_inconclusive))
 }
 
-/// [`emit_report`] for a report whose rows may wait in a temporary file: JSON, the table, HTML
-/// and JUnit are streamed from there, and Markdown cut to a comment's size reads them once,
-/// keeping only the few benchmarks that could fit, so that a suite of any size is never
-/// held. Markdown whose rows could all fit (`--max-chars` as large as they
-/// are, or 0 for no limit) holds them.
-fn emit_parked_report(
-    report: Report<compare::DecidedRows>,
-    args: &ReportArgs,
-    fail_on_inconclusive: bool,
-) -> Result<u8> {
-    // The flags are checked as for any other report.
-    view_exporter(args.format, &args.view, args.output.is_none())?;
-    let read_back = "cannot read the comparison's rows back from their temporary file";
-    if args.format == Format::Markdown {
-        let max_chars = args
-            .view
-            .max_chars
-            .unwrap_or(crate::github::body::COMMENT_LIMIT_CHARS);
-        let cut = match max_chars {
-            0 => None,
-            max_chars => render::markdown_limits::render_markdown_limited_rows(&report, max_chars)
-                .context(read_back)?,
-        };
-        if let Some(text) = cut {
-            match args.output.as_deref() {
-                Some(path) => fsutil::write_atomic(path, text.as_bytes(), Overwrite::Allow)
-                    .with_context(|| format!("cannot write the report to {}", path.display()))?,
-                None => write_stdout_with(|out| out.write_all(text.as_bytes()))?,
-            }
-            let summary = render::summary_line_of(&report).context(read_back)?;
-            let status = after_report(&report, summary, args, fail_on_inconclusive);
-            std::mem::forget(report);
-            return Ok(status);
-        }
-        let held = report
-            .try_map_benchmarks(compare::DecidedRows::into_held)
-            .context(read_back)?;
-        let status = emit_report(&held, args, fail_on_inconclusive);
-        // The process ends next: freeing every row one by one costs a large comparison
-        // time, for memory the exit returns anyway.
-        std::mem::forget(held);
-        return status;
-    }
-    let write = |out: &mut dyn std::io::Write| match args.format {
-        Format::Json => render::write_json(&report, args.view.pretty, out),
-        Format::Html => render::html::HtmlExporter.write_report(&report, out),
-        Format::Junit => render::junit::JunitExporter.write_report(&report, out),
-        _ => table_exporter(&args.view, args.output.is_none()).write_report(&report, out),
-    };
-    match args.output.as_deref() {
-        Some(path) => {
-            fsutil::write_atomic_with(path, Overwrite::Allow, write)
-                .with_context(|| format!("cannot write the report to {}", path.display()))?;
-        }
-        None => write_stdout_with(write)?,
-    }
-    let summary = render::summary_line_of(&report).context(read_back)?;
-    let status = after_report(&report, summary, args, fail_on_inconclusive);
-    std::mem::forget(report);
-    Ok(status)
-}
-
 /// What follows a written report: its warnings and verdict on the terminal where the report
 /// did not go there, and the exit status its verdict calls for.
-fn after_report<B>(
-    report: &Report<B>,
+fn after_report(
+    report: &Report,
     summary: String,
     args: &ReportArgs,
     fail_on_inconclusive: bool,
@@ -371,7 +309,7 @@ fn after_report<B>(
 }
 
 /// The report's warnings on stderr, for a report that does not show them on the terminal.
-fn eprint_warnings<B>(report: &Report<B>) {
+fn eprint_warnings(report: &Report) {
     for warning in &report.warnings {
         eprintln!("warning: {}", escape_terminal(warning));
     }
@@ -821,31 +759,6 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
         gate.as_ref().is_some_and(|g| g.allow_fingerprint_mismatch),
     );
     let fail_on_inconclusive = gate.as_ref().is_some_and(|g| g.fail_on_inconclusive);
-    // Two files alone are compared a benchmark at a time where they can be; a history, a
-    // baseline from git or the full evidence loads them whole.
-    if args.baseline_ref.is_none() && args.history.is_empty() && !args.report.view.full_evidence {
-        let waivers = waivers::load(&root)?;
-        let clock = waivers::Clock::now(Some(&root));
-        let active = (!waivers.is_empty()).then(|| waivers::Active::new(&waivers, &clock));
-        // Every format is written as the rows are read back (see `emit_parked_report`).
-        let compared = compare::files::compare_files(
-            &args.base,
-            &args.head,
-            &policy,
-            active.as_ref(),
-            compare::files::HELD_ROWS,
-        );
-        match compared {
-            Ok(compared) => {
-                return finish_file_comparison(compared, &args, allowance, fail_on_inconclusive);
-            }
-            Err(compare::files::NotRead::Declined) => {}
-            Err(compare::files::NotRead::Spill(e)) => eprintln!(
-                "note: the comparison holds both files in memory: its temporary file of samples or rows failed: {}",
-                escape_log(&e.to_string())
-            ),
-        }
-    }
     let base = match &args.baseline_ref {
         Some(reference) => scale::baseline_at_ref(&root, &args.base, reference)?,
         None => RunResults::load(&args.base)?,
@@ -868,41 +781,6 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
     let status = emit_report(&report, &args.report, fail_on_inconclusive)?;
     // A benchmark that failed on either side is an error, as in `check`.
     let failures = ExitStatus::combine(report_failures(&base), report_failures(&head));
-    // The process ends next: freeing every sample and row one by one would cost a large
-    // comparison a tenth of its time, for memory the exit returns anyway.
-    std::mem::forget((base, head, report));
-    Ok(ExitStatus::combine(failures, status))
-}
-
-/// The rest of `kgate compare` for files compared a benchmark at a time: what
-/// [`compare_files`] does with loaded runs, from the files' outlines, the bounded evidence read
-/// from the files again (the waivers were applied as the rows were decided).
-fn finish_file_comparison(
-    mut compared: compare::files::FileComparison,
-    args: &CompareArgs,
-    allowance: Option<crate::machine::envkey::Allowance>,
-    fail_on_inconclusive: bool,
-) -> Result<u8> {
-    scale::check_environments(
-        &compared.base.header,
-        &compared.head.header,
-        allowance,
-        &mut compared.report.warnings,
-    )?;
-    if !compared.attach_bounded_evidence(&args.base, &args.head) {
-        // The files could not be read a benchmark at a time again (changed or unreadable
-        // since): loading them gives the evidence, or says what is wrong with them.
-        let (b, h) = (RunResults::load(&args.base)?, RunResults::load(&args.head)?);
-        let charted = &compared.charted;
-        compared.report.evidence = Some(Evidence::from_runs_bounded(Some(&b), &h, |name| {
-            charted.get(name).map(Vec::as_slice)
-        }));
-    }
-    let failures = ExitStatus::combine(
-        report_failures(&compared.base.failures()),
-        report_failures(&compared.head.failures()),
-    );
-    let status = emit_parked_report(compared.report, &args.report, fail_on_inconclusive)?;
     Ok(ExitStatus::combine(failures, status))
 }
 
