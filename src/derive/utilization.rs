@@ -297,7 +297,7 @@ fn is_clock(profile: &DeviceProfile, base: &str) -> bool {
     base == "cycles" || profile.cycle_counters.iter().any(|c| c == base)
 }
 
-/// What one series' windows gave so far, stretch after stretch of its readings in time order.
+/// What one series' windows gave, its readings in time order.
 #[derive(Debug, Default)]
 struct Tally {
     /// Why its windows could not be made: the first reading that does not fit its width.
@@ -365,7 +365,6 @@ fn tally_readings(
             if tally.error.is_some() {
                 return None;
             }
-            // A stretch without readings says nothing of how they were sampled.
             match &mut tally.seen {
                 Some((_, from_xprof)) => *from_xprof |= r.from_xprof,
                 None => tally.seen = Some((r.unit.to_string(), r.from_xprof)),
