@@ -251,8 +251,7 @@ fn bench_shape(counters: usize, launches: usize, runs: usize, parse_only: bool) 
     }
 }
 
-/// The child process of a kgate run: the import of one file, as `kgate import ncu` does it
-/// (which leaves the samples to the process's exit rather than freeing them).
+/// The child process of a kgate run: the import of one file, as `kgate import ncu` does it.
 fn child_import(path: &Path) {
     let ctx = ImportContext::new(Policies::new(
         BTreeMap::new(),
@@ -266,8 +265,6 @@ fn child_import(path: &Path) {
         .map(|m| m.values.len())
         .sum();
     eprintln!("kgate: {samples} samples");
-    // As `kgate import` does: the process ends next, and the exit returns the memory.
-    std::mem::forget(results);
 }
 
 fn main() {

@@ -79,34 +79,34 @@ pub fn apply(result: &mut BenchmarkResult, lent: &[CounterSeries], opts: Options
         .map(|s| s.off_pass.is_none().then(|| Readings::gather(&s.sources)))
         .collect();
     let mut tallies: Vec<Tally> = plan.series.iter().map(|_| Tally::default()).collect();
-    tally_readings(&plan, readings, &launches, &mut tallies, Stretches::One);
+    tally_readings(&plan, readings, &launches, &mut tallies);
     let outcome = finish(result, &plan, tallies);
     outcome.record(result);
 }
 
 /// A kernel launch: its kernel, start and end.
-pub(super) type Launch<'a> = (&'a str, f64, f64);
+type Launch<'a> = (&'a str, f64, f64);
 
 /// One counter's readings in one repetition, under the profile's key and core.
-pub(super) struct Series<'a> {
-    pub(super) rep: u32,
+struct Series<'a> {
+    rep: u32,
     /// The key with the core: `mxu_busy.core1`.
-    pub(super) name: String,
-    pub(super) base: String,
-    pub(super) core: Option<u32>,
-    pub(super) mode: SampleMode,
-    pub(super) pass: Option<usize>,
+    name: String,
+    base: String,
+    core: Option<u32>,
+    mode: SampleMode,
+    pass: Option<usize>,
     /// Why it is not read: the repetition ran a counter pass without it.
-    pub(super) off_pass: Option<String>,
+    off_pass: Option<String>,
     /// The series whose readings are under this key, core and repetition.
-    pub(super) sources: Vec<&'a CounterSeries>,
+    sources: Vec<&'a CounterSeries>,
 }
 
 /// The series of a benchmark under the profile's keys, and what their names alone say.
-pub(super) struct SeriesPlan<'a> {
-    pub(super) opts: Options<'a>,
+struct SeriesPlan<'a> {
+    opts: Options<'a>,
     /// In the order of their repetition and name.
-    pub(super) series: Vec<Series<'a>>,
+    series: Vec<Series<'a>>,
     /// Trace names mapped to a key of another name.
     aliased: BTreeMap<String, String>,
     /// Counters refused by their names (no key and no unit; registers the profile lacks).
@@ -120,7 +120,7 @@ impl<'a> SeriesPlan<'a> {
     /// to it through the profile's aliases and its register naming rule (the die as the
     /// core). Readings of several registers under one key (an HBM channel each) are summed
     /// per time.
-    pub(super) fn new(
+    fn new(
         counters: impl IntoIterator<Item = &'a CounterSeries>,
         opts: Options<'a>,
     ) -> SeriesPlan<'a> {
@@ -297,9 +297,9 @@ fn is_clock(profile: &DeviceProfile, base: &str) -> bool {
     base == "cycles" || profile.cycle_counters.iter().any(|c| c == base)
 }
 
-/// What one series' windows gave so far, stretch after stretch of its readings in time order.
+/// What one series' windows gave, its readings in time order.
 #[derive(Debug, Default)]
-pub(super) struct Tally {
+struct Tally {
     /// Why its windows could not be made: the first reading that does not fit its width.
     error: Option<String>,
     /// Whether its repetition has launches: its figure is read inside them, not over every
@@ -316,112 +316,17 @@ pub(super) struct Tally {
     whole: Option<(f64, f64, f64)>,
     /// The first launch that holds no window: its kernel and how long it ran.
     unresolved: Option<(String, f64)>,
-    /// The median window length as shown, once known (one stretch of every reading computes
-    /// it directly).
+    /// The median window length as shown, once a launch is unresolved.
     median: Option<f64>,
-    /// Window lengths, for the median over many stretches.
-    lengths: Lengths,
     /// For a busy counter, per denominator (the clock, or a cycle counter's series): the
     /// highest window utilization over every window and over those inside the launches.
     maxima: Vec<(Option<usize>, f64, f64)>,
 }
 
 impl Tally {
-    /// The median window length: from the lengths counted over the stretches.
+    /// The median window length as shown (infinite before it is known).
     fn median_interval(&self) -> f64 {
-        self.median.unwrap_or_else(|| self.lengths.median())
-    }
-}
-
-/// Window lengths as [`interval_shown`] shows them, counted in little room: each different
-/// one once (a few thousand at most), with how many windows have it, and the latest few not
-/// yet merged in. Rounding keeps the order, so their middle is the true middle rounded.
-#[derive(Debug, Default)]
-struct Lengths {
-    /// The different lengths as keys that order as `f64::total_cmp` orders them, ascending,
-    /// and their counts.
-    keys: Vec<u64>,
-    counts: Vec<u64>,
-    fresh: Vec<u64>,
-}
-
-impl Lengths {
-    /// Lengths gathered before they are merged in.
-    const FRESH: usize = 4096;
-
-    fn key(length: f64) -> u64 {
-        let bits = length.to_bits();
-        if bits >> 63 == 1 {
-            !bits
-        } else {
-            bits | 1 << 63
-        }
-    }
-
-    fn length(key: u64) -> f64 {
-        f64::from_bits(if key >> 63 == 1 {
-            key & !(1 << 63)
-        } else {
-            !key
-        })
-    }
-
-    fn add(&mut self, length: f64) {
-        self.fresh.push(Lengths::key(interval_shown(length)));
-        if self.fresh.len() >= Lengths::FRESH {
-            self.merge();
-        }
-    }
-
-    fn merge(&mut self) {
-        let (keys, counts) = self.merged();
-        self.keys = keys;
-        self.counts = counts;
-        self.fresh.clear();
-    }
-
-    /// The counted lengths with the fresh ones merged in.
-    fn merged(&self) -> (Vec<u64>, Vec<u64>) {
-        let mut fresh = self.fresh.clone();
-        fresh.sort_unstable();
-        let mut keys = Vec::with_capacity(self.keys.len() + fresh.len());
-        let mut counts = Vec::with_capacity(keys.capacity());
-        let mut add = |key: u64, n: u64| match keys.last() {
-            Some(&last) if last == key => *counts.last_mut().expect("paired") += n,
-            _ => {
-                keys.push(key);
-                counts.push(n);
-            }
-        };
-        let (mut i, mut j) = (0, 0);
-        while i < self.keys.len() || j < fresh.len() {
-            if j == fresh.len() || (i < self.keys.len() && self.keys[i] <= fresh[j]) {
-                add(self.keys[i], self.counts[i]);
-                i += 1;
-            } else {
-                add(fresh[j], 1);
-                j += 1;
-            }
-        }
-        keys.shrink_to_fit();
-        counts.shrink_to_fit();
-        (keys, counts)
-    }
-
-    /// The length of rank `count / 2` (what a selection of the middle one over every window
-    /// gives, as shown); infinite without one.
-    fn median(&self) -> f64 {
-        let (keys, counts) = self.merged();
-        let total: u64 = counts.iter().sum();
-        let mid = total / 2;
-        let mut below = 0;
-        for (key, n) in keys.into_iter().zip(counts) {
-            below += n;
-            if below > mid {
-                return Lengths::length(key);
-            }
-        }
-        f64::INFINITY
+        self.median.unwrap_or(f64::INFINITY)
     }
 }
 
@@ -441,23 +346,13 @@ fn interval_shown(length: f64) -> f64 {
     (length / step).round() * step
 }
 
-/// How the readings come: all at once, or a stretch of time at a time, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Stretches {
-    One,
-    Many,
-}
-
-/// Adds one stretch of readings to the tallies: `readings[i]` are series `i`'s readings of
-/// the stretch (each stretch after the first begins with the last reading of the one before,
-/// so that every window is in exactly one stretch), `launches` the stretch's launches by
-/// repetition (each in the stretch that holds all the readings around it).
-pub(super) fn tally_readings(
+/// Adds the readings to the tallies: `readings[i]` are series `i`'s readings, `launches` the
+/// launches by repetition.
+fn tally_readings(
     plan: &SeriesPlan<'_>,
     readings: Vec<Option<Readings<'_>>>,
     launches: &BTreeMap<u32, Vec<Launch<'_>>>,
     tallies: &mut [Tally],
-    stretches: Stretches,
 ) {
     let opts = plan.opts;
     let profile = opts.profile;
@@ -470,7 +365,6 @@ pub(super) fn tally_readings(
             if tally.error.is_some() {
                 return None;
             }
-            // A stretch without readings says nothing of how they were sampled.
             match &mut tally.seen {
                 Some((_, from_xprof)) => *from_xprof |= r.from_xprof,
                 None => tally.seen = Some((r.unit.to_string(), r.from_xprof)),
@@ -505,11 +399,6 @@ pub(super) fn tally_readings(
             continue;
         }
         tally.launches = true;
-        if stretches == Stretches::Many {
-            for w in 0..wins.len() {
-                tally.lengths.add(wins.end(w) - wins.start(w));
-            }
-        }
         for (kernel, start, end) in kernels {
             match wins.in_window(*start, *end) {
                 Some((d, s)) => {
@@ -519,9 +408,7 @@ pub(super) fn tally_readings(
                 None => {
                     if tally.unresolved.is_none() {
                         tally.unresolved = Some((kernel.to_string(), end - start));
-                        if stretches == Stretches::One {
-                            tally.median = Some(interval_shown(wins.median_interval()));
-                        }
+                        tally.median = Some(interval_shown(wins.median_interval()));
                     }
                 }
             }
@@ -594,7 +481,7 @@ struct Computed {
 }
 
 /// Everything [`apply`] records on a benchmark.
-pub(super) struct Outcome {
+struct Outcome {
     details: Vec<(String, String)>,
     notes: Vec<String>,
     unavailable: Vec<UnavailableCounter>,
@@ -604,7 +491,7 @@ pub(super) struct Outcome {
 impl Outcome {
     /// Writes it into `result`: details, notes, the derived metrics (replacing those of the
     /// same name).
-    pub(super) fn record(self, result: &mut BenchmarkResult) {
+    fn record(self, result: &mut BenchmarkResult) {
         result.provenance.details.extend(self.details);
         result.provenance.notes.extend(self.notes);
         result.provenance.unavailable.extend(self.unavailable);
@@ -617,19 +504,10 @@ impl Outcome {
             }
         }
     }
-
-    /// The names of the metrics it records.
-    pub(super) fn metric_names(&self) -> impl Iterator<Item = &str> {
-        self.metrics.iter().map(|(n, _)| n.as_str())
-    }
 }
 
 /// Turns the tallies into metrics, notes and details: what [`apply`] records.
-pub(super) fn finish(
-    result: &BenchmarkResult,
-    plan: &SeriesPlan<'_>,
-    tallies: Vec<Tally>,
-) -> Outcome {
+fn finish(result: &BenchmarkResult, plan: &SeriesPlan<'_>, tallies: Vec<Tally>) -> Outcome {
     let opts = plan.opts;
     let profile = opts.profile;
     let mut details: Vec<(String, String)> = vec![
@@ -910,43 +788,33 @@ pub fn options(b: &crate::plan::BenchmarkPlan) -> Option<Options<'_>> {
 }
 
 /// Applies [`apply`] to imported benchmarks: those the plan declares use their own settings,
-/// the others the configuration's device profile with default settings.
+/// the others the configuration's device profile with default settings (nothing is derived
+/// without one).
 pub fn apply_to_import(results: &mut crate::model::results::RunResults, plan: &crate::plan::Plan) {
     let fallback = plan.benchmarks.iter().find_map(|b| b.device.as_ref());
     let declared = crate::model::by_name(&plan.benchmarks, |b| b.name.as_str());
+    let derived: Vec<(usize, Options<'_>)> = results
+        .benchmarks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| Some((i, import_options(&b.name, &declared, fallback)?)))
+        .collect();
+    if derived.is_empty() {
+        return;
+    }
     let lenders = results.lenders();
-    for i in 0..results.benchmarks.len() {
-        let name = results.benchmarks[i].name.as_str();
-        let Some(opts) = import_options(name, &declared, fallback) else {
-            continue;
-        };
+    for (i, opts) in derived {
         // The readings around a kernel's windows, held one benchmark at a time.
         let lent = lenders.lent_counters(results, &results.benchmarks[i]);
         apply(&mut results.benchmarks[i], &lent, opts);
     }
 }
 
-/// Whether [`apply_to_import`] derives anything for these results: a benchmark the plan
-/// declares with counter settings, or any other benchmark once the configuration names a
-/// device profile (which they then use). An import that derives nothing is written without
-/// gathering its samples in memory.
-pub fn derives_on_import(
-    results: &crate::model::results::RunResults,
-    plan: &crate::plan::Plan,
-) -> bool {
-    let fallback = plan.benchmarks.iter().find_map(|b| b.device.as_ref());
-    let declared = crate::model::by_name(&plan.benchmarks, |b| b.name.as_str());
-    results
-        .benchmarks
-        .iter()
-        .any(|r| import_options(&r.name, &declared, fallback).is_some())
-}
-
 /// The settings an imported benchmark is derived with: its own where the plan declares it
 /// (`declared`, the plan's benchmarks by name: an import of thousands of benchmarks against
 /// a suite of thousands is not a search per benchmark), else the configuration's device
 /// profile (`fallback`) with default settings.
-pub(super) fn import_options<'p>(
+fn import_options<'p>(
     name: &str,
     declared: &std::collections::HashMap<&str, &'p crate::plan::BenchmarkPlan>,
     fallback: Option<&'p DeviceProfile>,
@@ -1245,41 +1113,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lengths_counted_in_little_room_give_the_median_a_selection_gives() {
+    fn intervals_are_shown_to_three_significant_digits() {
         assert_eq!(interval_shown(13_202.0), 13_200.0);
         assert_eq!(interval_shown(999.4), 999.0);
         assert_eq!(interval_shown(2_000.0), 2_000.0);
         assert_eq!(interval_shown(125_500.0), 126_000.0);
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        for size in [0usize, 1, 2, 3, 4095, 4096, 4097, 10_000, 50_001] {
-            let mut lengths = Lengths::default();
-            let mut all = Vec::new();
-            for _ in 0..size {
-                // Few different lengths (a steady interval), zeros, and some all different.
-                let length = match next() % 4 {
-                    0 => 0.0,
-                    1 => 1000.0 + (next() % 3) as f64,
-                    2 => (next() % 1_000_000) as f64 * 0.001,
-                    _ => f64::from_bits(next() >> 12 | 0x4000_0000_0000_0000),
-                };
-                lengths.add(length);
-                all.push(length);
-            }
-            let want = if all.is_empty() {
-                f64::INFINITY
-            } else {
-                let mid = all.len() / 2;
-                interval_shown(*all.select_nth_unstable_by(mid, f64::total_cmp).1)
-            };
-            assert_eq!(lengths.median().to_bits(), want.to_bits(), "{size} lengths");
-        }
     }
+
     use crate::model::results::CounterReading;
 
     /// `apply` with cumulative samples, no scaling, no policy and one pass.

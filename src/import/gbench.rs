@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::input;
+use super::input::{ArrayError, Found};
 use super::{ImportContext, ImportError, Importer, Policies, content};
-use crate::model::json_array::{self, ArrayError, Found, Split};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
@@ -124,9 +124,9 @@ impl Importer for Gbench {
     }
 }
 
-/// Imports google/benchmark JSON files. Each file's runs are recorded as they are read: a file
-/// of hundreds of thousands of runs is held as a run's text at a time and its samples, not as
-/// its text (as much as the file) or a parsed document (seven times the file).
+/// Imports google/benchmark JSON files. Each file's runs are recorded as serde parses them
+/// from the file's text: a parsed document of hundreds of thousands of runs would take seven
+/// times the file.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "gbench");
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
@@ -148,23 +148,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             }
         };
         let what = "google/benchmark JSON";
-        let split = input::split_json(path, what, "benchmarks", strict_json, &mut each)?;
-        let read = match split {
-            Split::Done(document) => Ok(document),
-            Split::Stopped(e) => Err(ArrayError::Stopped(e)),
-            Split::Io(e) => return Err(input::refusal_of(path, e)),
-            // Read again whole by serde_json, for its error or its rule, past the runs
-            // already recorded.
-            Split::Unusual { handed } => {
-                let text = input::read_text(path, what, input::MAX_FILE_BYTES)?;
-                // A leading byte-order mark is skipped (editors and PowerShell on Windows
-                // write one).
-                let text = strict_json(text.strip_prefix('\u{feff}').unwrap_or(&text));
-                let skipping = |i, run| if i < handed { Ok(()) } else { each(i, run) };
-                json_array::for_each_element(&text, "benchmarks", skipping)
-            }
-        };
-        let document = match read {
+        let text = input::read_text(path, what, input::MAX_FILE_BYTES)?;
+        // A leading byte-order mark is skipped (editors and PowerShell on Windows write one).
+        let text = strict_json(text.strip_prefix('\u{feff}').unwrap_or(&text));
+        let document = match input::for_each_element(&text, "benchmarks", &mut each) {
             Ok(document) => document,
             Err(ArrayError::Stopped(e)) => return Err(e),
             Err(ArrayError::Json(e)) => {

@@ -13,7 +13,6 @@ use serde_json::Value;
 use super::builder::Benchmarks;
 use super::input;
 use super::{ImportContext, ImportError, Importer, Policies, content};
-use crate::model::json_array;
 use crate::model::metric::Source;
 use crate::model::results::{Failure, FailureKind, RunResults, Status};
 
@@ -41,10 +40,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         benchmarks.file(path);
         // Read as it is parsed, one command's result at a time: `times` holds every run.
         let document =
-            input::for_each_json_element(path, "hyperfine `--export-json`", "results", |i, r| {
+            input::read_json_array(path, "hyperfine `--export-json`", "results", |i, r| {
                 record_result(&mut benchmarks, path, i, &r)
             })?;
-        if document.array != json_array::Found::Array {
+        if document.array != input::Found::Array {
             return Err(ImportError::Content {
                 path: path.clone(),
                 message: "has no `results` array, so it is not `hyperfine --export-json` output (perhaps `--export-markdown` or another tool's JSON); export with `hyperfine --export-json FILE`".into(),

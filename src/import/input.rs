@@ -5,10 +5,11 @@
 use std::io::Read;
 use std::path::Path;
 
-use serde_json::Value;
+use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
 
 use super::ImportError;
-use crate::model::json_array;
 
 /// The most bytes read from one results file (JSON of a harness or Proton, rocprof CSV): far
 /// above any real one, and a bound for an endless stream.
@@ -211,62 +212,198 @@ pub fn read_json(path: &Path, what: &str) -> Result<Value, ImportError> {
     serde_json::from_str(text).map_err(|e| not_json(path, what, &e))
 }
 
-/// [`read_json`] of a document whose bulk is the array under `key`: each element goes to
-/// `each` (with its index) as a `serde_json::Value` as it is read from the file, so that one
-/// element is held at a time and not the file's text ([`json_array::split`]); the file is
-/// checked as [`read_text`] checks it, chunk by chunk (a pipe, which cannot be read a second
-/// time for serde_json's messages, is read whole). Returns the rest of the document.
-pub fn for_each_json_element(
+/// What a JSON document held besides the elements of its array under the key.
+#[derive(Debug)]
+pub struct Document {
+    /// Whether the key held an array (whose elements went to the callback).
+    pub array: Found,
+    /// Every other top-level key, as it was written.
+    pub others: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Found {
+    /// The key is not there, or the document is not an object.
+    Absent,
+    /// The key holds something else than an array.
+    NotAnArray,
+    Array,
+}
+
+/// Why a document could not be read to its end.
+#[derive(Debug)]
+pub enum ArrayError {
+    /// Not JSON (or the array's key written twice), with serde_json's line and column.
+    Json(serde_json::Error),
+    /// The callback's error, which stopped the parse.
+    Stopped(ImportError),
+}
+
+/// Parses `text` with serde_json, handing each element of the top-level array under `key` to
+/// `each` (with its index) as a `T` as soon as it is parsed, so that the elements are never
+/// all held at once (a parsed document of a harness's runs takes several times its text). An
+/// error of `each` stops the parse; elements before it have been handed over.
+pub fn for_each_element<'de, T: Deserialize<'de>>(
+    text: &'de str,
+    key: &str,
+    mut each: impl FnMut(usize, T) -> Result<(), ImportError>,
+) -> Result<Document, ArrayError> {
+    let mut reader = DocumentReader {
+        key,
+        each: &mut each,
+        failure: None,
+        document: Document {
+            array: Found::Absent,
+            others: Map::new(),
+        },
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
+    let parsed = de.deserialize_any(&mut reader).and_then(|()| de.end());
+    if let Some(e) = reader.failure {
+        return Err(ArrayError::Stopped(e));
+    }
+    parsed.map_err(ArrayError::Json)?;
+    Ok(reader.document)
+}
+
+/// [`for_each_element`] of the JSON file at `path`, read with [`read_text`]'s bound (a
+/// leading byte-order mark skipped), each element a `serde_json::Value`; `what` names the
+/// format in the refusals.
+pub fn read_json_array(
     path: &Path,
     what: &str,
     key: &str,
-    mut each: impl FnMut(usize, Value) -> Result<(), ImportError>,
-) -> Result<json_array::Document, ImportError> {
-    let handed = match split_json(path, what, key, json_array::as_written, &mut each)? {
-        json_array::Split::Done(document) => return Ok(document),
-        json_array::Split::Stopped(e) => return Err(e),
-        json_array::Split::Io(e) => return Err(refusal_of(path, e)),
-        json_array::Split::Unusual { handed } => handed,
-    };
-    // Read again whole by serde_json, for its error or its rule, past the elements already
-    // handed over.
+    each: impl FnMut(usize, Value) -> Result<(), ImportError>,
+) -> Result<Document, ImportError> {
     let text = read_text(path, what, MAX_FILE_BYTES)?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let skipping = |i, v| if i < handed { Ok(()) } else { each(i, v) };
-    json_array::for_each_element(text, key, skipping).map_err(|e| match e {
-        json_array::ArrayError::Stopped(e) => e,
-        json_array::ArrayError::Json(e) => not_json(path, what, &e),
+    for_each_element(text, key, each).map_err(|e| match e {
+        ArrayError::Stopped(e) => e,
+        ArrayError::Json(e) => not_json(path, what, &e),
     })
 }
 
-/// [`json_array::split`] of the JSON file at `path`, read as [`json_stream`] reads it. A file
-/// that cannot be read twice ([`json_array::rereadable`]: a pipe) is not split: it is left
-/// whole to the reading the caller falls back to (`Unusual`, nothing handed over).
-pub fn split_json<T: serde::de::DeserializeOwned, E>(
-    path: &Path,
-    what: &str,
-    key: &str,
-    rewrite: fn(&str) -> std::borrow::Cow<'_, str>,
-    each: impl FnMut(usize, T) -> Result<(), E>,
-) -> Result<json_array::Split<E>, ImportError> {
-    if !json_array::rereadable(path) {
-        return Ok(json_array::Split::Unusual { handed: 0 });
-    }
-    Ok(json_array::split(
-        json_stream(path, what)?,
-        key,
-        rewrite,
-        each,
-    ))
+struct DocumentReader<'k, 'f, T> {
+    key: &'k str,
+    each: &'f mut dyn FnMut(usize, T) -> Result<(), ImportError>,
+    failure: Option<ImportError>,
+    document: Document,
 }
 
-/// The text of the JSON file at `path`, checked as [`read_text`] checks it as it is read, a
-/// leading byte-order mark (Windows editors and PowerShell write one) left out.
-pub fn json_stream(path: &Path, what: &str) -> Result<impl Read, ImportError> {
-    let mut reader = TextReader::open(path, what, MAX_FILE_BYTES)?;
-    let head = reader.head(3)?;
-    let head = head.strip_prefix('\u{feff}').unwrap_or(&head).to_string();
-    Ok(std::io::Cursor::new(head).chain(reader))
+impl<'de, T: Deserialize<'de>> Visitor<'de> for &mut DocumentReader<'_, '_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON document")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            if key != self.key {
+                let value: Value = map.next_value()?;
+                self.document.others.insert(key, value);
+                continue;
+            }
+            if self.document.array != Found::Absent {
+                return Err(serde::de::Error::custom(format_args!(
+                    "the key `{key}` is written twice"
+                )));
+            }
+            self.document.array = map.next_value_seed(Elements(&mut *self))?;
+        }
+        Ok(())
+    }
+
+    // A document that is not an object has no array under the key.
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_bool<X>(self, _: bool) -> Result<(), X> {
+        Ok(())
+    }
+
+    fn visit_i64<X>(self, _: i64) -> Result<(), X> {
+        Ok(())
+    }
+
+    fn visit_u64<X>(self, _: u64) -> Result<(), X> {
+        Ok(())
+    }
+
+    fn visit_f64<X>(self, _: f64) -> Result<(), X> {
+        Ok(())
+    }
+
+    fn visit_str<X>(self, _: &str) -> Result<(), X> {
+        Ok(())
+    }
+
+    fn visit_unit<X>(self) -> Result<(), X> {
+        Ok(())
+    }
+}
+
+/// The value under the key: an array, whose elements go to the callback one by one;
+/// anything else is read and left (the caller says what it expected).
+struct Elements<'r, 'k, 'f, T>(&'r mut DocumentReader<'k, 'f, T>);
+
+impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for Elements<'_, '_, '_, T> {
+    type Value = Found;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Found, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for Elements<'_, '_, '_, T> {
+    type Value = Found;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Found, A::Error> {
+        let mut i = 0;
+        while let Some(element) = seq.next_element::<T>()? {
+            if let Err(e) = (self.0.each)(i, element) {
+                self.0.failure = Some(e);
+                return Err(serde::de::Error::custom("stopped by an element"));
+            }
+            i += 1;
+        }
+        Ok(Found::Array)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Found, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Found::NotAnArray)
+    }
+
+    fn visit_bool<X>(self, _: bool) -> Result<Found, X> {
+        Ok(Found::NotAnArray)
+    }
+
+    fn visit_i64<X>(self, _: i64) -> Result<Found, X> {
+        Ok(Found::NotAnArray)
+    }
+
+    fn visit_u64<X>(self, _: u64) -> Result<Found, X> {
+        Ok(Found::NotAnArray)
+    }
+
+    fn visit_f64<X>(self, _: f64) -> Result<Found, X> {
+        Ok(Found::NotAnArray)
+    }
+
+    fn visit_str<X>(self, _: &str) -> Result<Found, X> {
+        Ok(Found::NotAnArray)
+    }
+
+    fn visit_unit<X>(self) -> Result<Found, X> {
+        Ok(Found::NotAnArray)
+    }
 }
 
 pub(crate) fn not_json(path: &Path, what: &str, e: &serde_json::Error) -> ImportError {

@@ -28,7 +28,6 @@ use super::builder::Benchmarks;
 use super::device::{Device, MEM_MAX_MHZ, SM_MAX_MHZ};
 use super::input;
 use super::{ImportContext, ImportError, Importer, Policies, content};
-use crate::model::json_array::Found;
 use crate::model::metric::{Direction, Source};
 use crate::model::results::RunResults;
 
@@ -86,11 +85,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     for path in files {
         benchmarks.file(path);
         let mut seen: Vec<Seen> = Vec::new();
-        let document =
-            input::for_each_json_element(path, "nvbench JSON", "benchmarks", |i, bench| {
-                read_benchmark(&mut benchmarks, &mut counts, &mut seen, path, i, &bench)
-            })?;
-        if document.array != Found::Array {
+        let document = input::read_json_array(path, "nvbench JSON", "benchmarks", |i, bench| {
+            read_benchmark(&mut benchmarks, &mut counts, &mut seen, path, i, &bench)
+        })?;
+        if document.array != input::Found::Array {
             return Err(content(
                 path,
                 "has no `benchmarks` array; expected the file nvbench writes with `--json`".into(),

@@ -158,7 +158,7 @@ struct Tree {
 fn read_tree(path: &Path) -> Result<Tree, ImportError> {
     const WHAT: &str = "Proton hatchet";
     let text = input::read_text(path, WHAT, input::MAX_FILE_BYTES)?;
-    let text = crate::model::json_array::without_bom(&text);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let depth = json_depth(text);
     if depth > MAX_DEPTH {
         return Err(ImportError::Content {

@@ -13,7 +13,6 @@ use serde_json::Value;
 use super::builder::Benchmarks;
 use super::input;
 use super::{ImportContext, ImportError, Importer, Policies};
-use crate::model::json_array;
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
@@ -42,7 +41,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         benchmarks.file(path);
         // Read as it is parsed, one benchmark at a time: `stats.data` holds every round.
         let mut imported: Vec<String> = Vec::new();
-        let document = input::for_each_json_element(
+        let document = input::read_json_array(
             path,
             "pytest-benchmark `--benchmark-json`",
             "benchmarks",
@@ -51,7 +50,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 Ok(())
             },
         )?;
-        if document.array != json_array::Found::Array {
+        if document.array != input::Found::Array {
             return Err(ImportError::Content {
                 path: path.clone(),
                 message: "has no `benchmarks` array, so it is not pytest-benchmark JSON; export with `pytest --benchmark-json FILE`, or pass a file from `.benchmarks/` (`--benchmark-autosave`)"

@@ -5,7 +5,6 @@
 pub mod evidence;
 pub mod exit;
 pub mod fsutil;
-pub mod held_arrays;
 pub mod json_array;
 pub mod metric;
 pub mod profile;

@@ -830,16 +830,10 @@ impl RunResults {
     /// A value that is not finite is refused too, naming where it is (see
     /// [`RunResults::non_finite`]).
     pub fn require_measurements(&self, what: &str) -> Result<(), String> {
-        self.require_measurements_or(what, false)
+        self.require_measurements_hinted(what, None)
     }
 
-    /// [`RunResults::require_measurements`] for results whose samples may be held outside
-    /// them (`held_samples`: some are, and then any benchmark that did not fail measured).
-    pub fn require_measurements_or(&self, what: &str, held_samples: bool) -> Result<(), String> {
-        self.require_measurements_hinted(what, held_samples, None)
-    }
-
-    /// [`RunResults::require_measurements_or`], where results that hold counter readings but
+    /// [`RunResults::require_measurements`], where results that hold counter readings but
     /// no measurement are refused naming the counters and, in `counters_hint`, what would
     /// have turned them into measurements (a device profile, a kernel selection): readings
     /// alone gate nothing, and "check that the harness ran" would send the reader the wrong
@@ -847,7 +841,6 @@ impl RunResults {
     pub fn require_measurements_hinted(
         &self,
         what: &str,
-        held_samples: bool,
         counters_hint: Option<&str>,
     ) -> Result<(), String> {
         if let Some(value) = self.non_finite() {
@@ -855,10 +848,10 @@ impl RunResults {
                 "{what} holds a number that is not finite ({value}), which a results file cannot hold; the input is damaged or its units overflow"
             ));
         }
-        let measured = self.benchmarks.iter().any(|b| {
-            b.status == Status::Ok
-                && (held_samples || b.metrics.iter().any(|m| !m.values.is_empty()))
-        });
+        let measured = self
+            .benchmarks
+            .iter()
+            .any(|b| b.status == Status::Ok && b.metrics.iter().any(|m| !m.values.is_empty()));
         if measured {
             return Ok(());
         }
@@ -1087,21 +1080,20 @@ impl RunResults {
     }
 
     /// Writes the results atomically, indented ([`JsonLayout::Pretty`]: what baselines use,
-    /// being committed and read in diffs); see [`RunResults::save_as`] (in `held_arrays`,
-    /// beside the writer that formats a large document's numbers on several threads).
+    /// being committed and read in diffs); see [`RunResults::save_as`].
     pub fn save(&self, path: &Path, overwrite: Overwrite) -> Result<(), ResultsError> {
         self.save_as(path, overwrite, JsonLayout::Pretty)
     }
 
-    /// Writes the document `serialize` produces atomically, with a trailing newline, after
-    /// refusing results holding a number JSON cannot carry: what every way of saving shares
-    /// (a results file with held arrays is saved through it too). `serialize` writes into the
-    /// serializer's own buffer ([`fsutil::serializer_buffer`]).
-    pub(crate) fn save_through(
+    /// Writes the results atomically in `layout`, with a trailing newline, streamed into the
+    /// destination by serde (the document is never held whole as text); refuses results
+    /// holding a number JSON cannot carry (see [`RunResults::non_finite`]), so that kgate
+    /// never writes a file it cannot read, and nothing is replaced then.
+    pub fn save_as(
         &self,
         path: &Path,
         overwrite: Overwrite,
-        serialize: impl FnOnce(&mut std::io::BufWriter<&mut dyn std::io::Write>) -> std::io::Result<()>,
+        layout: JsonLayout,
     ) -> Result<(), ResultsError> {
         if let Some(what) = self.non_finite() {
             return Err(ResultsError::NotFinite {
@@ -1112,7 +1104,11 @@ impl RunResults {
         fsutil::write_atomic_with(path, overwrite, |out| {
             use std::io::Write as _;
             let mut out = fsutil::serializer_buffer(out);
-            serialize(&mut out)?;
+            match layout {
+                JsonLayout::Compact => serde_json::to_writer(&mut out, self),
+                JsonLayout::Pretty => serde_json::to_writer_pretty(&mut out, self),
+            }
+            .map_err(std::io::Error::from)?;
             out.write_all(b"\n")?;
             out.flush()
         })?;

@@ -837,75 +837,24 @@ fn import_files(config_path: &Path, args: ImportArgs) -> Result<u8> {
     for line in &taken {
         eprintln!("import: {}", escape_log(line));
     }
-    let mut imported = importer.import_held(&files, &ctx)?;
+    let mut results = importer.import(&files, &ctx)?;
     let files: Vec<String> = args
         .files
         .iter()
         .map(|f| format!("`{}`", f.display()))
         .collect();
     let what = format!("the {} import of {}", importer.name(), files.join(", "));
-    if let Some(why) = imported.spill_failure() {
-        eprintln!(
-            "note: the import kept its samples in memory: {}",
-            escape_log(&why)
-        );
+    if let Some((plan, _)) = &plan {
+        crate::derive::utilization::apply_to_import(&mut results, plan);
     }
-    let layout = if args.pretty {
-        JsonLayout::Pretty
-    } else {
-        JsonLayout::Compact
-    };
-    // The samples a trace import holds in its columns go from there straight into the
-    // file; utilization is derived from them a stretch of time at a time where it can be,
-    // else from every reading in memory.
-    let derive = match &plan {
-        Some((plan, _))
-            if crate::derive::utilization::derives_on_import(imported.outline(), plan) =>
-        {
-            Some(plan)
-        }
-        _ => None,
-    };
-    let streamed = match derive {
-        Some(plan) => imported.derive_held(|results, held| {
-            crate::derive::streamed::apply_to_held_import(results, held, plan)
-        })?,
-        None => false,
-    };
     // Whether the import measured anything is asked once utilization is derived: counter
     // readings without kernels are measured by the figures derived over their span.
     let hint = counters_hint(importer, config_path, plan.as_ref().map(|(p, _)| p));
-    match derive {
-        Some(plan) if !streamed => {
-            let mut results = imported.into_results()?;
-            crate::derive::utilization::apply_to_import(&mut results, plan);
-            report_import(&results);
-            results
-                .require_measurements_hinted(&what, false, Some(&hint))
-                .map_err(anyhow::Error::msg)?;
-            emit_results(&results, args.output.as_deref(), args.pretty)?;
-            // The process ends next: freeing a trace of 20,000 kernels' results one
-            // allocation at a time took a tenth of its import, for memory the exit returns.
-            std::mem::forget(results);
-        }
-        _ => {
-            report_import(imported.outline());
-            imported
-                .require_measurements_hinted(&what, Some(&hint))
-                .map_err(anyhow::Error::msg)?;
-            let (path, what) = match args.output.as_deref() {
-                Some(path) => (path, path.display().to_string()),
-                None => (Path::new("-"), "stdout".to_string()),
-            };
-            imported
-                .save(path, Overwrite::Allow, layout)
-                .with_context(|| format!("cannot write results to {what}"))?;
-            // The process ends next: freeing the samples one column at a time (an Nsight
-            // Compute wide page's 16 million: 15 ms in the bench's import) costs time for
-            // memory the exit returns anyway.
-            std::mem::forget(imported);
-        }
-    }
+    report_import(&results);
+    results
+        .require_measurements_hinted(&what, Some(&hint))
+        .map_err(anyhow::Error::msg)?;
+    emit_results(&results, args.output.as_deref(), args.pretty)?;
     Ok(ExitStatus::PASS)
 }
 

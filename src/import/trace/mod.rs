@@ -15,26 +15,18 @@ use std::path::{Path, PathBuf};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
-use std::sync::Arc;
-
-use self::column::Column;
-use self::held::{Part, TraceArrays};
 use super::builder::Benchmarks;
 use super::device::Device;
-use super::{ImportError, Imported, Policies};
+use super::{ImportError, Policies};
 use crate::capture::Collector;
-use crate::model::held_arrays::Field;
 use crate::model::metric::{Direction, Source};
 use crate::model::results::{
-    Artifact, BenchmarkResult, CounterSeries, CountersOf, KernelWindows, RepetitionNumbers,
-    Sampling,
+    Artifact, BenchmarkResult, CounterSeries, CountersOf, KernelWindows, RunResults, Sampling,
 };
 use crate::model::units;
 use std::collections::BTreeMap;
 
 pub mod chrome;
-pub mod column;
-pub mod held;
 pub mod hlo_proto;
 mod json_scan;
 pub mod tracks;
@@ -170,9 +162,9 @@ fn matches_id(wanted: Option<&str>, id: &str, name: Option<&str>) -> bool {
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct TraceSamples {
     /// Kernel name → launch durations in nanoseconds, in order of first appearance.
-    pub kernels: Vec<(String, Column)>,
+    pub kernels: Vec<(String, Vec<f64>)>,
     /// For each entry of `kernels`, the start of each launch (same order and length).
-    pub starts: Vec<Column>,
+    pub starts: Vec<Vec<f64>>,
     /// Counter readings, by counter: times (ns) and values.
     pub counters: tracks::CounterTracks,
     /// The device (driver, clocks, tool versions) the file names, whatever was selected.
@@ -196,13 +188,12 @@ impl TraceSamples {
         self.kernels.is_empty() && self.counters.is_empty()
     }
 
-    /// Durations of one kernel, read into memory: for tests and tools (it panics when the
-    /// import's temporary file cannot be read back).
+    /// Durations of one kernel.
     pub fn kernel(&self, name: &str) -> Option<Vec<f64>> {
         self.kernels
             .iter()
             .find(|(n, _)| n == name)
-            .map(|(_, v)| v.to_vec().expect("the import's temporary file reads back"))
+            .map(|(_, v)| v.clone())
     }
 }
 
@@ -217,7 +208,7 @@ pub fn import_files(
     read: impl Fn(&Path) -> Result<TraceSamples, ImportError>,
     nothing_matched: impl Fn() -> String,
     selection: &str,
-) -> Result<Imported, ImportError> {
+) -> Result<RunResults, ImportError> {
     let mut per_file = Vec::with_capacity(files.len());
     for path in files {
         let samples = read(path)?;
@@ -232,76 +223,53 @@ pub fn import_files(
     build_results(capture, per_file, policies, selection)
 }
 
-/// What one pass over a counter track found: the readings whose time and value are both
-/// finite (the ones kept), whether they are in time order, and the first and last time.
-struct Survey {
-    kept: usize,
-    sorted: bool,
-    first: f64,
-    last: f64,
+/// The least finite value, if any.
+pub(crate) fn least(values: &[f64]) -> Option<f64> {
+    values
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .reduce(f64::min)
 }
 
-fn survey(track: &tracks::CounterTrack) -> std::io::Result<Survey> {
-    // Most tracks need no pass: every reading a number, the times in order.
-    if track.t_ns.not_finite() == 0
-        && track.values.not_finite() == 0
-        && let Some((first, last)) = track.t_ns.ascending_from_to()
-    {
-        return Ok(Survey {
-            kept: track.len(),
-            sorted: true,
-            first,
-            last,
-        });
+/// A counter track's readings whose time and value are both finite (the ones kept), in time
+/// order (a stable sort: readings at one time keep their arrival order), and how many were
+/// left out.
+fn kept_readings(track: tracks::CounterTrack) -> (Vec<f64>, Vec<f64>, usize) {
+    let tracks::CounterTrack {
+        t_ns: mut times,
+        mut values,
+        ..
+    } = track;
+    let len = times.len();
+    let finite = |t: &f64, v: &f64| t.is_finite() && v.is_finite();
+    if !times.iter().zip(&values).all(|(t, v)| finite(t, v)) {
+        (times, values) = times
+            .iter()
+            .zip(&values)
+            .filter(|(t, v)| finite(t, v))
+            .unzip();
     }
-    let mut survey = Survey {
-        kept: 0,
-        sorted: true,
-        first: f64::INFINITY,
-        last: f64::NEG_INFINITY,
-    };
-    let mut previous = f64::NEG_INFINITY;
-    let (mut t, mut v) = (track.t_ns.cursor(), track.values.cursor());
-    while let (Some(time), Some(value)) = (t.read()?, v.read()?) {
-        if !(time.is_finite() && value.is_finite()) {
-            continue;
-        }
-        survey.kept += 1;
-        survey.sorted &= previous.total_cmp(&time).is_le();
-        previous = time;
-        survey.first = survey.first.min(time);
-        survey.last = survey.last.max(time);
+    if !times.is_sorted_by(|a, b| a.total_cmp(b).is_le()) {
+        let mut pairs: Vec<(f64, f64)> = times.into_iter().zip(values).collect();
+        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        (times, values) = pairs.into_iter().unzip();
     }
-    Ok(survey)
-}
-
-/// A track's kept readings put in time order in memory (a stable sort: readings at one time
-/// keep their arrival order), for the rare track that arrives out of order.
-fn sorted_readings(track: &tracks::CounterTrack) -> std::io::Result<(Vec<f64>, Vec<f64>)> {
-    let (times, values) = (track.t_ns.to_vec()?, track.values.to_vec()?);
-    let mut kept: Vec<(f64, f64)> = times
-        .into_iter()
-        .zip(values)
-        .filter(|(t, v)| t.is_finite() && v.is_finite())
-        .collect();
-    kept.sort_by(|a, b| a.0.total_cmp(&b.0));
-    Ok(kept.into_iter().unzip())
+    let left_out = len - times.len();
+    (times, values, left_out)
 }
 
 /// Turns per-file samples into results: one benchmark per kernel name, each file one
-/// repetition, plus the counter benchmark when a file had counter tracks. The launches and
-/// readings stay in their columns ([`held::TraceArrays`]) until the results are written.
-/// A file with counter tracks and no kernel selected (`selection`, in words) has its
-/// tracks' figures taken over the profile's span ([`PROFILE_SPAN`]), which a note on the
-/// counters benchmark says.
+/// repetition, plus the counter benchmark when a file had counter tracks. A file with counter
+/// tracks and no kernel selected (`selection`, in words) has its tracks' figures taken over
+/// the profile's span ([`PROFILE_SPAN`]), which a note on the counters benchmark says.
 fn build_results(
     capture: &'static str,
     files: Vec<(PathBuf, TraceSamples)>,
     policies: &Policies,
     selection: &str,
-) -> Result<Imported, ImportError> {
+) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, capture);
-    let mut arrays = TraceArrays::default();
     let counters_name = counters_benchmark_name(&files);
     // Benchmarks in order of first appearance across the files.
     for (_, samples) in &files {
@@ -313,23 +281,19 @@ fn build_results(
         }
     }
     for (path, mut samples) in files {
-        let unreadable = |e: std::io::Error| ImportError::Content {
-            path: path.clone(),
-            message: format!("the import's temporary file cannot be read back: {e}"),
-        };
         benchmarks.device(&path, samples.device)?;
         // A NaN or an infinity (Python's json writes them) is no reading; the rest of the
         // counter stands, and the counters benchmark's notes count what was left out.
         let mut tracks = Vec::new();
         let mut not_finite = Vec::new();
         for track in std::mem::take(&mut samples.counters).into_tracks() {
-            arrays.keep_spill(track.t_ns.spill());
-            let survey = survey(&track).map_err(unreadable)?;
-            if survey.kept < track.len() {
-                not_finite.push((track.name.clone(), track.len() - survey.kept));
+            let name = track.name.clone();
+            let (times, values, left_out) = kept_readings(track);
+            if left_out > 0 {
+                not_finite.push((name.clone(), left_out));
             }
-            if survey.kept > 0 {
-                tracks.push((track, survey));
+            if !times.is_empty() {
+                tracks.push((name, times, values));
             }
         }
         let mut starts = std::mem::take(&mut samples.starts);
@@ -340,7 +304,7 @@ fn build_results(
         // counters benchmark.
         let span = tracks
             .iter()
-            .map(|(_, s)| (s.first, s.last))
+            .map(|(_, t, _)| (t[0], t[t.len() - 1]))
             .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
         let counters_rep = if tracks.is_empty() {
             0
@@ -358,23 +322,18 @@ fn build_results(
             _ => None,
         };
         for (index, (kernel, durations)) in samples.kernels.into_iter().enumerate() {
-            arrays.keep_spill(durations.spill());
-            let durations = Arc::new(durations);
             let collector = benchmarks.get(&kernel);
             let rep = collector.result_mut().repetitions;
-            let launches = Arc::new(
-                starts
-                    .get_mut(index)
-                    .map(std::mem::take)
-                    .unwrap_or_default(),
-            );
+            let launch_starts = starts
+                .get_mut(index)
+                .map(std::mem::take)
+                .unwrap_or_default();
             tie_counters(
                 collector.result_mut(),
-                &mut arrays,
                 Launches {
                     kernel: &kernel,
                     repetition: rep,
-                    starts: &launches,
+                    starts: &launch_starts,
                     durations: &durations,
                 },
                 span,
@@ -382,8 +341,8 @@ fn build_results(
                     benchmark: counters_name.clone(),
                     repetition: counters_rep,
                 },
-            )
-            .map_err(unreadable)?;
+            );
+            drop(launch_starts);
             for (name, artifact) in artifacts
                 .iter()
                 .filter(|(k, ..)| *k == kernel)
@@ -424,19 +383,17 @@ fn build_results(
                 .notes
                 .extend(samples.notes.iter().cloned());
             // One lookup per kernel, not per launch: a trace holds millions of launches.
-            let (_, factor) = collector
+            let (slot, factor) = collector
                 .slot(KERNEL_TIME, "ns", Source::Timer, Direction::default())
                 .map_err(|message| ImportError::Content {
                     path: path.clone(),
                     message,
                 })?;
             // A duration that overflowed on its way to nanoseconds, or a negative one, would
-            // make a results file no later command reads (or a meaningless time). The column
-            // knows whether it holds one; only then is it read to find which.
-            let clean = durations.not_finite() == 0 && durations.least().is_none_or(|l| l >= 0.0);
+            // make a results file no later command reads (or a meaningless time).
+            let clean = durations.iter().all(|d| d.is_finite() && *d >= 0.0);
             if !(clean && factor == 1.0) {
-                let mut cursor = durations.cursor();
-                while let Some(value) = cursor.read().map_err(unreadable)? {
+                for value in &durations {
                     units::to_canonical(value * factor, "ns").map_err(|e| {
                         ImportError::Content {
                             path: path.clone(),
@@ -445,20 +402,18 @@ fn build_results(
                     })?;
                 }
             }
-            let place = |field| held::Place {
-                benchmark: kernel.clone(),
-                entry: KERNEL_TIME.to_string(),
-                repetition: 0,
-                field,
-            };
-            arrays.add_repetitions(place(Field::MetricRepetition), rep, durations.len());
-            arrays.add(
-                place(Field::MetricValues),
-                Part::Scaled {
-                    column: durations,
-                    factor,
-                },
-            );
+            let launches = durations.len();
+            let mut durations = durations;
+            durations.shrink_to_fit();
+            let metric = &mut collector.result_mut().metrics[slot];
+            if factor != 1.0 {
+                metric.values.extend(durations.iter().map(|v| v * factor));
+            } else if metric.values.is_empty() {
+                metric.values = durations;
+            } else {
+                metric.values.extend_from_slice(&durations);
+            }
+            metric.repetition.extend(std::iter::repeat_n(rep, launches));
             finish_repetition(collector, &path);
         }
         if !(tracks.is_empty() && not_finite.is_empty()) {
@@ -481,42 +436,13 @@ fn build_results(
                     "the trace's counter readings are on benchmark `{counters_name}`, not `{COUNTERS_BENCHMARK}`: a kernel of the import has that name"
                 ));
             }
-            for (track, survey) in tracks {
+            for (name, times, values) in tracks {
                 result.counters.push(CounterSeries {
-                    sampling: sampling.get(&track.name).copied(),
-                    ..CounterSeries::new(&track.name, rep)
+                    sampling: sampling.get(&name).copied(),
+                    t_ns: times,
+                    value: values,
+                    ..CounterSeries::new(&name, rep)
                 });
-                let place = |field| held::Place {
-                    benchmark: counters_name.clone(),
-                    entry: track.name.clone(),
-                    repetition: rep,
-                    field,
-                };
-                if survey.sorted {
-                    let whole = survey.kept == track.len();
-                    let (times, values) = (Arc::new(track.t_ns), Arc::new(track.values));
-                    for (field, take_values) in
-                        [(Field::SeriesTimes, false), (Field::SeriesValues, true)]
-                    {
-                        let part = if whole {
-                            Part::Scaled {
-                                column: Arc::clone(if take_values { &values } else { &times }),
-                                factor: 1.0,
-                            }
-                        } else {
-                            Part::Finite {
-                                times: Arc::clone(&times),
-                                values: Arc::clone(&values),
-                                take_values,
-                            }
-                        };
-                        arrays.add(place(field), part);
-                    }
-                } else {
-                    let (times, values) = sorted_readings(&track).map_err(unreadable)?;
-                    arrays.add(place(Field::SeriesTimes), Part::Memory(Arc::new(times)));
-                    arrays.add(place(Field::SeriesValues), Part::Memory(Arc::new(values)));
-                }
             }
             for (counter, n) in not_finite {
                 result.provenance.notes.push(format!(
@@ -528,44 +454,15 @@ fn build_results(
             finish_repetition(collector, &path);
         }
     }
-    let mut results = benchmarks.into_results();
-    // A metric whose every value is its own repetition leaves its repetition numbers out of
-    // the file: those (one per file) are kept in the results, the others held.
-    for b in &mut results.benchmarks {
-        for m in b.metrics.iter_mut().filter(|m| m.name == KERNEL_TIME) {
-            let place = held::Place {
-                benchmark: b.name.clone(),
-                entry: KERNEL_TIME.to_string(),
-                repetition: 0,
-                field: Field::MetricRepetition,
-            };
-            let runs = arrays.repetitions(&place);
-            if runs
-                .iter()
-                .enumerate()
-                .all(|(i, &(r, n))| r as usize == i && n == 1)
-            {
-                m.repetition = runs.iter().map(|&(r, _)| r).collect();
-                arrays.forget(&place);
-            } else {
-                m.repetition = RepetitionNumbers::from(HELD_REPETITIONS.to_vec());
-            }
-        }
-    }
-    arrays.resolve(&results);
-    Ok(Imported::held(results, arrays))
+    Ok(benchmarks.into_results())
 }
-
-/// What a metric's `repetition` holds while its numbers are held: any two numbers that are not
-/// one value per repetition, so that the field is written (and its numbers streamed in).
-const HELD_REPETITIONS: [u32; 2] = [0, 0];
 
 /// One kernel's launches in one file, for [`tie_counters`].
 struct Launches<'a> {
     kernel: &'a str,
     repetition: u32,
-    starts: &'a Arc<Column>,
-    durations: &'a Arc<Column>,
+    starts: &'a [f64],
+    durations: &'a [f64],
 }
 
 /// Gives a kernel's benchmark its launches as kernel windows, read against the counter
@@ -576,64 +473,51 @@ struct Launches<'a> {
 /// ([`lent_counters`]), so a launch between two readings is reported as unresolved, not
 /// skipped. Only launches within `span`, the times the tracks cover, get a window; nothing is
 /// added when the file has no counter readings (windows only serve counters, and a trace
-/// holds millions of launches). The windows' times stay in the launches' columns until the
-/// results are written.
+/// holds millions of launches).
 ///
 /// [`lent_counters`]: crate::model::results::RunResults::lent_counters
 fn tie_counters(
     result: &mut BenchmarkResult,
-    arrays: &mut TraceArrays,
     launches: Launches<'_>,
     span: Option<(f64, f64)>,
     counters_of: CountersOf,
-) -> std::io::Result<()> {
+) {
     if launches.starts.len() != launches.durations.len() {
-        return Ok(());
+        return;
     }
     // A launch outside the tracks' span ran while no counter was recorded.
     let Some((first, last)) = span else {
-        return Ok(());
+        return;
     };
-    let (mut s, mut d) = (launches.starts.cursor(), launches.durations.cursor());
-    let mut inside = 0usize;
-    while let (Some(start), Some(duration)) = (s.read()?, d.read()?) {
-        inside += usize::from(!(start + duration < first || start > last));
+    let (mut start_ns, mut end_ns) = (Vec::new(), Vec::new());
+    for (&start, &duration) in launches.starts.iter().zip(launches.durations) {
+        if !(start + duration < first || start > last) {
+            start_ns.push(start);
+            end_ns.push(start + duration);
+        }
     }
-    if inside == 0 {
-        return Ok(());
+    if start_ns.is_empty() {
+        return;
     }
     let detail = format!(
         "the trace's own kernel events: each launch a window, read against the counter readings of benchmark `{}` around it",
         counters_of.benchmark
     );
+    start_ns.shrink_to_fit();
+    end_ns.shrink_to_fit();
     crate::model::push_snug(
         &mut result.kernel_windows,
         KernelWindows {
             counters_of: Some(counters_of),
+            start_ns,
+            end_ns,
             ..KernelWindows::new(launches.kernel, launches.repetition)
         },
     );
-    for (field, end) in [(Field::WindowStarts, false), (Field::WindowEnds, true)] {
-        arrays.add(
-            held::Place {
-                benchmark: result.name.clone(),
-                entry: launches.kernel.to_string(),
-                repetition: launches.repetition,
-                field,
-            },
-            Part::Windows {
-                starts: Arc::clone(launches.starts),
-                durations: Arc::clone(launches.durations),
-                span: (first, last),
-                end,
-            },
-        );
-    }
     result
         .provenance
         .details
         .insert(COUNTER_WINDOWS_DETAIL.into(), detail);
-    Ok(())
 }
 
 /// The benchmark an import's counter readings go on: [`COUNTERS_BENCHMARK`], or where a kernel
@@ -700,23 +584,11 @@ mod tests {
         assert!(!TraceSelection::default().is_explicit());
     }
 
-    /// The file `imported` writes, in `layout`.
-    fn written(imported: &Imported, layout: crate::model::results::JsonLayout) -> String {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.json");
-        imported
-            .save(&path, crate::model::fsutil::Overwrite::Allow, layout)
-            .unwrap();
-        std::fs::read_to_string(path).unwrap()
-    }
-
     #[test]
-    fn a_traces_samples_go_from_their_columns_into_the_file_as_they_would_from_memory() {
+    fn a_traces_samples_go_into_the_results_in_order_and_read_back() {
         use crate::model::results::JsonLayout;
-        // Blocks of 16 values: every column below is mostly in the temporary file.
-        let spill = column::Spill::with_block(16);
-        let mut counters = tracks::CounterTracks::new(&spill);
-        let mut piece = tracks::CounterTracks::new(&spill);
+        let mut counters = tracks::CounterTracks::default();
+        let mut piece = tracks::CounterTracks::default();
         for i in 0..300 {
             counters.push("util.value", i as f64 * 10.0, 0.5 + i as f64);
         }
@@ -728,8 +600,7 @@ mod tests {
         }
         counters.append(piece);
         let launches = 250;
-        let mut durations = column::Column::new(&spill);
-        let mut starts = column::Column::new(&spill);
+        let (mut durations, mut starts) = (Vec::new(), Vec::new());
         for i in 0..launches {
             durations.push(5.0 + (i % 7) as f64 * 0.125);
             starts.push(i as f64 * 20.0);
@@ -741,63 +612,31 @@ mod tests {
             ..TraceSamples::default()
         };
         let b = TraceSamples {
-            kernels: vec![("k".into(), durations), ("j".into(), vec![4.5].into())],
-            starts: vec![starts, vec![1.0].into()],
+            kernels: vec![("k".into(), durations), ("j".into(), vec![4.5])],
+            starts: vec![starts, vec![1.0]],
             ..TraceSamples::default()
         };
         let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
-        let imported = build_results(
+        let results = build_results(
             "chrome-trace",
             vec![("a.json".into(), a), ("b.json".into(), b)],
             &policies,
             "the default selection",
         )
         .unwrap();
-        // The outline holds none of the numbers.
-        let outline = imported.outline();
-        assert!(
-            outline
-                .benchmarks
-                .iter()
-                .all(|b| b.metrics.iter().all(|m| m.values.is_empty()))
-        );
-        assert!(imported.require_measurements("the import").is_ok());
-        let compact = written(&imported, JsonLayout::Compact);
-        let pretty = written(&imported, JsonLayout::Pretty);
-        // Formatted ahead by threads in pieces of any size, cut inside parts, windows and
-        // repetition runs: the same bytes, every array from its pieces.
-        let held = imported.held.as_ref().unwrap();
-        for threads in 1..=3 {
-            for piece in [1, 2, 7, 16, 40, 100_000] {
-                let mut bytes = Vec::new();
-                let formatted = crate::model::held_arrays::serialize_in_pieces(
-                    &mut bytes,
-                    &imported.results,
-                    held,
-                    threads,
-                    piece,
-                )
-                .unwrap();
-                bytes.push(b'\n');
-                assert_eq!(
-                    String::from_utf8(bytes).unwrap(),
-                    compact,
-                    "{threads} x {piece}"
-                );
-                let places = crate::model::held_arrays::HeldArrays::places(held).len();
-                let (ahead, in_place) = if threads > 1 {
-                    (places, 0)
-                } else {
-                    (0, places)
-                };
-                assert_eq!((formatted.ahead, formatted.in_place), (ahead, in_place));
-            }
-        }
-        let whole = Imported::whole(imported.into_results().unwrap());
-        assert_eq!(compact, written(&whole, JsonLayout::Compact));
-        assert_eq!(pretty, written(&whole, JsonLayout::Pretty));
+        assert!(results.require_measurements("the import").is_ok());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        results
+            .save_as(
+                &path,
+                crate::model::fsutil::Overwrite::Allow,
+                JsonLayout::Compact,
+            )
+            .unwrap();
+        let compact = std::fs::read_to_string(&path).unwrap();
         let r = crate::model::results::RunResults::parse(&compact, Path::new("r.json")).unwrap();
-        assert_eq!(r, whole.into_results().unwrap());
+        assert_eq!(r, results);
 
         let k = r.benchmark("k").unwrap();
         let m = k.metric(KERNEL_TIME).unwrap();
@@ -864,8 +703,8 @@ mod tests {
             ..TraceSamples::default()
         };
         let b = TraceSamples {
-            kernels: vec![("k".into(), vec![1.0].into())],
-            starts: vec![vec![0.0].into()],
+            kernels: vec![("k".into(), vec![1.0])],
+            starts: vec![vec![0.0]],
             counters: later,
             ..TraceSamples::default()
         };
@@ -877,7 +716,7 @@ mod tests {
             "--kernel ^k$",
         )
         .unwrap();
-        let c = imported.outline().benchmark(COUNTERS_BENCHMARK).unwrap();
+        let c = imported.benchmark(COUNTERS_BENCHMARK).unwrap();
         // Only the file without a kernel is read over its span, and a note says so.
         let spans: Vec<&String> = c
             .provenance
@@ -924,15 +763,12 @@ mod tests {
         let mut counters = tracks::CounterTracks::default();
         counters.push("util.value", 5.0, 0.5);
         let a = TraceSamples {
-            kernels: vec![("k".into(), vec![1.0, 2.0].into())],
+            kernels: vec![("k".into(), vec![1.0, 2.0])],
             counters,
             ..TraceSamples::default()
         };
         let b = TraceSamples {
-            kernels: vec![
-                ("k".into(), vec![3.0].into()),
-                ("j".into(), vec![4.0].into()),
-            ],
+            kernels: vec![("k".into(), vec![3.0]), ("j".into(), vec![4.0])],
             ..TraceSamples::default()
         };
         let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
@@ -942,8 +778,6 @@ mod tests {
             &policies,
             "the default selection",
         )
-        .unwrap()
-        .into_results()
         .unwrap();
         let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
         assert_eq!(names, ["k", "counters", "j"]);

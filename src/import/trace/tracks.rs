@@ -1,26 +1,21 @@
 //! A trace's counter tracks as the formats read them: each counter's name once, then its
-//! readings' times and values in two arrays.
+//! readings' times and values in two vectors.
 //!
 //! A trace can hold millions of readings of a few dozen counters. Kept one tuple per reading,
 //! each with its own copy of the counter's name, they cost about 250 bytes a reading; kept as
-//! tracks they cost the 16 bytes of their time and value, in two [`Column`]s that hold a block
-//! in memory and the rest in the import's temporary file, from where the results file is
-//! written (a track becomes a [`crate::model::results::CounterSeries`]).
-
-use std::sync::Arc;
+//! tracks they cost the 16 bytes of their time and value (a track becomes a
+//! [`crate::model::results::CounterSeries`]).
 
 use rustc_hash::FxHashMap;
-
-use super::column::{Column, Spill};
 
 /// One counter's readings in one file, in arrival order.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct CounterTrack {
     pub name: String,
     /// Each reading's time, in nanoseconds from the file's origin.
-    pub t_ns: Column,
+    pub t_ns: Vec<f64>,
     /// Each reading's value, in the order of `t_ns`.
-    pub values: Column,
+    pub values: Vec<f64>,
 }
 
 impl CounterTrack {
@@ -32,27 +27,17 @@ impl CounterTrack {
         self.t_ns.is_empty()
     }
 
-    /// The readings (time, value), in order, read into memory: for tests and tools (it panics
-    /// when the import's temporary file cannot be read back).
+    /// The readings (time, value), in order.
     pub fn readings(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
-        let read = |c: &Column| c.to_vec().expect("the import's temporary file reads back");
-        read(&self.t_ns).into_iter().zip(read(&self.values))
+        self.t_ns.iter().copied().zip(self.values.iter().copied())
     }
 }
 
 /// The counter tracks of a file (or of a piece of one), in order of first reading.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct CounterTracks {
     tracks: Vec<CounterTrack>,
     index: FxHashMap<String, usize>,
-    spill: Arc<Spill>,
-}
-
-impl Default for CounterTracks {
-    /// Tracks kept in memory.
-    fn default() -> CounterTracks {
-        CounterTracks::new(&Spill::in_memory())
-    }
 }
 
 impl PartialEq for CounterTracks {
@@ -62,15 +47,6 @@ impl PartialEq for CounterTracks {
 }
 
 impl CounterTracks {
-    /// No track yet; the tracks' full blocks go to `spill`.
-    pub fn new(spill: &Arc<Spill>) -> CounterTracks {
-        CounterTracks {
-            tracks: Vec::new(),
-            index: FxHashMap::default(),
-            spill: Arc::clone(spill),
-        }
-    }
-
     /// Adds a reading to the track of that name; the name is copied only for a new track.
     /// Returns the track's place, for [`CounterTracks::push_at`].
     pub fn push(&mut self, name: &str, t_ns: f64, value: f64) -> usize {
@@ -80,8 +56,7 @@ impl CounterTracks {
                 self.index.insert(name.to_string(), self.tracks.len());
                 self.tracks.push(CounterTrack {
                     name: name.to_string(),
-                    t_ns: Column::new(&self.spill),
-                    values: Column::new(&self.spill),
+                    ..CounterTrack::default()
                 });
                 self.tracks.len() - 1
             }
@@ -100,12 +75,12 @@ impl CounterTracks {
     /// Appends another set's readings after this one's, track by track (the readings of a
     /// later piece of the same file).
     pub fn append(&mut self, other: CounterTracks) {
-        for track in other.tracks {
+        for mut track in other.tracks {
             match self.index.get(&track.name) {
                 Some(&i) => {
                     let mine = &mut self.tracks[i];
-                    mine.t_ns.append(track.t_ns);
-                    mine.values.append(track.values);
+                    mine.t_ns.append(&mut track.t_ns);
+                    mine.values.append(&mut track.values);
                 }
                 None => {
                     self.index.insert(track.name.clone(), self.tracks.len());
@@ -118,7 +93,9 @@ impl CounterTracks {
     /// Moves every reading's time by `by` nanoseconds.
     pub fn shift(&mut self, by: f64) {
         for track in &mut self.tracks {
-            track.t_ns.shift(by);
+            for t in &mut track.t_ns {
+                *t += by;
+            }
         }
     }
 
@@ -144,8 +121,7 @@ impl CounterTracks {
         self.index.get(name).map(|&i| &self.tracks[i])
     }
 
-    /// Every reading (name, time, value), track by track, read into memory: for tests and
-    /// tools (see [`CounterTrack::readings`]).
+    /// Every reading (name, time, value), track by track.
     pub fn readings(&self) -> impl Iterator<Item = (&str, f64, f64)> {
         self.tracks.iter().flat_map(|t| {
             t.readings()
@@ -157,7 +133,7 @@ impl CounterTracks {
     pub fn earliest(&self) -> Option<f64> {
         self.tracks
             .iter()
-            .filter_map(|t| t.t_ns.least())
+            .filter_map(|t| super::least(&t.t_ns))
             .reduce(f64::min)
     }
 }
@@ -168,12 +144,11 @@ mod tests {
 
     #[test]
     fn readings_gather_by_name_and_keep_their_order() {
-        let spill = Spill::with_block(1);
-        let mut a = CounterTracks::new(&spill);
+        let mut a = CounterTracks::default();
         a.push("x", 3.0, 30.0);
         a.push("y", 1.0, 10.0);
         a.push("x", 1.0, 11.0);
-        let mut later = CounterTracks::new(&spill);
+        let mut later = CounterTracks::default();
         later.push("z", 0.5, 0.5);
         later.push("x", 1.0, 12.0);
         later.shift(-0.5);

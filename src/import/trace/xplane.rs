@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 
 use prost::Message;
 
-use super::column::Column;
 use super::hlo_proto::HloProto;
 use super::xplane_proto::{XEvent, XPlane, XSpace, x_event, x_stat};
 use super::{TraceSamples, TraceSelection, import_files};
 use crate::import::device::{Device, SM_MAX_MHZ};
-use crate::import::{ImportContext, ImportError, Imported, Importer, SelectionScope};
+use crate::import::{ImportContext, ImportError, Importer, SelectionScope};
+use crate::model::results::RunResults;
 use crate::model::results::{Artifact, Sampling};
 use std::collections::BTreeMap;
 
@@ -44,7 +44,7 @@ impl Importer for Xplane {
     }
 
     /// Imports XSpace files, each one repetition.
-    fn import_held(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<Imported, ImportError> {
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
         import_files(
             self.name(),
             files,
@@ -190,9 +190,8 @@ pub fn samples(space: &XSpace, selection: &TraceSelection) -> TraceSamples {
                     }
                     None => {
                         index.insert(name.to_string(), out.kernels.len());
-                        out.kernels
-                            .push((name.to_string(), Column::from(vec![nanos])));
-                        out.starts.push(Column::from(vec![start]));
+                        out.kernels.push((name.to_string(), vec![nanos]));
+                        out.starts.push(vec![start]);
                     }
                 }
             }

@@ -5,17 +5,15 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use memchr::arch::all::is_equal;
 use rustc_hash::FxHashMap;
 
 use super::event::{Event, Id, invalid};
 use crate::import::device::{Device, cuda_version};
-use crate::import::trace::column::{Column, Spill};
 use crate::import::trace::json_scan::{Kind, RawStr, Scanner, Stop, Value};
 use crate::import::trace::tracks::CounterTracks;
-use crate::import::trace::{TraceSamples, TraceSelection};
+use crate::import::trace::{TraceSamples, TraceSelection, least};
 use crate::model::results::Sampling;
 
 /// The device that a trace's top-level keys name: each listed GPU's `name` (its compute
@@ -87,29 +85,26 @@ enum Taken {
 }
 
 /// Launches of one kernel on one thread: each one's start (nanoseconds from the piece's
-/// origin) and duration (nanoseconds), in two columns of one length.
-#[derive(Debug)]
+/// origin) and duration (nanoseconds), in two vectors of one length.
+#[derive(Debug, Default)]
 struct Launches {
-    starts: Column,
-    durations: Column,
+    starts: Vec<f64>,
+    durations: Vec<f64>,
 }
 
 impl Launches {
-    fn new(spill: &Arc<Spill>) -> Launches {
-        Launches {
-            starts: Column::new(spill),
-            durations: Column::new(spill),
-        }
-    }
-
     fn push(&mut self, start: f64, duration: f64) {
         self.starts.push(start);
         self.durations.push(duration);
     }
 
-    fn append(&mut self, other: Launches) {
-        self.starts.append(other.starts);
-        self.durations.append(other.durations);
+    fn append(&mut self, mut other: Launches) {
+        if self.starts.is_empty() {
+            *self = other;
+            return;
+        }
+        self.starts.append(&mut other.starts);
+        self.durations.append(&mut other.durations);
     }
 
     fn len(&self) -> usize {
@@ -133,8 +128,6 @@ fn is_device_process(name: Option<&String>) -> bool {
 
 pub(super) struct Aggregator<'s> {
     selection: &'s TraceSelection,
-    /// Where the launches' and readings' columns write their full blocks.
-    spill: Arc<Spill>,
     /// Whether this aggregate starts at a cut rather than at the start of the file.
     from_cut: bool,
     /// Whether, starting at a cut, an end event found no begin (it came before the cut).
@@ -164,14 +157,9 @@ pub(super) struct Aggregator<'s> {
 }
 
 impl<'s> Aggregator<'s> {
-    pub(super) fn new(
-        selection: &'s TraceSelection,
-        from_cut: bool,
-        spill: &Arc<Spill>,
-    ) -> Aggregator<'s> {
+    pub(super) fn new(selection: &'s TraceSelection, from_cut: bool) -> Aggregator<'s> {
         Aggregator {
             selection,
-            spill: Arc::clone(spill),
             from_cut,
             orphan_end: false,
             explicit_selection: selection.is_explicit(),
@@ -276,7 +264,6 @@ impl<'s> Aggregator<'s> {
     fn add_duration(&mut self, name: &str, thread: (Id, Id), taken: Taken, start: f64, nanos: f64) {
         let events = self.events;
         let selection = self.selection;
-        let spill = &self.spill;
         let entry = match self.kernels.get_mut(name) {
             Some(e) => e,
             None => self
@@ -298,7 +285,7 @@ impl<'s> Aggregator<'s> {
         {
             Some((.., launches)) => launches.push(start, nanos),
             None => {
-                let mut launches = Launches::new(spill);
+                let mut launches = Launches::default();
                 launches.push(start, nanos);
                 entry.threads.push((thread, taken, launches));
             }
@@ -330,7 +317,7 @@ impl<'s> Aggregator<'s> {
         let set = match self.counters.iter().rposition(|(p, _)| *p == pid) {
             Some(i) => i,
             None => {
-                self.counters.push((pid, CounterTracks::new(&self.spill)));
+                self.counters.push((pid, CounterTracks::default()));
                 self.counters.len() - 1
             }
         };
@@ -402,7 +389,9 @@ impl<'s> Aggregator<'s> {
         if shift != 0.0 {
             for entry in later.kernels.values_mut() {
                 for (.., launches) in &mut entry.threads {
-                    launches.starts.shift(shift);
+                    for start in &mut launches.starts {
+                        *start += shift;
+                    }
                 }
             }
             for open in later.open.values_mut().flatten() {
@@ -477,11 +466,10 @@ impl<'s> Aggregator<'s> {
             .any(|n| is_device_process(Some(n)));
         let (mut host_launches, mut host_ops) = (0usize, 0usize);
         let mut kernels: Vec<(u64, String, Launches)> = Vec::new();
-        let spill = self.spill;
         for (name, entry) in self.kernels {
             let mut threads = entry.threads;
             threads.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
-            let mut launches = Launches::new(&spill);
+            let mut launches = Launches::default();
             for ((pid, tid), taken, values) in threads {
                 let thread_name = self.thread_names.get(&(pid.clone(), tid.clone()));
                 if !(pid_ok(&pid)
@@ -498,12 +486,12 @@ impl<'s> Aggregator<'s> {
                 }
                 launches.append(values);
             }
-            if launches.len() > 0 {
+            if !launches.starts.is_empty() {
                 kernels.push((entry.first_seen, name, launches));
             }
         }
         kernels.sort_by_key(|k| k.0);
-        let mut counters = CounterTracks::new(&spill);
+        let mut counters = CounterTracks::default();
         for (pid, tracks) in self.counters {
             if pid_ok(&pid) {
                 counters.append(tracks);
@@ -512,13 +500,15 @@ impl<'s> Aggregator<'s> {
         // Times count from the earliest one kept.
         let earliest = kernels
             .iter()
-            .filter_map(|k| k.2.starts.least())
+            .filter_map(|k| least(&k.2.starts))
             .chain(counters.earliest())
             .reduce(f64::min)
             .unwrap_or(0.0);
         if earliest != 0.0 {
             for (.., launches) in &mut kernels {
-                launches.starts.shift(-earliest);
+                for start in &mut launches.starts {
+                    *start -= earliest;
+                }
             }
             counters.shift(-earliest);
         }

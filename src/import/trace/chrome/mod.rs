@@ -29,9 +29,9 @@ use self::aggregate::Aggregator;
 use self::io::{ReadAhead, read_up_to};
 use self::parallel::{PARALLEL_MIN_BYTES, read_parallel};
 use self::walk::{Input, Start};
-use super::column::Spill;
 use super::{TraceSamples, TraceSelection, import_files};
-use crate::import::{ImportContext, ImportError, Imported, Importer, SelectionScope};
+use crate::import::{ImportContext, ImportError, Importer, SelectionScope};
+use crate::model::results::RunResults;
 
 /// What the default selection takes, in words.
 const DEFAULT_SELECTION: &str =
@@ -57,7 +57,7 @@ impl Importer for ChromeTrace {
     }
 
     /// Imports Chrome trace files (`.json` or gzip-compressed `.json.gz`), each one repetition.
-    fn import_held(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<Imported, ImportError> {
+    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
         import_files(
             self.name(),
             files,
@@ -105,7 +105,7 @@ pub fn read_file(path: &Path, selection: &TraceSelection) -> Result<TraceSamples
 
 /// Parses a trace from any reader. Errors are messages that say where and what.
 pub fn read_trace<R: Read>(reader: R, selection: &TraceSelection) -> Result<TraceSamples, String> {
-    let mut aggregator = Aggregator::new(selection, false, &Spill::new());
+    let mut aggregator = Aggregator::new(selection, false);
     Input::new(reader, 0, Vec::new()).walk(&mut aggregator, Start::Document)?;
     aggregator.finish()
 }

@@ -10,7 +10,6 @@ use super::aggregate::Aggregator;
 use super::io::read_up_to;
 use super::read_trace;
 use super::walk::{Input, Start, Walked};
-use crate::import::trace::column::Spill;
 use crate::import::trace::{TraceSamples, TraceSelection};
 
 /// Files at least this large are read by several threads.
@@ -41,15 +40,13 @@ pub(super) fn read_parallel(
     if cuts.is_empty() {
         return read_trace(open()?, selection);
     }
-    // One spill for every worker: a later piece's columns are appended to the first's.
-    let spill = Spill::new();
     let walk_from = |index: usize| -> Result<(Aggregator<'_>, Walked), String> {
         let start = if index == 0 { 0 } else { cuts[index - 1] };
         let mut file = open()?;
         file.seek(SeekFrom::Start(start))
             .map_err(|e| format!("cannot seek to byte {start}: {e}"))?;
         let later_cuts = cuts[index..].to_vec();
-        let mut agg = Aggregator::new(selection, index > 0, &spill);
+        let mut agg = Aggregator::new(selection, index > 0);
         let from = if index == 0 {
             Start::Document
         } else {
