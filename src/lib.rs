@@ -13,8 +13,9 @@
 //! commands.
 //!
 //! Below them: [`model`] (metrics, units, verdicts, the protocol, the results and report
-//! contracts, exit codes), [`machine`] (fingerprints and environment keys) and [`stats`] (rank
-//! tests, multiplicity, prediction intervals, change points). [`schema`] generates the JSON
+//! contracts, exit codes), [`store`] (their files read and written atomically), [`machine`]
+//! (fingerprints and environment keys) and [`stats`] (rank tests, multiplicity, prediction
+//! intervals, change points). [`schema`] generates the JSON
 //! Schemas from the types.
 
 pub mod baseline;
@@ -35,3 +36,4 @@ pub mod render;
 pub mod run;
 pub mod schema;
 pub mod stats;
+pub mod store;

@@ -70,8 +70,8 @@ pub fn import_bytes(format: &str, data: &[u8]) {
     let written = SCRATCH.with(|d| d.path().join("results.json"));
     let saved = results.save_as(
         &written,
-        kgate::model::fsutil::Overwrite::Allow,
-        kgate::model::results::JsonLayout::Compact,
+        kgate::store::fsutil::Overwrite::Allow,
+        kgate::store::JsonLayout::Compact,
     );
     match saved {
         Ok(()) => {

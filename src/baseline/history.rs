@@ -21,12 +21,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::machine::envkey;
 use crate::machine::fingerprint::Fingerprint;
-use crate::model::fsutil::{self, Overwrite};
 use crate::model::metric::Direction;
 use crate::model::report::Report;
 use crate::model::results::{RunResults, Status};
 use crate::model::verdict::Verdict;
 use crate::stats::{self, Summary};
+use crate::store::fsutil::{self, Overwrite};
 
 /// Folder of histories, relative to the configuration's folder.
 pub const HISTORY_DIR: &str = ".kgate/history";
@@ -342,7 +342,7 @@ fn folder_class(root: &Path, name: &str) -> Option<String> {
         .find_map(|path| {
             let text = std::fs::read_to_string(path).ok()?;
             let env: Environment =
-                serde_json::from_str(crate::model::json_array::without_bom(&text)).ok()?;
+                serde_json::from_str(crate::store::read::without_bom(&text)).ok()?;
             Some(envkey::class_key(&env.environment))
         })
 }
@@ -402,7 +402,7 @@ pub fn load(root: &Path, key: &str) -> Result<Vec<HistoryRecord>, HistoryError> 
             path: path.clone(),
             source,
         })?;
-        let text = crate::model::json_array::without_bom(&text);
+        let text = crate::store::read::without_bom(&text);
         let rec: HistoryRecord =
             serde_json::from_str(text).map_err(|source| HistoryError::Parse {
                 path: path.clone(),

@@ -7,8 +7,9 @@ pub mod gitref;
 pub mod history;
 use std::path::{Path, PathBuf};
 
-use crate::model::fsutil::Overwrite;
-use crate::model::results::{ResultsError, RunResults};
+use crate::model::results::RunResults;
+use crate::store::ResultsError;
+use crate::store::fsutil::Overwrite;
 
 /// Folder of baselines, relative to the configuration's folder.
 pub const BASELINE_DIR: &str = ".kgate/baselines";

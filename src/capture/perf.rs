@@ -182,7 +182,7 @@ pub fn read(path: &Path) -> Result<Vec<Block>, String> {
     use std::io::Read;
     let shown = path.display();
     let cannot = |e: std::io::Error| format!("cannot read perf stat output `{shown}`: {e}");
-    let (file, _gzip) = crate::model::fsutil::open_maybe_gzip(path).map_err(cannot)?;
+    let (file, _gzip) = crate::store::fsutil::open_maybe_gzip(path).map_err(cannot)?;
     let mut bytes = Vec::new();
     file.take(MAX_INPUT_BYTES + 1)
         .read_to_end(&mut bytes)

@@ -131,7 +131,7 @@ pub fn read(path: &Path, tool: Tool) -> Result<Profile, String> {
     let read = || -> std::io::Result<String> {
         use std::io::Read;
         let mut text = String::new();
-        crate::model::fsutil::open_maybe_gzip(path)?
+        crate::store::fsutil::open_maybe_gzip(path)?
             .0
             .read_to_string(&mut text)?;
         Ok(text)

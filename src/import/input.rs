@@ -87,7 +87,7 @@ const TEXT_CHUNK: usize = 1 << 16;
 impl TextReader {
     pub fn open(path: &Path, what: &str, max: u64) -> Result<TextReader, ImportError> {
         let (file, _gzip) =
-            crate::model::fsutil::open_maybe_gzip(path).map_err(|source| ImportError::Read {
+            crate::store::fsutil::open_maybe_gzip(path).map_err(|source| ImportError::Read {
                 path: path.to_path_buf(),
                 source,
             })?;

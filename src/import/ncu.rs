@@ -198,7 +198,7 @@ pub fn source_of(unit: &str) -> Source {
 
 /// Reads ncu CSV output from a file, keeping every launch.
 pub fn parse_file(path: &Path) -> Result<NcuReport, NcuError> {
-    let (file, _gzip) = crate::model::fsutil::open_maybe_gzip(path)?;
+    let (file, _gzip) = crate::store::fsutil::open_maybe_gzip(path)?;
     parse(BufReader::with_capacity(1 << 20, file))
 }
 
@@ -893,7 +893,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             },
         };
         let (file, _gzip) =
-            crate::model::fsutil::open_maybe_gzip(path).map_err(|e| to_import_error(e.into()))?;
+            crate::store::fsutil::open_maybe_gzip(path).map_err(|e| to_import_error(e.into()))?;
         let mut ordinal: BTreeMap<String, u32> = BTreeMap::new();
         let mut kernels: BTreeMap<String, Stored> = BTreeMap::new();
         let mut pending = 0usize;

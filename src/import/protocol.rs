@@ -47,7 +47,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     for (file_index, path) in files.iter().enumerate() {
         let stem = file_benchmark_name(path);
         let mut in_file: FxHashMap<String, Held> = FxHashMap::default();
-        protocol::for_each_line(path, |_, line| {
+        crate::store::protocol::for_each_line(path, |_, line| {
             let name = line.benchmark().unwrap_or(&stem);
             if !in_file.contains_key(name) {
                 first_file.entry(name.to_string()).or_insert(file_index);

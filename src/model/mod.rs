@@ -4,8 +4,6 @@
 
 pub mod evidence;
 pub mod exit;
-pub mod fsutil;
-pub mod json_array;
 pub mod metric;
 pub mod profile;
 pub mod protocol;
@@ -23,7 +21,7 @@ use std::collections::HashMap;
 /// refused by its version. Only an object has one: serde reads a struct from an array too,
 /// and `[1]` would pass for a version 1 document.
 pub fn schema_version_of(text: &str) -> Option<u64> {
-    let text = json_array::without_bom(text);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if !text.trim_start().starts_with('{') {
         return None;
     }

@@ -947,7 +947,7 @@ pub fn write_json(
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
     use std::io::Write;
-    let mut out = crate::model::fsutil::serializer_buffer(out);
+    let mut out = crate::store::fsutil::serializer_buffer(out);
     // The strings of a report are untrusted: those that would act on a terminal are escaped.
     escape::write_inert_json(&mut out, report, pretty).map_err(std::io::Error::from)?;
     out.write_all(b"\n")?;

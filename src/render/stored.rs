@@ -45,19 +45,19 @@ pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
     let open = || {
         std::fs::File::open(path)
             .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
-            .and_then(crate::model::json_array::skip_bom)
+            .and_then(crate::store::read::skip_bom)
             .map_err(read_error)
     };
     // A pipe cannot be read a second time for the version: its text is read first.
-    let piped = match crate::model::json_array::rereadable(path) {
+    let piped = match crate::store::read::rereadable(path) {
         true => None,
         false => Some(
-            crate::model::json_array::read_once(path, crate::model::results::STREAM_MAX_BYTES)
+            crate::store::read::read_once(path, crate::store::STREAM_MAX_BYTES)
                 .map_err(read_error)?,
         ),
     };
     let parsed = match &piped {
-        Some(text) => serde_json::from_str::<Report>(crate::model::json_array::without_bom(text)),
+        Some(text) => serde_json::from_str::<Report>(crate::store::read::without_bom(text)),
         None => serde_json::from_reader::<_, Report>(open()?),
     };
     // The text is read only for a report that did not read: to tell its version, and where
@@ -90,9 +90,7 @@ pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
         false => StoredReportError::Parse {
             path: path.to_path_buf(),
             field: failed_text.as_deref().and_then(|text| {
-                crate::model::text::failing_field::<Report>(crate::model::json_array::without_bom(
-                    text,
-                ))
+                crate::model::text::failing_field::<Report>(crate::store::read::without_bom(text))
             }),
             source,
         },

@@ -645,8 +645,9 @@ fn a_gzip_of_a_gigabyte_of_whitespace_streams_under_a_memory_cap() {
 
 #[test]
 fn the_results_writer_refuses_a_value_it_could_not_read_back() {
-    use kgate::model::fsutil::Overwrite;
-    use kgate::model::results::{ResultsError, RunResults};
+    use kgate::model::results::RunResults;
+    use kgate::store::ResultsError;
+    use kgate::store::fsutil::Overwrite;
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "r.json", &results_file("a", &[1.0, 2.0]));
     let mut results = RunResults::load(&path).unwrap();

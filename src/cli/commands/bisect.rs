@@ -10,10 +10,10 @@ use crate::bisect::{self, BisectError, Commit, Observer, Outcome, StepRecord, sh
 use crate::cli::{BisectArgs, BisectFormat};
 use crate::compare::ComparePolicy;
 use crate::model::exit::ExitStatus;
-use crate::model::fsutil::{self, Overwrite};
 use crate::model::text::{escape_log, escape_terminal};
 use crate::plan::Plan;
 use crate::run::progress;
+use crate::store::fsutil::{self, Overwrite};
 
 /// Says each checkout and each measurement on stderr, one line each.
 struct Lines {

@@ -23,7 +23,7 @@ use crate::github::client::{Conclusion, GithubClient};
 use crate::github::env::{self as gh_env, GithubContext, Level};
 use crate::gitlab::GitlabContext;
 use crate::gitlab::client::{GitlabClient, NoteOutcome};
-use crate::model::fsutil::{self, Overwrite};
+use crate::store::fsutil::{self, Overwrite};
 
 /// The sticky-comment and check-run id of this job: `--job-id`, else `GITHUB_JOB`.
 fn job_id(post: &PostArgs, ctx: Option<&GithubContext>) -> Result<String> {

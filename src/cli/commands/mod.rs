@@ -23,9 +23,8 @@ use crate::config::{self, LoadedConfig};
 use crate::import;
 use crate::model::evidence::Evidence;
 use crate::model::exit::ExitStatus;
-use crate::model::fsutil::{self, Overwrite};
 use crate::model::report::{Design, Report};
-use crate::model::results::{JsonLayout, RunResults, Status};
+use crate::model::results::{RunResults, Status};
 use crate::model::text::{escape_log, escape_terminal};
 use crate::model::verdict::RunVerdict;
 use crate::plan::{MetricPolicy, Overrides, Plan};
@@ -33,6 +32,8 @@ use crate::render::{self, Format};
 use crate::run::progress;
 use crate::run::runner::{self, Revision, RunError};
 use crate::run::worktree::Worktree;
+use crate::store::JsonLayout;
+use crate::store::fsutil::{self, Overwrite};
 
 /// Runs a parsed command line and returns the process exit status.
 pub fn execute(cli: Cli) -> Result<u8> {

@@ -18,7 +18,6 @@ use crate::config::LoadedConfig;
 use crate::machine::envkey;
 use crate::machine::fingerprint::Fingerprint;
 use crate::model::exit::ExitStatus;
-use crate::model::fsutil::{self, Overwrite};
 use crate::model::report::Report;
 use crate::model::results::{RESULTS_SCHEMA_VERSION, RunResults};
 use crate::model::text::escape_terminal;
@@ -27,6 +26,7 @@ use crate::plan::selection;
 use crate::plan::shard::{self, Shard};
 use crate::render::history_html::{DEFAULT_MAX_CHARTS, HistoryChart, write_history_page};
 use crate::stats::changepoint::{self, Settings};
+use crate::store::fsutil::{self, Overwrite};
 
 /// A baseline file as committed at the merge-base of `reference` and HEAD.
 pub fn baseline_at_ref(root: &Path, path: &Path, reference: &str) -> Result<RunResults> {

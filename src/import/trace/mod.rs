@@ -586,7 +586,7 @@ mod tests {
 
     #[test]
     fn a_traces_samples_go_into_the_results_in_order_and_read_back() {
-        use crate::model::results::JsonLayout;
+        use crate::store::JsonLayout;
         let mut counters = tracks::CounterTracks::default();
         let mut piece = tracks::CounterTracks::default();
         for i in 0..300 {
@@ -630,7 +630,7 @@ mod tests {
         results
             .save_as(
                 &path,
-                crate::model::fsutil::Overwrite::Allow,
+                crate::store::fsutil::Overwrite::Allow,
                 JsonLayout::Compact,
             )
             .unwrap();

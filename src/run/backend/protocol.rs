@@ -51,7 +51,7 @@ impl Backend for Protocol {
         // end of the file, whose earliest time may become their origin.
         let mut measured = 0;
         let mut timed = protocol::TimedLines::default();
-        protocol::for_each_line(&path, |_, line| {
+        crate::store::protocol::for_each_line(&path, |_, line| {
             collector.check_benchmark(&line)?;
             match line {
                 protocol::ProtocolLine::Measurement(m) => {
