@@ -237,7 +237,7 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         );
     }
     if let Some(device) = &config.device
-        && let Err(e) = crate::config::profile::resolve(device, &config.profiles)
+        && let Err(e) = crate::config::device::resolve(device, &config.profiles)
     {
         return fail(Some("device:"), "device".into(), e.to_string());
     }
@@ -369,7 +369,7 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
             let profile = config
                 .device
                 .as_ref()
-                .and_then(|d| crate::config::profile::resolve(d, &config.profiles).ok());
+                .and_then(|d| crate::config::device::resolve(d, &config.profiles).ok());
             if let Err(e) = crate::config::tpu_sampling::check(c, profile.as_ref()) {
                 // Located at the key inside this benchmark's entry when it is written there.
                 let from = find_nth_line(text, &needle, 0).unwrap_or(1);

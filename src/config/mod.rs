@@ -7,8 +7,8 @@
 //! afterwards and are located with spans.
 
 pub mod derived;
+pub mod device;
 mod load;
-pub mod profile;
 mod starter;
 pub mod tpu_sampling;
 mod values;

@@ -12,7 +12,7 @@
 //! silently sampled nothing.
 
 use super::CounterSampling;
-use super::profile::DeviceProfile;
+use super::device::DeviceProfile;
 
 /// The `advanced_configuration` key the string is meant for (the TensorCore component).
 pub const OPTIONS_KEY: &str = "tpu_tc_perf_counter_sampling_options";
@@ -233,7 +233,7 @@ pub fn options(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::profile::builtin;
+    use crate::config::device::builtin;
 
     fn sampling(yaml: &str) -> CounterSampling {
         serde_saphyr::from_str(yaml).unwrap()

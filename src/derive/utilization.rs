@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::windows::{Readings, SampleMode, Windows};
-use crate::config::profile::DeviceProfile;
+use crate::config::device::DeviceProfile;
 use crate::model::metric::{Direction, GateRule, Source};
 use crate::model::results::{
     BenchmarkResult, CounterSeries, MetricSamples, Sampling, UnavailableCounter,
@@ -38,7 +38,7 @@ pub struct Options<'a> {
     pub explicit_mode: bool,
     /// Right-shift bits the device applied to every sample.
     pub scaling: u8,
-    /// Counter passes (from [`crate::config::profile::plan_passes`]); repetition r ran pass
+    /// Counter passes (from [`crate::config::device::plan_passes`]); repetition r ran pass
     /// r mod passes. Empty when every counter was sampled in every repetition.
     pub passes: &'a [Vec<String>],
 }
@@ -168,7 +168,7 @@ impl<'a> SeriesPlan<'a> {
             let core = c.core.or_else(|| {
                 core_rule
                     .as_ref()
-                    .and_then(|re| crate::config::profile::core_of(re, &c.counter))
+                    .and_then(|re| crate::config::device::core_of(re, &c.counter))
             });
             let name = match core {
                 Some(core) => format!("{base}.core{core}"),
@@ -280,7 +280,7 @@ impl<'a> SeriesPlan<'a> {
     }
 
     /// The profile's settings for series `c`'s key, when it has any.
-    fn spec(&self, c: usize) -> Option<&crate::config::profile::CounterSpec> {
+    fn spec(&self, c: usize) -> Option<&crate::config::device::CounterSpec> {
         self.opts.profile.counters.get(&self.series[c].base)
     }
 }
@@ -477,7 +477,7 @@ struct Computed {
     delta: f64,
     span: f64,
     unit: String,
-    spec: crate::config::profile::CounterSpec,
+    spec: crate::config::device::CounterSpec,
 }
 
 /// Everything [`apply`] records on a benchmark.
@@ -1125,7 +1125,7 @@ mod tests {
     /// `apply` with cumulative samples, no scaling, no policy and one pass.
     fn apply_cumulative(
         result: &mut BenchmarkResult,
-        profile: &crate::config::profile::DeviceProfile,
+        profile: &crate::config::device::DeviceProfile,
     ) {
         apply(result, &[], Options::cumulative(profile));
     }
@@ -1169,7 +1169,7 @@ mod tests {
 
     #[test]
     fn a_kernel_between_two_samples_is_unresolved_with_the_fix() {
-        let profile = crate::config::profile::builtin("tpu-v7x").unwrap();
+        let profile = crate::config::device::builtin("tpu-v7x").unwrap();
         let mut result = BenchmarkResult::new("k", Default::default());
         add(
             &mut result,
@@ -1196,7 +1196,7 @@ mod tests {
     /// The reason of the one unresolved figure of a kernel launched over `[start, end]`, read
     /// against readings every 2,000 ns (with one gap of 9,000 ns after 20,000 ns).
     fn unresolved_reason(start: f64, end: f64) -> String {
-        let profile = crate::config::profile::builtin("tpu-v7x").unwrap();
+        let profile = crate::config::device::builtin("tpu-v7x").unwrap();
         let mut result = BenchmarkResult::new("k", Default::default());
         let times = (0..=10)
             .map(|i| 2000.0 * f64::from(i))
@@ -1245,7 +1245,7 @@ mod tests {
 
     #[test]
     fn beats_give_bandwidth_and_memory_utilization() {
-        let profile = crate::config::profile::builtin("tpu-v7x").unwrap();
+        let profile = crate::config::device::builtin("tpu-v7x").unwrap();
         let mut result = BenchmarkResult::new("k", Default::default());
         for (counter, values) in [
             ("hbm_rd_beats", [0.0, 40_000.0, 80_000.0]),
@@ -1282,7 +1282,7 @@ mod tests {
 
     #[test]
     fn a_measured_cycle_counter_is_the_denominator() {
-        let profile = crate::config::profile::builtin("tpu-v7x").unwrap();
+        let profile = crate::config::device::builtin("tpu-v7x").unwrap();
         let mut result = BenchmarkResult::new("k", Default::default());
         // 950 busy of 1520 measured cycles per microsecond (a throttled clock): 62.5 %, not
         // the 50 % that 1 µs × 1.9 GHz would give.
@@ -1306,7 +1306,7 @@ mod tests {
 
     #[test]
     fn above_one_hundred_percent_is_flagged_not_reported() {
-        let profile = crate::config::profile::builtin("tpu-v7x").unwrap();
+        let profile = crate::config::device::builtin("tpu-v7x").unwrap();
         let mut result = BenchmarkResult::new("k", Default::default());
         // 3000 busy cycles in 1 µs at 1.9 GHz: 158 %.
         add(

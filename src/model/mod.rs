@@ -4,8 +4,8 @@
 
 pub mod evidence;
 pub mod exit;
+pub mod function_diff;
 pub mod metric;
-pub mod profile;
 pub mod protocol;
 pub mod repetition_numbers;
 pub mod report;

@@ -305,7 +305,7 @@ pub struct BenchmarkComparison {
     /// What a deeper capture of a regressed benchmark found (`gate.on_regression: profile`
     /// or `kgate check --profile-regressions`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<crate::model::profile::BenchmarkProfile>,
+    pub profile: Option<crate::model::function_diff::BenchmarkProfile>,
 }
 
 impl BenchmarkComparison {

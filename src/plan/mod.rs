@@ -73,7 +73,7 @@ pub struct BenchmarkPlan {
     /// Settings of the `ncu` capture.
     pub ncu: crate::config::NcuConfig,
     /// Device profile for counter normalization (`device:` in the configuration).
-    pub device: Option<crate::config::profile::DeviceProfile>,
+    pub device: Option<crate::config::device::DeviceProfile>,
     /// How the benchmark samples counters.
     pub counters: crate::config::CounterSampling,
     /// Counter passes planned from `counters.request` and the profile's counters per pass.
@@ -251,9 +251,9 @@ fn resolve_benchmark(
     let device = config
         .device
         .as_ref()
-        .and_then(|d| crate::config::profile::resolve(d, &config.profiles).ok());
+        .and_then(|d| crate::config::device::resolve(d, &config.profiles).ok());
     let counters = b.counters.clone().unwrap_or_default();
-    let counter_passes = crate::config::profile::plan_passes(
+    let counter_passes = crate::config::device::plan_passes(
         &counters.request,
         device
             .as_ref()

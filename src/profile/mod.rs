@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::capture::valgrind::Tool;
 use crate::config::CaptureKind;
-use crate::model::profile::{BenchmarkProfile, FunctionChange, FunctionCost};
+use crate::model::function_diff::{BenchmarkProfile, FunctionChange, FunctionCost};
 use crate::model::report::Report;
 use crate::model::verdict::Verdict;
 use crate::plan::{BenchmarkPlan, Plan};

@@ -337,8 +337,8 @@ fn hard_cut(text: &str, max: usize, size: fn(&str) -> usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::function_diff::BenchmarkProfile;
     use crate::model::metric::{Direction, GateRule, Source};
-    use crate::model::profile::BenchmarkProfile;
     use crate::model::report::Design;
     use crate::model::results::{Artifact, BenchmarkResult, MetricSamples, Provenance, RunResults};
 

@@ -9,12 +9,12 @@
 use std::io::IsTerminal;
 
 pub mod escape;
+pub mod function_diff;
 pub mod history_html;
 pub mod html;
 pub mod junit;
 pub mod markdown_details;
 pub mod markdown_limits;
-pub mod profile;
 pub mod stored;
 pub mod strip;
 
@@ -738,7 +738,7 @@ impl Exporter for TableExporter {
                         escape_terminal(&b.explanation)
                     )));
                     if let Some(p) = &b.profile {
-                        text.push_str(&prose(profile::table_line(p)));
+                        text.push_str(&prose(function_diff::table_line(p)));
                     }
                 } else if b.metrics.iter().any(|m| m.waived) {
                     text.push_str(&prose(format!(
@@ -913,7 +913,7 @@ impl Exporter for MarkdownExporter {
             out.push_str("\n</details>\n");
         }
         out.push_str(&markdown_details::benchmark_sections(report));
-        out.push_str(&profile::markdown_sections(report));
+        out.push_str(&function_diff::markdown_sections(report));
         for w in &report.warnings {
             out.push_str(&format!("\n> [!NOTE]\n> {}\n", escape_markdown(w)));
         }

@@ -432,7 +432,7 @@ const LINE_PAYLOAD: &str = "::add-mask::s ##[error]e\r\n::error::x \u{1b}]8;;htt
 /// The snapshot fixture with a value in every optional string field as well: a profile with
 /// its tool, sides, events, functions and notes, a waiver, and a metric's reason not to gate.
 fn full_fixture() -> Report {
-    use kgate::model::profile::{BenchmarkProfile, FunctionChange, FunctionCost};
+    use kgate::model::function_diff::{BenchmarkProfile, FunctionChange, FunctionCost};
     let mut report = crate::reports::fixture();
     let cost = FunctionCost {
         self_ir: 1_000,

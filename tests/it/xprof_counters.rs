@@ -489,8 +489,8 @@ fn counter_events_without_a_value_and_with_several_are_said() {
 
 #[test]
 fn register_names_map_to_profile_keys_on_v7x_and_v6e() {
-    let v7x = kgate::config::profile::builtin("tpu-v7x").unwrap();
-    let v6e = kgate::config::profile::builtin("tpu-v6e").unwrap();
+    let v7x = kgate::config::device::builtin("tpu-v7x").unwrap();
+    let v6e = kgate::config::device::builtin("tpu-v6e").unwrap();
     for (name, key) in [
         ("COUNT_MXU_BUSY_2", "mxu_busy_2"),
         ("COUNT_MXU_BUSY_2.TC Stats", "mxu_busy_2"),

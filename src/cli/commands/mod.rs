@@ -876,12 +876,12 @@ fn counters_hint(
         (Some(_), None) => format!(
             "utilization over their span needs a device profile, and the configuration `{}` names none (add `device: NAME`; built in: {})",
             config_path.display(),
-            crate::config::profile::builtin_names().join(", ")
+            crate::config::device::builtin_names().join(", ")
         ),
         (None, None) => format!(
             "utilization over their span needs a device profile: `device: NAME` in the configuration (`{}` does not exist; -c FILE names another; built in: {})",
             config_path.display(),
-            crate::config::profile::builtin_names().join(", ")
+            crate::config::device::builtin_names().join(", ")
         ),
     };
     if importer.kernel_selection().is_some() {

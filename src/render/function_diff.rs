@@ -2,7 +2,7 @@
 //! Markdown: one short line in the table, a folded section per benchmark in Markdown. Names and
 //! paths come from the profiled binary and are escaped for each format.
 
-use crate::model::profile::{BenchmarkProfile, FunctionChange, FunctionCost};
+use crate::model::function_diff::{BenchmarkProfile, FunctionChange, FunctionCost};
 use crate::model::report::Report;
 use crate::render::escape::{escape_markdown, escape_markdown_html, escape_terminal};
 
