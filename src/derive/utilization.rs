@@ -61,10 +61,10 @@ impl<'a> Options<'a> {
 /// Computes counter totals, utilizations, bandwidths, the profile's formulas and the roofline
 /// position for every repetition, and records them as metrics of `result`. Problems (a window
 /// above 100 %, a launch that holds no whole sampling window) go to the provenance. The
-/// series are the benchmark's own and `lent`, those its kernel windows are read against on
-/// another benchmark ([`crate::model::results::RunResults::lent_counters`]).
-pub fn apply(result: &mut BenchmarkResult, lent: &[CounterSeries], opts: Options<'_>) {
-    let plan = SeriesPlan::new(result.counters.iter().chain(lent), opts);
+/// series are the benchmark's own and `from_others`, those its kernel windows are read against on
+/// another benchmark ([`crate::model::results::RunResults::series_from_others`]).
+pub fn apply(result: &mut BenchmarkResult, from_others: &[CounterSeries], opts: Options<'_>) {
+    let plan = SeriesPlan::new(result.counters.iter().chain(from_others), opts);
     // The kernel windows of each repetition, gathered once for all its series.
     let mut launches: BTreeMap<u32, Vec<Launch<'_>>> = BTreeMap::new();
     for k in &result.kernel_windows {
@@ -802,11 +802,11 @@ pub fn apply_to_import(results: &mut crate::model::results::RunResults, plan: &c
     if derived.is_empty() {
         return;
     }
-    let lenders = results.lenders();
+    let shared = results.shared_series();
     for (i, opts) in derived {
         // The readings around a kernel's windows, held one benchmark at a time.
-        let lent = lenders.lent_counters(results, &results.benchmarks[i]);
-        apply(&mut results.benchmarks[i], &lent, opts);
+        let from_others = shared.series_from_others(results, &results.benchmarks[i]);
+        apply(&mut results.benchmarks[i], &from_others, opts);
     }
 }
 

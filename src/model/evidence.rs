@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::model::results::{BenchmarkResult, CounterSeries, Lenders, RunResults};
+use crate::model::results::{BenchmarkResult, CounterSeries, RunResults, SharedSeries};
 
 /// The evidence of a whole comparison, one entry per benchmark present on either side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -133,15 +133,16 @@ impl Evidence {
     /// Collects the evidence of two runs; benchmarks in the candidate's order, then those only
     /// in the baseline.
     pub fn from_runs(base: Option<&RunResults>, head: &RunResults) -> Evidence {
-        let (base_lenders, head_lenders) = (base.map(RunResults::lenders), head.lenders());
+        let (base_shared, head_shared) =
+            (base.map(RunResults::shared_series), head.shared_series());
         Evidence {
             benchmarks: sides(base, head)
                 .map(|(name, b, h)| {
-                    let lent = [
-                        lent(base.zip(base_lenders.as_ref()), b),
-                        lent(Some((head, &head_lenders)), h),
+                    let from_others = [
+                        from_others(base.zip(base_shared.as_ref()), b),
+                        from_others(Some((head, &head_shared)), h),
                     ];
-                    BenchmarkEvidence::from_results(name, b, h, &lent)
+                    BenchmarkEvidence::from_results(name, b, h, &from_others)
                 })
                 .collect(),
             omitted: None,
@@ -156,19 +157,20 @@ impl Evidence {
         shown: impl Fn(&str) -> Option<&'a [String]>,
     ) -> Evidence {
         let mut omitted = Omitted::default();
-        let (base_lenders, head_lenders) = (base.map(RunResults::lenders), head.lenders());
+        let (base_shared, head_shared) =
+            (base.map(RunResults::shared_series), head.shared_series());
         let benchmarks = sides(base, head)
             .map(|(name, b, h)| {
                 let keep = shown(name);
                 // Counters are charted only for a benchmark the report shows.
-                let lent = match keep {
+                let from_others = match keep {
                     Some(_) => [
-                        lent(base.zip(base_lenders.as_ref()), b),
-                        lent(Some((head, &head_lenders)), h),
+                        from_others(base.zip(base_shared.as_ref()), b),
+                        from_others(Some((head, &head_shared)), h),
                     ],
                     None => Default::default(),
                 };
-                let mut evidence = BenchmarkEvidence::from_results(name, b, h, &lent);
+                let mut evidence = BenchmarkEvidence::from_results(name, b, h, &from_others);
                 evidence.bound(keep, &mut omitted);
                 evidence
             })
@@ -272,9 +274,12 @@ fn sides<'r>(
 
 /// The readings a benchmark's kernel windows are read against on another benchmark of its
 /// run (a trace import's `counters` benchmark), for its counter charts.
-fn lent(run: Option<(&RunResults, &Lenders)>, b: Option<&BenchmarkResult>) -> Vec<CounterSeries> {
+fn from_others(
+    run: Option<(&RunResults, &SharedSeries)>,
+    b: Option<&BenchmarkResult>,
+) -> Vec<CounterSeries> {
     match (run, b) {
-        (Some((run, lenders)), Some(b)) => lenders.lent_counters(run, b),
+        (Some((run, shared)), Some(b)) => shared.series_from_others(run, b),
         _ => Vec::new(),
     }
 }
@@ -343,13 +348,13 @@ impl BenchmarkEvidence {
         }
     }
 
-    /// One benchmark's evidence; `lent` holds, for the base and the head, the series its
+    /// One benchmark's evidence; `from_others` holds, for the base and the head, the series its
     /// kernel windows are read against on another benchmark.
     fn from_results(
         name: &str,
         base: Option<&BenchmarkResult>,
         head: Option<&BenchmarkResult>,
-        lent: &[Vec<CounterSeries>; 2],
+        from_others: &[Vec<CounterSeries>; 2],
     ) -> BenchmarkEvidence {
         let mut metrics: Vec<SamplePair> = Vec::new();
         // Pairs found by name through an index: an ncu raw page gives a benchmark thousands.
@@ -377,8 +382,13 @@ impl BenchmarkEvidence {
             let Some(r) = side else { continue };
             let mut by_counter: BTreeMap<&str, BTreeMap<u32, Vec<&CounterSeries>>> =
                 BTreeMap::new();
-            let lent = &lent[usize::from(is_head)];
-            for c in r.counters.iter().chain(lent).filter(|c| !c.is_empty()) {
+            let from_others = &from_others[usize::from(is_head)];
+            for c in r
+                .counters
+                .iter()
+                .chain(from_others)
+                .filter(|c| !c.is_empty())
+            {
                 by_counter
                     .entry(c.counter.as_str())
                     .or_default()

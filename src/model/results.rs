@@ -632,7 +632,7 @@ pub struct KernelWindows {
 
 /// Where the counter readings of a kernel's windows are: a trace import keeps each reading
 /// once, on its `counters` benchmark, instead of a copy on the benchmark of every kernel it
-/// was read around. [`RunResults::lent_counters`] gives the readings around the windows.
+/// was read around. [`RunResults::series_from_others`] gives the readings around the windows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CountersOf {
     /// The benchmark that holds the series.
@@ -704,33 +704,37 @@ pub struct UnavailableCounter {
     pub hint: String,
 }
 
-/// What reading many benchmarks' kernel windows against the series other benchmarks lend
-/// needs once, not once per benchmark ([`RunResults::lenders`]): where each benchmark is by
-/// name, and, of a lender's series out of time order, its readings in order. A trace import
+/// What reading many benchmarks' kernel windows against the series other benchmarks hold
+/// needs once, not once per benchmark ([`RunResults::shared_series`]): where each benchmark is by
+/// name, and, of a sharer's series out of time order, its readings in order. A trace import
 /// has a benchmark per kernel, all reading one counters benchmark. It stays right while the
 /// benchmarks keep their names, order and counters.
-pub struct Lenders {
+pub struct SharedSeries {
     index: std::collections::HashMap<String, usize>,
     /// (benchmark, series) → the series' times and values in time order, for the series
     /// that are not (a file written elsewhere; kgate writes its own in order).
     in_order: std::collections::HashMap<(usize, usize), (Vec<f64>, Vec<f64>)>,
 }
 
-impl Lenders {
-    /// [`RunResults::lent_counters`] of `b`: of each series its windows are read against,
+impl SharedSeries {
+    /// [`RunResults::series_from_others`] of `b`: of each series its windows are read against,
     /// the readings around the windows.
-    pub fn lent_counters(&self, results: &RunResults, b: &BenchmarkResult) -> Vec<CounterSeries> {
-        let mut lent = Vec::new();
+    pub fn series_from_others(
+        &self,
+        results: &RunResults,
+        b: &BenchmarkResult,
+    ) -> Vec<CounterSeries> {
+        let mut from_others = Vec::new();
         for k in &b.kernel_windows {
             let Some(of) = &k.counters_of else { continue };
-            let Some((i, lender)) = self
+            let Some((i, sharer)) = self
                 .index
                 .get(&of.benchmark)
                 .and_then(|&i| Some((i, results.benchmarks.get(i)?)))
             else {
                 continue;
             };
-            for (j, series) in lender.counters.iter().enumerate() {
+            for (j, series) in sharer.counters.iter().enumerate() {
                 if series.repetition != of.repetition {
                     continue;
                 }
@@ -741,11 +745,11 @@ impl Lenders {
                 };
                 let around = series.around_sorted(t_ns, value, k);
                 if !around.is_empty() {
-                    lent.push(around);
+                    from_others.push(around);
                 }
             }
         }
-        lent
+        from_others
     }
 }
 
@@ -909,26 +913,27 @@ impl RunResults {
     /// (see [`KernelWindows::counters_of`]): of each, the readings around the windows
     /// ([`CounterSeries::around`]), as series of the windows' repetition. Empty for windows
     /// read against their own benchmark's series.
-    pub fn lent_counters(&self, b: &BenchmarkResult) -> Vec<CounterSeries> {
-        self.lenders().lent_counters(self, b)
+    pub fn series_from_others(&self, b: &BenchmarkResult) -> Vec<CounterSeries> {
+        self.shared_series().series_from_others(self, b)
     }
 
-    /// What [`Lenders::lent_counters`] reads against, gathered once for a loop over many
-    /// benchmarks: the lenders by name (the first of a name, as [`RunResults::benchmark`]
-    /// finds), and a sorted copy of each of their series out of time order.
-    pub fn lenders(&self) -> Lenders {
-        // Only the benchmarks some kernel windows name are lenders: their series alone are
+    /// What [`SharedSeries::series_from_others`] reads against, gathered once for a loop over
+    /// many benchmarks: the benchmarks whose series others read, by name (the first of a name,
+    /// as [`RunResults::benchmark`] finds), and a sorted copy of each of their series out of
+    /// time order.
+    pub fn shared_series(&self) -> SharedSeries {
+        // Only the benchmarks some kernel windows name share series: theirs alone are
         // checked for time order (a run's own counters are never read this way).
-        let lending: std::collections::HashSet<&str> = self
+        let sharing: std::collections::HashSet<&str> = self
             .benchmarks
             .iter()
             .flat_map(|b| &b.kernel_windows)
             .filter_map(|k| Some(k.counters_of.as_ref()?.benchmark.as_str()))
             .collect();
-        let mut index = std::collections::HashMap::with_capacity(lending.len());
+        let mut index = std::collections::HashMap::with_capacity(sharing.len());
         let mut in_order = std::collections::HashMap::new();
         for (i, b) in self.benchmarks.iter().enumerate() {
-            if !lending.contains(b.name.as_str()) || index.contains_key(&b.name) {
+            if !sharing.contains(b.name.as_str()) || index.contains_key(&b.name) {
                 continue;
             }
             index.insert(b.name.clone(), i);
@@ -938,7 +943,7 @@ impl RunResults {
                 }
             }
         }
-        Lenders { index, in_order }
+        SharedSeries { index, in_order }
     }
 
     /// Refuses a counter series whose times and values differ in number (or kernel windows
@@ -1128,7 +1133,7 @@ mod tests {
 
     #[test]
     fn lenders_lend_what_a_lookup_per_benchmark_lends() {
-        let mut lender = BenchmarkResult::new("counters", Provenance::default());
+        let mut sharer = BenchmarkResult::new("counters", Provenance::default());
         for (rep, reversed) in [(0, false), (1, true)] {
             let mut series = CounterSeries::new("busy", rep);
             series.t_ns = (0..50).map(f64::from).collect();
@@ -1138,7 +1143,7 @@ mod tests {
                 series.t_ns.reverse();
                 series.value.reverse();
             }
-            lender.counters.push(series);
+            sharer.counters.push(series);
         }
         let mut results = RunResults {
             schema_version: RESULTS_SCHEMA_VERSION,
@@ -1162,13 +1167,13 @@ mod tests {
             }
             results.benchmarks.push(kernel);
         }
-        results.benchmarks.push(lender);
-        let lenders = results.lenders();
+        results.benchmarks.push(sharer);
+        let shared = results.shared_series();
         for b in &results.benchmarks {
-            let lent = lenders.lent_counters(&results, b);
-            assert_eq!(lent, results.lent_counters(b));
+            let from_others = shared.series_from_others(&results, b);
+            assert_eq!(from_others, results.series_from_others(b));
         }
-        let k3 = lenders.lent_counters(&results, &results.benchmarks[3]);
+        let k3 = shared.series_from_others(&results, &results.benchmarks[3]);
         assert_eq!(k3.len(), 2);
         for series in &k3 {
             assert_eq!(series.t_ns, [6.0, 7.0, 8.0, 9.0, 10.0]);

@@ -82,7 +82,7 @@ fn version_1_files_read_as_the_series_this_version_writes() {
             // benchmark; this version keeps them once, on `counters`, and its windows say
             // where: the readings they are read against are the ones v1 copied.
             let mut read_against = b.counters.clone();
-            read_against.extend(new.lent_counters(b));
+            read_against.extend(new.series_from_others(b));
             assert_eq!(a.counters, read_against, "{name}: {}", a.name);
             let mut windows = b.kernel_windows.clone();
             for w in &mut windows {
@@ -239,7 +239,7 @@ fn a_kernels_report_evidence_charts_the_readings_its_windows_are_read_against() 
         .iter()
         .find(|b| !b.kernel_windows.is_empty())
         .unwrap();
-    let around = results.lent_counters(kernel);
+    let around = results.series_from_others(kernel);
     assert!(!around.is_empty() && kernel.counters.is_empty());
     let out = kgate(dir.path())
         .arg("compare")

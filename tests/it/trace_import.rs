@@ -753,9 +753,10 @@ fn a_kernel_named_like_the_counters_benchmark_keeps_its_own_benchmark() {
         "{notes}"
     );
     // Each window lends its own file's readings around the launches: both of them.
-    let lent = r.lent_counters(kernel);
+    let from_others = r.series_from_others(kernel);
     assert_eq!(
-        lent.iter()
+        from_others
+            .iter()
             .map(|c| (c.repetition, c.len()))
             .collect::<Vec<_>>(),
         [(0, 2), (1, 2)]

@@ -470,12 +470,12 @@ struct Launches<'a> {
 /// [`COUNTERS_BENCHMARK`], unless a kernel has that name): each reading is kept once, there,
 /// and the readings around a kernel's launches (those inside one plus the one before and the
 /// one after it) are found when its utilization is derived or its counters charted
-/// ([`lent_counters`]), so a launch between two readings is reported as unresolved, not
+/// ([`series_from_others`]), so a launch between two readings is reported as unresolved, not
 /// skipped. Only launches within `span`, the times the tracks cover, get a window; nothing is
 /// added when the file has no counter readings (windows only serve counters, and a trace
 /// holds millions of launches).
 ///
-/// [`lent_counters`]: crate::model::results::RunResults::lent_counters
+/// [`series_from_others`]: crate::model::results::RunResults::series_from_others
 fn tie_counters(
     result: &mut BenchmarkResult,
     launches: Launches<'_>,
