@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::formulas::{formulas, roofline};
 use super::windows::{Readings, SampleMode, Windows};
 use crate::config::device::DeviceProfile;
 use crate::model::metric::{Direction, GateRule, Source};
@@ -841,189 +842,17 @@ fn pass_of(passes: &[Vec<String>], counter: &str) -> Option<usize> {
     passes.iter().position(|p| p.iter().any(|c| c == counter))
 }
 
-/// The profile's formulas over one repetition's counters of one core (named `F.coreN` for
-/// core N); `core_cycles` is the first of the profile's cycle counters the core has.
-fn formulas(
-    profile: &DeviceProfile,
-    rep: u32,
-    core: Option<u32>,
-    counters: &BTreeMap<String, (f64, usize)>,
-    out: &mut Recorder,
-    refused: &mut Vec<String>,
-) {
-    let mut counters = counters.clone();
-    if let Some(c) = profile
-        .cycle_counters
-        .iter()
-        .find_map(|k| counters.get(k).copied().filter(|c| c.0 > 0.0))
-    {
-        counters.entry(CORE_CYCLES.into()).or_insert(c);
-    }
-    for (formula, f) in &profile.formulas {
-        let name = match core {
-            Some(c) => format!("{formula}.core{c}"),
-            None => formula.clone(),
-        };
-        let name = &name;
-        let Some(expr) = f.parsed() else {
-            refused.push(format!(
-                "formula `{name}` of profile `{}` does not parse",
-                profile.name
-            ));
-            continue;
-        };
-        use exmex::Express;
-        let vars = expr.var_names().to_vec();
-        let Some(inputs) = vars
-            .iter()
-            .map(|v| counters.get(v).copied())
-            .collect::<Option<Vec<_>>>()
-        else {
-            continue;
-        };
-        if inputs.iter().any(|(_, p)| *p != inputs[0].1) {
-            refused.push(format!(
-                "formula `{name}` mixes counters from different passes (different configurations); not computed"
-            ));
-            continue;
-        }
-        let Some(value) = crate::config::derived::finite_value(expr, &inputs) else {
-            continue;
-        };
-        if f.unit == "%" && value > 100.0 + 1e-7 {
-            refused.push(format!(
-                "{name}: {value:.1} % in repetition {rep} exceeds 100 %: inconsistent counters; not reported"
-            ));
-            continue;
-        }
-        let direction = f.direction.unwrap_or(if f.unit == "%" {
-            Direction::Higher
-        } else {
-            Direction::Lower
-        });
-        out.push(name, &f.unit, Source::Derived, direction, rep, value);
-    }
-}
-
-/// The formula variable that stands for the core's measured cycles.
-const CORE_CYCLES: &str = "core_cycles";
-
-/// Names of the metrics the roofline reads: work, traffic, and the time candidates in order.
-const FLOPS: &str = "flops";
-const BYTES: &str = "bytes";
-const TIMES: [&str; 3] = ["kernel_time", "time", "wall_time"];
-
-/// Arithmetic intensity against the attainable bound min(AI × peak bandwidth, peak FLOP/s).
-/// The source is the least trusted of the inputs: cost-model FLOPs give an `estimate`.
-fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &mut Recorder) {
-    let measured_or_estimate = |name: &str| {
-        result
-            .metric(name)
-            .or_else(|| result.metric(&format!("{name}{}", crate::model::metric::ESTIMATE_SUFFIX)))
-    };
-    let (Some(flops), Some(bytes)) = (measured_or_estimate(FLOPS), measured_or_estimate(BYTES))
-    else {
-        return;
-    };
-    let Some(bw) = &profile.memory_bandwidth else {
-        return;
-    };
-    let precision = result
-        .parameters
-        .get("dtype")
-        .cloned()
-        .unwrap_or_else(|| "bf16".into());
-    let Some(peak) = profile
-        .flops
-        .get(&precision)
-        .or_else(|| profile.flops.values().next())
-    else {
-        return;
-    };
-    let time = TIMES.iter().find_map(|t| result.metric(t));
-    let source = flops.source.max(bytes.source).max(Source::Derived);
-    let (bytes_at, time_at) = (by_repetition(bytes), time.map(by_repetition));
-    for (i, rep) in flops.repetition.iter().enumerate() {
-        let Some(&b) = bytes_at.get(&rep) else {
-            continue;
-        };
-        let f = flops.values[i];
-        if b <= 0.0 {
-            continue;
-        }
-        let intensity = f / b;
-        let attainable = (intensity * bw.value).min(peak.value);
-        if out.notes.is_empty() {
-            let ridge = peak.value / bw.value;
-            out.notes.push(format!(
-                "roofline ({} {precision}): intensity {intensity:.1} FLOP/B against a ridge of {ridge:.1} FLOP/B: {}-bound{}",
-                profile.name,
-                if intensity < ridge { "memory" } else { "compute" },
-                if source == Source::Estimate { " (from estimates)" } else { "" }
-            ));
-        }
-        out.push(
-            "roofline.intensity",
-            "FLOP/B",
-            source,
-            Direction::Higher,
-            rep,
-            intensity,
-        );
-        out.push(
-            "roofline.attainable",
-            "FLOP/s",
-            source,
-            Direction::Higher,
-            rep,
-            attainable,
-        );
-        if let Some(t) = time
-            .zip(time_at.as_ref())
-            .and_then(|(t, at)| Some((*at.get(&rep)?, t)))
-            && t.0 > 0.0
-            && t.1.unit == "ns"
-        {
-            let achieved = f / (t.0 * 1e-9);
-            out.push(
-                "roofline.efficiency",
-                "%",
-                source.max(t.1.source),
-                Direction::Higher,
-                rep,
-                100.0 * achieved / attainable,
-            );
-        }
-    }
-}
-
-/// A metric's value of each repetition (the first where one has several): a lookup per
-/// repetition of another metric, without a search through all of them (an ncu import holds
-/// tens of thousands of launches).
-fn by_repetition(m: &MetricSamples) -> HashMap<u32, f64> {
-    let mut at = HashMap::with_capacity(m.repetition.len());
-    for (rep, &value) in m.repetition.iter().zip(&m.values) {
-        at.entry(rep).or_insert(value);
-    }
-    at
-}
-
-/// Ridge point of a profile: the intensity (FLOP/B) above which a kernel is compute-bound.
-pub fn ridge(profile: &DeviceProfile, precision: &str) -> Option<f64> {
-    Some(profile.flops.get(precision)?.value / profile.memory_bandwidth.as_ref()?.value)
-}
-
 #[derive(Default)]
-struct Recorder {
+pub(super) struct Recorder {
     metrics: Vec<(String, MetricSamples)>,
     /// Where each name is in `metrics`.
     positions: HashMap<String, usize>,
     unavailable: Vec<UnavailableCounter>,
-    notes: Vec<String>,
+    pub(super) notes: Vec<String>,
 }
 
 impl Recorder {
-    fn push(
+    pub(super) fn push(
         &mut self,
         name: &str,
         unit: &str,
@@ -1061,7 +890,7 @@ impl Recorder {
     }
 
     /// Records that `figure` (`util.X` or `counter.X`) could not be computed for `kernel`.
-    fn unresolved(
+    pub(super) fn unresolved(
         &mut self,
         kernel: &str,
         figure: &str,
