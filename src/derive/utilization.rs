@@ -15,9 +15,8 @@ use super::formulas::{formulas, roofline};
 use super::windows::{Readings, SampleMode, Windows};
 use crate::config::device::DeviceProfile;
 use crate::model::metric::{Direction, GateRule, Source};
-use crate::model::results::{
-    BenchmarkResult, CounterSeries, MetricSamples, Sampling, UnavailableCounter,
-};
+use crate::model::results::{BenchmarkResult, MetricSamples, UnavailableCounter};
+use crate::model::series::{CounterSeries, Sampling};
 use crate::plan::MetricPolicy;
 
 /// Utilization (a fraction) of a unit that was busy `busy_cycles` in a window of `window_ns`
@@ -949,7 +948,7 @@ mod tests {
         assert_eq!(interval_shown(125_500.0), 126_000.0);
     }
 
-    use crate::model::results::CounterReading;
+    use crate::model::series::CounterReading;
 
     /// `apply` with cumulative samples, no scaling, no policy and one pass.
     fn apply_cumulative(
@@ -1004,10 +1003,10 @@ mod tests {
             &mut result,
             &[reading(0.0, 0.0, None), reading(1000.0, 500.0, None)],
         );
-        result.kernel_windows = vec![crate::model::results::KernelWindows {
+        result.kernel_windows = vec![crate::model::series::KernelWindows {
             start_ns: vec![100.0],
             end_ns: vec![600.0],
-            ..crate::model::results::KernelWindows::new("tiny", 0)
+            ..crate::model::series::KernelWindows::new("tiny", 0)
         }];
         apply_cumulative(&mut result, &profile);
         assert!(result.metric("util.mxu_busy_0").is_none());
@@ -1032,10 +1031,10 @@ mod tests {
             .chain([29_000.0, 31_000.0]);
         let readings: Vec<CounterReading<'_>> = times.map(|t| reading(t, t / 4.0, None)).collect();
         add(&mut result, &readings);
-        result.kernel_windows = vec![crate::model::results::KernelWindows {
+        result.kernel_windows = vec![crate::model::series::KernelWindows {
             start_ns: vec![start],
             end_ns: vec![end],
-            ..crate::model::results::KernelWindows::new("k1", 0)
+            ..crate::model::series::KernelWindows::new("k1", 0)
         }];
         apply_cumulative(&mut result, &profile);
         assert!(result.metric("util.mxu_busy_0").is_none());

@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use crate::model::results::CounterSeries;
+use crate::model::series::CounterSeries;
 
 /// The increase of a `bits`-wide counter from `prev` to `cur`, wrapping at 2^bits; exact at
 /// every width (8, 16, 32, 64). Values must fit the width.
@@ -353,7 +353,7 @@ fn as_count(v: f64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::results::Sampling;
+    use crate::model::series::Sampling;
 
     fn series(counter: &str, bits: Option<u8>, readings: &[(f64, f64)]) -> CounterSeries {
         CounterSeries {

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::model::results::{BenchmarkResult, CounterSeries, RunResults, SharedSeries};
+use crate::model::results::{BenchmarkResult, RunResults};
+use crate::model::series::{CounterSeries, SharedSeries};
 
 /// The evidence of a whole comparison, one entry per benchmark present on either side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -10,6 +10,7 @@ pub mod protocol;
 pub mod repetition_numbers;
 pub mod report;
 pub mod results;
+pub mod series;
 pub mod text;
 pub mod units;
 pub mod verdict;

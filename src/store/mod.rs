@@ -204,7 +204,7 @@ mod version1 {
         #[serde(default)]
         core: Option<u32>,
         #[serde(default)]
-        sampling: Option<crate::model::results::Sampling>,
+        sampling: Option<crate::model::series::Sampling>,
     }
 
     /// A version 1 kernel window.
@@ -284,7 +284,8 @@ mod version1 {
 #[cfg(test)]
 mod tests {
     use crate::model::metric::{Direction, GateRule, Source};
-    use crate::model::results::{BenchmarkResult, CounterSeries, MetricSamples, RunResults};
+    use crate::model::results::{BenchmarkResult, MetricSamples, RunResults};
+    use crate::model::series::CounterSeries;
 
     #[test]
     fn a_file_loads_past_a_byte_order_mark_and_not_when_it_is_not_utf8() {

@@ -18,7 +18,7 @@ use kgate::import::trace::xplane_proto::{
     XEvent, XEventMetadata, XLine, XPlane, XSpace, XStat, XStatMetadata, x_event, x_stat,
 };
 use kgate::import::trace::{TraceSelection, xplane};
-use kgate::model::results::Sampling;
+use kgate::model::series::Sampling;
 use prost::Message;
 use serde_json::Value;
 

@@ -20,9 +20,8 @@ use super::device::Device;
 use super::{ImportError, Policies};
 use crate::capture::Collector;
 use crate::model::metric::{Direction, Source};
-use crate::model::results::{
-    Artifact, BenchmarkResult, CounterSeries, CountersOf, KernelWindows, RunResults, Sampling,
-};
+use crate::model::results::{Artifact, BenchmarkResult, RunResults};
+use crate::model::series::{CounterSeries, CountersOf, KernelWindows, Sampling};
 use crate::model::units;
 use std::collections::BTreeMap;
 

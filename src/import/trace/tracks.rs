@@ -4,7 +4,7 @@
 //! A trace can hold millions of readings of a few dozen counters. Kept one tuple per reading,
 //! each with its own copy of the counter's name, they cost about 250 bytes a reading; kept as
 //! tracks they cost the 16 bytes of their time and value (a track becomes a
-//! [`crate::model::results::CounterSeries`]).
+//! [`crate::model::series::CounterSeries`]).
 
 use rustc_hash::FxHashMap;
 

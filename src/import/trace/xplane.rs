@@ -15,8 +15,9 @@ use super::xplane_proto::{XEvent, XPlane, XSpace, x_event, x_stat};
 use super::{TraceSamples, TraceSelection, import_files};
 use crate::import::device::{Device, SM_MAX_MHZ};
 use crate::import::{ImportContext, ImportError, Importer, SelectionScope};
+use crate::model::results::Artifact;
 use crate::model::results::RunResults;
-use crate::model::results::{Artifact, Sampling};
+use crate::model::series::Sampling;
 use std::collections::BTreeMap;
 
 /// What the default selection takes, in words.

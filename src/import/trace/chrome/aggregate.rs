@@ -14,7 +14,7 @@ use crate::import::device::{Device, cuda_version};
 use crate::import::trace::json_scan::{Kind, RawStr, Scanner, Stop, Value};
 use crate::import::trace::tracks::CounterTracks;
 use crate::import::trace::{TraceSamples, TraceSelection, least};
-use crate::model::results::Sampling;
+use crate::model::series::Sampling;
 
 /// The device that a trace's top-level keys name: each listed GPU's `name` (its compute
 /// capability where it has none), the CUDA driver as the driver, and the other versions

@@ -1,0 +1,429 @@
+//! Counter readings and kernel windows as columns: a counter's times and values, a kernel's
+//! starts and ends, each two numeric vectors of one length, with what describes them once.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::model::protocol::CounterLine;
+use crate::model::results::{BenchmarkResult, RunResults};
+
+/// One counter's readings in one repetition (see the protocol's counter lines): the name and
+/// what describes every reading once, then the readings' times and values as two arrays of
+/// one length, in arrival order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CounterSeries {
+    /// The counter's name as the benchmark or the trace gave it.
+    pub counter: String,
+    /// The repetition (0-based) the readings were taken in.
+    pub repetition: u32,
+    /// The unit the readings were given in, when one was.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub unit: String,
+    /// The register's width in bits, for counters that wrap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bits: Option<u8>,
+    /// The core (die) the counter belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core: Option<u32>,
+    /// How the file that held the readings samples them, where the file says (an XSpace's
+    /// end-of-profile readings are running totals, its `_counters_` samples increments); a
+    /// benchmark's `counters.mode` in the configuration overrides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<Sampling>,
+    /// Each reading's time in nanoseconds.
+    #[serde(serialize_with = "crate::model::results::whole_numbers::values")]
+    pub t_ns: Vec<f64>,
+    /// Each reading's value, in the same order as `t_ns`.
+    #[serde(serialize_with = "crate::model::results::whole_numbers::values")]
+    pub value: Vec<f64>,
+}
+
+impl CounterSeries {
+    /// An empty series of a counter in a repetition.
+    pub fn new(counter: &str, repetition: u32) -> CounterSeries {
+        CounterSeries {
+            counter: counter.to_string(),
+            repetition,
+            unit: String::new(),
+            bits: None,
+            core: None,
+            sampling: None,
+            t_ns: Vec::new(),
+            value: Vec::new(),
+        }
+    }
+
+    /// The number of readings.
+    pub fn len(&self) -> usize {
+        self.t_ns.len().min(self.value.len())
+    }
+
+    /// The readings around `windows`, as a series of the windows' repetition: of the readings
+    /// in time order, those inside a window plus the one before and the one after each, so
+    /// that a launch between two readings is still seen (and reported as unresolved).
+    pub fn around(&self, windows: &KernelWindows) -> CounterSeries {
+        match self.in_time_order() {
+            Some((t_ns, value)) => self.around_sorted(&t_ns, &value, windows),
+            None => {
+                let n = self.len();
+                self.around_sorted(&self.t_ns[..n], &self.value[..n], windows)
+            }
+        }
+    }
+
+    /// The times and values of a series out of time order (a file written elsewhere), put in
+    /// order by a stable sort, which keeps readings at one time in their order; `None` for a
+    /// series already in order.
+    pub(crate) fn in_time_order(&self) -> Option<(Vec<f64>, Vec<f64>)> {
+        let n = self.len();
+        let (t_ns, value) = (&self.t_ns[..n], &self.value[..n]);
+        if t_ns.is_sorted_by(|a, b| a.total_cmp(b).is_le()) {
+            return None;
+        }
+        let mut readings: Vec<(f64, f64)> =
+            t_ns.iter().copied().zip(value.iter().copied()).collect();
+        readings.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Some(readings.into_iter().unzip())
+    }
+
+    /// [`CounterSeries::around`] over this series' readings in time order. Each window
+    /// keeps a run of readings (found by bisection); the runs are merged, so the cost is that
+    /// of the windows and the readings kept, not of the whole series: a trace's counters
+    /// benchmark lends one long series to every kernel.
+    fn around_sorted(&self, t_ns: &[f64], value: &[f64], windows: &KernelWindows) -> CounterSeries {
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        if !t_ns.is_empty() {
+            runs = windows
+                .windows()
+                .map(|(start, end)| {
+                    let lo = t_ns.partition_point(|&t| t < start).saturating_sub(1);
+                    let hi = t_ns.partition_point(|&t| t <= end).min(t_ns.len() - 1);
+                    (lo, hi.max(lo) + 1)
+                })
+                .collect();
+        }
+        runs.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(runs.len());
+        for (lo, hi) in runs {
+            match merged.last_mut() {
+                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                _ => merged.push((lo, hi)),
+            }
+        }
+        let kept = merged.iter().map(|(lo, hi)| hi - lo).sum();
+        let mut series = CounterSeries {
+            unit: self.unit.clone(),
+            bits: self.bits,
+            core: self.core,
+            sampling: self.sampling,
+            t_ns: Vec::with_capacity(kept),
+            value: Vec::with_capacity(kept),
+            ..CounterSeries::new(&self.counter, windows.repetition)
+        };
+        for (lo, hi) in merged {
+            series.t_ns.extend_from_slice(&t_ns[lo..hi]);
+            series.value.extend_from_slice(&value[lo..hi]);
+        }
+        series
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The readings, in arrival order.
+    pub fn readings(&self) -> impl Iterator<Item = CounterReading<'_>> {
+        self.t_ns
+            .iter()
+            .zip(&self.value)
+            .map(move |(&t_ns, &value)| CounterReading {
+                counter: &self.counter,
+                repetition: self.repetition,
+                unit: &self.unit,
+                bits: self.bits,
+                core: self.core,
+                sampling: self.sampling,
+                t_ns,
+                value,
+            })
+    }
+
+    /// Whether a reading of this description belongs to this series.
+    pub(crate) fn holds(
+        &self,
+        repetition: u32,
+        line: &CounterLine,
+        sampling: Option<Sampling>,
+    ) -> bool {
+        self.repetition == repetition
+            && self.counter == line.counter
+            && self.unit == line.unit
+            && self.bits == line.bits
+            && self.core == line.core
+            && self.sampling == sampling
+    }
+}
+
+/// One reading of a series, as a view: what the series says of it, when it was taken and
+/// what it read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CounterReading<'a> {
+    pub counter: &'a str,
+    pub repetition: u32,
+    pub unit: &'a str,
+    pub bits: Option<u8>,
+    pub core: Option<u32>,
+    pub sampling: Option<Sampling>,
+    pub t_ns: f64,
+    pub value: f64,
+}
+
+/// How a counter reading was sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Sampling {
+    /// The running total since the counter was cleared.
+    Cumulative,
+    /// The increase over the interval that ends at the reading's time.
+    Interval,
+}
+
+/// One kernel's time windows in one repetition (see the protocol's kernel lines): the kernel's
+/// name once, then each launch's start and end as two arrays of one length.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct KernelWindows {
+    /// The kernel's name.
+    pub kernel: String,
+    /// The repetition (0-based) the kernel ran in.
+    pub repetition: u32,
+    /// Each launch's start in nanoseconds.
+    #[serde(serialize_with = "crate::model::results::whole_numbers::values")]
+    pub start_ns: Vec<f64>,
+    /// Each launch's end in nanoseconds, in the same order as `start_ns`.
+    #[serde(serialize_with = "crate::model::results::whole_numbers::values")]
+    pub end_ns: Vec<f64>,
+    /// The series these windows are read against when another benchmark holds them (a trace
+    /// import's `counters` benchmark); absent, they are this benchmark's own series of
+    /// `repetition`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters_of: Option<CountersOf>,
+}
+
+/// Where the counter readings of a kernel's windows are: a trace import keeps each reading
+/// once, on its `counters` benchmark, instead of a copy on the benchmark of every kernel it
+/// was read around. [`RunResults::series_from_others`] gives the readings around the windows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CountersOf {
+    /// The benchmark that holds the series.
+    pub benchmark: String,
+    /// Its repetition the windows' readings are in (the same file of an import).
+    pub repetition: u32,
+}
+
+impl KernelWindows {
+    /// No window yet of a kernel in a repetition.
+    pub fn new(kernel: &str, repetition: u32) -> KernelWindows {
+        KernelWindows {
+            kernel: kernel.to_string(),
+            repetition,
+            start_ns: Vec::new(),
+            end_ns: Vec::new(),
+            counters_of: None,
+        }
+    }
+
+    /// Each window's start and end, in order.
+    pub fn windows(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.start_ns
+            .iter()
+            .copied()
+            .zip(self.end_ns.iter().copied())
+    }
+
+    pub fn len(&self) -> usize {
+        self.start_ns.len().min(self.end_ns.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What reading many benchmarks' kernel windows against the series other benchmarks hold
+/// needs once, not once per benchmark ([`RunResults::shared_series`]): where each benchmark is by
+/// name, and, of a sharer's series out of time order, its readings in order. A trace import
+/// has a benchmark per kernel, all reading one counters benchmark. It stays right while the
+/// benchmarks keep their names, order and counters.
+pub struct SharedSeries {
+    pub(crate) index: std::collections::HashMap<String, usize>,
+    /// (benchmark, series) → the series' times and values in time order, for the series
+    /// that are not (a file written elsewhere; kgate writes its own in order).
+    pub(crate) in_order: std::collections::HashMap<(usize, usize), (Vec<f64>, Vec<f64>)>,
+}
+
+impl SharedSeries {
+    /// [`RunResults::series_from_others`] of `b`: of each series its windows are read against,
+    /// the readings around the windows.
+    pub fn series_from_others(
+        &self,
+        results: &RunResults,
+        b: &BenchmarkResult,
+    ) -> Vec<CounterSeries> {
+        let mut from_others = Vec::new();
+        for k in &b.kernel_windows {
+            let Some(of) = &k.counters_of else { continue };
+            let Some((i, sharer)) = self
+                .index
+                .get(&of.benchmark)
+                .and_then(|&i| Some((i, results.benchmarks.get(i)?)))
+            else {
+                continue;
+            };
+            for (j, series) in sharer.counters.iter().enumerate() {
+                if series.repetition != of.repetition {
+                    continue;
+                }
+                let n = series.len();
+                let (t_ns, value) = match self.in_order.get(&(i, j)) {
+                    Some((t, v)) => (&t[..], &v[..]),
+                    None => (&series.t_ns[..n], &series.value[..n]),
+                };
+                let around = series.around_sorted(t_ns, value, k);
+                if !around.is_empty() {
+                    from_others.push(around);
+                }
+            }
+        }
+        from_others
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::results::{Provenance, RESULTS_SCHEMA_VERSION};
+
+    #[test]
+    fn the_readings_around_windows_are_those_inside_and_one_either_side() {
+        let mut series = CounterSeries::new("busy", 3);
+        series.unit = "cycles".into();
+        series.t_ns = vec![0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0];
+        series.value = vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let windows = KernelWindows {
+            start_ns: vec![12.0, 41.0, -5.0, 70.0],
+            end_ns: vec![25.0, 44.0, -1.0, 80.0],
+            ..KernelWindows::new("k", 0)
+        };
+        let around = series.around(&windows);
+        // [12, 25]: 10 before, 20 inside, 30 after; [41, 44]: 40 and 50 on either side; a
+        // window before the first reading takes the first, one after the last the last.
+        assert_eq!(around.t_ns, [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0]);
+        let narrow = KernelWindows {
+            start_ns: vec![12.0],
+            end_ns: vec![25.0],
+            ..KernelWindows::new("k", 0)
+        };
+        let around = series.around(&narrow);
+        assert_eq!(around.t_ns, [10.0, 20.0, 30.0]);
+        assert_eq!(around.value, [1.0, 2.0, 3.0]);
+        assert_eq!((around.repetition, around.unit.as_str()), (0, "cycles"));
+        // Out of time order, the same readings.
+        let mut shuffled = series.clone();
+        shuffled.t_ns.reverse();
+        shuffled.value.reverse();
+        assert_eq!(shuffled.around(&narrow), around);
+    }
+
+    /// The readings around windows by the definition, one mark per reading: those from the
+    /// one before each window's start to the one after its end.
+    fn around_by_marks(t_ns: &[f64], windows: &KernelWindows) -> Vec<f64> {
+        let mut keep = vec![false; t_ns.len()];
+        for (start, end) in windows.windows() {
+            let lo = t_ns.partition_point(|&t| t < start).saturating_sub(1);
+            let hi = t_ns.partition_point(|&t| t <= end).min(t_ns.len() - 1);
+            keep[lo..=hi.max(lo)].iter_mut().for_each(|k| *k = true);
+        }
+        t_ns.iter()
+            .zip(keep)
+            .filter(|(_, k)| *k)
+            .map(|(t, _)| *t)
+            .collect()
+    }
+
+    #[test]
+    fn overlapping_and_unordered_windows_keep_each_reading_once_in_time_order() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        for _ in 0..2_000 {
+            let mut series = CounterSeries::new("busy", 0);
+            let mut t = 0.0;
+            for _ in 0..rng.usize(1..60) {
+                // Repeated times as well as gaps.
+                t += f64::from(rng.u8(0..3)) * 5.0;
+                series.t_ns.push(t);
+                series.value.push(t * 2.0);
+            }
+            let mut windows = KernelWindows::new("k", 0);
+            for _ in 0..rng.usize(0..12) {
+                let start = rng.f64() * (t + 20.0) - 10.0;
+                windows.start_ns.push(start);
+                windows.end_ns.push(start + rng.f64() * 30.0);
+            }
+            let around = series.around(&windows);
+            assert_eq!(around.t_ns, around_by_marks(&series.t_ns, &windows));
+            assert_eq!(
+                around.value,
+                around.t_ns.iter().map(|t| t * 2.0).collect::<Vec<_>>()
+            );
+        }
+    }
+
+    #[test]
+    fn shared_series_give_what_a_lookup_per_benchmark_gives() {
+        let mut sharer = BenchmarkResult::new("counters", Provenance::default());
+        for (rep, reversed) in [(0, false), (1, true)] {
+            let mut series = CounterSeries::new("busy", rep);
+            series.t_ns = (0..50).map(f64::from).collect();
+            series.value = series.t_ns.iter().map(|t| t * 3.0).collect();
+            if reversed {
+                // Out of time order, as a file written elsewhere may hold it.
+                series.t_ns.reverse();
+                series.value.reverse();
+            }
+            sharer.counters.push(series);
+        }
+        let mut results = RunResults {
+            schema_version: RESULTS_SCHEMA_VERSION,
+            kgate_version: "0".into(),
+            created: "2026-01-01T00:00:00Z".into(),
+            environment: crate::machine::fingerprint::Fingerprint::default(),
+            benchmarks: Vec::new(),
+        };
+        for k in 0..20 {
+            let mut kernel = BenchmarkResult::new(&format!("k{k}"), Provenance::default());
+            for rep in 0..2 {
+                kernel.kernel_windows.push(KernelWindows {
+                    start_ns: vec![f64::from(k) * 2.0 + 0.5],
+                    end_ns: vec![f64::from(k) * 2.0 + 3.5],
+                    counters_of: Some(CountersOf {
+                        benchmark: "counters".into(),
+                        repetition: rep,
+                    }),
+                    ..KernelWindows::new(&format!("k{k}"), rep)
+                });
+            }
+            results.benchmarks.push(kernel);
+        }
+        results.benchmarks.push(sharer);
+        let shared = results.shared_series();
+        for b in &results.benchmarks {
+            let from_others = shared.series_from_others(&results, b);
+            assert_eq!(from_others, results.series_from_others(b));
+        }
+        let k3 = shared.series_from_others(&results, &results.benchmarks[3]);
+        assert_eq!(k3.len(), 2);
+        for series in &k3 {
+            assert_eq!(series.t_ns, [6.0, 7.0, 8.0, 9.0, 10.0]);
+            assert_eq!(series.value, [18.0, 21.0, 24.0, 27.0, 30.0]);
+        }
+    }
+}
