@@ -224,14 +224,9 @@ pub fn stdout_width() -> Option<usize> {
     {
         return Some(cols);
     }
-    if !std::io::stdout().is_terminal() {
-        return None;
-    }
-    // SAFETY: TIOCGWINSZ fills a `winsize` on a terminal file descriptor and touches nothing
-    // else; on failure the struct stays zeroed.
-    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
-    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+    // The `terminal_size` crate (clap's, for its help): `None` off a terminal and for a size
+    // of 0 columns or 0 rows.
+    terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| usize::from(w.0))
 }
 
 /// The columns of the terminal table, in order.
