@@ -1,12 +1,12 @@
-//! The device's named formulas (XProf's, over one repetition's counters of one core) and the
-//! roofline position of a kernel from its derived FLOPs, bytes and time.
+//! The device's named formulas (XProf's, over one repetition's counters of one core), the
+//! roofline position of a kernel from its derived FLOPs, bytes and time, and the recorder the
+//! derived metrics of a benchmark are gathered in.
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::utilization::Recorder;
 use crate::config::device::DeviceProfile;
-use crate::model::metric::{Direction, Source};
-use crate::model::results::{BenchmarkResult, MetricSamples};
+use crate::model::metric::{Direction, GateRule, Source};
+use crate::model::results::{BenchmarkResult, MetricSamples, UnavailableCounter};
 
 /// The profile's formulas over one repetition's counters of one core (named `F.coreN` for
 /// core N); `core_cycles` is the first of the profile's cycle counters the core has.
@@ -173,4 +173,99 @@ fn by_repetition(m: &MetricSamples) -> HashMap<u32, f64> {
         at.entry(rep).or_insert(value);
     }
     at
+}
+
+#[derive(Default)]
+pub(super) struct Recorder {
+    pub(super) metrics: Vec<(String, MetricSamples)>,
+    /// Where each name is in `metrics`.
+    pub(super) positions: HashMap<String, usize>,
+    pub(super) unavailable: Vec<UnavailableCounter>,
+    pub(super) notes: Vec<String>,
+}
+
+impl Recorder {
+    pub(super) fn push(
+        &mut self,
+        name: &str,
+        unit: &str,
+        source: Source,
+        direction: Direction,
+        rep: u32,
+        value: f64,
+    ) {
+        let idx = match self.positions.get(name) {
+            Some(&i) => i,
+            None => {
+                self.positions.insert(name.to_string(), self.metrics.len());
+                self.metrics.push((
+                    name.to_string(),
+                    MetricSamples {
+                        name: name.to_string(),
+                        unit: unit.to_string(),
+                        source,
+                        direction,
+                        gate: GateRule {
+                            gates: false,
+                            ..GateRule::default()
+                        },
+                        values: Vec::new(),
+                        repetition: Default::default(),
+                    },
+                ));
+                self.metrics.len() - 1
+            }
+        };
+        let m = &mut self.metrics[idx].1;
+        m.source = m.source.max(source);
+        m.values.push(value);
+        m.repetition.push(rep);
+    }
+
+    /// Records that `figure` (`util.X` or `counter.X`) could not be computed for `kernel`.
+    pub(super) fn unresolved(
+        &mut self,
+        kernel: &str,
+        figure: &str,
+        duration_ns: f64,
+        interval_ns: f64,
+        profile: &DeviceProfile,
+    ) {
+        let name = figure.to_string();
+        if self.unavailable.iter().any(|u| u.counter == name) {
+            return;
+        }
+        let floor = profile
+            .sampling_floor_ns
+            .as_ref()
+            .map(|f| {
+                format!(
+                    " (periodic sampling cannot go below {} ns on {})",
+                    f.value, profile.name
+                )
+            })
+            .unwrap_or_default();
+        // A window runs from one reading to the next, so a launch longer than the interval
+        // may still hold none (it began just after a reading); only from two intervals on is
+        // one sure to lie inside, unless the readings around it are further apart.
+        let how = if duration_ns < interval_ns {
+            format!("shorter than the sampling interval of {interval_ns} ns{floor}")
+        } else if duration_ns < 2.0 * interval_ns {
+            format!(
+                "longer than the sampling interval of {interval_ns} ns but shorter than two ({} ns){floor}, so a window, which runs from one reading to the next, need not fit inside it",
+                2.0 * interval_ns
+            )
+        } else {
+            format!(
+                "at least two sampling intervals of {interval_ns} ns (the median){floor}, yet the readings around it are further apart"
+            )
+        };
+        self.unavailable.push(UnavailableCounter {
+            counter: name,
+            reason: format!(
+                "unresolved: kernel `{kernel}` ran {duration_ns} ns, {how}; no sampling window lies inside it"
+            ),
+            hint: "sample on an external trigger at the kernel's start and end (XProf: `is_external_trigger: true`), or time a longer launch (several iterations) inside one kernel window".into(),
+        });
+    }
 }

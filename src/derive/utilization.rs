@@ -9,12 +9,12 @@
 //! or shorter than two and begun just after a reading) has nothing to measure and is
 //! "unresolved", with the fix.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use super::formulas::{formulas, roofline};
+use super::formulas::{Recorder, formulas, roofline};
 use super::windows::{Readings, SampleMode, Windows};
 use crate::config::device::DeviceProfile;
-use crate::model::metric::{Direction, GateRule, Source};
+use crate::model::metric::{Direction, Source};
 use crate::model::results::{BenchmarkResult, MetricSamples, UnavailableCounter};
 use crate::model::series::{CounterSeries, Sampling};
 use crate::plan::MetricPolicy;
@@ -839,101 +839,6 @@ pub const METRICS_DETAIL: &str = "counters.metrics";
 
 fn pass_of(passes: &[Vec<String>], counter: &str) -> Option<usize> {
     passes.iter().position(|p| p.iter().any(|c| c == counter))
-}
-
-#[derive(Default)]
-pub(super) struct Recorder {
-    metrics: Vec<(String, MetricSamples)>,
-    /// Where each name is in `metrics`.
-    positions: HashMap<String, usize>,
-    unavailable: Vec<UnavailableCounter>,
-    pub(super) notes: Vec<String>,
-}
-
-impl Recorder {
-    pub(super) fn push(
-        &mut self,
-        name: &str,
-        unit: &str,
-        source: Source,
-        direction: Direction,
-        rep: u32,
-        value: f64,
-    ) {
-        let idx = match self.positions.get(name) {
-            Some(&i) => i,
-            None => {
-                self.positions.insert(name.to_string(), self.metrics.len());
-                self.metrics.push((
-                    name.to_string(),
-                    MetricSamples {
-                        name: name.to_string(),
-                        unit: unit.to_string(),
-                        source,
-                        direction,
-                        gate: GateRule {
-                            gates: false,
-                            ..GateRule::default()
-                        },
-                        values: Vec::new(),
-                        repetition: Default::default(),
-                    },
-                ));
-                self.metrics.len() - 1
-            }
-        };
-        let m = &mut self.metrics[idx].1;
-        m.source = m.source.max(source);
-        m.values.push(value);
-        m.repetition.push(rep);
-    }
-
-    /// Records that `figure` (`util.X` or `counter.X`) could not be computed for `kernel`.
-    pub(super) fn unresolved(
-        &mut self,
-        kernel: &str,
-        figure: &str,
-        duration_ns: f64,
-        interval_ns: f64,
-        profile: &DeviceProfile,
-    ) {
-        let name = figure.to_string();
-        if self.unavailable.iter().any(|u| u.counter == name) {
-            return;
-        }
-        let floor = profile
-            .sampling_floor_ns
-            .as_ref()
-            .map(|f| {
-                format!(
-                    " (periodic sampling cannot go below {} ns on {})",
-                    f.value, profile.name
-                )
-            })
-            .unwrap_or_default();
-        // A window runs from one reading to the next, so a launch longer than the interval
-        // may still hold none (it began just after a reading); only from two intervals on is
-        // one sure to lie inside, unless the readings around it are further apart.
-        let how = if duration_ns < interval_ns {
-            format!("shorter than the sampling interval of {interval_ns} ns{floor}")
-        } else if duration_ns < 2.0 * interval_ns {
-            format!(
-                "longer than the sampling interval of {interval_ns} ns but shorter than two ({} ns){floor}, so a window, which runs from one reading to the next, need not fit inside it",
-                2.0 * interval_ns
-            )
-        } else {
-            format!(
-                "at least two sampling intervals of {interval_ns} ns (the median){floor}, yet the readings around it are further apart"
-            )
-        };
-        self.unavailable.push(UnavailableCounter {
-            counter: name,
-            reason: format!(
-                "unresolved: kernel `{kernel}` ran {duration_ns} ns, {how}; no sampling window lies inside it"
-            ),
-            hint: "sample on an external trigger at the kernel's start and end (XProf: `is_external_trigger: true`), or time a longer launch (several iterations) inside one kernel window".into(),
-        });
-    }
 }
 
 #[cfg(test)]

@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::model::results::{BenchmarkResult, RunResults};
-use crate::model::series::{CounterSeries, SharedSeries};
+use crate::model::results::{BenchmarkResult, RunResults, SharedSeries};
+use crate::model::series::CounterSeries;
 
 /// The evidence of a whole comparison, one entry per benchmark present on either side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

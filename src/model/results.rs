@@ -14,7 +14,7 @@ use crate::machine::fingerprint::Fingerprint;
 use crate::model::metric::{Direction, GateRule, Source};
 use crate::model::protocol::{CounterLine, KernelLine};
 pub use crate::model::repetition_numbers::{RepetitionNumbers, RepetitionRun};
-use crate::model::series::{CounterReading, CounterSeries, KernelWindows, Sampling, SharedSeries};
+use crate::model::series::{CounterReading, CounterSeries, KernelWindows, Sampling};
 
 /// Version of the results format; bumped on incompatible changes. Version 2 stores counter
 /// readings as series (a counter's name once, then its times and values); version 1 files,
@@ -404,7 +404,7 @@ pub struct MetricSamples {
     /// How the metric is gated.
     pub gate: GateRule,
     /// One value per sample.
-    #[serde(serialize_with = "whole_numbers::values")]
+    #[serde(serialize_with = "crate::model::series::whole_numbers::values")]
     pub values: Vec<f64>,
     /// The repetition (0-based) each value was measured in; a benchmark may report several
     /// samples per repetition. Left out of the file when each value is its own repetition in
@@ -702,48 +702,59 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
-/// Measurements written without a fraction where they have none: a count of 1234567 or a time
-/// of 88000 ns is `1234567`, not `1234567.0`. Counters, launch times and integral durations
-/// are most of a large results file, and JSON readers (kgate's included) read either form as
-/// the same number. Values beyond 2^53, fractions and negative zero keep the float form, so
-/// every value reads back to the same bits.
-/// `v` as the integer the results file writes it as, when it is a whole number an `f64` holds
-/// exactly (not -0, whose sign an integer would lose).
-pub(crate) fn whole_number(v: f64) -> Option<i64> {
-    /// Largest magnitude below which every integer is an exact f64.
-    const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0;
-    // The conversion truncates, so it gives `v` back exactly when `v` is whole; it is one
-    // instruction, where `fract` calls the C library's `trunc` (millions of times for a
-    // results file).
-    let truncated = v as i64;
-    (v.abs() < EXACT_INTEGERS && truncated as f64 == v && !(v == 0.0 && v.is_sign_negative()))
-        .then_some(truncated)
+/// What reading many benchmarks' kernel windows against the series other benchmarks hold
+/// needs once, not once per benchmark ([`RunResults::shared_series`]): where each benchmark is by
+/// name, and, of a sharer's series out of time order, its readings in order. A trace import
+/// has a benchmark per kernel, all reading one counters benchmark. It stays right while the
+/// benchmarks keep their names, order and counters.
+pub struct SharedSeries {
+    pub(crate) index: std::collections::HashMap<String, usize>,
+    /// (benchmark, series) → the series' times and values in time order, for the series
+    /// that are not (a file written elsewhere; kgate writes its own in order).
+    pub(crate) in_order: std::collections::HashMap<(usize, usize), (Vec<f64>, Vec<f64>)>,
 }
 
-pub(crate) mod whole_numbers {
-    use serde::Serializer;
-
-    pub fn value<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-        match super::whole_number(*v) {
-            Some(i) => s.serialize_i64(i),
-            None => s.serialize_f64(*v),
-        }
-    }
-
-    pub fn values<S: Serializer>(values: &[f64], s: S) -> Result<S::Ok, S::Error> {
-        struct One(f64);
-        impl serde::Serialize for One {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                value(&self.0, s)
+impl SharedSeries {
+    /// [`RunResults::series_from_others`] of `b`: of each series its windows are read against,
+    /// the readings around the windows.
+    pub fn series_from_others(
+        &self,
+        results: &RunResults,
+        b: &BenchmarkResult,
+    ) -> Vec<CounterSeries> {
+        let mut from_others = Vec::new();
+        for k in &b.kernel_windows {
+            let Some(of) = &k.counters_of else { continue };
+            let Some((i, sharer)) = self
+                .index
+                .get(&of.benchmark)
+                .and_then(|&i| Some((i, results.benchmarks.get(i)?)))
+            else {
+                continue;
+            };
+            for (j, series) in sharer.counters.iter().enumerate() {
+                if series.repetition != of.repetition {
+                    continue;
+                }
+                let n = series.len();
+                let (t_ns, value) = match self.in_order.get(&(i, j)) {
+                    Some((t, v)) => (&t[..], &v[..]),
+                    None => (&series.t_ns[..n], &series.value[..n]),
+                };
+                let around = series.around_sorted(t_ns, value, k);
+                if !around.is_empty() {
+                    from_others.push(around);
+                }
             }
         }
-        s.collect_seq(values.iter().map(|v| One(*v)))
+        from_others
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::series::CountersOf;
 
     #[test]
     fn one_failed_check_fails_the_benchmark_and_keeps_its_first_detail() {
@@ -847,81 +858,53 @@ mod tests {
         );
     }
 
-    #[derive(serde::Serialize, serde::Deserialize)]
-    struct Values {
-        #[serde(serialize_with = "super::whole_numbers::values")]
-        values: Vec<f64>,
-    }
-
     #[test]
-    fn whole_numbers_are_those_without_a_fraction_below_two_to_the_53() {
-        let by_definition = |v: f64| {
-            (v.fract() == 0.0
-                && v.abs() < 9_007_199_254_740_992.0
-                && !(v == 0.0 && v.is_sign_negative()))
-            .then_some(v as i64)
-        };
-        let mut rng = fastrand::Rng::with_seed(11);
-        let specials = [
-            0.0,
-            -0.0,
-            0.5,
-            -0.5,
-            1.0,
-            -1.0,
-            2.5e-300,
-            4_503_599_627_370_495.5,
-            9_007_199_254_740_991.0,
-            -9_007_199_254_740_991.0,
-            9_007_199_254_740_992.0,
-            9.3e18,
-            -9.3e18,
-            1e300,
-            f64::MAX,
-            f64::NAN,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-        ];
-        let random = (0..200_000).map(|i| match i % 3 {
-            0 => f64::from_bits(rng.u64(..)),
-            1 => (rng.f64() - 0.5) * 10f64.powi(rng.i32(0..20)),
-            _ => rng.i64(-(1 << 54)..(1 << 54)) as f64,
-        });
-        for v in specials.into_iter().chain(random) {
-            assert_eq!(
-                whole_number(v),
-                by_definition(v),
-                "{v:e} ({:#x})",
-                v.to_bits()
-            );
+    fn shared_series_give_what_a_lookup_per_benchmark_gives() {
+        let mut sharer = BenchmarkResult::new("counters", Provenance::default());
+        for (rep, reversed) in [(0, false), (1, true)] {
+            let mut series = CounterSeries::new("busy", rep);
+            series.t_ns = (0..50).map(f64::from).collect();
+            series.value = series.t_ns.iter().map(|t| t * 3.0).collect();
+            if reversed {
+                // Out of time order, as a file written elsewhere may hold it.
+                series.t_ns.reverse();
+                series.value.reverse();
+            }
+            sharer.counters.push(series);
         }
-    }
-
-    #[test]
-    fn whole_numbers_lose_their_fraction_and_every_value_reads_back_to_its_bits() {
-        let values = vec![
-            0.0,
-            -0.0,
-            1.0,
-            -3.0,
-            1_234_567.0,
-            0.5,
-            88_000.25,
-            9_007_199_254_740_991.0,
-            9_007_199_254_740_992.0,
-            1e300,
-            f64::MIN_POSITIVE,
-        ];
-        let text = serde_json::to_string(&Values {
-            values: values.clone(),
-        })
-        .unwrap();
-        assert_eq!(
-            text,
-            r#"{"values":[0,-0.0,1,-3,1234567,0.5,88000.25,9007199254740991,9007199254740992.0,1e+300,2.2250738585072014e-308]}"#
-        );
-        let back: Values = serde_json::from_str(&text).unwrap();
-        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&back.values), bits(&values));
+        let mut results = RunResults {
+            schema_version: RESULTS_SCHEMA_VERSION,
+            kgate_version: "0".into(),
+            created: "2026-01-01T00:00:00Z".into(),
+            environment: crate::machine::fingerprint::Fingerprint::default(),
+            benchmarks: Vec::new(),
+        };
+        for k in 0..20 {
+            let mut kernel = BenchmarkResult::new(&format!("k{k}"), Provenance::default());
+            for rep in 0..2 {
+                kernel.kernel_windows.push(KernelWindows {
+                    start_ns: vec![f64::from(k) * 2.0 + 0.5],
+                    end_ns: vec![f64::from(k) * 2.0 + 3.5],
+                    counters_of: Some(CountersOf {
+                        benchmark: "counters".into(),
+                        repetition: rep,
+                    }),
+                    ..KernelWindows::new(&format!("k{k}"), rep)
+                });
+            }
+            results.benchmarks.push(kernel);
+        }
+        results.benchmarks.push(sharer);
+        let shared = results.shared_series();
+        for b in &results.benchmarks {
+            let from_others = shared.series_from_others(&results, b);
+            assert_eq!(from_others, results.series_from_others(b));
+        }
+        let k3 = shared.series_from_others(&results, &results.benchmarks[3]);
+        assert_eq!(k3.len(), 2);
+        for series in &k3 {
+            assert_eq!(series.t_ns, [6.0, 7.0, 8.0, 9.0, 10.0]);
+            assert_eq!(series.value, [18.0, 21.0, 24.0, 27.0, 30.0]);
+        }
     }
 }

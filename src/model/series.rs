@@ -5,7 +5,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::model::protocol::CounterLine;
-use crate::model::results::{BenchmarkResult, RunResults};
 
 /// One counter's readings in one repetition (see the protocol's counter lines): the name and
 /// what describes every reading once, then the readings' times and values as two arrays of
@@ -31,10 +30,10 @@ pub struct CounterSeries {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling: Option<Sampling>,
     /// Each reading's time in nanoseconds.
-    #[serde(serialize_with = "crate::model::results::whole_numbers::values")]
+    #[serde(serialize_with = "whole_numbers::values")]
     pub t_ns: Vec<f64>,
     /// Each reading's value, in the same order as `t_ns`.
-    #[serde(serialize_with = "crate::model::results::whole_numbers::values")]
+    #[serde(serialize_with = "whole_numbers::values")]
     pub value: Vec<f64>,
 }
 
@@ -90,7 +89,12 @@ impl CounterSeries {
     /// keeps a run of readings (found by bisection); the runs are merged, so the cost is that
     /// of the windows and the readings kept, not of the whole series: a trace's counters
     /// benchmark lends one long series to every kernel.
-    fn around_sorted(&self, t_ns: &[f64], value: &[f64], windows: &KernelWindows) -> CounterSeries {
+    pub(crate) fn around_sorted(
+        &self,
+        t_ns: &[f64],
+        value: &[f64],
+        windows: &KernelWindows,
+    ) -> CounterSeries {
         let mut runs: Vec<(usize, usize)> = Vec::new();
         if !t_ns.is_empty() {
             runs = windows
@@ -197,10 +201,10 @@ pub struct KernelWindows {
     /// The repetition (0-based) the kernel ran in.
     pub repetition: u32,
     /// Each launch's start in nanoseconds.
-    #[serde(serialize_with = "crate::model::results::whole_numbers::values")]
+    #[serde(serialize_with = "whole_numbers::values")]
     pub start_ns: Vec<f64>,
     /// Each launch's end in nanoseconds, in the same order as `start_ns`.
-    #[serde(serialize_with = "crate::model::results::whole_numbers::values")]
+    #[serde(serialize_with = "whole_numbers::values")]
     pub end_ns: Vec<f64>,
     /// The series these windows are read against when another benchmark holds them (a trace
     /// import's `counters` benchmark); absent, they are this benchmark's own series of
@@ -249,59 +253,48 @@ impl KernelWindows {
     }
 }
 
-/// What reading many benchmarks' kernel windows against the series other benchmarks hold
-/// needs once, not once per benchmark ([`RunResults::shared_series`]): where each benchmark is by
-/// name, and, of a sharer's series out of time order, its readings in order. A trace import
-/// has a benchmark per kernel, all reading one counters benchmark. It stays right while the
-/// benchmarks keep their names, order and counters.
-pub struct SharedSeries {
-    pub(crate) index: std::collections::HashMap<String, usize>,
-    /// (benchmark, series) → the series' times and values in time order, for the series
-    /// that are not (a file written elsewhere; kgate writes its own in order).
-    pub(crate) in_order: std::collections::HashMap<(usize, usize), (Vec<f64>, Vec<f64>)>,
+/// Measurements written without a fraction where they have none: a count of 1234567 or a time
+/// of 88000 ns is `1234567`, not `1234567.0`. Counters, launch times and integral durations
+/// are most of a large results file, and JSON readers (kgate's included) read either form as
+/// the same number. Values beyond 2^53, fractions and negative zero keep the float form, so
+/// every value reads back to the same bits.
+/// `v` as the integer the results file writes it as, when it is a whole number an `f64` holds
+/// exactly (not -0, whose sign an integer would lose).
+pub(crate) fn whole_number(v: f64) -> Option<i64> {
+    /// Largest magnitude below which every integer is an exact f64.
+    const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0;
+    // The conversion truncates, so it gives `v` back exactly when `v` is whole; it is one
+    // instruction, where `fract` calls the C library's `trunc` (millions of times for a
+    // results file).
+    let truncated = v as i64;
+    (v.abs() < EXACT_INTEGERS && truncated as f64 == v && !(v == 0.0 && v.is_sign_negative()))
+        .then_some(truncated)
 }
 
-impl SharedSeries {
-    /// [`RunResults::series_from_others`] of `b`: of each series its windows are read against,
-    /// the readings around the windows.
-    pub fn series_from_others(
-        &self,
-        results: &RunResults,
-        b: &BenchmarkResult,
-    ) -> Vec<CounterSeries> {
-        let mut from_others = Vec::new();
-        for k in &b.kernel_windows {
-            let Some(of) = &k.counters_of else { continue };
-            let Some((i, sharer)) = self
-                .index
-                .get(&of.benchmark)
-                .and_then(|&i| Some((i, results.benchmarks.get(i)?)))
-            else {
-                continue;
-            };
-            for (j, series) in sharer.counters.iter().enumerate() {
-                if series.repetition != of.repetition {
-                    continue;
-                }
-                let n = series.len();
-                let (t_ns, value) = match self.in_order.get(&(i, j)) {
-                    Some((t, v)) => (&t[..], &v[..]),
-                    None => (&series.t_ns[..n], &series.value[..n]),
-                };
-                let around = series.around_sorted(t_ns, value, k);
-                if !around.is_empty() {
-                    from_others.push(around);
-                }
+pub(crate) mod whole_numbers {
+    use serde::Serializer;
+
+    pub fn value<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        match super::whole_number(*v) {
+            Some(i) => s.serialize_i64(i),
+            None => s.serialize_f64(*v),
+        }
+    }
+
+    pub fn values<S: Serializer>(values: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        struct One(f64);
+        impl serde::Serialize for One {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                value(&self.0, s)
             }
         }
-        from_others
+        s.collect_seq(values.iter().map(|v| One(*v)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::results::{Provenance, RESULTS_SCHEMA_VERSION};
 
     #[test]
     fn the_readings_around_windows_are_those_inside_and_one_either_side() {
@@ -377,53 +370,81 @@ mod tests {
         }
     }
 
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Values {
+        #[serde(serialize_with = "super::whole_numbers::values")]
+        values: Vec<f64>,
+    }
+
     #[test]
-    fn shared_series_give_what_a_lookup_per_benchmark_gives() {
-        let mut sharer = BenchmarkResult::new("counters", Provenance::default());
-        for (rep, reversed) in [(0, false), (1, true)] {
-            let mut series = CounterSeries::new("busy", rep);
-            series.t_ns = (0..50).map(f64::from).collect();
-            series.value = series.t_ns.iter().map(|t| t * 3.0).collect();
-            if reversed {
-                // Out of time order, as a file written elsewhere may hold it.
-                series.t_ns.reverse();
-                series.value.reverse();
-            }
-            sharer.counters.push(series);
-        }
-        let mut results = RunResults {
-            schema_version: RESULTS_SCHEMA_VERSION,
-            kgate_version: "0".into(),
-            created: "2026-01-01T00:00:00Z".into(),
-            environment: crate::machine::fingerprint::Fingerprint::default(),
-            benchmarks: Vec::new(),
+    fn whole_numbers_are_those_without_a_fraction_below_two_to_the_53() {
+        let by_definition = |v: f64| {
+            (v.fract() == 0.0
+                && v.abs() < 9_007_199_254_740_992.0
+                && !(v == 0.0 && v.is_sign_negative()))
+            .then_some(v as i64)
         };
-        for k in 0..20 {
-            let mut kernel = BenchmarkResult::new(&format!("k{k}"), Provenance::default());
-            for rep in 0..2 {
-                kernel.kernel_windows.push(KernelWindows {
-                    start_ns: vec![f64::from(k) * 2.0 + 0.5],
-                    end_ns: vec![f64::from(k) * 2.0 + 3.5],
-                    counters_of: Some(CountersOf {
-                        benchmark: "counters".into(),
-                        repetition: rep,
-                    }),
-                    ..KernelWindows::new(&format!("k{k}"), rep)
-                });
-            }
-            results.benchmarks.push(kernel);
+        let mut rng = fastrand::Rng::with_seed(11);
+        let specials = [
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            1.0,
+            -1.0,
+            2.5e-300,
+            4_503_599_627_370_495.5,
+            9_007_199_254_740_991.0,
+            -9_007_199_254_740_991.0,
+            9_007_199_254_740_992.0,
+            9.3e18,
+            -9.3e18,
+            1e300,
+            f64::MAX,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ];
+        let random = (0..200_000).map(|i| match i % 3 {
+            0 => f64::from_bits(rng.u64(..)),
+            1 => (rng.f64() - 0.5) * 10f64.powi(rng.i32(0..20)),
+            _ => rng.i64(-(1 << 54)..(1 << 54)) as f64,
+        });
+        for v in specials.into_iter().chain(random) {
+            assert_eq!(
+                whole_number(v),
+                by_definition(v),
+                "{v:e} ({:#x})",
+                v.to_bits()
+            );
         }
-        results.benchmarks.push(sharer);
-        let shared = results.shared_series();
-        for b in &results.benchmarks {
-            let from_others = shared.series_from_others(&results, b);
-            assert_eq!(from_others, results.series_from_others(b));
-        }
-        let k3 = shared.series_from_others(&results, &results.benchmarks[3]);
-        assert_eq!(k3.len(), 2);
-        for series in &k3 {
-            assert_eq!(series.t_ns, [6.0, 7.0, 8.0, 9.0, 10.0]);
-            assert_eq!(series.value, [18.0, 21.0, 24.0, 27.0, 30.0]);
-        }
+    }
+
+    #[test]
+    fn whole_numbers_lose_their_fraction_and_every_value_reads_back_to_its_bits() {
+        let values = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -3.0,
+            1_234_567.0,
+            0.5,
+            88_000.25,
+            9_007_199_254_740_991.0,
+            9_007_199_254_740_992.0,
+            1e300,
+            f64::MIN_POSITIVE,
+        ];
+        let text = serde_json::to_string(&Values {
+            values: values.clone(),
+        })
+        .unwrap();
+        assert_eq!(
+            text,
+            r#"{"values":[0,-0.0,1,-3,1234567,0.5,88000.25,9007199254740991,9007199254740992.0,1e+300,2.2250738585072014e-308]}"#
+        );
+        let back: Values = serde_json::from_str(&text).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&back.values), bits(&values));
     }
 }
