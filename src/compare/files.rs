@@ -94,7 +94,7 @@ pub fn compare_files(
     let medians = JobMedians::new();
     let ctx = Context::new(
         policy,
-        head_outline.planned_looks,
+        head_outline.looks.clone(),
         &medians,
         Design::Files,
         &base_outline.header,
@@ -258,6 +258,7 @@ mod tests {
                 of: 2 + pick(rng, 3) as u32,
                 alpha: 0.005,
                 verdict: Verdict::Inconclusive,
+                schedule: None,
             });
         }
         b.repetitions = b.metrics.first().map_or(0, |m| m.values.len() as u32);
@@ -375,8 +376,8 @@ mod tests {
                 names.join(",")
             };
             assert_eq!(failed(&read.base.failures()), failed(&base));
-            assert_eq!(read.head.planned_looks, super::super::planned_looks(&head));
-            looks += usize::from(read.head.planned_looks > 1);
+            assert_eq!(read.head.looks, super::super::run_looks(&head));
+            looks += usize::from(read.head.looks.count() > 1);
             // The names both runs hold, in the order of `run`.
             let shared = |run: &RunResults, other: &RunResults| -> Vec<String> {
                 let names = run.benchmarks.iter().map(|b| b.name.clone());

@@ -283,6 +283,7 @@ fn hollow_benchmark(b: &BenchmarkResult) -> BenchmarkResult {
         artifacts,
         looks,
         identity,
+        seconds,
     } = b;
     BenchmarkResult {
         name: name.clone(),
@@ -299,6 +300,7 @@ fn hollow_benchmark(b: &BenchmarkResult) -> BenchmarkResult {
         artifacts: artifacts.clone(),
         looks: looks.clone(),
         identity: identity.clone(),
+        seconds: *seconds,
     }
 }
 

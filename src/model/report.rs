@@ -76,9 +76,14 @@ pub struct Report<B = Vec<BenchmarkComparison>> {
     /// Multiple-testing adjustment across the gated metrics of the run (`bh` or `holm`).
     #[serde(default)]
     pub correction: Correction,
-    /// Looks planned per benchmark; each look was tested at alpha / looks.
+    /// The most looks a benchmark planned (1: fixed repetitions). The looks of a plan are
+    /// tested against one boundary that holds alpha over the plan (docs/statistics.md).
     #[serde(default = "one")]
     pub looks: u32,
+    /// What the measured benchmarks cost against running every one of them to its plan's
+    /// `max`: present where the runner timed them and a benchmark planned looks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
     /// The model that decided noisy metrics (`rank-test` or `prediction-interval`); each
     /// metric's `method` says which decided it.
     #[serde(default)]
@@ -101,6 +106,38 @@ pub struct Report<B = Vec<BenchmarkComparison>> {
     /// (see docs/reports.md); absent when the report was built without them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
+}
+
+/// The benchmark time of an adaptive run against a fixed plan at `repetitions.max`, over the
+/// benchmarks measured on both sides.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Cost {
+    /// Repetitions run, both sides together.
+    pub repetitions: u64,
+    /// Repetitions a fixed plan at each benchmark's `max` would have run, both sides together.
+    pub fixed_repetitions: u64,
+    /// Seconds spent on the benchmarks' runs (warm-ups and repetitions, both sides).
+    pub seconds: f64,
+    /// Seconds a fixed plan at `max` would have spent: the warm-ups as spent, and each side's
+    /// repetitions at their mean time, `max` times.
+    pub fixed_seconds: f64,
+}
+
+impl Cost {
+    /// Adds one side of a benchmark: `n` repetitions run of a plan whose `max` is `max`,
+    /// taking `seconds`.
+    pub fn add(&mut self, n: u32, max: u32, seconds: crate::model::results::Seconds) {
+        let max = max.max(n);
+        self.repetitions += u64::from(n);
+        self.fixed_repetitions += u64::from(max);
+        self.seconds += seconds.warmup + seconds.repetitions;
+        let per = if n > 0 {
+            seconds.repetitions / f64::from(n)
+        } else {
+            0.0
+        };
+        self.fixed_seconds += seconds.warmup + per * f64::from(max);
+    }
 }
 
 /// A report's benchmarks, read in order as often as asked: held, or where a large comparison
@@ -161,6 +198,7 @@ impl<B> Report<B> {
             alpha: self.alpha,
             correction: self.correction,
             looks: self.looks,
+            cost: self.cost,
             model: self.model,
             base_commit: self.base_commit,
             head_commit: self.head_commit,

@@ -35,8 +35,8 @@ pub struct Outline {
     pub names: Vec<String>,
     /// The benchmarks that failed, with their failure and nothing else.
     pub failed: Vec<BenchmarkResult>,
-    /// The most looks any benchmark planned (1 without looks).
-    pub planned_looks: u32,
+    /// The look plans of its benchmarks.
+    pub looks: crate::stats::inference::RunLooks,
 }
 
 /// A benchmark read for the outline: what it does not name is skipped unparsed.
@@ -61,6 +61,8 @@ struct WindowsOutline {
 #[derive(Deserialize)]
 struct LookOutline {
     of: u32,
+    #[serde(default)]
+    schedule: Option<crate::stats::inference::Schedule>,
 }
 
 impl Outline {
@@ -71,7 +73,8 @@ impl Outline {
             return None;
         }
         let file = std::fs::File::open(path).ok()?;
-        let (mut names, mut failed, mut planned_looks) = (Vec::new(), Vec::new(), 1);
+        let (mut names, mut failed) = (Vec::new(), Vec::new());
+        let mut looks = crate::stats::inference::RunLooks::default();
         let mut lends = false;
         let split = json_array::split(
             std::io::BufReader::new(file),
@@ -79,10 +82,9 @@ impl Outline {
             json_array::as_written,
             |_, b: BenchmarkOutline| {
                 lends |= b.kernel_windows.iter().any(|k| k.counters_of.is_some());
-                planned_looks = b
-                    .looks
-                    .first()
-                    .map_or(planned_looks, |l| planned_looks.max(l.of));
+                if let Some(l) = b.looks.first() {
+                    looks.add(l.schedule, l.of);
+                }
                 if b.status == Status::Failed {
                     let mut result = BenchmarkResult::new(&b.name, Provenance::default());
                     result.status = b.status;
@@ -102,7 +104,7 @@ impl Outline {
             header,
             names,
             failed,
-            planned_looks,
+            looks,
         })
     }
 

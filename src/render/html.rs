@@ -66,6 +66,9 @@ impl HtmlExporter {
             verdict_word(report.verdict),
             escape_html(&summary_line_of(report)?)
         ));
+        if let Some(cost) = crate::render::cost_line(report) {
+            head.push_str(&format!("<p class=\"cost\">{}</p>\n", escape_html(&cost)));
+        }
         if let (Some(b), Some(h)) = (&report.base_commit, &report.head_commit) {
             head.push_str(&format!(
                 "<p>base <code>{}</code>, head <code>{}</code>{}</p>\n",
