@@ -482,3 +482,4 @@ fn figures_for_the_documentation() {
         }
     }
 }
+
