@@ -1495,7 +1495,10 @@ mod tests {
         assert_eq!(adjusted, plan.sequential_p(raw));
         assert!(adjusted > raw && adjusted < 16.0 * raw, "{raw} {adjusted}");
         let level = m.ci_level.unwrap();
-        assert!((level - (1.0 - 2.0 * plan.alpha_per_look(0.01))).abs() < 1e-12, "{level}");
+        assert!(
+            (level - (1.0 - 2.0 * plan.alpha_per_look(0.01))).abs() < 1e-12,
+            "{level}"
+        );
     }
 
     #[test]

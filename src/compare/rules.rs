@@ -543,9 +543,8 @@ impl Family {
         // looks), which is valid whenever the benchmark stopped, so the correction runs at the
         // gate's alpha; the level its decisions cleared maps back to each look's nominal level.
         let looks = &ctx.looks;
-        let sequential = |p: Vec<f64>| -> Vec<f64> {
-            p.into_iter().map(|p| looks.sequential_p(p)).collect()
-        };
+        let sequential =
+            |p: Vec<f64>| -> Vec<f64> { p.into_iter().map(|p| looks.sequential_p(p)).collect() };
         let alpha = ctx.policy.alpha;
         let regression = inference::adjust(&sequential(regression), ctx.policy.correction);
         let improvement = inference::adjust(&sequential(improvement), ctx.policy.correction);

@@ -30,10 +30,10 @@ use crate::model::results::{
 };
 use crate::model::verdict::Verdict;
 use crate::plan::{BUILD_TIMEOUT, BenchmarkPlan, Plan};
-use crate::stats::inference::LookPlan;
 use crate::run::backend::{self, Backend, Launch, Repetition};
 use crate::run::progress::{Event, Progress};
 use crate::run::secrets;
+use crate::stats::inference::LookPlan;
 
 /// How many bytes of a benchmark's stderr are kept for error reports.
 const TAIL_BYTES: usize = 4096;
@@ -1309,7 +1309,10 @@ benchmarks:
             && l.schedule == planned.schedule()));
         // Each side's time is recorded for the report's cost.
         let seconds = h.seconds.unwrap();
-        assert!(seconds.repetitions > 0.0 && seconds.warmup == 0.0, "{seconds:?}");
+        assert!(
+            seconds.repetitions > 0.0 && seconds.warmup == 0.0,
+            "{seconds:?}"
+        );
         assert_eq!(base.benchmarks[0].looks, h.looks);
         // Without the adaptive policy, `min` repetitions and no looks.
         let (_, head) = run_interleaved(

@@ -604,7 +604,11 @@ fn crossing_table(looks: &[u32]) -> std::sync::Arc<CrossingTable> {
     let steps = (Z_MAX / Z_STEP).round() as usize;
     let times: Vec<f64> = looks.iter().map(|n| f64::from(*n)).collect();
     let log_crossing = (0..=steps)
-        .map(|i| boundary_crossing(&times, i as f64 * Z_STEP).max(f64::MIN_POSITIVE).ln())
+        .map(|i| {
+            boundary_crossing(&times, i as f64 * Z_STEP)
+                .max(f64::MIN_POSITIVE)
+                .ln()
+        })
         .collect();
     let table = Arc::new(CrossingTable { log_crossing });
     if let Ok(mut c) = cache.lock() {
@@ -652,7 +656,8 @@ fn boundary_crossing_with(times: &[f64], z: f64, per_sd: f64) -> f64 {
     // Density at the first look on its region.
     let t0 = first;
     let (mut lo, mut hi, mut b) = nodes(t0);
-    let density0 = |s: f64| (-(s * s) / (2.0 * t0)).exp() / (2.0 * std::f64::consts::PI * t0).sqrt();
+    let density0 =
+        |s: f64| (-(s * s) / (2.0 * t0)).exp() / (2.0 * std::f64::consts::PI * t0).sqrt();
     let mut f: Vec<f64> = (lo..=hi).map(|i| density0(i as f64 * h)).collect();
     let mut f_end = density0(b);
     let mut crossed = normal.sf(z);
@@ -668,12 +673,20 @@ fn boundary_crossing_with(times: &[f64], z: f64, per_sd: f64) -> f64 {
                 wgt *= 0.5;
             }
             if k + 1 == len {
-                wgt = if k == 0 { 0.5 * last_gap } else { 0.5 * h + 0.5 * last_gap };
+                wgt = if k == 0 {
+                    0.5 * last_gap
+                } else {
+                    0.5 * h + 0.5 * last_gap
+                };
             }
             wgt
         };
         let len = f.len();
-        let a: Vec<f64> = f.iter().enumerate().map(|(k, v)| v * weight(k, len)).collect();
+        let a: Vec<f64> = f
+            .iter()
+            .enumerate()
+            .map(|(k, v)| v * weight(k, len))
+            .collect();
         let a_end = f_end * 0.5 * last_gap;
         let (nlo, nhi, nb) = nodes(w[1]);
         // Crossing at the next look.
@@ -698,7 +711,9 @@ fn boundary_crossing_with(times: &[f64], z: f64, per_sd: f64) -> f64 {
                 k
             }
         };
-        let phi = |x: f64| (-0.5 * (x / sd) * (x / sd)).exp() / (sd * (2.0 * std::f64::consts::PI).sqrt());
+        let phi = |x: f64| {
+            (-0.5 * (x / sd) * (x / sd)).exp() / (sd * (2.0 * std::f64::consts::PI).sqrt())
+        };
         let convolve = |s_index: Option<i64>, s: f64| {
             let mut sum = a_end * phi(s - b);
             let (from, to) = match s_index {
@@ -718,7 +733,9 @@ fn boundary_crossing_with(times: &[f64], z: f64, per_sd: f64) -> f64 {
             }
             sum
         };
-        let next: Vec<f64> = (nlo..=nhi).map(|i| convolve(Some(i), i as f64 * h)).collect();
+        let next: Vec<f64> = (nlo..=nhi)
+            .map(|i| convolve(Some(i), i as f64 * h))
+            .collect();
         f_end = convolve(None, nb);
         f = next;
         (lo, hi, b) = (nlo, nhi, nb);
@@ -916,10 +933,7 @@ mod tests {
 
     #[test]
     fn look_plans_step_until_max() {
-        assert_eq!(
-            LookPlan::new(10, 20, 2).looks,
-            vec![10, 12, 14, 16, 18, 20]
-        );
+        assert_eq!(LookPlan::new(10, 20, 2).looks, vec![10, 12, 14, 16, 18, 20]);
         assert_eq!(LookPlan::new(10, 15, 2).looks, vec![10, 12, 14, 15]);
         assert_eq!(LookPlan::new(10, 10, 2).looks, vec![10]);
         assert_eq!(LookPlan::new(10, 10, 2).alpha_per_look(0.01), 0.01);
@@ -955,7 +969,11 @@ mod tests {
             close(p, 0.025, 4e-3);
         }
         // One look is the normal tail.
-        close(boundary_crossing(&[10.0], 2.0), Normal::standard().sf(2.0), 1e-12);
+        close(
+            boundary_crossing(&[10.0], 2.0),
+            Normal::standard().sf(2.0),
+            1e-12,
+        );
         // Looks every 2 repetitions from 10 to 40: the nominal level is between the single
         // look's alpha and Bonferroni's alpha / 16, and it inverts the sequential p.
         let plan = LookPlan::new(10, 40, 2);
@@ -1033,4 +1051,3 @@ mod tests {
         );
     }
 }
-

@@ -61,7 +61,14 @@ fn repository(dir: &Path) {
 
 fn check(dir: &Path, format: &str) -> std::process::Output {
     kgate(dir)
-        .args(["check", "--against", "main", "--no-progress", "--format", format])
+        .args([
+            "check",
+            "--against",
+            "main",
+            "--no-progress",
+            "--format",
+            format,
+        ])
         .output()
         .unwrap()
 }
@@ -92,7 +99,10 @@ fn an_aa_benchmark_stops_early_and_a_slowdown_is_caught_early() {
         "{same}"
     );
     assert!(n(&same) < MAX as u64, "{same}");
-    assert_eq!(same["metrics"][0]["base"]["n"], same["metrics"][0]["head"]["n"]);
+    assert_eq!(
+        same["metrics"][0]["base"]["n"],
+        same["metrics"][0]["head"]["n"]
+    );
     let slower = bench("slower");
     assert_eq!(slower["verdict"], "regressed", "{slower}");
     assert!(n(&slower) <= 14, "{slower}");
@@ -125,6 +135,9 @@ fn an_aa_benchmark_stops_early_and_a_slowdown_is_caught_early() {
             text.contains("a fixed plan at max would run"),
             "{format}: {text}"
         );
-        assert!(text.contains(&format!("(n={})", n(&same))), "{format}: {text}");
+        assert!(
+            text.contains(&format!("(n={})", n(&same))),
+            "{format}: {text}"
+        );
     }
 }

@@ -381,7 +381,11 @@ fn a_slowdown_of_the_threshold_is_rarely_passed() {
 
 fn row(label: &str, before: Option<&Rates>, after: &Rates, what: &str) {
     let show = |r: &Rates| match what {
-        "alarm" => format!("{:.2} % false alarms, {:.1} reps", r.regressed * 100.0, r.mean_n),
+        "alarm" => format!(
+            "{:.2} % false alarms, {:.1} reps",
+            r.regressed * 100.0,
+            r.mean_n
+        ),
         "caught" => format!("{:.2} % caught, {:.1} reps", r.regressed * 100.0, r.mean_n),
         _ => format!("{:.2} % passed, {:.1} reps", r.passed * 100.0, r.mean_n),
     };
@@ -411,17 +415,72 @@ fn figures_for_the_documentation() {
     // (label, scenario, what is counted, seed). Today's rule stopped on the two-sided claim
     // inside ±threshold; with the margin at the threshold the emulation is exact.
     let cases = [
-        ("A/A, 1 % noise, threshold 1 %", scenario(ONE_PERCENT, 0.0, 0.01, Some(0.01)), "alarm", 1),
-        ("+1.5 %, 1 % noise, threshold 1 %", scenario(ONE_PERCENT, 0.015, 0.01, Some(0.01)), "caught", 2),
-        ("+2 %, 1 % noise, threshold 1 %", scenario(ONE_PERCENT, 0.02, 0.01, Some(0.01)), "caught", 3),
-        ("+1 % (the threshold), 1 % noise", scenario(ONE_PERCENT, 0.01, 0.01, Some(0.01)), "passed", 4),
-        ("A/A, 5 % noise, threshold 5 %", scenario(Noise::Lognormal(0.05), 0.0, 0.05, Some(0.05)), "alarm", 5),
-        ("+7.5 %, 5 % noise, threshold 5 %", scenario(Noise::Lognormal(0.05), 0.075, 0.05, Some(0.05)), "caught", 6),
-        ("A/A, bimodal, threshold 1 %", scenario(BIMODAL, 0.0, 0.01, Some(0.01)), "alarm", 7),
-        ("+1.5 %, bimodal, threshold 1 %", scenario(BIMODAL, 0.015, 0.01, Some(0.01)), "caught", 8),
-        ("A/A worst case (threshold 0, margin 0), 1 % noise", scenario(ONE_PERCENT, 0.0, 0.0, Some(0.0)), "alarm", 9),
-        ("A/A worst case, bimodal", scenario(BIMODAL, 0.0, 0.0, Some(0.0)), "alarm", 10),
-        ("A/A worst case, 5 % noise", scenario(Noise::Lognormal(0.05), 0.0, 0.0, Some(0.0)), "alarm", 11),
+        (
+            "A/A, 1 % noise, threshold 1 %",
+            scenario(ONE_PERCENT, 0.0, 0.01, Some(0.01)),
+            "alarm",
+            1,
+        ),
+        (
+            "+1.5 %, 1 % noise, threshold 1 %",
+            scenario(ONE_PERCENT, 0.015, 0.01, Some(0.01)),
+            "caught",
+            2,
+        ),
+        (
+            "+2 %, 1 % noise, threshold 1 %",
+            scenario(ONE_PERCENT, 0.02, 0.01, Some(0.01)),
+            "caught",
+            3,
+        ),
+        (
+            "+1 % (the threshold), 1 % noise",
+            scenario(ONE_PERCENT, 0.01, 0.01, Some(0.01)),
+            "passed",
+            4,
+        ),
+        (
+            "A/A, 5 % noise, threshold 5 %",
+            scenario(Noise::Lognormal(0.05), 0.0, 0.05, Some(0.05)),
+            "alarm",
+            5,
+        ),
+        (
+            "+7.5 %, 5 % noise, threshold 5 %",
+            scenario(Noise::Lognormal(0.05), 0.075, 0.05, Some(0.05)),
+            "caught",
+            6,
+        ),
+        (
+            "A/A, bimodal, threshold 1 %",
+            scenario(BIMODAL, 0.0, 0.01, Some(0.01)),
+            "alarm",
+            7,
+        ),
+        (
+            "+1.5 %, bimodal, threshold 1 %",
+            scenario(BIMODAL, 0.015, 0.01, Some(0.01)),
+            "caught",
+            8,
+        ),
+        (
+            "A/A worst case (threshold 0, margin 0), 1 % noise",
+            scenario(ONE_PERCENT, 0.0, 0.0, Some(0.0)),
+            "alarm",
+            9,
+        ),
+        (
+            "A/A worst case, bimodal",
+            scenario(BIMODAL, 0.0, 0.0, Some(0.0)),
+            "alarm",
+            10,
+        ),
+        (
+            "A/A worst case, 5 % noise",
+            scenario(Noise::Lognormal(0.05), 0.0, 0.0, Some(0.0)),
+            "alarm",
+            11,
+        ),
     ];
     for (name, design) in &designs {
         println!("\n{runs} runs per row; today: 10/20/40 at alpha / 3; new: {name}");
@@ -432,7 +491,8 @@ fn figures_for_the_documentation() {
                 .map(|(_, s, _, seed)| {
                     let today = &today;
                     scope.spawn(move || {
-                        let before = (name.starts_with("10")).then(|| rates(0xf16_0000 + seed, runs, today, s));
+                        let before = (name.starts_with("10"))
+                            .then(|| rates(0xf16_0000 + seed, runs, today, s));
                         (before, rates(0xf16_0000 + seed, runs, design, s))
                     })
                 })
@@ -450,7 +510,12 @@ fn figures_for_the_documentation() {
         );
         let suite_runs = 2_000;
         for (label, shift, threshold, seed) in [
-            ("+2 % in 1 of 50 benchmarks, threshold 1 %", 0.02, 0.01, 0xf16_0014u64),
+            (
+                "+2 % in 1 of 50 benchmarks, threshold 1 %",
+                0.02,
+                0.01,
+                0xf16_0014u64,
+            ),
             ("A/A over 50 benchmarks, threshold 0", 0.0, 0.0, 0xf16_0016),
         ] {
             let tally = |design: &Design_| {
@@ -482,4 +547,3 @@ fn figures_for_the_documentation() {
         }
     }
 }
-
