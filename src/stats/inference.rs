@@ -466,7 +466,7 @@ impl LookPlan {
         match &self.boundary {
             Boundary::Bonferroni(of) => level / f64::from(*of),
             Boundary::Constant(_) => {
-                if !(level > 0.0) {
+                if level.is_nan() || level <= 0.0 {
                     return 0.0;
                 }
                 if level >= 1.0 {
@@ -578,7 +578,7 @@ impl CrossingTable {
         if z <= 0.0 {
             return 1.0;
         }
-        if !(z < Z_MAX) {
+        if z.is_nan() || z >= Z_MAX {
             return self.log_crossing.last().copied().unwrap_or(0.0).exp();
         }
         let x = z / Z_STEP;
