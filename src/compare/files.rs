@@ -252,7 +252,7 @@ mod tests {
             b.counters.push(series);
         }
         if pick(rng, 10) == 0 {
-            // An adaptive run's looks: the level of every test is alpha / looks.
+            // An adaptive run's looks recorded without a schedule: alpha / looks at each.
             b.looks.push(Look {
                 n: 10,
                 of: 2 + pick(rng, 3) as u32,

@@ -4,10 +4,12 @@
 //! (`docs/statistics.md`, "The decision rule"). Noisy metrics get one-sided
 //! Mann–Whitney p-values in the regression and improvement directions and a Hodges–Lehmann
 //! shift on log values with its distribution-free interval. The regression p-values of all
-//! gated metrics of a run are adjusted together (Benjamini–Hochberg or Holm) and tested at
-//! alpha / looks, so neither many benchmarks nor adaptive repetitions inflate false alarms.
+//! gated metrics of a run, made sequential where an adaptive run looked more than once
+//! (`inference::LookPlan`), are adjusted together (Benjamini–Hochberg or Holm) and tested at
+//! alpha, so neither many benchmarks nor adaptive repetitions inflate false alarms.
 //! "Regressed" needs significance and a change of at least the threshold; "unchanged" is an
-//! equivalence (TOST) claim: the 1 − 2·alpha interval lies inside ±margin; everything else is
+//! equivalence (TOST) claim: the 1 − 2·alpha interval lies inside ±margin; "within-threshold"
+//! a non-inferiority claim (its bad-side bound below the threshold); everything else is
 //! "inconclusive", never a guess. Against a baseline stored by another job, with earlier jobs
 //! as history, a prediction interval over the jobs' medians replaces the within-job test
 //! (Bencher's model). Metrics declared deterministic (a `tolerance`) are compared against it

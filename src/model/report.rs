@@ -481,19 +481,22 @@ pub struct MetricComparison {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p_improvement: Option<f64>,
     /// `p_regression` adjusted across the metrics of its family (gated or informational) with
-    /// the report's `correction`; a regression needs it at most alpha / looks.
+    /// the report's `correction`, after an adaptive run's plan made it sequential (the chance
+    /// that some look reaches a p that small); a regression needs it at most alpha.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p_adjusted: Option<f64>,
     /// Equivalence margin (relative): "unchanged" means the equivalence interval lies inside
     /// ±margin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equivalence_margin: Option<f64>,
-    /// The interval behind the equivalence (TOST) claim, at level 1 − 2·alpha / looks.
+    /// The interval behind the equivalence (TOST) and non-inferiority claims, at level
+    /// 1 − 2·c, c the nominal level of one look at alpha (alpha without looks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equivalence_ci: Option<[f64; 2]>,
     /// Minimum detectable effect: the smallest relative change this comparison would flag
     /// with 80 % power, from the observed noise and n, at the one-sided level a single
-    /// regression faces after the correction (alpha / looks / gated metrics). Null when no
+    /// regression faces after the correction (alpha / gated metrics, at one look's nominal
+    /// level). Null when no
     /// change is detectable (too few repetitions for the level) or there is no test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mde: Option<f64>,

@@ -546,4 +546,25 @@ fn figures_for_the_documentation() {
             );
         }
     }
+    let plan = LookPlan::new(10, 40, 2);
+    println!(
+        "\nMDE (one-sided, 80 % power) at the nominal level of a look of 10–40 every 2 (1 and 50 gated metrics):"
+    );
+    for c in [0.005, 0.01, 0.02, 0.05] {
+        let sigma = (1.0f64 + c * c).ln().sqrt();
+        let row: Vec<String> = [1.0, 50.0]
+            .iter()
+            .flat_map(|m| {
+                [10, 20, 40].map(|n| {
+                    let level = plan.nominal_level(0.01 / m);
+                    let d = kgate::stats::inference::min_detectable_shift(
+                        sigma, n, n, level, 0.8, false,
+                    )
+                    .unwrap();
+                    format!("{:.2} %", d.exp_m1() * 100.0)
+                })
+            })
+            .collect();
+        println!("| {:.1} % | {} |", c * 100.0, row.join(" | "));
+    }
 }
