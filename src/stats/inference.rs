@@ -620,6 +620,9 @@ fn crossing_table(looks: &[u32]) -> std::sync::Arc<CrossingTable> {
 /// Points per standard deviation of one step's increment in [`boundary_crossing`]'s grid.
 const GRID_PER_SD: f64 = 8.0;
 
+/// The most lattice nodes [`boundary_crossing`] spans one look's region with.
+const MAX_NODES: f64 = 2000.0;
+
 /// P(S_k ≥ z·√t_k for some k) for a standard Brownian motion S observed at the increasing
 /// times `times`: the recursive numerical integration of Armitage, McPherson and Rowe (1969)
 /// (Jennison and Turnbull 2000, ch. 19) on a uniform lattice whose spacing is a fraction of the
@@ -638,9 +641,16 @@ fn boundary_crossing_with(times: &[f64], z: f64, per_sd: f64) -> f64 {
     let min_increment = times
         .windows(2)
         .map(|w| w[1] - w[0])
-        .fold(first, f64::min)
+        .fold(f64::INFINITY, f64::min)
         .max(f64::MIN_POSITIVE);
-    let h = min_increment.sqrt() / per_sd;
+    let last = times.last().copied().unwrap_or(first);
+    // A fraction of the smallest increment's standard deviation (the trapezoidal rule is
+    // spectrally accurate on the Gaussian parts, so half the first look's is enough there),
+    // and never more than MAX_NODES nodes across the widest region, which bounds the work of
+    // very long plans at some accuracy.
+    let h = (min_increment.sqrt() / per_sd)
+        .min(first.sqrt() / 2.0)
+        .max((z + 6.0) * last.sqrt() / MAX_NODES);
     let bound = |t: f64| z * t.sqrt();
     // The continuation region at a look: lattice nodes i·h for i in lo..=hi (i·h < bound),
     // plus the boundary itself as an extra node.
