@@ -4,10 +4,12 @@
 //! (`docs/statistics.md`, "The decision rule"). Noisy metrics get one-sided
 //! Mann–Whitney p-values in the regression and improvement directions and a Hodges–Lehmann
 //! shift on log values with its distribution-free interval. The regression p-values of all
-//! gated metrics of a run are adjusted together (Benjamini–Hochberg or Holm) and tested at
-//! alpha / looks, so neither many benchmarks nor adaptive repetitions inflate false alarms.
+//! gated metrics of a run, made sequential where an adaptive run looked more than once
+//! (`inference::LookPlan`), are adjusted together (Benjamini–Hochberg or Holm) and tested at
+//! alpha, so neither many benchmarks nor adaptive repetitions inflate false alarms.
 //! "Regressed" needs significance and a change of at least the threshold; "unchanged" is an
-//! equivalence (TOST) claim: the 1 − 2·alpha interval lies inside ±margin; everything else is
+//! equivalence (TOST) claim: the 1 − 2·alpha interval lies inside ±margin; "within-threshold"
+//! a non-inferiority claim (its bad-side bound below the threshold); everything else is
 //! "inconclusive", never a guess. Against a baseline stored by another job, with earlier jobs
 //! as history, a prediction interval over the jobs' medians replaces the within-job test
 //! (Bencher's model). Metrics declared deterministic (a `tolerance`) are compared against it
@@ -29,14 +31,14 @@ use rules::{
 
 use crate::model::metric::{NoisyMetrics, Source};
 use crate::model::report::{
-    BenchmarkComparison, Counts, Design, Method, MetricComparison, Model, REPORT_SCHEMA_VERSION,
-    Report,
+    BenchmarkComparison, Cost, Counts, Design, Method, MetricComparison, Model,
+    REPORT_SCHEMA_VERSION, Report,
 };
 use crate::model::results::{BenchmarkResult, MetricSamples, RunResults, Status};
 use crate::model::units::format_change;
 use crate::model::verdict::{RunVerdict, Verdict};
 use crate::stats;
-use crate::stats::inference::{self, Correction, JobMedians};
+use crate::stats::inference::{self, Correction, JobMedians, RunLooks};
 
 /// How the report's line on differing environments begins.
 pub const ENVIRONMENTS_DIFFER: &str = "baseline and candidate ran on different environments";
@@ -104,12 +106,18 @@ pub fn compare(
 
 /// Looks planned for a run: the largest plan recorded with its benchmarks (1 without looks).
 pub fn planned_looks(head: &RunResults) -> u32 {
-    head.benchmarks
-        .iter()
-        .filter_map(|b| b.looks.first().map(|l| l.of))
-        .max()
-        .unwrap_or(1)
-        .max(1)
+    run_looks(head).count()
+}
+
+/// The look plans recorded with a run's benchmarks, whose boundary the comparison tests at.
+pub fn run_looks(head: &RunResults) -> RunLooks {
+    let mut looks = RunLooks::default();
+    for b in &head.benchmarks {
+        if let Some(l) = b.looks.first() {
+            looks.add(l.schedule, l.of);
+        }
+    }
+    looks
 }
 
 /// Compares two runs. `history` holds result files of earlier jobs (oldest first or any
@@ -159,7 +167,7 @@ pub fn compare_with_job_medians(
     policy: &ComparePolicy,
     design: Design,
 ) -> Report {
-    let ctx = Context::new(policy, planned_looks(head), medians, design, base, head);
+    let ctx = Context::new(policy, run_looks(head), medians, design, base, head);
     let base_index = base.by_name();
     let mut gathered = Gathered::default();
     for h in &head.benchmarks {
@@ -190,6 +198,32 @@ struct Gathered<'a> {
     unavailable: Vec<String>,
     /// Benchmarks only in the baseline, in its order.
     missing: Vec<String>,
+    /// The time the measured benchmarks took against a fixed plan at `max`.
+    cost: CostTally,
+}
+
+/// The report's [`Cost`], added up as the benchmarks are gathered.
+#[derive(Default)]
+struct CostTally {
+    total: Cost,
+    /// Whether a benchmark with a timed run planned looks (only then is there a cost to show).
+    adaptive: bool,
+}
+
+impl CostTally {
+    fn add(&mut self, base: &BenchmarkResult, head: &BenchmarkResult) {
+        for side in [base, head] {
+            let Some(seconds) = side.seconds else {
+                continue;
+            };
+            let planned = side.looks.first();
+            self.adaptive |= planned.is_some_and(|l| l.of > 1);
+            let max = planned
+                .and_then(|l| l.schedule)
+                .map_or(side.repetitions, |s| s.normalized().max);
+            self.total.add(side.repetitions, max, seconds);
+        }
+    }
 }
 
 impl<'a> Gathered<'a> {
@@ -210,6 +244,7 @@ impl<'a> Gathered<'a> {
         let index = self.rows.len();
         let cmp = match base {
             Some(b) => {
+                self.cost.add(b, head);
                 let (cmp, tested) = gather_benchmark(b, head, ctx);
                 for (m, power) in tested {
                     let row = &cmp.metrics[m];
@@ -253,6 +288,7 @@ impl<'a> Gathered<'a> {
             mixed,
             unavailable,
             missing,
+            cost,
         } = self;
         let policy = ctx.policy;
         let used_history = pending
@@ -310,7 +346,8 @@ impl<'a> Gathered<'a> {
             design: ctx.design,
             alpha: policy.alpha,
             correction: policy.correction,
-            looks: ctx.looks,
+            looks: ctx.looks.count(),
+            cost: cost.adaptive.then_some(cost.total),
             model: if used_history {
                 Model::PredictionInterval
             } else {
@@ -364,6 +401,7 @@ pub fn no_baseline(head: &RunResults, policy: &ComparePolicy, reason: String) ->
         alpha: policy.alpha,
         correction: policy.correction,
         looks: planned_looks(head),
+        cost: None,
         model: Model::RankTest,
         base_commit: None,
         head_commit: head.environment.git.as_ref().map(|g| g.commit.clone()),
@@ -385,9 +423,10 @@ pub fn count(benchmarks: &[BenchmarkComparison]) -> Counts {
 /// What the comparison of a run knows besides the two samples.
 struct Context<'a> {
     policy: &'a ComparePolicy,
-    /// Looks planned for the run ([`planned_looks`]).
-    looks: u32,
-    /// Level of one look: alpha / planned looks.
+    /// The looks planned for the run ([`run_looks`]): their boundary maps a look's p-value to
+    /// the plan's sequential p-value and a plan-wide level to each look's nominal one.
+    looks: RunLooks,
+    /// The nominal level of one look at the gate's alpha (alpha itself without looks).
     alpha_look: f64,
     /// Job medians for the prediction-interval model (the stored baseline's included); empty
     /// otherwise.
@@ -401,7 +440,7 @@ impl Context<'_> {
     /// The context of comparing two runs (their keys read, not their benchmarks).
     fn new<'p>(
         policy: &'p ComparePolicy,
-        looks: u32,
+        looks: RunLooks,
         medians: &JobMedians,
         design: Design,
         base: &RunResults,
@@ -409,8 +448,8 @@ impl Context<'_> {
     ) -> Context<'p> {
         Context {
             policy,
+            alpha_look: looks.nominal_level(policy.alpha),
             looks,
-            alpha_look: policy.alpha / f64::from(looks),
             history: if design == Design::StoredBaseline {
                 medians.clone()
             } else {
@@ -691,7 +730,7 @@ pub fn compare_metric(
 ) -> MetricComparison {
     let ctx = Context {
         policy,
-        looks: 1,
+        looks: RunLooks::default(),
         alpha_look: policy.alpha,
         history: JobMedians::new(),
         design: Design::Files,
@@ -1335,19 +1374,49 @@ mod tests {
             of: 3,
             alpha: 0.01 / 3.0,
             verdict: Verdict::Inconclusive,
+            schedule: None,
         };
-        let mut b = bench("a", samples(&BASE, 0.01));
-        let mut h = bench("a", samples(&NEW, 0.01));
-        b.looks = vec![look.clone()];
-        h.looks = vec![look];
-        let r = compare(
-            &run(vec![b]),
-            &run(vec![h]),
-            &ComparePolicy::default(),
-            Design::Interleaved,
-        );
+        let compared = |look: &crate::model::results::Look| {
+            let mut b = bench("a", samples(&BASE, 0.01));
+            let mut h = bench("a", samples(&NEW, 0.01));
+            b.looks = vec![look.clone()];
+            h.looks = vec![look.clone()];
+            compare(
+                &run(vec![b]),
+                &run(vec![h]),
+                &ComparePolicy::default(),
+                Design::Interleaved,
+            )
+        };
+        // Recorded without a schedule: Bonferroni over 3 looks, the adjusted p three times
+        // the raw one.
+        let r = compared(&look);
         assert_eq!(r.looks, 3);
         assert_eq!(r.benchmarks[0].verdict, Verdict::Regressed);
+        let m = &r.benchmarks[0].metrics[0];
+        let raw = m.p_regression.unwrap();
+        assert!((m.p_adjusted.unwrap() - 3.0 * raw).abs() < 1e-12 * raw.max(1e-300));
+        // With a schedule (16 looks every 2 from 10 to 40): the plan's sequential p, below
+        // Bonferroni's 16 · p, and the interval at the nominal level of a look.
+        let plan = inference::LookPlan::new(10, 40, 2);
+        let look = crate::model::results::Look {
+            of: plan.count(),
+            alpha: plan.alpha_per_look(0.01),
+            schedule: plan.schedule(),
+            ..look
+        };
+        let r = compared(&look);
+        assert_eq!(r.looks, 16);
+        assert_eq!(r.benchmarks[0].verdict, Verdict::Regressed);
+        let m = &r.benchmarks[0].metrics[0];
+        let adjusted = m.p_adjusted.unwrap();
+        assert_eq!(adjusted, plan.sequential_p(raw));
+        assert!(adjusted > raw && adjusted < 16.0 * raw, "{raw} {adjusted}");
+        let level = m.ci_level.unwrap();
+        assert!(
+            (level - (1.0 - 2.0 * plan.alpha_per_look(0.01))).abs() < 1e-12,
+            "{level}"
+        );
     }
 
     #[test]

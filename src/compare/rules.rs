@@ -465,19 +465,26 @@ impl Family {
         let size = regression.len().max(size_hint);
         regression.resize(size, 1.0);
         improvement.resize(size, 1.0);
-        let regression = inference::adjust(&regression, ctx.policy.correction);
-        let improvement = inference::adjust(&improvement, ctx.policy.correction);
+        // Each look's p-value becomes the look plan's sequential p-value (itself without
+        // looks), which is valid whenever the benchmark stopped, so the correction runs at the
+        // gate's alpha; the level its decisions cleared maps back to each look's nominal level.
+        let looks = &ctx.looks;
+        let sequential =
+            |p: Vec<f64>| -> Vec<f64> { p.into_iter().map(|p| looks.sequential_p(p)).collect() };
+        let alpha = ctx.policy.alpha;
+        let regression = inference::adjust(&sequential(regression), ctx.policy.correction);
+        let improvement = inference::adjust(&sequential(improvement), ctx.policy.correction);
         let levels = Levels {
-            regression: inference::decision_level(
+            regression: looks.nominal_level(inference::decision_level(
                 &regression,
-                ctx.alpha_look,
+                alpha,
                 ctx.policy.correction,
-            ),
-            improvement: inference::decision_level(
+            )),
+            improvement: looks.nominal_level(inference::decision_level(
                 &improvement,
-                ctx.alpha_look,
+                alpha,
                 ctx.policy.correction,
-            ),
+            )),
         };
         Family {
             regression,
@@ -538,7 +545,9 @@ pub(super) fn decide(
     levels: Levels,
     ctx: &Context<'_>,
 ) {
-    let alpha = ctx.alpha_look;
+    // Adjusted p-values are sequential ones (docs/statistics.md): tested at the gate's alpha;
+    // raw p-values and intervals at the nominal level of one look.
+    let alpha = ctx.policy.alpha;
     let (Some(change), Some(p_two)) = (out.change, out.p_value) else {
         // Gathering sets both for every tested metric; a row without them claims nothing.
         out.verdict = Verdict::Inconclusive;
@@ -550,12 +559,16 @@ pub(super) fn decide(
     let margin = out.equivalence_margin.unwrap_or(threshold);
     out.p_adjusted = Some(p_reg_adj);
     // The level a single regression faces: BH and Holm both reduce to alpha / m for it.
-    let single = alpha / family.max(1) as f64;
+    let single = ctx.looks.nominal_level(alpha / family.max(1) as f64);
     // No outcome can be decided only where the smallest attainable p is above the largest
     // level the applied procedure could test this metric at: BH rejects at up to alpha·k/m,
     // so alpha when every member is rejected; Holm's step-down starts at alpha / m and stops
     // at its first acceptance.
-    let reachable = inference::largest_level(alpha, family, ctx.policy.correction);
+    let reachable = ctx.looks.nominal_level(inference::largest_level(
+        alpha,
+        family,
+        ctx.policy.correction,
+    ));
     let floor = power.sizes().map(|(nb, nh)| inference::mwu_floor(nb, nh));
     let floor_blocks = floor.filter(|floor| *floor > reachable);
     // The MDE is that of a lone regression, at `single`: none where even it is out of reach.
@@ -614,6 +627,16 @@ pub(super) fn decide(
     let significant_imp = p_imp_adj <= alpha && ci.is_some_and(|c| beyond_zero(c, !up_is_bad));
     let equivalence_ci = out.equivalence_ci;
     let inside = |m: f64| equivalence_ci.is_some_and(|[lo, hi]| lo > -m && hi < m);
+    // Non-inferiority: the equivalence interval's bound on the bad side (its one-sided bound at
+    // the same level) is below the threshold, so no regression as large as it.
+    let bad_bound = equivalence_ci.map(|[lo, hi]| if up_is_bad { hi } else { lo });
+    let non_inferior = bad_bound.is_some_and(|b| {
+        if up_is_bad {
+            b < threshold
+        } else {
+            b > -threshold
+        }
+    });
     let (verdict, reason) = if let Some(floor) = floor_blocks {
         (
             Verdict::Inconclusive,
@@ -645,16 +668,18 @@ pub(super) fn decide(
             Verdict::Unchanged,
             format!("{described}: the equivalence interval lies within ±{mar}"),
         )
-    } else if inside(threshold) {
+    } else if non_inferior {
         let kind = if significant_reg || significant_imp {
             "a real change"
         } else {
             "no significant change"
         };
+        let bound = format_change(bad_bound.unwrap_or(0.0));
         (
             Verdict::WithinThreshold,
             format!(
-                "{described}: {kind}, within the {thr} threshold (the equivalence interval lies within ±{thr}, not within the ±{mar} that \"unchanged\" needs)"
+                "{described}: {kind}, within the {thr} threshold (no regression that large: the one-sided {} % bound is {bound}; \"unchanged\" needs the equivalence interval within ±{mar})",
+                percent_level(1.0 - ctx.alpha_look)
             ),
         )
     } else if significant_reg || significant_imp {
@@ -668,7 +693,7 @@ pub(super) fn decide(
         (
             Verdict::Inconclusive,
             format!(
-                "{described}: not enough evidence either way; the equivalence interval is wider than ±{thr}"
+                "{described}: not enough evidence either way; the interval reaches the {thr} threshold"
             ),
         )
     };

@@ -427,6 +427,9 @@ fn check_repetitions(r: Repetitions) -> Result<(), String> {
             r.max, r.min
         ));
     }
+    if r.step == Some(0) {
+        return Err("step must be at least 1 repetition".into());
+    }
     Ok(())
 }
 

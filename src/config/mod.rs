@@ -504,6 +504,7 @@ benchmarks:
             Some(Repetitions {
                 min: 10,
                 max: 30,
+                step: None,
                 written: RepetitionsForm::Range
             })
         );

@@ -114,6 +114,10 @@ impl<'de> Deserialize<'de> for CommandSpec {
 pub struct Repetitions {
     pub min: u32,
     pub max: u32,
+    /// Repetitions per side between two looks of an adaptive run (`{min, max, step}`; default
+    /// `inference::DEFAULT_LOOK_STEP`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
     /// How the count was given, so that advice names the setting as the user wrote it.
     #[serde(skip)]
     pub written: RepetitionsForm,
@@ -137,6 +141,7 @@ impl Repetitions {
         Repetitions {
             min: n,
             max: n,
+            step: None,
             written: RepetitionsForm::Number,
         }
     }
@@ -160,14 +165,15 @@ impl JsonSchema for Repetitions {
     }
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
-            "description": "Measured repetitions: a number such as `10`, or `{min: 10, max: 30}`: `min` are always run; up to `max` (default `min`) may be run while the evidence is inconclusive (only in interleaved `kgate check --against`, under the alpha-spending plan).",
+            "description": "Measured repetitions: a number such as `10`, or `{min: 10, max: 30}`: `min` are always run; up to `max` (default `min`) may be run while the evidence is inconclusive (only in interleaved `kgate check --against`, looking every `step` (default 2) repetitions per side against a group-sequential boundary).",
             "oneOf": [
                 { "type": "integer", "minimum": 1, "maximum": u32::MAX },
                 {
                     "type": "object",
                     "properties": {
                         "min": { "type": "integer", "minimum": 1, "maximum": u32::MAX },
-                        "max": { "type": "integer", "minimum": 1, "maximum": u32::MAX }
+                        "max": { "type": "integer", "minimum": 1, "maximum": u32::MAX },
+                        "step": { "type": "integer", "minimum": 1, "maximum": u32::MAX }
                     },
                     "required": ["min"],
                     "additionalProperties": false
@@ -184,6 +190,7 @@ impl<'de> Deserialize<'de> for Repetitions {
         struct Range {
             min: u32,
             max: Option<u32>,
+            step: Option<u32>,
         }
         struct V;
         impl<'de> Visitor<'de> for V {
@@ -209,6 +216,7 @@ impl<'de> Deserialize<'de> for Repetitions {
                 Ok(Repetitions {
                     min: r.min,
                     max: r.max.unwrap_or(r.min),
+                    step: r.step,
                     written: RepetitionsForm::Range,
                 })
             }

@@ -73,9 +73,14 @@ pub struct Report {
     /// Multiple-testing adjustment across the gated metrics of the run (`bh` or `holm`).
     #[serde(default)]
     pub correction: Correction,
-    /// Looks planned per benchmark; each look was tested at alpha / looks.
+    /// The most looks a benchmark planned (1: fixed repetitions). The looks of a plan are
+    /// tested against one boundary that holds alpha over the plan (docs/statistics.md).
     #[serde(default = "one")]
     pub looks: u32,
+    /// What the measured benchmarks cost against running every one of them to its plan's
+    /// `max`: present where the runner timed them and a benchmark planned looks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
     /// The model that decided noisy metrics (`rank-test` or `prediction-interval`); each
     /// metric's `method` says which decided it.
     #[serde(default)]
@@ -98,6 +103,38 @@ pub struct Report {
     /// (see docs/reports.md); absent when the report was built without them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Evidence>,
+}
+
+/// The benchmark time of an adaptive run against a fixed plan at `repetitions.max`, over the
+/// benchmarks measured on both sides.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Cost {
+    /// Repetitions run, both sides together.
+    pub repetitions: u64,
+    /// Repetitions a fixed plan at each benchmark's `max` would have run, both sides together.
+    pub fixed_repetitions: u64,
+    /// Seconds spent on the benchmarks' runs (warm-ups and repetitions, both sides).
+    pub seconds: f64,
+    /// Seconds a fixed plan at `max` would have spent: the warm-ups as spent, and each side's
+    /// repetitions at their mean time, `max` times.
+    pub fixed_seconds: f64,
+}
+
+impl Cost {
+    /// Adds one side of a benchmark: `n` repetitions run of a plan whose `max` is `max`,
+    /// taking `seconds`.
+    pub fn add(&mut self, n: u32, max: u32, seconds: crate::model::results::Seconds) {
+        let max = max.max(n);
+        self.repetitions += u64::from(n);
+        self.fixed_repetitions += u64::from(max);
+        self.seconds += seconds.warmup + seconds.repetitions;
+        let per = if n > 0 {
+            seconds.repetitions / f64::from(n)
+        } else {
+            0.0
+        };
+        self.fixed_seconds += seconds.warmup + per * f64::from(max);
+    }
 }
 
 impl Report {
@@ -371,19 +408,22 @@ pub struct MetricComparison {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p_improvement: Option<f64>,
     /// `p_regression` adjusted across the metrics of its family (gated or informational) with
-    /// the report's `correction`; a regression needs it at most alpha / looks.
+    /// the report's `correction`, after an adaptive run's plan made it sequential (the chance
+    /// that some look reaches a p that small); a regression needs it at most alpha.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p_adjusted: Option<f64>,
     /// Equivalence margin (relative): "unchanged" means the equivalence interval lies inside
     /// ±margin.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equivalence_margin: Option<f64>,
-    /// The interval behind the equivalence (TOST) claim, at level 1 − 2·alpha / looks.
+    /// The interval behind the equivalence (TOST) and non-inferiority claims, at level
+    /// 1 − 2·c, c the nominal level of one look at alpha (alpha without looks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equivalence_ci: Option<[f64; 2]>,
     /// Minimum detectable effect: the smallest relative change this comparison would flag
     /// with 80 % power, from the observed noise and n, at the one-sided level a single
-    /// regression faces after the correction (alpha / looks / gated metrics). Null when no
+    /// regression faces after the correction (alpha / gated metrics, at one look's nominal
+    /// level). Null when no
     /// change is detectable (too few repetitions for the level) or there is no test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mde: Option<f64>,

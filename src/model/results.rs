@@ -84,6 +84,19 @@ pub struct BenchmarkResult {
     /// not measured: the other side's digest was the same (`kgate check --against`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<String>,
+    /// The wall time this side spent on the benchmark's runs, where the interleaved runner
+    /// timed them: what the report's `cost` adds up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<Seconds>,
+}
+
+/// Wall time spent on a benchmark's runs on one side, in seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Seconds {
+    /// On warm-up runs.
+    pub warmup: f64,
+    /// On measured repetitions.
+    pub repetitions: f64,
 }
 
 /// One interim analysis of an adaptive run (see `inference::LookPlan`).
@@ -91,13 +104,20 @@ pub struct BenchmarkResult {
 pub struct Look {
     /// Repetitions per side at this look.
     pub n: u32,
-    /// Number of looks planned; alpha was split equally over them.
+    /// Number of looks planned.
     pub of: u32,
-    /// Significance level this look was tested at (alpha / planned looks).
+    /// The nominal one-sided level every look of the plan is tested at, for the gate's alpha
+    /// and a family of one: the plan's boundary (alpha / looks for a plan recorded without a
+    /// `schedule`).
     pub alpha: f64,
     /// The benchmark's verdict at this look (`inconclusive` means more repetitions followed,
     /// unless this was the last look or the time budget ran out).
     pub verdict: crate::model::verdict::Verdict,
+    /// When the looks were planned: after `min`, `min + step`, … `max` repetitions per side,
+    /// all against one boundary that holds alpha over the whole plan (docs/statistics.md).
+    /// Absent in results written before looks had a schedule: those split alpha equally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::stats::inference::Schedule>,
 }
 
 /// The most bytes of one artifact kept in the results; the rest is cut at a line boundary.
@@ -211,6 +231,7 @@ impl BenchmarkResult {
             looks: Vec::new(),
             artifacts: BTreeMap::new(),
             identity: None,
+            seconds: None,
         }
     }
 

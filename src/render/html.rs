@@ -54,6 +54,9 @@ impl Exporter for HtmlExporter {
             verdict_word(report.verdict),
             escape_html(&summary_line(report))
         ));
+        if let Some(cost) = crate::render::cost_line(report) {
+            head.push_str(&format!("<p class=\"cost\">{}</p>\n", escape_html(&cost)));
+        }
         if let (Some(b), Some(h)) = (&report.base_commit, &report.head_commit) {
             head.push_str(&format!(
                 "<p>base <code>{}</code>, head <code>{}</code>{}</p>\n",

@@ -252,6 +252,7 @@ fn without_benchmarks(report: &Report) -> Report {
         alpha: report.alpha,
         correction: report.correction,
         looks: report.looks,
+        cost: report.cost,
         model: report.model,
         base_commit: report.base_commit.clone(),
         head_commit: report.head_commit.clone(),

@@ -148,6 +148,25 @@ pub fn summary_line_naming(report: &Report, would: Vec<String>) -> String {
     )
 }
 
+/// What an adaptive run's benchmarks cost against a fixed plan at `repetitions.max`:
+/// "repetitions: 212 of the 640 a fixed plan at max would run; benchmark time 41.2 s (about
+/// 118.0 s at max)". None where the report has no cost (no looks, or untimed runs).
+pub fn cost_line(report: &Report) -> Option<String> {
+    let c = report.cost?;
+    let share = if c.fixed_repetitions > 0 {
+        format!(
+            " ({:.0} %)",
+            100.0 * c.repetitions as f64 / c.fixed_repetitions as f64
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "repetitions: {} of the {} a fixed plan at max would run{share}; benchmark time {:.1} s (about {:.1} s at max)",
+        c.repetitions, c.fixed_repetitions, c.seconds, c.fixed_seconds
+    ))
+}
+
 pub(crate) fn verdict_word(v: RunVerdict) -> &'static str {
     match v {
         RunVerdict::Pass => "PASS",
@@ -632,6 +651,9 @@ impl Exporter for TableExporter {
             escape_terminal(&summary_line(report))
         ));
         out.write_all(verdict_line.as_bytes())?;
+        if let Some(cost) = cost_line(report) {
+            out.write_all(prose(cost).as_bytes())?;
+        }
         // First reading: how many rows, how many left out, every column's width, and the
         // benchmarks of the first piece.
         let every_column = [true; TABLE_COLUMNS.len()];
@@ -856,6 +878,9 @@ impl Exporter for MarkdownExporter {
             verdict_word(report.verdict),
             escape_markdown(&summary_line(report))
         );
+        if let Some(cost) = cost_line(report) {
+            out.push_str(&format!("{}\n\n", escape_markdown(&cost)));
+        }
         let notable: Vec<(&str, &MetricComparison)> = report
             .benchmarks
             .iter()

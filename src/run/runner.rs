@@ -25,13 +25,15 @@ use std::time::{Duration, Instant};
 use crate::capture::Collector;
 use crate::machine::fingerprint::Fingerprint;
 use crate::model::results::{
-    Artifact, BenchmarkResult, Failure, FailureKind, Provenance, RESULTS_SCHEMA_VERSION,
+    Artifact, BenchmarkResult, Failure, FailureKind, Look, Provenance, RESULTS_SCHEMA_VERSION,
     RunResults, Status,
 };
+use crate::model::verdict::Verdict;
 use crate::plan::{BUILD_TIMEOUT, BenchmarkPlan, Plan};
 use crate::run::backend::{self, Backend, Launch, Repetition};
 use crate::run::progress::{Event, Progress};
 use crate::run::secrets;
+use crate::stats::inference::LookPlan;
 
 /// How many bytes of a benchmark's stderr are kept for error reports.
 const TAIL_BYTES: usize = 4096;
@@ -608,6 +610,23 @@ impl<'p> BenchmarkRun<'p> {
         if self.failed {
             return Ok(());
         }
+        let started = Instant::now();
+        let result = self.step_untimed(measured);
+        let spent = started.elapsed().as_secs_f64();
+        let seconds = self
+            .collector
+            .result_mut()
+            .seconds
+            .get_or_insert_with(Default::default);
+        if measured {
+            seconds.repetitions += spent;
+        } else {
+            seconds.warmup += spent;
+        }
+        result
+    }
+
+    fn step_untimed(&mut self, measured: bool) -> Result<(), RunError> {
         let run = Repetition {
             plan: self.plan,
             index: self.collector.result_mut().repetitions,
@@ -832,9 +851,10 @@ pub struct Adaptive {
 }
 
 /// Like [`run_interleaved`], but with `adaptive` a benchmark whose `repetitions.max` exceeds
-/// its `min` is analysed at fixed looks (min, 2·min, 4·min … max repetitions per side, see
-/// `inference::LookPlan`), each at alpha / looks, and only a benchmark still inconclusive gets
-/// the next look's repetitions. The looks taken are recorded with both results.
+/// its `min` is analysed at fixed looks (min, min + step, … max repetitions per side, see
+/// `inference::LookPlan`) against a boundary that holds alpha over the whole plan
+/// ([`interim_look`]), and only a benchmark still inconclusive gets the next look's
+/// repetitions. The looks taken are recorded with both results.
 pub fn run_interleaved_adaptive(
     plan: &Plan,
     base: &Revision,
@@ -929,7 +949,13 @@ pub fn run_interleaved_adaptive(
         for i in 0..b.warmup {
             pair(&mut runs, i, false)?;
         }
-        let looks = crate::stats::inference::LookPlan::new(b.repetitions.min, b.repetitions.max);
+        let looks = LookPlan::new(
+            b.repetitions.min,
+            b.repetitions.max,
+            b.repetitions
+                .step
+                .unwrap_or(crate::stats::inference::DEFAULT_LOOK_STEP),
+        );
         let adaptive = adaptive.filter(|_| looks.count() > 1);
         let mut done = 0;
         let mut taken = Vec::new();
@@ -948,14 +974,16 @@ pub fn run_interleaved_adaptive(
             if runs.iter().any(|r| r.failed) {
                 break;
             }
+            let [base_run, head_run] = &mut runs;
             let look = interim_look(
-                &mut runs,
+                base_run.collector.result_mut(),
+                head_run.collector.result_mut(),
                 n,
                 &looks,
                 &adaptive.policy,
                 plan.benchmarks.len(),
             );
-            let decided = look.verdict != crate::model::verdict::Verdict::Inconclusive;
+            let decided = look.verdict != Verdict::Inconclusive;
             taken.push(look);
             if decided {
                 break;
@@ -986,23 +1014,32 @@ pub fn run_interleaved_adaptive(
     ))
 }
 
-/// One interim analysis: the gate's rule on the repetitions so far, at alpha / looks.
-fn interim_look(
-    runs: &mut [BenchmarkRun<'_>; 2],
+/// One interim analysis of an adaptive run: the gate's rule on the repetitions so far of one
+/// benchmark (`base` and `head`, their looks ignored), tested against the plan's boundary, with
+/// the family taken as this benchmark's gated metrics times `benchmarks` so that it is as
+/// strict as the run-wide comparison. Its verdict is what the runner stops on: anything but
+/// `inconclusive` (a regression, an improvement, `unchanged` or `within-threshold`) ends the
+/// benchmark's repetitions. Public so that the simulations (tests/it/simulation.rs) drive the
+/// runner's own rule.
+pub fn interim_look(
+    base: &BenchmarkResult,
+    head: &BenchmarkResult,
     n: u32,
-    looks: &crate::stats::inference::LookPlan,
+    looks: &LookPlan,
     policy: &crate::compare::ComparePolicy,
     benchmarks: usize,
-) -> crate::model::results::Look {
-    let mut snapshot = |i: usize| {
-        let mut r = runs[i].collector.result_mut().clone();
-        // Marks the plan so that the comparison tests at alpha / looks.
-        r.looks = vec![crate::model::results::Look {
-            n,
-            of: looks.count(),
-            alpha: looks.alpha_per_look(policy.alpha),
-            verdict: crate::model::verdict::Verdict::Inconclusive,
-        }];
+) -> Look {
+    let record = |verdict| Look {
+        n,
+        of: looks.count(),
+        alpha: looks.alpha_per_look(policy.alpha),
+        verdict,
+        schedule: looks.schedule(),
+    };
+    let snapshot = |r: &BenchmarkResult| {
+        let mut r = r.clone();
+        // Marks the plan so that the comparison tests against its boundary.
+        r.looks = vec![record(Verdict::Inconclusive)];
         RunResults {
             schema_version: RESULTS_SCHEMA_VERSION,
             kgate_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -1011,7 +1048,7 @@ fn interim_look(
             benchmarks: vec![r],
         }
     };
-    let (base, head) = (snapshot(0), snapshot(1));
+    let (base, head) = (snapshot(base), snapshot(head));
     // As strict as the run-wide comparison: this benchmark's gated metrics times the number
     // of benchmarks stands in for the whole family.
     let gated = head.benchmarks[0]
@@ -1031,16 +1068,13 @@ fn interim_look(
         &policy,
         crate::model::report::Design::Interleaved,
     );
-    crate::model::results::Look {
-        n,
-        of: looks.count(),
-        alpha: looks.alpha_per_look(policy.alpha),
-        verdict: report
+    record(
+        report
             .benchmarks
             .first()
             .map(|b| b.verdict)
-            .unwrap_or(crate::model::verdict::Verdict::Inconclusive),
-    }
+            .unwrap_or(Verdict::Inconclusive),
+    )
 }
 
 fn results_for(
@@ -1251,18 +1285,33 @@ benchmarks:
         )
         .unwrap();
         let h = &head.benchmarks[0];
-        assert_eq!(h.repetitions, 8, "{h:?}");
-        let looks: Vec<(u32, crate::model::verdict::Verdict)> =
-            h.looks.iter().map(|l| (l.n, l.verdict)).collect();
-        use crate::model::verdict::Verdict::{Inconclusive, Unchanged};
-        assert_eq!(
-            looks,
-            vec![(2, Inconclusive), (4, Inconclusive), (8, Unchanged)]
-        );
+        // Looks every 2 repetitions per side (the default step): undecidable at 2 and 4, and
+        // "unchanged" at the first look whose interval exists.
+        let planned = LookPlan::new(2, 8, 2);
+        assert_eq!(planned.looks, vec![2, 4, 6, 8]);
+        let looks: Vec<(u32, Verdict)> = h.looks.iter().map(|l| (l.n, l.verdict)).collect();
+        assert!(looks.len() >= 3, "{looks:?}");
+        assert_eq!(h.repetitions, looks.last().unwrap().0, "{h:?}");
+        for (k, (n, verdict)) in looks.iter().enumerate() {
+            assert_eq!(*n, planned.looks[k]);
+            let last = k + 1 == looks.len();
+            let want = if last {
+                Verdict::Unchanged
+            } else {
+                Verdict::Inconclusive
+            };
+            assert_eq!(*verdict, want, "{looks:?}");
+        }
+        let nominal = planned.alpha_per_look(0.01);
+        assert!(nominal < 0.01 && nominal > 0.01 / 4.0, "{nominal}");
+        assert!(h.looks.iter().all(|l| l.of == 4
+            && (l.alpha - nominal).abs() < 1e-15
+            && l.schedule == planned.schedule()));
+        // Each side's time is recorded for the report's cost.
+        let seconds = h.seconds.unwrap();
         assert!(
-            h.looks
-                .iter()
-                .all(|l| l.of == 3 && (l.alpha - 0.01 / 3.0).abs() < 1e-15)
+            seconds.repetitions > 0.0 && seconds.warmup == 0.0,
+            "{seconds:?}"
         );
         assert_eq!(base.benchmarks[0].looks, h.looks);
         // Without the adaptive policy, `min` repetitions and no looks.

@@ -331,36 +331,426 @@ impl History {
     }
 }
 
-/// The fixed looks of an adaptive run: after `min` repetitions per side, then 2·min, 4·min …
-/// capped at `max` (which is always the last look). Alpha is split equally over the looks
-/// (Bonferroni), which is valid for any stopping rule and any dependence (docs/statistics.md).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Repetitions per side between two looks of an adaptive run unless `repetitions.step` says
+/// otherwise: a look after every A B B A block.
+pub const DEFAULT_LOOK_STEP: u32 = 2;
+
+/// The most looks a plan takes: a longer plan's step is raised to fit. The boundary's
+/// computation grows with the looks, and looking more often than every few percent of the
+/// plan buys little.
+pub const MAX_LOOKS: usize = 64;
+
+/// The schedule of an adaptive run's looks, recorded with each look so that a comparison of
+/// the results tests at the level the plan set: looks after `min`, `min + step`, … repetitions
+/// per side, the last at `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub struct Schedule {
+    pub min: u32,
+    pub step: u32,
+    pub max: u32,
+}
+
+/// The looks of an adaptive run and the boundary they are tested against.
+///
+/// A plan made by [`LookPlan::new`] looks every `step` repetitions per side from `min` to
+/// `max` and tests every look at one nominal level (a constant, Pocock-type boundary), chosen
+/// so that the chance of crossing it at any look is the level asked for: under normal theory
+/// the standardized statistic at n₁ < n₂ … repetitions is a Brownian motion observed at those
+/// times, and the crossing probability is computed by numerical integration
+/// ([`LookPlan::sequential_p`]). Plans recorded before this boundary existed (looks without a
+/// schedule) split alpha equally over their looks (Bonferroni). See docs/statistics.md.
+#[derive(Debug, Clone, PartialEq)]
 pub struct LookPlan {
+    /// Repetitions per side at each look (empty for a recorded Bonferroni plan, whose looks
+    /// were not recorded).
     pub looks: Vec<u32>,
+    boundary: Boundary,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Boundary {
+    /// Each of this many looks at alpha / looks.
+    Bonferroni(u32),
+    /// One nominal level at every look; the crossing probabilities of its looks.
+    Constant(std::sync::Arc<CrossingTable>),
 }
 
 impl LookPlan {
-    pub fn new(min: u32, max: u32) -> LookPlan {
-        let min = min.max(1);
-        let max = max.max(min);
+    /// Looks after `min`, `min + step`, … repetitions per side, the last at `max`; the step
+    /// is raised where more than [`MAX_LOOKS`] looks would follow.
+    pub fn new(min: u32, max: u32, step: u32) -> LookPlan {
+        LookPlan::of_schedule(Schedule { min, step, max })
+    }
+
+    /// The plan a recorded schedule describes.
+    pub fn of_schedule(schedule: Schedule) -> LookPlan {
+        let Schedule { min, step, max } = schedule.normalized();
         let mut looks = vec![min];
         let mut n = min;
         while n < max {
-            n = n.saturating_mul(2).min(max);
+            n = n.saturating_add(step).min(max);
             looks.push(n);
         }
-        LookPlan { looks }
+        let boundary = if looks.len() == 1 {
+            Boundary::Bonferroni(1)
+        } else {
+            Boundary::Constant(crossing_table(&looks))
+        };
+        LookPlan { looks, boundary }
+    }
+
+    /// A plan of `of` looks with alpha split equally (results recorded without a schedule).
+    pub fn bonferroni(of: u32) -> LookPlan {
+        LookPlan {
+            looks: Vec::new(),
+            boundary: Boundary::Bonferroni(of.max(1)),
+        }
+    }
+
+    /// A single look: fixed repetitions.
+    pub fn single() -> LookPlan {
+        LookPlan::bonferroni(1)
+    }
+
+    /// The plan behind a benchmark's recorded looks: its schedule where recorded, else
+    /// Bonferroni over the looks planned (one look where none were taken).
+    pub fn of_recorded(schedule: Option<Schedule>, of: u32) -> LookPlan {
+        match schedule {
+            Some(s) if of > 1 => LookPlan::of_schedule(s),
+            _ => LookPlan::bonferroni(of),
+        }
+    }
+
+    /// The schedule, for a plan of more than one look made by [`LookPlan::new`].
+    pub fn schedule(&self) -> Option<Schedule> {
+        match self.boundary {
+            Boundary::Constant(_) => Some(Schedule {
+                min: self.looks[0],
+                step: self.looks.get(1).map_or(1, |n| n - self.looks[0]),
+                max: *self.looks.last().expect("a plan has a look"),
+            }),
+            Boundary::Bonferroni(_) => None,
+        }
     }
 
     /// Number of looks K.
     pub fn count(&self) -> u32 {
-        self.looks.len() as u32
+        match self.boundary {
+            Boundary::Bonferroni(of) => of,
+            Boundary::Constant(_) => self.looks.len() as u32,
+        }
     }
 
-    /// The level each look is tested at.
-    pub fn alpha_per_look(&self, alpha: f64) -> f64 {
-        alpha / self.looks.len() as f64
+    /// The sequential p-value of a one-sided test whose smallest p over the looks taken is
+    /// `p`: the chance, with no change, that some look of the plan reaches a p that small.
+    /// Valid under any stopping rule that only stops early (a look not taken only makes it
+    /// larger than it needed to be); `K · p` under Bonferroni, `p` with one look. Monotone.
+    pub fn sequential_p(&self, p: f64) -> f64 {
+        let p = if p.is_nan() { 1.0 } else { p.clamp(0.0, 1.0) };
+        match &self.boundary {
+            Boundary::Bonferroni(of) => (f64::from(*of) * p).min(1.0),
+            Boundary::Constant(table) => {
+                if p <= 0.0 {
+                    return 0.0;
+                }
+                let bonferroni = (self.looks.len() as f64 * p).min(1.0);
+                table.crossing(p).clamp(p, bonferroni)
+            }
+        }
     }
+
+    /// The nominal one-sided level each look is tested at so that the whole plan holds
+    /// `level`: the inverse of [`LookPlan::sequential_p`] (a raw p at most this has a
+    /// sequential p at most `level`). `level / K` under Bonferroni.
+    pub fn nominal_level(&self, level: f64) -> f64 {
+        match &self.boundary {
+            Boundary::Bonferroni(of) => level / f64::from(*of),
+            Boundary::Constant(_) => {
+                if level.is_nan() || level <= 0.0 {
+                    return 0.0;
+                }
+                if level >= 1.0 {
+                    return 1.0;
+                }
+                // Bisection on the log of p: sequential_p is monotone.
+                let (mut lo, mut hi) = ((level / self.looks.len() as f64).ln(), level.ln());
+                for _ in 0..80 {
+                    let mid = 0.5 * (lo + hi);
+                    if self.sequential_p(mid.exp()) <= level {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                lo.exp()
+            }
+        }
+    }
+
+    /// The level each look is tested at for a plan-wide `alpha` ([`LookPlan::nominal_level`]).
+    pub fn alpha_per_look(&self, alpha: f64) -> f64 {
+        self.nominal_level(alpha)
+    }
+}
+
+impl Schedule {
+    /// The schedule as a plan runs it: `min` at least 1, `max` at least `min`, and the step
+    /// at least 1 and large enough for at most [`MAX_LOOKS`] looks.
+    pub fn normalized(self) -> Schedule {
+        let min = self.min.max(1);
+        let max = self.max.max(min);
+        let span = max - min;
+        let fit = span.div_ceil(MAX_LOOKS as u32 - 1);
+        Schedule {
+            min,
+            step: self.step.max(1).max(fit),
+            max,
+        }
+    }
+}
+
+/// The looks planned by the benchmarks of a run: one plan for most runs, several where
+/// benchmarks declare their own repetitions. Its levels are the most conservative of them
+/// (the largest sequential p, the smallest nominal level), so that one family can be adjusted
+/// together (docs/statistics.md).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunLooks {
+    plans: Vec<LookPlan>,
+}
+
+impl RunLooks {
+    /// Adds the plan of a benchmark's recorded looks (none: fixed repetitions).
+    pub fn add(&mut self, schedule: Option<Schedule>, of: u32) {
+        if of <= 1 {
+            return;
+        }
+        let plan = LookPlan::of_recorded(schedule, of);
+        if !self.plans.contains(&plan) {
+            self.plans.push(plan);
+        }
+    }
+
+    /// The most looks any benchmark planned (1 without looks).
+    pub fn count(&self) -> u32 {
+        self.plans.iter().map(LookPlan::count).max().unwrap_or(1)
+    }
+
+    /// The largest sequential p-value of `p` over the plans (`p` itself without looks).
+    pub fn sequential_p(&self, p: f64) -> f64 {
+        self.plans
+            .iter()
+            .map(|plan| plan.sequential_p(p))
+            .fold(if p.is_nan() { 1.0 } else { p.clamp(0.0, 1.0) }, f64::max)
+    }
+
+    /// The smallest nominal level of `level` over the plans (`level` itself without looks).
+    pub fn nominal_level(&self, level: f64) -> f64 {
+        self.plans
+            .iter()
+            .map(|plan| plan.nominal_level(level))
+            .fold(level, f64::min)
+    }
+}
+
+/// The crossing probability of a constant boundary by a Brownian motion observed at the looks,
+/// tabulated against the boundary's height z (`Φ̄(z)` is a single look's p).
+#[derive(Debug)]
+struct CrossingTable {
+    /// ln P(some look's standardized statistic ≥ z) at z = 0, Z_STEP, 2·Z_STEP, … Z_MAX.
+    log_crossing: Vec<f64>,
+}
+
+impl PartialEq for CrossingTable {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other) || self.log_crossing == other.log_crossing
+    }
+}
+
+const Z_STEP: f64 = 0.1;
+const Z_MAX: f64 = 8.0;
+
+impl CrossingTable {
+    /// The crossing probability of a boundary at the height whose single-look p is `p`,
+    /// interpolated linearly in ln P (monotone). Above the table's heights the last value is
+    /// kept (the caller caps it with Bonferroni's bound, valid everywhere).
+    fn crossing(&self, p: f64) -> f64 {
+        let z = -Normal::standard().inverse_cdf(p);
+        if z <= 0.0 {
+            return 1.0;
+        }
+        if z.is_nan() || z >= Z_MAX {
+            return self.log_crossing.last().copied().unwrap_or(0.0).exp();
+        }
+        let x = z / Z_STEP;
+        let i = x.floor() as usize;
+        if i + 1 >= self.log_crossing.len() {
+            return self.log_crossing.last().copied().unwrap_or(0.0).exp();
+        }
+        let t = x - i as f64;
+        ((1.0 - t) * self.log_crossing[i] + t * self.log_crossing[i + 1]).exp()
+    }
+}
+
+/// The crossing table of a plan's looks, computed once per process and plan.
+fn crossing_table(looks: &[u32]) -> std::sync::Arc<CrossingTable> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Cache = Mutex<HashMap<Vec<u32>, Arc<CrossingTable>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(hit) = cache.lock().ok().and_then(|c| c.get(looks).cloned()) {
+        return hit;
+    }
+    let steps = (Z_MAX / Z_STEP).round() as usize;
+    let times: Vec<f64> = looks.iter().map(|n| f64::from(*n)).collect();
+    let log_crossing = (0..=steps)
+        .map(|i| {
+            boundary_crossing(&times, i as f64 * Z_STEP)
+                .max(f64::MIN_POSITIVE)
+                .ln()
+        })
+        .collect();
+    let table = Arc::new(CrossingTable { log_crossing });
+    if let Ok(mut c) = cache.lock() {
+        c.entry(looks.to_vec()).or_insert_with(|| table.clone());
+    }
+    table
+}
+
+/// Points per standard deviation of one step's increment in [`boundary_crossing`]'s grid.
+const GRID_PER_SD: f64 = 8.0;
+
+/// The most lattice nodes [`boundary_crossing`] spans one look's region with.
+const MAX_NODES: f64 = 2000.0;
+
+/// P(S_k ≥ z·√t_k for some k) for a standard Brownian motion S observed at the increasing
+/// times `times`: the recursive numerical integration of Armitage, McPherson and Rowe (1969)
+/// (Jennison and Turnbull 2000, ch. 19) on a uniform lattice whose spacing is a fraction of the
+/// smallest increment's standard deviation, with the trapezoidal rule and the boundary as the
+/// last node of each look's continuation region. Mass more than 6 standard deviations below
+/// zero is dropped (it never reaches the boundary); the Gaussian kernel is cut at 8.5.
+fn boundary_crossing(times: &[f64], z: f64) -> f64 {
+    boundary_crossing_with(times, z, GRID_PER_SD)
+}
+
+fn boundary_crossing_with(times: &[f64], z: f64, per_sd: f64) -> f64 {
+    let normal = Normal::standard();
+    let Some(&first) = times.first() else {
+        return 0.0;
+    };
+    let min_increment = times
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .fold(f64::INFINITY, f64::min)
+        .max(f64::MIN_POSITIVE);
+    let last = times.last().copied().unwrap_or(first);
+    // A fraction of the smallest increment's standard deviation (the trapezoidal rule is
+    // spectrally accurate on the Gaussian parts, so half the first look's is enough there),
+    // and never more than MAX_NODES nodes across the widest region, which bounds the work of
+    // very long plans at some accuracy.
+    let h = (min_increment.sqrt() / per_sd)
+        .min(first.sqrt() / 2.0)
+        .max((z + 6.0) * last.sqrt() / MAX_NODES);
+    let bound = |t: f64| z * t.sqrt();
+    // The continuation region at a look: lattice nodes i·h for i in lo..=hi (i·h < bound),
+    // plus the boundary itself as an extra node.
+    let nodes = |t: f64| {
+        let lo = (-6.0 * t.sqrt() / h).floor() as i64;
+        let b = bound(t);
+        let mut hi = (b / h).floor() as i64;
+        if (hi as f64) * h >= b {
+            hi -= 1;
+        }
+        (lo, hi.max(lo), b)
+    };
+    // Density at the first look on its region.
+    let t0 = first;
+    let (mut lo, mut hi, mut b) = nodes(t0);
+    let density0 =
+        |s: f64| (-(s * s) / (2.0 * t0)).exp() / (2.0 * std::f64::consts::PI * t0).sqrt();
+    let mut f: Vec<f64> = (lo..=hi).map(|i| density0(i as f64 * h)).collect();
+    let mut f_end = density0(b);
+    let mut crossed = normal.sf(z);
+    let mut kernel_cache: Option<(f64, Vec<f64>)> = None;
+    for w in times.windows(2) {
+        let delta = w[1] - w[0];
+        let sd = delta.sqrt();
+        // Trapezoid weights on the nodes lo..=hi and the end node at b.
+        let last_gap = b - hi as f64 * h;
+        let weight = |k: usize, len: usize| {
+            let mut wgt = h;
+            if k == 0 {
+                wgt *= 0.5;
+            }
+            if k + 1 == len {
+                wgt = if k == 0 {
+                    0.5 * last_gap
+                } else {
+                    0.5 * h + 0.5 * last_gap
+                };
+            }
+            wgt
+        };
+        let len = f.len();
+        let a: Vec<f64> = f
+            .iter()
+            .enumerate()
+            .map(|(k, v)| v * weight(k, len))
+            .collect();
+        let a_end = f_end * 0.5 * last_gap;
+        let (nlo, nhi, nb) = nodes(w[1]);
+        // Crossing at the next look.
+        let mut cross = a_end * normal.sf((nb - b) / sd);
+        for (k, ak) in a.iter().enumerate() {
+            let u = (lo + k as i64) as f64 * h;
+            cross += ak * normal.sf((nb - u) / sd);
+        }
+        crossed += cross;
+        // The next look's density on its region: a discrete convolution on the lattice.
+        let reach = (8.5 * sd / h).ceil() as i64;
+        let kernel = match &kernel_cache {
+            Some((d, k)) if *d == delta => k.clone(),
+            _ => {
+                let k: Vec<f64> = (0..=reach)
+                    .map(|d| {
+                        let x = d as f64 * h / sd;
+                        (-0.5 * x * x).exp() / (sd * (2.0 * std::f64::consts::PI).sqrt())
+                    })
+                    .collect();
+                kernel_cache = Some((delta, k.clone()));
+                k
+            }
+        };
+        let phi = |x: f64| {
+            (-0.5 * (x / sd) * (x / sd)).exp() / (sd * (2.0 * std::f64::consts::PI).sqrt())
+        };
+        let convolve = |s_index: Option<i64>, s: f64| {
+            let mut sum = a_end * phi(s - b);
+            let (from, to) = match s_index {
+                Some(i) => ((i - reach).max(lo), (i + reach).min(hi)),
+                None => {
+                    let c = (s / h).round() as i64;
+                    ((c - reach - 1).max(lo), (c + reach + 1).min(hi))
+                }
+            };
+            for j in from..=to {
+                let ak = a[(j - lo) as usize];
+                sum += ak
+                    * match s_index {
+                        Some(i) => kernel[(i - j).unsigned_abs() as usize],
+                        None => phi(s - j as f64 * h),
+                    };
+            }
+            sum
+        };
+        let next: Vec<f64> = (nlo..=nhi)
+            .map(|i| convolve(Some(i), i as f64 * h))
+            .collect();
+        f_end = convolve(None, nb);
+        f = next;
+        (lo, hi, b) = (nlo, nhi, nb);
+    }
+    crossed.clamp(0.0, 1.0)
 }
 
 /// Smallest one-sided p-value a Mann–Whitney test can reach with n1 and n2 values:
@@ -552,16 +942,70 @@ mod tests {
     }
 
     #[test]
-    fn look_plans_double_until_max() {
-        assert_eq!(LookPlan::new(10, 40).looks, vec![10, 20, 40]);
-        assert_eq!(LookPlan::new(10, 30).looks, vec![10, 20, 30]);
-        assert_eq!(LookPlan::new(10, 10).looks, vec![10]);
-        assert_eq!(LookPlan::new(10, 10).alpha_per_look(0.01), 0.01);
+    fn look_plans_step_until_max() {
+        assert_eq!(LookPlan::new(10, 20, 2).looks, vec![10, 12, 14, 16, 18, 20]);
+        assert_eq!(LookPlan::new(10, 15, 2).looks, vec![10, 12, 14, 15]);
+        assert_eq!(LookPlan::new(10, 10, 2).looks, vec![10]);
+        assert_eq!(LookPlan::new(10, 10, 2).alpha_per_look(0.01), 0.01);
+        // A long plan's step is raised to at most MAX_LOOKS looks.
+        let long = LookPlan::new(10, 1000, 1);
+        assert!(long.looks.len() <= MAX_LOOKS, "{}", long.looks.len());
+        assert_eq!(*long.looks.last().unwrap(), 1000);
+        assert_eq!(
+            long.schedule(),
+            Some(Schedule {
+                min: 10,
+                step: 16,
+                max: 1000
+            })
+        );
+        // Recorded plans without a schedule split alpha equally (Bonferroni).
         close(
-            LookPlan::new(10, 40).alpha_per_look(0.01),
+            LookPlan::bonferroni(3).alpha_per_look(0.01),
             0.01 / 3.0,
             1e-15,
         );
+        close(LookPlan::bonferroni(3).sequential_p(0.001), 0.003, 1e-15);
+    }
+
+    #[test]
+    fn constant_boundary_reproduces_pocock_constants() {
+        // Pocock's constants for K equally spaced looks, two-sided 5 % (Jennison and
+        // Turnbull 2000, table 2.1): the upper boundary alone is crossed with probability
+        // 2.5 % (the lower crossing after an upper one is negligible).
+        for (k, c) in [(2u32, 2.178), (5, 2.413), (10, 2.555)] {
+            let times: Vec<f64> = (1..=k).map(f64::from).collect();
+            let p = boundary_crossing(&times, c);
+            close(p, 0.025, 4e-3);
+        }
+        // One look is the normal tail.
+        close(
+            boundary_crossing(&[10.0], 2.0),
+            Normal::standard().sf(2.0),
+            1e-12,
+        );
+        // Looks every 2 repetitions from 10 to 40: the nominal level is between the single
+        // look's alpha and Bonferroni's alpha / 16, and it inverts the sequential p.
+        let plan = LookPlan::new(10, 40, 2);
+        assert_eq!(plan.count(), 16);
+        let c = plan.nominal_level(0.01);
+        assert!(c < 0.01 && c > 0.01 / 16.0, "{c}");
+        close(plan.sequential_p(c), 0.01, 1e-6);
+        // Monotone, at least p and at most K·p, at every level the gate uses.
+        let mut last = 0.0;
+        for e in (1..=200).rev() {
+            let p = 10f64.powf(-f64::from(e) / 10.0);
+            let s = plan.sequential_p(p);
+            assert!(s >= last && s >= p && s <= 16.0 * p + 1e-15, "{p} {s}");
+            last = s;
+        }
+        // A finer grid gives the same crossing probability.
+        let times: Vec<f64> = plan.looks.iter().map(|n| f64::from(*n)).collect();
+        for z in [2.0, 3.0, 4.5] {
+            let coarse = boundary_crossing(&times, z);
+            let fine = boundary_crossing_with(&times, z, 24.0);
+            close(coarse, fine, 2e-3);
+        }
     }
 
     #[test]

@@ -32,6 +32,7 @@ mod profile_regressions;
 mod reports;
 mod results_format;
 mod schemas;
+mod sequential;
 mod simulation;
 mod stats_vectors;
 mod trace_import;

@@ -282,6 +282,7 @@ pub(crate) fn fixture() -> Report {
         alpha: 0.01,
         correction: Default::default(),
         looks: 1,
+        cost: None,
         model: Default::default(),
         base_commit: Some("1111111111111111111111111111111111111111".into()),
         head_commit: Some("2222222222222222222222222222222222222222".into()),
