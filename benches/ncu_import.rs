@@ -144,7 +144,7 @@ fn bench_shape(counters: usize, launches: usize, runs: usize, parse_only: bool) 
         let t = Instant::now();
         let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
         values = 0;
-        kgate::import::ncu::parse_each(file, &mut |_, launch| {
+        kgate::capture::ncu::parse_each(file, &mut |_, launch| {
             values += launch.values.len();
             Ok(())
         })

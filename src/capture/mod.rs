@@ -5,7 +5,12 @@
 //! gate rule. The [`Collector`] is that place, shared by `kgate run` and `kgate import`, so
 //! units are normalized and checked for consistency once.
 
+pub(crate) mod bytes;
 pub mod cpu;
+pub(crate) mod decimal;
+pub mod device;
+pub mod ncu;
+mod ncu_csv;
 pub mod perf;
 pub mod valgrind;
 use std::collections::HashMap;

@@ -8,11 +8,11 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::device::Device;
 use super::{ImportError, Policies, run_results};
 use crate::capture::Collector;
+use crate::capture::device::Device;
 use crate::machine::fingerprint::Fingerprint;
-use crate::model::metric::{Direction, Source};
+use crate::model::metric::{Source, direction_of};
 use crate::model::results::{Provenance, RunResults};
 use crate::model::units;
 
@@ -245,24 +245,6 @@ impl<'p> Benchmarks<'p> {
     }
 }
 
-/// The usual direction of a metric from its name and unit: rates per second, hit rates,
-/// throughputs and other percentages (utilization, occupancy, % of peak) are better higher,
-/// except percentages of stalls; everything else (times, counts, bytes moved) lower.
-pub fn direction_of(metric: &str, unit: &str) -> Direction {
-    let name = metric.to_ascii_lowercase();
-    let higher = unit.ends_with("/second")
-        || unit.ends_with("/s")
-        || name.ends_with("_per_second")
-        || name.contains("throughput")
-        || name.contains("hit_rate")
-        || (unit == "%" && !name.contains("stall"));
-    if higher {
-        Direction::Higher
-    } else {
-        Direction::Lower
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,32 +268,6 @@ mod tests {
         assert!(
             ended.load(Ordering::SeqCst),
             "the capture's thread was left running"
-        );
-    }
-
-    #[test]
-    fn throughputs_and_percentages_are_better_higher() {
-        assert_eq!(
-            direction_of("gpu__time_duration.sum", "ns"),
-            Direction::Lower
-        );
-        assert_eq!(
-            direction_of("dram__bytes_read.sum", "byte"),
-            Direction::Lower
-        );
-        assert_eq!(
-            direction_of("lts__t_sector_hit_rate.pct", "%"),
-            Direction::Higher
-        );
-        assert_eq!(direction_of("Memory Throughput", "%"), Direction::Higher);
-        assert_eq!(
-            direction_of("dram__bytes.sum.per_second", "byte/second"),
-            Direction::Higher
-        );
-        assert_eq!(direction_of("bytes_per_second", ""), Direction::Higher);
-        assert_eq!(
-            direction_of("smsp__pcsamp_warps_issue_stalled_barrier.pct", "%"),
-            Direction::Lower
         );
     }
 }

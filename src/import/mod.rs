@@ -14,17 +14,13 @@ use crate::model::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults}
 use crate::plan::MetricPolicy;
 
 pub mod builder;
-mod bytes;
 pub mod counters;
 pub mod criterion;
 pub mod cutlass;
-mod decimal;
-pub mod device;
 pub mod gbench;
 pub mod hyperfine;
 mod input;
 pub mod ncu;
-mod ncu_csv;
 pub mod nsys;
 pub mod nvbench;
 pub mod protocol;
@@ -294,10 +290,10 @@ impl ImportContext {
 }
 
 /// Wraps imported benchmarks in a results file whose environment is the device the files
-/// name ([`device::Device::environment`]), never this machine's accelerator.
+/// name ([`crate::capture::device::Device::environment`]), never this machine's accelerator.
 pub fn run_results(
     benchmarks: Vec<BenchmarkResult>,
-    device: &device::Device,
+    device: &crate::capture::device::Device,
     host: crate::machine::fingerprint::Fingerprint,
 ) -> RunResults {
     RunResults {

@@ -33,8 +33,8 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
 use super::builder::{Benchmarks, Slot};
-use super::device::Device;
 use super::{ImportContext, ImportError, Importer, Policies, content};
+use crate::capture::device::Device;
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 

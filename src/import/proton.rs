@@ -21,9 +21,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::builder::Benchmarks;
-use super::device::{Device, MEM_MAX_MHZ, SM_MAX_MHZ};
 use super::input;
 use super::{ImportContext, ImportError, Importer, Policies};
+use crate::capture::device::{Device, MEM_MAX_MHZ, SM_MAX_MHZ};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 

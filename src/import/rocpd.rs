@@ -32,9 +32,9 @@ use std::path::{Path, PathBuf};
 use rusqlite::types::ValueRef;
 
 use super::builder::{Benchmarks, Slot};
-use super::device::Device;
 use super::nsys::{LaunchAttributes, columns, open_database, sql_error, tables, varying_note};
 use super::{ImportContext, ImportError, Importer, Policies, content};
+use crate::capture::device::Device;
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 

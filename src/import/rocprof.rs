@@ -24,9 +24,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::builder::{Benchmarks, Slot};
-use super::device::{Device, HostField, MEM_MAX_MHZ, SM_MAX_MHZ};
 use super::input::{TextReader, refusal_of};
 use super::{ImportContext, ImportError, Importer, Policies, content};
+use crate::capture::device::{Device, HostField, MEM_MAX_MHZ, SM_MAX_MHZ};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 

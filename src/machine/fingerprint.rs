@@ -4,7 +4,7 @@
 //! and core count, the OS and kernel, kgate's version, the git revision (with a dirty flag) and
 //! the versions of the tools used, so that comparisons across machines can be refused or at
 //! least flagged. Imported results take their device from the files instead
-//! (`import::device`).
+//! (`capture::device`).
 
 use std::collections::BTreeMap;
 use std::path::Path;

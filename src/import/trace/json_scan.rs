@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 
-use crate::import::bytes::{bytes_equal_to, word_at};
+use crate::capture::bytes::{bytes_equal_to, word_at};
 
 /// Why scanning stopped short of a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +146,7 @@ fn parse_number(text: &[u8]) -> Option<f64> {
     if text.first() == Some(&b'+') {
         return None;
     }
-    crate::import::decimal::parse_plain(text)
+    crate::capture::decimal::parse_plain(text)
         .or_else(|| std::str::from_utf8(text).ok()?.parse().ok())
 }
 
@@ -159,7 +159,7 @@ fn fixed_point(text: &[u8], digits: u32) -> Option<i128> {
     };
     // A trace's times are plain decimals of at most 19 digits: read as one u64, without an
     // i128 multiplication per digit.
-    let scaled = match crate::import::decimal::short_decimal_digits(rest) {
+    let scaled = match crate::capture::decimal::short_decimal_digits(rest) {
         Some((mantissa, fraction)) => {
             scale(i128::from(mantissa), i64::from(digits) - fraction as i64)?
         }
@@ -740,7 +740,7 @@ mod tests {
         let alphabet = b"ab\"\\\xe9\x00\xff\x22\x5c\xa2\xdc}";
         for _ in 0..50_000 {
             let len = rng.usize(0..60);
-            let buf = crate::import::bytes::random_text(&mut rng, len, alphabet, 8, b'a'..=b'z');
+            let buf = crate::capture::bytes::random_text(&mut rng, len, alphabet, 8, b'a'..=b'z');
             for start in 0..=len {
                 assert_eq!(
                     string_end(&buf, start),

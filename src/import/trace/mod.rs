@@ -16,9 +16,9 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
 use super::builder::Benchmarks;
-use super::device::Device;
 use super::{ImportError, Policies};
 use crate::capture::Collector;
+use crate::capture::device::Device;
 use crate::model::metric::{Direction, Source};
 use crate::model::results::{Artifact, BenchmarkResult, RunResults};
 use crate::model::series::{CounterSeries, CountersOf, KernelWindows, Sampling};

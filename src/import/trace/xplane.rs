@@ -13,7 +13,7 @@ use prost::Message;
 use super::hlo_proto::HloProto;
 use super::xplane_proto::{XEvent, XPlane, XSpace, x_event, x_stat};
 use super::{TraceSamples, TraceSelection, import_files};
-use crate::import::device::{Device, SM_MAX_MHZ};
+use crate::capture::device::{Device, SM_MAX_MHZ};
 use crate::import::{ImportContext, ImportError, Importer, SelectionScope};
 use crate::model::results::Artifact;
 use crate::model::results::RunResults;

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use super::{Backend, Launch, Refusal, Repetition};
 use crate::capture::Collector;
+use crate::capture::ncu::{self, NcuReport};
 use crate::config::{CaptureKind, NcuConfig};
-use crate::import::ncu::{self, NcuReport};
 use crate::model::results::FailureKind;
 
 pub struct Ncu;

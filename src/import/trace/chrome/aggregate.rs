@@ -10,7 +10,7 @@ use memchr::arch::all::is_equal;
 use rustc_hash::FxHashMap;
 
 use super::event::{Event, Id, invalid};
-use crate::import::device::{Device, cuda_version};
+use crate::capture::device::{Device, cuda_version};
 use crate::import::trace::json_scan::{Kind, RawStr, Scanner, Stop, Value};
 use crate::import::trace::tracks::CounterTracks;
 use crate::import::trace::{TraceSamples, TraceSelection, least};

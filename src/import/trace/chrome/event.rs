@@ -200,7 +200,7 @@ fn small_integer(bytes: &[u8]) -> Option<i64> {
     if digits.contains(&b'.') {
         return None;
     }
-    let (n, _) = crate::import::decimal::short_decimal_digits(digits)?;
+    let (n, _) = crate::capture::decimal::short_decimal_digits(digits)?;
     let n = i64::try_from(n).ok()?;
     Some(if negative { -n } else { n })
 }
