@@ -12,6 +12,21 @@ pub fn kgate(dir: &Path) -> assert_cmd::Command {
     cmd
 }
 
+/// `kgate check --against main --no-progress --format FORMAT` in `dir`, run to its end.
+pub fn check_against_main(dir: &Path, format: &str) -> std::process::Output {
+    kgate(dir)
+        .args([
+            "check",
+            "--against",
+            "main",
+            "--no-progress",
+            "--format",
+            format,
+        ])
+        .output()
+        .unwrap()
+}
+
 /// Writes `text` to `dir/name`, creating folders on the way; returns the path.
 pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{committed_repository, git, kgate, numbers, stderr_of, stdout_of, write};
+use crate::common::{
+    check_against_main, committed_repository, git, kgate, numbers, stderr_of, stdout_of, write,
+};
 
 const DETAIL: &str = "max abs error 0.5 > 1e-3";
 
@@ -51,17 +53,7 @@ fn a_faster_candidate_with_a_wrong_answer_fails_the_gate_in_every_format() {
     let d = dir.path();
     faster_but_wrong(d);
     for format in ["table", "markdown", "json", "junit", "html"] {
-        let out = kgate(d)
-            .args([
-                "check",
-                "--against",
-                "main",
-                "--no-progress",
-                "--format",
-                format,
-            ])
-            .output()
-            .unwrap();
+        let out = check_against_main(d, format);
         let stdout = stdout_of(&out);
         assert_eq!(out.status.code(), Some(1), "{format}: {}", stderr_of(&out));
         let first = stdout.lines().next().unwrap_or_default();

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{committed_repository, git, kgate, stderr_of, write};
+use crate::common::{check_against_main, committed_repository, git, kgate, stderr_of, write};
 
 /// A protocol benchmark that counts its runs in `ran.txt` (of the tree it runs in).
 fn config(extra_args: &str, identity: &str) -> String {
@@ -148,17 +148,7 @@ fn an_identity_that_cannot_be_taken_is_measured_with_the_reason() {
             "identity of a file the build does not write",
         ],
     );
-    let out = kgate(d)
-        .args([
-            "check",
-            "--against",
-            "main",
-            "--no-progress",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
+    let out = check_against_main(d, "json");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_ne!(verdict(&report), "identical", "{report}");
     let stderr = stderr_of(&out);

@@ -9,7 +9,7 @@ use std::path::Path;
 use kgate::stats::inference::Xorshift;
 use serde_json::Value;
 
-use crate::common::{committed_repository, kgate, stderr_of, stdout_of, write};
+use crate::common::{check_against_main, committed_repository, stderr_of, stdout_of, write};
 
 const MAX: usize = 40;
 
@@ -59,26 +59,12 @@ fn repository(dir: &Path) {
     write(dir, "scale_slower.txt", "1.03\n");
 }
 
-fn check(dir: &Path, format: &str) -> std::process::Output {
-    kgate(dir)
-        .args([
-            "check",
-            "--against",
-            "main",
-            "--no-progress",
-            "--format",
-            format,
-        ])
-        .output()
-        .unwrap()
-}
-
 #[test]
 fn an_aa_benchmark_stops_early_and_a_slowdown_is_caught_early() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     repository(d);
-    let out = check(d, "json");
+    let out = check_against_main(d, "json");
     let report: Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr_of(&out)));
     assert_eq!(out.status.code(), Some(1), "{report}");
@@ -128,7 +114,7 @@ fn an_aa_benchmark_stops_early_and_a_slowdown_is_caught_early() {
     );
     // The table and the Markdown say so under the verdict, and each row its repetitions.
     for format in ["table", "markdown"] {
-        let out = check(d, format);
+        let out = check_against_main(d, format);
         let text = stdout_of(&out);
         assert_eq!(out.status.code(), Some(1), "{text}");
         assert!(

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{committed_repository, kgate, stderr_of, stdout_of, write};
+use crate::common::{check_against_main, committed_repository, kgate, stderr_of, stdout_of, write};
 
 /// A protocol benchmark that reports `value` microseconds per repetition.
 fn reporting(value: u32) -> String {
@@ -68,17 +68,7 @@ fn a_failed_candidate_is_headed_error_in_every_format() {
     );
     write(d, "bench.sh", "echo broken >&2; exit 3\n");
     for format in ["table", "markdown", "json", "junit", "html"] {
-        let out = kgate(d)
-            .args([
-                "check",
-                "--against",
-                "main",
-                "--no-progress",
-                "--format",
-                format,
-            ])
-            .output()
-            .unwrap();
+        let out = check_against_main(d, format);
         let stdout = stdout_of(&out);
         assert_eq!(out.status.code(), Some(2), "{format}: {}", stderr_of(&out));
         assert!(stderr_of(&out).contains("failed [head]: exited with status 3"));
@@ -138,17 +128,7 @@ benchmarks:
             reporting(100)
         ),
     );
-    let out = kgate(d)
-        .args([
-            "check",
-            "--against",
-            "main",
-            "--no-progress",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
+    let out = check_against_main(d, "json");
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let verdict = |name: &str| {
