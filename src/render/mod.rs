@@ -23,7 +23,7 @@ pub use markdown_limits::{LimitedMarkdownExporter, render_markdown_limited};
 pub use table::{TableExporter, stdout_width};
 
 use crate::compare::format_p;
-use crate::model::report::{BenchmarkComparison, MetricComparison, Report};
+use crate::model::report::{MetricComparison, Report};
 use crate::model::units::{format_change, format_value};
 use crate::model::verdict::{RunVerdict, Verdict};
 use escape::escape_markdown;
@@ -71,27 +71,20 @@ pub fn stdout_wants_color() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// "1 regression, 0 improvements, 3 unchanged, 0 inconclusive of 4 benchmarks".
+/// "1 regression, 0 improvements, 3 unchanged, 0 inconclusive of 4 benchmarks", naming the
+/// not-gated benchmarks one of whose metrics would have regressed.
 pub fn summary_line(report: &Report) -> String {
-    summary_line_naming(report, would_regress(report.benchmarks.iter()))
-}
-
-/// The benchmarks that are not gated but one of whose metrics would have regressed.
-pub fn would_regress<'b>(benchmarks: impl Iterator<Item = &'b BenchmarkComparison>) -> Vec<String> {
-    benchmarks
+    let would: Vec<&str> = report
+        .benchmarks
+        .iter()
         .filter(|b| {
             b.verdict == Verdict::NotGated
                 && b.metrics
                     .iter()
                     .any(|m| m.verdict == Verdict::Regressed && m.not_gating.is_some())
         })
-        .map(|b| b.name.clone())
-        .collect()
-}
-
-/// [`summary_line`] from the report's counts, naming `would` as the not-gated benchmarks that
-/// would have regressed ([`would_regress`]).
-pub fn summary_line_naming(report: &Report, would: Vec<String>) -> String {
+        .map(|b| b.name.as_str())
+        .collect();
     let s = &report.summary;
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
