@@ -1454,6 +1454,140 @@ fn nsys_two_gpu_training_step_before_and_after() {
     assert_eq!(f.provenance.details["nsys.version"], "2026.2.1.210");
 }
 
+/// What a gate must say of nsys-ai's step: `flash_fwd_kernel`'s −31.56 ms is fewer launches
+/// (68 → 60), not faster ones, and `ncclDevKernel_SendRecv`'s median moves on GPU 0 only.
+#[test]
+#[cfg_attr(
+    kgate_no_nsys_samples,
+    ignore = "needs nsys-ai's tests/fixtures/mfu_2gpu_{before,after}.sqlite (2.7 and 2.4 MB, not kept here): set KGATE_NSYS_SAMPLES to their folder"
+)]
+fn nsys_compare_of_the_two_gpu_training_step() {
+    let samples = nsys_samples();
+    let dir = tempfile::tempdir().unwrap();
+    for side in ["before", "after"] {
+        common::kgate(dir.path())
+            .args(["import", "nsys"])
+            .arg(samples.join(format!("mfu_2gpu_{side}.sqlite")))
+            .args(["-o", &format!("{side}.json")])
+            .assert()
+            .success();
+    }
+    let compare = |format: &str| {
+        let out = common::kgate(dir.path())
+            .args(["compare", "before.json", "after.json", "--format", format])
+            .output()
+            .unwrap();
+        // Inconclusive does not fail the run unless the policy says so.
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr_of(&out));
+        common::stdout_of(&out)
+    };
+    let report: serde_json::Value = serde_json::from_str(&compare("json")).unwrap();
+    assert_eq!(report["verdict"], "inconclusive");
+    let summary = &report["summary"];
+    assert_eq!(
+        [
+            &summary["regressed"],
+            &summary["improved"],
+            &summary["unchanged"],
+            &summary["within_threshold"],
+            &summary["inconclusive"]
+        ],
+        [0, 1, 26, 25, 2],
+        "{summary}"
+    );
+    let rows = |prefix: &str| -> Vec<serde_json::Value> {
+        (0..2)
+            .map(|gpu| {
+                report["benchmarks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|b| {
+                        let name = b["name"].as_str().unwrap();
+                        name.starts_with(prefix) && name.ends_with(&format!(" [gpu {gpu}]"))
+                    })
+                    .unwrap()
+                    .clone()
+            })
+            .collect()
+    };
+    let figure = |b: &serde_json::Value, key: &str| -> f64 {
+        let m = &b["metrics"][0];
+        match key {
+            "medians" => {
+                m["head"]["median"].as_f64().unwrap() / m["base"]["median"].as_f64().unwrap() - 1.0
+            }
+            // All launches' time, before less after (ns).
+            "total" => ["base", "head"]
+                .map(|s| m[s]["n"].as_f64().unwrap() * m[s]["mean"].as_f64().unwrap())
+                .into_iter()
+                .reduce(|b, h| b - h)
+                .unwrap(),
+            _ => m[key].as_f64().unwrap(),
+        }
+    };
+    let percent = |v: f64| format!("{:+.2}", v * 100.0);
+    // flash: 34 → 30 launches on each GPU, 31.56 ms less in all, each launch no slower than
+    // the threshold: +0.49 % (within threshold) and +0.02 % (unchanged).
+    let flash = rows("void flash::flash_fwd_kernel<");
+    let total: f64 = flash.iter().map(|b| figure(b, "total")).sum();
+    assert_eq!(format!("{:.2}", total / 1e6), "31.56");
+    let said: Vec<(String, String, String)> = flash
+        .iter()
+        .map(|b| {
+            (
+                b["verdict"].as_str().unwrap().to_string(),
+                percent(figure(b, "change")),
+                percent(figure(b, "medians")),
+            )
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("within-threshold".into(), "+0.49".into(), "+0.86".into()),
+            ("unchanged".into(), "+0.02".into(), "+0.02".into())
+        ]
+    );
+    let launches = "parameters that differ from the baseline: launches 34 → 30";
+    for b in &flash {
+        assert!(
+            b["explanation"].as_str().unwrap().ends_with(launches),
+            "{b}"
+        );
+    }
+    // SendRecv: the medians move +50.0 % on GPU 0 and −2.14 % on GPU 1, but the launches are
+    // spread too widely for the rank test (p 0.36 on each): inconclusive, not a regression.
+    let nccl = rows("ncclDevKernel_SendRecv(");
+    let said: Vec<(String, String, String)> = nccl
+        .iter()
+        .map(|b| {
+            (
+                b["verdict"].as_str().unwrap().to_string(),
+                percent(figure(b, "medians")),
+                format!("{:.2}", figure(b, "p_value")),
+            )
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("inconclusive".into(), "+50.03".into(), "0.36".into()),
+            ("inconclusive".into(), "-2.14".into(), "0.36".into())
+        ]
+    );
+    // The terminal table says both beside the time: the medians where the shift estimate
+    // differs, the launches under it.
+    let table = compare("table");
+    assert!(table.contains("(medians +50.0 %)"), "{table}");
+    assert!(table.contains(&format!("[gpu 1]: {launches}")), "{table}");
+    let markdown = compare("markdown");
+    assert!(
+        markdown.contains(&format!("[gpu 1\\]** unchanged: {launches}")),
+        "{markdown}"
+    );
+}
+
 /// A small rocprofv3 database: the suffixed tables and the unsuffixed views over them, as
 /// rocprofv3 writes them.
 fn rocpd_database(path: &Path, dispatches: &[(i64, i64, i64, i64, i64)], counters: bool) {
