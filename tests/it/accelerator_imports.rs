@@ -2066,6 +2066,31 @@ fn nvbench_states_skips_and_summaries_of_the_reference_samples() {
     assert_eq!(simple.provenance.imported_from.len(), 2);
 }
 
+/// `kgate import nvbench NAME.json -o NAME.kgate.json` in `dir`.
+fn nvbench_import(dir: &Path, name: &str) {
+    common::kgate(dir)
+        .args(["import", "nvbench", &format!("{name}.json")])
+        .args(["-o", &format!("{name}.kgate.json")])
+        .assert()
+        .success();
+}
+
+/// `kgate compare BASE.kgate.json HEAD.kgate.json --format json` in `dir`: the exit code and
+/// the report.
+fn nvbench_compare(dir: &Path, base: &str, head: &str) -> (Option<i32>, serde_json::Value) {
+    let out = common::kgate(dir)
+        .args([
+            "compare",
+            &format!("{base}.kgate.json"),
+            &format!("{head}.kgate.json"),
+        ])
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let report = serde_json::from_str(&common::stdout_of(&out)).unwrap();
+    (out.status.code(), report)
+}
+
 /// Every comparison/reference ratio of the samples lies within 0.99771–1.00157: Welch's test
 /// on the stored summaries finds no regression; the same file with every GPU mean 20 % slower
 /// regresses.
@@ -2090,21 +2115,9 @@ fn nvbench_reference_samples_compare_with_welchs_test_on_summaries() {
     common::write(dir.path(), "test_slow.json", &slower.to_string());
     nvbench_sample(dir.path(), "test_cmp");
     for name in ["test_ref", "test_cmp", "test_slow"] {
-        common::kgate(dir.path())
-            .args(["import", "nvbench", &format!("{name}.json")])
-            .args(["-o", &format!("{name}.kgate.json")])
-            .assert()
-            .success();
+        nvbench_import(dir.path(), name);
     }
-    let compare = |head: &str| {
-        let out = common::kgate(dir.path())
-            .args(["compare", "test_ref.kgate.json", head, "--format", "json"])
-            .output()
-            .unwrap();
-        let report: serde_json::Value = serde_json::from_str(&common::stdout_of(&out)).unwrap();
-        (out.status.code(), report)
-    };
-    let (code, report) = compare("test_cmp.kgate.json");
+    let (code, report) = nvbench_compare(dir.path(), "test_ref", "test_cmp");
     assert_eq!(code, Some(0), "{}", report["summary"]);
     assert_eq!(report["verdict"], "pass");
     let summary = &report["summary"];
@@ -2146,7 +2159,7 @@ fn nvbench_reference_samples_compare_with_welchs_test_on_summaries() {
         .unwrap();
     assert_eq!(batch["gates"], false);
 
-    let (code, report) = compare("test_slow.kgate.json");
+    let (code, report) = nvbench_compare(dir.path(), "test_ref", "test_slow");
     assert_eq!(code, Some(1), "{}", report["summary"]);
     assert_eq!(report["summary"]["regressed"], 88, "{}", report["summary"]);
     let time = &report["benchmarks"][0]["metrics"][0];
@@ -2183,25 +2196,17 @@ fn nvbench_cycles_gate_and_a_throttled_state_is_not_gated() {
                "benchmarks": [{{"name": "k", "states": [{{"name": "Device=0", "device": 0, "axis_values": null, "is_skipped": false, "summaries": [{summaries}]}}]}}]}}"#
         );
         common::write(dir.path(), &format!("{name}.json"), &text);
-        common::kgate(dir.path())
-            .args(["import", "nvbench", &format!("{name}.json")])
-            .args(["-o", &format!("{name}.kgate.json")])
-            .assert()
-            .success();
+        nvbench_import(dir.path(), name);
     };
     file("base", 1e-3, 1.9e9);
     // 20 % more cycles at the same clock; the same time at a throttled clock.
     file("cycles", 1.2e-3, 1.9e9);
     file("throttled", 1e-3, 1.2e9);
     let compare = |head: &str| {
-        let out = common::kgate(dir.path())
-            .args(["compare", "base.kgate.json", head, "--format", "json"])
-            .output()
-            .unwrap();
-        let report: serde_json::Value = serde_json::from_str(&common::stdout_of(&out)).unwrap();
-        (out.status.code(), report["benchmarks"][0].clone())
+        let (code, report) = nvbench_compare(dir.path(), "base", head);
+        (code, report["benchmarks"][0].clone())
     };
-    let (code, b) = compare("cycles.kgate.json");
+    let (code, b) = compare("cycles");
     assert_eq!(code, Some(1));
     let cycles = b["metrics"]
         .as_array()
@@ -2214,7 +2219,7 @@ fn nvbench_cycles_gate_and_a_throttled_state_is_not_gated() {
         (&true.into(), &"regressed".into(), &"welch-summaries".into()),
         "{cycles}"
     );
-    let (code, b) = compare("throttled.kgate.json");
+    let (code, b) = compare("throttled");
     assert_eq!(code, Some(0));
     assert_eq!(b["verdict"], "not-gated", "{b}");
     let why = b["explanation"].as_str().unwrap();
@@ -2263,29 +2268,16 @@ fn nvbench_jsonbin_samples_are_rank_tested() {
     same.reverse();
     let slower: Vec<f32> = base.iter().map(|t| t * 1.2).collect();
     for (name, times) in [("base", &base), ("same", &same), ("slower", &slower)] {
-        let file = nvbench_with_jsonbin(dir.path(), name, times);
-        common::kgate(dir.path())
-            .args(["import", "nvbench"])
-            .arg(&file)
-            .args(["-o", &format!("{name}.kgate.json")])
-            .assert()
-            .success();
+        nvbench_with_jsonbin(dir.path(), name, times);
+        nvbench_import(dir.path(), name);
     }
-    let compare = |head: &str| {
-        let out = common::kgate(dir.path())
-            .args(["compare", "base.kgate.json", head, "--format", "json"])
-            .output()
-            .unwrap();
-        let report: serde_json::Value = serde_json::from_str(&common::stdout_of(&out)).unwrap();
-        (out.status.code(), report)
-    };
-    let (code, report) = compare("same.kgate.json");
+    let (code, report) = nvbench_compare(dir.path(), "base", "same");
     assert_eq!(code, Some(0), "{report}");
     assert_eq!(report["verdict"], "pass", "{}", report["summary"]);
     let metric = &report["benchmarks"][0]["metrics"][0];
     assert_eq!(metric["name"], "kernel_time");
     assert_eq!(metric["base"]["n"], 40, "{metric}");
-    let (code, report) = compare("slower.kgate.json");
+    let (code, report) = nvbench_compare(dir.path(), "base", "slower");
     assert_eq!(code, Some(1), "{report}");
     assert_eq!(report["summary"]["regressed"], 1, "{}", report["summary"]);
 }
