@@ -215,6 +215,7 @@ impl<'a> Collector<'a> {
                 gate: resolved.rule,
                 values: Vec::new(),
                 repetition: RepetitionNumbers::default(),
+                spread: None,
             },
         );
         let i = self.result.metrics.len() - 1;
@@ -291,6 +292,7 @@ impl<'a> Collector<'a> {
                 gate: resolved.rule,
                 values: vec![value],
                 repetition: RepetitionNumbers::from(vec![repetition]),
+                spread: None,
             },
         );
         self.index

@@ -228,6 +228,7 @@ mod tests {
             gate: GateRule::default(),
             values: Vec::new(),
             repetition: Default::default(),
+            spread: None,
         };
         MetricComparison {
             verdict,

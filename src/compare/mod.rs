@@ -31,10 +31,10 @@ use rules::{
 
 use crate::model::metric::{NoisyMetrics, Source};
 use crate::model::report::{
-    BenchmarkComparison, Cost, Counts, Design, Method, MetricComparison, Model,
+    BenchmarkComparison, Cost, Counts, Design, Method, MetricComparison, Model, PARAMETERS_DIFFER,
     REPORT_SCHEMA_VERSION, Report,
 };
-use crate::model::results::{BenchmarkResult, MetricSamples, RunResults, Status};
+use crate::model::results::{BenchmarkResult, MetricSamples, NOT_COMPARABLE, RunResults, Status};
 use crate::model::units::format_change;
 use crate::model::verdict::{RunVerdict, Verdict};
 use crate::stats;
@@ -198,6 +198,9 @@ struct Gathered<'a> {
     unavailable: Vec<String>,
     /// Benchmarks only in the baseline, in its order.
     missing: Vec<String>,
+    /// Benchmarks whose parameters (launch attributes, launch counts) differ between the
+    /// sides, by position, with the note said beside their time once decided.
+    changed: Vec<(usize, String)>,
     /// The time the measured benchmarks took against a fixed plan at `max`.
     cost: CostTally,
 }
@@ -262,6 +265,9 @@ impl<'a> Gathered<'a> {
                 if let Some(mixed) = MixedCounters::of(b, head) {
                     self.mixed.push((index, mixed));
                 }
+                if let Some(note) = changed_parameters(b, head) {
+                    self.changed.push((index, note));
+                }
                 cmp
             }
             None => new_benchmark(
@@ -288,6 +294,7 @@ impl<'a> Gathered<'a> {
             mixed,
             unavailable,
             missing,
+            changed,
             cost,
         } = self;
         let policy = ctx.policy;
@@ -312,6 +319,13 @@ impl<'a> Gathered<'a> {
             if b.verdict != Verdict::NotGated {
                 not_gating.extend(not_gating_warnings(b));
             }
+        }
+        for (index, note) in changed {
+            let b = &mut rows[index];
+            b.explanation = match b.explanation.trim_end_matches('.') {
+                "" => note,
+                said => format!("{said}. {note}"),
+            };
         }
         for name in missing {
             counts.add(Verdict::Missing);
@@ -540,7 +554,36 @@ fn gather_benchmark<'a>(
             });
         }
     }
+    // Shown and not gated where a side's measurements are not comparable with the other's.
+    let not_comparable: Vec<String> = [("baseline", base), ("candidate", head)]
+        .iter()
+        .filter_map(|(side, r)| {
+            let why = r.provenance.details.get(NOT_COMPARABLE)?;
+            Some(format!("not comparable in the {side}: {why}"))
+        })
+        .collect();
+    if !not_comparable.is_empty() {
+        for m in &mut cmp.metrics {
+            m.gates = false;
+            m.not_gating = Some(not_comparable.join("; "));
+        }
+    }
     (cmp, tested)
+}
+
+/// "parameters that differ from the baseline: grid 64x1x1 → 128x1x1, launches 68 → 60": the
+/// parameters (declared shapes, imported launch attributes and counts) whose values differ
+/// between the sides; None when none does.
+fn changed_parameters(base: &BenchmarkResult, head: &BenchmarkResult) -> Option<String> {
+    let (b, h) = (&base.parameters, &head.parameters);
+    let keys: std::collections::BTreeSet<&String> = b.keys().chain(h.keys()).collect();
+    let shown = |v: Option<&String>| v.map_or("(none)", String::as_str).to_string();
+    let changed: Vec<String> = keys
+        .into_iter()
+        .filter(|k| b.get(*k) != h.get(*k))
+        .map(|k| format!("{k} {} → {}", shown(b.get(k)), shown(h.get(k))))
+        .collect();
+    (!changed.is_empty()).then(|| format!("{PARAMETERS_DIFFER} {}", changed.join(", ")))
 }
 
 /// Why a candidate that failed its correctness check is `incorrect`; `None` when it passed or
@@ -820,7 +863,21 @@ fn gather_metric<'a>(
     if let Some(note) = note {
         out.reason.push_str(&note);
     }
-    let evidence = match prediction {
+    // One mean per side with the spread behind it: Welch's test on the summaries.
+    let welch = match (&base.values[..], &head.values[..], base.spread, head.spread) {
+        ([b], [h], Some(sb), Some(sh)) if prediction.is_none() => {
+            match rules::welch_evidence((*b, sb), (*h, sh), head.direction, ctx) {
+                Ok(e) => Some(e),
+                Err(reason) => {
+                    fail(&mut out, reason, Method::WelchSummaries);
+                    hold_back(&mut out, head.source, ctx);
+                    return (out, None);
+                }
+            }
+        }
+        _ => None,
+    };
+    let evidence = match prediction.or(welch) {
         Some(e) => Ok(e),
         None => {
             let (nb, nh) = (base.values.len(), head.values.len());

@@ -6,9 +6,10 @@
 use super::{Context, format_p};
 use crate::model::metric::{Direction, Tolerance};
 use crate::model::report::{BenchmarkComparison, Method, MetricComparison};
+use crate::model::results::Spread;
 use crate::model::units::format_change;
 use crate::model::verdict::Verdict;
-use crate::stats::inference::{self, History};
+use crate::stats::inference::{self, History, Welch};
 use crate::stats::{self, Alternative};
 
 /// Test results of a noisy metric. Its row keeps the figures; what the run-wide multiplicity
@@ -44,6 +45,13 @@ pub(super) enum Power<'a> {
         distance: f64,
         basis: String,
     },
+    /// Welch's test on summaries: the test, the baseline mean's magnitude (the scale of the
+    /// relative change) and the sample counts behind the means.
+    Summaries {
+        welch: Welch,
+        scale: f64,
+        counts: (u64, u64),
+    },
 }
 
 impl Power<'_> {
@@ -51,6 +59,9 @@ impl Power<'_> {
     fn basis(&self) -> std::borrow::Cow<'_, str> {
         match (self, self.sizes()) {
             (Power::Prediction { basis, .. }, _) => basis.into(),
+            (Power::Summaries { counts, .. }, _) => {
+                format!("{WELCH}: {} vs {} samples", counts.0, counts.1).into()
+            }
             (_, Some((nb, nh))) => format!("{nb} vs {nh} repetitions").into(),
             (_, None) => "".into(),
         }
@@ -60,7 +71,7 @@ impl Power<'_> {
     fn sizes(&self) -> Option<(usize, usize)> {
         match self {
             Power::Samples { samples, .. } => Some(samples.sizes()),
-            Power::Prediction { .. } => None,
+            Power::Prediction { .. } | Power::Summaries { .. } => None,
         }
     }
 
@@ -74,9 +85,19 @@ impl Power<'_> {
                 let w = history.half_width(confidence);
                 Some([(distance - w).exp_m1(), (distance + w).exp_m1()])
             }
+            Power::Summaries { welch, scale, .. } => {
+                let w = welch.half_width(confidence);
+                Some([
+                    (welch.difference - w) / scale,
+                    (welch.difference + w) / scale,
+                ])
+            }
         }
     }
 }
+
+/// How a row names Welch's test.
+pub(super) const WELCH: &str = "Welch's test on summaries (mean, sd, n)";
 
 /// The unadjusted one-sided levels the run's decisions were taken at, per direction (see
 /// [`inference::decision_level`]).
@@ -430,6 +451,41 @@ pub(super) fn prediction_evidence(
     (Some(evidence), None)
 }
 
+/// Welch's test on the summaries of one mean per side ([`crate::model::results::MetricSamples::spread`]): the change
+/// of the means relative to the baseline's, and its interval from the difference's. Err says
+/// why the test is undefined.
+pub(super) fn welch_evidence(
+    base: (f64, Spread),
+    head: (f64, Spread),
+    direction: Direction,
+    ctx: &Context<'_>,
+) -> Result<Evidence<'static>, String> {
+    let side = |(mean, s): (f64, Spread)| (mean, s.sd, s.n as f64);
+    let scale = base.0.abs();
+    let welch = Welch::new(side(base), side(head))
+        .filter(|_| scale > 0.0)
+        .ok_or_else(|| format!("{WELCH} is undefined here: a side has fewer than 2 samples, neither has any spread, or the baseline mean is 0"))?;
+    let above = welch.p_above();
+    let (p_reg, p_imp) = match direction {
+        Direction::Lower => (above, 1.0 - above),
+        Direction::Higher => (1.0 - above, above),
+    };
+    let power = Power::Summaries {
+        welch,
+        scale,
+        counts: (base.1.n, head.1.n),
+    };
+    Ok(Evidence {
+        method: Method::WelchSummaries,
+        change: welch.difference / scale,
+        equivalence_ci: power.interval(1.0 - 2.0 * ctx.alpha_look),
+        p_two: (2.0 * above.min(1.0 - above)).min(1.0),
+        p_reg,
+        p_imp,
+        power,
+    })
+}
+
 /// A tested metric waiting for the run-wide correction: where it is, its family, its two
 /// one-sided p-values, and what its decision needs besides them.
 pub(super) struct Pending<'a> {
@@ -598,6 +654,9 @@ pub(super) fn decide(
         }),
         (Power::Prediction { history, .. }, false, _) => {
             Some(history.min_detectable_shift(single).exp_m1())
+        }
+        (Power::Summaries { welch, scale, .. }, false, _) => {
+            Some(welch.min_detectable_difference(single) / scale)
         }
     };
     let described = match ci {

@@ -31,6 +31,7 @@ fn samples(values: &[f64], threshold: f64) -> MetricSamples {
         },
         values: values.to_vec(),
         repetition: (0..values.len() as u32).collect(),
+        spread: None,
     }
 }
 
@@ -167,6 +168,43 @@ fn one_sample_per_side_shows_the_change_and_claims_nothing() {
     let m = verdict(&[5.0], &BASE, 0.05);
     assert_eq!(m.verdict, Verdict::Inconclusive);
     assert!(m.change.is_some() && m.ci.is_none());
+}
+
+#[test]
+fn one_mean_per_side_with_its_spread_gets_welchs_test() {
+    use crate::model::results::Spread;
+    // nvbench's way: a mean of n samples, with their standard deviation.
+    let summary = |mean: f64, sd: f64, n: u64| MetricSamples {
+        spread: Some(Spread { sd, n }),
+        ..samples(&[mean], 0.05)
+    };
+    let policy = ComparePolicy::default();
+    // scipy.stats.ttest_ind_from_stats(1.2, 0.3, 10, 1.0, 0.1, 20, equal_var=False): p =
+    // 0.06725094678670959.
+    let m = compare_metric(&summary(1.0, 0.1, 20), &summary(1.2, 0.3, 10), &policy);
+    assert_eq!(m.method, Method::WelchSummaries);
+    assert!((m.p_value.unwrap() - 0.067_250_946_786_709_59).abs() < 1e-9);
+    assert!((m.change.unwrap() - 0.2).abs() < 1e-12);
+    assert_eq!(m.verdict, Verdict::Inconclusive, "{}", m.reason);
+    assert!(
+        m.reason
+            .contains("Welch's test on summaries (mean, sd, n): 20 vs 10 samples"),
+        "{}",
+        m.reason
+    );
+    // 0.1 % noise over 499 samples: 20 % slower regresses, the same mean is unchanged.
+    let base = summary(1.0e6, 1.0e3, 499);
+    let m = compare_metric(&base, &summary(1.2e6, 1.2e3, 499), &policy);
+    assert_eq!(m.verdict, Verdict::Regressed, "{}", m.reason);
+    let ci = m.ci.unwrap();
+    assert!(ci[0] > 0.19 && ci[1] < 0.21, "{ci:?}");
+    assert!(m.mde.is_some_and(|d| d > 0.0 && d < 0.001), "{:?}", m.mde);
+    let m = compare_metric(&base, &summary(1.0e6, 1.0e3, 499), &policy);
+    assert_eq!(m.verdict, Verdict::Unchanged, "{}", m.reason);
+    // Without any spread the test is undefined: said, not guessed.
+    let m = compare_metric(&summary(1.0, 0.0, 5), &summary(1.2, 0.0, 5), &policy);
+    assert_eq!(m.verdict, Verdict::Inconclusive);
+    assert!(m.reason.contains("is undefined here"), "{}", m.reason);
 }
 
 #[test]
@@ -311,6 +349,55 @@ fn a_wrong_candidate_is_incorrect_whatever_its_speed_with_or_without_a_baseline(
     // A wrong baseline gates nothing; a correct candidate is compared as ever.
     let r = compare(&head, &base, &ComparePolicy::default(), Design::Files);
     assert_eq!(r.summary.incorrect, 0);
+}
+
+#[test]
+fn a_side_not_comparable_is_not_gated_and_changed_parameters_are_said() {
+    let with = |name: &str, values: &[f64], parameters: &[(&str, &str)]| {
+        let mut b = bench(name, samples(values, 0.01));
+        for (k, v) in parameters {
+            b.parameters.insert(k.to_string(), v.to_string());
+        }
+        b
+    };
+    let base = run(vec![
+        with("slow", &BASE, &[]),
+        with("same", &BASE, &[("launches", "68"), ("grid", "64x1x1")]),
+    ]);
+    let mut head = run(vec![
+        with("slow", &NEW, &[]),
+        with("same", &SAME, &[("launches", "60"), ("block", "128x1x1")]),
+    ]);
+    head.benchmarks[0]
+        .provenance
+        .details
+        .insert(NOT_COMPARABLE.into(), "throttled: 900 MHz".into());
+    let r = compare(&base, &head, &ComparePolicy::default(), Design::Files);
+    let slow = &r.benchmarks[0];
+    assert_eq!(slow.verdict, Verdict::NotGated, "{}", slow.explanation);
+    assert!(
+        slow.explanation.starts_with(
+            "kernel_time +1.69 % would regress, but not comparable in the candidate: throttled: 900 MHz"
+        ),
+        "{}",
+        slow.explanation
+    );
+    assert_eq!(r.summary.not_gated, 1);
+    let same = &r.benchmarks[1];
+    assert!(
+        same.explanation.ends_with(
+            ". parameters that differ from the baseline: block (none) → 128x1x1, grid 64x1x1 → (none), launches 68 → 60"
+        ),
+        "{}",
+        same.explanation
+    );
+    assert_eq!(
+        same.changed_parameters(),
+        Some(
+            "parameters that differ from the baseline: block (none) → 128x1x1, grid 64x1x1 → (none), launches 68 → 60"
+        )
+    );
+    assert_eq!(slow.changed_parameters(), None);
 }
 
 #[test]

@@ -211,6 +211,7 @@ impl Recorder {
                         },
                         values: Vec::new(),
                         repetition: Default::default(),
+                        spread: None,
                     },
                 ));
                 self.metrics.len() - 1

@@ -13,7 +13,8 @@
 //! Launch attributes constant over a benchmark's launches are its parameters: `grid` and
 //! `block` (`XxYxZ`), `registers_per_thread`, `static_shared_memory_bytes`,
 //! `dynamic_shared_memory_bytes`, `local_memory_per_thread_bytes` and `stream`. One that varies
-//! is left out and a note names it.
+//! is left out and a note names it. The number of launches is the parameter `launches`, so
+//! that a comparison says where it changed beside the time.
 //!
 //! The device is the `TARGET_INFO_GPU` name of each GPU that ran a kernel (the table may list
 //! GPUs that ran nothing, and older or trimmed exports lack it: then no device is named), the
@@ -544,6 +545,9 @@ fn import(
         for (k, v) in constant {
             result.parameters.insert(k.into(), v);
         }
+        result
+            .parameters
+            .insert("launches".into(), kernel.launches.to_string());
         if let Some(note) = varying_note(&varying) {
             result.provenance.notes.push(note);
         }

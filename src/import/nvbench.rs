@@ -8,16 +8,21 @@
 //!
 //! nvbench stores summaries, not samples: a state's cold GPU time is the mean of its sample
 //! size of isolated launches, with their relative standard deviation. Each file therefore
-//! gives one value per metric and state (one repetition); the relative standard deviation and
-//! the sample size are kept in the benchmark's details, and a note says that a single mean
-//! per side cannot be tested (several runs' files imported together are one value per run,
-//! which the rank test can use). Where nvbench wrote the per-sample file of `--jsonbin` (its
+//! gives one value per metric and state (one repetition); `kernel_time`, `cpu_time` and
+//! `kernel_cycles` (the GPU mean times the mean SM clock, where recorded; the time's relative
+//! standard deviation taken as its own) keep the standard deviation and sample count behind
+//! the mean (their `spread`), so that `kgate compare` tests them with Welch's test on
+//! summaries; `batch_kernel_time`, whose spread nvbench does not record, is shown and not
+//! gated. Several runs' files imported together are one value per run (without spread), which
+//! the rank test uses. Where nvbench wrote the per-sample file of `--jsonbin` (its
 //! `nv/json/bin:nv/cold/sample_times` summary names `RESULT.json-bin/N.bin`, little-endian
 //! float32 seconds) and the file sits beside the JSON, `kernel_time` is those samples instead,
 //! one repetition per JSON file, and the means of `cpu_time` and `batch_kernel_time` are kept
-//! without gating, so that the rank test on the samples decides. A skipped state (`is_skipped`, `summaries: null`) is kept as
-//! a benchmark without measurements and with nvbench's reason, in a note and in the details:
-//! nothing failed, and nothing was measured.
+//! without gating, so that the rank test on the samples decides. A state whose mean SM clock
+//! is below nvbench's throttle threshold (75 % of the device's default) is marked not
+//! comparable (the `not_comparable` detail, with the clocks). A skipped state (`is_skipped`,
+//! `summaries: null`) is kept as a benchmark without measurements and with nvbench's reason,
+//! in a note and in the details: nothing failed, and nothing was measured.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,7 +34,7 @@ use super::input;
 use super::{ImportContext, ImportError, Importer, Policies, content};
 use crate::capture::device::{Device, MEM_MAX_MHZ, SM_MAX_MHZ};
 use crate::model::metric::{Direction, Source};
-use crate::model::results::RunResults;
+use crate::model::results::{NOT_COMPARABLE, RunResults, Spread};
 
 /// The cold (isolated) GPU time's tags: mean, relative standard deviation, sample size.
 const GPU_MEAN: &str = "nv/cold/time/gpu/mean";
@@ -46,15 +51,20 @@ const SAMPLE_TIMES_FILE: &str = "nv/json/bin:nv/cold/sample_times";
 /// thousand).
 const MAX_SAMPLES: u64 = 1 << 26;
 
-/// The time metrics: (tag, metric, what it is).
-const TIMES: [(&str, &str); 3] = [
-    (GPU_MEAN, "kernel_time"),
-    ("nv/cold/time/cpu/mean", "cpu_time"),
-    ("nv/batch/time/gpu/mean", "batch_kernel_time"),
+/// The time metrics: the mean's tag, the tag of its relative standard deviation (none for
+/// the batch time), the metric.
+const TIMES: [(&str, Option<&str>, &str); 3] = [
+    (GPU_MEAN, Some(GPU_NOISE), "kernel_time"),
+    (
+        "nv/cold/time/cpu/mean",
+        Some("nv/cold/time/cpu/stdev/relative"),
+        "cpu_time",
+    ),
+    ("nv/batch/time/gpu/mean", None, "batch_kernel_time"),
 ];
 
 /// The note on every measured state.
-const SUMMARY_NOTE: &str = "nvbench stores each state's summaries, not its samples: every metric is one value per file (kernel_time is the mean of `nvbench.samples` isolated launches, their relative standard deviation in `nvbench.noise`), so a single file per side cannot be tested and its comparison is inconclusive; import several runs' files together for one value per run";
+const SUMMARY_NOTE: &str = "nvbench stores each state's summaries, not its samples: every metric is one value per file (kernel_time is the mean of `nvbench.samples` isolated launches, their relative standard deviation in `nvbench.noise`); kernel_time, cpu_time and kernel_cycles keep the standard deviation and count behind their mean (`spread`), which Welch's test compares, and batch_kernel_time, whose spread nvbench does not record, is shown and not gated; several runs' files imported together are one value per run, which the rank test compares";
 
 /// The note on every state whose sample times were read.
 const SAMPLES_NOTE: &str = "kernel_time holds the sample times of nvbench's `--jsonbin` file (`nvbench.sample_times`), one repetition per JSON file; cpu_time and batch_kernel_time are means, one value per file, shown and not gated";
@@ -162,23 +172,17 @@ struct Seen {
 }
 
 /// Flags state `name`, whose mean SM clock was `clock` Hz against the device's default
-/// `default` Hz, as throttled.
+/// `default` Hz, as throttled: not comparable ([`NOT_COMPARABLE`]).
 fn throttled(benchmarks: &mut Benchmarks<'_>, name: &str, clock: f64, default: f64) {
     let mhz = |hz: f64| format!("{:.0} MHz", hz / 1e6);
-    let note = format!(
-        "throttled: nvbench's mean SM clock, {}, is below 75 % of the device's default {} (nvbench's throttle threshold), so kernel_time is not comparable with a run at the usual clock (kernel_cycles is, where recorded)",
+    let clocks = format!("{} of {} default", mhz(clock), mhz(default));
+    let why = format!(
+        "throttled: nvbench's mean SM clock, {}, is below 75 % of the device's default {} (nvbench's throttle threshold)",
         mhz(clock),
         mhz(default)
     );
-    benchmarks.detail(
-        name,
-        "nvbench.throttled",
-        &format!("{} of {} default", mhz(clock), mhz(default)),
-    );
-    let notes = &mut benchmarks.get(name).result_mut().provenance.notes;
-    if !notes.contains(&note) {
-        notes.push(note);
-    }
+    benchmarks.detail(name, "nvbench.throttled", &clocks);
+    benchmarks.detail(name, NOT_COMPARABLE, &why);
 }
 
 /// One entry of `devices`.
@@ -331,6 +335,31 @@ fn sample_times(path: &Path, summaries: &[Value]) -> Result<SampleFile, ImportEr
     Ok(SampleFile::Read(found, values))
 }
 
+/// Gives `metric` of state `name` the spread of its one value: `noise` (relative) of it over
+/// `n` samples, for Welch's test on summaries. Without either, or once a second file gave the
+/// state another value (several runs' means are rank-tested), it has none.
+fn set_spread(
+    benchmarks: &mut Benchmarks<'_>,
+    name: &str,
+    metric: &str,
+    noise: Option<f64>,
+    n: Option<f64>,
+) {
+    let result = benchmarks.get(name).result_mut();
+    let Some(m) = result.metrics.iter_mut().find(|m| m.name == metric) else {
+        return;
+    };
+    m.spread = match (m.values.as_slice(), noise, n) {
+        ([v], Some(noise), Some(n)) if noise >= 0.0 && n >= 0.0 && n.fract() == 0.0 => {
+            Some(Spread {
+                sd: noise * v.abs(),
+                n: n as u64,
+            })
+        }
+        _ => None,
+    };
+}
+
 /// Appends `value` to the detail `key` of benchmark `name` (one value per file, in order).
 fn append_detail(benchmarks: &mut Benchmarks<'_>, name: &str, key: &str, value: &str) {
     let details = &mut benchmarks.get(name).result_mut().provenance.details;
@@ -455,16 +484,21 @@ fn read_benchmark(
             );
             measured = !values.is_empty();
         }
-        for (tag, metric) in TIMES {
+        let sample_size = summary(summaries, SAMPLES).as_ref().and_then(number);
+        for (tag, noise, metric) in TIMES {
             let Some(v) = summary(summaries, tag).as_ref().and_then(number) else {
                 continue;
             };
-            if samples.is_none() {
+            if samples.is_some() && metric == "kernel_time" {
+                continue;
+            }
+            if samples.is_none() && noise.is_some() {
                 benchmarks.add(&name, rep, metric, "s", Source::Timer, v)?;
-                measured = true;
-            } else if metric != "kernel_time" {
-                // Means beside samples: shown, not gated, so that the samples decide. The
-                // checks `add` makes of a time, made here.
+                let noise = noise.and_then(|t| summary(summaries, t).as_ref().and_then(number));
+                set_spread(benchmarks, &name, metric, noise, sample_size);
+            } else {
+                // Shown, not gated: a mean beside samples (which decide), or one whose spread
+                // nvbench does not record. The checks `add` makes of a time, made here.
                 let ns = v * 1e9;
                 if !(ns.is_finite() && ns >= 0.0) {
                     return Err(content(
@@ -485,6 +519,7 @@ fn read_benchmark(
                     )
                     .map_err(|e| content(path, format!("benchmark `{name}`: {e}")))?;
             }
+            measured = true;
         }
         let gpu_mean = summary(summaries, GPU_MEAN).as_ref().and_then(number);
         let clock = summary(summaries, SM_CLOCK).as_ref().and_then(number);
@@ -500,6 +535,8 @@ fn read_benchmark(
                 Source::Derived,
                 t * hz,
             )?;
+            let noise = summary(summaries, GPU_NOISE).as_ref().and_then(number);
+            set_spread(benchmarks, &name, "kernel_cycles", noise, sample_size);
         }
         for (tag, key) in [
             (SAMPLES, "nvbench.samples"),
@@ -581,6 +618,13 @@ mod tests {
         let b = &r.benchmarks[0];
         assert_eq!(b.metric("kernel_time").unwrap().values, [2_000_000.0]);
         assert_eq!(b.metric("batch_kernel_time").unwrap().values, [1_500_000.0]);
+        // The means keep their spread for Welch's test; the batch time has none and does not
+        // gate.
+        let spread = |m: &str| b.metric(m).unwrap().spread.map(|s| (s.sd, s.n));
+        assert_eq!(spread("kernel_time"), Some((20_000.0, 120)));
+        assert_eq!(spread("kernel_cycles"), Some((30_000.0, 120)));
+        assert_eq!(spread("batch_kernel_time"), None);
+        assert!(!b.metric("batch_kernel_time").unwrap().gate.gates);
         assert_eq!(b.metric("kernel_time").unwrap().source, Source::Timer);
         // 2 ms at 1.5 GHz.
         let cycles = b.metric("kernel_cycles").unwrap();
@@ -716,18 +760,16 @@ mod tests {
             "1400 MHz of 2000 MHz default"
         );
         assert!(
-            low.provenance
-                .notes
-                .iter()
-                .any(|n| n
-                    .starts_with("throttled: nvbench's mean SM clock, 1400 MHz, is below 75 %")),
+            low.provenance.details[NOT_COMPARABLE]
+                .starts_with("throttled: nvbench's mean SM clock, 1400 MHz, is below 75 %"),
             "{:?}",
-            low.provenance.notes
+            low.provenance.details
         );
         // 1 ms at 1.4 GHz.
         assert_eq!(low.metric("kernel_cycles").unwrap().values, [1_400_000.0]);
         let usual = r.benchmark("k/Device=0/C=1600000000").unwrap();
         assert!(!usual.provenance.details.contains_key("nvbench.throttled"));
+        assert!(!usual.provenance.details.contains_key(NOT_COMPARABLE));
     }
 
     #[test]

@@ -21,7 +21,8 @@
 //! Launch attributes constant over a benchmark's dispatches are its parameters: `grid` and
 //! `workgroup` (`XxYxZ`), `lds_bytes` (group segment), `scratch_bytes` (private segment),
 //! `sgpr_count`, `arch_vgpr_count` and `accum_vgpr_count`; one that varies is left out and a
-//! note names it.
+//! note names it. The number of dispatches is the parameter `dispatches`, so that a
+//! comparison says where it changed beside the time.
 //!
 //! rocprof v1's `results.db` and rocm Profile Data's `.rpd` are other schemas, refused with
 //! what they are.
@@ -340,6 +341,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         for (k, v) in constant {
             result.parameters.insert(k.into(), v);
         }
+        result
+            .parameters
+            .insert("dispatches".into(), kernel.dispatches.to_string());
         if runtime {
             result
                 .parameters

@@ -476,6 +476,7 @@ mod tests {
             gate: GateRule::default(),
             values: times.to_vec(),
             repetition: (0..times.len() as u32).collect(),
+            spread: None,
         });
         let mut index = crate::model::results::SeriesIndex::default();
         for &(repetition, t_ns, value) in util {

@@ -40,6 +40,9 @@ pub enum Method {
     /// The candidate job's median against a prediction interval over the stored jobs'
     /// medians, whose spread includes job-to-job variance (Bencher's model).
     PredictionInterval,
+    /// Welch's t-test on the summaries (mean, standard deviation, count) of one mean per side
+    /// whose samples were not kept (nvbench).
+    WelchSummaries,
     /// Deterministic metric against its tolerance.
     Tolerance,
     /// No test possible (a side has no samples, or units differ).
@@ -345,7 +348,18 @@ pub struct BenchmarkComparison {
     pub profile: Option<crate::model::function_diff::BenchmarkProfile>,
 }
 
+/// How the note on parameters that differ between the sides (launch attributes, launch
+/// counts, shapes) begins in a benchmark's explanation, which every format then shows beside
+/// the time whatever the verdict.
+pub const PARAMETERS_DIFFER: &str = "parameters that differ from the baseline:";
+
 impl BenchmarkComparison {
+    /// The note of its explanation on parameters that differ between the sides, to the end.
+    pub fn changed_parameters(&self) -> Option<&str> {
+        let at = self.explanation.find(PARAMETERS_DIFFER)?;
+        Some(&self.explanation[at..])
+    }
+
     /// A benchmark's row without metric rows: one that was not compared (failed, new,
     /// missing, skipped, identical), its verdict and why.
     pub fn bare(name: &str, verdict: Verdict, explanation: String) -> BenchmarkComparison {
@@ -508,6 +522,7 @@ mod tests {
                         gate: GateRule::default(),
                         values: Vec::new(),
                         repetition: Default::default(),
+                        spread: None,
                     };
                     let mut row = blank(&samples, &ComparePolicy::default());
                     row.verdict = verdicts[pick(verdicts.len())];

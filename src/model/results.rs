@@ -186,6 +186,14 @@ impl BenchmarkResult {
                     "repetition numbers",
                 ),
             )?;
+            if m.spread.is_some() && m.values.len() != 1 {
+                return Err(format!(
+                    "benchmark `{}`, metric `{}`: `spread` describes one mean, but the metric has {} values",
+                    b.name,
+                    m.name,
+                    m.values.len()
+                ));
+            }
         }
         for c in &b.counters {
             paired(
@@ -434,6 +442,19 @@ pub struct MetricSamples {
     #[serde(default, skip_serializing_if = "RepetitionNumbers::is_one_per_value")]
     #[schemars(with = "Vec<u32>")]
     pub repetition: RepetitionNumbers,
+    /// Where the one value is a mean whose samples were not kept (nvbench stores summaries):
+    /// their standard deviation and count, for Welch's test on summaries. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread: Option<Spread>,
+}
+
+/// The samples behind a mean ([`MetricSamples::spread`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Spread {
+    /// Standard deviation, in the metric's unit.
+    pub sd: f64,
+    /// How many samples the mean is of.
+    pub n: u64,
 }
 
 /// Refuses two arrays that pair up element by element (a series' times and values) but
@@ -477,6 +498,10 @@ pub struct Provenance {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
+
+/// The [`Provenance::details`] key of why a benchmark's measurements are not comparable with
+/// another run's (nvbench's throttled SM clock): a comparison does not gate it on either side.
+pub const NOT_COMPARABLE: &str = "not_comparable";
 
 /// A counter that could not be measured, and what to do about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -370,6 +370,7 @@ mod tests {
                                     .map(|i| 100.0 * change * (1.0 + 0.002 * f64::from(i)))
                                     .collect(),
                                 repetition: (0..10).collect(),
+                                spread: None,
                             });
                         }
                         r.artifacts.insert(

@@ -324,6 +324,13 @@ impl Exporter for MarkdownExporter {
                     escape_markdown(&b.name),
                     escape_markdown(&b.explanation)
                 ));
+            } else if let Some(note) = b.changed_parameters() {
+                out.push_str(&format!(
+                    "- **{}** {}: {}\n",
+                    escape_markdown(&b.name),
+                    b.verdict.as_str(),
+                    escape_markdown(note)
+                ));
             }
         }
         let all: Vec<(&str, &MetricComparison)> = report
@@ -410,6 +417,7 @@ mod tests {
             gate: GateRule::default(),
             values: Vec::new(),
             repetition: Default::default(),
+            spread: None,
         };
         let mut m = crate::compare::blank(&samples, &crate::compare::ComparePolicy::default());
         m.verdict = Verdict::Regressed;

@@ -573,6 +573,13 @@ impl Exporter for TableExporter {
                         escape_terminal(&b.name),
                         escape_terminal(&b.explanation)
                     )));
+                } else if let Some(note) = b.changed_parameters() {
+                    text.push_str(&prose(format!(
+                        "{} {}: {}",
+                        b.verdict.as_str(),
+                        escape_terminal(&b.name),
+                        escape_terminal(note)
+                    )));
                 }
                 out.write_all(text.as_bytes())
             })?;
@@ -643,6 +650,7 @@ mod tests {
                             .map(|i| centre * change * (1.0 + 0.001 * f64::from(i)))
                             .collect(),
                         repetition: (0..8).collect(),
+                        spread: None,
                     });
                 }
                 benchmarks.push(r);

@@ -331,6 +331,59 @@ impl History {
     }
 }
 
+/// Welch's t-test on two summaries (mean, standard deviation, count) whose samples were not
+/// kept: the difference of the means over its standard error, with Welch–Satterthwaite degrees
+/// of freedom (scipy's `ttest_ind_from_stats(equal_var=False)`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Welch {
+    /// Head's mean minus base's.
+    pub difference: f64,
+    /// Standard error of the difference.
+    pub se: f64,
+    pub df: f64,
+}
+
+impl Welch {
+    /// From `(mean, sd, n)` of each side; None when a side has fewer than two samples, a
+    /// figure is not finite or negative, or both standard deviations are zero.
+    pub fn new(base: (f64, f64, f64), head: (f64, f64, f64)) -> Option<Welch> {
+        let usable =
+            |(m, s, n): (f64, f64, f64)| m.is_finite() && s.is_finite() && s >= 0.0 && n >= 2.0;
+        if !(usable(base) && usable(head)) {
+            return None;
+        }
+        let (vb, vh) = (base.1 * base.1 / base.2, head.1 * head.1 / head.2);
+        let se = (vb + vh).sqrt();
+        let df = (vb + vh).powi(2) / (vb * vb / (base.2 - 1.0) + vh * vh / (head.2 - 1.0));
+        (se > 0.0 && df.is_finite()).then_some(Welch {
+            difference: head.0 - base.0,
+            se,
+            df,
+        })
+    }
+
+    fn t(&self) -> StudentsT {
+        StudentsT::new(0.0, 1.0, self.df).expect("df > 0")
+    }
+
+    /// One-sided p-value of the head's mean being above the base's (P(T ≥ t)); 1 − it for below.
+    pub fn p_above(&self) -> f64 {
+        self.t().sf(self.difference / self.se)
+    }
+
+    /// Half-width of the two-sided interval of the difference at `confidence`.
+    pub fn half_width(&self, confidence: f64) -> f64 {
+        self.t().inverse_cdf(1.0 - (1.0 - confidence) / 2.0) * self.se
+    }
+
+    /// Smallest difference the one-sided test at `alpha` detects with 80 % power (Student
+    /// quantiles, as [`History::min_detectable_shift`]).
+    pub fn min_detectable_difference(&self, alpha: f64) -> f64 {
+        let t = self.t();
+        (t.inverse_cdf(1.0 - alpha) + t.inverse_cdf(MDE_POWER)) * self.se
+    }
+}
+
 /// Repetitions per side between two looks of an adaptive run unless `repetitions.step` says
 /// otherwise: a look after every A B B A block.
 pub const DEFAULT_LOOK_STEP: u32 = 2;

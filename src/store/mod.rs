@@ -297,6 +297,7 @@ mod tests {
             direction: Direction::Lower,
             gate: GateRule::default(),
             repetition: (0..values.len() as u32).collect(),
+            spread: None,
             values,
         };
         b.metrics.push(metric(vec![1.5, 2.0, 1e-300]));

@@ -1454,6 +1454,140 @@ fn nsys_two_gpu_training_step_before_and_after() {
     assert_eq!(f.provenance.details["nsys.version"], "2026.2.1.210");
 }
 
+/// What a gate must say of nsys-ai's step: `flash_fwd_kernel`'s −31.56 ms is fewer launches
+/// (68 → 60), not faster ones, and `ncclDevKernel_SendRecv`'s median moves on GPU 0 only.
+#[test]
+#[cfg_attr(
+    kgate_no_nsys_samples,
+    ignore = "needs nsys-ai's tests/fixtures/mfu_2gpu_{before,after}.sqlite (2.7 and 2.4 MB, not kept here): set KGATE_NSYS_SAMPLES to their folder"
+)]
+fn nsys_compare_of_the_two_gpu_training_step() {
+    let samples = nsys_samples();
+    let dir = tempfile::tempdir().unwrap();
+    for side in ["before", "after"] {
+        common::kgate(dir.path())
+            .args(["import", "nsys"])
+            .arg(samples.join(format!("mfu_2gpu_{side}.sqlite")))
+            .args(["-o", &format!("{side}.json")])
+            .assert()
+            .success();
+    }
+    let compare = |format: &str| {
+        let out = common::kgate(dir.path())
+            .args(["compare", "before.json", "after.json", "--format", format])
+            .output()
+            .unwrap();
+        // Inconclusive does not fail the run unless the policy says so.
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr_of(&out));
+        common::stdout_of(&out)
+    };
+    let report: serde_json::Value = serde_json::from_str(&compare("json")).unwrap();
+    assert_eq!(report["verdict"], "inconclusive");
+    let summary = &report["summary"];
+    assert_eq!(
+        [
+            &summary["regressed"],
+            &summary["improved"],
+            &summary["unchanged"],
+            &summary["within_threshold"],
+            &summary["inconclusive"]
+        ],
+        [0, 1, 26, 25, 2],
+        "{summary}"
+    );
+    let rows = |prefix: &str| -> Vec<serde_json::Value> {
+        (0..2)
+            .map(|gpu| {
+                report["benchmarks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|b| {
+                        let name = b["name"].as_str().unwrap();
+                        name.starts_with(prefix) && name.ends_with(&format!(" [gpu {gpu}]"))
+                    })
+                    .unwrap()
+                    .clone()
+            })
+            .collect()
+    };
+    let figure = |b: &serde_json::Value, key: &str| -> f64 {
+        let m = &b["metrics"][0];
+        match key {
+            "medians" => {
+                m["head"]["median"].as_f64().unwrap() / m["base"]["median"].as_f64().unwrap() - 1.0
+            }
+            // All launches' time, before less after (ns).
+            "total" => ["base", "head"]
+                .map(|s| m[s]["n"].as_f64().unwrap() * m[s]["mean"].as_f64().unwrap())
+                .into_iter()
+                .reduce(|b, h| b - h)
+                .unwrap(),
+            _ => m[key].as_f64().unwrap(),
+        }
+    };
+    let percent = |v: f64| format!("{:+.2}", v * 100.0);
+    // flash: 34 → 30 launches on each GPU, 31.56 ms less in all, each launch no slower than
+    // the threshold: +0.49 % (within threshold) and +0.02 % (unchanged).
+    let flash = rows("void flash::flash_fwd_kernel<");
+    let total: f64 = flash.iter().map(|b| figure(b, "total")).sum();
+    assert_eq!(format!("{:.2}", total / 1e6), "31.56");
+    let said: Vec<(String, String, String)> = flash
+        .iter()
+        .map(|b| {
+            (
+                b["verdict"].as_str().unwrap().to_string(),
+                percent(figure(b, "change")),
+                percent(figure(b, "medians")),
+            )
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("within-threshold".into(), "+0.49".into(), "+0.86".into()),
+            ("unchanged".into(), "+0.02".into(), "+0.02".into())
+        ]
+    );
+    let launches = "parameters that differ from the baseline: launches 34 → 30";
+    for b in &flash {
+        assert!(
+            b["explanation"].as_str().unwrap().ends_with(launches),
+            "{b}"
+        );
+    }
+    // SendRecv: the medians move +50.0 % on GPU 0 and −2.14 % on GPU 1, but the launches are
+    // spread too widely for the rank test (p 0.36 on each): inconclusive, not a regression.
+    let nccl = rows("ncclDevKernel_SendRecv(");
+    let said: Vec<(String, String, String)> = nccl
+        .iter()
+        .map(|b| {
+            (
+                b["verdict"].as_str().unwrap().to_string(),
+                percent(figure(b, "medians")),
+                format!("{:.2}", figure(b, "p_value")),
+            )
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("inconclusive".into(), "+50.03".into(), "0.36".into()),
+            ("inconclusive".into(), "-2.14".into(), "0.36".into())
+        ]
+    );
+    // The terminal table says both beside the time: the medians where the shift estimate
+    // differs, the launches under it.
+    let table = compare("table");
+    assert!(table.contains("(medians +50.0 %)"), "{table}");
+    assert!(table.contains(&format!("[gpu 1]: {launches}")), "{table}");
+    let markdown = compare("markdown");
+    assert!(
+        markdown.contains(&format!("[gpu 1\\]** unchanged: {launches}")),
+        "{markdown}"
+    );
+}
+
 /// A small rocprofv3 database: the suffixed tables and the unsuffixed views over them, as
 /// rocprofv3 writes them.
 fn rocpd_database(path: &Path, dispatches: &[(i64, i64, i64, i64, i64)], counters: bool) {
@@ -1618,6 +1752,56 @@ fn rocpd_database_dispatches_counters_and_runtime_kernels() {
     let text = common::write(dir.path(), "results.csv", "Index,KernelName\n");
     let e = error("rocpd", &[text]);
     assert!(e.contains("is not an SQLite database"), "{e}");
+}
+
+/// A launch attribute or launch count that differs between the sides is said beside the time
+/// in every format, whatever the verdict.
+#[test]
+fn rocpd_launch_attributes_that_changed_are_said_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    // The same times on GPU 0, twelve dispatches of a 1024-wide grid before and ten of a
+    // 2048-wide one after.
+    let dispatches = |n: i64, grid: i64| -> Vec<(i64, i64, i64, i64, i64)> {
+        (0..n)
+            .map(|i| (i * 2000, i * 2000 + 1000 + i % 3, 2, 11, grid))
+            .collect()
+    };
+    for (name, n, grid) in [("base", 12, 1024), ("head", 10, 2048)] {
+        let db = dir.path().join(format!("{name}_results.db"));
+        rocpd_database(&db, &dispatches(n, grid), false);
+        common::kgate(dir.path())
+            .args(["import", "rocpd"])
+            .arg(&db)
+            .args(["-o", &format!("{name}.json")])
+            .assert()
+            .success();
+    }
+    let note =
+        "parameters that differ from the baseline: dispatches 12 → 10, grid 1024x1x1 → 2048x1x1";
+    for format in ["table", "markdown", "json", "html"] {
+        let out = common::kgate(dir.path())
+            .args(["compare", "base.json", "head.json", "--format", format])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", common::stderr_of(&out));
+        let text = common::stdout_of(&out);
+        let said = match format {
+            // `void gemm<128u>(…)`, escaped for where it lands.
+            "markdown" => text.contains(&format!(
+                "gemm&lt;128u&gt;(float const\\*, float\\*)** unchanged: {note}"
+            )),
+            "html" => text.contains("gemm&lt;128u&gt;") && text.contains(note),
+            "json" => {
+                let r: serde_json::Value = serde_json::from_str(&text).unwrap();
+                let b = &r["benchmarks"][0];
+                b["verdict"] == "unchanged" && b["explanation"].as_str().unwrap().ends_with(note)
+            }
+            _ => text.contains(&format!(
+                "unchanged void gemm<128u>(float const*, float*): {note}"
+            )),
+        };
+        assert!(said, "{format}:\n{text}");
+    }
 }
 
 #[test]
@@ -1882,39 +2066,174 @@ fn nvbench_states_skips_and_summaries_of_the_reference_samples() {
     assert_eq!(simple.provenance.imported_from.len(), 2);
 }
 
-/// Every comparison/reference ratio of the samples lies within 0.99771–1.00157: no
-/// regression, and (one mean per side) nothing that can be tested either.
-#[test]
-fn nvbench_reference_samples_compare_without_a_regression() {
-    let dir = tempfile::tempdir().unwrap();
-    for name in ["test_ref", "test_cmp"] {
-        let file = nvbench_sample(dir.path(), name);
-        common::kgate(dir.path())
-            .args(["import", "nvbench"])
-            .arg(&file)
-            .args(["-o", &format!("{name}.kgate.json")])
-            .assert()
-            .success();
-    }
-    let out = common::kgate(dir.path())
+/// `kgate import nvbench NAME.json -o NAME.kgate.json` in `dir`.
+fn nvbench_import(dir: &Path, name: &str) {
+    common::kgate(dir)
+        .args(["import", "nvbench", &format!("{name}.json")])
+        .args(["-o", &format!("{name}.kgate.json")])
+        .assert()
+        .success();
+}
+
+/// `kgate compare BASE.kgate.json HEAD.kgate.json --format json` in `dir`: the exit code and
+/// the report.
+fn nvbench_compare(dir: &Path, base: &str, head: &str) -> (Option<i32>, serde_json::Value) {
+    let out = common::kgate(dir)
         .args([
             "compare",
-            "test_ref.kgate.json",
-            "test_cmp.kgate.json",
-            "--format",
-            "json",
+            &format!("{base}.kgate.json"),
+            &format!("{head}.kgate.json"),
         ])
+        .args(["--format", "json"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", common::stderr_of(&out));
-    let report: serde_json::Value = serde_json::from_str(&common::stdout_of(&out)).unwrap();
-    assert_eq!(report["summary"]["regressed"], 0, "{}", report["summary"]);
+    let report = serde_json::from_str(&common::stdout_of(&out)).unwrap();
+    (out.status.code(), report)
+}
+
+/// Every comparison/reference ratio of the samples lies within 0.99771–1.00157: Welch's test
+/// on the stored summaries finds no regression; the same file with every GPU mean 20 % slower
+/// regresses.
+#[test]
+fn nvbench_reference_samples_compare_with_welchs_test_on_summaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = nvbench_sample(dir.path(), "test_ref");
+    let mut slower: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&reference).unwrap()).unwrap();
+    for b in slower["benchmarks"].as_array_mut().unwrap() {
+        for state in b["states"].as_array_mut().unwrap() {
+            for s in state["summaries"].as_array_mut().into_iter().flatten() {
+                if s["tag"] == "nv/cold/time/gpu/mean" {
+                    let v = &mut s["data"][0]["value"];
+                    *v = (v.as_str().unwrap().parse::<f64>().unwrap() * 1.2)
+                        .to_string()
+                        .into();
+                }
+            }
+        }
+    }
+    common::write(dir.path(), "test_slow.json", &slower.to_string());
+    nvbench_sample(dir.path(), "test_cmp");
+    for name in ["test_ref", "test_cmp", "test_slow"] {
+        nvbench_import(dir.path(), name);
+    }
+    let (code, report) = nvbench_compare(dir.path(), "test_ref", "test_cmp");
+    assert_eq!(code, Some(0), "{}", report["summary"]);
+    assert_eq!(report["verdict"], "pass");
+    let summary = &report["summary"];
     assert_eq!(
-        report["summary"]["inconclusive"], 88,
-        "{}",
-        report["summary"]
+        [
+            &summary["regressed"],
+            &summary["unchanged"],
+            &summary["within_threshold"],
+            &summary["inconclusive"],
+            &summary["not_gated"]
+        ],
+        [0, 86, 2, 0, 38],
+        "{summary}"
     );
-    assert_eq!(report["verdict"], "inconclusive");
+    let simple = &report["benchmarks"][0];
+    assert_eq!(simple["name"], "simple/Device=0");
+    let time = &simple["metrics"][0];
+    assert_eq!(time["name"], "kernel_time");
+    assert_eq!(time["method"], "welch-summaries");
+    // scipy.stats.ttest_ind_from_stats(0.0010034006580799991, 0.0010034006580799991 *
+    // 0.0005237510233783218, 499, 0.0010034715849794225, 0.0010034715849794225 *
+    // 0.0005782350585973689, 499, equal_var=False).pvalue = 0.043254572695331714.
+    let p = time["p_value"].as_f64().unwrap();
+    assert!((p - 0.043_254_572_695_331_714).abs() < 1e-9, "{p}");
+    assert!(
+        time["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Welch's test on summaries (mean, sd, n): 499 vs 499 samples"),
+        "{time}"
+    );
+    assert_eq!(time["verdict"], "unchanged");
+    // The batch time has no recorded spread: shown, not gated.
+    let batch = simple["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "batch_kernel_time")
+        .unwrap();
+    assert_eq!(batch["gates"], false);
+
+    let (code, report) = nvbench_compare(dir.path(), "test_ref", "test_slow");
+    assert_eq!(code, Some(1), "{}", report["summary"]);
+    assert_eq!(report["summary"]["regressed"], 88, "{}", report["summary"]);
+    let time = &report["benchmarks"][0]["metrics"][0];
+    assert_eq!(
+        (&time["name"], &time["verdict"]),
+        (&"kernel_time".into(), &"regressed".into())
+    );
+    assert!(
+        (time["change"].as_f64().unwrap() - 0.2).abs() < 1e-9,
+        "{time}"
+    );
+}
+
+/// Where nvbench recorded the SM clock, the cycles gate beside the time; a state that throttled
+/// on either side is not gated, with the reason, never `unchanged`.
+#[test]
+fn nvbench_cycles_gate_and_a_throttled_state_is_not_gated() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, mean: f64, clock: f64| {
+        let summary = |tag: &str, value: f64| {
+            format!(
+                r#"{{"tag": "{tag}", "data": [{{"name": "value", "type": "float64", "value": "{value}"}}]}}"#
+            )
+        };
+        let summaries = [
+            summary("nv/cold/sample_size", 200.0),
+            summary("nv/cold/time/gpu/mean", mean),
+            summary("nv/cold/time/gpu/stdev/relative", 0.002),
+            summary("nv/cold/sm_clock_rate/mean", clock),
+        ]
+        .join(", ");
+        let text = format!(
+            r#"{{"devices": [{{"id": 0, "name": "NVIDIA H100", "sm_default_clock_rate": "1980000000"}}],
+               "benchmarks": [{{"name": "k", "states": [{{"name": "Device=0", "device": 0, "axis_values": null, "is_skipped": false, "summaries": [{summaries}]}}]}}]}}"#
+        );
+        common::write(dir.path(), &format!("{name}.json"), &text);
+        nvbench_import(dir.path(), name);
+    };
+    file("base", 1e-3, 1.9e9);
+    // 20 % more cycles at the same clock; the same time at a throttled clock.
+    file("cycles", 1.2e-3, 1.9e9);
+    file("throttled", 1e-3, 1.2e9);
+    let compare = |head: &str| {
+        let (code, report) = nvbench_compare(dir.path(), "base", head);
+        (code, report["benchmarks"][0].clone())
+    };
+    let (code, b) = compare("cycles");
+    assert_eq!(code, Some(1));
+    let cycles = b["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "kernel_cycles")
+        .unwrap();
+    assert_eq!(
+        (&cycles["gates"], &cycles["verdict"], &cycles["method"]),
+        (&true.into(), &"regressed".into(), &"welch-summaries".into()),
+        "{cycles}"
+    );
+    let (code, b) = compare("throttled");
+    assert_eq!(code, Some(0));
+    assert_eq!(b["verdict"], "not-gated", "{b}");
+    let why = b["explanation"].as_str().unwrap();
+    assert!(
+        why.contains("not comparable in the candidate: throttled: nvbench's mean SM clock, 1200 MHz, is below 75 % of the device's default 1980 MHz"),
+        "{why}"
+    );
+    assert!(
+        b["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["gates"] == false)
+    );
 }
 
 /// An nvbench JSON with one state, `simple` on device 0, whose `--jsonbin` file beside it
@@ -1949,29 +2268,16 @@ fn nvbench_jsonbin_samples_are_rank_tested() {
     same.reverse();
     let slower: Vec<f32> = base.iter().map(|t| t * 1.2).collect();
     for (name, times) in [("base", &base), ("same", &same), ("slower", &slower)] {
-        let file = nvbench_with_jsonbin(dir.path(), name, times);
-        common::kgate(dir.path())
-            .args(["import", "nvbench"])
-            .arg(&file)
-            .args(["-o", &format!("{name}.kgate.json")])
-            .assert()
-            .success();
+        nvbench_with_jsonbin(dir.path(), name, times);
+        nvbench_import(dir.path(), name);
     }
-    let compare = |head: &str| {
-        let out = common::kgate(dir.path())
-            .args(["compare", "base.kgate.json", head, "--format", "json"])
-            .output()
-            .unwrap();
-        let report: serde_json::Value = serde_json::from_str(&common::stdout_of(&out)).unwrap();
-        (out.status.code(), report)
-    };
-    let (code, report) = compare("same.kgate.json");
+    let (code, report) = nvbench_compare(dir.path(), "base", "same");
     assert_eq!(code, Some(0), "{report}");
     assert_eq!(report["verdict"], "pass", "{}", report["summary"]);
     let metric = &report["benchmarks"][0]["metrics"][0];
     assert_eq!(metric["name"], "kernel_time");
     assert_eq!(metric["base"]["n"], 40, "{metric}");
-    let (code, report) = compare("slower.kgate.json");
+    let (code, report) = nvbench_compare(dir.path(), "base", "slower");
     assert_eq!(code, Some(1), "{report}");
     assert_eq!(report["summary"]["regressed"], 1, "{}", report["summary"]);
 }

@@ -64,6 +64,7 @@ fn benchmark(name: &str, values: &[f64], threshold: f64) -> BenchmarkResult {
         },
         values: values.to_vec(),
         repetition: (0..values.len() as u32).collect(),
+        spread: None,
     });
     b
 }

@@ -115,6 +115,22 @@ fn tv_b_1_and_3_prediction_limits() {
 }
 
 #[test]
+fn welch_on_summaries_matches_scipy() {
+    // scipy.stats.ttest_ind_from_stats(1.2, 0.3, 10, 1.0, 0.1, 20, equal_var=False): two-sided
+    // p 0.06725094678670959, alternative='greater' 0.033625473393354796; df and the 95 %
+    // half-width from the Welch–Satterthwaite formula with scipy.stats.t.ppf.
+    let w = Welch::new((1.0, 0.1, 20.0), (1.2, 0.3, 10.0)).unwrap();
+    close(w.p_above(), 0.033625473393354796, 1e-9);
+    close(w.se, 0.09746794344808964, 1e-12);
+    close(w.df, 10.013138686131388, 1e-12);
+    close(w.half_width(0.95), 0.21713349175440735, 1e-9);
+    // Fewer than two samples, or no spread on either side: no test.
+    assert!(Welch::new((1.0, 0.1, 1.0), (1.2, 0.3, 10.0)).is_none());
+    assert!(Welch::new((1.0, 0.0, 5.0), (1.2, 0.0, 10.0)).is_none());
+    assert!(Welch::new((f64::NAN, 0.1, 5.0), (1.2, 0.1, 10.0)).is_none());
+}
+
+#[test]
 fn noise_from_an_interval_inverts_the_normal_interval() {
     // A 99 % interval ±z·σ·√(2/10) around 0 on the log scale gives σ back.
     let sigma = 0.01;
