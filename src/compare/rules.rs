@@ -465,10 +465,10 @@ pub(super) fn welch_evidence(
     let welch = Welch::new(side(base), side(head))
         .filter(|_| scale > 0.0)
         .ok_or_else(|| format!("{WELCH} is undefined here: a side has fewer than 2 samples, neither has any spread, or the baseline mean is 0"))?;
-    let above = welch.p_above();
+    let (above, below) = welch.p_above_below();
     let (p_reg, p_imp) = match direction {
-        Direction::Lower => (above, 1.0 - above),
-        Direction::Higher => (1.0 - above, above),
+        Direction::Lower => (above, below),
+        Direction::Higher => (below, above),
     };
     let power = Power::Summaries {
         welch,
@@ -479,7 +479,7 @@ pub(super) fn welch_evidence(
         method: Method::WelchSummaries,
         change: welch.difference / scale,
         equivalence_ci: power.interval(1.0 - 2.0 * ctx.alpha_look),
-        p_two: (2.0 * above.min(1.0 - above)).min(1.0),
+        p_two: (2.0 * above.min(below)).min(1.0),
         p_reg,
         p_imp,
         power,

@@ -20,6 +20,7 @@ pub mod cutlass;
 pub mod gbench;
 pub mod hyperfine;
 mod input;
+pub mod kernelbench;
 pub mod ncu;
 pub mod nsys;
 pub mod nvbench;
@@ -125,6 +126,7 @@ pub static IMPORTERS: &[&dyn Importer] = &[
     &hyperfine::Hyperfine,
     &criterion::Criterion,
     &cutlass::Cutlass,
+    &kernelbench::KernelBench,
     &counters::PERF_STAT,
     &counters::CALLGRIND,
     &counters::CACHEGRIND,
@@ -158,6 +160,10 @@ pub static FOLDER_FILES: &[(&str, &[&str])] = &[
     // A `new` folder itself, or every benchmark's `new` below `target/criterion`.
     ("criterion", &["estimates.json", "**/new/estimates.json"]),
     ("cutlass", &["**/*.csv"]),
+    (
+        "kernelbench",
+        &["**/eval_results.json", "**/baseline_time_*.json"],
+    ),
     ("perf-stat", &["**/*.txt", "**/*.log", "**/*.perf"]),
     ("callgrind", &["**/callgrind.out*", "**/*.callgrind"]),
     ("cachegrind", &["**/cachegrind.out*", "**/*.cgout"]),
@@ -332,6 +338,7 @@ mod tests {
                 "hyperfine",
                 "criterion",
                 "cutlass",
+                "kernelbench",
                 "perf-stat",
                 "callgrind",
                 "cachegrind",

@@ -366,9 +366,11 @@ impl Welch {
         StudentsT::new(0.0, 1.0, self.df).expect("df > 0")
     }
 
-    /// One-sided p-value of the head's mean being above the base's (P(T ≥ t)); 1 − it for below.
-    pub fn p_above(&self) -> f64 {
-        self.t().sf(self.difference / self.se)
+    /// One-sided p-values of the head's mean being above the base's (P(T ≥ t)) and below it
+    /// (P(T ≤ t)), each from its own tail: 1 − a tiny p would round to 0.
+    pub fn p_above_below(&self) -> (f64, f64) {
+        let (t, at) = (self.t(), self.difference / self.se);
+        (t.sf(at), t.cdf(at))
     }
 
     /// Half-width of the two-sided interval of the difference at `confidence`.

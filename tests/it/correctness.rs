@@ -330,3 +330,167 @@ fn cutlass_profiler_csv_imports_exactly() {
         .collect();
     assert_eq!(verdicts, [(best.as_str(), "incorrect")]);
 }
+
+fn kernelbench(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/kernelbench")
+        .join(name)
+}
+
+/// `kgate import FORMAT FILE -o OUT` in `dir`, read back as JSON.
+fn imported(dir: &Path, format: &str, file: &Path, out: &str) -> Value {
+    let run = kgate(dir)
+        .args(["import", format, "-o", out])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", stderr_of(&run));
+    serde_json::from_str(&std::fs::read_to_string(dir.join(out)).unwrap()).unwrap()
+}
+
+fn named<'a>(results: &'a Value, name: &str) -> &'a Value {
+    results["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == name)
+        .unwrap_or_else(|| panic!("no benchmark `{name}`"))
+}
+
+/// KernelBench's eval_results.json: a compiled, correct sample's mean with its spread; a
+/// wrong answer with KernelBench's reason; one that did not compile failed; compared, the
+/// slower sample regresses (Welch's test on the summaries), the wrong one is `incorrect`, and
+/// the one that did not build makes the run an error.
+#[test]
+fn kernelbench_eval_results_import_and_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let base = imported(
+        d,
+        "kernelbench",
+        &kernelbench("eval_base.json"),
+        "base.json",
+    );
+    let head = imported(
+        d,
+        "kernelbench",
+        &kernelbench("eval_head.json"),
+        "head.json",
+    );
+    let one = named(&base, "problem_1/sample_0");
+    let time = &one["metrics"][0];
+    assert_eq!(time["name"], "kernel_time");
+    assert_eq!(time["unit"], "ns");
+    assert_eq!(numbers(&time["values"]), [2_660_000.0]);
+    assert_eq!(time["spread"]["n"], 100);
+    // KernelBench's population deviation (NumPy's default) as the sample deviation.
+    let sd = 19_900.0 * (100.0_f64 / 99.0).sqrt();
+    assert!((time["spread"]["sd"].as_f64().unwrap() - sd).abs() < 1e-6);
+    assert_eq!(
+        one["correctness"],
+        serde_json::json!({"passed": true, "detail": "correctness_trials: (5 / 5)"})
+    );
+    assert_eq!(one["provenance"]["details"]["kernelbench.trials"], "100");
+    assert_eq!(base["environment"]["accelerator"], "NVIDIA H100 80GB HBM3");
+    let wrong = named(&head, "problem_3/sample_0");
+    assert_eq!(wrong["correctness"]["passed"], false);
+    assert_eq!(
+        wrong["correctness"]["detail"],
+        "correctness_issue: Output mismatch; max_difference: [\"0.531250\"]; correctness_trials: (0 / 5)"
+    );
+    assert!(wrong["metrics"].as_array().is_none_or(Vec::is_empty));
+    assert!(
+        wrong["provenance"]["notes"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("KernelBench did not time this sample"),
+        "{wrong}"
+    );
+    let unbuilt = named(&head, "problem_4/sample_0");
+    assert_eq!(unbuilt["status"], "failed");
+    assert_eq!(unbuilt["failure"]["kind"], "build");
+    assert!(
+        unbuilt["failure"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Error building extension 'matmul_cuda'"),
+        "{unbuilt}"
+    );
+
+    let out = kgate(d)
+        .args(["compare", "base.json", "head.json", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    let report: Value = serde_json::from_str(&stdout_of(&out)).unwrap();
+    let verdict = |name: &str| {
+        named(&report, name)["verdict"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(verdict("problem_2/sample_0"), "regressed");
+    assert_eq!(verdict("problem_3/sample_0"), "incorrect");
+    assert_eq!(verdict("problem_4/sample_0"), "failed");
+    let same = verdict("problem_1/sample_0");
+    assert!(
+        ["unchanged", "within-threshold"].contains(&same.as_str()),
+        "{same}"
+    );
+    assert_eq!(report["verdict"], "error");
+}
+
+/// KernelBench's own H100 reference timings, eager PyTorch (base) against `torch.compile`
+/// (head): 250 problems each, every one a mean with its spread, compared by Welch's test.
+#[test]
+fn kernelbench_reference_timings_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let eager = imported(
+        d,
+        "kernelbench",
+        &kernelbench("h100_modal_baseline_time_torch.json.gz"),
+        "eager.json",
+    );
+    imported(
+        d,
+        "kernelbench",
+        &kernelbench("h100_modal_baseline_time_torch_compile_inductor_default.json.gz"),
+        "compile.json",
+    );
+    assert_eq!(eager["benchmarks"].as_array().unwrap().len(), 250);
+    let matmul = named(&eager, "level1/1_Square_matrix_multiplication_");
+    assert_eq!(numbers(&matmul["metrics"][0]["values"]), [2_660_000.0]);
+    let out = kgate(d)
+        .args(["compare", "eager.json", "compile.json", "--format", "json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_str(&stdout_of(&out)).unwrap();
+    // Every p-value is scipy's ttest_ind_from_stats(equal_var=False) on the files' means and
+    // deviations (as sample deviations) within 1.4e-12 relative; these are the decisions at
+    // alpha 0.01 (BH over the 250) and the default 5 % threshold.
+    let summary = &report["summary"];
+    for (verdict, count) in [
+        ("regressed", 25),
+        ("improved", 118),
+        ("unchanged", 27),
+        ("within_threshold", 71),
+        ("inconclusive", 9),
+    ] {
+        assert_eq!(summary[verdict], count, "{verdict}: {summary}");
+    }
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let softmax = named(&report, "level1/24_LogSoftmax");
+    assert_eq!(softmax["verdict"], "improved");
+    let p = softmax["metrics"][0]["p_value"].as_f64().unwrap();
+    // ttest_ind_from_stats(6.68, 1.43·√(100/99), 100, 8.48, 0.194·√(100/99), 100,
+    // equal_var=False): 3.7615473257169366e-22, not 0.
+    assert!((p / 3.7615473257169366e-22 - 1.0).abs() < 1e-9, "{p}");
+    assert!(
+        softmax["metrics"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Welch's test on summaries"),
+        "{softmax}"
+    );
+}

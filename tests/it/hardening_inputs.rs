@@ -536,6 +536,7 @@ fn dev_zero_is_refused_by_the_protocol_and_json_importers() {
         "nvbench",
         "xplane",
         "cutlass",
+        "kernelbench",
     ] {
         let out = kgate_capped(dir.path(), &["import", format, "/dev/zero"]);
         let err = stderr_of(&out);

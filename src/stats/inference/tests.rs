@@ -120,7 +120,16 @@ fn welch_on_summaries_matches_scipy() {
     // p 0.06725094678670959, alternative='greater' 0.033625473393354796; df and the 95 %
     // half-width from the Welch–Satterthwaite formula with scipy.stats.t.ppf.
     let w = Welch::new((1.0, 0.1, 20.0), (1.2, 0.3, 10.0)).unwrap();
-    close(w.p_above(), 0.033625473393354796, 1e-9);
+    close(w.p_above_below().0, 0.033625473393354796, 1e-9);
+    close(w.p_above_below().1, 1.0 - 0.033625473393354796, 1e-9);
+    // Far in a tail, each side from its own tail: alternative='less' of
+    // ttest_ind_from_stats(6.68, 1.43, 100, 8.48, 0.194, 100, equal_var=False) is
+    // 1.3765679285496264e-22 (KernelBench's LogSoftmax, eager against torch.compile), which
+    // 1 − P(T ≥ t) would round to 0.
+    let far = Welch::new((8.48, 0.194, 100.0), (6.68, 1.43, 100.0)).unwrap();
+    let (above, below) = far.p_above_below();
+    close(below / 1.3765679285496264e-22, 1.0, 1e-6);
+    assert_eq!(above, 1.0);
     close(w.se, 0.09746794344808964, 1e-12);
     close(w.df, 10.013138686131388, 1e-12);
     close(w.half_width(0.95), 0.21713349175440735, 1e-9);
