@@ -451,9 +451,9 @@ pub(super) fn prediction_evidence(
     (Some(evidence), None)
 }
 
-/// Welch's test on the summaries of one mean per side ([`crate::model::results::MetricSamples::spread`]): the change
-/// of the means relative to the baseline's, and its interval from the difference's. Err says
-/// why the test is undefined.
+/// Welch's test on the summaries of one mean per side (their
+/// [`crate::model::results::MetricSamples::spread`]): the change of the means relative to the
+/// baseline's, and its interval from the difference's. Err says why the test is undefined.
 pub(super) fn welch_evidence(
     base: (f64, Spread),
     head: (f64, Spread),

@@ -189,6 +189,22 @@ fn a_series_whose_arrays_differ_in_length_is_refused_by_name() {
         "{}",
         stderr_of(&out)
     );
+
+    // A spread describes one mean; on a metric of several values it is refused.
+    doc["benchmarks"][0]["kernel_windows"][0]["end_ns"] = serde_json::json!([2_000]);
+    let metric = &mut doc["benchmarks"][0]["metrics"][0];
+    metric["spread"] = serde_json::json!({"sd": 1.0, "n": 10});
+    metric["values"] = serde_json::json!([10_000, 11_000]);
+    std::fs::write(dir.path().join("bad.json"), doc.to_string()).unwrap();
+    let err = RunResults::load(&dir.path().join("bad.json"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "metric `kernel_time`: `spread` describes one mean, but the metric has 2 values"
+        ),
+        "{err}"
+    );
 }
 
 #[test]
