@@ -289,6 +289,56 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// Names longer than this that read as a C++ signature are shortened in tables.
+const LONG_KERNEL_NAME: usize = 60;
+
+/// A readable form of a long demangled C++ kernel name, for a table's name column: the
+/// return type dropped, every template argument list and parameter list at the outer level
+/// written `<…>` and `(…)`, a ` [gpu N]` suffix kept, and `#` with six hex digits of the
+/// name's FNV-1a hash (the suffix aside), so that instantiations of one template stay distinct
+/// rows and one kernel has one digest on every GPU. None where
+/// the name is short or not a signature; reports keep the whole name everywhere else.
+pub fn short_kernel_name(name: &str) -> Option<String> {
+    if name.chars().count() <= LONG_KERNEL_NAME || !name.contains(['<', '(']) {
+        return None;
+    }
+    let (body, gpu) = match name.rfind(" [gpu ") {
+        Some(at) if name.ends_with(']') => name.split_at(at),
+        _ => (name, ""),
+    };
+    let mut short = String::new();
+    let mut depth = 0usize;
+    for c in body.chars() {
+        match c {
+            '<' | '(' => {
+                if depth == 0 {
+                    short.push(c);
+                    short.push('…');
+                }
+                depth += 1;
+            }
+            '>' | ')' if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    short.push(c);
+                }
+            }
+            // The return type (`void `) and qualifiers before the name.
+            ' ' if depth == 0 => short.clear(),
+            _ if depth == 0 => short.push(c),
+            _ => {}
+        }
+    }
+    if short.is_empty() {
+        return None;
+    }
+    // The same kernel on another GPU keeps its digest.
+    let hash = body.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    Some(format!("{short} #{:06x}{gpu}", hash & 0xff_ffff))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -418,5 +468,35 @@ mod tests {
             escape_log("benchmark `k\n  ::error title=x::y` failed\n\u{1b}[31mred"),
             "benchmark `k\n  \\u{3a}:error title=x::y` failed\n\\u{1b}[31mred"
         );
+    }
+
+    #[test]
+    fn long_kernel_signatures_are_shortened_and_stay_distinct() {
+        let flash = |b: u8| {
+            format!(
+                "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128, (int)64, cutlass::bfloat16_t>, (bool){b}, (bool)0>(Flash_fwd_params) [gpu 1]"
+            )
+        };
+        let (a, b) = (
+            short_kernel_name(&flash(0)).unwrap(),
+            short_kernel_name(&flash(1)).unwrap(),
+        );
+        assert!(a.starts_with("flash::flash_fwd_kernel<…>(…) #"), "{a}");
+        assert!(a.ends_with(" [gpu 1]"), "{a}");
+        assert_ne!(a, b);
+        let other_gpu = short_kernel_name(&flash(0).replace("[gpu 1]", "[gpu 0]")).unwrap();
+        assert_eq!(other_gpu.replace("[gpu 0]", "[gpu 1]"), a);
+        assert_eq!(
+            a.len(),
+            "flash::flash_fwd_kernel<…>(…) #123456 [gpu 1]".len()
+        );
+        // Short names, and long names that are not signatures, stay as they are.
+        assert_eq!(short_kernel_name("matmul_tiled<32>"), None);
+        assert_eq!(short_kernel_name(&"x".repeat(100)), None);
+        // Unbalanced brackets never panic and keep what is outside them.
+        let open = format!("kernel<{}", "a".repeat(80));
+        assert!(short_kernel_name(&open).unwrap().starts_with("kernel<…"));
+        let close = format!("k{}>)) end(x)", "b".repeat(80));
+        assert!(short_kernel_name(&close).unwrap().starts_with("end(…)"));
     }
 }

@@ -24,6 +24,7 @@ pub use table::{TableExporter, stdout_width};
 
 use crate::compare::format_p;
 use crate::model::report::{MetricComparison, Report};
+use crate::model::text::short_kernel_name;
 use crate::model::units::{format_change, format_value};
 use crate::model::verdict::{RunVerdict, Verdict};
 use escape::escape_markdown;
@@ -240,7 +241,7 @@ impl MarkdownExporter {
         for (bench, m) in rows {
             // Every cell is escaped, numbers included: a unit is text from the benchmark.
             let cells = [
-                bench.to_string(),
+                short_kernel_name(bench).unwrap_or_else(|| bench.to_string()),
                 format!("{}{}", m.name, crate::compare::explain::marker(m)),
                 median_cell(&m.base, &m.unit),
                 median_cell(&m.head, &m.unit),
@@ -343,6 +344,18 @@ impl Exporter for MarkdownExporter {
             out.push_str(&Self::table(&all));
             out.push_str("\n</details>\n");
         }
+        let shortened = shortened_names(report);
+        if !shortened.is_empty() {
+            out.push_str("\n<details><summary>Kernel names shortened in the tables</summary>\n\n");
+            for (short, name) in &shortened {
+                out.push_str(&format!(
+                    "- {}: {}\n",
+                    escape_markdown(short),
+                    escape_markdown(name)
+                ));
+            }
+            out.push_str("\n</details>\n");
+        }
         out.push_str(&markdown_details::benchmark_sections(report));
         out.push_str(&function_diff::markdown_sections(report));
         for w in &report.warnings {
@@ -396,6 +409,22 @@ impl Exporter for JsonExporter {
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         write_json(report, self.pretty, out)
     }
+}
+
+/// The kernel names the tables shorten ([`short_kernel_name`]), as (short, whole), once per
+/// kernel: its ` [gpu N]` rows share one.
+pub(crate) fn shortened_names(report: &Report) -> Vec<(String, &str)> {
+    let mut seen = std::collections::BTreeSet::new();
+    report
+        .benchmarks
+        .iter()
+        .map(|b| match b.name.rfind(" [gpu ") {
+            Some(at) if b.name.ends_with(']') => &b.name[..at],
+            _ => b.name.as_str(),
+        })
+        .filter(|name| seen.insert(*name))
+        .filter_map(|name| short_kernel_name(name).map(|s| (s, name)))
+        .collect()
 }
 
 #[cfg(test)]

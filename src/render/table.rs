@@ -9,6 +9,7 @@ use super::{
     metric_verdict, p_cell, summary_line, verdict_word,
 };
 use crate::model::report::{BenchmarkComparison, MetricComparison, Report};
+use crate::model::text::short_kernel_name;
 use crate::model::units::format_change;
 use crate::model::verdict::Verdict;
 
@@ -231,12 +232,12 @@ impl TableExporter {
             out.write_all(pending.as_bytes())?;
             pending.clear();
             let (verdict, head, numbers) = match row {
-                TableRow::Bare(b) => (b.verdict.as_str().to_string(), b.name.clone(), None),
+                TableRow::Bare(b) => (b.verdict.as_str().to_string(), table_name(&b.name), None),
                 TableRow::Metric(b, m) => (
                     metric_verdict(m),
                     format!(
                         "{} · {}{}",
-                        b.name,
+                        table_name(&b.name),
                         m.name,
                         crate::compare::explain::marker(m)
                     ),
@@ -343,7 +344,7 @@ impl TableRow<'_> {
                 // Only the name and the verdict: a dash in every column between.
                 let mut texts: [String; TABLE_COLUMNS.len()] =
                     std::array::from_fn(|_| "–".to_string());
-                texts[0] = text(&b.name);
+                texts[0] = text(&table_name(&b.name));
                 texts[VERDICT_COLUMN] = b.verdict.as_str().to_string();
                 texts
             }
@@ -351,7 +352,7 @@ impl TableRow<'_> {
                 let mut metric = m.name.clone();
                 metric.push_str(crate::compare::explain::marker(m));
                 [
-                    text(&b.name),
+                    text(&table_name(&b.name)),
                     text(&metric),
                     text(&median_cell(&m.base, &m.unit)),
                     text(&median_cell(&m.head, &m.unit)),
@@ -423,6 +424,12 @@ fn console_width(line: &str) -> usize {
 /// The change column: the Hodges–Lehmann shift, and the change between the medians beside it
 /// when the two disagree in sign (the shift is the median of all pairwise differences, which
 /// can differ from the difference of the medians when the samples are skewed or bimodal).
+/// A benchmark's name as the table's first column shows it: a long C++ signature shortened
+/// ([`short_kernel_name`]), its whole name given under the table.
+fn table_name(name: &str) -> String {
+    short_kernel_name(name).unwrap_or_else(|| name.to_string())
+}
+
 fn change_with_medians(m: &MetricComparison) -> String {
     let shift = change_cell(m);
     let (Some(change), Some(base), Some(head)) = (m.change, &m.base, &m.head) else {
@@ -538,6 +545,13 @@ impl Exporter for TableExporter {
             lines.push_str(&prose(format!(
                 "({hidden} informational metric{} not shown; `--all-metrics` lists every metric)",
                 if hidden == 1 { "" } else { "s" }
+            )));
+        }
+        for (short, name) in super::shortened_names(report) {
+            lines.push_str(&prose(format!(
+                "{}: {}",
+                escape_terminal(&short),
+                escape_terminal(name)
             )));
         }
         out.write_all(lines.as_bytes())?;
