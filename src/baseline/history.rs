@@ -101,14 +101,15 @@ pub enum HistoryError {
     },
     #[error(
         "`{path}` is not a kgate history record: {}; remove it or restore it from git",
-        crate::model::text::plain_serde(field.as_deref(), &source.to_string())
+        crate::model::text::plain_serde(field.as_deref(), &error.to_string())
     )]
     Parse {
         path: PathBuf,
         /// Where in the record, when known.
         field: Option<String>,
-        #[source]
-        source: serde_json::Error,
+        /// serde's own words, rewritten in the file's by the message (not a source: the
+        /// raw text would follow the plain one in the CLI's error chain).
+        error: serde_json::Error,
     },
     #[error(
         "this run is already in the history as `{path}`: a results file is recorded once; record a new run instead"
@@ -407,7 +408,7 @@ pub fn load(root: &Path, key: &str) -> Result<Vec<HistoryRecord>, HistoryError> 
             serde_json::from_str(text).map_err(|source| HistoryError::Parse {
                 path: path.clone(),
                 field: crate::model::text::failing_field::<HistoryRecord>(text),
-                source,
+                error: source,
             })?;
         records.push((path, rec));
     }

@@ -205,11 +205,12 @@ fn expected_words(expected: &str) -> String {
         "unit" => "null",
         "variant identifier" | "field identifier" => "a name",
         other => {
-            if let Some(name) = other.strip_prefix("struct ") {
-                return format!("an object ({name})");
+            // The type's name is the program's word, not the file's.
+            if other.starts_with("struct ") {
+                return "an object".into();
             }
-            if let Some(rest) = other.strip_prefix("tuple struct ") {
-                return format!("a list ({rest})");
+            if other.starts_with("tuple struct ") {
+                return "a list".into();
             }
             if let Some(n) = other.strip_prefix("an array of length ") {
                 return format!("a list of {n}");
@@ -217,8 +218,8 @@ fn expected_words(expected: &str) -> String {
             if let Some(n) = other.strip_prefix("a tuple of size ") {
                 return format!("a list of {n}");
             }
-            if let Some(name) = other.strip_prefix("enum ") {
-                return format!("one of the names of {name}");
+            if other.starts_with("enum ") {
+                return "one of the names this key takes".into();
             }
             other
         }
@@ -433,7 +434,12 @@ mod tests {
             (
                 Some("gate"),
                 "invalid type: boolean `true`, expected struct Gate",
-                "`gate` must be an object (Gate), got true",
+                "`gate` must be an object, got true",
+            ),
+            (
+                None,
+                "invalid length 1, expected struct RunResults with 5 elements at line 1 column 3",
+                "must be an object, got 1 item at line 1 column 3",
             ),
             (
                 Some("ci"),

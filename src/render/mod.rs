@@ -361,7 +361,15 @@ impl Exporter for MarkdownExporter {
         for w in &report.warnings {
             out.push_str(&format!("\n> [!NOTE]\n> {}\n", escape_markdown(w)));
         }
+        let welch = report
+            .benchmarks
+            .iter()
+            .flat_map(|b| &b.metrics)
+            .any(|m| m.method == crate::model::report::Method::WelchSummaries);
         let model = match report.model {
+            crate::model::report::Model::RankTest if welch => {
+                "Rank test (Welch's test on summaries where a side stored only a mean)"
+            }
             crate::model::report::Model::RankTest => "Rank test",
             crate::model::report::Model::PredictionInterval => {
                 "Prediction interval over stored jobs"

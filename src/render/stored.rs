@@ -16,14 +16,15 @@ pub enum StoredReportError {
     },
     #[error(
         "`{path}` is not a kgate JSON report ({}); write one with `kgate compare BASE HEAD --format json -o FILE` or `kgate check --format json -o FILE`",
-        crate::model::text::plain_serde(field.as_deref(), &source.to_string())
+        crate::model::text::plain_serde(field.as_deref(), &error.to_string())
     )]
     Parse {
         path: PathBuf,
         /// Where in the document, when known (`benchmarks[0].verdict`).
         field: Option<String>,
-        #[source]
-        source: serde_json::Error,
+        /// serde's own words, rewritten in the file's by the message (not a source: the
+        /// raw text would follow the plain one in the CLI's error chain).
+        error: serde_json::Error,
     },
     #[error(
         "`{path}` has report format version {found}; this kgate reads version {REPORT_SCHEMA_VERSION}"
@@ -92,7 +93,7 @@ pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
             field: failed_text.as_deref().and_then(|text| {
                 crate::model::text::failing_field::<Report>(crate::store::read::without_bom(text))
             }),
-            source,
+            error: source,
         },
     })
 }

@@ -26,13 +26,14 @@ pub enum ResultsError {
         #[source]
         source: std::io::Error,
     },
-    #[error("`{path}` is not a kgate results file: {}", crate::model::text::plain_serde(field.as_deref(), &source.to_string()))]
+    #[error("`{path}` is not a kgate results file: {}", crate::model::text::plain_serde(field.as_deref(), &error.to_string()))]
     Parse {
         path: PathBuf,
         /// Where in the document, when known (`benchmarks[0].metrics[0].values[2]`).
         field: Option<String>,
-        #[source]
-        source: serde_json::Error,
+        /// serde's own words, rewritten in the file's by the message (not a source: the
+        /// raw text would follow the plain one in the CLI's error chain).
+        error: serde_json::Error,
     },
     #[error(
         "`{path}` has results format version {found}; this kgate reads version {RESULTS_SCHEMA_VERSION}"
@@ -113,7 +114,7 @@ impl RunResults {
         let parse_error = |source| ResultsError::Parse {
             path: path.to_path_buf(),
             field: crate::model::text::failing_field::<RunResults>(text),
-            source,
+            error: source,
         };
         let results = match (version, parsed) {
             (Some(RESULTS_SCHEMA_VERSION) | None, parsed) => parsed.map_err(parse_error)?,

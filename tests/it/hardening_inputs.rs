@@ -795,3 +795,35 @@ fn a_results_file_or_report_that_is_an_endless_device_is_refused_at_its_first_nu
         );
     }
 }
+
+/// A results file, stored report or history record of the wrong JSON shape is refused in the
+/// file's words once: no Rust type name, and serde's own text not repeated after the plain one.
+#[test]
+fn wrong_json_shapes_are_refused_in_plain_words_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "list.json", "[1]");
+    write(d, "text.json", "\"x\"");
+    for (args, plain) in [
+        (
+            &["compare", "list.json", "list.json"][..],
+            "must be an object, got 1 item",
+        ),
+        (
+            &["compare", "text.json", "text.json"][..],
+            "must be an object, got the text \"x\"",
+        ),
+        (
+            &["report", "list.json"][..],
+            "must be an object, got 1 item",
+        ),
+    ] {
+        let out = kgate(d).args(args).output().unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(plain), "{args:?}: {err}");
+        for leaked in ["RunResults", "Report", "expected struct", "invalid "] {
+            assert!(!err.contains(leaked), "{args:?} says `{leaked}`: {err}");
+        }
+    }
+}
