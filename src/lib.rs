@@ -25,6 +25,7 @@ pub mod cli;
 pub mod compare;
 pub mod config;
 pub mod derive;
+pub mod gate;
 pub mod github;
 pub mod gitlab;
 pub mod import;

@@ -10,6 +10,7 @@ use std::io::IsTerminal;
 
 pub mod escape;
 pub mod function_diff;
+pub mod history;
 pub mod history_html;
 pub mod html;
 pub mod junit;

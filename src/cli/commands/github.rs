@@ -10,7 +10,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use super::{CheckArgs, Format, ReportArgs, emit_checked, load_config, run_check, write_stdout};
+use super::{Format, ReportArgs, emit_checked, load_config, run_check, write_stdout};
+use crate::gate;
 use crate::model::exit::ExitStatus;
 use crate::model::report::Report;
 use crate::model::verdict::RunVerdict;
@@ -393,36 +394,35 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
     } else {
         (args.against.clone(), args.against_tip.clone())
     };
-    let check_args = CheckArgs {
-        selection: args.selection.clone(),
-        report: ReportArgs {
-            format: Format::Json,
-            output: Some(args.report.clone()),
-            fail_on_inconclusive: false,
-            view: crate::cli::ViewArgs {
-                all_metrics: false,
-                max_chars: None,
-                full_evidence: false,
-                pretty: false,
-            },
-        },
+    let options = gate::CheckOptions {
+        selection: super::overrides(&args.selection),
         baseline: args.baseline.clone(),
-        against,
-        against_tip,
-        save_results: args.save_results.clone(),
-        baseline_ref: None,
-        allow_fingerprint_mismatch: false,
-        changed_since: None,
+        against: (against.map(|reference| gate::Against {
+            reference,
+            tip: false,
+        }))
+        .or_else(|| {
+            against_tip.map(|reference| gate::Against {
+                reference,
+                tip: true,
+            })
+        }),
         record: args.record,
         measure_identical: args.measure_identical,
-        history: Vec::new(),
         // `gate.on_regression: profile` still applies.
-        profile_regressions: false,
+        ..gate::CheckOptions::default()
     };
     // The report goes to its file as `kgate check` writes it (for `kgate comment` in a second
     // workflow), and is posted from memory.
-    let checked = run_check(config_path, &check_args)
-        .and_then(|c| emit_checked(&c, &check_args).map(|status| (status, c)));
+    let report_args = ReportArgs {
+        format: Format::Json,
+        output: Some(args.report.clone()),
+        fail_on_inconclusive: false,
+        view: crate::cli::ViewArgs::default(),
+    };
+    let checked = run_check(config_path, &options, args.selection.no_progress).and_then(|c| {
+        emit_checked(&c, args.save_results.as_deref(), &report_args).map(|status| (status, c))
+    });
     let (status, report) = match checked {
         Ok((status, c)) => (status, c.report),
         Err(err) => {
@@ -614,7 +614,7 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
             "`kgate comment` needs the GitHub Actions context (GITHUB_REPOSITORY and GITHUB_EVENT_PATH) or GitLab CI's (GITLAB_CI=true): neither is set"
         );
     };
-    refuse_untrusted_checkout(
+    crate::github::refuse_untrusted_checkout(
         Some(&ctx),
         &[Path::new(".")],
         TrustedAction::Post,
@@ -707,43 +707,4 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
         )?;
     }
     Ok(settle_post_errors(&posted, &args.post, ExitStatus::PASS))
-}
-
-/// Stops a job whose token can write from running or posting a fork's code (see
-/// [`crate::github::untrusted_checkout`]). `allow` is `--allow-untrusted-checkout`;
-/// `KGATE_ALLOW_UNTRUSTED_CHECKOUT=1` does the same for the commands without that flag.
-pub(super) fn refuse_untrusted_checkout(
-    ctx: Option<&GithubContext>,
-    dirs: &[&Path],
-    action: TrustedAction,
-    allow: bool,
-) -> Result<()> {
-    let allowed_by_env =
-        std::env::var("KGATE_ALLOW_UNTRUSTED_CHECKOUT").is_ok_and(|v| v == "1" || v == "true");
-    if allow || allowed_by_env {
-        return Ok(());
-    }
-    let Some(ctx) = ctx else {
-        return Ok(());
-    };
-    match crate::github::untrusted_checkout(ctx, dirs, action) {
-        Some(reason) => bail!(reason),
-        None => Ok(()),
-    }
-}
-
-/// The guard before any benchmark runs: a no-op outside GitHub Actions.
-pub(super) fn refuse_untrusted_run(root: &Path) -> Result<()> {
-    if std::env::var_os("GITHUB_ACTIONS").is_none()
-        && std::env::var_os("GITHUB_EVENT_NAME").is_none()
-    {
-        return Ok(());
-    }
-    let ctx = GithubContext::from_env()?;
-    refuse_untrusted_checkout(
-        ctx.as_ref(),
-        &[Path::new("."), root],
-        TrustedAction::RunBenchmarks,
-        false,
-    )
 }
