@@ -177,10 +177,15 @@ fn with_change_points(
 ) -> Vec<MetricHistory> {
     selected
         .into_iter()
-        .map(|((bench, metric), series)| {
+        .map(|((benchmark, metric), series)| {
             let medians: Vec<f64> = series.iter().map(|s| s.summary.median).collect();
             let points = changepoint::e_divisive(&medians, settings);
-            (bench, metric, series, points)
+            MetricHistory {
+                benchmark,
+                metric,
+                jobs: series,
+                change_points: points,
+            }
         })
         .collect()
 }

@@ -11,7 +11,6 @@ use std::io::IsTerminal;
 pub mod escape;
 pub mod function_diff;
 pub mod history;
-pub mod history_html;
 pub mod html;
 pub mod junit;
 pub mod markdown_details;

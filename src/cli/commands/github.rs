@@ -421,7 +421,13 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
         view: crate::cli::ViewArgs::default(),
     };
     let checked = run_check(config_path, &options, args.selection.no_progress).and_then(|c| {
-        emit_checked(&c, args.save_results.as_deref(), &report_args).map(|status| (status, c))
+        emit_checked(
+            &c,
+            args.save_results.as_deref(),
+            &report_args,
+            c.base.is_some(),
+        )
+        .map(|status| (status, c))
     });
     let (status, report) = match checked {
         Ok((status, c)) => (status, c.report),

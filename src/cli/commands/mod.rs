@@ -50,7 +50,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
             if args.record {
                 gate::record(&loaded.root, &results, None, &mut say)?;
             }
-            Ok(report_failures(&results))
+            Ok(report_failures(&results, None))
         }
         Commands::Merge(args) => {
             let merged = gate::merge(&args.files)?;
@@ -67,7 +67,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
             let loaded = load_config(&cli.config)?;
             let results = results_or_run(&loaded, args.results.as_deref(), &args.selection)?;
             if results.has_failures() {
-                report_failures(&results);
+                report_failures(&results, None);
                 bail!("not updating a baseline from a run with failed benchmarks");
             }
             baseline_update(&loaded, &args, &results)
@@ -78,7 +78,12 @@ pub fn execute(cli: Cli) -> Result<u8> {
                 &check_options(&args),
                 args.selection.no_progress,
             )?;
-            emit_checked(&checked, args.save_results.as_deref(), &args.report)
+            emit_checked(
+                &checked,
+                args.save_results.as_deref(),
+                &args.report,
+                checked.base.is_some(),
+            )
         }
         Commands::Compare(args) => compare_files(&cli.config, args),
         Commands::Import(args) => {
@@ -109,7 +114,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
             }
             let results = results_or_run(&loaded, args.results.as_deref(), &args.selection)?;
             if results.has_failures() {
-                report_failures(&results);
+                report_failures(&results, None);
                 bail!("not saving a baseline from a run with failed benchmarks");
             }
             baseline::save(&path, &results, args.force)
@@ -193,13 +198,9 @@ fn results_or_run(
     )?)
 }
 
-/// Prints each failed benchmark with its stderr tail; returns the exit status of the run.
-fn report_failures(results: &RunResults) -> u8 {
-    report_side_failures(results, None)
-}
-
-/// [`report_failures`] of one side of a comparison, named (`base`, `head`) in each line.
-fn report_side_failures(results: &RunResults, side: Option<&str>) -> u8 {
+/// Prints each failed benchmark with its stderr tail, named with its side (`base`, `head`)
+/// where there are two; returns the exit status of the run.
+fn report_failures(results: &RunResults, side: Option<&str>) -> u8 {
     let mut failed = false;
     let side = side.map(|s| format!(" [{s}]")).unwrap_or_default();
     for b in &results.benchmarks {
@@ -410,8 +411,14 @@ fn run_check(
 }
 
 /// Writes a check's candidate results and report; returns the exit status (a benchmark that
-/// could not run is an error, whatever the others did).
-fn emit_checked(checked: &Checked, save_results: Option<&Path>, args: &ReportArgs) -> Result<u8> {
+/// could not run on either side is an error, whatever the others did, with that side's stderr
+/// tail, the sides `named` where both were measured).
+fn emit_checked(
+    checked: &Checked,
+    save_results: Option<&Path>,
+    args: &ReportArgs,
+    named: bool,
+) -> Result<u8> {
     if let Some(path) = save_results {
         checked
             .head
@@ -419,15 +426,10 @@ fn emit_checked(checked: &Checked, save_results: Option<&Path>, args: &ReportArg
             .with_context(|| format!("cannot write results to {}", path.display()))?;
     }
     let status = emit_report(&checked.report, args, checked.fail_on_inconclusive)?;
-    // A failure on either side is an error, with that side's stderr tail.
-    let base = checked
-        .base
-        .as_ref()
-        .map_or(ExitStatus::PASS, |b| report_side_failures(b, Some("base")));
-    let head = match checked.base {
-        Some(_) => report_side_failures(&checked.head, Some("head")),
-        None => report_failures(&checked.head),
-    };
+    let side = |name| named.then_some(name);
+    let base =
+        (checked.base.as_ref()).map_or(ExitStatus::PASS, |b| report_failures(b, side("base")));
+    let head = report_failures(&checked.head, side("head"));
     Ok(ExitStatus::combine(ExitStatus::combine(base, head), status))
 }
 
@@ -443,18 +445,7 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
         full_evidence: args.report.view.full_evidence,
     };
     let compared = gate::compare_files(config_path, &options, &mut say)?;
-    let status = emit_report(
-        &compared.report,
-        &args.report,
-        compared.fail_on_inconclusive,
-    )?;
-    // A benchmark that failed on either side is an error, as in `check`.
-    let base = compared
-        .base
-        .as_ref()
-        .map_or(ExitStatus::PASS, report_failures);
-    let failures = ExitStatus::combine(base, report_failures(&compared.head));
-    Ok(ExitStatus::combine(failures, status))
+    emit_checked(&compared, None, &args.report, false)
 }
 
 /// `kgate calibrate`: the work tree interleaved against itself, then the noise table.
@@ -469,7 +460,7 @@ fn calibrate(config_path: &Path, args: CalibrateArgs) -> Result<u8> {
         label: Some(label),
     };
     let (a, b) = runner::run_interleaved(&plan, &side("A"), &side("B"), progress.as_mut())?;
-    let failures = ExitStatus::combine(report_failures(&a), report_failures(&b));
+    let failures = ExitStatus::combine(report_failures(&a, None), report_failures(&b, None));
     let calibration = crate::compare::calibrate::analyse(&a, &b, &policy);
     let text = match args.format {
         CalibrateFormat::Table => crate::compare::calibrate::render_table(&calibration),
@@ -584,33 +575,22 @@ fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
                 eprintln!("note: {n}");
                 *n = format!("{}{}", n[..1].to_uppercase(), &n[1..]);
             }
-            let charts: Vec<render::history_html::HistoryChart> = series
-                .iter()
-                .map(
-                    |(bench, metric, series, points)| render::history_html::HistoryChart {
-                        benchmark: bench,
-                        metric,
-                        jobs: series,
-                        change_points: points,
-                    },
-                )
-                .collect();
             let max_charts = match args
                 .max_charts
-                .unwrap_or(render::history_html::DEFAULT_MAX_CHARTS)
+                .unwrap_or(render::history::DEFAULT_MAX_CHARTS)
             {
                 0 => None,
                 n => Some(n),
             };
             let url = found.repo_url.as_deref();
             let written = fsutil::write_atomic_with(path, Overwrite::Allow, |to| {
-                render::history_html::write_history_page(to, key, &charts, url, &notes, max_charts)
+                render::history::write_history_page(to, key, series, url, &notes, max_charts)
             });
-            let charted = max_charts.map_or(charts.len(), |n| n.min(charts.len()));
-            if charted < charts.len() {
+            let charted = max_charts.map_or(series.len(), |n| n.min(series.len()));
+            if charted < series.len() {
                 eprintln!(
                     "note: {charted} of {} series charted, the rest summarised in a table (`--max-charts 0` charts them all)",
-                    charts.len()
+                    series.len()
                 );
             }
             written
