@@ -6,6 +6,7 @@
 //! ripgrep's binaries are thin over their libraries.
 
 mod check;
+pub mod ci;
 mod history;
 mod import;
 
@@ -63,6 +64,10 @@ pub enum GateError {
     Selection(#[from] crate::import::trace::SelectionError),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Github(#[from] crate::github::client::GithubError),
+    #[error(transparent)]
+    Gitlab(#[from] crate::gitlab::client::GitlabError),
     /// What cannot be done as asked, and what to do instead.
     #[error("{0}")]
     Invalid(String),
