@@ -1,8 +1,9 @@
 //! GitHub integration: the Actions context and environment files ([`env`](mod@env)), the comment and
 //! summary text fitted to GitHub's limits ([`body`]), and the REST calls ([`client`]).
 //!
-//! Kept apart from the pipeline: nothing below `commands` needs a network or a runtime, and
-//! the async client runs on a current-thread runtime created only by the GitHub commands.
+//! Kept apart from the pipeline: nothing below [`crate::gate::ci`] needs a network or a
+//! runtime, and the async client runs on a current-thread runtime created only there. The
+//! guard against running or posting a fork's code ([`refuse_untrusted_checkout`]) is here too.
 
 pub mod body;
 pub mod client;
