@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::{
     Checked, GateError, Say, apply_waivers, baseline_at_ref, check_environments, load_history,
-    record, run_selected, warn_declared,
+    record, run_suite, warn_declared,
 };
 use crate::baseline::{self, gitref, history};
 use crate::compare::{self, ComparePolicy, adjust};
@@ -193,7 +193,7 @@ fn against_stored(
         )));
     }
     if options.baseline_ref.is_none() && !path.exists() {
-        let head = run_selected(loaded, selection.as_ref(), progress, say)?;
+        let head = run_suite(loaded, selection.as_ref(), progress, say)?;
         let reason = format!(
             "no baseline at {}; store one with `kgate baseline save`, or compare against a revision with `kgate check --against REF`",
             path.display()
@@ -213,7 +213,7 @@ fn against_stored(
         }
     };
     let history = load_history(&options.history)?;
-    let head = run_selected(loaded, selection.as_ref(), progress, say)?;
+    let head = run_suite(loaded, selection.as_ref(), progress, say)?;
     // Earlier jobs for the prediction-interval model: the files given with --history,
     // else the history store's records of this runner class (kept by --record): the
     // key `--record` files them under, whichever benchmarks this run selected.
@@ -286,13 +286,7 @@ fn changed_selection(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let config_changed = local.contains(&config_name);
-    let wanted: Vec<_> = loaded
-        .config
-        .benchmarks
-        .iter()
-        .filter(|b| selection.only.is_empty() || selection.only.contains(&b.name))
-        .cloned()
-        .collect();
+    let wanted: Vec<_> = super::selected(loaded, selection).cloned().collect();
     let (run, skipped) = selection::affected(&wanted, &local, config_changed)?;
     say(&format!(
         "changed since {reference}: {} file{}; running {} benchmark{}, skipping {}",

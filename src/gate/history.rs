@@ -81,28 +81,20 @@ pub fn history(
             "no recorded metric matches --bench/--metric in the history of `{key}`"
         )));
     }
-    if !options.commit_order {
-        let series = with_change_points(selected, &settings);
-        let (notes, repo_url) = (Vec::new(), None);
-        return Ok(History {
-            key,
-            runs,
-            settings,
-            series,
-            notes,
-            repo_url,
-        });
-    }
-    // The page's series are found again over the jobs in commit order.
-    drop(selected);
-    let (ordered, notes) = in_commit_order(root, records);
-    let series = with_change_points(selected_series(&ordered, options), &settings);
-    if series.is_empty() {
-        return Err(GateError::Invalid(format!(
-            "no recorded metric matches --bench/--metric among the jobs on HEAD's history in `{key}`"
-        )));
-    }
-    let repo_url = repo_url(root, options.repo_url.as_deref())?;
+    let (series, notes, repo_url) = if options.commit_order {
+        // The page's series are found again over the jobs in commit order.
+        drop(selected);
+        let (ordered, notes) = in_commit_order(root, records);
+        let series = with_change_points(selected_series(&ordered, options), &settings);
+        if series.is_empty() {
+            return Err(GateError::Invalid(format!(
+                "no recorded metric matches --bench/--metric among the jobs on HEAD's history in `{key}`"
+            )));
+        }
+        (series, notes, repo_url(root, options.repo_url.as_deref())?)
+    } else {
+        (with_change_points(selected, &settings), Vec::new(), None)
+    };
     Ok(History {
         key,
         runs,

@@ -113,13 +113,23 @@ pub fn root_of(config: &Path) -> PathBuf {
 }
 
 /// Runs the selected benchmarks of the work tree and checks the metrics the configuration
-/// declared (a declared gating metric that is absent fails its benchmark).
+/// declared (a declared gating metric that is absent fails its benchmark); an empty run, the
+/// environment still recorded, where the selection took nothing (`None`).
 pub fn run_suite(
     loaded: &LoadedConfig,
-    selection: &Overrides,
+    selection: Option<&Overrides>,
     progress: &mut dyn Progress,
     say: &mut Say<'_>,
 ) -> Result<RunResults, GateError> {
+    let Some(selection) = selection else {
+        return Ok(RunResults {
+            schema_version: RESULTS_SCHEMA_VERSION,
+            kgate_version: env!("CARGO_PKG_VERSION").to_string(),
+            created: crate::model::results::now_rfc3339(),
+            environment: Fingerprint::capture(&loaded.root),
+            benchmarks: Vec::new(),
+        });
+    };
     crate::github::refuse_untrusted_run(&loaded.root)?;
     let plan = Plan::new(&loaded.config, selection)?;
     let revision = Revision {
@@ -131,45 +141,21 @@ pub fn run_suite(
     Ok(results)
 }
 
-/// [`run_suite`] of a selection, or an empty run where the selection took nothing.
-pub fn run_selected(
-    loaded: &LoadedConfig,
-    selection: Option<&Overrides>,
-    progress: &mut dyn Progress,
-    say: &mut Say<'_>,
-) -> Result<RunResults, GateError> {
-    match selection {
-        Some(selection) => run_suite(loaded, selection, progress, say),
-        None => Ok(empty_run(&loaded.root)),
-    }
-}
-
 fn warn_declared(plan: &Plan, results: &mut RunResults, say: &mut Say<'_>) {
     for w in crate::plan::declared::check_declared_metrics(plan, results) {
         say(&format!("warning: {}", crate::model::text::escape_log(&w)));
     }
 }
 
-/// Results of an empty run: nothing selected, but the environment still recorded.
-pub fn empty_run(root: &Path) -> RunResults {
-    RunResults {
-        schema_version: RESULTS_SCHEMA_VERSION,
-        kgate_version: env!("CARGO_PKG_VERSION").to_string(),
-        created: crate::model::results::now_rfc3339(),
-        environment: Fingerprint::capture(root),
-        benchmarks: Vec::new(),
-    }
-}
-
-/// The names of the configured benchmarks a selection takes.
-fn selected_names(loaded: &LoadedConfig, selection: &Overrides) -> Vec<String> {
-    loaded
-        .config
-        .benchmarks
-        .iter()
-        .map(|b| b.name.clone())
-        .filter(|n| selection.only.is_empty() || selection.only.contains(n))
-        .collect()
+/// The configured benchmarks a selection takes.
+fn selected<'c>(
+    loaded: &'c LoadedConfig,
+    selection: &'c Overrides,
+) -> impl Iterator<Item = &'c config::BenchmarkConfig> {
+    let taken = |b: &&config::BenchmarkConfig| {
+        selection.only.is_empty() || selection.only.contains(&b.name)
+    };
+    loaded.config.benchmarks.iter().filter(taken)
 }
 
 /// Narrows a selection to one shard, balanced by the recorded durations; `None` when the shard
@@ -180,7 +166,9 @@ pub fn shard_selection(
     shard: Shard,
     say: &mut Say<'_>,
 ) -> Result<Option<Overrides>, GateError> {
-    let names = selected_names(loaded, selection);
+    let names: Vec<String> = selected(loaded, selection)
+        .map(|b| b.name.clone())
+        .collect();
     // The runner class's history, whichever benchmarks and tools the recorded runs used.
     let key = envkey::class_key(&Fingerprint::capture(&loaded.root));
     let mut durations = store_history::latest_durations(&store_history::load(&loaded.root, &key)?);

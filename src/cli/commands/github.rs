@@ -126,12 +126,7 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
             tip: true,
         })
     } else {
-        let against = |r: &String, tip| gate::Against {
-            reference: r.clone(),
-            tip,
-        };
-        (args.against.as_ref().map(|r| against(r, false)))
-            .or_else(|| args.against_tip.as_ref().map(|r| against(r, true)))
+        super::against(&args.against, &args.against_tip)
     };
     let options = gate::CheckOptions {
         selection: super::overrides(&args.selection),

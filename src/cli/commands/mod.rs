@@ -45,7 +45,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
             };
             let mut progress = progress::for_stderr(args.selection.no_progress);
             let results =
-                gate::run_selected(&loaded, selection.as_ref(), progress.as_mut(), &mut say)?;
+                gate::run_suite(&loaded, selection.as_ref(), progress.as_mut(), &mut say)?;
             emit_results(&results, args.output.as_deref(), args.pretty)?;
             if args.record {
                 gate::record(&loaded.root, &results, None, &mut say)?;
@@ -65,11 +65,12 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Commands::History(args) => history(&gate::root_of(&cli.config), &args),
         Commands::Baseline(BaselineCommand::Update(args)) => {
             let loaded = load_config(&cli.config)?;
-            let results = results_or_run(&loaded, args.results.as_deref(), &args.selection)?;
-            if results.has_failures() {
-                report_failures(&results, None);
-                bail!("not updating a baseline from a run with failed benchmarks");
-            }
+            let results = baseline_results(
+                &loaded,
+                args.results.as_deref(),
+                &args.selection,
+                "updating",
+            )?;
             baseline_update(&loaded, &args, &results)
         }
         Commands::Check(args) => {
@@ -112,11 +113,8 @@ pub fn execute(cli: Cli) -> Result<u8> {
                     path.display()
                 );
             }
-            let results = results_or_run(&loaded, args.results.as_deref(), &args.selection)?;
-            if results.has_failures() {
-                report_failures(&results, None);
-                bail!("not saving a baseline from a run with failed benchmarks");
-            }
+            let results =
+                baseline_results(&loaded, args.results.as_deref(), &args.selection, "saving")?;
             baseline::save(&path, &results, args.force)
                 .with_context(|| format!("cannot save baseline `{}`", args.name))?;
             eprintln!(
@@ -179,23 +177,27 @@ fn overrides(selection: &RunSelection) -> Overrides {
     }
 }
 
-/// The results file given, or the suite run now.
-fn results_or_run(
+/// The results a baseline is saved or updated from (`doing`): the file given, or the suite
+/// run now; refused when a benchmark failed.
+fn baseline_results(
     loaded: &LoadedConfig,
     file: Option<&Path>,
     selection: &RunSelection,
+    doing: &str,
 ) -> Result<RunResults> {
-    if let Some(path) = file {
-        return Ok(RunResults::load(path)?);
+    let results = match file {
+        Some(path) => RunResults::load(path)?,
+        None => {
+            let mut progress = progress::for_stderr(selection.no_progress);
+            let overrides = overrides(selection);
+            gate::run_suite(loaded, Some(&overrides), progress.as_mut(), &mut say)?
+        }
+    };
+    if results.has_failures() {
+        report_failures(&results, None);
+        bail!("not {doing} a baseline from a run with failed benchmarks");
     }
-    let mut progress = progress::for_stderr(selection.no_progress);
-    let overrides = overrides(selection);
-    Ok(gate::run_suite(
-        loaded,
-        &overrides,
-        progress.as_mut(),
-        &mut say,
-    )?)
+    Ok(results)
 }
 
 /// Prints each failed benchmark with its stderr tail, named with its side (`base`, `head`)
@@ -377,17 +379,23 @@ fn view_exporter(
     })
 }
 
-/// What `--against`, `--against-tip`, `--baseline` and the rest of `check`'s flags ask.
-fn check_options(args: &CheckArgs) -> gate::CheckOptions {
-    let against = |reference: &String, tip| gate::Against {
-        reference: reference.clone(),
-        tip,
+/// The revision `--against REF` (its merge-base with HEAD) or `--against-tip REF` names.
+fn against(merge_base: &Option<String>, tip: &Option<String>) -> Option<gate::Against> {
+    let (reference, tip) = match (merge_base, tip) {
+        (Some(reference), _) => (reference, false),
+        (None, Some(reference)) => (reference, true),
+        (None, None) => return None,
     };
+    let reference = reference.clone();
+    Some(gate::Against { reference, tip })
+}
+
+/// What `check`'s flags ask.
+fn check_options(args: &CheckArgs) -> gate::CheckOptions {
     gate::CheckOptions {
         selection: overrides(&args.selection),
         baseline: args.baseline.clone(),
-        against: (args.against.as_ref().map(|r| against(r, false)))
-            .or_else(|| args.against_tip.as_ref().map(|r| against(r, true))),
+        against: against(&args.against, &args.against_tip),
         baseline_ref: args.baseline_ref.clone(),
         allow_fingerprint_mismatch: args.allow_fingerprint_mismatch,
         changed_since: args.changed_since.clone(),
@@ -470,10 +478,8 @@ fn calibrate(config_path: &Path, args: CalibrateArgs) -> Result<u8> {
             s
         }
     };
-    match &args.output {
-        Some(path) => fsutil::write_atomic(path, text.as_bytes(), Overwrite::Allow)?,
-        None => write_stdout(&text)?,
-    }
+    let output = args.output.as_deref().unwrap_or(Path::new("-"));
+    fsutil::write_atomic(output, text.as_bytes(), Overwrite::Allow)?;
     Ok(failures)
 }
 
