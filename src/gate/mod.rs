@@ -210,11 +210,13 @@ pub fn record(
     report: Option<&Report>,
     say: &mut Say<'_>,
 ) -> Result<(), GateError> {
-    let path = match report {
-        Some(report) => store_history::record_checked(root, results, report),
-        None => store_history::record(root, results),
-    }
-    .map_err(within("cannot record the run in the history"))?;
+    let summary = store_history::HistoryRecord::from_results(results);
+    let summary = match report {
+        Some(report) => summary.with_report(report),
+        None => summary,
+    };
+    let path = store_history::record_summary(root, summary)
+        .map_err(within("cannot record the run in the history"))?;
     say(&format!("recorded {}", path.display()));
     Ok(())
 }

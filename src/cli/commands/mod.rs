@@ -3,7 +3,7 @@
 //! This is the only layer that prints for people and adds context to errors (anyhow); the
 //! pipeline stages below it return typed errors and data.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -259,16 +259,12 @@ fn emit_results(results: &RunResults, output: Option<&Path>, pretty: bool) -> Re
     }
 }
 
+/// Writes `text` to stdout; a reader that went away (`| head`) is not an error.
 fn write_stdout(text: &str) -> Result<()> {
-    write_stdout_with(|out| out.write_all(text.as_bytes()))
-}
-
-/// Streams a document to stdout; a reader that went away (`| head`) is not an error.
-fn write_stdout_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
-    Ok(fsutil::write_atomic_with(
+    Ok(fsutil::write_atomic(
         Path::new("-"),
+        text.as_bytes(),
         Overwrite::Allow,
-        write,
     )?)
 }
 
@@ -278,37 +274,27 @@ fn write_report(
     exporter: &dyn render::Exporter,
     output: Option<&Path>,
 ) -> Result<()> {
+    let path = output.unwrap_or(Path::new("-"));
+    let written =
+        fsutil::write_atomic_with(path, Overwrite::Allow, |out| exporter.write_to(report, out));
     match output {
         Some(path) => {
-            fsutil::write_atomic_with(path, Overwrite::Allow, |out| exporter.write_to(report, out))
-                .with_context(|| format!("cannot write the report to {}", path.display()))?;
-            Ok(())
+            written.with_context(|| format!("cannot write the report to {}", path.display()))
         }
-        None => write_stdout_with(|out| exporter.write_to(report, out)),
+        None => Ok(written?),
     }
 }
 
-/// Renders and emits a report; returns the exit status its verdict calls for.
+/// Renders and emits a report; then its warnings and verdict on the terminal where the report
+/// did not go there. Returns the exit status its verdict calls for.
 fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -> Result<u8> {
     let exporter = view_exporter(args.format, &args.view, args.output.is_none())?;
     write_report(report, exporter.as_ref(), args.output.as_deref())?;
-    let summary = render::summary_line(report);
-    Ok(after_report(report, summary, args, fail_on_inconclusive))
-}
-
-/// What follows a written report: its warnings and verdict on the terminal where the report
-/// did not go there, and the exit status its verdict calls for.
-fn after_report(
-    report: &Report,
-    summary: String,
-    args: &ReportArgs,
-    fail_on_inconclusive: bool,
-) -> u8 {
     match &args.output {
         Some(_) => {
             // The verdict and the warnings still go to the terminal.
             eprint_warnings(report);
-            eprintln!("{}", escape_terminal(&summary));
+            eprintln!("{}", escape_terminal(&render::summary_line(report)));
         }
         // A table or Markdown on stdout carries the warnings itself; JSON, HTML and JUnit on
         // stdout are for programs, so a person reads the warnings on stderr. Each is said once.
@@ -318,7 +304,7 @@ fn after_report(
             }
         }
     }
-    match report.verdict {
+    Ok(match report.verdict {
         RunVerdict::Pass => ExitStatus::PASS,
         RunVerdict::Regressed => ExitStatus::REGRESSION,
         RunVerdict::Inconclusive if fail_on_inconclusive || args.fail_on_inconclusive => {
@@ -327,26 +313,13 @@ fn after_report(
         RunVerdict::Inconclusive => ExitStatus::PASS,
         RunVerdict::NoBaseline => ExitStatus::NO_BASELINE,
         RunVerdict::Error => ExitStatus::ERROR,
-    }
+    })
 }
 
 /// The report's warnings on stderr, for a report that does not show them on the terminal.
 fn eprint_warnings(report: &Report) {
     for warning in &report.warnings {
         eprintln!("warning: {}", escape_terminal(warning));
-    }
-}
-
-/// The terminal table as the view flags ask: fitted to the terminal when it goes to one.
-fn table_exporter(view: &crate::cli::ViewArgs, to_stdout: bool) -> render::TableExporter {
-    render::TableExporter {
-        color: to_stdout && render::stdout_wants_color(),
-        width: if to_stdout {
-            render::stdout_width()
-        } else {
-            None
-        },
-        all_metrics: view.all_metrics,
     }
 }
 
@@ -371,7 +344,11 @@ fn view_exporter(
             0 => render::exporter(format, false),
             max_chars => Box::new(render::LimitedMarkdownExporter { max_chars }),
         },
-        Format::Table => Box::new(table_exporter(view, to_stdout)),
+        Format::Table => Box::new(render::TableExporter {
+            color: to_stdout && render::stdout_wants_color(),
+            width: to_stdout.then(render::stdout_width).flatten(),
+            all_metrics: view.all_metrics,
+        }),
         Format::Json => Box::new(render::JsonExporter {
             pretty: view.pretty,
         }),
