@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{GateError, Say, record};
+use crate::baseline::gitref;
 use crate::baseline::history::{self, HistoryRecord, JobSummary};
 use crate::machine::envkey;
 use crate::machine::fingerprint::Fingerprint;
@@ -188,7 +189,8 @@ fn with_change_points(
 /// of commits not on HEAD's history (another branch) are left out; without git's history the
 /// order they ran is kept. Either is said in the notes.
 fn in_commit_order(root: &Path, records: Vec<HistoryRecord>) -> (Vec<HistoryRecord>, Vec<String>) {
-    let Some(listed) = git(root, &["rev-list", "--topo-order", "--reverse", "HEAD"]) else {
+    let args = ["rev-list", "--topo-order", "--reverse", "HEAD"];
+    let Some(listed) = gitref::git_text(root, &args).ok() else {
         return (
             records,
             vec!["git cannot list HEAD's history here (not a repository, or no commit yet): jobs are in the order they ran".into()],
@@ -220,18 +222,6 @@ fn in_commit_order(root: &Path, records: Vec<HistoryRecord>) -> (Vec<HistoryReco
     (on, notes)
 }
 
-/// What `git -C root ARGS` printed, where it ran and succeeded.
-fn git(root: &Path, args: &[&str]) -> Option<String> {
-    std::process::Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-}
-
 /// The repository's web address for commit links: the flag, else the CI's own variables, else
 /// git's `origin` remote when it names a GitHub or GitLab host. A flag or a CI variable that is
 /// not an http(s) address ([`web_address`]: `javascript:…` goes into no `href`) is an error
@@ -255,11 +245,11 @@ fn repo_url(root: &Path, flag: Option<&str>) -> Result<Option<String>, GateError
     if let Some(url) = var("CI_PROJECT_URL") {
         return checked(&url, "CI_PROJECT_URL");
     }
-    let remote = git(root, &["remote", "get-url", "origin"]);
+    let remote = gitref::git_text(root, &["remote", "get-url", "origin"]).ok();
     // A remote that gives no plain address gives no links.
     Ok(remote
         .as_deref()
-        .and_then(|r| remote_address(r.trim()))
+        .and_then(remote_address)
         .filter(|url| web_address(url).is_some()))
 }
 
