@@ -14,7 +14,6 @@
 use std::io::Write;
 
 use plotters::prelude::*;
-use serde_json::json;
 
 use crate::baseline::history::JobSummary;
 use crate::model::text::escape_terminal;
@@ -411,40 +410,91 @@ fn chart_svg(c: &MetricHistory, unit: &str, repo_url: Option<&str>) -> Option<St
     Some(format!("{}{marks}{}", &svg[..end], &svg[end..]))
 }
 
-/// Writes `kgate history --format json`: the key and each metric's runs and change points, the
-/// keys of every object in alphabetical order, indented, with a final newline.
+/// `kgate history --format json`, its keys in alphabetical order (as the document has always
+/// had them). Serialised from the histories as they are, straight into the output: building a
+/// `serde_json::Value` of every run first held four times the output in memory and took half
+/// as long again.
+#[derive(serde::Serialize)]
+struct HistoryJson<'a> {
+    key: &'a str,
+    #[serde(serialize_with = "metric_histories_json")]
+    metrics: &'a [MetricHistory],
+}
+
+#[derive(serde::Serialize)]
+struct MetricHistoryJson<'a> {
+    benchmark: &'a str,
+    change_points: Vec<ChangePointJson<'a>>,
+    metric: &'a str,
+    #[serde(serialize_with = "runs_json")]
+    runs: &'a [JobSummary],
+    unit: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct RunJson<'a> {
+    commit: &'a Option<String>,
+    created: &'a str,
+    mde: Option<f64>,
+    median: f64,
+    n: usize,
+    verdict: Option<Verdict>,
+}
+
+#[derive(serde::Serialize)]
+struct ChangePointJson<'a> {
+    commit: &'a Option<String>,
+    created: &'a str,
+    index: usize,
+    p_value: f64,
+    relative_change: f64,
+}
+
+fn metric_histories_json<S: serde::Serializer>(
+    out: &&[MetricHistory],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(out.iter().map(|h| {
+        MetricHistoryJson {
+            benchmark: &h.benchmark,
+            change_points: (h.change_points.iter())
+                .map(|p| ChangePointJson {
+                    commit: &h.jobs[p.index].commit,
+                    created: &h.jobs[p.index].created,
+                    index: p.index,
+                    p_value: p.p_value,
+                    relative_change: p.relative_change,
+                })
+                .collect(),
+            metric: &h.metric,
+            runs: &h.jobs,
+            unit: h.jobs.last().map_or("", |s| s.unit.as_str()),
+        }
+    }))
+}
+
+fn runs_json<S: serde::Serializer>(
+    series: &&[JobSummary],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(series.iter().map(|s| RunJson {
+        commit: &s.commit,
+        created: &s.created,
+        mde: s.mde,
+        median: s.summary.median,
+        n: s.summary.n,
+        verdict: s.verdict,
+    }))
+}
+
+/// Writes [`HistoryJson`] of `out`, indented, with a final newline.
 pub fn write_history_json(
     key: &str,
     out: &[MetricHistory],
     to: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let metrics: Vec<_> = out
-        .iter()
-        .map(|h| {
-            let points: Vec<_> = h
-                .change_points
-                .iter()
-                .map(|p| {
-                    let job = &h.jobs[p.index];
-                    json!({"commit": job.commit, "created": job.created, "index": p.index,
-                    "p_value": p.p_value, "relative_change": p.relative_change})
-                })
-                .collect();
-            let runs: Vec<_> = h
-                .jobs
-                .iter()
-                .map(|s| {
-                    json!({"commit": s.commit, "created": s.created, "mde": s.mde,
-                    "median": s.summary.median, "n": s.summary.n, "verdict": s.verdict})
-                })
-                .collect();
-            let unit = h.jobs.last().map_or("", |s| s.unit.as_str());
-            json!({"benchmark": h.benchmark, "change_points": points, "metric": h.metric,
-                "runs": runs, "unit": unit})
-        })
-        .collect();
     let mut buffer = crate::store::fsutil::serializer_buffer(to);
-    serde_json::to_writer_pretty(&mut buffer, &json!({"key": key, "metrics": metrics}))?;
+    serde_json::to_writer_pretty(&mut buffer, &HistoryJson { key, metrics: out })?;
     buffer.write_all(b"\n")?;
     buffer.flush()
 }
