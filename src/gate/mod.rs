@@ -1,6 +1,6 @@
 //! The pipeline's commands as library functions: `check`, `compare`, `import`, `merge` and
 //! `history` each take a plain options struct, run the stages in order and return what they
-//! found (results, a report, a history) as values. Nothing here parses a flag, prints or writes
+//! found (results, a report, a history) as values; [`ci`] posts a report from a CI job. Nothing here parses a flag, prints or writes
 //! an output: the lines a person reads while the work goes on (what is measured, skipped,
 //! recorded) go to a `say` callback, and the CLI writes the outcome, as hyperfine's and
 //! ripgrep's binaries are thin over their libraries.
@@ -242,7 +242,7 @@ fn baseline_at_ref(
     let bytes = gitref::show(root, &commit, &repo_path, reference)?;
     let label = format!(
         "{repo_path} at {} (merge-base of {reference} and HEAD)",
-        &commit[..12]
+        commit.get(..12).unwrap_or(&commit)
     );
     say(&format!("baseline: {label}"));
     // Read from the blob itself: errors name the file in the repository, not a copy of it.
