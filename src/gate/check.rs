@@ -289,11 +289,9 @@ fn changed_selection(
     let wanted: Vec<_> = super::selected(loaded, selection).cloned().collect();
     let (run, skipped) = selection::affected(&wanted, &local, config_changed)?;
     say(&format!(
-        "changed since {reference}: {} file{}; running {} benchmark{}, skipping {}",
-        changed.len(),
-        if changed.len() == 1 { "" } else { "s" },
-        run.len(),
-        if run.len() == 1 { "" } else { "s" },
+        "changed since {reference}: {}; running {}, skipping {}",
+        count(changed.len(), "file", "files"),
+        count(run.len(), "benchmark", "benchmarks"),
         skipped.len()
     ));
     Ok((run, skipped))

@@ -36,12 +36,10 @@ pub fn execute(cli: Cli) -> Result<u8> {
     match cli.command {
         Commands::Run(args) => {
             let loaded = load_config(&cli.config)?;
+            let all = overrides(&args.selection);
             let selection = match args.shard {
-                Some(shard) => {
-                    let all = overrides(&args.selection);
-                    gate::shard_selection(&loaded, &all, shard, &mut say)?
-                }
-                None => Some(overrides(&args.selection)),
+                Some(shard) => gate::shard_selection(&loaded, &all, shard, &mut say)?,
+                None => Some(all),
             };
             let mut progress = progress::for_stderr(args.selection.no_progress);
             let results =
@@ -144,16 +142,9 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Commands::Bisect(args) => bisect::bisect(&cli.config, args),
         Commands::Validate => {
             let loaded = load_config(&cli.config)?;
-            println!(
-                "{}: valid, {} benchmark{}",
-                loaded.path.display(),
-                loaded.config.benchmarks.len(),
-                if loaded.config.benchmarks.len() == 1 {
-                    ""
-                } else {
-                    "s"
-                }
-            );
+            let n = loaded.config.benchmarks.len();
+            let benchmarks = count(n, "benchmark", "benchmarks");
+            println!("{}: valid, {benchmarks}", loaded.path.display());
             Ok(ExitStatus::PASS)
         }
     }
