@@ -1,7 +1,8 @@
-//! Command handlers: parsed flags in, an exit status out.
+//! Command handlers: parsed flags in, an exit status out. Each turns its flags into the
+//! options of a pipeline function in [`crate::gate`] and writes what comes back.
 //!
 //! This is the only layer that prints for people and adds context to errors (anyhow); the
-//! pipeline stages below it return typed errors and data.
+//! pipeline below it returns typed errors and data.
 
 use std::io::IsTerminal;
 use std::path::Path;
