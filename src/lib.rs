@@ -9,8 +9,10 @@
 //! harnesses wrote elsewhere) → results → [`derive`](mod@derive) (utilization from counters) →
 //! [`compare`] (against what [`baseline`] supplies: stored baselines, git refs, history) →
 //! [`render`] → [`github`]. [`bisect`] sits above run and compare: it measures commits of a
-//! history against a known-good one to locate a regression. [`cli`] parses flags and runs the
-//! commands.
+//! history against a known-good one to locate a regression. [`gate`] is the pipeline as
+//! library functions (check, compare, import, merge, history, and what `ci` posts), each over a
+//! plain options struct and returning a value; [`cli`] parses flags into those structs and
+//! writes what comes back.
 //!
 //! Below them: [`model`] (metrics, units, verdicts, the protocol, the results and report
 //! contracts, exit codes), [`store`] (their files read and written atomically), [`machine`]
@@ -25,6 +27,7 @@ pub mod cli;
 pub mod compare;
 pub mod config;
 pub mod derive;
+pub mod gate;
 pub mod github;
 pub mod gitlab;
 pub mod import;

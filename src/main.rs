@@ -10,7 +10,7 @@ fn main() -> ExitCode {
     // benchmarks above all, can find them neither in its own environment nor in kgate's.
     // SAFETY: no other thread exists yet (the Ctrl-C handler's starts below).
     unsafe { kgate::run::secrets::seal() };
-    if let Err(e) = kgate::run::runner::install_interrupt_handler() {
+    if let Err(e) = kgate::run::process::install_interrupt_handler() {
         eprintln!("warning: cannot install the handler of Ctrl-C and SIGTERM: {e}");
     }
     match kgate::cli::commands::execute(cli) {
@@ -20,7 +20,7 @@ fn main() -> ExitCode {
                 "kgate: {}",
                 escape_log(&kgate::cli::commands::error_text(&err))
             );
-            ExitCode::from(kgate::run::runner::interrupted_status())
+            ExitCode::from(kgate::run::process::interrupted_status())
         }
         Err(err) => {
             eprintln!(

@@ -250,19 +250,9 @@ pub fn record(root: &Path, results: &RunResults) -> Result<PathBuf, HistoryError
     record_summary(root, HistoryRecord::from_results(results))
 }
 
-/// [`record`] with the verdicts and MDEs of the comparison the run was checked by.
-pub fn record_checked(
-    root: &Path,
-    results: &RunResults,
-    report: &Report,
-) -> Result<PathBuf, HistoryError> {
-    record_summary(
-        root,
-        HistoryRecord::from_results(results).with_report(report),
-    )
-}
-
-fn record_summary(root: &Path, rec: HistoryRecord) -> Result<PathBuf, HistoryError> {
+/// Appends a run's summary (with the verdicts and MDEs of the comparison it was checked by,
+/// [`HistoryRecord::with_report`], where there is one) to the history; returns the new file.
+pub fn record_summary(root: &Path, rec: HistoryRecord) -> Result<PathBuf, HistoryError> {
     let path = key_dir(root, &rec.baseline_key).join(rec.file_name());
     if let Some(path) = recorded_under_legacy_key(root, &rec) {
         return Err(HistoryError::AlreadyRecorded { path });

@@ -229,7 +229,7 @@ pub struct ReportArgs {
 }
 
 /// How much of a report is shown.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct ViewArgs {
     /// Show every metric in the table, the informational ones too (by default the table shows
     /// the metrics that gate, and says how many others it left out).

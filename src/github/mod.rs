@@ -1,8 +1,9 @@
 //! GitHub integration: the Actions context and environment files ([`env`](mod@env)), the comment and
 //! summary text fitted to GitHub's limits ([`body`]), and the REST calls ([`client`]).
 //!
-//! Kept apart from the pipeline: nothing below `commands` needs a network or a runtime, and
-//! the async client runs on a current-thread runtime created only by the GitHub commands.
+//! Kept apart from the pipeline: nothing below [`crate::gate::ci`] needs a network or a
+//! runtime, and the async client runs on a current-thread runtime created only there. The
+//! guard against running or posting a fork's code ([`refuse_untrusted_checkout`]) is here too.
 
 pub mod body;
 pub mod client;
@@ -28,7 +29,19 @@ const WRITE_TOKEN_EVENTS: &[&str] = &["pull_request_target", "workflow_run"];
 /// How deep below the workspace kgate looks for other checkouts.
 const CHECKOUT_SEARCH_DEPTH: usize = 3;
 
-/// Why running or posting from this job would be unsafe, or `None` when it is not.
+/// Why kgate will not run or post here: a fork's code is checked out in a job that holds a
+/// write token ([`refuse_untrusted_checkout`]), or the Actions context cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    #[error("{0}")]
+    Untrusted(String),
+    #[error(transparent)]
+    Context(#[from] env::EnvError),
+}
+
+/// Stops a job whose token can write from running or posting a fork's code. `allow` is
+/// `--allow-untrusted-checkout`; `KGATE_ALLOW_UNTRUSTED_CHECKOUT=1` does the same for the
+/// commands without that flag.
 ///
 /// A `pull_request_target` (or `workflow_run`) job runs with a write token and secrets. If it
 /// has checked out a fork's code, anywhere, the code (and any report it made) came from whoever
@@ -37,7 +50,40 @@ const CHECKOUT_SEARCH_DEPTH: usize = 3;
 /// request's head commit or has it as an ancestor (the `refs/pull/N/merge` commit, a local
 /// merge). The work trees looked at are those of `dirs` (the working folder, the
 /// configuration's folder) and every checkout up to three levels below `GITHUB_WORKSPACE`.
-pub fn untrusted_checkout(
+pub fn refuse_untrusted_checkout(
+    ctx: Option<&GithubContext>,
+    dirs: &[&Path],
+    action: TrustedAction,
+    allow: bool,
+) -> Result<(), Refused> {
+    let allowed_by_env =
+        std::env::var("KGATE_ALLOW_UNTRUSTED_CHECKOUT").is_ok_and(|v| v == "1" || v == "true");
+    match ctx {
+        Some(ctx) if !allow && !allowed_by_env => match untrusted_checkout(ctx, dirs, action) {
+            Some(reason) => Err(Refused::Untrusted(reason)),
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// The guard before any benchmark runs: a no-op outside GitHub Actions.
+pub fn refuse_untrusted_run(root: &Path) -> Result<(), Refused> {
+    if std::env::var_os("GITHUB_ACTIONS").is_none()
+        && std::env::var_os("GITHUB_EVENT_NAME").is_none()
+    {
+        return Ok(());
+    }
+    let ctx = GithubContext::from_env()?;
+    refuse_untrusted_checkout(
+        ctx.as_ref(),
+        &[Path::new("."), root],
+        TrustedAction::RunBenchmarks,
+        false,
+    )
+}
+
+fn untrusted_checkout(
     ctx: &GithubContext,
     dirs: &[&Path],
     action: TrustedAction,

@@ -24,7 +24,7 @@ use crate::model::function_diff::{BenchmarkProfile, FunctionChange, FunctionCost
 use crate::model::report::Report;
 use crate::model::verdict::Verdict;
 use crate::plan::{BenchmarkPlan, Plan};
-use crate::run::runner::{Exit, ProcessSpec, run_process};
+use crate::run::process::{Exit, ProcessSpec, run_process};
 
 /// How many functions a profile lists.
 pub const TOP_FUNCTIONS: usize = 10;

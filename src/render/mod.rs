@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 
 pub mod escape;
 pub mod function_diff;
-pub mod history_html;
+pub mod history;
 pub mod html;
 pub mod junit;
 pub mod markdown_details;

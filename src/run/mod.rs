@@ -6,6 +6,7 @@
 
 pub mod backend;
 pub mod identity;
+pub mod process;
 pub mod progress;
 pub mod runner;
 pub mod secrets;

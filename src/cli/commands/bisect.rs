@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::{github, load_config, overrides, write_stdout};
+use super::{load_config, overrides, write_stdout};
 use crate::bisect::{self, BisectError, Commit, Observer, Outcome, StepRecord, short};
 use crate::cli::{BisectArgs, BisectFormat};
 use crate::compare::ComparePolicy;
@@ -60,7 +60,7 @@ impl Observer for Lines {
 
 pub(super) fn bisect(config_path: &Path, args: BisectArgs) -> Result<u8> {
     let loaded = load_config(config_path)?;
-    github::refuse_untrusted_run(&loaded.root)?;
+    crate::github::refuse_untrusted_run(&loaded.root)?;
     let plan = Plan::new(&loaded.config, &overrides(&args.selection))?;
     let policy = ComparePolicy::from(&loaded.config.gate);
     let request = bisect::Request {

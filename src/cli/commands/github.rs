@@ -3,191 +3,37 @@
 //! `ci` runs the same check as `kgate check`, then adds what a pull request needs: the job
 //! summary, annotations, step outputs, one sticky comment per job and a check run. In a GitLab
 //! merge-request pipeline it writes the JUnit report for the merge-request widget and keeps one
-//! sticky note per job instead. Posting never decides the gate; its errors are reported, and
-//! fail the step only on request.
+//! sticky note per job instead. The posting itself is the library's (`gate::ci`); here the
+//! flags are read, the outputs written and the posting errors reported.
 
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use super::{CheckArgs, Format, ReportArgs, emit_checked, load_config, run_check, write_stdout};
+use super::{
+    Format, ReportArgs, emit_checked, error_text, load_config, run_check, say, write_stdout,
+};
+use crate::cli::{CiArgs, CommentArgs, FailOn, PostArgs};
+use crate::gate::ci::{self, Posted, Poster, Posting, conclusion_for};
+use crate::gate::{self, GateError};
+use crate::github::TrustedAction;
+use crate::github::body::{self as gh_body, CommentPolicy};
+use crate::github::client::Conclusion;
+use crate::github::env::{self as gh_env, GithubContext, Level};
+use crate::gitlab::GitlabContext;
 use crate::model::exit::ExitStatus;
 use crate::model::report::Report;
 use crate::model::verdict::RunVerdict;
 use crate::render;
-
-use crate::cli::{CiArgs, CommentArgs, FailOn, PostArgs};
-use crate::github::TrustedAction;
-use crate::github::body::{self as gh_body, CommentPolicy};
-use crate::github::client::{Conclusion, GithubClient};
-use crate::github::env::{self as gh_env, GithubContext, Level};
-use crate::gitlab::GitlabContext;
-use crate::gitlab::client::{GitlabClient, NoteOutcome};
 use crate::store::fsutil::{self, Overwrite};
 
-/// The sticky-comment and check-run id of this job: `--job-id`, else `GITHUB_JOB`.
-fn job_id(post: &PostArgs, ctx: Option<&GithubContext>) -> Result<String> {
-    let id = post
-        .job_id
-        .clone()
-        .or_else(|| ctx.and_then(|c| c.job.clone()))
-        .unwrap_or_else(|| "default".to_string());
-    gh_body::validate_job_id(&id).map_err(|e| anyhow::anyhow!("--job-id: {e}"))?;
-    Ok(id)
-}
-
-/// The GitHub client with its runtime, when there is a context and a token.
-struct Poster {
-    runtime: tokio::runtime::Runtime,
-    client: GithubClient,
-}
-
-impl Poster {
-    fn new(ctx: &GithubContext, token: &str) -> Result<Poster> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("cannot start the runtime for GitHub calls")?;
-        // octocrab's service stack spawns onto the runtime it is built in.
-        let client = {
-            let _entered = runtime.enter();
-            GithubClient::new(&ctx.api_url, token, &ctx.owner, &ctx.repo)?
-        };
-        Ok(Poster { runtime, client })
-    }
-}
-
-impl Poster {
-    /// Starts the job's check run ("in progress") on `head_sha`; a failure, or no commit to
-    /// attach it to, is recorded in `errors` (posting never decides the gate).
-    fn start_check_run(
-        &self,
-        job_id: &str,
-        head_sha: Option<&str>,
-        no_sha: &str,
-        errors: &mut Vec<anyhow::Error>,
-    ) -> Option<u64> {
-        let Some(sha) = head_sha else {
-            errors.push(anyhow::anyhow!("{no_sha}, so no check run"));
-            return None;
-        };
-        match self
-            .runtime
-            .block_on(self.client.start_check_run(&check_run_name(job_id), sha))
-        {
-            Ok(id) => Some(id),
-            Err(e) => {
-                errors.push(e.into());
-                None
-            }
-        }
-    }
-}
-
-fn check_run_name(job_id: &str) -> String {
-    if job_id == "default" {
-        "kgate".to_string()
-    } else {
-        format!("kgate ({job_id})")
-    }
-}
-
-fn conclusion_for(status: u8) -> Conclusion {
-    match status {
-        ExitStatus::PASS => Conclusion::Success,
-        ExitStatus::REGRESSION | ExitStatus::INCONCLUSIVE | ExitStatus::ERROR => {
-            Conclusion::Failure
-        }
-        _ => Conclusion::Neutral,
-    }
-}
-
-/// What posting achieved; errors are collected, not returned, so they cannot change the
-/// gate's exit status unless asked to.
-#[derive(Default)]
-struct Posted {
-    comment_url: Option<String>,
-    check_run_url: Option<String>,
-    errors: Vec<anyhow::Error>,
-}
-
-/// Posts the sticky comment (per policy) and completes the check run.
-#[allow(clippy::too_many_arguments)]
-fn post_report(
-    poster: &Poster,
-    ctx: &GithubContext,
-    report: &Report,
-    post: &PostArgs,
-    job_id: &str,
-    pr: Option<u64>,
-    (check_run, conclusion, title_note): (Option<u64>, Conclusion, Option<&str>),
-) -> Posted {
-    let mut posted = Posted::default();
-    let run_url = ctx.run_url();
-    if post.comment != CommentPolicy::Never {
-        match pr {
-            None => eprintln!("kgate: not a pull request, so no comment"),
-            Some(pr) => {
-                let body = gh_body::comment_body(report, job_id, run_url.as_deref());
-                let result = poster.runtime.block_on(async {
-                    let author = match &post.comment_author {
-                        Some(a) => a.clone(),
-                        None => poster.client.identity().await?,
-                    };
-                    poster
-                        .client
-                        .upsert_comment(
-                            pr,
-                            &gh_body::marker(job_id),
-                            &author,
-                            &body,
-                            post.comment.allows_new(report),
-                        )
-                        .await
-                });
-                match result {
-                    Ok(outcome) => {
-                        match &outcome {
-                            crate::github::client::CommentOutcome::Created { url, .. } => {
-                                eprintln!("kgate: commented on #{pr}: {url}")
-                            }
-                            crate::github::client::CommentOutcome::Updated { url, .. } => {
-                                eprintln!("kgate: updated the comment on #{pr}: {url}")
-                            }
-                            crate::github::client::CommentOutcome::Skipped => eprintln!(
-                                "kgate: no comment on #{pr}: the `{}` policy does not call for one",
-                                post.comment
-                            ),
-                        }
-                        posted.comment_url = outcome.url().map(str::to_string);
-                    }
-                    Err(e) => posted.errors.push(e.into()),
-                }
-            }
-        }
-    }
-    if let Some(id) = check_run {
-        let summary = gh_body::check_run_summary(report);
-        let title = match title_note {
-            Some(note) => format!("{note}: {}", render::summary_line(report)),
-            None => render::summary_line(report),
-        };
-        match poster.runtime.block_on(
-            poster
-                .client
-                .finish_check_run(id, conclusion, &title, &summary),
-        ) {
-            Ok(url) => posted.check_run_url = url,
-            Err(e) => posted.errors.push(e.into()),
-        }
-    }
-    posted
-}
+pub use crate::gate::ci::report_annotations;
 
 /// Reports posting failures; returns the exit status they call for.
-fn settle_post_errors(posted: &Posted, post: &PostArgs, status: u8) -> u8 {
-    for e in &posted.errors {
-        let text = super::error_text(e);
+fn settle_post_errors(errors: Vec<GateError>, post: &PostArgs, status: u8) -> u8 {
+    let failed = !errors.is_empty();
+    for e in errors {
+        let text = error_text(&e.into());
         eprintln!("warning: {}", crate::model::text::escape_log(&text));
         if std::env::var_os("GITHUB_ACTIONS").is_some() {
             let level = if post.fail_on_post_error {
@@ -201,43 +47,11 @@ fn settle_post_errors(posted: &Posted, post: &PostArgs, status: u8) -> u8 {
             );
         }
     }
-    if post.fail_on_post_error && !posted.errors.is_empty() {
+    if post.fail_on_post_error && failed {
         ExitStatus::combine(ExitStatus::ERROR, status)
     } else {
         status
     }
-}
-
-/// The commit the pull request branched from: merge-base of its head and base.
-fn pr_merge_base(ctx: Option<&GithubContext>, root: &Path) -> Result<String> {
-    let ctx = ctx.context(
-        "--against-pr-base needs the GitHub Actions context (GITHUB_REPOSITORY and GITHUB_EVENT_PATH)",
-    )?;
-    let base_ref = ctx.event.base_ref.as_deref().with_context(|| {
-        format!(
-            "--against-pr-base: the `{}` event is not a pull request; use --against REF or the stored baseline",
-            ctx.event_name
-        )
-    })?;
-    let base = ctx
-        .event
-        .base_sha
-        .clone()
-        .unwrap_or_else(|| format!("origin/{base_ref}"));
-    let head = ctx.head_sha().unwrap_or("HEAD");
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["merge-base", head, &base])
-        .output()
-        .context("cannot run git")?;
-    if !out.status.success() {
-        bail!(
-            "cannot find the merge-base of {head} and {base} (base branch `{base_ref}`): {}; check out the history with `fetch-depth: 0` in actions/checkout",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// The gate's exit status under `--fail-on`.
@@ -253,95 +67,10 @@ fn apply_fail_on(status: u8, report: &Report, fail_on: Option<FailOn>) -> u8 {
     }
 }
 
-/// Workflow-command annotations for the `limit` largest regressions (errors) and
-/// inconclusive benchmarks (warnings).
-pub fn report_annotations(report: &Report, limit: usize) -> Vec<String> {
-    let mut lines = Vec::new();
-    // A wrong answer fails the gate whatever its speed: said first. A benchmark that failed
-    // on a side measured nothing: an error, before any regression.
-    for verdict in [
-        crate::model::verdict::Verdict::Incorrect,
-        crate::model::verdict::Verdict::Failed,
-    ] {
-        let word = verdict.as_str();
-        let hits: Vec<_> = report
-            .benchmarks
-            .iter()
-            .filter(|b| b.verdict == verdict)
-            .collect();
-        for b in hits.iter().take(limit) {
-            lines.push(gh_env::annotation(
-                Level::Error,
-                &format!("kgate: {} {word}", b.name),
-                &b.explanation,
-            ));
-        }
-        if hits.len() > limit {
-            lines.push(gh_env::annotation(
-                Level::Notice,
-                "kgate",
-                &format!(
-                    "{} more {word} benchmarks are listed in the job summary",
-                    hits.len() - limit
-                ),
-            ));
-        }
-    }
-    for (verdict, level) in [
-        (crate::model::verdict::Verdict::Regressed, Level::Error),
-        (crate::model::verdict::Verdict::Inconclusive, Level::Warning),
-    ] {
-        let mut hits: Vec<(&str, &crate::model::report::MetricComparison, &str)> = report
-            .benchmarks
-            .iter()
-            .filter(|b| b.verdict == verdict)
-            .filter_map(|b| {
-                b.metrics
-                    .iter()
-                    .filter(|m| m.gates && m.verdict == verdict)
-                    .max_by(|a, b| {
-                        let key = |m: &crate::model::report::MetricComparison| {
-                            m.change.unwrap_or(0.0).abs()
-                        };
-                        key(a).total_cmp(&key(b))
-                    })
-                    .map(|m| (b.name.as_str(), m, b.explanation.as_str()))
-            })
-            .collect();
-        hits.sort_by(|a, b| {
-            let key = |m: &crate::model::report::MetricComparison| m.change.unwrap_or(0.0).abs();
-            key(b.1).total_cmp(&key(a.1))
-        });
-        let total = hits.len();
-        for (name, m, explanation) in hits.into_iter().take(limit) {
-            let change = m
-                .change
-                .map(crate::model::units::format_change)
-                .unwrap_or_else(|| "–".into());
-            let message = if explanation.is_empty() {
-                format!("{} {change}", m.name)
-            } else {
-                explanation.to_string()
-            };
-            lines.push(gh_env::annotation(
-                level,
-                &format!("kgate: {name} {}", verdict.as_str()),
-                &message,
-            ));
-        }
-        if total > limit {
-            lines.push(gh_env::annotation(
-                Level::Notice,
-                "kgate",
-                &format!(
-                    "{} more {} benchmarks are listed in the job summary",
-                    total - limit,
-                    verdict.as_str()
-                ),
-            ));
-        }
-    }
-    lines
+/// The GitLab job's sticky note; returns the exit status the posting errors call for.
+fn gitlab_note(gl: &GitlabContext, report: &Report, post: &PostArgs, status: u8) -> u8 {
+    let posted = ci::post_note(gl, report, post.job_id.as_deref(), post.comment, &mut say);
+    settle_post_errors(posted.err().into_iter().collect(), post, status)
 }
 
 pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
@@ -352,7 +81,10 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
         None => GitlabContext::from_env()?,
         Some(_) => None,
     };
-    let job_id = job_id(&args.post, ctx.as_ref())?;
+    let job_id = ci::job_id(
+        args.post.job_id.as_deref(),
+        ctx.as_ref().and_then(|c| c.job.clone()),
+    )?;
     let token = args.post.token.as_deref().filter(|t| !t.is_empty());
     let mut post_errors = Vec::new();
     let poster = match (&ctx, token) {
@@ -367,8 +99,8 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
             if (args.post.comment != CommentPolicy::Never && ctx.event.pr_number.is_some())
                 || args.post.check_run =>
         {
-            post_errors.push(anyhow::anyhow!(
-                "no GitHub token, so nothing is posted; pass `token: ${{{{ github.token }}}}` to the action or set GITHUB_TOKEN"
+            post_errors.push(GateError::Invalid(
+                "no GitHub token, so nothing is posted; pass `token: ${{ github.token }}` to the action or set GITHUB_TOKEN".into(),
             ));
             None
         }
@@ -385,57 +117,44 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
         );
     }
     // The pull request's merge-base is already the commit to measure: taken as it is.
-    let (against, against_tip) = if args.against_pr_base {
+    let against = if args.against_pr_base {
         let loaded = load_config(config_path)?;
-        let base = pr_merge_base(ctx.as_ref(), &loaded.root)?;
+        let base = ci::pr_merge_base(ctx.as_ref(), &loaded.root)?;
         eprintln!("kgate: comparing against the merge-base {base}");
-        (None, Some(base))
+        Some(gate::Against {
+            reference: base,
+            tip: true,
+        })
     } else {
-        (args.against.clone(), args.against_tip.clone())
+        super::against(&args.against, &args.against_tip)
     };
-    let check_args = CheckArgs {
-        selection: args.selection.clone(),
-        report: ReportArgs {
-            format: Format::Json,
-            output: Some(args.report.clone()),
-            fail_on_inconclusive: false,
-            view: crate::cli::ViewArgs {
-                all_metrics: false,
-                max_chars: None,
-                full_evidence: false,
-                pretty: false,
-            },
-        },
+    let options = gate::CheckOptions {
+        selection: super::overrides(&args.selection),
         baseline: args.baseline.clone(),
         against,
-        against_tip,
-        save_results: args.save_results.clone(),
-        baseline_ref: None,
-        allow_fingerprint_mismatch: false,
-        changed_since: None,
         record: args.record,
         measure_identical: args.measure_identical,
-        history: Vec::new(),
         // `gate.on_regression: profile` still applies.
-        profile_regressions: false,
+        ..gate::CheckOptions::default()
     };
     // The report goes to its file as `kgate check` writes it (for `kgate comment` in a second
     // workflow), and is posted from memory.
-    let checked = run_check(config_path, &check_args)
-        .and_then(|c| emit_checked(&c, &check_args).map(|status| (status, c)));
+    let report_args = ReportArgs {
+        format: Format::Json,
+        output: Some(args.report.clone()),
+        fail_on_inconclusive: false,
+        view: crate::cli::ViewArgs::default(),
+    };
+    let save = args.save_results.as_deref();
+    let checked = run_check(config_path, &options, args.selection.no_progress).and_then(|c| {
+        let status = emit_checked(&c, save, &report_args, c.base.is_some())?;
+        Ok((status, c.report))
+    });
     let (status, report) = match checked {
-        Ok((status, c)) => (status, c.report),
+        Ok(checked) => checked,
         Err(err) => {
             if let (Some(p), Some(id)) = (&poster, check_run) {
-                let _ = p.runtime.block_on(p.client.finish_check_run(
-                    id,
-                    Conclusion::Failure,
-                    "kgate failed",
-                    &format!(
-                        "kgate stopped with an error: {}",
-                        render::escape::escape_markdown(&super::error_text(&err))
-                    ),
-                ));
+                p.fail_check_run(id, &error_text(&err));
             }
             return Err(err);
         }
@@ -479,123 +198,27 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
     for line in report_annotations(&report, args.annotations) {
         println!("{line}");
     }
+    let posting = Posting {
+        policy: args.post.comment,
+        author: args.post.comment_author.as_deref(),
+        job_id: &job_id,
+        pr: ctx.event.pr_number,
+        check_run,
+        conclusion: conclusion_for(status),
+        title_note: None,
+    };
     let mut posted = match &poster {
-        Some(p) => post_report(
-            p,
-            &ctx,
-            &report,
-            &args.post,
-            &job_id,
-            ctx.event.pr_number,
-            (check_run, conclusion_for(status), None),
-        ),
+        Some(p) => ci::post_report(p, &ctx, &report, &posting, &mut say),
         None => Posted::default(),
     };
     post_errors.append(&mut posted.errors);
-    posted.errors = post_errors;
     if let Some(path) = &ctx.output {
-        let s = &report.summary;
-        let regressions: Vec<&str> = report
-            .benchmarks
-            .iter()
-            .filter(|b| b.verdict == crate::model::verdict::Verdict::Regressed)
-            .map(|b| b.name.as_str())
-            .collect();
-        let verdict = serde_json::to_value(report.verdict)?
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
         gh_env::write_outputs(
             path,
-            &[
-                ("verdict", verdict),
-                ("exit-code", status.to_string()),
-                ("regressed", s.regressed.to_string()),
-                ("improved", s.improved.to_string()),
-                ("unchanged", s.unchanged.to_string()),
-                ("inconclusive", s.inconclusive.to_string()),
-                ("new", s.new.to_string()),
-                ("missing", s.missing.to_string()),
-                ("failed", s.failed.to_string()),
-                ("incorrect", s.incorrect.to_string()),
-                ("total", s.total.to_string()),
-                ("report", args.report.display().to_string()),
-                ("regressions", regressions.join("\n")),
-                (
-                    "comment-url",
-                    posted.comment_url.clone().unwrap_or_default(),
-                ),
-                (
-                    "check-run-url",
-                    posted.check_run_url.clone().unwrap_or_default(),
-                ),
-            ],
+            &ci::ci_outputs(&report, status, &args.report, &posted),
         )?;
     }
-    Ok(settle_post_errors(&posted, &args.post, status))
-}
-
-/// The sticky merge-request note of a GitLab job: updated when this job's note exists, created
-/// when the policy calls for one. Returns the exit status the posting errors call for.
-fn gitlab_note(gl: &GitlabContext, report: &Report, post: &PostArgs, status: u8) -> u8 {
-    let mut posted = Posted::default();
-    let job_id = post
-        .job_id
-        .clone()
-        .or_else(|| gl.job_id())
-        .unwrap_or_else(|| "default".to_string());
-    let result = (|| -> Result<Option<NoteOutcome>> {
-        gh_body::validate_job_id(&job_id).map_err(|e| anyhow::anyhow!("--job-id: {e}"))?;
-        if post.comment == CommentPolicy::Never {
-            return Ok(None);
-        }
-        let Some(iid) = gl.merge_request else {
-            eprintln!(
-                "kgate: not a merge-request pipeline (CI_MERGE_REQUEST_IID is unset), so no note"
-            );
-            return Ok(None);
-        };
-        let token = GitlabContext::token(crate::run::secrets::var)
-            .context(
-                "no GitLab token, so nothing is posted; set KGATE_GITLAB_TOKEN to a project access token with the `api` scope (a masked CI/CD variable)",
-            )?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("cannot start the runtime for GitLab calls")?;
-        let client = {
-            let _entered = runtime.enter();
-            GitlabClient::new(&gl.api_url, &gl.project_id, &token)?
-        };
-        let body = gh_body::comment_body(report, &job_id, gl.job_url.as_deref());
-        let project_url = std::env::var("CI_PROJECT_URL").ok();
-        let outcome = runtime.block_on(client.upsert_note(
-            iid,
-            &gh_body::marker(&job_id),
-            &body,
-            post.comment.allows_new(report),
-            project_url.as_deref(),
-        ))?;
-        let link =
-            |url: &Option<String>| url.as_deref().map(|u| format!(": {u}")).unwrap_or_default();
-        match &outcome {
-            NoteOutcome::Created { url, .. } => {
-                eprintln!("kgate: added a note to !{iid}{}", link(url))
-            }
-            NoteOutcome::Updated { url, .. } => {
-                eprintln!("kgate: updated the note on !{iid}{}", link(url))
-            }
-            NoteOutcome::Skipped => eprintln!(
-                "kgate: no note on !{iid}: the `{}` policy does not call for one",
-                post.comment
-            ),
-        }
-        Ok(Some(outcome))
-    })();
-    if let Err(e) = result {
-        posted.errors.push(e);
-    }
-    settle_post_errors(&posted, post, status)
+    Ok(settle_post_errors(post_errors, &args.post, status))
 }
 
 pub(super) fn comment(args: CommentArgs) -> Result<u8> {
@@ -614,21 +237,17 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
             "`kgate comment` needs the GitHub Actions context (GITHUB_REPOSITORY and GITHUB_EVENT_PATH) or GitLab CI's (GITLAB_CI=true): neither is set"
         );
     };
-    refuse_untrusted_checkout(
+    crate::github::refuse_untrusted_checkout(
         Some(&ctx),
         &[Path::new(".")],
         TrustedAction::Post,
         args.allow_untrusted_checkout,
     )?;
-    let job_id = job_id(&args.post, Some(&ctx))?;
+    let job_id = ci::job_id(args.post.job_id.as_deref(), ctx.job.clone())?;
     let Some(token) = args.post.token.as_deref().filter(|t| !t.is_empty()) else {
-        let posted = Posted {
-            errors: vec![anyhow::anyhow!(
-                "no GitHub token, so nothing is posted; set GITHUB_TOKEN or pass --token"
-            )],
-            ..Posted::default()
-        };
-        return Ok(settle_post_errors(&posted, &args.post, ExitStatus::PASS));
+        let why = "no GitHub token, so nothing is posted; set GITHUB_TOKEN or pass --token";
+        let errors = vec![GateError::Invalid(why.into())];
+        return Ok(settle_post_errors(errors, &args.post, ExitStatus::PASS));
     };
     let poster = Poster::new(&ctx, token)?;
     let mut errors = Vec::new();
@@ -642,12 +261,9 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
         && let (Some(owner), Some(branch), Some(sha)) =
             (&ctx.event.head_owner, &ctx.event.head_branch, &head_sha)
     {
-        match poster
-            .runtime
-            .block_on(poster.client.find_pull_request(owner, branch, sha))
-        {
+        match poster.find_pull_request(owner, branch, sha) {
             Ok(found) => pr = found,
-            Err(e) => errors.push(e.into()),
+            Err(e) => errors.push(e),
         }
     }
     let mut check_run = None;
@@ -679,71 +295,24 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
         );
         title_note = Some("neutral: waivers claimed by the report");
     }
-    let conclusion = from_rows.no_better_than(args.gate_status.map(conclusion_for));
-    let mut posted = post_report(
-        &poster,
-        &ctx,
-        &report,
-        &args.post,
-        &job_id,
+    let posting = Posting {
+        policy: args.post.comment,
+        author: args.post.comment_author.as_deref(),
+        job_id: &job_id,
         pr,
-        (check_run, conclusion, title_note),
-    );
-    errors.append(&mut posted.errors);
-    posted.errors = errors;
-    if let Some(path) = &ctx.output {
-        gh_env::write_outputs(
-            path,
-            &[
-                (
-                    "comment-url",
-                    posted.comment_url.clone().unwrap_or_default(),
-                ),
-                (
-                    "check-run-url",
-                    posted.check_run_url.clone().unwrap_or_default(),
-                ),
-            ],
-        )?;
-    }
-    Ok(settle_post_errors(&posted, &args.post, ExitStatus::PASS))
-}
-
-/// Stops a job whose token can write from running or posting a fork's code (see
-/// [`crate::github::untrusted_checkout`]). `allow` is `--allow-untrusted-checkout`;
-/// `KGATE_ALLOW_UNTRUSTED_CHECKOUT=1` does the same for the commands without that flag.
-pub(super) fn refuse_untrusted_checkout(
-    ctx: Option<&GithubContext>,
-    dirs: &[&Path],
-    action: TrustedAction,
-    allow: bool,
-) -> Result<()> {
-    let allowed_by_env =
-        std::env::var("KGATE_ALLOW_UNTRUSTED_CHECKOUT").is_ok_and(|v| v == "1" || v == "true");
-    if allow || allowed_by_env {
-        return Ok(());
-    }
-    let Some(ctx) = ctx else {
-        return Ok(());
+        check_run,
+        conclusion: from_rows.no_better_than(args.gate_status.map(conclusion_for)),
+        title_note,
     };
-    match crate::github::untrusted_checkout(ctx, dirs, action) {
-        Some(reason) => bail!(reason),
-        None => Ok(()),
+    let mut posted = ci::post_report(&poster, &ctx, &report, &posting, &mut say);
+    errors.append(&mut posted.errors);
+    if let Some(path) = &ctx.output {
+        let url = |u: &Option<String>| u.clone().unwrap_or_default();
+        let outputs = [
+            ("comment-url", url(&posted.comment_url)),
+            ("check-run-url", url(&posted.check_run_url)),
+        ];
+        gh_env::write_outputs(path, &outputs)?;
     }
-}
-
-/// The guard before any benchmark runs: a no-op outside GitHub Actions.
-pub(super) fn refuse_untrusted_run(root: &Path) -> Result<()> {
-    if std::env::var_os("GITHUB_ACTIONS").is_none()
-        && std::env::var_os("GITHUB_EVENT_NAME").is_none()
-    {
-        return Ok(());
-    }
-    let ctx = GithubContext::from_env()?;
-    refuse_untrusted_checkout(
-        ctx.as_ref(),
-        &[Path::new("."), root],
-        TrustedAction::RunBenchmarks,
-        false,
-    )
+    Ok(settle_post_errors(errors, &args.post, ExitStatus::PASS))
 }

@@ -1,36 +1,34 @@
-//! Command handlers: parsed flags in, an exit status out.
+//! Command handlers: parsed flags in, an exit status out. Each turns its flags into the
+//! options of a pipeline function in [`crate::gate`] and writes what comes back.
 //!
 //! This is the only layer that prints for people and adds context to errors (anyhow); the
-//! pipeline stages below it return typed errors and data.
+//! pipeline below it returns typed errors and data.
 
-use std::io::Write;
+use std::io::IsTerminal;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
 mod bisect;
 pub mod github;
-mod import_files;
-mod scale;
 
 use crate::baseline;
 use crate::cli::{
-    BaselineCommand, CalibrateArgs, CalibrateFormat, CheckArgs, Cli, Commands, CompareArgs,
-    RenderArgs, ReportArgs, RunSelection,
+    BaselineCommand, BaselineUpdateArgs, CalibrateArgs, CalibrateFormat, CheckArgs, Cli, Commands,
+    CompareArgs, HistoryAction, HistoryArgs, HistoryFormat, RenderArgs, ReportArgs, RunSelection,
 };
-use crate::compare::{self, ComparePolicy};
+use crate::compare::ComparePolicy;
 use crate::config::{self, LoadedConfig};
-use crate::model::evidence::Evidence;
+use crate::gate::{self, Checked};
 use crate::model::exit::ExitStatus;
-use crate::model::report::{Design, Report};
+use crate::model::report::Report;
 use crate::model::results::{RunResults, Status};
-use crate::model::text::{escape_log, escape_terminal};
+use crate::model::text::{count, escape_log, escape_terminal};
 use crate::model::verdict::RunVerdict;
 use crate::plan::{Overrides, Plan};
 use crate::render::{self, Format};
 use crate::run::progress;
 use crate::run::runner::{self, Revision, RunError};
-use crate::run::worktree::Worktree;
 use crate::store::JsonLayout;
 use crate::store::fsutil::{self, Overwrite};
 
@@ -39,43 +37,69 @@ pub fn execute(cli: Cli) -> Result<u8> {
     match cli.command {
         Commands::Run(args) => {
             let loaded = load_config(&cli.config)?;
+            let all = overrides(&args.selection);
             let selection = match args.shard {
-                Some(shard) => scale::shard_selection(&loaded, &args.selection, shard)?,
-                None => Some(args.selection.clone()),
+                Some(shard) => gate::shard_selection(&loaded, &all, shard, &mut say)?,
+                None => Some(all),
             };
-            let results = match selection {
-                Some(selection) => run_suite(&loaded, &selection)?,
-                None => scale::empty_run(&loaded.root),
-            };
+            let mut progress = progress::for_stderr(args.selection.no_progress);
+            let results =
+                gate::run_suite(&loaded, selection.as_ref(), progress.as_mut(), &mut say)?;
             emit_results(&results, args.output.as_deref(), args.pretty)?;
             if args.record {
-                scale::record(&loaded.root, &results)?;
+                gate::record(&loaded.root, &results, None, &mut say)?;
             }
-            Ok(report_failures(&results))
+            Ok(report_failures(&results, None))
         }
-        Commands::Merge(args) => scale::merge(&args),
-        Commands::History(args) => {
-            let root = match cli.config.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                _ => std::path::PathBuf::from("."),
-            };
-            scale::history(&root, &args)
+        Commands::Merge(args) => {
+            let merged = gate::merge(&args.files)?;
+            emit_results(&merged, args.output.as_deref(), args.pretty)?;
+            eprintln!(
+                "merged {}: {}",
+                count(args.files.len(), "file", "files"),
+                count(merged.benchmarks.len(), "benchmark", "benchmarks")
+            );
+            Ok(ExitStatus::PASS)
         }
+        Commands::History(args) => history(&gate::root_of(&cli.config), &args),
         Commands::Baseline(BaselineCommand::Update(args)) => {
             let loaded = load_config(&cli.config)?;
-            let results = match &args.results {
-                Some(path) => RunResults::load(path)?,
-                None => run_suite(&loaded, &args.selection)?,
-            };
-            if results.has_failures() {
-                report_failures(&results);
-                bail!("not updating a baseline from a run with failed benchmarks");
-            }
-            scale::baseline_update(&loaded, &args, &results)
+            let results = baseline_results(
+                &loaded,
+                args.results.as_deref(),
+                &args.selection,
+                "updating",
+            )?;
+            baseline_update(&loaded, &args, &results)
         }
-        Commands::Check(args) => check(&cli.config, args),
+        Commands::Check(args) => {
+            let checked = run_check(
+                &cli.config,
+                &check_options(&args),
+                args.selection.no_progress,
+            )?;
+            emit_checked(
+                &checked,
+                args.save_results.as_deref(),
+                &args.report,
+                checked.base.is_some(),
+            )
+        }
         Commands::Compare(args) => compare_files(&cli.config, args),
-        Commands::Import(args) => import_files::import_files(&cli.config, args),
+        Commands::Import(args) => {
+            let options = gate::ImportOptions {
+                format: args.format,
+                files: args.files,
+                kernel: args.kernel,
+                kernel_glob: args.kernel_glob,
+                pid: args.pid,
+                tid: args.tid,
+                nvtx: args.nvtx,
+            };
+            let results = gate::import(&cli.config, &options, &mut say)?;
+            emit_results(&results, args.output.as_deref(), args.pretty)?;
+            Ok(ExitStatus::PASS)
+        }
         Commands::Report(args) => render_stored(args),
         Commands::Baseline(BaselineCommand::Save(args)) => {
             let loaded = load_config(&cli.config)?;
@@ -88,20 +112,14 @@ pub fn execute(cli: Cli) -> Result<u8> {
                     path.display()
                 );
             }
-            let results = match &args.results {
-                Some(path) => RunResults::load(path)?,
-                None => run_suite(&loaded, &args.selection)?,
-            };
-            if results.has_failures() {
-                report_failures(&results);
-                bail!("not saving a baseline from a run with failed benchmarks");
-            }
+            let results =
+                baseline_results(&loaded, args.results.as_deref(), &args.selection, "saving")?;
             baseline::save(&path, &results, args.force)
                 .with_context(|| format!("cannot save baseline `{}`", args.name))?;
             eprintln!(
                 "saved baseline `{}` ({}) to {}",
                 args.name,
-                crate::model::text::count(results.benchmarks.len(), "benchmark", "benchmarks"),
+                count(results.benchmarks.len(), "benchmark", "benchmarks"),
                 path.display()
             );
             Ok(ExitStatus::PASS)
@@ -125,19 +143,17 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Commands::Bisect(args) => bisect::bisect(&cli.config, args),
         Commands::Validate => {
             let loaded = load_config(&cli.config)?;
-            println!(
-                "{}: valid, {} benchmark{}",
-                loaded.path.display(),
-                loaded.config.benchmarks.len(),
-                if loaded.config.benchmarks.len() == 1 {
-                    ""
-                } else {
-                    "s"
-                }
-            );
+            let n = loaded.config.benchmarks.len();
+            let benchmarks = count(n, "benchmark", "benchmarks");
+            println!("{}: valid, {benchmarks}", loaded.path.display());
             Ok(ExitStatus::PASS)
         }
     }
+}
+
+/// A line the library says as it works, on stderr.
+fn say(line: &str) {
+    eprintln!("{line}");
 }
 
 fn load_config(path: &Path) -> Result<LoadedConfig> {
@@ -153,34 +169,32 @@ fn overrides(selection: &RunSelection) -> Overrides {
     }
 }
 
-fn run_suite(loaded: &LoadedConfig, selection: &RunSelection) -> Result<RunResults> {
-    github::refuse_untrusted_run(&loaded.root)?;
-    let plan = Plan::new(&loaded.config, &overrides(selection))?;
-    let mut progress = progress::for_stderr(selection.no_progress);
-    let revision = Revision {
-        root: loaded.root.clone(),
-        label: None,
+/// The results a baseline is saved or updated from (`doing`): the file given, or the suite
+/// run now; refused when a benchmark failed.
+fn baseline_results(
+    loaded: &LoadedConfig,
+    file: Option<&Path>,
+    selection: &RunSelection,
+    doing: &str,
+) -> Result<RunResults> {
+    let results = match file {
+        Some(path) => RunResults::load(path)?,
+        None => {
+            let mut progress = progress::for_stderr(selection.no_progress);
+            let overrides = overrides(selection);
+            gate::run_suite(loaded, Some(&overrides), progress.as_mut(), &mut say)?
+        }
     };
-    let mut results = runner::run_plan(&plan, &revision, progress.as_mut())?;
-    warn_declared(&plan, &mut results);
+    if results.has_failures() {
+        report_failures(&results, None);
+        bail!("not {doing} a baseline from a run with failed benchmarks");
+    }
     Ok(results)
 }
 
-/// Checks the run against the metrics the configuration declared (a declared gating metric
-/// that is absent fails its benchmark) and prints the warnings.
-fn warn_declared(plan: &Plan, results: &mut RunResults) {
-    for w in crate::plan::declared::check_declared_metrics(plan, results) {
-        eprintln!("warning: {}", escape_log(&w));
-    }
-}
-
-/// Prints each failed benchmark with its stderr tail; returns the exit status of the run.
-fn report_failures(results: &RunResults) -> u8 {
-    report_side_failures(results, None)
-}
-
-/// [`report_failures`] of one side of a comparison, named (`base`, `head`) in each line.
-fn report_side_failures(results: &RunResults, side: Option<&str>) -> u8 {
+/// Prints each failed benchmark with its stderr tail, named with its side (`base`, `head`)
+/// where there are two; returns the exit status of the run.
+fn report_failures(results: &RunResults, side: Option<&str>) -> u8 {
     let mut failed = false;
     let side = side.map(|s| format!(" [{s}]")).unwrap_or_default();
     for b in &results.benchmarks {
@@ -237,16 +251,12 @@ fn emit_results(results: &RunResults, output: Option<&Path>, pretty: bool) -> Re
     }
 }
 
+/// Writes `text` to stdout; a reader that went away (`| head`) is not an error.
 fn write_stdout(text: &str) -> Result<()> {
-    write_stdout_with(|out| out.write_all(text.as_bytes()))
-}
-
-/// Streams a document to stdout; a reader that went away (`| head`) is not an error.
-fn write_stdout_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
-    Ok(fsutil::write_atomic_with(
+    Ok(fsutil::write_atomic(
         Path::new("-"),
+        text.as_bytes(),
         Overwrite::Allow,
-        write,
     )?)
 }
 
@@ -256,37 +266,27 @@ fn write_report(
     exporter: &dyn render::Exporter,
     output: Option<&Path>,
 ) -> Result<()> {
+    let path = output.unwrap_or(Path::new("-"));
+    let written =
+        fsutil::write_atomic_with(path, Overwrite::Allow, |out| exporter.write_to(report, out));
     match output {
         Some(path) => {
-            fsutil::write_atomic_with(path, Overwrite::Allow, |out| exporter.write_to(report, out))
-                .with_context(|| format!("cannot write the report to {}", path.display()))?;
-            Ok(())
+            written.with_context(|| format!("cannot write the report to {}", path.display()))
         }
-        None => write_stdout_with(|out| exporter.write_to(report, out)),
+        None => Ok(written?),
     }
 }
 
-/// Renders and emits a report; returns the exit status its verdict calls for.
+/// Renders and emits a report; then its warnings and verdict on the terminal where the report
+/// did not go there. Returns the exit status its verdict calls for.
 fn emit_report(report: &Report, args: &ReportArgs, fail_on_inconclusive: bool) -> Result<u8> {
     let exporter = view_exporter(args.format, &args.view, args.output.is_none())?;
     write_report(report, exporter.as_ref(), args.output.as_deref())?;
-    let summary = render::summary_line(report);
-    Ok(after_report(report, summary, args, fail_on_inconclusive))
-}
-
-/// What follows a written report: its warnings and verdict on the terminal where the report
-/// did not go there, and the exit status its verdict calls for.
-fn after_report(
-    report: &Report,
-    summary: String,
-    args: &ReportArgs,
-    fail_on_inconclusive: bool,
-) -> u8 {
     match &args.output {
         Some(_) => {
             // The verdict and the warnings still go to the terminal.
             eprint_warnings(report);
-            eprintln!("{}", escape_terminal(&summary));
+            eprintln!("{}", escape_terminal(&render::summary_line(report)));
         }
         // A table or Markdown on stdout carries the warnings itself; JSON, HTML and JUnit on
         // stdout are for programs, so a person reads the warnings on stderr. Each is said once.
@@ -296,7 +296,7 @@ fn after_report(
             }
         }
     }
-    match report.verdict {
+    Ok(match report.verdict {
         RunVerdict::Pass => ExitStatus::PASS,
         RunVerdict::Regressed => ExitStatus::REGRESSION,
         RunVerdict::Inconclusive if fail_on_inconclusive || args.fail_on_inconclusive => {
@@ -305,26 +305,13 @@ fn after_report(
         RunVerdict::Inconclusive => ExitStatus::PASS,
         RunVerdict::NoBaseline => ExitStatus::NO_BASELINE,
         RunVerdict::Error => ExitStatus::ERROR,
-    }
+    })
 }
 
 /// The report's warnings on stderr, for a report that does not show them on the terminal.
 fn eprint_warnings(report: &Report) {
     for warning in &report.warnings {
         eprintln!("warning: {}", escape_terminal(warning));
-    }
-}
-
-/// The terminal table as the view flags ask: fitted to the terminal when it goes to one.
-fn table_exporter(view: &crate::cli::ViewArgs, to_stdout: bool) -> render::TableExporter {
-    render::TableExporter {
-        color: to_stdout && render::stdout_wants_color(),
-        width: if to_stdout {
-            render::stdout_width()
-        } else {
-            None
-        },
-        all_metrics: view.all_metrics,
     }
 }
 
@@ -349,7 +336,11 @@ fn view_exporter(
             0 => render::exporter(format, false),
             max_chars => Box::new(render::LimitedMarkdownExporter { max_chars }),
         },
-        Format::Table => Box::new(table_exporter(view, to_stdout)),
+        Format::Table => Box::new(render::TableExporter {
+            color: to_stdout && render::stdout_wants_color(),
+            width: to_stdout.then(render::stdout_width).flatten(),
+            all_metrics: view.all_metrics,
+        }),
         Format::Json => Box::new(render::JsonExporter {
             pretty: view.pretty,
         }),
@@ -357,448 +348,88 @@ fn view_exporter(
     })
 }
 
-/// What `kgate check` measured and decided, before anything is written or printed: `kgate ci`
-/// posts this report as it is.
-struct Checked {
-    report: Report,
-    /// The base revision's run, where `--against` measured one.
-    base: Option<RunResults>,
-    head: RunResults,
-    fail_on_inconclusive: bool,
+/// The revision `--against REF` (its merge-base with HEAD) or `--against-tip REF` names.
+fn against(merge_base: &Option<String>, tip: &Option<String>) -> Option<gate::Against> {
+    let (reference, tip) = match (merge_base, tip) {
+        (Some(reference), _) => (reference, false),
+        (None, Some(reference)) => (reference, true),
+        (None, None) => return None,
+    };
+    let reference = reference.clone();
+    Some(gate::Against { reference, tip })
 }
 
-fn check(config_path: &Path, args: CheckArgs) -> Result<u8> {
-    let checked = run_check(config_path, &args)?;
-    emit_checked(&checked, &args)
+/// What `check`'s flags ask.
+fn check_options(args: &CheckArgs) -> gate::CheckOptions {
+    gate::CheckOptions {
+        selection: overrides(&args.selection),
+        baseline: args.baseline.clone(),
+        against: against(&args.against, &args.against_tip),
+        baseline_ref: args.baseline_ref.clone(),
+        allow_fingerprint_mismatch: args.allow_fingerprint_mismatch,
+        changed_since: args.changed_since.clone(),
+        record: args.record,
+        measure_identical: args.measure_identical,
+        history: args.history.clone(),
+        profile_regressions: args.profile_regressions,
+        full_evidence: args.report.view.full_evidence,
+    }
+}
+
+/// `kgate check` (and the check of `kgate ci`): the suite run and compared.
+fn run_check(
+    config_path: &Path,
+    options: &gate::CheckOptions,
+    no_progress: bool,
+) -> Result<Checked> {
+    let loaded = load_config(config_path)?;
+    let mut progress = progress::for_stderr(no_progress);
+    Ok(gate::check(&loaded, options, progress.as_mut(), &mut say)?)
 }
 
 /// Writes a check's candidate results and report; returns the exit status (a benchmark that
-/// could not run is an error, whatever the others did).
-fn emit_checked(checked: &Checked, args: &CheckArgs) -> Result<u8> {
-    save_candidate(&checked.head, args)?;
-    let status = emit_report(&checked.report, &args.report, checked.fail_on_inconclusive)?;
-    // A failure on either side is an error, with that side's stderr tail.
-    let base = checked
-        .base
-        .as_ref()
-        .map_or(ExitStatus::PASS, |b| report_side_failures(b, Some("base")));
-    let head = match checked.base {
-        Some(_) => report_side_failures(&checked.head, Some("head")),
-        None => report_failures(&checked.head),
-    };
+/// could not run on either side is an error, whatever the others did, with that side's stderr
+/// tail, the sides `named` where both were measured).
+fn emit_checked(
+    checked: &Checked,
+    save_results: Option<&Path>,
+    args: &ReportArgs,
+    named: bool,
+) -> Result<u8> {
+    if let Some(path) = save_results {
+        checked
+            .head
+            .save(path, Overwrite::Allow)
+            .with_context(|| format!("cannot write results to {}", path.display()))?;
+    }
+    let status = emit_report(&checked.report, args, checked.fail_on_inconclusive)?;
+    let side = |name| named.then_some(name);
+    let base =
+        (checked.base.as_ref()).map_or(ExitStatus::PASS, |b| report_failures(b, side("base")));
+    let head = report_failures(&checked.head, side("head"));
     Ok(ExitStatus::combine(ExitStatus::combine(base, head), status))
 }
 
-/// Runs the suite (and the baseline side when interleaved) and compares.
-fn run_check(config_path: &Path, args: &CheckArgs) -> Result<Checked> {
-    let loaded = load_config(config_path)?;
-    let policy = ComparePolicy::from(&loaded.config.gate);
-    let fail_on_inconclusive = loaded.config.gate.fail_on_inconclusive;
-    let against = match (&args.against, &args.against_tip) {
-        (Some(reference), _) => Some((reference.as_str(), false)),
-        (None, Some(reference)) => Some((reference.as_str(), true)),
-        (None, None) => None,
-    };
-    // The base revision's work tree, kept for profiling the base side of a regression.
-    let mut base_tree: Option<Worktree> = None;
-    let (report, base, head) = match against {
-        Some((reference, tip)) => {
-            github::refuse_untrusted_run(&loaded.root)?;
-            let mut plan = Plan::new(&loaded.config, &overrides(&args.selection))?;
-            let (commit, what) = against_commit(&loaded.root, reference, tip)?;
-            let tree = Worktree::checkout(&loaded.root, &commit)?;
-            eprintln!(
-                "measuring {what} ({}) interleaved with the work tree",
-                &tree.commit[..12.min(tree.commit.len())]
-            );
-            let removed = match declared_at_base(&loaded, &args.selection, &tree.root, &what) {
-                Some(base_plan) => {
-                    let declared: std::collections::HashSet<String> = base_plan
-                        .benchmarks
-                        .iter()
-                        .map(|b| b.name.clone())
-                        .collect();
-                    for b in plan.benchmarks.iter_mut() {
-                        b.head_only = !declared.contains(&b.name);
-                        // The base's own declaration enters its side's identity digest, so a
-                        // change to the command or the settings is always measured.
-                        if b.identity.is_some() && !args.measure_identical {
-                            b.base_description = base_plan
-                                .benchmarks
-                                .iter()
-                                .find(|x| x.name == b.name && x.identity.is_some())
-                                .map(|x| x.description());
-                        }
-                    }
-                    // Only a run of the whole suite can tell that one is gone.
-                    let mut removed: Vec<String> = declared
-                        .into_iter()
-                        .filter(|name| !loaded.config.benchmarks.iter().any(|b| &b.name == name))
-                        .collect();
-                    if !args.selection.bench.is_empty() {
-                        removed.clear();
-                    }
-                    removed
-                }
-                None => Vec::new(),
-            };
-            let mut progress = progress::for_stderr(args.selection.no_progress);
-            let base_rev = Revision {
-                root: tree.root.clone(),
-                label: Some("base"),
-            };
-            let head_rev = Revision {
-                root: loaded.root.clone(),
-                label: Some("head"),
-            };
-            let adaptive = runner::Adaptive {
-                policy: policy.clone(),
-                time_budget: loaded.config.gate.time_budget.map(|d| d.0),
-            };
-            let (base, mut head) = runner::run_interleaved_adaptive(
-                &plan,
-                &base_rev,
-                &head_rev,
-                progress.as_mut(),
-                Some(&adaptive),
-            )?;
-            warn_declared(&plan, &mut head);
-            let mut report = compare::compare(&base, &head, &policy, Design::Interleaved);
-            if !removed.is_empty() {
-                crate::compare::adjust::mark_removed(&mut report, &removed);
-            }
-            report.evidence = Some(Evidence::from_runs(Some(&base), &head));
-            base_tree = Some(tree);
-            (report, Some(base), head)
-        }
-        None => {
-            let path = baseline::resolve(&loaded.root, &args.baseline)?;
-            let (selection, skipped) = match &args.changed_since {
-                Some(reference) => {
-                    let (run, skipped) =
-                        scale::changed_selection(&loaded, &args.selection, reference)?;
-                    let selection = (!run.is_empty()).then(|| RunSelection {
-                        bench: run,
-                        ..args.selection.clone()
-                    });
-                    (selection, skipped)
-                }
-                None => (Some(args.selection.clone()), Vec::new()),
-            };
-            let run_selected = |selection: &Option<RunSelection>| match selection {
-                Some(selection) => run_suite(&loaded, selection),
-                None => Ok(scale::empty_run(&loaded.root)),
-            };
-            if args.baseline_ref.is_none()
-                && !path.exists()
-                && args.baseline != baseline::DEFAULT_NAME
-            {
-                // A name someone typed that is not there: a typo, most likely; said before the
-                // suite runs. A missing default baseline is a first run, measured below.
-                bail!(
-                    "no baseline `{}` at {}; {}. Store it with `kgate baseline save --name {}`",
-                    args.baseline,
-                    path.display(),
-                    baseline::listing(&loaded.root),
-                    args.baseline
-                );
-            }
-            if args.baseline_ref.is_none() && !path.exists() {
-                let head = run_selected(&selection)?;
-                let reason = format!(
-                    "no baseline at {}; store one with `kgate baseline save`, or compare against a revision with `kgate check --against REF`",
-                    path.display()
-                );
-                let mut report = compare::no_baseline(&head, &policy, reason);
-                if !skipped.is_empty() {
-                    crate::compare::adjust::mark_skipped(
-                        &mut report,
-                        &skipped,
-                        None,
-                        "skipped: not affected by the changed files",
-                    );
-                }
-                report.evidence = Some(Evidence::from_runs(None, &head));
-                return Ok(Checked {
-                    report,
-                    base: None,
-                    head,
-                    fail_on_inconclusive,
-                });
-            }
-            let base = match &args.baseline_ref {
-                Some(reference) => scale::baseline_at_ref(&loaded.root, &path, reference)?,
-                None => RunResults::load(&path).context("cannot read the stored baseline")?,
-            };
-            let history = load_history(&args.history)?;
-            let head = run_selected(&selection)?;
-            // Earlier jobs for the prediction-interval model: the files given with --history,
-            // else the history store's records of this runner class (kept by --record): the
-            // key `--record` files them under, whichever benchmarks this run selected.
-            let key = crate::machine::envkey::class_key(&head.environment);
-            let records = crate::baseline::history::load(&loaded.root, &key)?;
-            let (medians, off_level) = if history.is_empty() {
-                crate::baseline::history::job_medians(&records)
-            } else {
-                (
-                    compare::job_medians(std::iter::once(&base).chain(&history)),
-                    0,
-                )
-            };
-            let mut report = compare::compare_with_job_medians(
-                &base,
-                &head,
-                &medians,
-                &policy,
-                Design::StoredBaseline,
-            );
-            if off_level > 0 {
-                report.warnings.push(format!(
-                    "{} in which the gate found a metric regressed or improved {} left out of that metric's prediction interval: off the baseline's level, such a job cannot describe it",
-                    crate::model::text::count(off_level, "recorded job", "recorded jobs"),
-                    if off_level == 1 { "is" } else { "are" }
-                ));
-            }
-            scale::check_environments(
-                &base,
-                &head,
-                scale::allowance(
-                    args.allow_fingerprint_mismatch,
-                    loaded.config.gate.allow_fingerprint_mismatch,
-                ),
-                &mut report.warnings,
-            )?;
-            if !skipped.is_empty() {
-                let why = format!(
-                    "skipped: no file changed since {} matches its `paths`",
-                    args.changed_since.as_deref().unwrap_or("the reference")
-                );
-                crate::compare::adjust::mark_skipped(&mut report, &skipped, Some(&base), &why);
-            }
-            // The baseline's other benchmarks were not asked for: not run, not missing.
-            let unselected = unselected(&loaded, &args.selection, &base);
-            if !unselected.is_empty() {
-                crate::compare::adjust::mark_skipped(
-                    &mut report,
-                    &unselected,
-                    Some(&base),
-                    "skipped: not selected (`--bench`)",
-                );
-            }
-            let mut evidence = Evidence::from_runs(Some(&base), &head);
-            crate::baseline::history::add_to_evidence(&mut evidence, &records);
-            report.evidence = Some(evidence);
-            (report, None, head)
-        }
-    };
-    let mut report = report;
-    scale::apply_waivers(&loaded.root, &mut report)?;
-    if args.profile_regressions || loaded.config.gate.on_regression == config::OnRegression::Profile
-    {
-        profile_regressions(&loaded, args, base_tree.as_ref(), &mut report)?;
-    }
-    if args.record {
-        scale::record_checked(&loaded.root, &head, &report)?;
-    }
-    if !args.report.view.full_evidence {
-        report.bound_evidence();
-    }
-    Ok(Checked {
-        report,
-        base,
-        head,
-        fail_on_inconclusive,
-    })
-}
-
-/// The baseline's benchmarks that the configuration declares but `--bench` left out.
-fn unselected(loaded: &LoadedConfig, selection: &RunSelection, base: &RunResults) -> Vec<String> {
-    if selection.bench.is_empty() {
-        return Vec::new();
-    }
-    base.benchmarks
-        .iter()
-        .map(|b| &b.name)
-        .filter(|name| !selection.bench.contains(name))
-        .filter(|name| loaded.config.benchmarks.iter().any(|b| &b.name == *name))
-        .cloned()
-        .collect()
-}
-
-/// The plan of the base revision's configuration (its file at the same place in the base's
-/// tree, `base_root`), with this run's overrides but every benchmark: a benchmark it does not
-/// declare is measured on the head side only and reported `new`, and the declaration of one it
-/// does enters the base side's identity digest. None, with a warning, where that file cannot
-/// be read as a configuration (every benchmark is then measured on both sides, and one that
-/// fails at the base is an error).
-fn declared_at_base(
-    loaded: &LoadedConfig,
-    selection: &RunSelection,
-    base_root: &Path,
-    what: &str,
-) -> Option<Plan> {
-    let file = base_root.join(loaded.path.file_name()?);
-    if !file.exists() {
-        eprintln!(
-            "note: {what} has no `{}`: it declares no benchmark, so every benchmark is new and none gates",
-            escape_terminal(&file.file_name()?.to_string_lossy())
-        );
-        return Some(Plan {
-            builds: Vec::new(),
-            benchmarks: Vec::new(),
-            policy: loaded.config.gate.clone(),
-        });
-    }
-    let every = Overrides {
-        only: Vec::new(),
-        ..overrides(selection)
-    };
-    match config::load(&file).map(|base| Plan::new(&base.config, &every)) {
-        Ok(Ok(plan)) => Some(plan),
-        Ok(Err(e)) => {
-            eprintln!(
-                "warning: the configuration of {what} cannot be planned ({}); every benchmark is measured on both sides",
-                escape_log(&e.to_string())
-            );
-            None
-        }
-        Err(e) => {
-            eprintln!(
-                "warning: the configuration of {what} cannot be read ({}); every benchmark is measured on both sides",
-                escape_log(&e.to_string())
-            );
-            None
-        }
-    }
-}
-
-/// Re-runs each regressed benchmark under a deeper capture on each side that can be re-run
-/// (see `crate::profile`) and attaches what changed to the report.
-fn profile_regressions(
-    loaded: &LoadedConfig,
-    args: &CheckArgs,
-    base_tree: Option<&Worktree>,
-    report: &mut Report,
-) -> Result<()> {
-    let regressed = report.summary.regressed;
-    if regressed == 0 {
-        return Ok(());
-    }
-    let plan = Plan::new(&loaded.config, &overrides(&args.selection))?;
-    let budget = loaded
-        .config
-        .gate
-        .profile_budget
-        .map_or(config::DEFAULT_PROFILE_BUDGET, |d| d.0);
-    eprintln!(
-        "profiling {} under a deeper capture",
-        crate::model::text::count(regressed, "regressed benchmark", "regressed benchmarks")
-    );
-    let sides = crate::profile::Sides {
-        base: base_tree.map(|t| t.root.as_path()),
-        head: &loaded.root,
-    };
-    let profiled = crate::profile::profile_regressions(report, &plan, &sides, budget);
-    if profiled < regressed {
-        eprintln!(
-            "profiled {profiled} of {regressed}; the report's profile notes say why the others were not"
-        );
-    }
-    Ok(())
-}
-
-/// The commit `check --against REF` measures, and how to name it: the merge-base of REF and
-/// HEAD (what the branch started from, so that commits REF gained since do not count as the
-/// branch's changes), or REF itself with `--against-tip`. When HEAD contains REF (`HEAD`,
-/// `HEAD~1`, an ancestor branch) the two are the same commit.
-fn against_commit(root: &Path, reference: &str, tip: bool) -> Result<(String, String)> {
-    let top = crate::baseline::gitref::toplevel(root)?;
-    let commit = crate::baseline::gitref::resolve(&top, reference)?;
-    if tip {
-        return Ok((commit, reference.to_string()));
-    }
-    let base = crate::baseline::gitref::merge_base(&top, reference)?;
-    let what = if base == commit {
-        reference.to_string()
-    } else {
-        format!("the merge-base of {reference} and HEAD")
-    };
-    Ok((base, what))
-}
-
-fn save_candidate(head: &RunResults, args: &CheckArgs) -> Result<()> {
-    if let Some(path) = &args.save_results {
-        head.save(path, Overwrite::Allow)
-            .with_context(|| format!("cannot write results to {}", path.display()))?;
-    }
-    Ok(())
-}
-
+/// `kgate compare BASE HEAD`.
 fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
-    let root = match config_path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
+    let options = gate::CompareOptions {
+        base: args.base,
+        head: args.head,
+        alpha: args.alpha,
+        baseline_ref: args.baseline_ref,
+        allow_fingerprint_mismatch: args.allow_fingerprint_mismatch,
+        history: args.history,
+        full_evidence: args.report.view.full_evidence,
     };
-    // The configuration's gate policy applies only when one is named explicitly or present.
-    let gate = if config_path.exists() {
-        Some(load_config(config_path)?.config.gate)
-    } else {
-        None
-    };
-    let mut policy = gate.as_ref().map(ComparePolicy::from).unwrap_or_default();
-    if let Some(alpha) = args.alpha {
-        if !(alpha > 0.0 && alpha < 0.5) {
-            bail!(
-                "--alpha {alpha} is not a usable significance level; use a value between 0 and 0.5, such as 0.01"
-            );
-        }
-        policy.alpha = alpha;
-    }
-    let allowance = scale::allowance(
-        args.allow_fingerprint_mismatch,
-        gate.as_ref().is_some_and(|g| g.allow_fingerprint_mismatch),
-    );
-    let fail_on_inconclusive = gate.as_ref().is_some_and(|g| g.fail_on_inconclusive);
-    let base = match &args.baseline_ref {
-        Some(reference) => scale::baseline_at_ref(&root, &args.base, reference)?,
-        None => RunResults::load(&args.base)?,
-    };
-    let head = RunResults::load(&args.head)?;
-    let history = load_history(&args.history)?;
-    let design = if history.is_empty() {
-        Design::Files
-    } else {
-        Design::StoredBaseline
-    };
-    let mut report = compare::compare_with_history(&base, &head, &history, &policy, design);
-    scale::check_environments(&base, &head, allowance, &mut report.warnings)?;
-    scale::apply_waivers(&root, &mut report)?;
-    if args.report.view.full_evidence {
-        report.evidence = Some(Evidence::from_runs(Some(&base), &head));
-    } else {
-        report.attach_bounded_evidence(Some(&base), &head);
-    }
-    let status = emit_report(&report, &args.report, fail_on_inconclusive)?;
-    // A benchmark that failed on either side is an error, as in `check`.
-    let failures = ExitStatus::combine(report_failures(&base), report_failures(&head));
-    Ok(ExitStatus::combine(failures, status))
-}
-
-/// Earlier jobs' results for the prediction-interval model.
-fn load_history(paths: &[std::path::PathBuf]) -> Result<Vec<RunResults>> {
-    paths
-        .iter()
-        .map(|p| {
-            RunResults::load(p).with_context(|| format!("cannot read history file {}", p.display()))
-        })
-        .collect()
+    let compared = gate::compare_files(config_path, &options, &mut say)?;
+    emit_checked(&compared, None, &args.report, false)
 }
 
 /// `kgate calibrate`: the work tree interleaved against itself, then the noise table.
 fn calibrate(config_path: &Path, args: CalibrateArgs) -> Result<u8> {
     let loaded = load_config(config_path)?;
     let policy = ComparePolicy::from(&loaded.config.gate);
-    github::refuse_untrusted_run(&loaded.root)?;
+    crate::github::refuse_untrusted_run(&loaded.root)?;
     let plan = Plan::new(&loaded.config, &overrides(&args.selection))?;
     let mut progress = progress::for_stderr(args.selection.no_progress);
     let side = |label| Revision {
@@ -806,7 +437,7 @@ fn calibrate(config_path: &Path, args: CalibrateArgs) -> Result<u8> {
         label: Some(label),
     };
     let (a, b) = runner::run_interleaved(&plan, &side("A"), &side("B"), progress.as_mut())?;
-    let failures = ExitStatus::combine(report_failures(&a), report_failures(&b));
+    let failures = ExitStatus::combine(report_failures(&a, None), report_failures(&b, None));
     let calibration = crate::compare::calibrate::analyse(&a, &b, &policy);
     let text = match args.format {
         CalibrateFormat::Table => crate::compare::calibrate::render_table(&calibration),
@@ -816,11 +447,139 @@ fn calibrate(config_path: &Path, args: CalibrateArgs) -> Result<u8> {
             s
         }
     };
-    match &args.output {
-        Some(path) => fsutil::write_atomic(path, text.as_bytes(), Overwrite::Allow)?,
-        None => write_stdout(&text)?,
-    }
+    let output = args.output.as_deref().unwrap_or(Path::new("-"));
+    fsutil::write_atomic(output, text.as_bytes(), Overwrite::Allow)?;
     Ok(failures)
+}
+
+/// `kgate baseline update`: the change of every median shown, then the baseline replaced once
+/// confirmed.
+fn baseline_update(
+    loaded: &LoadedConfig,
+    args: &BaselineUpdateArgs,
+    fresh: &RunResults,
+) -> Result<u8> {
+    let path = baseline::resolve(&loaded.root, &args.name)?;
+    let old = if path.exists() {
+        Some(RunResults::load(&path).context("cannot read the stored baseline")?)
+    } else {
+        None
+    };
+    let diff = baseline::median_diff(old.as_ref(), fresh, &args.name);
+    if diff.is_empty() && old.as_ref() == Some(fresh) {
+        eprintln!(
+            "baseline `{}` is already these results; nothing to do",
+            args.name
+        );
+        return Ok(ExitStatus::PASS);
+    }
+    if diff.is_empty() {
+        println!("medians unchanged (samples and environment differ)");
+    } else {
+        print!("{diff}");
+    }
+    if !args.yes {
+        if !std::io::stdin().is_terminal() {
+            bail!(
+                "not replacing baseline `{}` without confirmation; review the diff above and rerun with --yes",
+                args.name
+            );
+        }
+        eprint!("write {}? [y/N] ", path.display());
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            eprintln!("left unchanged");
+            return Ok(ExitStatus::PASS);
+        }
+    }
+    fresh
+        .save(&path, Overwrite::Allow)
+        .with_context(|| format!("cannot write baseline {}", path.display()))?;
+    eprintln!("updated baseline `{}` ({})", args.name, path.display());
+    Ok(ExitStatus::PASS)
+}
+
+/// `kgate history`: the keys, results recorded, or the series written as text, JSON or the
+/// HTML dashboard.
+fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
+    if let Some(HistoryAction::Record { files }) = &args.action {
+        gate::record_history(root, files, &mut say)?;
+        return Ok(ExitStatus::PASS);
+    }
+    if args.key.as_deref() == Some("list") {
+        for k in baseline::history::keys(root) {
+            println!("{k}");
+        }
+        return Ok(ExitStatus::PASS);
+    }
+    let format = match (args.format, args.json) {
+        (Some(f), _) => f,
+        (None, true) => HistoryFormat::Json,
+        (None, false) => HistoryFormat::Text,
+    };
+    let options = gate::HistoryOptions {
+        key: args.key.clone(),
+        bench: args.bench.clone(),
+        metric: args.metric.clone(),
+        commit_order: format == HistoryFormat::Html,
+        repo_url: args.repo_url.clone(),
+    };
+    let found = gate::history(root, &options, &mut say)?;
+    if args.max_charts.is_some() && format != HistoryFormat::Html {
+        bail!("--max-charts sets how many charts the HTML page draws; add --format html");
+    }
+    let (key, series) = (&found.key, &found.series);
+    let path = args.output.as_deref().unwrap_or(Path::new("-"));
+    let written = match format {
+        HistoryFormat::Json => fsutil::write_atomic_with(path, Overwrite::Allow, |to| {
+            render::history::write_history_json(key, series, to)
+        }),
+        HistoryFormat::Text => {
+            let text = render::history::history_text(key, found.runs, &found.settings, series);
+            fsutil::write_atomic(path, text.as_bytes(), Overwrite::Allow)
+        }
+        HistoryFormat::Html => {
+            if found.repo_url.is_none() {
+                eprintln!(
+                    "note: the repository's web address is not known (no --repo-url, no GITHUB_REPOSITORY or CI_PROJECT_URL, no GitHub or GitLab `origin` remote); the page does not link to commits"
+                );
+            }
+            let mut notes = found.notes.clone();
+            for n in &mut notes {
+                eprintln!("note: {n}");
+                *n = format!("{}{}", n[..1].to_uppercase(), &n[1..]);
+            }
+            let max_charts = match args
+                .max_charts
+                .unwrap_or(render::history::DEFAULT_MAX_CHARTS)
+            {
+                0 => None,
+                n => Some(n),
+            };
+            let url = found.repo_url.as_deref();
+            let written = fsutil::write_atomic_with(path, Overwrite::Allow, |to| {
+                render::history::write_history_page(to, key, series, url, &notes, max_charts)
+            });
+            let charted = max_charts.map_or(series.len(), |n| n.min(series.len()));
+            if charted < series.len() {
+                eprintln!(
+                    "note: {charted} of {} series charted, the rest summarised in a table (`--max-charts 0` charts them all)",
+                    series.len()
+                );
+            }
+            written
+        }
+    };
+    written.with_context(|| format!("cannot write the history to {}", path.display()))?;
+    if let Some(p) = &args.output {
+        eprintln!(
+            "wrote the history of {key} ({}) to {}",
+            count(series.len(), "metric", "metrics"),
+            p.display()
+        );
+    }
+    Ok(ExitStatus::PASS)
 }
 
 /// `kgate report FILE`: renders a stored JSON report again. The exit status is 0 whatever the
@@ -866,6 +625,11 @@ pub fn error_text(err: &anyhow::Error) -> String {
 
 /// Whether an error chain holds an interruption.
 pub fn is_interruption(err: &anyhow::Error) -> bool {
-    err.chain()
-        .any(|c| matches!(c.downcast_ref::<RunError>(), Some(RunError::Interrupted)))
+    err.chain().any(|c| {
+        matches!(c.downcast_ref::<RunError>(), Some(RunError::Interrupted))
+            || matches!(
+                c.downcast_ref::<gate::GateError>(),
+                Some(gate::GateError::Run(RunError::Interrupted))
+            )
+    })
 }

@@ -1,5 +1,6 @@
-//! The history dashboard: one offline HTML page with a chart per benchmark and metric over the
-//! recorded jobs (`kgate history --format html`), for publishing on GitHub Pages.
+//! `kgate history`'s outputs: text and JSON of each metric's recorded jobs with the change
+//! points found in them, and the dashboard: one offline HTML page with a chart per benchmark
+//! and metric over the recorded jobs (`--format html`), for publishing on GitHub Pages.
 //!
 //! Like the HTML report it is one file with no scripts, fonts or style sheets from elsewhere:
 //! the charts are `plotters` SVG inlined in the page. Each job is a point at its median, coloured
@@ -15,13 +16,14 @@ use std::io::Write;
 use plotters::prelude::*;
 
 use crate::baseline::history::JobSummary;
+use crate::model::text::escape_terminal;
 use crate::model::units::{format_change, format_value};
 use crate::model::verdict::Verdict;
 use crate::render::escape::escape_html;
 use crate::render::html::{BASE_COLOR, HEAD_COLOR, STYLE, draw_svg, padded_range, plot_label};
 use crate::render::markdown_details::display_unit;
 use crate::render::strip::css;
-use crate::stats::changepoint::ChangePoint;
+use crate::stats::changepoint::{ChangePoint, Settings};
 
 const WIDTH: u32 = 900;
 const HEIGHT: u32 = 300;
@@ -31,13 +33,13 @@ const CHANGE_POINT: RGBColor = RGBColor(0x7b, 0x3f, 0xb5);
 /// The MDE band, drawn opaque so a screenshot shows one colour.
 const BAND: RGBColor = RGBColor(0xd5, 0xe4, 0xf0);
 
-/// One chart: a benchmark's metric over the recorded jobs, oldest first, and the change points
-/// found in its medians.
-pub struct HistoryChart<'a> {
-    pub benchmark: &'a str,
-    pub metric: &'a str,
-    pub jobs: &'a [JobSummary],
-    pub change_points: &'a [ChangePoint],
+/// One metric's history: a benchmark's metric over the recorded jobs, oldest first, and the
+/// change points found in its medians.
+pub struct MetricHistory {
+    pub benchmark: String,
+    pub metric: String,
+    pub jobs: Vec<JobSummary>,
+    pub change_points: Vec<ChangePoint>,
 }
 
 /// How many series a dashboard charts unless told otherwise (`kgate history --max-charts`). A
@@ -55,7 +57,7 @@ pub const DEFAULT_MAX_CHARTS: usize = 100;
 pub fn write_history_page(
     to: &mut dyn Write,
     key: &str,
-    charts: &[HistoryChart],
+    charts: &[MetricHistory],
     repo_url: Option<&str>,
     notes: &[String],
     max_charts: Option<usize>,
@@ -119,12 +121,12 @@ pub fn write_history_page(
 /// Which of `charts` get a chart under a cap of `max_charts`: every one when they fit;
 /// otherwise the series that changed first (a latest job that did not pass, or a change point,
 /// the largest change first), then the rest in page order. The page keeps its order.
-fn charted_series(charts: &[HistoryChart], max_charts: Option<usize>) -> Vec<bool> {
+fn charted_series(charts: &[MetricHistory], max_charts: Option<usize>) -> Vec<bool> {
     let max = max_charts.unwrap_or(usize::MAX);
     if charts.len() <= max {
         return vec![true; charts.len()];
     }
-    let latest_not_passed = |c: &HistoryChart| {
+    let latest_not_passed = |c: &MetricHistory| {
         c.jobs.last().is_some_and(|j| {
             matches!(
                 j.verdict,
@@ -132,7 +134,7 @@ fn charted_series(charts: &[HistoryChart], max_charts: Option<usize>) -> Vec<boo
             )
         })
     };
-    let largest_change = |c: &HistoryChart| {
+    let largest_change = |c: &MetricHistory| {
         c.change_points
             .iter()
             .map(|p| p.relative_change.abs())
@@ -159,7 +161,7 @@ fn charted_series(charts: &[HistoryChart], max_charts: Option<usize>) -> Vec<boo
 /// and its change points.
 fn write_uncharted_table(
     to: &mut dyn Write,
-    charts: &[HistoryChart],
+    charts: &[MetricHistory],
     charted: &[bool],
 ) -> std::io::Result<()> {
     to.write_all(b"<section class=\"chart\">\n<h2>Series not charted</h2>\n<table>\n<tr><th>benchmark / metric</th><th>jobs</th><th>latest median</th><th>first to latest</th><th>change points</th><th>latest verdict</th></tr>\n")?;
@@ -225,7 +227,7 @@ fn short(commit: Option<&str>) -> &str {
 
 /// The median of the jobs before `i` since the last change point at or before `i`: what a job's
 /// MDE is measured from.
-fn reference(c: &HistoryChart, i: usize) -> f64 {
+fn reference(c: &MetricHistory, i: usize) -> f64 {
     let start = c
         .change_points
         .iter()
@@ -239,7 +241,7 @@ fn reference(c: &HistoryChart, i: usize) -> f64 {
         .unwrap_or(c.jobs[i].summary.median)
 }
 
-fn chart_section(c: &HistoryChart, repo_url: Option<&str>) -> String {
+fn chart_section(c: &MetricHistory, repo_url: Option<&str>) -> String {
     let unit = c.jobs.last().map(|j| j.unit.as_str()).unwrap_or("");
     let title = format!("{} / {}", c.benchmark, c.metric);
     let mut s = format!(
@@ -254,7 +256,7 @@ fn chart_section(c: &HistoryChart, repo_url: Option<&str>) -> String {
         s.push_str("<p>No change point.</p>\n");
     } else {
         s.push_str("<ul>\n");
-        for p in c.change_points {
+        for p in &c.change_points {
             let job = &c.jobs[p.index];
             s.push_str(&format!(
                 "<li>change point at job {} (<code>{}</code>): {} (p = {})</li>\n",
@@ -289,7 +291,7 @@ fn chart_section(c: &HistoryChart, repo_url: Option<&str>) -> String {
 
 /// The chart's SVG with its points as links. Points are drawn by hand after plotters has drawn
 /// the axes, band, line and change points, because plotters' SVG backend has no links.
-fn chart_svg(c: &HistoryChart, unit: &str, repo_url: Option<&str>) -> Option<String> {
+fn chart_svg(c: &MetricHistory, unit: &str, repo_url: Option<&str>) -> Option<String> {
     let n = c.jobs.len();
     let typical = c.jobs.last()?.summary.median;
     let (factor, shown_unit) = display_unit(unit, typical);
@@ -336,7 +338,7 @@ fn chart_svg(c: &HistoryChart, unit: &str, repo_url: Option<&str>) -> Option<Str
                 ))
             }))
             .ok()?;
-        for p in c.change_points {
+        for p in &c.change_points {
             let x = p.index as f64 - 0.5;
             chart
                 .draw_series(LineSeries::new(
@@ -408,6 +410,149 @@ fn chart_svg(c: &HistoryChart, unit: &str, repo_url: Option<&str>) -> Option<Str
     Some(format!("{}{marks}{}", &svg[..end], &svg[end..]))
 }
 
+/// `kgate history --format json`, its keys in alphabetical order (as the document has always
+/// had them). Serialised from the histories as they are, straight into the output: building a
+/// `serde_json::Value` of every run first held four times the output in memory and took half
+/// as long again.
+#[derive(serde::Serialize)]
+struct HistoryJson<'a> {
+    key: &'a str,
+    #[serde(serialize_with = "metric_histories_json")]
+    metrics: &'a [MetricHistory],
+}
+
+#[derive(serde::Serialize)]
+struct MetricHistoryJson<'a> {
+    benchmark: &'a str,
+    change_points: Vec<ChangePointJson<'a>>,
+    metric: &'a str,
+    #[serde(serialize_with = "runs_json")]
+    runs: &'a [JobSummary],
+    unit: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct RunJson<'a> {
+    commit: &'a Option<String>,
+    created: &'a str,
+    mde: Option<f64>,
+    median: f64,
+    n: usize,
+    verdict: Option<Verdict>,
+}
+
+#[derive(serde::Serialize)]
+struct ChangePointJson<'a> {
+    commit: &'a Option<String>,
+    created: &'a str,
+    index: usize,
+    p_value: f64,
+    relative_change: f64,
+}
+
+fn metric_histories_json<S: serde::Serializer>(
+    out: &&[MetricHistory],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(out.iter().map(|h| {
+        MetricHistoryJson {
+            benchmark: &h.benchmark,
+            change_points: (h.change_points.iter())
+                .map(|p| ChangePointJson {
+                    commit: &h.jobs[p.index].commit,
+                    created: &h.jobs[p.index].created,
+                    index: p.index,
+                    p_value: p.p_value,
+                    relative_change: p.relative_change,
+                })
+                .collect(),
+            metric: &h.metric,
+            runs: &h.jobs,
+            unit: h.jobs.last().map_or("", |s| s.unit.as_str()),
+        }
+    }))
+}
+
+fn runs_json<S: serde::Serializer>(
+    series: &&[JobSummary],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(series.iter().map(|s| RunJson {
+        commit: &s.commit,
+        created: &s.created,
+        mde: s.mde,
+        median: s.summary.median,
+        n: s.summary.n,
+        verdict: s.verdict,
+    }))
+}
+
+/// Writes [`HistoryJson`] of `out`, indented, with a final newline.
+pub fn write_history_json(
+    key: &str,
+    out: &[MetricHistory],
+    to: &mut dyn Write,
+) -> std::io::Result<()> {
+    let mut buffer = crate::store::fsutil::serializer_buffer(to);
+    serde_json::to_writer_pretty(&mut buffer, &HistoryJson { key, metrics: out })?;
+    buffer.write_all(b"\n")?;
+    buffer.flush()
+}
+
+/// `kgate history`'s text: each metric's jobs (time, commit, median, n, verdict), its change
+/// points marked.
+pub fn history_text(key: &str, runs: usize, settings: &Settings, out: &[MetricHistory]) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    let _ = writeln!(
+        text,
+        "history of {key}: {runs} runs (change points: E-divisive means, permutation test, {} shuffles, seed {:#x}, p ≤ {})",
+        settings.permutations, settings.seed, settings.max_p
+    );
+    for h in out {
+        let (series, points) = (&h.jobs, &h.change_points);
+        let _ = writeln!(
+            text,
+            "\n{} / {}: {} runs",
+            escape_terminal(&h.benchmark),
+            escape_terminal(&h.metric),
+            series.len()
+        );
+        for (i, s) in series.iter().enumerate() {
+            let commit = s.commit.as_deref().map_or("-", |c| {
+                c.char_indices().nth(12).map_or(c, |(i, _)| &c[..i])
+            });
+            let commit = escape_terminal(commit);
+            let mark = points
+                .iter()
+                .find(|p| p.index == i)
+                .map(|p| {
+                    format!(
+                        "  ◀ change point: {} (p = {})",
+                        format_change(p.relative_change),
+                        crate::compare::format_p(p.p_value)
+                    )
+                })
+                .unwrap_or_default();
+            let verdict = s
+                .verdict
+                .map(|v| format!("  {}", v.as_str()))
+                .unwrap_or_default();
+            let _ = writeln!(
+                text,
+                "  {}  {commit}  {:>12}  n={}{verdict}{mark}",
+                s.created,
+                format_value(s.summary.median, &s.unit),
+                s.summary.n
+            );
+        }
+        if points.is_empty() {
+            let _ = writeln!(text, "  no change point");
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,11 +599,11 @@ mod tests {
         let latest_regressed = [job(1.0, None), job(1.0, Some(Verdict::Regressed))];
         let small = [point(0.02)];
         let large = [point(-0.30)];
-        let chart = |jobs, change_points| HistoryChart {
-            benchmark: "b",
-            metric: "m",
-            jobs,
-            change_points,
+        let chart = |jobs: &[JobSummary], change_points: &[ChangePoint]| MetricHistory {
+            benchmark: "b".into(),
+            metric: "m".into(),
+            jobs: jobs.to_vec(),
+            change_points: change_points.to_vec(),
         };
         let charts = [
             chart(&quiet, &[]),
