@@ -34,6 +34,8 @@ seeds() {
     import_proton) add "$corpus/proton" tests/fixtures/proton ;;
     import_gbench) add "$corpus/gbench" tests/fixtures/gbench ;;
     import_nvbench) add fuzz/seeds/nvbench ;;
+    import_kernelbench) add tests/fixtures/kernelbench ;;
+    import_cutlass) add tests/fixtures/cutlass ;;
     import_pytest_benchmark) add "$corpus/pytest_benchmark" ;;
     import_hyperfine) add "$corpus/hyperfine" ;;
     import_criterion) add tests/fixtures/criterion ;;

@@ -1,0 +1,5 @@
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    (kgate_fuzz::by_target("import_kernelbench").expect("a known target"))(data);
+});
