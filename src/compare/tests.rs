@@ -919,3 +919,39 @@ fn across_environments_only_deterministic_counts_gate() {
     let r = compare(&base, &head, &same_job, Design::Interleaved);
     assert_eq!(r.verdict, RunVerdict::Regressed);
 }
+
+#[test]
+fn a_waived_regression_keeps_the_note_on_changed_parameters() {
+    let with = |values: &[f64], launches: &str| {
+        let mut b = bench("k", samples(values, 0.01));
+        b.parameters.insert("launches".into(), launches.into());
+        b
+    };
+    let base = run(vec![with(&BASE, "68")]);
+    let head = run(vec![with(&NEW, "60")]);
+    let mut r = compare(&base, &head, &ComparePolicy::default(), Design::Files);
+    assert_eq!(r.benchmarks[0].verdict, Verdict::Regressed);
+    let waivers = crate::compare::waivers::parse(
+        "waivers:\n  - benchmark: k\n    reason: known\n    expires: 2999-01-01\n",
+        "waivers.yaml",
+    )
+    .unwrap();
+    let clock = crate::compare::waivers::Clock {
+        today: "2026-12-07".into(),
+        repo: None,
+    };
+    crate::compare::waivers::apply(&mut r, &waivers, &clock);
+    let k = &r.benchmarks[0];
+    assert_ne!(k.verdict, Verdict::Regressed, "{}", k.explanation);
+    assert!(
+        k.explanation.contains("(waived: known)"),
+        "{}",
+        k.explanation
+    );
+    assert_eq!(
+        k.changed_parameters(),
+        Some("parameters that differ from the baseline: launches 68 → 60"),
+        "{}",
+        k.explanation
+    );
+}

@@ -350,6 +350,11 @@ impl<'w> Active<'w> {
             } else {
                 notes.join("; ")
             };
+        // The note on parameters that differ stays with the benchmark, waived or not.
+        let explanation = match b.changed_parameters() {
+            Some(note) => format!("{}. {note}", explanation.trim_end_matches('.')),
+            None => explanation,
+        };
         b.verdict = verdict;
         b.explanation = explanation;
         verdict != Verdict::Regressed
