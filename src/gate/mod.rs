@@ -1,9 +1,9 @@
 //! The pipeline's commands as library functions: `check`, `compare`, `import`, `merge` and
 //! `history` each take a plain options struct, run the stages in order and return what they
-//! found (results, a report, a history) as values; [`ci`] posts a report from a CI job. Nothing here parses a flag, prints or writes
-//! an output: the lines a person reads while the work goes on (what is measured, skipped,
-//! recorded) go to a `say` callback, and the CLI writes the outcome, as hyperfine's and
-//! ripgrep's binaries are thin over their libraries.
+//! found (results, a report, a history) as values; [`ci`] posts a report from a CI job.
+//! Nothing here parses a flag, prints or writes an output: the lines a person reads while the
+//! work goes on (what is measured, skipped, recorded) go to a `say` callback, and the CLI
+//! writes the outcome, as hyperfine's and ripgrep's binaries are thin over their libraries.
 
 mod check;
 pub mod ci;
