@@ -92,6 +92,9 @@ pub enum Commands {
     /// Compare two result files.
     Compare(CompareArgs),
     /// Build results from files produced elsewhere.
+    #[command(
+        after_long_help = "Correctness: where a format records a check of the kernel's answers (the protocol's `{\"correct\": false, \"detail\": …}` line, CUTLASS's `Disposition`, KernelBench's `correctness`), each benchmark's results carry it; compared, a candidate that failed its check is `incorrect` whatever its speed, and the run exits 1. A build that failed (KernelBench `compiled: false`, a CUTLASS `Status` other than `success`) is `failed`, exit 2.\n\nSummaries: nvbench and KernelBench store a mean with its standard deviation and count, not samples; compared, such a metric is tested with Welch's test on those summaries. Formats: docs/accelerators.md."
+    )]
     Import(ImportArgs),
     /// Render a stored JSON report again in another format, without re-running anything.
     Report(RenderArgs),
