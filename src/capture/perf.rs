@@ -15,6 +15,8 @@
 
 use std::path::Path;
 
+pub use super::valgrind::ParseError;
+use super::valgrind::err;
 use crate::model::metric::Source;
 
 /// One counter of one `perf stat` block.
@@ -87,21 +89,6 @@ impl Block {
             "perf counter `{}` is {runs}; perf states a spread of ± {pct} %{absolute}",
             counter.event
         ))
-    }
-}
-
-/// A line that could not be read; `line` is 1-based.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("line {line}: {message}")]
-pub struct ParseError {
-    pub line: usize,
-    pub message: String,
-}
-
-fn err(line: usize, message: impl Into<String>) -> ParseError {
-    ParseError {
-        line,
-        message: message.into(),
     }
 }
 

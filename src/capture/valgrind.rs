@@ -74,7 +74,8 @@ impl Profile {
     }
 }
 
-/// A file that is not a usable profile; `line` is 1-based (0 when the problem is the whole file).
+/// A line of perf or Valgrind output that could not be read; `line` is 1-based (0 when the
+/// problem is the whole file).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("line {line}: {message}")]
 pub struct ParseError {

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::{ImportError, Policies, run_results};
+use super::{ImportError, Policies, content, run_results};
 use crate::capture::Collector;
 use crate::capture::device::Device;
 use crate::machine::fingerprint::Fingerprint;
@@ -152,10 +152,7 @@ impl<'p> Benchmarks<'p> {
         let direction = direction_of(metric, unit);
         self.get(name)
             .add_value(repetition, metric, unit, source, direction, value)
-            .map_err(|message| ImportError::Content {
-                path: self.file.clone(),
-                message: format!("benchmark `{name}`: {message}"),
-            })
+            .map_err(|message| content(&self.file, format!("benchmark `{name}`: {message}")))
     }
 
     /// [`Benchmarks::add`] for a metric added again and again (a column of every row of a
@@ -176,9 +173,8 @@ impl<'p> Benchmarks<'p> {
                 let found = self
                     .get(name)
                     .slot(metric, unit, source, direction_of(metric, unit))
-                    .map_err(|message| ImportError::Content {
-                        path: self.file.clone(),
-                        message: format!("benchmark `{name}`: {message}"),
+                    .map_err(|message| {
+                        content(&self.file, format!("benchmark `{name}`: {message}"))
                     })?;
                 slot.0 = Some(found);
                 found

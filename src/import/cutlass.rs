@@ -22,26 +22,17 @@ use std::path::{Path, PathBuf};
 
 use super::builder::{Benchmarks, Slot};
 use super::input::{self, TextReader};
-use super::{ImportContext, ImportError, Importer, Policies, content};
+use super::{ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
 use crate::model::results::{Correctness, Failure, FailureKind, RunResults, Status};
 
 /// `kgate import cutlass`.
-pub struct Cutlass;
-
-impl Importer for Cutlass {
-    fn name(&self) -> &'static str {
-        "cutlass"
-    }
-
-    fn help(&self) -> &'static str {
-        "CUTLASS profiler CSV (`cutlass_profiler --output=FILE.csv`)"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static CUTLASS: Importer = Importer {
+    name: "cutlass",
+    help: "CUTLASS profiler CSV (`cutlass_profiler --output=FILE.csv`)",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 /// Columns that are neither the problem nor a measurement: the profiler's own bookkeeping and
 /// what follows from the problem.

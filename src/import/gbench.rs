@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::builder::Benchmarks;
 use super::input;
 use super::input::{ArrayError, Found};
-use super::{ImportContext, ImportError, Importer, Policies, content};
+use super::{ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
@@ -108,21 +108,12 @@ pub fn strict_json(text: &str) -> Cow<'_, str> {
 }
 
 /// `kgate import gbench`.
-pub struct Gbench;
-
-impl Importer for Gbench {
-    fn name(&self) -> &'static str {
-        "gbench"
-    }
-
-    fn help(&self) -> &'static str {
-        "google/benchmark JSON"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static GBENCH: Importer = Importer {
+    name: "gbench",
+    help: "google/benchmark JSON",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 /// Imports google/benchmark JSON files. Each file's runs are recorded as serde parses them
 /// from the file's text: a parsed document of hundreds of thousands of runs would take seven

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::builder::Benchmarks;
-use super::{ImportContext, ImportError, Importer, Policies, content, input};
+use super::{ImportError, Importer, Policies, content, input};
 use crate::capture::device::Device;
 use crate::model::metric::Source;
 use crate::model::results::{Correctness, Failure, FailureKind, RunResults, Spread, Status};
@@ -32,21 +32,12 @@ use crate::model::results::{Correctness, Failure, FailureKind, RunResults, Sprea
 const SUMMARY_NOTE: &str = "KernelBench keeps a summary, not samples: kernel_time is the mean of `kernelbench.trials` timed launches, rounded by KernelBench to three significant digits, with their standard deviation (also rounded) for Welch's test; a change smaller than that rounding cannot be seen";
 
 /// `kgate import kernelbench`.
-pub struct KernelBench;
-
-impl Importer for KernelBench {
-    fn name(&self) -> &'static str {
-        "kernelbench"
-    }
-
-    fn help(&self) -> &'static str {
-        "KernelBench eval_results.json or baseline_time_*.json"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static KERNELBENCH: Importer = Importer {
+    name: "kernelbench",
+    help: "KernelBench eval_results.json or baseline_time_*.json",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "kernelbench");

@@ -34,27 +34,18 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
 use super::builder::{Benchmarks, Slot};
-use super::{ImportContext, ImportError, Importer, Policies, content};
+use super::{ImportError, Importer, Policies, content, read_error};
 use crate::capture::device::Device;
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
 /// `kgate import nsys`.
-pub struct Nsys;
-
-impl Importer for Nsys {
-    fn name(&self) -> &'static str {
-        "nsys"
-    }
-
-    fn help(&self) -> &'static str {
-        "Nsight Systems SQLite export (`nsys export --type sqlite`)"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies, ctx.nvtx.as_ref())
-    }
-}
+pub static NSYS: Importer = Importer {
+    name: "nsys",
+    help: "Nsight Systems SQLite export (`nsys export --type sqlite`)",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies, ctx.nvtx.as_ref()),
+};
 
 /// The first bytes of every SQLite database.
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -63,26 +54,11 @@ const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 /// the database the format reads).
 pub(super) fn open_database(path: &Path, hint: &str) -> Result<Connection, ImportError> {
     use std::io::Read;
-    let mut head = [0u8; 16];
-    let mut file = std::fs::File::open(path).map_err(|source| ImportError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let mut got = 0;
-    while got < head.len() {
-        match file.read(&mut head[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(source) => {
-                return Err(ImportError::Read {
-                    path: path.to_path_buf(),
-                    source,
-                });
-            }
-        }
-    }
-    if got < head.len() || &head != SQLITE_MAGIC {
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(16).read_to_end(&mut head))
+        .map_err(read_error(path))?;
+    if head != SQLITE_MAGIC {
         return Err(content(
             path,
             format!("is not an SQLite database (it does not begin with `SQLite format 3`); {hint}"),

@@ -34,27 +34,18 @@ use rusqlite::types::ValueRef;
 
 use super::builder::{Benchmarks, Slot};
 use super::nsys::{LaunchAttributes, columns, open_database, sql_error, tables, varying_note};
-use super::{ImportContext, ImportError, Importer, Policies, content};
+use super::{ImportError, Importer, Policies, content};
 use crate::capture::device::Device;
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
 /// `kgate import rocpd`.
-pub struct Rocpd;
-
-impl Importer for Rocpd {
-    fn name(&self) -> &'static str {
-        "rocpd"
-    }
-
-    fn help(&self) -> &'static str {
-        "rocprofv3 SQLite database (rocpd, `<pid>_results.db`)"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static ROCPD: Importer = Importer {
+    name: "rocpd",
+    help: "rocprofv3 SQLite database (rocpd, `<pid>_results.db`)",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 const HINT: &str = "pass the database `rocprofv3 --kernel-trace` writes (`<pid>_results.db`, rocpd output, the default since ROCm 7.0)";
 

@@ -16,7 +16,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
 use super::builder::Benchmarks;
-use super::{ImportError, Policies};
+use super::{ImportContext, ImportError, Policies, content};
 use crate::capture::Collector;
 use crate::capture::device::Device;
 use crate::model::metric::{Direction, Source};
@@ -197,29 +197,33 @@ impl TraceSamples {
 }
 
 /// Reads each file with `read` (each file one repetition) and builds the results. A file in
-/// which nothing matched the selection is an error carrying `nothing_matched`, which says
-/// what was looked for and how to choose otherwise; `selection` is the selection in words,
-/// for the note of a file whose counter tracks had no kernel selected beside them.
+/// which nothing matched the selection is refused, saying what was looked for (the selection,
+/// or `default_selection`, and the format's word for `counters`) and how to choose otherwise
+/// (`pid_tid`: the format's selection options).
 pub fn import_files(
     capture: &'static str,
     files: &[PathBuf],
-    policies: &Policies,
-    read: impl Fn(&Path) -> Result<TraceSamples, ImportError>,
-    nothing_matched: impl Fn() -> String,
-    selection: &str,
+    ctx: &ImportContext,
+    read: fn(&Path, &TraceSelection) -> Result<TraceSamples, ImportError>,
+    default_selection: &str,
+    (counters, pid_tid): (&str, &str),
 ) -> Result<RunResults, ImportError> {
+    let selection = ctx.selection.describe(default_selection);
     let mut per_file = Vec::with_capacity(files.len());
     for path in files {
-        let samples = read(path)?;
+        let samples = read(path, &ctx.selection)?;
         if samples.is_empty() {
-            return Err(ImportError::Content {
-                path: path.clone(),
-                message: nothing_matched(),
-            });
+            return Err(content(
+                path,
+                format!(
+                    "no kernel events or {counters} matched {selection}; choose kernels with \
+                     --kernel REGEX, --kernel-glob GLOB, {pid_tid}"
+                ),
+            ));
         }
         per_file.push((path.clone(), samples));
     }
-    build_results(capture, per_file, policies, selection)
+    build_results(capture, per_file, &ctx.policies, &selection)
 }
 
 /// The least finite value, if any.
@@ -367,12 +371,12 @@ fn build_results(
                     })?;
                 let value = value * factor;
                 if !(value.is_finite() && value >= 0.0) {
-                    return Err(ImportError::Content {
-                        path: path.clone(),
-                        message: format!(
+                    return Err(content(
+                        &path,
+                        format!(
                             "kernel `{kernel}`: estimate `{metric}` of {value} {unit} is not a finite count; the custom call's backend_config `cost_estimate` is damaged"
                         ),
-                    });
+                    ));
                 }
                 collector.push_at(slot, rep, value);
             }
@@ -393,12 +397,8 @@ fn build_results(
             let clean = durations.iter().all(|d| d.is_finite() && *d >= 0.0);
             if !(clean && factor == 1.0) {
                 for value in &durations {
-                    units::to_canonical(value * factor, "ns").map_err(|e| {
-                        ImportError::Content {
-                            path: path.clone(),
-                            message: format!("kernel `{kernel}`: {e}"),
-                        }
-                    })?;
+                    units::to_canonical(value * factor, "ns")
+                        .map_err(|e| content(&path, format!("kernel `{kernel}`: {e}")))?;
                 }
             }
             let launches = durations.len();
