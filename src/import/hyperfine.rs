@@ -14,7 +14,7 @@ use super::builder::Benchmarks;
 use super::input;
 use super::{ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
-use crate::model::results::{Failure, FailureKind, RunResults, Status};
+use crate::model::results::{FailureKind, RunResults};
 
 /// `kgate import hyperfine`.
 pub static HYPERFINE: Importer = Importer {
@@ -43,11 +43,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
 
 /// A value of the file as a message shows it: its JSON, cut after 40 characters.
 fn shown(v: &Value) -> String {
-    let text = v.to_string();
-    match text.char_indices().nth(40) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text,
-    }
+    crate::model::text::cut(&v.to_string(), 40)
 }
 
 /// The exit codes of a command that were not 0 (`null`: killed by a signal), from
@@ -166,12 +162,7 @@ fn record_result(
             )
         };
         let result = benchmarks.get(&name).result_mut();
-        result.status = Status::Failed;
-        result.failure = Some(Failure {
-            kind: FailureKind::ExitStatus,
-            message,
-            stderr_tail: String::new(),
-        });
+        result.fail(FailureKind::ExitStatus, message);
     }
     Ok(())
 }

@@ -276,6 +276,30 @@ pub fn read_json_array(
     })
 }
 
+/// A visitor's answer to a scalar, which holds nothing to read.
+macro_rules! answer_scalars {
+    ($found:expr) => {
+        fn visit_bool<X>(self, _: bool) -> Result<Self::Value, X> {
+            Ok($found)
+        }
+        fn visit_i64<X>(self, _: i64) -> Result<Self::Value, X> {
+            Ok($found)
+        }
+        fn visit_u64<X>(self, _: u64) -> Result<Self::Value, X> {
+            Ok($found)
+        }
+        fn visit_f64<X>(self, _: f64) -> Result<Self::Value, X> {
+            Ok($found)
+        }
+        fn visit_str<X>(self, _: &str) -> Result<Self::Value, X> {
+            Ok($found)
+        }
+        fn visit_unit<X>(self) -> Result<Self::Value, X> {
+            Ok($found)
+        }
+    };
+}
+
 struct DocumentReader<'k, 'f, T> {
     key: &'k str,
     each: &'f mut dyn FnMut(usize, T) -> Result<(), ImportError>,
@@ -313,29 +337,7 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for &mut DocumentReader<'_, '_, T> {
         Ok(())
     }
 
-    fn visit_bool<X>(self, _: bool) -> Result<(), X> {
-        Ok(())
-    }
-
-    fn visit_i64<X>(self, _: i64) -> Result<(), X> {
-        Ok(())
-    }
-
-    fn visit_u64<X>(self, _: u64) -> Result<(), X> {
-        Ok(())
-    }
-
-    fn visit_f64<X>(self, _: f64) -> Result<(), X> {
-        Ok(())
-    }
-
-    fn visit_str<X>(self, _: &str) -> Result<(), X> {
-        Ok(())
-    }
-
-    fn visit_unit<X>(self) -> Result<(), X> {
-        Ok(())
-    }
+    answer_scalars!(());
 }
 
 /// The value under the key: an array, whose elements go to the callback one by one;
@@ -374,29 +376,7 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for Elements<'_, '_, '_, T> {
         Ok(Found::NotAnArray)
     }
 
-    fn visit_bool<X>(self, _: bool) -> Result<Found, X> {
-        Ok(Found::NotAnArray)
-    }
-
-    fn visit_i64<X>(self, _: i64) -> Result<Found, X> {
-        Ok(Found::NotAnArray)
-    }
-
-    fn visit_u64<X>(self, _: u64) -> Result<Found, X> {
-        Ok(Found::NotAnArray)
-    }
-
-    fn visit_f64<X>(self, _: f64) -> Result<Found, X> {
-        Ok(Found::NotAnArray)
-    }
-
-    fn visit_str<X>(self, _: &str) -> Result<Found, X> {
-        Ok(Found::NotAnArray)
-    }
-
-    fn visit_unit<X>(self) -> Result<Found, X> {
-        Ok(Found::NotAnArray)
-    }
+    answer_scalars!(Found::NotAnArray);
 }
 
 pub(crate) fn not_json(path: &Path, what: &str, e: &serde_json::Error) -> ImportError {

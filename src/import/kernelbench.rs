@@ -26,7 +26,7 @@ use super::builder::Benchmarks;
 use super::{ImportError, Importer, Policies, content, input};
 use crate::capture::device::Device;
 use crate::model::metric::Source;
-use crate::model::results::{Correctness, Failure, FailureKind, RunResults, Spread, Status};
+use crate::model::results::{Correctness, FailureKind, RunResults, Spread};
 
 /// The note on every timed benchmark.
 const SUMMARY_NOTE: &str = "KernelBench keeps a summary, not samples: kernel_time is the mean of `kernelbench.trials` timed launches, rounded by KernelBench to three significant digits, with their standard deviation (also rounded) for Welch's test; a change smaller than that rounding cannot be seen";
@@ -122,16 +122,12 @@ fn evaluated(
     benchmarks.imported(name, path, 0);
     let result = benchmarks.get(name).result_mut();
     if flag("compiled") == Some(false) {
-        result.status = Status::Failed;
-        result.failure = Some(Failure {
-            kind: FailureKind::Build,
-            message: format!(
-                "KernelBench could not compile it ({})",
-                said(&["compilation_error_name", "compilation_error"])
-                    .unwrap_or_else(|| "no reason recorded".into())
-            ),
-            stderr_tail: String::new(),
-        });
+        let why = said(&["compilation_error_name", "compilation_error"]);
+        let why = why.unwrap_or_else(|| "no reason recorded".into());
+        result.fail(
+            FailureKind::Build,
+            format!("KernelBench could not compile it ({why})"),
+        );
         return Ok(());
     }
     match flag("correctness") {

@@ -90,12 +90,11 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     if benchmarks.names().is_empty()
         && let (Some(_), Some(path)) = (&version, files.first())
     {
-        return Err(ImportError::Content {
-            path: path.clone(),
-            message:
-                "holds only `ncu --version` output; pass it together with the ncu CSV it belongs to"
-                    .into(),
-        });
+        return Err(content(
+            path,
+            "holds only `ncu --version` output; pass it together with the ncu CSV it belongs to"
+                .into(),
+        ));
     }
     if let Some((v, path)) = version {
         for name in benchmarks.names().to_vec() {

@@ -73,13 +73,8 @@ pub(super) fn open_database(path: &Path, hint: &str) -> Result<Connection, Impor
 
 /// The tables and views of a database.
 pub(super) fn tables(db: &Connection, path: &Path) -> Result<BTreeSet<String>, ImportError> {
-    let read = || -> rusqlite::Result<BTreeSet<String>> {
-        let mut statement =
-            db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")?;
-        let names = statement.query_map([], |row| row.get::<_, String>(0))?;
-        names.collect()
-    };
-    read().map_err(|e| sql_error(path, &e))
+    let sql = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')";
+    names(db, path, sql, [])
 }
 
 /// The columns of a table or view.
@@ -88,9 +83,19 @@ pub(super) fn columns(
     path: &Path,
     table: &str,
 ) -> Result<BTreeSet<String>, ImportError> {
+    names(db, path, "SELECT name FROM pragma_table_info(?1)", [table])
+}
+
+/// The names a query of one text column gives.
+fn names(
+    db: &Connection,
+    path: &Path,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<BTreeSet<String>, ImportError> {
     let read = || -> rusqlite::Result<BTreeSet<String>> {
-        let mut statement = db.prepare("SELECT name FROM pragma_table_info(?1)")?;
-        let names = statement.query_map([table], |row| row.get::<_, String>(0))?;
+        let mut statement = db.prepare(sql)?;
+        let names = statement.query_map(params, |row| row.get::<_, String>(0))?;
         names.collect()
     };
     read().map_err(|e| sql_error(path, &e))

@@ -365,10 +365,7 @@ fn build_results(
             for (_, metric, value, unit) in estimates.iter().filter(|(k, ..)| *k == kernel) {
                 let (slot, factor) = collector
                     .slot(metric, unit, Source::Estimate, Direction::Lower)
-                    .map_err(|message| ImportError::Content {
-                        path: path.clone(),
-                        message,
-                    })?;
+                    .map_err(|message| content(&path, message))?;
                 let value = value * factor;
                 if !(value.is_finite() && value >= 0.0) {
                     return Err(content(
@@ -388,10 +385,7 @@ fn build_results(
             // One lookup per kernel, not per launch: a trace holds millions of launches.
             let (slot, factor) = collector
                 .slot(KERNEL_TIME, "ns", Source::Timer, Direction::default())
-                .map_err(|message| ImportError::Content {
-                    path: path.clone(),
-                    message,
-                })?;
+                .map_err(|message| content(&path, message))?;
             // A duration that overflowed on its way to nanoseconds, or a negative one, would
             // make a results file no later command reads (or a meaningless time).
             let clean = durations.iter().all(|d| d.is_finite() && *d >= 0.0);
