@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::input;
-use super::input::{ArrayError, Found};
+use super::input::{ArrayError, Found, answer_scalars};
 use super::{ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
@@ -201,16 +201,12 @@ fn record_run(
             (Some(message), _) | (None, Some(message)) => message.as_deref(),
             (None, None) => None,
         };
+        let message = format!(
+            "google/benchmark reported: {}",
+            message.unwrap_or("error_occurred")
+        );
         let result = benchmarks.get(&name).result_mut();
-        result.status = crate::model::results::Status::Failed;
-        result.failure = Some(crate::model::results::Failure {
-            kind: crate::model::results::FailureKind::ExitStatus,
-            message: format!(
-                "google/benchmark reported: {}",
-                message.unwrap_or("error_occurred")
-            ),
-            stderr_tail: String::new(),
-        });
+        result.fail(crate::model::results::FailureKind::ExitStatus, message);
         return Ok(None);
     }
     let unit = run.time_unit.as_deref().unwrap_or("ns");
@@ -425,24 +421,7 @@ impl<'de> Deserialize<'de> for Run {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(Run::default())
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Run, E> {
-                Ok(Run::default())
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Run, E> {
-                Ok(Run::default())
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Run, E> {
-                Ok(Run::default())
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Run, E> {
-                Ok(Run::default())
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Run, E> {
-                Ok(Run::default())
-            }
-            fn visit_unit<E>(self) -> Result<Run, E> {
-                Ok(Run::default())
-            }
+            answer_scalars!(Run::default());
         }
         deserializer.deserialize_any(RunVisitor)
     }

@@ -300,6 +300,8 @@ macro_rules! answer_scalars {
     };
 }
 
+pub(super) use answer_scalars;
+
 struct DocumentReader<'k, 'f, T> {
     key: &'k str,
     each: &'f mut dyn FnMut(usize, T) -> Result<(), ImportError>,

@@ -67,28 +67,25 @@ impl TraceSelection {
         pid: Option<String>,
         tid: Option<String>,
     ) -> Result<TraceSelection, SelectionError> {
+        let invalid = |option| {
+            move |e: &dyn std::fmt::Display| SelectionError {
+                option,
+                message: e.to_string(),
+            }
+        };
         let regexes = if regexes.is_empty() {
             None
         } else {
-            Some(RegexSet::new(regexes).map_err(|e| SelectionError {
-                option: "--kernel",
-                message: e.to_string(),
-            })?)
+            Some(RegexSet::new(regexes).map_err(|e| invalid("--kernel")(&e))?)
         };
         let globs = if globs.is_empty() {
             None
         } else {
             let mut builder = GlobSetBuilder::new();
             for g in globs {
-                builder.add(Glob::new(g).map_err(|e| SelectionError {
-                    option: "--kernel-glob",
-                    message: e.to_string(),
-                })?);
+                builder.add(Glob::new(g).map_err(|e| invalid("--kernel-glob")(&e))?);
             }
-            Some(builder.build().map_err(|e| SelectionError {
-                option: "--kernel-glob",
-                message: e.to_string(),
-            })?)
+            Some(builder.build().map_err(|e| invalid("--kernel-glob")(&e))?)
         };
         Ok(TraceSelection {
             regexes,
