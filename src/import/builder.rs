@@ -190,6 +190,14 @@ impl<'p> Benchmarks<'p> {
         result.repetitions = result.repetitions.max(repetitions);
     }
 
+    /// Adds `note` to benchmark `name`'s provenance, once.
+    pub fn note(&mut self, name: &str, note: String) {
+        let notes = &mut self.get(name).result_mut().provenance.notes;
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+    }
+
     /// Records a provenance detail on benchmark `name`.
     pub fn detail(&mut self, name: &str, key: &str, value: &str) {
         self.get(name)

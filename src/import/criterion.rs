@@ -191,10 +191,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         }
         benchmarks.imported(&name, &path, start + n);
         if let Some(note) = note {
-            let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
-            if !notes.contains(&note) {
-                notes.push(note);
-            }
+            benchmarks.note(&name, note);
         }
         for key in ["mean", "median", "slope"] {
             if let (Some(p), Some(lo), Some(hi), Some(level)) = (

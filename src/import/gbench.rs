@@ -235,10 +235,7 @@ fn record_run(
             "user counter {} carries no unit in google/benchmark's JSON (nor its flags, such as `kIsRate`): recorded without a unit, lower is better; list it under `metrics` with `direction: higher` if it is a rate",
             unplaced.join(", ")
         );
-        let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
-        if !notes.contains(&note) {
-            notes.push(note);
-        }
+        benchmarks.note(&name, note);
     }
     *rep += 1;
     let n = *rep;

@@ -165,8 +165,7 @@ fn evaluated(
             let why = said(&["error_during_performance"])
                 .map(|e| format!(" ({e})"))
                 .unwrap_or_default();
-            result_note(
-                benchmarks,
+            benchmarks.note(
                 name,
                 format!(
                     "KernelBench did not time this sample (`runtime` −1){why}: nothing was measured"
@@ -216,14 +215,6 @@ fn timed(
             _ => None,
         };
     }
-    result_note(benchmarks, name, SUMMARY_NOTE.to_string());
+    benchmarks.note(name, SUMMARY_NOTE.to_string());
     Ok(())
-}
-
-/// Adds `note` to benchmark `name` once.
-fn result_note(benchmarks: &mut Benchmarks<'_>, name: &str, note: String) {
-    let notes = &mut benchmarks.get(name).result_mut().provenance.notes;
-    if !notes.contains(&note) {
-        notes.push(note);
-    }
 }

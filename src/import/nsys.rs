@@ -552,16 +552,18 @@ fn export_version(db: &Connection, tables: &BTreeSet<String>) -> Option<String> 
         .iter()
         .filter(|t| tables.contains(**t))
         .find_map(|t| {
-            db.query_row(
-                &format!("SELECT value FROM {t} WHERE name = 'EXPORT_PRODUCT_VERSION'"),
-                [],
-                |row| row.get::<_, Option<String>>(0),
-            )
-            .ok()
-            .flatten()
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
+            let sql = format!("SELECT value FROM {t} WHERE name = 'EXPORT_PRODUCT_VERSION'");
+            one_text(db, &sql, [])
         })
+}
+
+/// The text a query of one value gives, trimmed; none when it is empty or the query fails.
+fn one_text(db: &Connection, sql: &str, params: impl rusqlite::Params) -> Option<String> {
+    db.query_row(sql, params, |row| row.get::<_, Option<String>>(0))
+        .ok()
+        .flatten()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
 }
 
 /// A property of `TARGET_INFO_SYSTEM_ENV`.
@@ -569,15 +571,8 @@ fn system_env(db: &Connection, tables: &BTreeSet<String>, name: &str) -> Option<
     if !tables.contains("TARGET_INFO_SYSTEM_ENV") {
         return None;
     }
-    db.query_row(
-        "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = ?1",
-        [name],
-        |row| row.get::<_, Option<String>>(0),
-    )
-    .ok()
-    .flatten()
-    .map(|v| v.trim().to_string())
-    .filter(|v| !v.is_empty())
+    let sql = "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = ?1";
+    one_text(db, sql, [name])
 }
 
 /// The NVTX ranges whose name matches `--nvtx`: push/pop ranges by thread, start/end ranges by

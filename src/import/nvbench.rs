@@ -451,10 +451,7 @@ fn read_benchmark(
                 let note = format!(
                     "the `--jsonbin` sample times were not found beside the JSON (looked for {looked}): kernel_time is the mean"
                 );
-                let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
-                if !notes.contains(&note) {
-                    notes.push(note);
-                }
+                benchmarks.note(&name, note);
                 None
             }
             SampleFile::Unnamed => None,
@@ -543,10 +540,7 @@ fn read_benchmark(
             } else {
                 SUMMARY_NOTE
             };
-            let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
-            if !notes.iter().any(|n| n == note) {
-                notes.push(note.to_string());
-            }
+            benchmarks.note(&name, note.to_string());
         } else {
             benchmarks.imported(&name, path, rep);
         }

@@ -193,20 +193,25 @@ pub const COUNTERS_LINE: &str = "_counters_";
 /// The chip a device plane is: its `global_chip_id` stat, else its `device_id` (as XProf's
 /// Perf Counters tool reads it).
 fn chip_of(plane: &XPlane) -> Option<i64> {
-    ["global_chip_id", "device_id"].iter().find_map(|wanted| {
-        let id = plane.stat_metadata.values().find(|m| m.name == *wanted)?.id;
-        match plane
-            .stats
-            .iter()
-            .find(|s| s.metadata_id == id)?
-            .value
-            .as_ref()?
-        {
-            x_stat::Value::Int64Value(v) => Some(*v),
-            x_stat::Value::Uint64Value(v) => i64::try_from(*v).ok(),
-            _ => None,
-        }
-    })
+    ["global_chip_id", "device_id"]
+        .iter()
+        .find_map(|wanted| int_stat(plane, wanted))
+}
+
+/// The integer a plane's stat named `wanted` holds.
+fn int_stat(plane: &XPlane, wanted: &str) -> Option<i64> {
+    let id = plane.stat_metadata.values().find(|m| m.name == wanted)?.id;
+    match plane
+        .stats
+        .iter()
+        .find(|s| s.metadata_id == id)?
+        .value
+        .as_ref()?
+    {
+        x_stat::Value::Int64Value(v) => Some(*v),
+        x_stat::Value::Uint64Value(v) => i64::try_from(*v).ok(),
+        _ => None,
+    }
 }
 
 /// One counter reading and the chip it was read on.
@@ -312,21 +317,8 @@ impl EndOfProfile {
 fn profile_window(space: &XSpace, origin_ns: i64) -> (f64, f64, bool) {
     let mut recorded = (None, None);
     if let Some(env) = space.planes.iter().find(|p| p.name == "Task Environment") {
-        let get = |wanted: &str| {
-            let id = env.stat_metadata.values().find(|m| m.name == wanted)?.id;
-            match env
-                .stats
-                .iter()
-                .find(|s| s.metadata_id == id)?
-                .value
-                .as_ref()?
-            {
-                x_stat::Value::Int64Value(v) => Some(*v),
-                x_stat::Value::Uint64Value(v) => i64::try_from(*v).ok(),
-                _ => None,
-            }
-        };
-        recorded = (get("profile_start_time"), get("profile_stop_time"));
+        let start = int_stat(env, "profile_start_time");
+        recorded = (start, int_stat(env, "profile_stop_time"));
     }
     let mut end = 0.0f64;
     for line in space.planes.iter().flat_map(|p| &p.lines) {
