@@ -262,16 +262,8 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
         ));
     }
     let events = events.ok_or_else(|| {
-        err(
-            0,
-            format!(
-                "no `events:` line; this is not {} output",
-                match tool {
-                    Tool::Callgrind => "callgrind",
-                    Tool::Cachegrind => "cachegrind",
-                }
-            ),
-        )
+        let tool = tool.as_str();
+        err(0, format!("no `events:` line; this is not {tool} output"))
     })?;
     let usable = |v: &Option<Vec<i64>>| {
         v.as_ref()

@@ -98,17 +98,19 @@ fn names(
         let names = statement.query_map(params, |row| row.get::<_, String>(0))?;
         names.collect()
     };
-    read().map_err(|e| sql_error(path, &e))
+    read().map_err(sql_error(path))
 }
 
-/// An SQLite error while reading `path`.
-pub(super) fn sql_error(path: &Path, e: &rusqlite::Error) -> ImportError {
-    content(
-        path,
-        format!(
-            "cannot be read as a profiler's SQLite database: {e}; pass the file as the profiler wrote it"
-        ),
-    )
+/// An SQLite error while reading `path`, for `map_err`.
+pub(super) fn sql_error(path: &Path) -> impl Fn(rusqlite::Error) -> ImportError + Copy + '_ {
+    move |e| {
+        content(
+            path,
+            format!(
+                "cannot be read as a profiler's SQLite database: {e}; pass the file as the profiler wrote it"
+            ),
+        )
+    }
 }
 
 /// Launch attributes of one kernel: the first launch's values, and which differ on a later
@@ -268,11 +270,11 @@ fn import(
         }
         let mut statement = db
             .prepare(&format!("SELECT DISTINCT deviceId FROM {KERNEL_TABLE}"))
-            .map_err(|e| sql_error(path, &e))?;
+            .map_err(sql_error(path))?;
         let ids = statement
             .query_map([], |row| row.get::<_, i64>(0))
             .and_then(|ids| ids.collect::<rusqlite::Result<Vec<i64>>>())
-            .map_err(|e| sql_error(path, &e))?;
+            .map_err(sql_error(path))?;
         drop(statement);
         gpus_used.extend(ids);
         databases.push((path, db, tables));
@@ -362,14 +364,14 @@ fn import(
             } else {
                 "SELECT NULL WHERE ?1 IS NULL"
             })
-            .map_err(|e| sql_error(path, &e))?;
+            .map_err(sql_error(path))?;
         let mut string = |cell: &Option<NameCell>| -> Result<Option<String>, ImportError> {
             match cell {
                 None => Ok(None),
                 Some(NameCell::Text(t)) => Ok(Some(t.clone())),
                 Some(NameCell::Id(id)) => {
-                    let mut rows = lookup.query([id]).map_err(|e| sql_error(path, &e))?;
-                    match rows.next().map_err(|e| sql_error(path, &e))? {
+                    let mut rows = lookup.query([id]).map_err(sql_error(path))?;
+                    match rows.next().map_err(sql_error(path))? {
                         Some(row) => Ok(row.get::<_, Option<String>>(0).ok().flatten()),
                         None => Ok(None),
                     }
@@ -378,11 +380,11 @@ fn import(
         };
         // This file's (device, name ids) → kernel.
         let mut seen: HashMap<(i64, [Option<NameCell>; 3]), usize> = HashMap::new();
-        let mut statement = db.prepare(&sql).map_err(|e| sql_error(path, &e))?;
-        let mut rows = statement.query([]).map_err(|e| sql_error(path, &e))?;
+        let mut statement = db.prepare(&sql).map_err(sql_error(path))?;
+        let mut rows = statement.query([]).map_err(sql_error(path))?;
         let mut in_file: BTreeMap<usize, u32> = BTreeMap::new();
         let mut launch = 0u64;
-        while let Some(row) = rows.next().map_err(|e| sql_error(path, &e))? {
+        while let Some(row) = rows.next().map_err(sql_error(path))? {
             launch += 1;
             let int = |i: usize| match row.get_ref(i) {
                 Ok(ValueRef::Integer(v)) => Some(v),
@@ -476,7 +478,7 @@ fn import(
             if gpu_columns.contains("id") && gpu_columns.contains("name") {
                 let mut statement = db
                     .prepare("SELECT id, name FROM TARGET_INFO_GPU")
-                    .map_err(|e| sql_error(path, &e))?;
+                    .map_err(sql_error(path))?;
                 let named = statement
                     .query_map([], |row| {
                         Ok((
@@ -485,7 +487,7 @@ fn import(
                         ))
                     })
                     .and_then(|r| r.collect::<rusqlite::Result<Vec<_>>>())
-                    .map_err(|e| sql_error(path, &e))?;
+                    .map_err(sql_error(path))?;
                 for (id, name) in named {
                     if let (Some(id), Some(name)) = (id, name)
                         && kernels.iter().any(|k| k.device == id)
@@ -644,11 +646,11 @@ fn nvtx_ranges(
     let sql = format!(
         "SELECT n.start, n.\"end\", n.globalTid, n.eventType, {name} FROM NVTX_EVENTS n{join} WHERE n.\"end\" IS NOT NULL AND n.eventType IN ({PUSH_POP}, {START_END})"
     );
-    let mut statement = db.prepare(&sql).map_err(|e| sql_error(path, &e))?;
-    let mut rows = statement.query([]).map_err(|e| sql_error(path, &e))?;
+    let mut statement = db.prepare(&sql).map_err(sql_error(path))?;
+    let mut rows = statement.query([]).map_err(sql_error(path))?;
     let mut by_thread: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
     let mut by_process: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
-    while let Some(row) = rows.next().map_err(|e| sql_error(path, &e))? {
+    while let Some(row) = rows.next().map_err(sql_error(path))? {
         let (Ok(Some(start)), Ok(Some(end)), Ok(Some(thread)), Ok(Some(kind)), Ok(Some(text))) = (
             row.get::<_, Option<i64>>(0),
             row.get::<_, Option<i64>>(1),
