@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use kgate::import::{ImportContext, Importer, Policies, ncu::Ncu};
+use kgate::import::{ImportContext, Policies, ncu::NCU};
 use kgate::plan::MetricPolicy;
 
 const IDENTITY: &str = "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\"";
@@ -257,7 +257,7 @@ fn child_import(path: &Path) {
         BTreeMap::new(),
         MetricPolicy::permissive(0.05),
     ));
-    let results = Ncu.import(&[path.to_path_buf()], &ctx).expect("import");
+    let results = NCU.import(&[path.to_path_buf()], &ctx).expect("import");
     let samples: usize = results
         .benchmarks
         .iter()

@@ -15,6 +15,8 @@
 
 use std::path::Path;
 
+pub use super::valgrind::ParseError;
+use super::valgrind::err;
 use crate::model::metric::Source;
 
 /// One counter of one `perf stat` block.
@@ -40,6 +42,26 @@ pub struct Counter {
 }
 
 impl Counter {
+    /// A counter line's reading: its value, or why perf could not count it (then no spread).
+    fn read(
+        event: String,
+        unit: String,
+        value: Result<f64, String>,
+        running_pct: Option<f64>,
+        spread_pct: Option<f64>,
+    ) -> Counter {
+        let unavailable = value.as_ref().err().cloned();
+        Counter {
+            event,
+            value: value.ok(),
+            unit,
+            running_pct,
+            spread_pct: spread_pct.filter(|_| unavailable.is_none()),
+            unavailable,
+            spread: None,
+        }
+    }
+
     /// Whether perf extrapolated the value from part of the run.
     pub fn multiplexed(&self) -> bool {
         self.value.is_some() && self.running_pct.is_some_and(|p| p < 100.0)
@@ -87,21 +109,6 @@ impl Block {
             "perf counter `{}` is {runs}; perf states a spread of ± {pct} %{absolute}",
             counter.event
         ))
-    }
-}
-
-/// A line that could not be read; `line` is 1-based.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("line {line}: {message}")]
-pub struct ParseError {
-    pub line: usize,
-    pub message: String,
-}
-
-fn err(line: usize, message: impl Into<String>) -> ParseError {
-    ParseError {
-        line,
-        message: message.into(),
     }
 }
 
@@ -517,32 +524,19 @@ fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
             None => None,
         };
         let (unit, factor) = unit_factor(fields[1].trim());
-        let counter = match unavailable_marker(fields[0]) {
-            Some(why) => Counter {
-                event,
-                value: None,
-                unit,
-                running_pct,
-                unavailable: Some(why),
-                spread_pct: None,
-                spread: None,
-            },
-            None => {
-                let v = csv_number(fields[0], sep).ok_or_else(|| {
+        let value = match unavailable_marker(fields[0]) {
+            Some(why) => Err(why),
+            None => Ok(scale(
+                csv_number(fields[0], sep).ok_or_else(|| {
                     err(n, format!("counter value `{}` is not a number", fields[0]))
-                })?;
-                Counter {
-                    event,
-                    value: Some(scale(v, factor)),
-                    unit,
-                    running_pct,
-                    unavailable: None,
-                    spread_pct,
-                    spread: None,
-                }
-            }
+                })?,
+                factor,
+            )),
         };
-        push(&mut blocks, counter);
+        push(
+            &mut blocks,
+            Counter::read(event, unit, value, running_pct, spread_pct),
+        );
     }
     Ok(blocks)
 }
@@ -575,32 +569,18 @@ fn parse_json(text: &str) -> Result<Vec<Block>, ParseError> {
         let unit_raw = v.get("unit").and_then(|u| u.as_str()).unwrap_or("");
         let (unit, factor) = unit_factor(unit_raw);
         let marker = raw_value.as_str().and_then(unavailable_marker);
-        let counter = match marker {
-            Some(why) => Counter {
-                event: event.to_string(),
-                value: None,
-                unit,
-                running_pct: number("pcnt-running"),
-                unavailable: Some(why),
-                spread_pct: None,
-                spread: None,
-            },
-            None => {
-                let value = number("counter-value").ok_or_else(|| {
+        let value = match marker {
+            Some(why) => Err(why),
+            None => Ok(scale(
+                number("counter-value").ok_or_else(|| {
                     err(n, format!("`counter-value` of `{event}` is not a number"))
-                })?;
-                Counter {
-                    event: event.to_string(),
-                    value: Some(scale(value, factor)),
-                    unit,
-                    running_pct: number("pcnt-running"),
-                    unavailable: None,
-                    // `-r N`: `"variance" : 4.18`, the same percentage as `( +- 4.18% )`.
-                    spread_pct: number("variance"),
-                    spread: None,
-                }
-            }
+                })?,
+                factor,
+            )),
         };
+        // `-r N`: `"variance" : 4.18`, the same percentage as `( +- 4.18% )`.
+        let (running_pct, spread_pct) = (number("pcnt-running"), number("variance"));
+        let counter = Counter::read(event.to_string(), unit, value, running_pct, spread_pct);
         push(&mut blocks, counter);
     }
     Ok(blocks)
@@ -809,15 +789,14 @@ fn human_line(line: &str, decimal: char, n: usize) -> Result<Counter, ParseError
         if event.is_empty() {
             return Err(err(n, format!("`{body}` names no event")));
         }
-        return Ok(Counter {
-            event: event.to_string(),
-            value: None,
-            unit: String::new(),
+        let why = Err(why.to_string());
+        return Ok(Counter::read(
+            event.to_string(),
+            String::new(),
+            why,
             running_pct,
-            unavailable: Some(why.to_string()),
-            spread_pct: None,
-            spread: None,
-        });
+            None,
+        ));
     }
     let tokens: Vec<&str> = body.split_whitespace().collect();
     let (value, unit, event) = match tokens.as_slice() {
@@ -837,15 +816,14 @@ fn human_line(line: &str, decimal: char, n: usize) -> Result<Counter, ParseError
         )
     })?;
     let (unit, factor) = unit_factor(unit);
-    Ok(Counter {
-        event: event.to_string(),
-        value: Some(scale(v, factor)),
+    let value = Ok(scale(v, factor));
+    Ok(Counter::read(
+        event.to_string(),
         unit,
+        value,
         running_pct,
-        unavailable: None,
         spread_pct,
-        spread: None,
-    })
+    ))
 }
 
 /// What to tell the user when perf could not count an event.

@@ -74,7 +74,8 @@ impl Profile {
     }
 }
 
-/// A file that is not a usable profile; `line` is 1-based (0 when the problem is the whole file).
+/// A line of perf or Valgrind output that could not be read; `line` is 1-based (0 when the
+/// problem is the whole file).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("line {line}: {message}")]
 pub struct ParseError {
@@ -261,16 +262,8 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
         ));
     }
     let events = events.ok_or_else(|| {
-        err(
-            0,
-            format!(
-                "no `events:` line; this is not {} output",
-                match tool {
-                    Tool::Callgrind => "callgrind",
-                    Tool::Cachegrind => "cachegrind",
-                }
-            ),
-        )
+        let tool = tool.as_str();
+        err(0, format!("no `events:` line; this is not {tool} output"))
     })?;
     let usable = |v: &Option<Vec<i64>>| {
         v.as_ref()

@@ -333,7 +333,7 @@ pub struct CompareArgs {
 pub struct ImportArgs {
     /// Input format.
     #[arg(value_parser = import_format())]
-    pub format: &'static dyn Importer,
+    pub format: &'static Importer,
     /// Input files.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
@@ -366,11 +366,11 @@ pub struct ImportArgs {
 }
 
 /// The import formats of the registry, each with its help line.
-fn import_format() -> impl TypedValueParser<Value = &'static dyn Importer> {
+fn import_format() -> impl TypedValueParser<Value = &'static Importer> {
     PossibleValuesParser::new(
         IMPORTERS
             .iter()
-            .map(|i| PossibleValue::new(i.name()).help(i.help())),
+            .map(|i| PossibleValue::new(i.name).help(i.help)),
     )
     .try_map(|name| import::importer(&name).ok_or("not an import format"))
 }
@@ -647,11 +647,11 @@ mod tests {
             .to_string();
         let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
         for importer in IMPORTERS {
-            let line = format!("- {}: {}", importer.name(), importer.help());
+            let line = format!("- {}: {}", importer.name, importer.help);
             assert!(help.contains(&line), "{line}\n{help}");
-            let parsed = Cli::try_parse_from(["kgate", "import", importer.name(), "f"]).unwrap();
+            let parsed = Cli::try_parse_from(["kgate", "import", importer.name, "f"]).unwrap();
             match parsed.command {
-                Commands::Import(args) => assert_eq!(args.format.name(), importer.name()),
+                Commands::Import(args) => assert_eq!(args.format.name, importer.name),
                 other => panic!("{other:?}"),
             }
         }

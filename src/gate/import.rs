@@ -13,7 +13,7 @@ use crate::plan::{MetricPolicy, Overrides, Plan};
 /// What `kgate import` reads, and which kernels of a trace it takes.
 #[derive(Debug)]
 pub struct ImportOptions {
-    pub format: &'static dyn Importer,
+    pub format: &'static Importer,
     pub files: Vec<PathBuf>,
     pub kernel: Vec<String>,
     pub kernel_glob: Vec<String>,
@@ -54,7 +54,7 @@ pub fn import(
         MetricPolicy::permissive(threshold),
     ));
     let o = options;
-    if importer.kernel_selection().is_some() {
+    if importer.selection.is_some() {
         let (pid, tid) = (o.pid.clone(), o.tid.clone());
         ctx.selection = import::trace::TraceSelection::new(&o.kernel, &o.kernel_glob, pid, tid)?;
     } else if !(o.kernel.is_empty() && o.kernel_glob.is_empty())
@@ -67,7 +67,7 @@ pub fn import(
         )));
     }
     if let Some(nvtx) = &options.nvtx {
-        if importer.name() != "nsys" {
+        if importer.name != "nsys" {
             return Err(GateError::Invalid(
                 "--nvtx applies to nsys imports only".into(),
             ));
@@ -77,7 +77,7 @@ pub fn import(
                 .map_err(|e| GateError::Invalid(format!("invalid --nvtx pattern: {e}")))?,
         );
     }
-    let (files, taken) = import::expand_folders(importer.name(), &options.files)?;
+    let (files, taken) = import::expand_folders(importer.name, &options.files)?;
     for line in &taken {
         say(&format!("import: {}", escape_log(line)));
     }
@@ -87,7 +87,7 @@ pub fn import(
         .iter()
         .map(|f| format!("`{}`", f.display()))
         .collect();
-    let what = format!("the {} import of {}", importer.name(), files.join(", "));
+    let what = format!("the {} import of {}", importer.name, files.join(", "));
     if let Some((plan, _)) = &plan {
         crate::derive::utilization::apply_to_import(&mut results, plan);
     }
@@ -107,7 +107,7 @@ pub fn import(
 /// What would have turned an import's counter readings into measurements, for the refusal
 /// of an import that holds readings and nothing else: a device profile, whose utilization is
 /// derived over the readings' span, and for a trace, a kernel selection.
-fn counters_hint(importer: &dyn Importer, config: &Path, plan: Option<&Plan>) -> String {
+fn counters_hint(importer: &Importer, config: &Path, plan: Option<&Plan>) -> String {
     let profile = plan.and_then(|p| p.benchmarks.iter().find_map(|b| b.device.as_ref()));
     let builtin = crate::config::device::builtin_names().join(", ");
     let mut hint = match (plan, profile) {
@@ -124,7 +124,7 @@ fn counters_hint(importer: &dyn Importer, config: &Path, plan: Option<&Plan>) ->
             config.display(),
         ),
     };
-    if importer.kernel_selection().is_some() {
+    if importer.selection.is_some() {
         hint.push_str(
             "; or select the kernel events beside them to time and read the counters against, with --kernel REGEX (or --kernel-glob GLOB, --pid, --tid)",
         );

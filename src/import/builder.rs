@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::{ImportError, Policies, run_results};
+use super::{ImportError, Policies, content, run_results};
 use crate::capture::Collector;
 use crate::capture::device::Device;
 use crate::machine::fingerprint::Fingerprint;
@@ -113,18 +113,10 @@ impl<'p> Benchmarks<'p> {
     /// Puts the benchmarks in the order of `key` (a stable sort: equal keys keep the order
     /// they were first seen in).
     pub fn sort_by_key<K: Ord>(&mut self, mut key: impl FnMut(&str) -> K) {
-        let mut places: Vec<usize> = (0..self.order.len()).collect();
-        places.sort_by_cached_key(|&i| key(&self.order[i]));
-        let mut collectors: Vec<Option<Collector<'p>>> = std::mem::take(&mut self.collectors)
-            .into_iter()
-            .map(Some)
-            .collect();
         let order = std::mem::take(&mut self.order);
-        for &i in &places {
-            self.collectors
-                .push(collectors[i].take().expect("each place once"));
-            self.order.push(order[i].clone());
-        }
+        let mut pairs: Vec<_> = order.into_iter().zip(self.collectors.drain(..)).collect();
+        pairs.sort_by_cached_key(|(name, _)| key(name));
+        (self.order, self.collectors) = pairs.into_iter().unzip();
         self.index = self
             .order
             .iter()
@@ -152,10 +144,7 @@ impl<'p> Benchmarks<'p> {
         let direction = direction_of(metric, unit);
         self.get(name)
             .add_value(repetition, metric, unit, source, direction, value)
-            .map_err(|message| ImportError::Content {
-                path: self.file.clone(),
-                message: format!("benchmark `{name}`: {message}"),
-            })
+            .map_err(|message| content(&self.file, format!("benchmark `{name}`: {message}")))
     }
 
     /// [`Benchmarks::add`] for a metric added again and again (a column of every row of a
@@ -176,9 +165,8 @@ impl<'p> Benchmarks<'p> {
                 let found = self
                     .get(name)
                     .slot(metric, unit, source, direction_of(metric, unit))
-                    .map_err(|message| ImportError::Content {
-                        path: self.file.clone(),
-                        message: format!("benchmark `{name}`: {message}"),
+                    .map_err(|message| {
+                        content(&self.file, format!("benchmark `{name}`: {message}"))
                     })?;
                 slot.0 = Some(found);
                 found
@@ -202,6 +190,14 @@ impl<'p> Benchmarks<'p> {
         result.repetitions = result.repetitions.max(repetitions);
     }
 
+    /// Adds `note` to benchmark `name`'s provenance, once.
+    pub fn note(&mut self, name: &str, note: String) {
+        let notes = &mut self.get(name).result_mut().provenance.notes;
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+    }
+
     /// Records a provenance detail on benchmark `name`.
     pub fn detail(&mut self, name: &str, key: &str, value: &str) {
         self.get(name)
@@ -216,10 +212,7 @@ impl<'p> Benchmarks<'p> {
     pub fn device(&mut self, path: &Path, found: Device) -> Result<(), ImportError> {
         self.device
             .merge(found)
-            .map_err(|message| ImportError::Content {
-                path: path.to_path_buf(),
-                message,
-            })
+            .map_err(|message| content(path, message))
     }
 
     /// Names seen so far.
@@ -230,10 +223,8 @@ impl<'p> Benchmarks<'p> {
     /// The results file; fails when nothing was imported.
     pub fn finish(self, files: &[std::path::PathBuf]) -> Result<RunResults, ImportError> {
         if self.order.is_empty() {
-            return Err(ImportError::Content {
-                path: files.first().cloned().unwrap_or_default(),
-                message: format!("no {} benchmark was found in the given files", self.capture),
-            });
+            let message = format!("no {} benchmark was found in the given files", self.capture);
+            return Err(content(files.first().map_or(Path::new(""), |f| f), message));
         }
         Ok(self.into_results())
     }

@@ -7,54 +7,36 @@
 use std::path::PathBuf;
 
 use super::builder::Benchmarks;
-use super::{ImportContext, ImportError, Importer, Policies};
+use super::{ImportError, Importer, Policies, content};
 use crate::capture::cpu::{self, Reading};
 use crate::capture::valgrind;
 use crate::config::CaptureKind;
 use crate::config::derived;
 use crate::model::results::RunResults;
 
-/// `kgate import perf-stat|callgrind|cachegrind`: one importer per capture kind, over one reader.
-pub struct Counters {
-    name: &'static str,
-    help: &'static str,
-    kind: CaptureKind,
-}
-
 /// `kgate import perf-stat`.
-pub static PERF_STAT: Counters = Counters {
+pub static PERF_STAT: Importer = Importer {
     name: "perf-stat",
     help: "Linux `perf stat` output (`-x,` CSV, `-j` JSON, or the human-readable default)",
-    kind: CaptureKind::Perf,
+    selection: None,
+    import: |files, ctx| import(CaptureKind::Perf, files, &ctx.policies),
 };
 
 /// `kgate import callgrind`.
-pub static CALLGRIND: Counters = Counters {
+pub static CALLGRIND: Importer = Importer {
     name: "callgrind",
     help: "Valgrind callgrind output files",
-    kind: CaptureKind::Callgrind,
+    selection: None,
+    import: |files, ctx| import(CaptureKind::Callgrind, files, &ctx.policies),
 };
 
 /// `kgate import cachegrind`.
-pub static CACHEGRIND: Counters = Counters {
+pub static CACHEGRIND: Importer = Importer {
     name: "cachegrind",
     help: "Valgrind cachegrind output files",
-    kind: CaptureKind::Cachegrind,
+    selection: None,
+    import: |files, ctx| import(CaptureKind::Cachegrind, files, &ctx.policies),
 };
-
-impl Importer for Counters {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn help(&self) -> &'static str {
-        self.help
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(self.kind, files, &ctx.policies)
-    }
-}
 
 /// Imports counter files of one capture kind.
 fn import(
@@ -67,12 +49,14 @@ fn import(
     for path in files {
         // The readers name the file themselves; the error adds it once.
         let prefix = format!("`{}`: ", path.display());
-        let content = |message: String| ImportError::Content {
-            path: path.clone(),
-            message: message
-                .strip_prefix(&prefix)
-                .map(str::to_string)
-                .unwrap_or(message.clone()),
+        let content = |message: String| {
+            content(
+                path,
+                message
+                    .strip_prefix(&prefix)
+                    .map(str::to_string)
+                    .unwrap_or(message.clone()),
+            )
         };
         let stem = super::protocol::file_benchmark_name(path);
         let readings: Vec<(String, Reading)> = match cpu::valgrind_tool(kind) {

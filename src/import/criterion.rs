@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::input;
-use super::{ImportContext, ImportError, Importer, Policies, content};
+use super::{ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
@@ -102,21 +102,12 @@ fn throughput(dir: &Path) -> (Vec<(&'static str, &'static str, f64)>, Option<Str
 }
 
 /// `kgate import criterion`.
-pub struct Criterion;
-
-impl Importer for Criterion {
-    fn name(&self) -> &'static str {
-        "criterion"
-    }
-
-    fn help(&self) -> &'static str {
-        "Criterion.rs `estimates.json` (with `sample.json` beside it when present)"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static CRITERION: Importer = Importer {
+    name: "criterion",
+    help: "Criterion.rs `estimates.json` (with `sample.json` beside it when present)",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 /// Imports Criterion `estimates.json` files (or the folders holding them).
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
@@ -200,10 +191,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         }
         benchmarks.imported(&name, &path, start + n);
         if let Some(note) = note {
-            let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
-            if !notes.contains(&note) {
-                notes.push(note);
-            }
+            benchmarks.note(&name, note);
         }
         for key in ["mean", "median", "slope"] {
             if let (Some(p), Some(lo), Some(hi), Some(level)) = (

@@ -22,26 +22,18 @@ use std::path::{Path, PathBuf};
 
 use super::builder::{Benchmarks, Slot};
 use super::input::{self, TextReader};
-use super::{ImportContext, ImportError, Importer, Policies, content};
+use super::{ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
-use crate::model::results::{Correctness, Failure, FailureKind, RunResults, Status};
+use crate::model::results::{Correctness, FailureKind, RunResults, Status};
+use crate::model::text::cut;
 
 /// `kgate import cutlass`.
-pub struct Cutlass;
-
-impl Importer for Cutlass {
-    fn name(&self) -> &'static str {
-        "cutlass"
-    }
-
-    fn help(&self) -> &'static str {
-        "CUTLASS profiler CSV (`cutlass_profiler --output=FILE.csv`)"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static CUTLASS: Importer = Importer {
+    name: "cutlass",
+    help: "CUTLASS profiler CSV (`cutlass_profiler --output=FILE.csv`)",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 /// Columns that are neither the problem nor a measurement: the profiler's own bookkeeping and
 /// what follows from the problem.
@@ -99,7 +91,7 @@ impl Columns {
                     path,
                     format!(
                         "has no `{name}` column, so it is not a CUTLASS profiler report; write one with `cutlass_profiler --output=FILE.csv` (the header it has: {})",
-                        shorten(&names.join(","))
+                        cut(&names.join(","), 200)
                     ),
                 )
             })
@@ -120,14 +112,6 @@ impl Columns {
                 .map(|(i, n)| (n.to_string(), i))
                 .collect(),
         })
-    }
-}
-
-/// The first 200 characters of a text shown in a message.
-fn shorten(text: &str) -> String {
-    match text.char_indices().nth(200) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
     }
 }
 
@@ -191,7 +175,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 text.parse::<f64>().map(Some).map_err(|_| {
                     content(
                         path,
-                        format!("line {line}: `{what}` is `{}`, not a number", shorten(text)),
+                        format!(
+                            "line {line}: `{what}` is `{}`, not a number",
+                            cut(text, 200)
+                        ),
                     )
                 })
             };
@@ -238,15 +225,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 }
             }
             if status != "success" && result.status != Status::Failed {
-                result.status = Status::Failed;
-                result.failure = Some(Failure {
-                    kind: FailureKind::Profiler,
-                    message: format!(
-                        "the CUTLASS profiler's status is `{status}` (line {line} of {})",
-                        path.display()
-                    ),
-                    stderr_tail: String::new(),
-                });
+                let shown = path.display();
+                let message =
+                    format!("the CUTLASS profiler's status is `{status}` (line {line} of {shown})");
+                result.fail(FailureKind::Profiler, message);
             }
         }
         if rows == 0 {

@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::input;
-use super::input::{ArrayError, Found};
-use super::{ImportContext, ImportError, Importer, Policies, content};
+use super::input::{ArrayError, Found, answer_scalars};
+use super::{ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
@@ -108,21 +108,12 @@ pub fn strict_json(text: &str) -> Cow<'_, str> {
 }
 
 /// `kgate import gbench`.
-pub struct Gbench;
-
-impl Importer for Gbench {
-    fn name(&self) -> &'static str {
-        "gbench"
-    }
-
-    fn help(&self) -> &'static str {
-        "google/benchmark JSON"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static GBENCH: Importer = Importer {
+    name: "gbench",
+    help: "google/benchmark JSON",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 /// Imports google/benchmark JSON files. Each file's runs are recorded as serde parses them
 /// from the file's text: a parsed document of hundreds of thousands of runs would take seven
@@ -210,16 +201,12 @@ fn record_run(
             (Some(message), _) | (None, Some(message)) => message.as_deref(),
             (None, None) => None,
         };
+        let message = format!(
+            "google/benchmark reported: {}",
+            message.unwrap_or("error_occurred")
+        );
         let result = benchmarks.get(&name).result_mut();
-        result.status = crate::model::results::Status::Failed;
-        result.failure = Some(crate::model::results::Failure {
-            kind: crate::model::results::FailureKind::ExitStatus,
-            message: format!(
-                "google/benchmark reported: {}",
-                message.unwrap_or("error_occurred")
-            ),
-            stderr_tail: String::new(),
-        });
+        result.fail(crate::model::results::FailureKind::ExitStatus, message);
         return Ok(None);
     }
     let unit = run.time_unit.as_deref().unwrap_or("ns");
@@ -248,10 +235,7 @@ fn record_run(
             "user counter {} carries no unit in google/benchmark's JSON (nor its flags, such as `kIsRate`): recorded without a unit, lower is better; list it under `metrics` with `direction: higher` if it is a rate",
             unplaced.join(", ")
         );
-        let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
-        if !notes.contains(&note) {
-            notes.push(note);
-        }
+        benchmarks.note(&name, note);
     }
     *rep += 1;
     let n = *rep;
@@ -434,24 +418,7 @@ impl<'de> Deserialize<'de> for Run {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(Run::default())
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Run, E> {
-                Ok(Run::default())
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Run, E> {
-                Ok(Run::default())
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Run, E> {
-                Ok(Run::default())
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Run, E> {
-                Ok(Run::default())
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Run, E> {
-                Ok(Run::default())
-            }
-            fn visit_unit<E>(self) -> Result<Run, E> {
-                Ok(Run::default())
-            }
+            answer_scalars!(Run::default());
         }
         deserializer.deserialize_any(RunVisitor)
     }

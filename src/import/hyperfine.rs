@@ -12,26 +12,17 @@ use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::input;
-use super::{ImportContext, ImportError, Importer, Policies, content};
+use super::{ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
-use crate::model::results::{Failure, FailureKind, RunResults, Status};
+use crate::model::results::{FailureKind, RunResults};
 
 /// `kgate import hyperfine`.
-pub struct Hyperfine;
-
-impl Importer for Hyperfine {
-    fn name(&self) -> &'static str {
-        "hyperfine"
-    }
-
-    fn help(&self) -> &'static str {
-        "hyperfine `--export-json` output"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static HYPERFINE: Importer = Importer {
+    name: "hyperfine",
+    help: "hyperfine `--export-json` output",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 /// Imports hyperfine JSON files.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
@@ -44,10 +35,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 record_result(&mut benchmarks, path, i, &r)
             })?;
         if document.array != input::Found::Array {
-            return Err(ImportError::Content {
-                path: path.clone(),
-                message: "has no `results` array, so it is not `hyperfine --export-json` output (perhaps `--export-markdown` or another tool's JSON); export with `hyperfine --export-json FILE`".into(),
-            });
+            return Err(content(path, "has no `results` array, so it is not `hyperfine --export-json` output (perhaps `--export-markdown` or another tool's JSON); export with `hyperfine --export-json FILE`".into()));
         }
     }
     benchmarks.finish(files)
@@ -55,11 +43,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
 
 /// A value of the file as a message shows it: its JSON, cut after 40 characters.
 fn shown(v: &Value) -> String {
-    let text = v.to_string();
-    match text.char_indices().nth(40) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text,
-    }
+    crate::model::text::cut(&v.to_string(), 40)
 }
 
 /// The exit codes of a command that were not 0 (`null`: killed by a signal), from
@@ -150,10 +134,7 @@ fn record_result(
     })?;
     let start = benchmarks.get(&name).result_mut().repetitions;
     for (k, t) in times.iter().enumerate() {
-        let v = t.as_f64().ok_or_else(|| ImportError::Content {
-            path: path.to_path_buf(),
-            message: format!("results[{i}].times[{k}] is not a number, which hyperfine never writes (an edited file); export again with `hyperfine --export-json FILE`"),
-        })?;
+        let v = t.as_f64().ok_or_else(|| content(path, format!("results[{i}].times[{k}] is not a number, which hyperfine never writes (an edited file); export again with `hyperfine --export-json FILE`")))?;
         let rep = start + k as u32;
         benchmarks.add(&name, rep, "wall_time", "s", Source::Timer, v)?;
         if let Some(m) = memory_of(path, i, &name, r.get("memory_usage_byte"), k)? {
@@ -181,12 +162,7 @@ fn record_result(
             )
         };
         let result = benchmarks.get(&name).result_mut();
-        result.status = Status::Failed;
-        result.failure = Some(Failure {
-            kind: FailureKind::ExitStatus,
-            message,
-            stderr_tail: String::new(),
-        });
+        result.fail(FailureKind::ExitStatus, message);
     }
     Ok(())
 }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::ImportError;
+use super::{ImportError, content, read_error};
 
 /// The most bytes read from one results file (JSON of a harness or Proton, rocprof CSV): far
 /// above any real one, and a bound for an endless stream.
@@ -63,14 +63,8 @@ impl std::error::Error for Refusal {}
 /// stands for: a refusal as it was worded, anything else as a read error of the file.
 pub fn refusal_of(path: &Path, error: std::io::Error) -> ImportError {
     match error.get_ref().and_then(|e| e.downcast_ref::<Refusal>()) {
-        Some(Refusal(message)) => ImportError::Content {
-            path: path.to_path_buf(),
-            message: message.clone(),
-        },
-        None => ImportError::Read {
-            path: path.to_path_buf(),
-            source: error,
-        },
+        Some(Refusal(message)) => content(path, message.clone()),
+        None => read_error(path)(error),
     }
 }
 
@@ -87,10 +81,7 @@ const TEXT_CHUNK: usize = 1 << 16;
 impl TextReader {
     pub fn open(path: &Path, what: &str, max: u64) -> Result<TextReader, ImportError> {
         let (file, _gzip) =
-            crate::store::fsutil::open_maybe_gzip(path).map_err(|source| ImportError::Read {
-                path: path.to_path_buf(),
-                source,
-            })?;
+            crate::store::fsutil::open_maybe_gzip(path).map_err(read_error(path))?;
         Ok(TextReader {
             file: file.take(max + 1),
             path: path.to_path_buf(),
@@ -128,9 +119,11 @@ impl TextReader {
             self.start = self.ready;
         }
         // Checked as it was read; a fault here would be this reader's own.
-        String::from_utf8(head).map_err(|e| ImportError::Content {
-            path: self.path.clone(),
-            message: not_utf8(&self.what, from + e.utf8_error().valid_up_to() as u64),
+        String::from_utf8(head).map_err(|e| {
+            content(
+                &self.path,
+                not_utf8(&self.what, from + e.utf8_error().valid_up_to() as u64),
+            )
         })
     }
 
@@ -283,6 +276,32 @@ pub fn read_json_array(
     })
 }
 
+/// A visitor's answer to a scalar, which holds nothing to read.
+macro_rules! answer_scalars {
+    ($found:expr) => {
+        fn visit_bool<X>(self, _: bool) -> Result<Self::Value, X> {
+            Ok($found)
+        }
+        fn visit_i64<X>(self, _: i64) -> Result<Self::Value, X> {
+            Ok($found)
+        }
+        fn visit_u64<X>(self, _: u64) -> Result<Self::Value, X> {
+            Ok($found)
+        }
+        fn visit_f64<X>(self, _: f64) -> Result<Self::Value, X> {
+            Ok($found)
+        }
+        fn visit_str<X>(self, _: &str) -> Result<Self::Value, X> {
+            Ok($found)
+        }
+        fn visit_unit<X>(self) -> Result<Self::Value, X> {
+            Ok($found)
+        }
+    };
+}
+
+pub(super) use answer_scalars;
+
 struct DocumentReader<'k, 'f, T> {
     key: &'k str,
     each: &'f mut dyn FnMut(usize, T) -> Result<(), ImportError>,
@@ -320,29 +339,7 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for &mut DocumentReader<'_, '_, T> {
         Ok(())
     }
 
-    fn visit_bool<X>(self, _: bool) -> Result<(), X> {
-        Ok(())
-    }
-
-    fn visit_i64<X>(self, _: i64) -> Result<(), X> {
-        Ok(())
-    }
-
-    fn visit_u64<X>(self, _: u64) -> Result<(), X> {
-        Ok(())
-    }
-
-    fn visit_f64<X>(self, _: f64) -> Result<(), X> {
-        Ok(())
-    }
-
-    fn visit_str<X>(self, _: &str) -> Result<(), X> {
-        Ok(())
-    }
-
-    fn visit_unit<X>(self) -> Result<(), X> {
-        Ok(())
-    }
+    answer_scalars!(());
 }
 
 /// The value under the key: an array, whose elements go to the callback one by one;
@@ -381,41 +378,19 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for Elements<'_, '_, '_, T> {
         Ok(Found::NotAnArray)
     }
 
-    fn visit_bool<X>(self, _: bool) -> Result<Found, X> {
-        Ok(Found::NotAnArray)
-    }
-
-    fn visit_i64<X>(self, _: i64) -> Result<Found, X> {
-        Ok(Found::NotAnArray)
-    }
-
-    fn visit_u64<X>(self, _: u64) -> Result<Found, X> {
-        Ok(Found::NotAnArray)
-    }
-
-    fn visit_f64<X>(self, _: f64) -> Result<Found, X> {
-        Ok(Found::NotAnArray)
-    }
-
-    fn visit_str<X>(self, _: &str) -> Result<Found, X> {
-        Ok(Found::NotAnArray)
-    }
-
-    fn visit_unit<X>(self) -> Result<Found, X> {
-        Ok(Found::NotAnArray)
-    }
+    answer_scalars!(Found::NotAnArray);
 }
 
 pub(crate) fn not_json(path: &Path, what: &str, e: &serde_json::Error) -> ImportError {
-    ImportError::Content {
-        path: path.to_path_buf(),
-        message: format!(
+    content(
+        path,
+        format!(
             "is not valid JSON (line {}, column {}: {}), so it is not {what} output; pass the file the tool wrote, whole",
             e.line(),
             e.column(),
             crate::model::text::plain_serde(None, &e.to_string())
         ),
-    }
+    )
 }
 
 #[cfg(test)]

@@ -23,30 +23,21 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::builder::Benchmarks;
-use super::{ImportContext, ImportError, Importer, Policies, content, input};
+use super::{ImportError, Importer, Policies, content, input};
 use crate::capture::device::Device;
 use crate::model::metric::Source;
-use crate::model::results::{Correctness, Failure, FailureKind, RunResults, Spread, Status};
+use crate::model::results::{Correctness, FailureKind, RunResults, Spread};
 
 /// The note on every timed benchmark.
 const SUMMARY_NOTE: &str = "KernelBench keeps a summary, not samples: kernel_time is the mean of `kernelbench.trials` timed launches, rounded by KernelBench to three significant digits, with their standard deviation (also rounded) for Welch's test; a change smaller than that rounding cannot be seen";
 
 /// `kgate import kernelbench`.
-pub struct KernelBench;
-
-impl Importer for KernelBench {
-    fn name(&self) -> &'static str {
-        "kernelbench"
-    }
-
-    fn help(&self) -> &'static str {
-        "KernelBench eval_results.json or baseline_time_*.json"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static KERNELBENCH: Importer = Importer {
+    name: "kernelbench",
+    help: "KernelBench eval_results.json or baseline_time_*.json",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "kernelbench");
@@ -131,16 +122,12 @@ fn evaluated(
     benchmarks.imported(name, path, 0);
     let result = benchmarks.get(name).result_mut();
     if flag("compiled") == Some(false) {
-        result.status = Status::Failed;
-        result.failure = Some(Failure {
-            kind: FailureKind::Build,
-            message: format!(
-                "KernelBench could not compile it ({})",
-                said(&["compilation_error_name", "compilation_error"])
-                    .unwrap_or_else(|| "no reason recorded".into())
-            ),
-            stderr_tail: String::new(),
-        });
+        let why = said(&["compilation_error_name", "compilation_error"]);
+        let why = why.unwrap_or_else(|| "no reason recorded".into());
+        result.fail(
+            FailureKind::Build,
+            format!("KernelBench could not compile it ({why})"),
+        );
         return Ok(());
     }
     match flag("correctness") {
@@ -178,8 +165,7 @@ fn evaluated(
             let why = said(&["error_during_performance"])
                 .map(|e| format!(" ({e})"))
                 .unwrap_or_default();
-            result_note(
-                benchmarks,
+            benchmarks.note(
                 name,
                 format!(
                     "KernelBench did not time this sample (`runtime` −1){why}: nothing was measured"
@@ -229,14 +215,6 @@ fn timed(
             _ => None,
         };
     }
-    result_note(benchmarks, name, SUMMARY_NOTE.to_string());
+    benchmarks.note(name, SUMMARY_NOTE.to_string());
     Ok(())
-}
-
-/// Adds `note` to benchmark `name` once.
-fn result_note(benchmarks: &mut Benchmarks<'_>, name: &str, note: String) {
-    let notes = &mut benchmarks.get(name).result_mut().provenance.notes;
-    if !notes.contains(&note) {
-        notes.push(note);
-    }
 }

@@ -55,6 +55,14 @@ pub(crate) fn content(path: &Path, message: String) -> ImportError {
     }
 }
 
+/// [`ImportError::Read`] of the file at `path`, for `map_err`.
+pub(crate) fn read_error(path: &Path) -> impl Fn(std::io::Error) -> ImportError + Copy + '_ {
+    move |source| ImportError::Read {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 /// Metric settings for imported benchmarks: from the configuration by benchmark name, else a
 /// fallback in which every metric gates.
 #[derive(Debug, Clone)]
@@ -77,27 +85,34 @@ impl Policies {
     }
 }
 
-/// One import format: its name on the command line, a line of help, whether it takes a kernel
-/// selection, and the import itself. Every format is a unit struct in its own submodule,
-/// listed once in [`IMPORTERS`]; the command line's format list and its texts about kernel
-/// selection come from that list.
-pub trait Importer: Sync {
-    /// The format's name (`kgate import NAME`), part of DESIGN.md's contract.
-    fn name(&self) -> &'static str;
-    /// One line for `kgate import --help`, without a final period (clap's style).
-    fn help(&self) -> &'static str;
-    /// For formats that take `--kernel`, `--kernel-glob`, `--pid` and `--tid`: what the last
-    /// two name in their files. Other formats refuse those options.
-    fn kernel_selection(&self) -> Option<SelectionScope> {
-        None
-    }
-    /// Reads the files (each one repetition, unless the format says otherwise) into results.
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError>;
+/// One import format: its name on the command line (`kgate import NAME`, part of DESIGN.md's
+/// contract), a line of help without a final period (clap's style), for formats that take
+/// `--kernel`, `--kernel-glob`, `--pid` and `--tid` what the last two name in their files
+/// (other formats refuse those options), and the import itself, which reads the files (each
+/// one repetition, unless the format says otherwise) into results. Every format is a static in
+/// its own submodule, listed once in [`IMPORTERS`]; the command line's format list and its
+/// texts about kernel selection come from that list.
+pub struct Importer {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub selection: Option<SelectionScope>,
+    pub import: fn(&[PathBuf], &ImportContext) -> Result<RunResults, ImportError>,
 }
 
-impl std::fmt::Debug for dyn Importer {
+impl Importer {
+    /// Reads the files into results.
+    pub fn import(
+        &self,
+        files: &[PathBuf],
+        ctx: &ImportContext,
+    ) -> Result<RunResults, ImportError> {
+        (self.import)(files, ctx)
+    }
+}
+
+impl std::fmt::Debug for Importer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.write_str(self.name)
     }
 }
 
@@ -110,23 +125,23 @@ pub struct SelectionScope {
 }
 
 /// Every import format, in DESIGN.md's order. A new format is a submodule (its `mod` line
-/// above) with a unit struct implementing [`Importer`], and its line here.
-pub static IMPORTERS: &[&dyn Importer] = &[
-    &protocol::Protocol,
-    &ncu::Ncu,
-    &nsys::Nsys,
-    &rocprof::Rocprof,
-    &rocpd::Rocpd,
-    &trace::chrome::ChromeTrace,
-    &trace::xplane::Xplane,
-    &proton::Proton,
-    &gbench::Gbench,
-    &nvbench::Nvbench,
-    &pytest_benchmark::PytestBenchmark,
-    &hyperfine::Hyperfine,
-    &criterion::Criterion,
-    &cutlass::Cutlass,
-    &kernelbench::KernelBench,
+/// above) with an [`Importer`] static, and its line here.
+pub static IMPORTERS: &[&Importer] = &[
+    &protocol::PROTOCOL,
+    &ncu::NCU,
+    &nsys::NSYS,
+    &rocprof::ROCPROF,
+    &rocpd::ROCPD,
+    &trace::chrome::CHROME_TRACE,
+    &trace::xplane::XPLANE,
+    &proton::PROTON,
+    &gbench::GBENCH,
+    &nvbench::NVBENCH,
+    &pytest_benchmark::PYTEST_BENCHMARK,
+    &hyperfine::HYPERFINE,
+    &criterion::CRITERION,
+    &cutlass::CUTLASS,
+    &kernelbench::KERNELBENCH,
     &counters::PERF_STAT,
     &counters::CALLGRIND,
     &counters::CACHEGRIND,
@@ -215,13 +230,13 @@ pub fn expand_folders(
             }
         }
         if found.is_empty() {
-            return Err(ImportError::Content {
-                path: input.clone(),
-                message: format!(
+            return Err(content(
+                input,
+                format!(
                     "is a folder with no {format} files in it (looked for {}); name the files, or the folder the tool wrote them to",
                     patterns.join(", ")
                 ),
-            });
+            ));
         }
         let names: Vec<String> = found
             .iter()
@@ -251,15 +266,15 @@ pub fn expand_folders(
 }
 
 /// The importer of a format name.
-pub fn importer(name: &str) -> Option<&'static dyn Importer> {
-    IMPORTERS.iter().copied().find(|i| i.name() == name)
+pub fn importer(name: &str) -> Option<&'static Importer> {
+    IMPORTERS.iter().copied().find(|i| i.name == name)
 }
 
 /// The formats that take a kernel selection, with what their `--pid` and `--tid` choose.
 pub fn taking_kernel_selection() -> impl Iterator<Item = (&'static str, SelectionScope)> {
     IMPORTERS
         .iter()
-        .filter_map(|i| Some((i.name(), i.kernel_selection()?)))
+        .filter_map(|i| Some((i.name, i.selection?)))
 }
 
 /// The formats that take a kernel selection, in words: `chrome-trace and xplane`.
@@ -318,7 +333,7 @@ mod tests {
     /// The format names are a contract: the registry holds exactly these, once each.
     #[test]
     fn the_registry_holds_the_documented_formats_once_each() {
-        let names: Vec<&str> = IMPORTERS.iter().map(|i| i.name()).collect();
+        let names: Vec<&str> = IMPORTERS.iter().map(|i| i.name).collect();
         let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
         assert_eq!(unique.len(), names.len(), "{names:?}");
         assert_eq!(
@@ -346,15 +361,15 @@ mod tests {
         );
         for importer in IMPORTERS {
             assert!(
-                !importer.help().is_empty()
-                    && !importer.help().ends_with('.')
-                    && !importer.help().contains('\n'),
+                !importer.help.is_empty()
+                    && !importer.help.ends_with('.')
+                    && !importer.help.contains('\n'),
                 "{}: one line of help",
-                importer.name()
+                importer.name
             );
             assert_eq!(
-                self::importer(importer.name()).map(|i| i.name()),
-                Some(importer.name())
+                self::importer(importer.name).map(|i| i.name),
+                Some(importer.name)
             );
         }
         assert!(self::importer("chrome_trace").is_none());
@@ -362,9 +377,9 @@ mod tests {
             assert!(
                 FOLDER_FILES
                     .iter()
-                    .any(|(name, p)| *name == importer.name() && !p.is_empty()),
+                    .any(|(name, p)| *name == importer.name && !p.is_empty()),
                 "{}: no folder patterns",
-                importer.name()
+                importer.name
             );
         }
     }

@@ -8,27 +8,18 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use super::builder::Benchmarks;
-use super::{ImportContext, ImportError, Importer, Policies};
+use super::{ImportError, Importer, Policies, content, read_error};
 use crate::capture::device::Device;
 use crate::capture::ncu::*;
 use crate::model::results::{RepetitionRun, RunResults};
 
 /// `kgate import ncu`.
-pub struct Ncu;
-
-impl Importer for Ncu {
-    fn name(&self) -> &'static str {
-        "ncu"
-    }
-
-    fn help(&self) -> &'static str {
-        "Nsight Compute `--csv` output, details or raw page (plus optional `ncu --version` text)"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static NCU: Importer = Importer {
+    name: "ncu",
+    help: "Nsight Compute `--csv` output, details or raw page (plus optional `ncu --version` text)",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 /// Imports ncu CSV files. A file holding `ncu --version` output is not a result: its version is
 /// recorded in the provenance of every benchmark and as the environment's `tools.ncu`. The
@@ -44,14 +35,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             continue;
         }
         let to_import_error = |e: NcuError| match e {
-            NcuError::Io(source) => ImportError::Read {
-                path: path.clone(),
-                source,
-            },
-            NcuError::Content(message) => ImportError::Content {
-                path: path.clone(),
-                message,
-            },
+            NcuError::Io(source) => read_error(path)(source),
+            NcuError::Content(message) => content(path, message),
         };
         let (file, _gzip) =
             crate::store::fsutil::open_maybe_gzip(path).map_err(|e| to_import_error(e.into()))?;
@@ -105,12 +90,11 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     if benchmarks.names().is_empty()
         && let (Some(_), Some(path)) = (&version, files.first())
     {
-        return Err(ImportError::Content {
-            path: path.clone(),
-            message:
-                "holds only `ncu --version` output; pass it together with the ncu CSV it belongs to"
-                    .into(),
-        });
+        return Err(content(
+            path,
+            "holds only `ncu --version` output; pass it together with the ncu CSV it belongs to"
+                .into(),
+        ));
     }
     if let Some((v, path)) = version {
         for name in benchmarks.names().to_vec() {
@@ -371,7 +355,7 @@ fn version_file(path: &Path) -> Option<String> {
 #[cfg(test)]
 mod storing_tests {
     use super::*;
-    use crate::import::{ImportContext, Importer, Policies};
+    use crate::import::{ImportContext, Policies};
     use crate::plan::MetricPolicy;
 
     /// Rows with a number for every metric (kept as the numbers alone) and rows with gaps
@@ -410,7 +394,7 @@ mod storing_tests {
             BTreeMap::new(),
             MetricPolicy::permissive(0.05),
         ));
-        let results = Ncu.import(&[path], &ctx).unwrap();
+        let results = NCU.import(&[path], &ctx).unwrap();
         assert_eq!(results.benchmarks.len(), 2);
         for (k, benchmark) in results.benchmarks.iter().enumerate() {
             assert_eq!(benchmark.name, format!("k{k}"));

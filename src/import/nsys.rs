@@ -34,27 +34,18 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
 use super::builder::{Benchmarks, Slot};
-use super::{ImportContext, ImportError, Importer, Policies, content};
+use super::{ImportError, Importer, Policies, content, read_error};
 use crate::capture::device::Device;
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
 /// `kgate import nsys`.
-pub struct Nsys;
-
-impl Importer for Nsys {
-    fn name(&self) -> &'static str {
-        "nsys"
-    }
-
-    fn help(&self) -> &'static str {
-        "Nsight Systems SQLite export (`nsys export --type sqlite`)"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies, ctx.nvtx.as_ref())
-    }
-}
+pub static NSYS: Importer = Importer {
+    name: "nsys",
+    help: "Nsight Systems SQLite export (`nsys export --type sqlite`)",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies, ctx.nvtx.as_ref()),
+};
 
 /// The first bytes of every SQLite database.
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -63,26 +54,11 @@ const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 /// the database the format reads).
 pub(super) fn open_database(path: &Path, hint: &str) -> Result<Connection, ImportError> {
     use std::io::Read;
-    let mut head = [0u8; 16];
-    let mut file = std::fs::File::open(path).map_err(|source| ImportError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let mut got = 0;
-    while got < head.len() {
-        match file.read(&mut head[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(source) => {
-                return Err(ImportError::Read {
-                    path: path.to_path_buf(),
-                    source,
-                });
-            }
-        }
-    }
-    if got < head.len() || &head != SQLITE_MAGIC {
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(16).read_to_end(&mut head))
+        .map_err(read_error(path))?;
+    if head != SQLITE_MAGIC {
         return Err(content(
             path,
             format!("is not an SQLite database (it does not begin with `SQLite format 3`); {hint}"),
@@ -97,13 +73,8 @@ pub(super) fn open_database(path: &Path, hint: &str) -> Result<Connection, Impor
 
 /// The tables and views of a database.
 pub(super) fn tables(db: &Connection, path: &Path) -> Result<BTreeSet<String>, ImportError> {
-    let read = || -> rusqlite::Result<BTreeSet<String>> {
-        let mut statement =
-            db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")?;
-        let names = statement.query_map([], |row| row.get::<_, String>(0))?;
-        names.collect()
-    };
-    read().map_err(|e| sql_error(path, &e))
+    let sql = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')";
+    names(db, path, sql, [])
 }
 
 /// The columns of a table or view.
@@ -112,22 +83,34 @@ pub(super) fn columns(
     path: &Path,
     table: &str,
 ) -> Result<BTreeSet<String>, ImportError> {
-    let read = || -> rusqlite::Result<BTreeSet<String>> {
-        let mut statement = db.prepare("SELECT name FROM pragma_table_info(?1)")?;
-        let names = statement.query_map([table], |row| row.get::<_, String>(0))?;
-        names.collect()
-    };
-    read().map_err(|e| sql_error(path, &e))
+    names(db, path, "SELECT name FROM pragma_table_info(?1)", [table])
 }
 
-/// An SQLite error while reading `path`.
-pub(super) fn sql_error(path: &Path, e: &rusqlite::Error) -> ImportError {
-    content(
-        path,
-        format!(
-            "cannot be read as a profiler's SQLite database: {e}; pass the file as the profiler wrote it"
-        ),
-    )
+/// The names a query of one text column gives.
+fn names(
+    db: &Connection,
+    path: &Path,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<BTreeSet<String>, ImportError> {
+    let read = || -> rusqlite::Result<BTreeSet<String>> {
+        let mut statement = db.prepare(sql)?;
+        let names = statement.query_map(params, |row| row.get::<_, String>(0))?;
+        names.collect()
+    };
+    read().map_err(sql_error(path))
+}
+
+/// An SQLite error while reading `path`, for `map_err`.
+pub(super) fn sql_error(path: &Path) -> impl Fn(rusqlite::Error) -> ImportError + Copy + '_ {
+    move |e| {
+        content(
+            path,
+            format!(
+                "cannot be read as a profiler's SQLite database: {e}; pass the file as the profiler wrote it"
+            ),
+        )
+    }
 }
 
 /// Launch attributes of one kernel: the first launch's values, and which differ on a later
@@ -287,11 +270,11 @@ fn import(
         }
         let mut statement = db
             .prepare(&format!("SELECT DISTINCT deviceId FROM {KERNEL_TABLE}"))
-            .map_err(|e| sql_error(path, &e))?;
+            .map_err(sql_error(path))?;
         let ids = statement
             .query_map([], |row| row.get::<_, i64>(0))
             .and_then(|ids| ids.collect::<rusqlite::Result<Vec<i64>>>())
-            .map_err(|e| sql_error(path, &e))?;
+            .map_err(sql_error(path))?;
         drop(statement);
         gpus_used.extend(ids);
         databases.push((path, db, tables));
@@ -381,14 +364,14 @@ fn import(
             } else {
                 "SELECT NULL WHERE ?1 IS NULL"
             })
-            .map_err(|e| sql_error(path, &e))?;
+            .map_err(sql_error(path))?;
         let mut string = |cell: &Option<NameCell>| -> Result<Option<String>, ImportError> {
             match cell {
                 None => Ok(None),
                 Some(NameCell::Text(t)) => Ok(Some(t.clone())),
                 Some(NameCell::Id(id)) => {
-                    let mut rows = lookup.query([id]).map_err(|e| sql_error(path, &e))?;
-                    match rows.next().map_err(|e| sql_error(path, &e))? {
+                    let mut rows = lookup.query([id]).map_err(sql_error(path))?;
+                    match rows.next().map_err(sql_error(path))? {
                         Some(row) => Ok(row.get::<_, Option<String>>(0).ok().flatten()),
                         None => Ok(None),
                     }
@@ -397,11 +380,11 @@ fn import(
         };
         // This file's (device, name ids) → kernel.
         let mut seen: HashMap<(i64, [Option<NameCell>; 3]), usize> = HashMap::new();
-        let mut statement = db.prepare(&sql).map_err(|e| sql_error(path, &e))?;
-        let mut rows = statement.query([]).map_err(|e| sql_error(path, &e))?;
+        let mut statement = db.prepare(&sql).map_err(sql_error(path))?;
+        let mut rows = statement.query([]).map_err(sql_error(path))?;
         let mut in_file: BTreeMap<usize, u32> = BTreeMap::new();
         let mut launch = 0u64;
-        while let Some(row) = rows.next().map_err(|e| sql_error(path, &e))? {
+        while let Some(row) = rows.next().map_err(sql_error(path))? {
             launch += 1;
             let int = |i: usize| match row.get_ref(i) {
                 Ok(ValueRef::Integer(v)) => Some(v),
@@ -495,7 +478,7 @@ fn import(
             if gpu_columns.contains("id") && gpu_columns.contains("name") {
                 let mut statement = db
                     .prepare("SELECT id, name FROM TARGET_INFO_GPU")
-                    .map_err(|e| sql_error(path, &e))?;
+                    .map_err(sql_error(path))?;
                 let named = statement
                     .query_map([], |row| {
                         Ok((
@@ -504,7 +487,7 @@ fn import(
                         ))
                     })
                     .and_then(|r| r.collect::<rusqlite::Result<Vec<_>>>())
-                    .map_err(|e| sql_error(path, &e))?;
+                    .map_err(sql_error(path))?;
                 for (id, name) in named {
                     if let (Some(id), Some(name)) = (id, name)
                         && kernels.iter().any(|k| k.device == id)
@@ -571,16 +554,18 @@ fn export_version(db: &Connection, tables: &BTreeSet<String>) -> Option<String> 
         .iter()
         .filter(|t| tables.contains(**t))
         .find_map(|t| {
-            db.query_row(
-                &format!("SELECT value FROM {t} WHERE name = 'EXPORT_PRODUCT_VERSION'"),
-                [],
-                |row| row.get::<_, Option<String>>(0),
-            )
-            .ok()
-            .flatten()
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
+            let sql = format!("SELECT value FROM {t} WHERE name = 'EXPORT_PRODUCT_VERSION'");
+            one_text(db, &sql, [])
         })
+}
+
+/// The text a query of one value gives, trimmed; none when it is empty or the query fails.
+fn one_text(db: &Connection, sql: &str, params: impl rusqlite::Params) -> Option<String> {
+    db.query_row(sql, params, |row| row.get::<_, Option<String>>(0))
+        .ok()
+        .flatten()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
 }
 
 /// A property of `TARGET_INFO_SYSTEM_ENV`.
@@ -588,15 +573,8 @@ fn system_env(db: &Connection, tables: &BTreeSet<String>, name: &str) -> Option<
     if !tables.contains("TARGET_INFO_SYSTEM_ENV") {
         return None;
     }
-    db.query_row(
-        "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = ?1",
-        [name],
-        |row| row.get::<_, Option<String>>(0),
-    )
-    .ok()
-    .flatten()
-    .map(|v| v.trim().to_string())
-    .filter(|v| !v.is_empty())
+    let sql = "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = ?1";
+    one_text(db, sql, [name])
 }
 
 /// The NVTX ranges whose name matches `--nvtx`: push/pop ranges by thread, start/end ranges by
@@ -668,11 +646,11 @@ fn nvtx_ranges(
     let sql = format!(
         "SELECT n.start, n.\"end\", n.globalTid, n.eventType, {name} FROM NVTX_EVENTS n{join} WHERE n.\"end\" IS NOT NULL AND n.eventType IN ({PUSH_POP}, {START_END})"
     );
-    let mut statement = db.prepare(&sql).map_err(|e| sql_error(path, &e))?;
-    let mut rows = statement.query([]).map_err(|e| sql_error(path, &e))?;
+    let mut statement = db.prepare(&sql).map_err(sql_error(path))?;
+    let mut rows = statement.query([]).map_err(sql_error(path))?;
     let mut by_thread: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
     let mut by_process: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
-    while let Some(row) = rows.next().map_err(|e| sql_error(path, &e))? {
+    while let Some(row) = rows.next().map_err(sql_error(path))? {
         let (Ok(Some(start)), Ok(Some(end)), Ok(Some(thread)), Ok(Some(kind)), Ok(Some(text))) = (
             row.get::<_, Option<i64>>(0),
             row.get::<_, Option<i64>>(1),

@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::input;
-use super::{ImportContext, ImportError, Importer, Policies, content};
+use super::{ImportError, Importer, Policies, content, read_error};
 use crate::capture::device::{Device, MEM_MAX_MHZ, SM_MAX_MHZ};
 use crate::model::metric::{Direction, Source};
 use crate::model::results::{NOT_COMPARABLE, RunResults, Spread};
@@ -70,21 +70,12 @@ const SUMMARY_NOTE: &str = "nvbench stores each state's summaries, not its sampl
 const SAMPLES_NOTE: &str = "kernel_time holds the sample times of nvbench's `--jsonbin` file (`nvbench.sample_times`), one repetition per JSON file; cpu_time and batch_kernel_time are means, one value per file, shown and not gated";
 
 /// `kgate import nvbench`.
-pub struct Nvbench;
-
-impl Importer for Nvbench {
-    fn name(&self) -> &'static str {
-        "nvbench"
-    }
-
-    fn help(&self) -> &'static str {
-        "NVIDIA nvbench JSON (--json), one benchmark per state"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static NVBENCH: Importer = Importer {
+    name: "nvbench",
+    help: "NVIDIA nvbench JSON (--json), one benchmark per state",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 /// Imports nvbench JSON files, a benchmark (with its states) at a time as each file is read.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
@@ -308,10 +299,7 @@ fn sample_times(path: &Path, summaries: &[Value]) -> Result<SampleFile, ImportEr
             .collect();
         return Ok(SampleFile::Absent(looked.join(" or ")));
     };
-    let read_error = |source| ImportError::Read {
-        path: found.clone(),
-        source,
-    };
+    let read_error = read_error(&found);
     // The length first: a file of another size is refused without being read.
     let len = std::fs::metadata(&found).map_err(read_error)?.len();
     let bytes = if len == size * 4 {
@@ -463,10 +451,7 @@ fn read_benchmark(
                 let note = format!(
                     "the `--jsonbin` sample times were not found beside the JSON (looked for {looked}): kernel_time is the mean"
                 );
-                let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
-                if !notes.contains(&note) {
-                    notes.push(note);
-                }
+                benchmarks.note(&name, note);
                 None
             }
             SampleFile::Unnamed => None,
@@ -555,10 +540,7 @@ fn read_benchmark(
             } else {
                 SUMMARY_NOTE
             };
-            let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
-            if !notes.iter().any(|n| n == note) {
-                notes.push(note.to_string());
-            }
+            benchmarks.note(&name, note.to_string());
         } else {
             benchmarks.imported(&name, path, rep);
         }

@@ -6,26 +6,17 @@ use std::path::{Path, PathBuf};
 use rustc_hash::FxHashMap;
 
 use super::builder::Benchmarks;
-use super::{ImportContext, ImportError, Importer, Policies};
+use super::{ImportError, Importer, Policies, content};
 use crate::model::protocol;
 use crate::model::results::RunResults;
 
 /// `kgate import protocol`.
-pub struct Protocol;
-
-impl Importer for Protocol {
-    fn name(&self) -> &'static str {
-        "protocol"
-    }
-
-    fn help(&self) -> &'static str {
-        "kgate protocol JSON lines"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static PROTOCOL: Importer = Importer {
+    name: "protocol",
+    help: "kgate protocol JSON lines",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 /// Builds results from protocol files. Lines with a `benchmark` key go to that benchmark;
 /// lines without it go to a benchmark named after the file (its stem). Each file counts as one
@@ -71,10 +62,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             Ok(())
         })?;
         if in_file.is_empty() {
-            return Err(ImportError::Content {
-                path: path.clone(),
-                message: "holds no protocol lines".into(),
-            });
+            return Err(content(path, "holds no protocol lines".into()));
         }
         let mut in_file: Vec<(String, Held)> = in_file.into_iter().collect();
         in_file.sort_unstable_by(|a, b| a.0.cmp(&b.0));

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::input;
-use super::{ImportContext, ImportError, Importer, Policies};
+use super::{ImportError, Importer, Policies, content};
 use crate::capture::device::{Device, MEM_MAX_MHZ, SM_MAX_MHZ};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
@@ -67,10 +67,7 @@ fn walk(
     if let Some(m) = metrics
         && (device_type.is_some() || counters_only)
     {
-        let name = name.ok_or_else(|| ImportError::Content {
-            path: path.to_path_buf(),
-            message: "has a kernel node without `frame.name`, which Proton always writes (an edited or foreign file); pass the `.hatchet` file `proton.finalize()` wrote".into(),
-        })?;
+        let name = name.ok_or_else(|| content(path, "has a kernel node without `frame.name`, which Proton always writes (an edited or foreign file); pass the `.hatchet` file `proton.finalize()` wrote".into()))?;
         let key = (scope.join("/"), name.to_string());
         if !kernels.contains_key(&key) {
             order.push(key.clone());
@@ -161,13 +158,13 @@ fn read_tree(path: &Path) -> Result<Tree, ImportError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let depth = json_depth(text);
     if depth > MAX_DEPTH {
-        return Err(ImportError::Content {
-            path: path.to_path_buf(),
-            message: format!(
+        return Err(content(
+            path,
+            format!(
                 "nests {depth} levels deep, more than the {MAX_DEPTH} kgate reads (some {} nested scopes: each takes two levels)",
                 MAX_DEPTH / 2
             ),
-        });
+        ));
     }
     let read = || -> Result<Tree, ImportError> {
         let mut reader = serde_json::Deserializer::from_str(text);
@@ -182,10 +179,7 @@ fn read_tree(path: &Path) -> Result<Tree, ImportError> {
         let parts = doc
             .as_array()
             .filter(|a| !a.is_empty())
-            .ok_or_else(|| ImportError::Content {
-                path: path.to_path_buf(),
-                message: "is not a Proton hatchet file: that is a JSON array [call tree, device table], and this is not one; pass the `.hatchet` file `proton.finalize()` wrote (not the `.chrome_trace` of `data=\"trace\"`, which `kgate import chrome-trace` reads)".into(),
-            })?;
+            .ok_or_else(|| content(path, "is not a Proton hatchet file: that is a JSON array [call tree, device table], and this is not one; pass the `.hatchet` file `proton.finalize()` wrote (not the `.chrome_trace` of `data=\"trace\"`, which `kgate import chrome-trace` reads)".into()))?;
         let mut tree = Tree {
             kernels: BTreeMap::new(),
             order: Vec::new(),
@@ -206,9 +200,11 @@ fn read_tree(path: &Path) -> Result<Tree, ImportError> {
             .name("proton-tree".into())
             .stack_size(TREE_STACK)
             .spawn_scoped(scope, read)
-            .map_err(|e| ImportError::Content {
-                path: path.to_path_buf(),
-                message: format!("cannot start a thread to read its call tree: {e}"),
+            .map_err(|e| {
+                content(
+                    path,
+                    format!("cannot start a thread to read its call tree: {e}"),
+                )
             })?
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -263,21 +259,12 @@ fn modernize(node: &mut Value) -> bool {
 }
 
 /// `kgate import proton`.
-pub struct Proton;
-
-impl Importer for Proton {
-    fn name(&self) -> &'static str {
-        "proton"
-    }
-
-    fn help(&self) -> &'static str {
-        "Triton Proton hatchet JSON"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static PROTON: Importer = Importer {
+    name: "proton",
+    help: "Triton Proton hatchet JSON",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 /// Imports Proton hatchet files.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {

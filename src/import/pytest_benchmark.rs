@@ -12,26 +12,17 @@ use serde_json::Value;
 
 use super::builder::Benchmarks;
 use super::input;
-use super::{ImportContext, ImportError, Importer, Policies};
+use super::{ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
 /// `kgate import pytest-benchmark`.
-pub struct PytestBenchmark;
-
-impl Importer for PytestBenchmark {
-    fn name(&self) -> &'static str {
-        "pytest-benchmark"
-    }
-
-    fn help(&self) -> &'static str {
-        "pytest-benchmark JSON"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static PYTEST_BENCHMARK: Importer = Importer {
+    name: "pytest-benchmark",
+    help: "pytest-benchmark JSON",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 /// Imports pytest-benchmark JSON files.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
@@ -51,11 +42,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             },
         )?;
         if document.array != input::Found::Array {
-            return Err(ImportError::Content {
-                path: path.clone(),
-                message: "has no `benchmarks` array, so it is not pytest-benchmark JSON; export with `pytest --benchmark-json FILE`, or pass a file from `.benchmarks/` (`--benchmark-autosave`)"
-                    .into(),
-            });
+            return Err(content(path, "has no `benchmarks` array, so it is not pytest-benchmark JSON; export with `pytest --benchmark-json FILE`, or pass a file from `.benchmarks/` (`--benchmark-autosave`)"
+                .into()));
         }
         // pytest-benchmark writes its version after the benchmarks.
         if let Some(v) = document.others.get("version").and_then(Value::as_str) {
@@ -80,15 +68,9 @@ fn record_benchmark(
         .get("fullname")
         .or_else(|| b.get("name"))
         .and_then(Value::as_str)
-        .ok_or_else(|| ImportError::Content {
-            path: path.to_path_buf(),
-            message: format!("benchmarks[{i}] has neither `fullname` nor `name`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"),
-        })?
+        .ok_or_else(|| content(path, format!("benchmarks[{i}] has neither `fullname` nor `name`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`")))?
         .to_string();
-    let stats = b.get("stats").ok_or_else(|| ImportError::Content {
-        path: path.to_path_buf(),
-        message: format!("benchmark `{name}` has no `stats`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"),
-    })?;
+    let stats = b.get("stats").ok_or_else(|| content(path, format!("benchmark `{name}` has no `stats`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`")))?;
     let rep = counts.entry(name.clone()).or_insert(0);
     let data = stats.get("data").and_then(Value::as_array);
     let rounds: Vec<f64> = data
@@ -96,12 +78,9 @@ fn record_benchmark(
         .unwrap_or_default();
     if rounds.is_empty() {
         let median = stats.get("median").and_then(Value::as_f64).ok_or_else(|| {
-            ImportError::Content {
-                path: path.to_path_buf(),
-                message: format!(
-                    "benchmark `{name}` has neither `stats.data` nor `stats.median`, so it holds no time kgate can gate on (an edited file); export again with `pytest --benchmark-json FILE`"
-                ),
-            }
+            content(path, format!(
+                "benchmark `{name}` has neither `stats.data` nor `stats.median`, so it holds no time kgate can gate on (an edited file); export again with `pytest --benchmark-json FILE`"
+            ))
         })?;
         benchmarks.add(&name, *rep, "time", "s", Source::Timer, median)?;
         *rep += 1;

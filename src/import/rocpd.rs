@@ -34,27 +34,18 @@ use rusqlite::types::ValueRef;
 
 use super::builder::{Benchmarks, Slot};
 use super::nsys::{LaunchAttributes, columns, open_database, sql_error, tables, varying_note};
-use super::{ImportContext, ImportError, Importer, Policies, content};
+use super::{ImportError, Importer, Policies, content};
 use crate::capture::device::Device;
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
 /// `kgate import rocpd`.
-pub struct Rocpd;
-
-impl Importer for Rocpd {
-    fn name(&self) -> &'static str {
-        "rocpd"
-    }
-
-    fn help(&self) -> &'static str {
-        "rocprofv3 SQLite database (rocpd, `<pid>_results.db`)"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static ROCPD: Importer = Importer {
+    name: "rocpd",
+    help: "rocprofv3 SQLite database (rocpd, `<pid>_results.db`)",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 const HINT: &str = "pass the database `rocprofv3 --kernel-trace` writes (`<pid>_results.db`, rocpd output, the default since ROCm 7.0)";
 
@@ -144,11 +135,11 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         let agents = gpu_agents(&db, path, &tables)?;
         let mut statement = db
             .prepare("SELECT DISTINCT agent_id FROM rocpd_kernel_dispatch")
-            .map_err(|e| sql_error(path, &e))?;
+            .map_err(sql_error(path))?;
         let ids = statement
             .query_map([], |row| row.get::<_, Option<i64>>(0))
             .and_then(|ids| ids.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(|e| sql_error(path, &e))?;
+            .map_err(sql_error(path))?;
         drop(statement);
         gpus_used.extend(
             ids.iter()
@@ -226,13 +217,13 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             details.insert("rocpd.schema_version".into(), v);
         }
         let mut device = Device::default();
-        let mut statement = db.prepare(&sql).map_err(|e| sql_error(path, &e))?;
-        let mut rows = statement.query([]).map_err(|e| sql_error(path, &e))?;
+        let mut statement = db.prepare(&sql).map_err(sql_error(path))?;
+        let mut rows = statement.query([]).map_err(sql_error(path))?;
         // This file's (agent, kernel symbol name) → kernel.
         let mut seen: HashMap<(Option<i64>, String), usize> = HashMap::new();
         let mut in_file: BTreeSet<usize> = BTreeSet::new();
         let mut number = 0u64;
-        while let Some(row) = rows.next().map_err(|e| sql_error(path, &e))? {
+        while let Some(row) = rows.next().map_err(sql_error(path))? {
             number += 1;
             let int = |i: usize| match row.get_ref(i) {
                 Ok(ValueRef::Integer(v)) => Some(v),
@@ -388,7 +379,7 @@ fn gpu_agents(
         column("product_name"),
         column("name"),
     );
-    let mut statement = db.prepare(&sql).map_err(|e| sql_error(path, &e))?;
+    let mut statement = db.prepare(&sql).map_err(sql_error(path))?;
     let rows = statement
         .query_map([], |row| {
             Ok((
@@ -400,7 +391,7 @@ fn gpu_agents(
             ))
         })
         .and_then(|r| r.collect::<rusqlite::Result<Vec<_>>>())
-        .map_err(|e| sql_error(path, &e))?;
+        .map_err(sql_error(path))?;
     let mut order = 0;
     for (id, kind, type_index, product, name) in rows {
         let Some(id) = id else { continue };
@@ -462,9 +453,9 @@ fn counters(
             ""
         }
     );
-    let mut statement = db.prepare(&sql).map_err(|e| sql_error(path, &e))?;
-    let mut rows = statement.query([]).map_err(|e| sql_error(path, &e))?;
-    while let Some(row) = rows.next().map_err(|e| sql_error(path, &e))? {
+    let mut statement = db.prepare(&sql).map_err(sql_error(path))?;
+    let mut rows = statement.query([]).map_err(sql_error(path))?;
+    while let Some(row) = rows.next().map_err(sql_error(path))? {
         let guid: String = row
             .get::<_, Option<String>>(0)
             .ok()

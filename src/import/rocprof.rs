@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use super::builder::{Benchmarks, Slot};
 use super::input::{TextReader, refusal_of};
-use super::{ImportContext, ImportError, Importer, Policies, content};
+use super::{ImportError, Importer, Policies, content};
 use crate::capture::device::{Device, HostField, MEM_MAX_MHZ, SM_MAX_MHZ};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
@@ -425,21 +425,12 @@ fn classify(header: &[String]) -> Option<Kind> {
 }
 
 /// `kgate import rocprof`.
-pub struct Rocprof;
-
-impl Importer for Rocprof {
-    fn name(&self) -> &'static str {
-        "rocprof"
-    }
-
-    fn help(&self) -> &'static str {
-        "rocprof v1 results and counter CSV, rocprofv2 (Omniperf) and rocprofv3 counter CSV"
-    }
-
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import(files, &ctx.policies)
-    }
-}
+pub static ROCPROF: Importer = Importer {
+    name: "rocprof",
+    help: "rocprof v1 results and counter CSV, rocprofv2 (Omniperf) and rocprofv3 counter CSV",
+    selection: None,
+    import: |files, ctx| import(files, &ctx.policies),
+};
 
 /// Imports rocprof files.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {

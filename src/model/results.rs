@@ -139,6 +139,17 @@ pub struct Artifact {
 }
 
 impl BenchmarkResult {
+    /// Marks the benchmark failed, of `kind`, saying `message` (no stderr: kgate ran nothing).
+    pub fn fail(&mut self, kind: FailureKind, message: String) {
+        self.status = Status::Failed;
+        let stderr_tail = String::new();
+        self.failure = Some(Failure {
+            kind,
+            message,
+            stderr_tail,
+        });
+    }
+
     /// Counts the `repetition` numbers the file left out (each value its own repetition) and
     /// hands back the room the reader left at the end of each array (see
     /// [`RunResults::settle`]).
@@ -366,10 +377,7 @@ impl Correctness {
     /// Adds one check's outcome: any failed check fails the benchmark, and the first failure's
     /// detail is kept.
     pub fn record(slot: &mut Option<Correctness>, passed: bool, detail: Option<String>) {
-        let detail = detail.map(|d| match d.char_indices().nth(CORRECTNESS_DETAIL_CHARS) {
-            Some((at, _)) => format!("{}…", &d[..at]),
-            None => d,
-        });
+        let detail = detail.map(|d| crate::model::text::cut(&d, CORRECTNESS_DETAIL_CHARS));
         match slot {
             Some(c) if !c.passed => {}
             Some(c) if passed => {

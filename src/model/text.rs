@@ -260,6 +260,14 @@ fn unexpected_words(got: &str) -> String {
     .to_string()
 }
 
+/// `text` cut after `chars` characters, with `…` where it was cut.
+pub fn cut(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 /// `1 benchmark`, `2 benchmarks`: a count with its noun in the right number.
 pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })

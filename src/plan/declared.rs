@@ -7,7 +7,7 @@
 //! like a misspelt time unit (`msec`, `mS`) are kept as they are, with a warning, because a
 //! time kgate does not recognise is compared as an opaque number, not converted.
 
-use crate::model::results::{Failure, FailureKind, RunResults, Status};
+use crate::model::results::{FailureKind, RunResults, Status};
 use crate::model::text::did_you_mean;
 use crate::plan::Plan;
 
@@ -57,15 +57,10 @@ pub fn check_declared_metrics(plan: &Plan, results: &mut RunResults) -> Vec<Stri
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            b.status = Status::Failed;
-            b.failure = Some(Failure {
-                kind: FailureKind::Protocol,
-                message: format!(
-                    "the configuration declares {} under `metrics`, which would gate, but the benchmark reported {reported_list}; fix the name, report the metric, or set `gate: false`",
-                    missing_gating.join(", ")
-                ),
-                stderr_tail: String::new(),
-            });
+            b.fail(FailureKind::Protocol, format!(
+                "the configuration declares {} under `metrics`, which would gate, but the benchmark reported {reported_list}; fix the name, report the metric, or set `gate: false`",
+                missing_gating.join(", ")
+            ));
         }
     }
     warnings.extend(unit_lookalikes(results));

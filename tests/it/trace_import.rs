@@ -795,7 +795,7 @@ fn large_trace(dir: &Path) -> PathBuf {
 
 #[test]
 fn a_large_trace_is_written_in_either_layout_as_it_is_read() {
-    use kgate::import::{ImportContext, Importer, Policies};
+    use kgate::import::{ImportContext, Policies};
     use kgate::model::results::RunResults;
     use kgate::plan::MetricPolicy;
     let dir = tempfile::tempdir().unwrap();
@@ -821,7 +821,7 @@ fn a_large_trace_is_written_in_either_layout_as_it_is_read() {
         Default::default(),
         MetricPolicy::permissive(0.05),
     ));
-    let whole = trace::chrome::ChromeTrace
+    let whole = trace::chrome::CHROME_TRACE
         .import(std::slice::from_ref(&trace), &ctx)
         .unwrap();
     let r = RunResults::parse(&outputs[0], Path::new("compact.json")).unwrap();

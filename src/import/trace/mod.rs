@@ -16,7 +16,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
 use super::builder::Benchmarks;
-use super::{ImportError, Policies};
+use super::{ImportContext, ImportError, Policies, content};
 use crate::capture::Collector;
 use crate::capture::device::Device;
 use crate::model::metric::{Direction, Source};
@@ -67,28 +67,25 @@ impl TraceSelection {
         pid: Option<String>,
         tid: Option<String>,
     ) -> Result<TraceSelection, SelectionError> {
+        let invalid = |option| {
+            move |e: &dyn std::fmt::Display| SelectionError {
+                option,
+                message: e.to_string(),
+            }
+        };
         let regexes = if regexes.is_empty() {
             None
         } else {
-            Some(RegexSet::new(regexes).map_err(|e| SelectionError {
-                option: "--kernel",
-                message: e.to_string(),
-            })?)
+            Some(RegexSet::new(regexes).map_err(|e| invalid("--kernel")(&e))?)
         };
         let globs = if globs.is_empty() {
             None
         } else {
             let mut builder = GlobSetBuilder::new();
             for g in globs {
-                builder.add(Glob::new(g).map_err(|e| SelectionError {
-                    option: "--kernel-glob",
-                    message: e.to_string(),
-                })?);
+                builder.add(Glob::new(g).map_err(|e| invalid("--kernel-glob")(&e))?);
             }
-            Some(builder.build().map_err(|e| SelectionError {
-                option: "--kernel-glob",
-                message: e.to_string(),
-            })?)
+            Some(builder.build().map_err(|e| invalid("--kernel-glob")(&e))?)
         };
         Ok(TraceSelection {
             regexes,
@@ -197,29 +194,33 @@ impl TraceSamples {
 }
 
 /// Reads each file with `read` (each file one repetition) and builds the results. A file in
-/// which nothing matched the selection is an error carrying `nothing_matched`, which says
-/// what was looked for and how to choose otherwise; `selection` is the selection in words,
-/// for the note of a file whose counter tracks had no kernel selected beside them.
+/// which nothing matched the selection is refused, saying what was looked for (the selection,
+/// or `default_selection`, and the format's word for `counters`) and how to choose otherwise
+/// (`pid_tid`: the format's selection options).
 pub fn import_files(
     capture: &'static str,
     files: &[PathBuf],
-    policies: &Policies,
-    read: impl Fn(&Path) -> Result<TraceSamples, ImportError>,
-    nothing_matched: impl Fn() -> String,
-    selection: &str,
+    ctx: &ImportContext,
+    read: fn(&Path, &TraceSelection) -> Result<TraceSamples, ImportError>,
+    default_selection: &str,
+    (counters, pid_tid): (&str, &str),
 ) -> Result<RunResults, ImportError> {
+    let selection = ctx.selection.describe(default_selection);
     let mut per_file = Vec::with_capacity(files.len());
     for path in files {
-        let samples = read(path)?;
+        let samples = read(path, &ctx.selection)?;
         if samples.is_empty() {
-            return Err(ImportError::Content {
-                path: path.clone(),
-                message: nothing_matched(),
-            });
+            return Err(content(
+                path,
+                format!(
+                    "no kernel events or {counters} matched {selection}; choose kernels with \
+                     --kernel REGEX, --kernel-glob GLOB, {pid_tid}"
+                ),
+            ));
         }
         per_file.push((path.clone(), samples));
     }
-    build_results(capture, per_file, policies, selection)
+    build_results(capture, per_file, &ctx.policies, &selection)
 }
 
 /// The least finite value, if any.
@@ -361,18 +362,15 @@ fn build_results(
             for (_, metric, value, unit) in estimates.iter().filter(|(k, ..)| *k == kernel) {
                 let (slot, factor) = collector
                     .slot(metric, unit, Source::Estimate, Direction::Lower)
-                    .map_err(|message| ImportError::Content {
-                        path: path.clone(),
-                        message,
-                    })?;
+                    .map_err(|message| content(&path, message))?;
                 let value = value * factor;
                 if !(value.is_finite() && value >= 0.0) {
-                    return Err(ImportError::Content {
-                        path: path.clone(),
-                        message: format!(
+                    return Err(content(
+                        &path,
+                        format!(
                             "kernel `{kernel}`: estimate `{metric}` of {value} {unit} is not a finite count; the custom call's backend_config `cost_estimate` is damaged"
                         ),
-                    });
+                    ));
                 }
                 collector.push_at(slot, rep, value);
             }
@@ -384,21 +382,14 @@ fn build_results(
             // One lookup per kernel, not per launch: a trace holds millions of launches.
             let (slot, factor) = collector
                 .slot(KERNEL_TIME, "ns", Source::Timer, Direction::default())
-                .map_err(|message| ImportError::Content {
-                    path: path.clone(),
-                    message,
-                })?;
+                .map_err(|message| content(&path, message))?;
             // A duration that overflowed on its way to nanoseconds, or a negative one, would
             // make a results file no later command reads (or a meaningless time).
             let clean = durations.iter().all(|d| d.is_finite() && *d >= 0.0);
             if !(clean && factor == 1.0) {
                 for value in &durations {
-                    units::to_canonical(value * factor, "ns").map_err(|e| {
-                        ImportError::Content {
-                            path: path.clone(),
-                            message: format!("kernel `{kernel}`: {e}"),
-                        }
-                    })?;
+                    units::to_canonical(value * factor, "ns")
+                        .map_err(|e| content(&path, format!("kernel `{kernel}`: {e}")))?;
                 }
             }
             let launches = durations.len();

@@ -6,7 +6,7 @@
 //! start = line `timestamp_ns` + event `offset_ps`, duration = `duration_ps`.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use prost::Message;
 
@@ -14,9 +14,8 @@ use super::hlo_proto::HloProto;
 use super::xplane_proto::{XEvent, XPlane, XSpace, x_event, x_stat};
 use super::{TraceSamples, TraceSelection, import_files};
 use crate::capture::device::{Device, SM_MAX_MHZ};
-use crate::import::{ImportContext, ImportError, Importer, SelectionScope};
+use crate::import::{ImportError, Importer, SelectionScope, content, read_error};
 use crate::model::results::Artifact;
-use crate::model::results::RunResults;
 use crate::model::series::Sampling;
 use std::collections::BTreeMap;
 
@@ -26,42 +25,19 @@ const DEFAULT_SELECTION: &str = "events on the `XLA Ops` and `Stream #…` lines
                                  the host's when the profile has no `/device:` plane)";
 
 /// `kgate import xplane`.
-pub struct Xplane;
-
-impl Importer for Xplane {
-    fn name(&self) -> &'static str {
-        "xplane"
-    }
-
-    fn help(&self) -> &'static str {
-        "XProf / TensorFlow profiler XSpace protobuf (`*.xplane.pb`)"
-    }
-
-    fn kernel_selection(&self) -> Option<SelectionScope> {
-        Some(SelectionScope {
-            pid: "this plane (id or name)",
-            tid: "this line (id or name)",
-        })
-    }
-
-    /// Imports XSpace files, each one repetition.
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
-        import_files(
-            self.name(),
-            files,
-            &ctx.policies,
-            |path| read_file(path, &ctx.selection),
-            || {
-                format!(
-                    "no kernel events or counter events matched {}; choose kernels with \
-                     --kernel REGEX, --kernel-glob GLOB, --pid PLANE and --tid LINE",
-                    ctx.selection.describe(DEFAULT_SELECTION)
-                )
-            },
-            &ctx.selection.describe(DEFAULT_SELECTION),
-        )
-    }
-}
+pub static XPLANE: Importer = Importer {
+    name: "xplane",
+    help: "XProf / TensorFlow profiler XSpace protobuf (`*.xplane.pb`)",
+    selection: Some(SelectionScope {
+        pid: "this plane (id or name)",
+        tid: "this line (id or name)",
+    }),
+    // XSpace files, each one repetition.
+    import: |files, ctx| {
+        let words = ("counter events", "--pid PLANE and --tid LINE");
+        import_files("xplane", files, ctx, read_file, DEFAULT_SELECTION, words)
+    },
+};
 
 /// The most bytes read from one XSpace file: the protobuf is decoded whole, so this bounds
 /// what a file (or an endless stream) may cost.
@@ -70,14 +46,8 @@ const MAX_XPLANE_BYTES: u64 = 1 << 30;
 /// Reads and decodes one XSpace file, within [`MAX_XPLANE_BYTES`].
 pub fn read_file(path: &Path, selection: &TraceSelection) -> Result<TraceSamples, ImportError> {
     use std::io::Read;
-    let read_error = |source| ImportError::Read {
-        path: path.to_path_buf(),
-        source,
-    };
-    let refuse = |message: String| ImportError::Content {
-        path: path.to_path_buf(),
-        message,
-    };
+    let read_error = read_error(path);
+    let refuse = |message| content(path, message);
     let mut file = std::fs::File::open(path).map_err(read_error)?;
     let mut bytes = Vec::new();
     (&mut file)
@@ -100,11 +70,13 @@ pub fn read_file(path: &Path, selection: &TraceSelection) -> Result<TraceSamples
             MAX_XPLANE_BYTES >> 20
         )));
     }
-    let space = XSpace::decode(bytes.as_slice()).map_err(|e| ImportError::Content {
-        path: path.to_path_buf(),
-        message: format!(
-            "not an XSpace protobuf (`*.xplane.pb` as written by jax.profiler or XProf): {e}"
-        ),
+    let space = XSpace::decode(bytes.as_slice()).map_err(|e| {
+        content(
+            path,
+            format!(
+                "not an XSpace protobuf (`*.xplane.pb` as written by jax.profiler or XProf): {e}"
+            ),
+        )
     })?;
     Ok(samples(&space, selection))
 }
@@ -221,20 +193,25 @@ pub const COUNTERS_LINE: &str = "_counters_";
 /// The chip a device plane is: its `global_chip_id` stat, else its `device_id` (as XProf's
 /// Perf Counters tool reads it).
 fn chip_of(plane: &XPlane) -> Option<i64> {
-    ["global_chip_id", "device_id"].iter().find_map(|wanted| {
-        let id = plane.stat_metadata.values().find(|m| m.name == *wanted)?.id;
-        match plane
-            .stats
-            .iter()
-            .find(|s| s.metadata_id == id)?
-            .value
-            .as_ref()?
-        {
-            x_stat::Value::Int64Value(v) => Some(*v),
-            x_stat::Value::Uint64Value(v) => i64::try_from(*v).ok(),
-            _ => None,
-        }
-    })
+    ["global_chip_id", "device_id"]
+        .iter()
+        .find_map(|wanted| int_stat(plane, wanted))
+}
+
+/// The integer a plane's stat named `wanted` holds.
+fn int_stat(plane: &XPlane, wanted: &str) -> Option<i64> {
+    let id = plane.stat_metadata.values().find(|m| m.name == wanted)?.id;
+    match plane
+        .stats
+        .iter()
+        .find(|s| s.metadata_id == id)?
+        .value
+        .as_ref()?
+    {
+        x_stat::Value::Int64Value(v) => Some(*v),
+        x_stat::Value::Uint64Value(v) => i64::try_from(*v).ok(),
+        _ => None,
+    }
 }
 
 /// One counter reading and the chip it was read on.
@@ -340,21 +317,8 @@ impl EndOfProfile {
 fn profile_window(space: &XSpace, origin_ns: i64) -> (f64, f64, bool) {
     let mut recorded = (None, None);
     if let Some(env) = space.planes.iter().find(|p| p.name == "Task Environment") {
-        let get = |wanted: &str| {
-            let id = env.stat_metadata.values().find(|m| m.name == wanted)?.id;
-            match env
-                .stats
-                .iter()
-                .find(|s| s.metadata_id == id)?
-                .value
-                .as_ref()?
-            {
-                x_stat::Value::Int64Value(v) => Some(*v),
-                x_stat::Value::Uint64Value(v) => i64::try_from(*v).ok(),
-                _ => None,
-            }
-        };
-        recorded = (get("profile_start_time"), get("profile_stop_time"));
+        let start = int_stat(env, "profile_start_time");
+        recorded = (start, int_stat(env, "profile_stop_time"));
     }
     let mut end = 0.0f64;
     for line in space.planes.iter().flat_map(|p| &p.lines) {

@@ -23,72 +23,49 @@ mod walk;
 
 use std::fs::File;
 use std::io::{BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use self::aggregate::Aggregator;
 use self::io::{ReadAhead, read_up_to};
 use self::parallel::{PARALLEL_MIN_BYTES, read_parallel};
 use self::walk::{Input, Start};
 use super::{TraceSamples, TraceSelection, import_files};
-use crate::import::{ImportContext, ImportError, Importer, SelectionScope};
-use crate::model::results::RunResults;
+use crate::import::{ImportError, Importer, SelectionScope, content, read_error};
 
 /// What the default selection takes, in words.
 const DEFAULT_SELECTION: &str =
     "complete and begin/end events of category `kernel`, or with an `hlo_op` argument (XLA ops)";
 
 /// `kgate import chrome-trace`.
-pub struct ChromeTrace;
-
-impl Importer for ChromeTrace {
-    fn name(&self) -> &'static str {
-        "chrome-trace"
-    }
-
-    fn help(&self) -> &'static str {
-        "Chrome Trace Event Format JSON (`.json`, `.json.gz`): Kineto, XProf, Perfetto JSON"
-    }
-
-    fn kernel_selection(&self) -> Option<SelectionScope> {
-        Some(SelectionScope {
-            pid: "only this process (pid or process name)",
-            tid: "only this thread (tid or thread name)",
-        })
-    }
-
-    /// Imports Chrome trace files (`.json` or gzip-compressed `.json.gz`), each one repetition.
-    fn import(&self, files: &[PathBuf], ctx: &ImportContext) -> Result<RunResults, ImportError> {
+pub static CHROME_TRACE: Importer = Importer {
+    name: "chrome-trace",
+    help: "Chrome Trace Event Format JSON (`.json`, `.json.gz`): Kineto, XProf, Perfetto JSON",
+    selection: Some(SelectionScope {
+        pid: "only this process (pid or process name)",
+        tid: "only this thread (tid or thread name)",
+    }),
+    // Chrome trace files (`.json` or gzip-compressed `.json.gz`), each one repetition.
+    import: |files, ctx| {
+        let words = ("counter tracks", "--pid and --tid");
         import_files(
-            self.name(),
+            "chrome-trace",
             files,
-            &ctx.policies,
-            |path| read_file(path, &ctx.selection),
-            || {
-                format!(
-                    "no kernel events or counter tracks matched {}; choose kernels with \
-                     --kernel REGEX, --kernel-glob GLOB, --pid and --tid",
-                    ctx.selection.describe(DEFAULT_SELECTION)
-                )
-            },
-            &ctx.selection.describe(DEFAULT_SELECTION),
+            ctx,
+            read_file,
+            DEFAULT_SELECTION,
+            words,
         )
-    }
-}
+    },
+};
 
 /// Reads one trace file (plain or gzip, told apart by the gzip magic bytes).
 pub fn read_file(path: &Path, selection: &TraceSelection) -> Result<TraceSamples, ImportError> {
-    let read_err = |source| ImportError::Read {
-        path: path.to_path_buf(),
-        source,
-    };
+    let read_err = read_error(path);
     let mut file = File::open(path).map_err(read_err)?;
     let mut magic = [0u8; 2];
     let n = read_up_to(&mut file, &mut magic).map_err(read_err)?;
     let head = std::io::Cursor::new(magic[..n].to_vec());
-    let content_err = |message| ImportError::Content {
-        path: path.to_path_buf(),
-        message,
-    };
+    let content_err = |message| content(path, message);
     if n == 2 && magic == [0x1f, 0x8b] {
         let gz =
             flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, head.chain(file)));
