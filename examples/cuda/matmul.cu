@@ -1,7 +1,10 @@
 // Square single-precision matmul, C = A × B, in two variants: `naive` (one thread per output,
 // every operand from global memory) and `tiled` (TILE × TILE blocks staged in shared memory).
 // Usage: matmul naive|tiled [N] [LAUNCHES]. Each launch is timed with CUDA events; when
-// KGATE_PROTOCOL_FILE is set, every time is appended as a kgate protocol line.
+// KGATE_PROTOCOL_FILE is set, every time is appended as a kgate protocol line, and so is the
+// outcome of checking the result against the CPU on 64 sampled entries
+// (`{"correct": false, "detail": ...}` makes kgate gate the variant as `incorrect`).
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -82,9 +85,25 @@ int main(int argc, char** argv) {
         CHECK(cudaEventElapsedTime(&ms, start, stop));
         if (i > 0 && out) fprintf(out, "{\"metric\": \"kernel_time\", \"value\": %.6f, \"unit\": \"ms\"}\n", ms);
     }
-    if (out) fclose(out);
-    CHECK(cudaMemcpy(host.data(), c, bytes, cudaMemcpyDeviceToHost));
-    printf("%s n=%d c[0]=%f\n", argv[1], n, host[0]);
+    std::vector<float> result(size_t(n) * n);
+    CHECK(cudaMemcpy(result.data(), c, bytes, cudaMemcpyDeviceToHost));
+    // The CPU's answer on 64 sampled entries (A and B are both `host`), in double precision.
+    double worst = 0.0;
+    for (int s = 0; s < 64; ++s) {
+        int row = int((size_t(s) * 7919) % size_t(n));
+        int col = int((size_t(s) * 104729 + 13) % size_t(n));
+        double want = 0.0;
+        for (int k = 0; k < n; ++k) want += double(host[size_t(row) * n + k]) * host[size_t(k) * n + col];
+        double error = fabs(double(result[size_t(row) * n + col]) - want) / (fabs(want) + 1.0);
+        if (error > worst) worst = error;
+    }
+    bool correct = worst <= 1e-4;
+    if (out) {
+        fprintf(out, "{\"correct\": %s, \"detail\": \"max relative error %.3g %s 1e-4 over 64 sampled entries (%s)\"}\n",
+                correct ? "true" : "false", worst, correct ? "<=" : ">", argv[1]);
+        fclose(out);
+    }
+    printf("%s n=%d c[0]=%f, max relative error %.3g\n", argv[1], n, result[0], worst);
     CHECK(cudaFree(a));
     CHECK(cudaFree(b));
     CHECK(cudaFree(c));

@@ -10,9 +10,10 @@ kernel's name) and reported through the kgate protocol: one JSON line per launch
 `{"metric": "kernel_time", "value": ..., "unit": "ns", "source": "timer"}`, appended to
 $KGATE_PROTOCOL_FILE. `kgate import xplane --kernel matmul` reads the same file offline.
 
-With `--interpret` (any backend, the CPU included): the same kernel runs in Pallas's interpret
-mode, its result is checked against `jnp.dot`, and each launch's time (`block_until_ready`)
-is reported. Those times measure the interpreter, not the kernel: the benchmark that runs it
+Either way the result is checked against `jnp.dot` and the outcome reported as a
+`{"correct": …}` protocol line. With `--interpret` (any backend, the CPU included): the same
+kernel runs in Pallas's interpret mode, and each launch's time (`block_until_ready`) is
+reported. Those times measure the interpreter, not the kernel: the benchmark that runs it
 marks them informational (`gate: false`).
 """
 
@@ -61,15 +62,26 @@ def matmul(x, y, block, interpret=False):
     )(x, y)
 
 
+def check(got, x, y):
+    """Reports the kernel's answer against `jnp.dot` as a `{"correct": …}` protocol line: a
+    wrong answer is reported, not raised, so kgate gates it as `incorrect` whatever its speed.
+    Returns (max error, scale) for the notes."""
+    want = jnp.dot(x, y, preferred_element_type=jnp.float32)
+    error = float(jnp.max(jnp.abs(got.astype(jnp.float32) - want)))
+    scale = float(jnp.max(jnp.abs(want)))
+    correct = error <= 0.02 * scale
+    kgate_jax.report_correct(
+        correct,
+        f"max abs error {error:.3g} {'<=' if correct else '>'} 2 % of the largest entry, {scale:.3g}",
+    )
+    return error, scale
+
+
 def interpret(args, x, y):
     """Interpret mode: the kernel's code runs (and is checked), its time is the interpreter's."""
     run = functools.partial(matmul, block=args.block, interpret=True)
     got = run(x, y).block_until_ready()  # compiled (and checked) outside the timing
-    want = jnp.dot(x, y, preferred_element_type=jnp.float32)
-    error = float(jnp.max(jnp.abs(got.astype(jnp.float32) - want)))
-    scale = float(jnp.max(jnp.abs(want)))
-    if not error <= 0.02 * scale:
-        raise SystemExit(f"interpreted matmul is wrong: max error {error} against {scale}")
+    error, scale = check(got, x, y)
     times_ns = kgate_jax.time_launches(run, x, y, launches=args.launches, name="matmul")
     kgate_jax.report("kernel_time", times_ns)
     kgate_jax.note(
@@ -97,7 +109,7 @@ def main():
         raise SystemExit(
             f"this example needs a TPU (found {jax.devices()[0].platform}); --interpret runs it anywhere"
         )
-    matmul(x, y, args.block).block_until_ready()  # compile outside the trace
+    check(matmul(x, y, args.block).block_until_ready(), x, y)  # compiled outside the trace
 
     logdir = kgate_jax.trace_dir("out")
     with jax.profiler.trace(logdir, profiler_options=kgate_jax.profile_options()):

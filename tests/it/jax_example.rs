@@ -169,7 +169,8 @@ fn the_slow_jax_variant_regresses_live_and_from_its_xplane_trace() {
 }
 
 /// The Pallas example's kernel runs (interpret mode, on the CPU), its result checked by the
-/// script; its times are informational, so the benchmark is reported as not gated.
+/// script and reported as the benchmark's correctness; its times are informational, so the
+/// benchmark is reported as not gated.
 #[test]
 #[cfg_attr(
     kgate_no_jax,
@@ -198,6 +199,15 @@ fn the_pallas_kernel_runs_in_interpret_mode_and_does_not_gate() {
     let r = json(&std::fs::read_to_string(dir.path().join("r.json")).unwrap());
     assert_eq!(r["benchmarks"][0]["status"], "ok", "{r}");
     assert_eq!(values(&r, "matmul_interpret", "kernel_time").len(), 5);
+    // Its answer, checked against jnp.dot, is reported as the benchmark's correctness.
+    let correctness = &r["benchmarks"][0]["correctness"];
+    assert_eq!(correctness["passed"], true, "{r}");
+    assert!(
+        correctness["detail"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("max abs error ") && d.contains("<= 2 %")),
+        "{r}"
+    );
     let out = kgate(dir.path())
         .args(["compare", "--format", "json", "r.json", "r.json"])
         .output()
