@@ -405,7 +405,7 @@ fn figures_for_the_documentation() {
     let today = Design_::doubling(10, 40);
     let designs = [
         ("10–40 every 2", Design_::sequential(10, 40, 2)),
-        ("8–80 every 2", Design_::sequential(8, 80, 2)),
+        ("8–40 every 2", Design_::sequential(8, 40, 2)),
     ];
     let scenario = |noise, shift, threshold, margin| Scenario {
         noise,
