@@ -349,6 +349,13 @@ fn read_details<R: Read>(
         };
         let section = section_col.map(cell).unwrap_or("").trim();
         let body = body_col.map(cell).unwrap_or("").trim();
+        let count_repeat = |report: &mut NcuReport, kernel: &str| {
+            let entry = report
+                .repeated_rows
+                .entry(kernel.to_string())
+                .or_insert_with(|| (0, row_label(section, body, metric)));
+            entry.0 += 1;
+        };
         // A row of a body item (a roofline chart's rows, one table among several) is named by
         // its section and body item; other labels can repeat across sections, and the second
         // one is qualified by its section. A row whose section, body item and metric all
@@ -359,11 +366,7 @@ fn read_details<R: Read>(
             body.to_string(),
             metric.to_string(),
         )) {
-            let entry = report
-                .repeated_rows
-                .entry(key.1.clone())
-                .or_insert_with(|| (0, row_label(section, body, metric)));
-            entry.0 += 1;
+            count_repeat(&mut report, &key.1);
             continue;
         }
         let mut name = if body.is_empty() {
@@ -378,11 +381,7 @@ fn read_details<R: Read>(
                 // the full key names it.
                 name = format!("{section}: {body}: {metric}");
                 if !seen.insert((index, name.clone())) {
-                    let entry = report
-                        .repeated_rows
-                        .entry(key.1.clone())
-                        .or_insert_with(|| (0, row_label(section, body, metric)));
-                    entry.0 += 1;
+                    count_repeat(&mut report, &key.1);
                     continue;
                 }
             }

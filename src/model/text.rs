@@ -298,6 +298,15 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// A kernel's name and its ` [gpu N]` suffix (the nsys and rocpd imports name a kernel that
+/// ran on several GPUs so), the suffix empty where there is none.
+pub fn split_gpu_suffix(name: &str) -> (&str, &str) {
+    match name.rfind(" [gpu ") {
+        Some(at) if name.ends_with(']') => name.split_at(at),
+        _ => (name, ""),
+    }
+}
+
 /// Names longer than this that read as a C++ signature are shortened in tables.
 const LONG_KERNEL_NAME: usize = 60;
 
@@ -311,10 +320,7 @@ pub fn short_kernel_name(name: &str) -> Option<String> {
     if name.chars().count() <= LONG_KERNEL_NAME || !name.contains(['<', '(']) {
         return None;
     }
-    let (body, gpu) = match name.rfind(" [gpu ") {
-        Some(at) if name.ends_with(']') => name.split_at(at),
-        _ => (name, ""),
-    };
+    let (body, gpu) = split_gpu_suffix(name);
     let mut short = String::new();
     let mut depth = 0usize;
     for c in body.chars() {

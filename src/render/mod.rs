@@ -426,10 +426,7 @@ pub(crate) fn shortened_names(report: &Report) -> Vec<(String, &str)> {
     report
         .benchmarks
         .iter()
-        .map(|b| match b.name.rfind(" [gpu ") {
-            Some(at) if b.name.ends_with(']') => &b.name[..at],
-            _ => b.name.as_str(),
-        })
+        .map(|b| crate::model::text::split_gpu_suffix(&b.name).0)
         .filter(|name| seen.insert(*name))
         .filter_map(|name| short_kernel_name(name).map(|s| (s, name)))
         .collect()
