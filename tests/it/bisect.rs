@@ -373,3 +373,52 @@ fn undecided_advice_names_repetitions_as_the_configuration_writes_them() {
         );
     }
 }
+
+/// A bisect step whose identity digest is GOOD's is identical code: it passes without a single
+/// repetition, so only the commits that change the kernel's input cost measurement time.
+#[test]
+fn a_step_of_identical_code_is_not_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    repository(d);
+    let config = CONFIG.replace(
+        "    repetitions: {min: 6, max: 24}\n",
+        "    repetitions: {min: 6, max: 24}\n    identity: {files: [delay]}\n",
+    );
+    assert_ne!(config, CONFIG);
+    write(d, "kgate.yaml", &config);
+    git(d, &["commit", "-q", "-am", "timed: identity is the delay file"]);
+    let out = kgate(d)
+        .args(["bisect", "HEAD~16", "HEAD", "--bench", "timed"])
+        .args(["--no-progress", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "found\n{}", stderr_of(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let timed = benchmark(&report, "timed");
+    assert_eq!(timed["culprit"]["position"], SLOWER, "{timed:#}");
+    let steps = timed["steps"].as_array().unwrap();
+    let identical: Vec<&Value> = steps
+        .iter()
+        .filter(|s| s["verdict"] == "identical")
+        .collect();
+    // Every commit before the slower one leaves `delay` alone; the search visits some of them.
+    assert!(!identical.is_empty(), "{steps:#?}");
+    for s in &identical {
+        assert!(s["position"].as_u64().unwrap() < SLOWER as u64, "{s:#}");
+        assert_eq!(s["outcome"], "good", "{s:#}");
+        assert_eq!(s["repetitions"], 0, "not measured: {s:#}");
+        assert!(
+            s["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("identical code (digest "),
+            "{s:#}"
+        );
+    }
+    // The measured steps are those that change `delay`: the culprit and none before it.
+    for s in steps.iter().filter(|s| s["verdict"] != "identical") {
+        assert!(s["position"].as_u64().unwrap() >= SLOWER as u64, "{s:#}");
+        assert!(s["repetitions"].as_u64().unwrap() >= 6, "{s:#}");
+    }
+}
