@@ -312,12 +312,11 @@ pub(super) fn rank_evidence<'a>(
     })
 }
 
-/// The stored jobs (log-scale medians) of the baseline's regime: the series is cut at its change points
-/// (E-divisive means, as `kgate history` finds them), and the stretch taken is the one whose
+/// The stored jobs (log-scale medians) of the baseline's regime: the series is cut at its change
+/// points (E-divisive means, as `kgate history` finds them), and the stretch taken is the one whose
 /// median is nearest the stored baseline's median on a log scale (the latest on a tie). Jobs
-/// recorded after a regression landed must not become the yardstick of the baseline they
-/// regressed from, and a baseline updated to a new level is measured against the jobs of that
-/// level.
+/// recorded after a regression landed must not become the yardstick of the baseline they regressed
+/// from, and a baseline updated to a new level is measured against the jobs of that level.
 pub(super) struct Regime<'a> {
     pub jobs: &'a [f64],
     /// 1-based positions of the stretch's first and last job, and the series' length.
@@ -382,9 +381,9 @@ impl Regime<'_> {
     }
 }
 
-/// Bencher's model: the candidate job's median (log scale) against a Student prediction
-/// interval over the stored jobs' medians of the baseline's regime (see [`baseline_regime`]). None (with a note
-/// when the history existed) when fewer than two such jobs hold the metric.
+/// Bencher's model: the candidate job's median (log scale) against a Student prediction interval
+/// over the stored jobs' medians of the baseline's regime (see [`baseline_regime`]). None (with a
+/// note when the history existed) when fewer than two such jobs hold the metric.
 pub(super) fn prediction_evidence(
     benchmark: &str,
     metric: &str,

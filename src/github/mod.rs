@@ -1,5 +1,5 @@
-//! GitHub integration: the Actions context and environment files ([`env`](mod@env)), the comment and
-//! summary text fitted to GitHub's limits ([`body`]), and the REST calls ([`client`]).
+//! GitHub integration: the Actions context and environment files ([`env`](mod@env)), the comment
+//! and summary text fitted to GitHub's limits ([`body`]), and the REST calls ([`client`]).
 //!
 //! Kept apart from the pipeline: nothing below [`crate::gate::ci`] needs a network or a
 //! runtime, and the async client runs on a current-thread runtime created only there. The

@@ -51,11 +51,11 @@ impl ExitStatus {
 
     /// The status to exit with when a command has two outcomes: the one that takes precedence.
     ///
-    /// Precedence, strongest first: interrupted (by any signal), error, regression, no baseline, inconclusive,
-    /// pass. An error wins over every verdict (DESIGN.md's contract: a gate that could not run a
-    /// benchmark must not report that benchmark's absence as a verdict). Note that the numeric
-    /// order is not the precedence (`4 > 2`), so `max` is wrong here. A code outside the
-    /// documented set counts as an error.
+    /// Precedence, strongest first: interrupted (by any signal), error, regression, no baseline,
+    /// inconclusive, pass. An error wins over every verdict (DESIGN.md's contract: a gate that
+    /// could not run a benchmark must not report that benchmark's absence as a verdict). Note that
+    /// the numeric order is not the precedence (`4 > 2`), so `max` is wrong here. A code outside
+    /// the documented set counts as an error.
     pub fn combine(a: u8, b: u8) -> u8 {
         if Self::rank(b) > Self::rank(a) { b } else { a }
     }

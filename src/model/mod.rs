@@ -1,6 +1,7 @@
-//! The vocabulary every stage shares, below all of them: metrics and units, verdicts, the
-//! results and report files (the JSON contracts), the evidence behind a report, exit codes,
-//! atomic writes, and how untrusted text is shown on a terminal. Nothing here decides or runs anything.
+//! The vocabulary every stage shares, below all of them: metrics and units, verdicts, the results
+//! and report files (the JSON contracts), the evidence behind a report, exit codes, and how
+//! untrusted text is shown on a terminal. Plain types: nothing here reads or writes a file (that
+//! is `store/`), decides or runs anything.
 
 pub mod evidence;
 pub mod exit;

@@ -167,8 +167,9 @@ pub fn parse_line(text: &str) -> Result<Option<ProtocolLine>, String> {
 }
 
 /// A counter line as it is read straight from its text: `t_ns` kept as written, so that an
-/// integer's digits are not lost (see [`TimedLines::rebase_times`]). The keys are [`CounterLine`]'s; were
-/// one added there and not here, such lines would take the slower way, not a wrong one.
+/// integer's digits are not lost (see [`TimedLines::rebase_times`]). The keys are
+/// [`CounterLine`]'s; were one added there and not here, such lines would take the slower way, not
+/// a wrong one.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CounterText {

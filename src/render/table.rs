@@ -28,13 +28,13 @@ const DROPPABLE_COLUMNS: [&str; 3] = ["MDE", "p", "CI"];
 
 /// The terminal table.
 ///
-/// Cells never wrap: a number split over two lines reads as another number. When the table is
-/// wider than the terminal, the least needed columns go first (MDE, then p, then CI), and the
-/// output says which; an unknown width (not a terminal, or one that reports 0 columns) is no
-/// limit. By default only the metrics that gate and the compiler's estimates are rows (and
-/// every metric of a benchmark that has none that gates); `all_metrics` shows the informational ones too, and the output says how
-/// many were left out. The verdict line opens and closes the output, so it is on screen when
-/// the table scrolls.
+/// Cells never wrap: a number split over two lines reads as another number. When the table is wider
+/// than the terminal, the least needed columns go first (MDE, then p, then CI), and the output says
+/// which; an unknown width (not a terminal, or one that reports 0 columns) is no limit. By default
+/// only the metrics that gate and the compiler's estimates are rows (and every metric of a
+/// benchmark that has none that gates); `all_metrics` shows the informational ones too, and the
+/// output says how many were left out. The verdict line opens and closes the output, so it is on
+/// screen when the table scrolls.
 #[derive(Debug, Clone, Default)]
 pub struct TableExporter {
     pub color: bool,

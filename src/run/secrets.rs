@@ -161,12 +161,12 @@ fn held() -> &'static Held {
     })
 }
 
-/// Takes the runner's credentials out of kgate's environment and into memory, once, at the
-/// start of `main`: copies each credential variable, zeroes its value where the process
-/// started with it (what `/proc/PID/environ` shows), removes it from the environment, and,
-/// when any was found, makes the process non-dumpable (Linux), so that a process of the same user cannot
-/// read kgate's environment or memory while kgate holds them. A child starts dumpable again
-/// (`execve` resets it), so benchmarks, profilers and debuggers are unaffected.
+/// Takes the runner's credentials out of kgate's environment and into memory, once, at the start of
+/// `main`: copies each credential variable, zeroes its value where the process started with it
+/// (what `/proc/PID/environ` shows), removes it from the environment, and, when any was found,
+/// makes the process non-dumpable (Linux), so that a process of the same user cannot read kgate's
+/// environment or memory while kgate holds them. A child starts dumpable again (`execve` resets
+/// it), so benchmarks, profilers and debuggers are unaffected.
 ///
 /// # Safety
 ///

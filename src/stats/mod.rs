@@ -588,7 +588,8 @@ impl PairwiseDifferences {
         }))
     }
 
-    /// The k-th (valid) by selection over every difference (see [`PairwiseDifferences::with_keys`]).
+    /// The k-th (valid) by selection over every difference (see
+    /// [`PairwiseDifferences::with_keys`]).
     fn kth_in_place(&self, k: usize) -> f64 {
         self.with_keys(|keys| from_total_order_key(*keys.select_nth_unstable(k - 1).1))
     }

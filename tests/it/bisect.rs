@@ -387,7 +387,10 @@ fn a_step_of_identical_code_is_not_measured() {
     );
     assert_ne!(config, CONFIG);
     write(d, "kgate.yaml", &config);
-    git(d, &["commit", "-q", "-am", "timed: identity is the delay file"]);
+    git(
+        d,
+        &["commit", "-q", "-am", "timed: identity is the delay file"],
+    );
     let out = kgate(d)
         .args(["bisect", "HEAD~16", "HEAD", "--bench", "timed"])
         .args(["--no-progress", "--format", "json"])

@@ -1,12 +1,12 @@
 //! A pull scanner over JSON text in a byte buffer, for the trace imports' hot loop.
 //!
 //! A Chrome trace is hundreds of megabytes of small event objects, of which kgate needs a few
-//! fields. Building values for every event (a DOM or a serde visitor per field) costs most of
-//! the time; this scanner instead walks the bytes once, hands out string contents as slices
-//! of the buffer, parses only the numbers asked for, and skips the rest by counting brackets
-//! outside strings. Skipped values are checked for closed strings and as many closing
-//! brackets as opening ones, not for the rest of JSON's grammar. The buffer may end anywhere: [`Stop::Incomplete`] tells the caller
-//! to read more and scan the value again.
+//! fields. Building values for every event (a DOM or a serde visitor per field) costs most of the
+//! time; this scanner instead walks the bytes once, hands out string contents as slices of the
+//! buffer, parses only the numbers asked for, and skips the rest by counting brackets outside
+//! strings. Skipped values are checked for closed strings and as many closing brackets as opening
+//! ones, not for the rest of JSON's grammar. The buffer may end anywhere: [`Stop::Incomplete`]
+//! tells the caller to read more and scan the value again.
 
 use std::borrow::Cow;
 
