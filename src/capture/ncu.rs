@@ -5,7 +5,7 @@
 //! it, Windows captures carry a byte-order mark and CRLF, en-US builds group thousands
 //! (`"134,221,568"`), rows of the details page are ragged, and a failed run writes no CSV at
 //! all. The reader ([`super::ncu_csv`]) therefore keeps only the CSV records (quoted lines from
-//! the `"ID",…` header on) for the `csv` crate to split, and remembers the profiler's own messages, so
+//! the `"ID",…` header on), splits them itself, and remembers the profiler's own messages, so
 //! a run without CSV is reported with ncu's words. Values are scaled to base units
 //! (`usecond` → ns, `Gbyte` → byte, `Mhz` → hz); each launch becomes one sample of the kernel
 //! it ran, and launches are aggregated per kernel name. On the details page a metric is
@@ -218,6 +218,23 @@ pub fn parse_each<R: BufRead>(
     input: R,
     on_launch: &mut OnLaunch<'_>,
 ) -> Result<NcuReport, NcuError> {
+    parse_each_reading(input, on_launch, RowReading::OnePass)
+}
+
+/// How a raw page's rows are read: each in one pass where it is plain (the rule), or every
+/// row split into fields first (the reference the one-pass reading is tested against).
+#[derive(Clone, Copy, PartialEq)]
+enum RowReading {
+    OnePass,
+    #[cfg(test)]
+    SplitFirst,
+}
+
+fn parse_each_reading<R: BufRead>(
+    input: R,
+    on_launch: &mut OnLaunch<'_>,
+    reading: RowReading,
+) -> Result<NcuReport, NcuError> {
     let mut records = Records::new(input, MAX_LINE_BYTES, MAX_INPUT_BYTES);
     if !records.next_record()? {
         return Err(NcuError::Content(records.no_csv_message()));
@@ -233,7 +250,7 @@ pub fn parse_each<R: BufRead>(
             "is an ncu `--print-summary` table, which holds only per-kernel aggregates and no launch kgate could take as a sample; export per launch instead (`ncu --csv --page raw`, or the details page without --print-summary)".into(),
         ));
     } else {
-        read_raw(&mut records, &header, on_launch)?
+        read_raw(&mut records, &header, on_launch, reading)?
     };
     if report.launch_count == 0 {
         return Err(NcuError::Content(format!(
@@ -421,6 +438,7 @@ fn read_raw<R: Read>(
     records: &mut Records<R>,
     header: &[String],
     on_launch: &mut OnLaunch<'_>,
+    reading: RowReading,
 ) -> Result<NcuReport, NcuError> {
     let id_col = column(header, "ID")?;
     let kernel_col = column(header, "Kernel Name")?;
@@ -429,8 +447,26 @@ fn read_raw<R: Read>(
         ..NcuReport::default()
     };
     let mut columns: Option<Vec<RawColumn>> = None;
-    while records.next_record()? {
+    let mut other_cells = Vec::new();
+    while records.next_unsplit()? {
+        // One row's values, whichever way the row is read (a one-pass reading that gives up
+        // leaves it empty).
         let mut values = RowValues::with_capacity(report.metrics.len());
+        if let Some(columns) = columns.as_ref().filter(|_| reading == RowReading::OnePass)
+            && let Some(launch) = read_plain_row(
+                records.first_line(),
+                columns,
+                (id_col, kernel_col),
+                &mut report,
+                &mut values,
+                &mut other_cells,
+            )
+        {
+            report.launch_count += 1;
+            on_launch(&report.metrics, launch).map_err(NcuError::Content)?;
+            continue;
+        }
+        records.split_current()?;
         let record = &*records;
         let id = String::from_utf8_lossy(record.get(id_col).unwrap_or(b""));
         if columns.is_none() {
@@ -454,7 +490,7 @@ fn read_raw<R: Read>(
             }
         }
         let columns = columns.as_ref().expect("set above");
-        for ((field, word), col) in record.iter_with_words().zip(columns) {
+        for (field, col) in record.iter().zip(columns) {
             // Metric columns, nearly every cell of a raw page, are tested for first, before
             // the `match` of the other kinds (a jump table, an indirect branch per cell): with
             // the inlined conversion, 4 % less CPU time on a wide page, measured turn by turn.
@@ -464,16 +500,7 @@ fn read_raw<R: Read>(
                 exp10,
             } = col
             {
-                // Most cells hold at most eight bytes, read from the word already loaded.
-                let in_word = match (word, exp10) {
-                    (Some(word), Some(k)) if (1..=8).contains(&field.len()) => {
-                        super::decimal::parse_unsigned_in_word(word, field.len(), *k)
-                    }
-                    _ => None,
-                };
-                let value =
-                    in_word.or_else(|| parse_in_base_unit(field, &mut report, *factor, *exp10));
-                if let Some(v) = value {
+                if let Some(v) = parse_in_base_unit(field, &mut report, *factor, *exp10) {
                     values.push(*position, v);
                 }
                 continue;
@@ -489,6 +516,97 @@ fn read_raw<R: Read>(
         on_launch(&report.metrics, launch).map_err(NcuError::Content)?;
     }
     Ok(report)
+}
+
+/// A raw-page row read in one pass, without splitting it into fields first: every cell
+/// quoted, no `""` inside one, a comma after each but the last, which ends the line (before a
+/// `\r` of CRLF), and exactly one cell per column. That is every row ncu writes, and the cells
+/// read here are the fields [`Records::split_current`] would give. `None`, with `report` as it
+/// was, for any other row, which the caller then splits; `other_cells` is room for the
+/// non-metric cells (column, start, end), kept until the row is known to be whole.
+fn read_plain_row(
+    line: &[u8],
+    columns: &[RawColumn],
+    (id_col, kernel_col): (usize, usize),
+    report: &mut NcuReport,
+    values: &mut RowValues,
+    other_cells: &mut Vec<(usize, usize, usize)>,
+) -> Option<Launch> {
+    let counts = (report.not_available, report.regrouped_numbers);
+    other_cells.clear();
+    let line = match line.split_last() {
+        Some((b'\r', rest)) => rest,
+        _ => line,
+    };
+    let mut at = 0;
+    let whole = columns.iter().enumerate().all(|(i, col)| {
+        if line.get(at) != Some(&b'"') {
+            return false;
+        }
+        let start = at + 1;
+        // Most cells hold at most eight bytes: the word that holds their digits also holds
+        // their closing quote, or the byte after it does.
+        let word = super::bytes::word_at(line, start);
+        let quote = word.map_or(0, |w| super::bytes::bytes_equal_to(w, b'"'));
+        let (end, in_word) = if quote != 0 {
+            (start + (quote.trailing_zeros() / 8) as usize, true)
+        } else if word.is_some() && line.get(start + 8) == Some(&b'"') {
+            (start + 8, true)
+        } else {
+            match super::bytes::find(b'"', &line[start..]) {
+                Some(n) => (start + n, false),
+                None => return false,
+            }
+        };
+        let last = i + 1 == columns.len();
+        match line.get(end + 1) {
+            Some(b',') if !last => at = end + 2,
+            None if last => {}
+            _ => return false,
+        }
+        let cell = &line[start..end];
+        if let RawColumn::Metric {
+            position,
+            factor,
+            exp10,
+        } = col
+        {
+            let in_word = match (word, exp10) {
+                (Some(word), Some(k)) if in_word && !cell.is_empty() => {
+                    super::decimal::parse_unsigned_in_word(word, cell.len(), *k)
+                }
+                _ => None,
+            };
+            if let Some(v) = in_word.or_else(|| parse_in_base_unit(cell, report, *factor, *exp10)) {
+                values.push(*position, v);
+            }
+        } else {
+            other_cells.push((i, start, end));
+        }
+        true
+    });
+    if !whole {
+        (report.not_available, report.regrouped_numbers) = counts;
+        values.clear();
+        return None;
+    }
+    let text_of = |col: usize| {
+        other_cells
+            .iter()
+            .find(|&&(i, _, _)| i == col)
+            .map_or(String::new(), |&(_, s, e)| {
+                String::from_utf8_lossy(&line[s..e]).into_owned()
+            })
+    };
+    let launch = Launch {
+        id: text_of(id_col),
+        kernel: text_of(kernel_col),
+        values: std::mem::take(values).finish(),
+    };
+    for &(i, s, e) in other_cells.iter() {
+        note_cell(&columns[i], &line[s..e], report);
+    }
+    Some(launch)
 }
 
 /// A raw-page row's values as they are read: the numbers alone while every metric so far held
@@ -525,6 +643,11 @@ impl RowValues {
             listed
         });
         listed.push((position, value));
+    }
+
+    fn clear(&mut self) {
+        self.leading.clear();
+        self.listed = None;
     }
 
     fn finish(self) -> LaunchValues {
@@ -761,21 +884,25 @@ mod tests {
     use super::*;
 
     /// Everything a parse hands out and reports, as text to compare.
-    fn parse_all(text: &[u8]) -> String {
+    fn parse_all(text: &[u8], reading: RowReading) -> String {
         let mut out = String::new();
-        let result = parse_each(text, &mut |metrics, launch| {
-            out.push_str(&format!(
-                "{} {:?} {:?}\n",
-                launch.id,
-                launch.kernel,
-                launch
-                    .values
-                    .iter()
-                    .map(|(p, v)| (&metrics[p].name, &metrics[p].unit, v.to_bits()))
-                    .collect::<Vec<_>>()
-            ));
-            Ok(())
-        });
+        let result = parse_each_reading(
+            text,
+            &mut |metrics, launch| {
+                out.push_str(&format!(
+                    "{} {:?} {:?}\n",
+                    launch.id,
+                    launch.kernel,
+                    launch
+                        .values
+                        .iter()
+                        .map(|(p, v)| (&metrics[p].name, &metrics[p].unit, v.to_bits()))
+                        .collect::<Vec<_>>()
+                ));
+                Ok(())
+            },
+            reading,
+        );
         match result {
             Ok(r) => out.push_str(&format!(
                 "{} {:?} {:?} {:?} {:?} {} {} {}",
@@ -822,7 +949,7 @@ mod tests {
     }
 
     #[test]
-    fn log_lines_between_rows_leave_what_is_read_as_it_is() {
+    fn one_pass_rows_read_as_split_rows_do() {
         let mut rng = fastrand::Rng::with_seed(7);
         let header = [
             "ID",
@@ -840,6 +967,7 @@ mod tests {
         let units = [
             "", "", "", "khz", "", "", "usecond", "Kbyte", "%", "Minst", "",
         ];
+        let mut fast_rows = 0;
         for case in 0..400 {
             let mut text = String::new();
             if case % 7 == 0 {
@@ -852,8 +980,6 @@ mod tests {
             text.push_str(&cells.join(","));
             text.push('\n');
             let crlf = case % 5 == 0;
-            // The same rows with log lines before each.
-            let mut logged = text.clone();
             for row in 0..rng.usize(1..12) {
                 let mut cells = vec![
                     format!("\"{row}\""),
@@ -869,26 +995,26 @@ mod tests {
                     _ => header.len() - cells.len(),
                 };
                 cells.extend((0..width).map(|_| random_cell(&mut rng)));
-                let line = format!("{}{}", cells.join(","), if crlf { "\r\n" } else { "\n" });
-                logged.push_str(
-                    [
-                        "==PROF== Profiling \"k\" - 0: 0%....50%....100% - 9 passes\n",
-                        "the program's output, \"quoted\", 1,2\n",
-                        "\u{feff}\n",
-                    ][row % 3],
-                );
-                logged.push_str(&line);
-                text.push_str(&line);
+                let plain = |c: &String| {
+                    c.len() >= 2
+                        && c.starts_with('"')
+                        && c.ends_with('"')
+                        && !c[1..c.len() - 1].contains(['"', '\n'])
+                };
+                if cells.len() == header.len() && cells.iter().all(plain) {
+                    fast_rows += 1;
+                }
+                text.push_str(&cells.join(","));
+                text.push_str(if crlf { "\r\n" } else { "\n" });
             }
             if case % 3 == 0 {
                 text.pop();
-                logged.pop();
             }
-            assert_eq!(
-                parse_all(text.as_bytes()),
-                parse_all(logged.as_bytes()),
-                "case {case}:\n{text}"
-            );
+            let one_pass = parse_all(text.as_bytes(), RowReading::OnePass);
+            let split = parse_all(text.as_bytes(), RowReading::SplitFirst);
+            assert_eq!(one_pass, split, "case {case}:\n{text}");
         }
+        // Most rows took the one-pass path, and many did not.
+        assert!(fast_rows > 200, "{fast_rows}");
     }
 }

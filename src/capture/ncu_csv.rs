@@ -1,26 +1,25 @@
-//! The records of an ncu `--csv` log, split by the `csv` crate behind a filter of the log's
-//! lines.
+//! The records of an ncu `--csv` log, split by kgate itself.
 //!
-//! An ncu log mixes CSV records with other lines (`==PROF==`, `==ERROR==`, the program's own
-//! output), which a CSV reader would take for records. [`LogLines`] therefore reads the log a
-//! line at a time (found with `memchr` in a large buffer of its own) and hands on only the CSV
-//! records: from the `"ID",…` header on, lines that open with a quote, and the continuation
-//! lines of a quoted field that spans lines. It follows the quotes of each line it hands on to
-//! know where a record ends; it drops a byte-order mark at a line's start and the `\r` of a
-//! CRLF that ends a record (one inside a quoted field stays), and keeps ncu's messages for
-//! error reports. The `csv` crate splits what it hands on with the rules of ncu's output:
-//! fields separated by commas, quoted with `"` (a quoted field may hold commas, newlines and
-//! `""`), text after a closing quote kept as part of the field, rows as ragged as written.
+//! A raw page is one line per launch with thousands of quoted numbers, so splitting it is most
+//! of an import's time. This reader finds lines with `memchr` in a large buffer of its own,
+//! keeps only the CSV records among them (from the `"ID",…` header on: lines that open with a
+//! quote, and the continuation lines of a quoted field that spans lines), and splits each
+//! record in place: a field is a range of the buffer, doubled quotes inside a quoted field are
+//! undoubled where they stand, and nothing is allocated per field. The rules are those of
+//! ncu's output and of the CSV reader kgate used before: fields separated by commas, quoted
+//! with `"` (a quoted field may hold commas, newlines and `""`), text after a closing quote
+//! kept as part of the field, records ended by LF or CRLF, a byte-order mark at a line's start
+//! dropped. Everything else in the log (`==PROF==`, `==ERROR==`, the program's own output) is
+//! skipped, and ncu's messages are kept for error reports.
 //!
 //! Input is bounded: a line (or a quoted field spanning lines) longer than the line bound and
 //! an input longer than the input bound are refused, so that a device or an endless stream
 //! ends in an error instead of exhausting memory. A quoted field still open at the end of the
-//! input is an error naming the line it opened on. Each error is reported where the records
-//! read before it end, as a reader without lookahead would.
+//! input is an error naming the line it opened on.
 
 use std::io::Read;
 
-use super::bytes::{bytes_equal_to, find, word_at};
+use super::bytes::find;
 
 /// How much is read from the input at a time.
 const CHUNK: usize = 4 << 20;
@@ -37,102 +36,143 @@ pub enum RecordError {
 
 /// The CSV records of an ncu log, one at a time; see the module documentation.
 pub struct Records<R> {
-    reader: csv::Reader<LogLines<R>>,
-    record: csv::ByteRecord,
-    line: u64,
+    inner: R,
+    buf: Vec<u8>,
+    /// Start of the current record (or of the unread data between records), and end of the
+    /// data read into `buf`.
+    pos: usize,
+    end: usize,
+    /// Length of the current record in `buf`, its terminator included.
+    taken: usize,
+    /// Length of the current record's first line, its terminator excluded.
+    first_line: usize,
+    eof: bool,
+    /// Lines read so far; the first line of the current record.
+    lines: u64,
+    record_line: u64,
+    started: bool,
+    /// The fields of the current record, as ranges relative to `pos`.
+    fields: Vec<(u32, u32)>,
+    messages: Vec<String>,
+    max_line: usize,
+    max_input: u64,
+    read: u64,
 }
 
 impl<R: Read> Records<R> {
     /// Records of `inner`, refusing a line (or a quoted field spanning lines) of more than
     /// `max_line` bytes and an input of more than `max_input`.
     pub fn new(inner: R, max_line: usize, max_input: u64) -> Records<R> {
-        let lines = LogLines {
+        Records {
             inner,
             buf: Vec::new(),
             pos: 0,
             end: 0,
-            out: (0, 0),
+            taken: 0,
+            first_line: 0,
             eof: false,
             lines: 0,
+            record_line: 0,
             started: false,
-            quoted: None,
-            record_len: 0,
-            passed: 0,
-            record_start: 0,
-            line_offsets: Vec::new(),
+            fields: Vec::new(),
             messages: Vec::new(),
             max_line,
             max_input,
             read: 0,
-            error: None,
-        };
-        Records {
-            reader: csv::ReaderBuilder::new()
-                .has_headers(false)
-                .flexible(true)
-                .terminator(csv::Terminator::Any(b'\n'))
-                .buffer_capacity(1 << 20)
-                .from_reader(lines),
-            record: csv::ByteRecord::new(),
-            line: 0,
         }
     }
 
     /// Moves to the next record; false at the end of the input. The first record is the
     /// `"ID",…` header.
     pub fn next_record(&mut self) -> Result<bool, RecordError> {
-        let more = self
-            .reader
-            .read_byte_record(&mut self.record)
-            .map_err(std::io::Error::from)?;
-        let lines = self.reader.get_mut();
-        let passed = self.record.position().map_or(0, |p| p.line());
-        if let Some((_, cut)) = lines.error.as_ref()
-            && (!more || passed >= *cut)
-        {
-            return Err(lines.error.take().expect("checked above").0);
+        if !self.next_unsplit()? {
+            return Ok(false);
         }
-        if more {
-            self.line = lines.line_of(passed);
+        self.split_current()?;
+        Ok(true)
+    }
+
+    /// Moves to the next record without splitting it into fields: [`Records::first_line`]
+    /// gives its text, and [`Records::split_current`] splits it (with the lines a quoted field
+    /// may carry it over) when the caller cannot read it whole. False at the end of the input.
+    pub fn next_unsplit(&mut self) -> Result<bool, RecordError> {
+        self.pos += self.taken;
+        self.taken = 0;
+        self.fields.clear();
+        loop {
+            let Some(mut line_end) = self.line_end(0)? else {
+                return Ok(false);
+            };
+            self.lines += 1;
+            if self.buf[self.pos..self.pos + line_end].starts_with("\u{feff}".as_bytes()) {
+                self.pos += 3;
+                line_end -= 3;
+            }
+            let line = &self.buf[self.pos..self.pos + line_end];
+            let is_record = if self.started {
+                line.first() == Some(&b'"')
+            } else if line.starts_with(b"\"ID\",") {
+                self.started = true;
+                true
+            } else {
+                false
+            };
+            if is_record {
+                self.record_line = self.lines;
+                self.first_line = line_end;
+                self.taken = (line_end + 1).min(self.end - self.pos);
+                return Ok(true);
+            }
+            if line.starts_with(b"==") {
+                let text = String::from_utf8_lossy(line).trim_end().to_string();
+                if self.messages.len() >= 64 {
+                    self.messages.remove(0);
+                }
+                self.messages.push(text);
+            }
+            self.pos = (self.pos + line_end + 1).min(self.end);
         }
-        Ok(more)
+    }
+
+    /// Splits the current record, read by [`Records::next_unsplit`], into its fields.
+    pub fn split_current(&mut self) -> Result<(), RecordError> {
+        self.fields.clear();
+        self.split(self.first_line)
+    }
+
+    /// The first line of the current record, without its line ending's `\n` (a `\r` before it
+    /// stays). A record whose quoted field holds a newline goes on past it.
+    pub fn first_line(&self) -> &[u8] {
+        &self.buf[self.pos..self.pos + self.first_line]
     }
 
     /// The current record's line (1-based) in the input: the first, for a record spanning
     /// lines.
     pub fn line(&self) -> u64 {
-        self.line
+        self.record_line
     }
 
     /// Field `i` of the current record.
     pub fn get(&self, i: usize) -> Option<&[u8]> {
-        self.record.get(i)
+        self.fields
+            .get(i)
+            .map(|&(s, e)| &self.buf[self.pos + s as usize..self.pos + e as usize])
     }
 
     /// The fields of the current record, in order.
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.record.iter()
-    }
-
-    /// The fields of the current record, each with the eight bytes from its start as a word
-    /// where the record holds eight there (its own and the fields' after it).
-    pub fn iter_with_words(&self) -> impl Iterator<Item = (&[u8], Option<u64>)> + '_ {
-        let all = self.record.as_slice();
-        let mut start = 0;
-        self.record.iter().map(move |field| {
-            let word = word_at(all, start);
-            start += field.len();
-            (field, word)
-        })
+        let record = &self.buf[self.pos..];
+        self.fields
+            .iter()
+            .map(move |&(s, e)| &record[s as usize..e as usize])
     }
 
     /// What to say when the input held no `"ID",…` header.
     pub fn no_csv_message(&self) -> String {
-        let lines = self.reader.get_ref();
-        if lines.read == 0 {
+        if self.read == 0 {
             return "is empty: ncu wrote nothing there; pass the file that `ncu --csv` or `--log-file` wrote (with `--log-file`, the CSV goes to that file, not to standard output)".into();
         }
-        let errors: Vec<&str> = lines
+        let errors: Vec<&str> = self
             .messages
             .iter()
             .filter(|m| m.starts_with("==ERROR==") || m.starts_with("==WARNING=="))
@@ -153,175 +193,151 @@ impl<R: Read> Records<R> {
 
     /// ncu's last message, as a clause to append (empty when it wrote none).
     pub fn last_messages(&self) -> String {
-        match self.reader.get_ref().messages.last() {
+        match self.messages.last() {
             Some(m) => format!(" (ncu's last message: `{m}`)"),
             None => String::new(),
         }
     }
-}
 
-/// The CSV lines of an ncu log, as a reader of their bytes; see the module documentation.
-struct LogLines<R> {
-    inner: R,
-    buf: Vec<u8>,
-    /// Start of the unread data in `buf`, and its end.
-    pos: usize,
-    end: usize,
-    /// The part of `buf` not yet handed on.
-    out: (usize, usize),
-    eof: bool,
-    /// Lines read so far.
-    lines: u64,
-    started: bool,
-    /// The line on which the quoted field that the last line handed on left open opened.
-    quoted: Option<u64>,
-    /// Bytes of the current record before the current line, while a quoted field is open.
-    record_len: usize,
-    /// Lines handed on so far, and the first of the current record.
-    passed: u64,
-    record_start: u64,
-    /// (line handed on, how many lines of the input precede it less those handed on): one
-    /// entry where the difference changes.
-    line_offsets: Vec<(u64, u64)>,
-    messages: Vec<String>,
-    max_line: usize,
-    max_input: u64,
-    read: u64,
-    /// The error met, and the first line handed on from which records are not read.
-    error: Option<(RecordError, u64)>,
-}
-
-impl<R: Read> Read for LogLines<R> {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        while self.out.0 == self.out.1 && self.error.is_none() {
-            match self.next_line() {
-                Ok(true) => {}
-                Ok(false) => return Ok(0),
-                Err(e) => {
-                    let cut = if self.quoted.is_some() {
-                        self.record_start
-                    } else {
-                        self.passed + 1
+    /// Splits the record at `pos` whose first line is `line_end` bytes long, into `fields`.
+    fn split(&mut self, mut line_end: usize) -> Result<(), RecordError> {
+        let mut i = 0usize;
+        loop {
+            if i < line_end && self.buf[self.pos + i] == b'"' {
+                // A quoted field: up to the quote that is not doubled.
+                let start = i + 1;
+                let opened = self.lines;
+                let mut j = start;
+                // Where undoubled content ends, once a `""` has been seen.
+                let mut write: Option<usize> = None;
+                let close = loop {
+                    let found = find(b'"', &self.buf[self.pos + j..self.pos + line_end]);
+                    let Some(q) = found.map(|q| j + q) else {
+                        // The field goes on past this line.
+                        if let Some(w) = write.as_mut() {
+                            self.buf
+                                .copy_within(self.pos + j..self.pos + line_end, self.pos + *w);
+                            *w += line_end - j;
+                        }
+                        j = line_end;
+                        line_end = self.continue_quoted(line_end, opened)?;
+                        continue;
                     };
-                    self.error = Some((e, cut));
+                    if let Some(w) = write.as_mut() {
+                        self.buf
+                            .copy_within(self.pos + j..self.pos + q, self.pos + *w);
+                        *w += q - j;
+                    }
+                    if q + 1 < line_end && self.buf[self.pos + q + 1] == b'"' {
+                        // `""`: one quote of the content.
+                        let w = write.get_or_insert(q);
+                        self.buf[self.pos + *w] = b'"';
+                        *w += 1;
+                        j = q + 2;
+                        continue;
+                    }
+                    break q;
+                };
+                let mut content_end = write.unwrap_or(close);
+                let mut after = close + 1;
+                // Text after the closing quote belongs to the field, up to a comma.
+                if after < line_end && self.buf[self.pos + after] != b',' {
+                    let rest = &self.buf[self.pos + after..self.pos + line_end];
+                    let n = memchr::memchr(b',', rest).unwrap_or(rest.len());
+                    let tail = trim_cr(&rest[..n], after + n == line_end).len();
+                    self.buf.copy_within(
+                        self.pos + after..self.pos + after + tail,
+                        self.pos + content_end,
+                    );
+                    content_end += tail;
+                    after += n;
+                }
+                self.push(start, content_end)?;
+                if after >= line_end {
+                    break;
+                }
+                i = after + 1; // past the comma
+            } else {
+                let rest = &self.buf[self.pos + i..self.pos + line_end];
+                match memchr::memchr(b',', rest) {
+                    Some(n) => {
+                        self.push(i, i + n)?;
+                        i += n + 1;
+                    }
+                    None => {
+                        let n = trim_cr(rest, true).len();
+                        self.push(i, i + n)?;
+                        break;
+                    }
                 }
             }
         }
-        let (start, end) = self.out;
-        let n = out.len().min(end - start);
-        out[..n].copy_from_slice(&self.buf[start..start + n]);
-        self.out.0 += n;
-        Ok(n)
-    }
-}
-
-impl<R: Read> LogLines<R> {
-    /// The line of the input of a line handed on.
-    fn line_of(&self, passed: u64) -> u64 {
-        let i = self.line_offsets.partition_point(|&(at, _)| at <= passed);
-        passed + i.checked_sub(1).map_or(0, |i| self.line_offsets[i].1)
+        self.taken = (line_end + 1).min(self.end - self.pos);
+        Ok(())
     }
 
-    /// Reads the next line, and hands it on when it is part of a record; false at the end of
-    /// the input.
-    fn next_line(&mut self) -> Result<bool, RecordError> {
-        let Some(line_end) = self.line_end()? else {
-            if let Some(opened) = self.quoted {
-                return Err(RecordError::Content(format!(
-                    "line {opened}: a quoted CSV field opened there is not closed by the end of the file (line {}), so the file is cut short or is not ncu `--csv` output; pass the whole file that `ncu --csv` or `--log-file` wrote",
-                    self.lines
-                )));
-            }
-            return Ok(false);
+    fn push(&mut self, start: usize, end: usize) -> Result<(), RecordError> {
+        // A record is at most `max_line` bytes, checked when its lines were read; `u32` holds
+        // offsets within it as long as that bound does.
+        let (Ok(s), Ok(e)) = (u32::try_from(start), u32::try_from(end)) else {
+            return Err(RecordError::Content(format!(
+                "line {}: a CSV record longer than 4 GiB",
+                self.record_line
+            )));
         };
-        self.lines += 1;
-        let next = (line_end + 1).min(self.end);
-        let mut start = self.pos;
-        if let Some(opened) = self.quoted {
-            // A line that a quoted field carries the record on to.
-            let state = quote_state(&self.buf[start..line_end], true);
-            self.quoted = state.map(|here| if here { self.lines } else { opened });
-            self.record_len += line_end - start + 1;
-            self.hand_on(start, line_end, next);
-            return Ok(true);
-        }
-        if self.buf[start..line_end].starts_with("\u{feff}".as_bytes()) {
-            start += 3;
-        }
-        let line = &self.buf[start..line_end];
-        let is_record = if self.started {
-            line.first() == Some(&b'"')
-        } else if line.starts_with(b"\"ID\",") {
-            self.started = true;
-            true
+        self.fields.push((s, e));
+        Ok(())
+    }
+
+    /// A quoted field of the current record runs past the line ending at `line_end`: the end of
+    /// the next line, or the error that it has none.
+    fn continue_quoted(&mut self, line_end: usize, opened: u64) -> Result<usize, RecordError> {
+        let next = if self.pos + line_end >= self.end && self.eof {
+            None // the last line, without a newline
         } else {
-            false
+            self.line_end(line_end + 1)?
         };
-        if !is_record {
-            if line.starts_with(b"==") {
-                let text = String::from_utf8_lossy(line).trim_end().to_string();
-                if self.messages.len() >= 64 {
-                    self.messages.remove(0);
-                }
-                self.messages.push(text);
+        match next {
+            Some(next) => {
+                self.lines += 1;
+                Ok(next)
             }
-            self.pos = next;
-            return Ok(true);
-        }
-        self.quoted = quote_state(line, false).map(|_| self.lines);
-        self.record_len = line_end - start + 1;
-        self.record_start = self.passed + 1;
-        self.hand_on(start, line_end, next);
-        Ok(true)
-    }
-
-    /// Hands on the line from `start` to `line_end` (its `\n`, or the end of the input), without
-    /// the `\r` of a CRLF that ends a record; the next line starts at `next`.
-    fn hand_on(&mut self, start: usize, line_end: usize, next: usize) {
-        let mut end = line_end;
-        if self.quoted.is_none() && end > start && self.buf[end - 1] == b'\r' {
-            end -= 1;
-        }
-        if line_end < self.end {
-            self.buf[end] = b'\n';
-            end += 1;
-        }
-        self.out = (start, end);
-        self.pos = next;
-        self.passed += 1;
-        let offset = self.lines - self.passed;
-        if self.line_offsets.last().map_or(0, |&(_, o)| o) != offset {
-            self.line_offsets.push((self.passed, offset));
+            None => Err(RecordError::Content(format!(
+                "line {opened}: a quoted CSV field opened there is not closed by the end of the file (line {}), so the file is cut short or is not ncu `--csv` output; pass the whole file that `ncu --csv` or `--log-file` wrote",
+                self.lines
+            ))),
         }
     }
 
-    /// The end (before its newline) of the line starting at `pos`, reading more input as
-    /// needed; `None` when no byte is left there.
-    fn line_end(&mut self) -> Result<Option<usize>, RecordError> {
-        let mut searched = 0;
+    /// The end (relative to `pos`, before its newline) of the line starting `from` bytes after
+    /// `pos`, reading more input as needed; `None` when no byte is left there.
+    fn line_end(&mut self, from: usize) -> Result<Option<usize>, RecordError> {
+        let mut searched = from;
         loop {
             if let Some(n) = memchr::memchr(b'\n', &self.buf[self.pos + searched..self.end]) {
-                self.check_length(searched + n)?;
-                return Ok(Some(self.pos + searched + n));
+                let end = searched + n;
+                self.check_length(from, end)?;
+                return Ok(Some(end));
             }
             searched = self.end - self.pos;
-            self.check_length(searched)?;
+            self.check_length(from, searched)?;
             if self.eof {
-                return Ok((searched > 0).then_some(self.end));
+                return Ok((searched > from).then_some(searched));
             }
             self.fill()?;
         }
     }
 
-    /// Refuses a line of `len` bytes, or the quoted record it carries on, beyond the bound.
-    fn check_length(&self, len: usize) -> Result<(), RecordError> {
-        if len > self.max_line {
+    /// Refuses a line (from `from` to `end`) or a quoted record (from 0 to `end`) beyond the
+    /// bound.
+    fn check_length(&self, from: usize, end: usize) -> Result<(), RecordError> {
+        if end - from > self.max_line {
             return Err(RecordError::Content(format!(
                 "has a line longer than {}, so it is not ncu `--csv` output (ncu writes one row per line; this looks like binary data or an endless stream); pass the file that `ncu --csv` or `--log-file` wrote",
                 size_words(self.max_line as u64)
             )));
         }
-        if self.quoted.is_some() && self.record_len + len > self.max_line {
+        if end > self.max_line {
             return Err(RecordError::Content(format!(
                 "has a quoted CSV field that runs on for more than {} without closing, so it is not ncu `--csv` output; pass the file that `ncu --csv` or `--log-file` wrote",
                 size_words(self.max_line as u64)
@@ -330,7 +346,7 @@ impl<R: Read> LogLines<R> {
         Ok(())
     }
 
-    /// Reads more input after `end`, first moving the unread data to the buffer's start.
+    /// Reads more input after `end`, first moving the current record to the buffer's start.
     fn fill(&mut self) -> Result<(), RecordError> {
         if self.pos > 0 {
             self.buf.copy_within(self.pos..self.end, 0);
@@ -363,62 +379,12 @@ impl<R: Read> LogLines<R> {
     }
 }
 
-/// Whether `line` ends inside a quoted field (`quoted`: it starts inside one): `None` when it
-/// does not, `Some(true)` when that field opened on this line, `Some(false)` when it was open
-/// at the line's start. As the `csv` crate reads: a quote opens a field only at the field's
-/// start; inside, `""` is one quote of the content and a lone `"` closes it; text after the
-/// closing quote, quotes included, runs to the next comma.
-fn quote_state(line: &[u8], mut quoted: bool) -> Option<bool> {
-    let mut opened_here = false;
-    let mut i = 0;
-    if !quoted && line.first() == Some(&b'"') {
-        (quoted, opened_here, i) = (true, true, 1);
+/// `field` without the `\r` of a CRLF when it ends its line.
+fn trim_cr(field: &[u8], ends_line: bool) -> &[u8] {
+    match field.split_last() {
+        Some((b'\r', rest)) if ends_line => rest,
+        _ => field,
     }
-    loop {
-        if quoted {
-            let Some(q) = next_quote(line, i) else {
-                return Some(opened_here);
-            };
-            match line.get(q + 1..q + 3) {
-                Some(b"\",") => {
-                    // Closed, and the next field opens (most of ncu's cells).
-                    (opened_here, i) = (true, q + 3);
-                    continue;
-                }
-                _ if line.get(q + 1) == Some(&b'"') => {
-                    i = q + 2;
-                    continue;
-                }
-                _ => (quoted, i) = (false, q + 1),
-            }
-        }
-        // Outside quotes: on to the next comma (most often the byte after a closing quote).
-        if line.get(i) != Some(&b',') {
-            i += memchr::memchr(b',', &line[i..])?;
-        }
-        i += 1;
-        if line.get(i) == Some(&b'"') {
-            (quoted, opened_here, i) = (true, true, i + 1);
-        }
-    }
-}
-
-/// The first quote in `line` from `i`: the next sixteen bytes as two words, with one branch
-/// for a cell's number, then [`find`].
-#[inline(always)]
-fn next_quote(line: &[u8], i: usize) -> Option<usize> {
-    if let (Some(a), Some(b)) = (word_at(line, i), word_at(line, i + 8)) {
-        let (qa, qb) = (bytes_equal_to(a, b'"'), bytes_equal_to(b, b'"'));
-        if qa | qb != 0 {
-            let at = if qa != 0 {
-                qa.trailing_zeros()
-            } else {
-                64 + qb.trailing_zeros()
-            };
-            return Some(i + at as usize / 8);
-        }
-    }
-    find(b'"', &line[i..]).map(|n| i + n)
 }
 
 /// A byte count in words: `16 MiB`, `8 GiB`.
