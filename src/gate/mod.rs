@@ -1,10 +1,12 @@
-//! The pipeline's commands as library functions: `check`, `compare`, `import`, `merge` and
-//! `history` each take a plain options struct, run the stages in order and return what they
-//! found (results, a report, a history) as values; [`ci`] posts a report from a CI job.
+//! The pipeline's commands as library functions: `check`, `compare`, `import`, `merge`,
+//! `history`, `calibrate` and `bisect` each take a plain options struct, run the stages in
+//! order and return what they found (results, a report, a history, a calibration, a bisect)
+//! as values; [`ci`] posts a report from a CI job.
 //! Nothing here parses a flag, prints or writes an output: the lines a person reads while the
 //! work goes on (what is measured, skipped, recorded) go to a `say` callback, and the CLI
 //! writes the outcome, as hyperfine's and ripgrep's binaries are thin over their libraries.
 
+mod bisect;
 mod check;
 pub mod ci;
 mod history;
@@ -12,6 +14,7 @@ mod import;
 
 use std::path::{Path, PathBuf};
 
+pub use bisect::{BisectOptions, bisect};
 pub use check::{Against, CheckOptions, check};
 pub use history::{History, HistoryOptions, history, record_history};
 pub use import::{ImportOptions, import};
@@ -139,6 +142,33 @@ pub fn run_suite(
     let mut results = runner::run_plan(&plan, &revision, progress)?;
     warn_declared(&plan, &mut results, say);
     Ok(results)
+}
+
+/// What `kgate calibrate` measured: the work tree run as sides A and B, interleaved, and the
+/// noise between them.
+pub struct Calibrated {
+    pub a: RunResults,
+    pub b: RunResults,
+    pub calibration: compare::calibrate::Calibration,
+}
+
+/// `kgate calibrate`: the selected benchmarks of the work tree interleaved against
+/// themselves, and the noise the configuration's policy sees between the two sides.
+pub fn calibrate(
+    loaded: &LoadedConfig,
+    selection: &Overrides,
+    progress: &mut dyn Progress,
+) -> Result<Calibrated, GateError> {
+    let policy = ComparePolicy::from(&loaded.config.gate);
+    crate::github::refuse_untrusted_run(&loaded.root)?;
+    let plan = Plan::new(&loaded.config, selection)?;
+    let side = |label| Revision {
+        root: loaded.root.clone(),
+        label: Some(label),
+    };
+    let (a, b) = runner::run_interleaved(&plan, &side("A"), &side("B"), progress)?;
+    let calibration = compare::calibrate::analyse(&a, &b, &policy);
+    Ok(Calibrated { a, b, calibration })
 }
 
 fn warn_declared(plan: &Plan, results: &mut RunResults, say: &mut Say<'_>) {

@@ -17,7 +17,6 @@ use crate::cli::{
     BaselineCommand, BaselineUpdateArgs, CalibrateArgs, CalibrateFormat, CheckArgs, Cli, Commands,
     CompareArgs, HistoryAction, HistoryArgs, HistoryFormat, RenderArgs, ReportArgs, RunSelection,
 };
-use crate::compare::ComparePolicy;
 use crate::config::{self, LoadedConfig};
 use crate::gate::{self, Checked};
 use crate::model::exit::ExitStatus;
@@ -25,10 +24,10 @@ use crate::model::report::Report;
 use crate::model::results::{RunResults, Status};
 use crate::model::text::{count, escape_log, escape_terminal};
 use crate::model::verdict::RunVerdict;
-use crate::plan::{Overrides, Plan};
+use crate::plan::Overrides;
 use crate::render::{self, Format};
 use crate::run::progress;
-use crate::run::runner::{self, Revision, RunError};
+use crate::run::runner::RunError;
 use crate::store::JsonLayout;
 use crate::store::fsutil::{self, Overwrite};
 
@@ -428,21 +427,14 @@ fn compare_files(config_path: &Path, args: CompareArgs) -> Result<u8> {
 /// `kgate calibrate`: the work tree interleaved against itself, then the noise table.
 fn calibrate(config_path: &Path, args: CalibrateArgs) -> Result<u8> {
     let loaded = load_config(config_path)?;
-    let policy = ComparePolicy::from(&loaded.config.gate);
-    crate::github::refuse_untrusted_run(&loaded.root)?;
-    let plan = Plan::new(&loaded.config, &overrides(&args.selection))?;
     let mut progress = progress::for_stderr(args.selection.no_progress);
-    let side = |label| Revision {
-        root: loaded.root.clone(),
-        label: Some(label),
-    };
-    let (a, b) = runner::run_interleaved(&plan, &side("A"), &side("B"), progress.as_mut())?;
-    let failures = ExitStatus::combine(report_failures(&a, None), report_failures(&b, None));
-    let calibration = crate::compare::calibrate::analyse(&a, &b, &policy);
+    let run = gate::calibrate(&loaded, &overrides(&args.selection), progress.as_mut())?;
+    let failures =
+        ExitStatus::combine(report_failures(&run.a, None), report_failures(&run.b, None));
     let text = match args.format {
-        CalibrateFormat::Table => crate::compare::calibrate::render_table(&calibration),
+        CalibrateFormat::Table => crate::compare::calibrate::render_table(&run.calibration),
         CalibrateFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&calibration)?;
+            let mut s = serde_json::to_string_pretty(&run.calibration)?;
             s.push('\n');
             s
         }
