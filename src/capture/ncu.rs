@@ -4,7 +4,7 @@
 //! ncu's CSV is rarely clean: `==PROF==` lines and the profiled program's own output surround
 //! it, Windows captures carry a byte-order mark and CRLF, en-US builds group thousands
 //! (`"134,221,568"`), rows of the details page are ragged, and a failed run writes no CSV at
-//! all. The reader ([`super::ncu_csv`]) therefore keeps only the CSV records (quoted lines from
+//! all. The reader (`ncu_csv`) therefore keeps only the CSV records (quoted lines from
 //! the `"ID",…` header on), splits them itself, and remembers the profiler's own messages, so
 //! a run without CSV is reported with ncu's words. Values are scaled to base units
 //! (`usecond` → ns, `Gbyte` → byte, `Mhz` → hz); each launch becomes one sample of the kernel

@@ -171,7 +171,7 @@ pub fn escape_html(text: &str) -> String {
 
 /// Escapes text for HTML inside a Markdown document that GitHub shows (a `<summary>`, a
 /// `<code>` element): as [`escape_html`], and inert once GitHub has rendered it (no mention,
-/// issue reference or link; see [`joiners`]).
+/// issue reference or link; see `joiners`).
 pub fn escape_markdown_html(text: &str) -> String {
     escape_inert_marking(text, |out, c, command| {
         if command {
@@ -206,7 +206,7 @@ pub fn escape_html_lines(text: &str) -> String {
 /// Escapes text from the repository for Markdown table cells and prose: HTML-significant
 /// characters become entities, Markdown punctuation is backslash-escaped, newlines cannot
 /// break a table row, and once GitHub has rendered it the text mentions nobody, references no
-/// issue and links nowhere (see [`joiners`]).
+/// issue and links nowhere (see `joiners`).
 pub fn escape_markdown(text: &str) -> String {
     escape_inert_marking(text, |out, c, command| {
         if command {

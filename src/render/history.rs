@@ -487,7 +487,7 @@ fn runs_json<S: serde::Serializer>(
     }))
 }
 
-/// Writes [`HistoryJson`] of `out`, indented, with a final newline.
+/// Writes `HistoryJson` of `out`, indented, with a final newline.
 pub fn write_history_json(
     key: &str,
     out: &[MetricHistory],

@@ -50,7 +50,7 @@ const CREDENTIALS: &[&str] = &[
 ];
 
 /// Whether a variable is one of the runner's credentials by its name: a name in
-/// [`CREDENTIALS`], an Actions runtime or OIDC variable, an action input that holds a token
+/// `CREDENTIALS`, an Actions runtime or OIDC variable, an action input that holds a token
 /// (`INPUT_TOKEN`, `INPUT_GITHUB-TOKEN`), or kgate's own token variables.
 pub fn is_credential(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();

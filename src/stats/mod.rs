@@ -498,7 +498,7 @@ fn from_total_order_key(key: i64) -> f64 {
 /// are few enough (m + n) to select among directly. The answer is one of the computed
 /// differences, the same bits as sorting all of them.
 ///
-/// Up to [`SELECT_IN_PLACE_MAX`] differences (a few dozen repetitions a side, the usual case)
+/// Up to `SELECT_IN_PLACE_MAX` differences (a few dozen repetitions a side, the usual case)
 /// are instead written out for each selection into a reused buffer and partitioned there,
 /// which costs less than the walks at that size; the answers are the same bits.
 #[derive(Debug, Clone)]

@@ -430,7 +430,7 @@ impl Write for EarlyWriteback {
 /// time (a comma, a number), and each write through a `dyn Write` is a call the compiler
 /// cannot inline: a results file of millions of numbers spent more in those calls than in
 /// formatting. Through this buffer the small writes are copies, and `out` gets them
-/// [`BUFFER`] bytes at a time, which a `BufWriter` of that size (every writer
+/// `BUFFER` bytes at a time, which a `BufWriter` of that size (every writer
 /// [`write_atomic_with`] hands out) passes straight on. Flush it before `out` is used again.
 pub fn serializer_buffer(out: &mut dyn Write) -> std::io::BufWriter<&mut dyn Write> {
     std::io::BufWriter::with_capacity(BUFFER, out)

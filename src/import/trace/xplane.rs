@@ -43,7 +43,7 @@ pub static XPLANE: Importer = Importer {
 /// what a file (or an endless stream) may cost.
 const MAX_XPLANE_BYTES: u64 = 1 << 30;
 
-/// Reads and decodes one XSpace file, within [`MAX_XPLANE_BYTES`].
+/// Reads and decodes one XSpace file, within `MAX_XPLANE_BYTES`.
 pub fn read_file(path: &Path, selection: &TraceSelection) -> Result<TraceSamples, ImportError> {
     use std::io::Read;
     let read_error = read_error(path);
