@@ -213,9 +213,10 @@ pub struct KernelWindows {
     pub counters_of: Option<CountersOf>,
 }
 
-/// Where the counter readings of a kernel's windows are: a trace import keeps each reading
-/// once, on its `counters` benchmark, instead of a copy on the benchmark of every kernel it
-/// was read around. [`RunResults::series_from_others`](crate::model::results::RunResults::series_from_others) gives the readings around the windows.
+/// Where the counter readings of a kernel's windows are: a trace import keeps each reading once, on
+/// its `counters` benchmark, instead of a copy on the benchmark of every kernel it was read around.
+/// [`RunResults::series_from_others`](crate::model::results::RunResults::series_from_others) gives
+/// the readings around the windows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CountersOf {
     /// The benchmark that holds the series.
