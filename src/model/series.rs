@@ -215,8 +215,7 @@ pub struct KernelWindows {
 
 /// Where the counter readings of a kernel's windows are: a trace import keeps each reading once, on
 /// its `counters` benchmark, instead of a copy on the benchmark of every kernel it was read around.
-/// [`RunResults::series_from_others`](crate::model::results::RunResults::series_from_others) gives
-/// the readings around the windows.
+/// `RunResults::series_from_others` gives the readings around the windows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CountersOf {
     /// The benchmark that holds the series.
