@@ -2,14 +2,15 @@
 """Adaptive repetitions measured for real: `kgate check --against main` run --runs times
 (default 20) on a git repository whose protocol benchmark reports a time of 100 us with
 lognormal noise (--noise, default 1 %) drawn afresh at every repetition, the same on both sides
-(A/A) or --shift slower in the work tree (default 1.5 %), threshold 1 % and alpha 0.01, with
+(A/A) or --shift slower in the work tree (default 1.5 %), --threshold (default 1 %) and alpha 0.01, with
 `repetitions: {min: --min, max: --max}` (default 10 and 40) and the default step. Prints each
 scenario's verdicts and the mean repetitions per side, for the table in docs/statistics.md.
 
 Usage (from the repository root):
 
     cargo build --release
-    python3 scripts/sequential_real.py [--runs 20] [--min 10] [--max 40] [--kgate PATH]
+    python3 scripts/sequential_real.py [--runs 20] [--noise 0.01 --shift 0.015 --threshold 0.01]
+        [--min 10] [--max 40] [--kgate PATH]
 """
 
 import argparse
@@ -42,14 +43,14 @@ def git(cwd, *args):
     )
 
 
-def repository(root, sigma, lo, hi):
+def repository(root, sigma, lo, hi, threshold):
     files = {
         "bench.sh": BENCH,
         "scale.txt": "1.0\n",
         "sigma.txt": f"{sigma}\n",
         "kgate.yaml": (
             f"defaults: {{warmup: 0, repetitions: {{min: {lo}, max: {hi}}}, captures: [protocol]}}\n"
-            "gate: {threshold: 1%, alpha: 0.01}\n"
+            f"gate: {{threshold: {threshold * 100:g}%, alpha: 0.01}}\n"
             "benchmarks:\n"
             "  - name: k\n"
             "    command: [sh, bench.sh]\n"
@@ -70,18 +71,22 @@ def main():
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--noise", type=float, default=0.01)
     parser.add_argument("--shift", type=float, default=0.015)
+    parser.add_argument("--threshold", type=float, default=0.01)
     parser.add_argument("--min", type=int, default=10)
     parser.add_argument("--max", type=int, default=40)
     parser.add_argument("--kgate")
     args = parser.parse_args()
     (kgate,) = builds([args.kgate] if args.kgate else None)
     sigma = math.sqrt(math.log(1 + args.noise**2))
-    print(f"{args.runs} runs per scenario, noise {args.noise:.1%}, repetitions {args.min}…{args.max}")
+    print(
+        f"{args.runs} runs per scenario, noise {args.noise:.1%}, threshold {args.threshold:.1%}, "
+        f"repetitions {args.min}…{args.max}"
+    )
     for label, scale in [("A/A", 1.0), (f"+{args.shift:.1%}", 1.0 + args.shift)]:
         verdicts = collections.Counter()
         sizes = []
         with tempfile.TemporaryDirectory() as root:
-            repository(root, sigma, args.min, args.max)
+            repository(root, sigma, args.min, args.max, args.threshold)
             with open(os.path.join(root, "scale.txt"), "w") as f:
                 f.write(f"{scale}\n")
             for _ in range(args.runs):
