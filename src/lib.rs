@@ -20,6 +20,15 @@
 //! intervals, change points). [`schema`] generates the JSON
 //! Schemas from the types.
 
+/// Test helper: asserts that `text` contains `needle`, and shows the text when it does not.
+#[cfg(test)]
+macro_rules! assert_contains {
+    ($text:expr, $needle:expr $(,)?) => {{
+        let (text, needle): (&str, &str) = (&$text, &$needle);
+        assert!(text.contains(needle), "{needle:?} is not in:\n{text}");
+    }};
+}
+
 pub mod baseline;
 pub mod bisect;
 pub mod capture;

@@ -61,11 +61,7 @@ fn a_clear_shift_beyond_the_threshold_regresses() {
         "{ci:?}"
     );
     assert!(ci[0] > 0.0);
-    assert!(
-        m.reason.contains("beyond the 1.00 % threshold"),
-        "{}",
-        m.reason
-    );
+    assert_contains!(m.reason, "beyond the 1.00 % threshold");
 }
 
 #[test]
