@@ -479,7 +479,7 @@ mod tests {
         )
         .unwrap();
         let err = resolve("v", &bad).unwrap_err().to_string();
-        assert!(err.contains("needs a capture group"), "{err}");
+        assert_contains!(err, "needs a capture group");
         let err = resolve("nope", &overrides).unwrap_err().to_string();
         assert!(err.contains("no device profile named `nope`") && err.contains("tpu-v7x"));
     }

@@ -656,11 +656,8 @@ benchmarks:
     #[test]
     fn messages_carry_a_hint_and_the_offending_line() {
         let message = err("benchmarks:\n  - name: a\n    command: ./a\n    warmup: lots\n");
-        assert!(
-            message.contains("hint: `warmup` is a whole number"),
-            "{message}"
-        );
-        assert!(message.contains("   4 |     warmup: lots"), "{message}");
+        assert_contains!(message, "hint: `warmup` is a whole number");
+        assert_contains!(message, "   4 |     warmup: lots");
     }
 
     #[test]

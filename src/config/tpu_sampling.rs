@@ -358,31 +358,27 @@ mod tests {
         let err = |yaml: &str, p: Option<&DeviceProfile>| check(&sampling(yaml), p).unwrap_err();
         let e = err("{interval_us: 0, request: [cycles]}", Some(&v7x));
         assert_eq!(e.key, "interval_us");
-        assert!(e.message.contains("at least 1"), "{e}");
+        assert_contains!(e.message, "at least 1");
         let e = err(
             "{interval_us: 5, external_trigger: true, request: [cycles]}",
             Some(&v7x),
         );
         assert_eq!(e.key, "external_trigger");
-        assert!(e.message.contains("exclude each other"), "{e}");
+        assert_contains!(e.message, "exclude each other");
         let e = err("{counter_size_bits: 64, request: [cycles]}", Some(&v7x));
-        assert!(e.message.contains("write `counter_size_bits: 3`"), "{e}");
+        assert_contains!(e.message, "write `counter_size_bits: 3`");
         let e = err("{counter_size_bits: 5, request: [cycles]}", Some(&v7x));
-        assert!(e.message.contains("0, 1, 2 or 3"), "{e}");
+        assert_contains!(e.message, "0, 1, 2 or 3");
         let e = err("{interval_us: 2}", Some(&v7x));
-        assert!(e.message.contains("requests no counters"), "{e}");
+        assert_contains!(e.message, "requests no counters");
         let e = err("{interval_us: 2, request: [cycles]}", None);
-        assert!(e.message.contains("no `device:`"), "{e}");
+        assert_contains!(e.message, "no `device:`");
         let h100 = builtin("h100").unwrap();
         let e = err("{external_trigger: true, request: [cycles]}", Some(&h100));
-        assert!(
-            e.message
-                .contains("`h100` gives no counter a TPU counter index"),
-            "{e}"
-        );
+        assert_contains!(e.message, "`h100` gives no counter a TPU counter index");
         let e = err("{request: [mxu_busy1]}", Some(&v7x));
         assert_eq!(e.key, "request");
-        assert!(e.message.contains("(did you mean `mxu_busy_1`?)"), "{e}");
+        assert_contains!(e.message, "(did you mean `mxu_busy_1`?)");
         // Aliases and full register names are counters too; other profiles are not checked.
         check(
             &sampling("{request: [COUNT_SYNC_WAIT, cycles], interval_us: 1}"),

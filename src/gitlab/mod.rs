@@ -143,10 +143,7 @@ mod tests {
         assert_eq!(ctx.job_id().as_deref(), Some("bench:-gpu-a100"));
         let err = GitlabContext::from_vars(vars(&[("GITLAB_CI", "true"), ("CI_PROJECT_ID", "1")]))
             .unwrap_err();
-        assert!(
-            err.to_string().contains("CI_API_V4_URL is not set"),
-            "{err}"
-        );
+        assert_contains!(err.to_string(), "CI_API_V4_URL is not set");
     }
 
     #[test]

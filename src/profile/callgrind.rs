@@ -292,14 +292,14 @@ mod tests {
         );
         let e = parse("events: Ir\n1 2\n").unwrap_err();
         assert_eq!(e.line, 2);
-        assert!(e.message.contains("before any `fn=`"), "{e}");
+        assert_contains!(e.message, "before any `fn=`");
         let e = parse("events: Ir\nfn=f\n1 2 3\n").unwrap_err();
         assert_eq!(
             e.to_string(),
             "line 3: a cost line has 2 numbers for 1 events"
         );
         let e = parse("hello world\n").unwrap_err();
-        assert!(e.message.contains("neither a header"), "{e}");
+        assert_contains!(e.message, "neither a header");
         assert!(
             parse("fn=f\n")
                 .unwrap_err()

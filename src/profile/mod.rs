@@ -528,7 +528,7 @@ mod tests {
         } else {
             "ncu not found on PATH"
         };
-        assert!(p.notes[0].contains(expected), "{:?}", p.notes);
+        assert_contains!(p.notes[0], expected);
         // A benchmark that fails under callgrind: the side's note carries the exit status.
         if on_path("valgrind") {
             let sides = Sides {
@@ -541,7 +541,7 @@ mod tests {
                 Duration::from_secs(60),
                 Instant::now(),
             );
-            assert!(p.notes[0].contains("stored baseline"), "{:?}", p.notes);
+            assert_contains!(p.notes[0], "stored baseline");
             assert!(
                 p.notes[1].starts_with(
                     "head side not profiled: the run under callgrind exited with status"

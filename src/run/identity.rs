@@ -163,7 +163,7 @@ mod tests {
             commands: vec!["echo no such tool >&2; exit 3".into()],
         };
         let why = err(failing);
-        assert!(why.contains("exited with status"), "{why}");
-        assert!(why.contains("no such tool"), "{why}");
+        assert_contains!(why, "exited with status");
+        assert_contains!(why, "no such tool");
     }
 }

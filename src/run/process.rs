@@ -537,11 +537,7 @@ mod tests {
             );
             assert!(o.pipe_held_open);
             let f = failure_of(&o, Duration::from_secs(5)).expect("a failure");
-            assert!(
-                f.message.contains("outside its process group"),
-                "{}",
-                f.message
-            );
+            assert_contains!(f.message, "outside its process group");
             // With a timeout, the same.
             let started = Instant::now();
             let o = sh_with("setsid sleep 30 & sleep 30", Duration::from_millis(500), w);
