@@ -90,7 +90,7 @@ fn looks_like_jwt(value: &[u8]) -> bool {
 pub fn refused(pass: &[String]) -> Vec<&str> {
     pass.iter()
         .map(String::as_str)
-        .filter(|p| is_credential(p) || held().vars.iter().any(|(k, _)| k == p))
+        .filter(|p| is_credential(p) || credentials().vars.iter().any(|(k, _)| k == p))
         .collect()
 }
 
@@ -98,7 +98,7 @@ pub fn refused(pass: &[String]) -> Vec<&str> {
 /// kgate held at its start (gone from its environment once [`seal`] ran) and any credential
 /// in its environment now (when [`seal`] did not run: a library caller, a unit test).
 pub fn withheld() -> Vec<String> {
-    let mut names: Vec<String> = held().vars.iter().map(|(k, _)| k.clone()).collect();
+    let mut names: Vec<String> = credentials().vars.iter().map(|(k, _)| k.clone()).collect();
     for (k, v) in std::env::vars_os() {
         if let Some(k) = k.to_str()
             && is_credential_var(k, v.as_encoded_bytes())
@@ -113,7 +113,7 @@ pub fn withheld() -> Vec<String> {
 /// A credential kgate holds, by name: its value from kgate's start. Outside [`seal`], a
 /// credential still in the environment.
 pub fn var(name: &str) -> Option<String> {
-    held()
+    credentials()
         .vars
         .iter()
         .find(|(k, _)| k == name)
@@ -124,15 +124,15 @@ pub fn var(name: &str) -> Option<String> {
 
 /// The credentials of kgate's environment: taken by [`seal`], or found in the environment
 /// the first time they are asked for.
-struct Held {
+struct Credentials {
     /// Each credential variable and its value (empty when the value is not UTF-8).
     vars: Vec<(String, String)>,
     /// Their values worth masking, longest first.
     values: Vec<String>,
 }
 
-impl Held {
-    fn new(vars: Vec<(String, String)>) -> Held {
+impl Credentials {
+    fn new(vars: Vec<(String, String)>) -> Credentials {
         let mut values: Vec<String> = vars
             .iter()
             .map(|(_, v)| v.clone())
@@ -141,15 +141,15 @@ impl Held {
         // Longest first, so a token that contains another is masked whole.
         values.sort_by_key(|v| std::cmp::Reverse(v.len()));
         values.dedup();
-        Held { vars, values }
+        Credentials { vars, values }
     }
 }
 
-static HELD: std::sync::OnceLock<Held> = std::sync::OnceLock::new();
+static SEALED: std::sync::OnceLock<Credentials> = std::sync::OnceLock::new();
 
-fn held() -> &'static Held {
-    HELD.get_or_init(|| {
-        Held::new(
+fn credentials() -> &'static Credentials {
+    SEALED.get_or_init(|| {
+        Credentials::new(
             std::env::vars_os()
                 .filter_map(|(k, v)| {
                     let k = k.into_string().ok()?;
@@ -209,7 +209,7 @@ pub unsafe fn seal() {
     if !found.is_empty() {
         undumpable();
     }
-    let _ = HELD.set(Held::new(found));
+    let _ = SEALED.set(Credentials::new(found));
 }
 
 /// The entries of the C library's `environ`, in order.
@@ -260,7 +260,7 @@ const MIN_SECRET_LEN: usize = 8;
 
 /// `text` with every credential value of kgate's environment replaced by `***`.
 pub fn mask(text: &str) -> Cow<'_, str> {
-    mask_values(text, &held().values)
+    mask_values(text, &credentials().values)
 }
 
 fn mask_values<'t>(text: &'t str, secrets: &[String]) -> Cow<'t, str> {
