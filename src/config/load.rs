@@ -39,15 +39,19 @@ pub fn load(path: &Path) -> Result<LoadedConfig, ConfigError> {
         source,
     })?;
     let config = parse(&text, &path.display().to_string())?;
-    let root = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
     Ok(LoadedConfig {
         config,
         path: path.to_path_buf(),
-        root,
+        root: root_of(path),
     })
+}
+
+/// The folder a configuration file's relative paths are resolved against.
+pub fn root_of(config: &Path) -> PathBuf {
+    match config.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
 }
 
 /// Parses configuration text; `file` names it in error messages.

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use load::{ConfigError, LoadedConfig, load, parse};
+pub use load::{ConfigError, LoadedConfig, load, parse, root_of};
 pub use starter::STARTER;
 use values::scalar_text_map;
 pub use values::{CommandSpec, DurationSpec, Percent, Repetitions, RepetitionsForm, ToleranceSpec};

@@ -107,14 +107,6 @@ pub struct Checked {
     pub fail_on_inconclusive: bool,
 }
 
-/// The folder a configuration file's relative paths are resolved against.
-pub fn root_of(config: &Path) -> PathBuf {
-    match config.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
 /// Runs the selected benchmarks of the work tree and checks the metrics the configuration
 /// declared (a declared gating metric that is absent fails its benchmark); an empty run, the
 /// environment still recorded, where the selection took nothing (`None`).
@@ -354,7 +346,7 @@ pub fn compare_files(
     options: &CompareOptions,
     say: &mut Say<'_>,
 ) -> Result<Checked, GateError> {
-    let root = root_of(config);
+    let root = config::root_of(config);
     // The configuration's gate policy applies only when one is named explicitly or present.
     let gate = match config.exists() {
         true => Some(config::load(config)?.config.gate),

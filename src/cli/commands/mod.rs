@@ -60,7 +60,7 @@ pub fn execute(cli: Cli) -> Result<u8> {
             );
             Ok(ExitStatus::PASS)
         }
-        Commands::History(args) => history(&gate::root_of(&cli.config), &args),
+        Commands::History(args) => history(&config::root_of(&cli.config), &args),
         Commands::Baseline(BaselineCommand::Update(args)) => {
             let loaded = load_config(&cli.config)?;
             let results = baseline_results(
