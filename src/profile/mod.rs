@@ -567,10 +567,9 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(kgate_no_valgrind, ignore = "needs valgrind (Debian's valgrind)")]
     fn a_run_past_the_budget_is_stopped_and_said() {
-        if !on_path("valgrind") {
-            return;
-        }
+        assert!(on_path("valgrind"), "install valgrind (`.ci/run` does)");
         let config = crate::config::parse(
             "benchmarks:\n  - name: k\n    command: [sh, -c, 'sleep 30']\n    captures: [callgrind]\n",
             "kgate.yaml",
