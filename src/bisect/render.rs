@@ -316,10 +316,7 @@ mod tests {
         let t = table(&hostile());
         assert!(!t.contains('\u{1b}'), "{t}");
         assert!(!t.contains("\n::error"), "{t}");
-        assert!(
-            t.contains("slower \\u{1b}[2J| @team\\n\\u{3a}:error::forged"),
-            "{t}"
-        );
+        assert_contains!(t, "slower \\u{1b}[2J| @team\\n\\u{3a}:error::forged");
         let rows: Vec<&str> = t.lines().filter(|l| l.contains("wall_time")).collect();
         assert_eq!(rows.len(), 4, "{t}");
         assert!(rows[0].starts_with("  BAD   0000000000"), "{t}");
@@ -336,7 +333,10 @@ mod tests {
         let skipped = t.lines().find(|l| l.contains("skipped")).unwrap();
         assert!(skipped.starts_with("  1     "), "{skipped}");
         assert!(skipped.ends_with('—'), "{skipped}");
-        assert!(t.contains("  candidate: 0000000000000000000000000000000000000002 two\n"));
+        assert_contains!(
+            t,
+            "  candidate: 0000000000000000000000000000000000000002 two\n"
+        );
         assert!(t.ends_with(
             "FOUND k|\\u{1b}] at 000000000000, other in 2 commits (4 measurements of 4 commits, 4 built, 12.3 s)\n"
         ), "{t}");
@@ -352,16 +352,14 @@ mod tests {
             // Nine columns: ten pipes.
             assert_eq!(row.matches('|').count(), 10, "{row}");
         }
-        assert!(
-            m.contains("**Culprit:** `0000000000000000000000000000000000000003`"),
-            "{m}"
+        assert_contains!(m, "**Culprit:** `0000000000000000000000000000000000000003`");
+        assert_contains!(
+            m,
+            "**Candidates:**\n\n- `0000000000000000000000000000000000000002` two\n"
         );
-        assert!(
-            m.contains("**Candidates:**\n\n- `0000000000000000000000000000000000000002` two\n")
-        );
-        assert!(
-            m.contains("| 1 | `000000000000` | notes | skipped | — | — | — | — | 0 |"),
-            "{m}"
+        assert_contains!(
+            m,
+            "| 1 | `000000000000` | notes | skipped | — | — | — | — | 0 |"
         );
     }
 }

@@ -283,13 +283,13 @@ mod tests {
         assert_eq!(r.benchmarks[0].verdict, Verdict::Regressed);
         assert_eq!((r.summary.regressed, r.summary.unchanged), (1, 1));
         assert_eq!(found.warnings.len(), 2, "{:?}", found.warnings);
-        assert!(
-            found.warnings[0]
-                .contains("`mm` is marked unchanged but its gating metrics say regressed")
+        assert_contains!(
+            found.warnings[0],
+            "`mm` is marked unchanged but its gating metrics say regressed"
         );
-        assert!(
-            found.warnings[1]
-                .contains("the report says `pass`, but its benchmarks say `regressed`")
+        assert_contains!(
+            found.warnings[1],
+            "the report says `pass`, but its benchmarks say `regressed`"
         );
         assert_eq!(r.warnings, found.warnings);
     }
@@ -359,7 +359,7 @@ mod tests {
         assert_eq!(r.benchmarks[1].verdict, Verdict::NotGated);
         assert_eq!(r.verdict, RunVerdict::Error);
         assert_eq!(found.warnings.len(), 1, "{:?}", found.warnings);
-        assert!(found.warnings[0].contains("kept as failed"));
+        assert_contains!(found.warnings[0], "kept as failed");
     }
 
     #[test]

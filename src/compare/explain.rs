@@ -662,11 +662,11 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert!(err.contains("has `counts` but no `rates`"), "{err}");
+        assert_contains!(err, "has `counts` but no `rates`");
         let err = parse_rules("rules:\n  - cause: x\n    when: [{change: up}]\n    says: y\n")
             .err()
             .unwrap();
-        assert!(err.contains("names no `metric`"), "{err}");
+        assert_contains!(err, "names no `metric`");
     }
 
     #[test]
@@ -747,10 +747,9 @@ mod tests {
             row("instructions", 1e9, 1e9, false),
             row("cache-misses", 1e6, 1.3e6, false),
         ];
-        assert!(
-            explain_regression(&per_instruction)
-                .unwrap()
-                .contains("cache misses")
+        assert_contains!(
+            explain_regression(&per_instruction).unwrap(),
+            "cache misses"
         );
     }
 

@@ -43,6 +43,27 @@ fn verdict(base: &[f64], head: &[f64], threshold: f64) -> MetricComparison {
     )
 }
 
+/// The two runs compared as result files under the default policy.
+fn files(base: &RunResults, head: &RunResults) -> Report {
+    compare(base, head, &ComparePolicy::default(), Design::Files)
+}
+
+/// The candidate against a stored baseline and earlier jobs, under the default policy.
+fn stored(base: &RunResults, head: &RunResults, history: &[RunResults]) -> Report {
+    compare_with_history(
+        base,
+        head,
+        history,
+        &ComparePolicy::default(),
+        Design::StoredBaseline,
+    )
+}
+
+#[track_caller]
+fn assert_starts(text: &str, prefix: &str) {
+    assert!(text.starts_with(prefix), "{text}");
+}
+
 #[test]
 fn a_clear_shift_beyond_the_threshold_regresses() {
     let m = verdict(&BASE, &NEW, 0.01);
@@ -70,17 +91,8 @@ fn a_significant_shift_below_a_wide_threshold_is_within_it_not_unchanged() {
     // tell a reader there was no change.
     let m = verdict(&BASE, &NEW, 0.05);
     assert_eq!(m.verdict, Verdict::WithinThreshold, "{}", m.reason);
-    assert!(
-        m.reason
-            .contains("a real change, within the 5.00 % threshold"),
-        "{}",
-        m.reason
-    );
-    assert!(
-        m.reason.contains("±1.00 %"),
-        "the margin is stated: {}",
-        m.reason
-    );
+    assert_contains!(m.reason, "a real change, within the 5.00 % threshold");
+    assert_contains!(m.reason, "±1.00 %");
 }
 
 #[test]
@@ -88,11 +100,11 @@ fn the_same_direction_reversed_is_an_improvement() {
     let m = verdict(&NEW, &BASE, 0.01);
     assert_eq!(m.verdict, Verdict::Improved, "{}", m.reason);
     assert!(m.change.unwrap() < 0.0);
-    let mut higher = samples(&BASE, 0.01);
-    higher.direction = Direction::Higher;
-    let mut higher_new = samples(&NEW, 0.01);
-    higher_new.direction = Direction::Higher;
-    let m = compare_metric(&higher, &higher_new, &ComparePolicy::default());
+    let higher = |v: &[f64]| MetricSamples {
+        direction: Direction::Higher,
+        ..samples(v, 0.01)
+    };
+    let m = compare_metric(&higher(&BASE), &higher(&NEW), &ComparePolicy::default());
     assert_eq!(
         m.verdict,
         Verdict::Improved,
@@ -105,35 +117,25 @@ fn noise_without_a_shift_is_unchanged_or_inconclusive_never_a_regression() {
     assert_eq!(verdict(&BASE, &SAME, 0.05).verdict, Verdict::Unchanged);
     let m = verdict(&BASE, &NOISY, 0.005);
     assert_eq!(m.verdict, Verdict::Inconclusive, "{}", m.reason);
-    assert!(m.reason.contains("not enough evidence"), "{}", m.reason);
+    assert_contains!(m.reason, "not enough evidence");
 }
 
 #[test]
 fn a_likely_change_whose_interval_reaches_the_threshold_is_inconclusive() {
     let m = verdict(&BASE, &NEW, 0.02);
     assert_eq!(m.verdict, Verdict::Inconclusive, "{}", m.reason);
-    assert!(
-        m.reason.contains("more repetitions would decide"),
-        "{}",
-        m.reason
-    );
+    assert_contains!(m.reason, "more repetitions would decide");
 }
 
 #[test]
 fn too_few_samples_are_inconclusive_not_guessed() {
     let m = verdict(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0], 0.05);
     assert_eq!(m.verdict, Verdict::Inconclusive);
-    assert!(
-        m.reason
-            .contains("too few samples (3 baseline, 3 candidate) to test"),
-        "{}",
-        m.reason
+    assert_contains!(
+        m.reason,
+        "too few samples (3 baseline, 3 candidate) to test"
     );
-    assert!(
-        m.reason.contains("at least 5 per side at alpha 0.01"),
-        "{}",
-        m.reason
-    );
+    assert_contains!(m.reason, "at least 5 per side at alpha 0.01");
     // The point change is shown; no interval or p-value is claimed.
     assert!((m.change.unwrap() - 9.0).abs() < 1e-12);
     assert_eq!((m.ci, m.ci_level, m.p_value), (None, None, None));
@@ -146,20 +148,12 @@ fn one_sample_per_side_shows_the_change_and_claims_nothing() {
     assert_eq!(m.verdict, Verdict::Inconclusive, "{}", m.reason);
     assert_eq!(m.change, Some(0.0));
     assert_eq!((m.ci, m.p_value, m.equivalence_ci), (None, None, None));
-    assert!(
-        m.reason.contains("one sample per side cannot be tested"),
-        "{}",
-        m.reason
-    );
+    assert_contains!(m.reason, "one sample per side cannot be tested");
     // A 100x slowdown is shown as +9900 %, not hidden behind "too few samples".
     let m = verdict(&[5.0], &[500.0], 0.05);
     assert_eq!(m.verdict, Verdict::Inconclusive);
     assert!((m.change.unwrap() - 99.0).abs() < 1e-12);
-    assert!(
-        m.reason.starts_with("+9900 % (5.000 ns → 500.0 ns)"),
-        "{}",
-        m.reason
-    );
+    assert_starts(&m.reason, "+9900 % (5.000 ns → 500.0 ns)");
     // One sample against many cannot reach the level either.
     let m = verdict(&[5.0], &BASE, 0.05);
     assert_eq!(m.verdict, Verdict::Inconclusive);
@@ -182,11 +176,9 @@ fn one_mean_per_side_with_its_spread_gets_welchs_test() {
     assert!((m.p_value.unwrap() - 0.067_250_946_786_709_59).abs() < 1e-9);
     assert!((m.change.unwrap() - 0.2).abs() < 1e-12);
     assert_eq!(m.verdict, Verdict::Inconclusive, "{}", m.reason);
-    assert!(
-        m.reason
-            .contains("Welch's test on summaries (mean, sd, n): 20 vs 10 samples"),
-        "{}",
-        m.reason
+    assert_contains!(
+        m.reason,
+        "Welch's test on summaries (mean, sd, n): 20 vs 10 samples"
     );
     // 0.1 % noise over 499 samples: 20 % slower regresses, the same mean is unchanged.
     let base = summary(1.0e6, 1.0e3, 499);
@@ -200,7 +192,7 @@ fn one_mean_per_side_with_its_spread_gets_welchs_test() {
     // Without any spread the test is undefined: said, not guessed.
     let m = compare_metric(&summary(1.0, 0.0, 5), &summary(1.2, 0.0, 5), &policy);
     assert_eq!(m.verdict, Verdict::Inconclusive);
-    assert!(m.reason.contains("is undefined here"), "{}", m.reason);
+    assert_contains!(m.reason, "is undefined here");
 }
 
 #[test]
@@ -208,25 +200,26 @@ fn deterministic_metrics_use_their_tolerance() {
     let mut b = samples(&[1000.0], 0.05);
     b.gate.tolerance = Some(Tolerance::Relative(0.01));
     let mut h = b.clone();
-    h.values = vec![1005.0];
-    let m = compare_metric(&b, &h, &ComparePolicy::default());
-    assert_eq!(m.verdict, Verdict::Unchanged);
-    assert_eq!(m.method, Method::Tolerance);
-    h.values = vec![1020.0];
-    let m = compare_metric(&b, &h, &ComparePolicy::default());
+    let mut against = |value: f64, tolerance: Tolerance| {
+        h.values = vec![value];
+        h.gate.tolerance = Some(tolerance);
+        compare_metric(&b, &h, &ComparePolicy::default())
+    };
+    let m = against(1005.0, Tolerance::Relative(0.01));
+    assert_eq!(
+        (m.verdict, m.method),
+        (Verdict::Unchanged, Method::Tolerance)
+    );
+    let m = against(1020.0, Tolerance::Relative(0.01));
     assert_eq!(m.verdict, Verdict::Regressed);
     assert!((m.change.unwrap() - 0.02).abs() < 1e-12);
-    h.values = vec![900.0];
     assert_eq!(
-        compare_metric(&b, &h, &ComparePolicy::default()).verdict,
+        against(900.0, Tolerance::Relative(0.01)).verdict,
         Verdict::Improved
     );
     // -10 % inside an absolute tolerance of 150 is within it, but not "unchanged".
-    h.gate.tolerance = Some(Tolerance::Absolute(150.0));
-    assert_eq!(
-        compare_metric(&b, &h, &ComparePolicy::default()).verdict,
-        Verdict::WithinThreshold
-    );
+    let m = against(900.0, Tolerance::Absolute(150.0));
+    assert_eq!(m.verdict, Verdict::WithinThreshold);
 }
 
 fn run(benchmarks: Vec<BenchmarkResult>) -> RunResults {
@@ -272,7 +265,7 @@ fn evidence_bounded_while_it_is_built_is_the_evidence_bounded_afterwards() {
     base.push(bench("gone", named("slow", &BASE)));
     head.insert(3, bench("fresh", named("slow", &NEW)));
     let (base, head) = (run(base), run(head));
-    let mut built = compare(&base, &head, &ComparePolicy::default(), Design::Files);
+    let mut built = files(&base, &head);
     let mut afterwards = built.clone();
     afterwards.evidence = Some(Evidence::from_runs(Some(&base), &head));
     afterwards.bound_evidence();
@@ -312,25 +305,19 @@ fn a_wrong_candidate_is_incorrect_whatever_its_speed_with_or_without_a_baseline(
         wrong("same", &SAME, None),
         wrong("fresh", &SAME, Some("NaN")),
     ]);
-    let r = compare(&base, &head, &ComparePolicy::default(), Design::Files);
+    let r = files(&base, &head);
     assert_eq!(r.verdict, RunVerdict::Regressed);
     assert_eq!((r.summary.incorrect, r.summary.improved), (3, 0));
     let faster = &r.benchmarks[0];
     assert_eq!(faster.verdict, Verdict::Incorrect);
     assert_eq!(faster.metrics[0].verdict, Verdict::Improved);
-    assert!(
-        faster.explanation.starts_with(
-            "failed its correctness check in the candidate: max abs error 0.5 > 1e-3; wrong answers fail the gate whatever their speed (its metrics alone say improved: "
-        ),
-        "{}",
-        faster.explanation
+    assert_starts(
+        &faster.explanation,
+        "failed its correctness check in the candidate: max abs error 0.5 > 1e-3; wrong answers fail the gate whatever their speed (its metrics alone say improved: ",
     );
-    assert!(
-        r.benchmarks[1]
-            .explanation
-            .starts_with("failed its correctness check in the candidate; wrong answers"),
-        "{}",
-        r.benchmarks[1].explanation
+    assert_starts(
+        &r.benchmarks[1].explanation,
+        "failed its correctness check in the candidate; wrong answers",
     );
     assert_eq!(r.benchmarks[2].verdict, Verdict::Incorrect);
     assert!(
@@ -343,7 +330,7 @@ fn a_wrong_candidate_is_incorrect_whatever_its_speed_with_or_without_a_baseline(
     assert_eq!(r.verdict, RunVerdict::Regressed);
     assert_eq!(r.summary.incorrect, 3);
     // A wrong baseline gates nothing; a correct candidate is compared as ever.
-    let r = compare(&head, &base, &ComparePolicy::default(), Design::Files);
+    let r = files(&head, &base);
     assert_eq!(r.summary.incorrect, 0);
 }
 
@@ -368,31 +355,22 @@ fn a_side_not_comparable_is_not_gated_and_changed_parameters_are_said() {
         .provenance
         .details
         .insert(NOT_COMPARABLE.into(), "throttled: 900 MHz".into());
-    let r = compare(&base, &head, &ComparePolicy::default(), Design::Files);
+    let r = files(&base, &head);
     let slow = &r.benchmarks[0];
     assert_eq!(slow.verdict, Verdict::NotGated, "{}", slow.explanation);
-    assert!(
-        slow.explanation.starts_with(
-            "kernel_time +1.69 % would regress, but not comparable in the candidate: throttled: 900 MHz"
-        ),
-        "{}",
-        slow.explanation
+    assert_starts(
+        &slow.explanation,
+        "kernel_time +1.69 % would regress, but not comparable in the candidate: throttled: 900 MHz",
     );
     assert_eq!(r.summary.not_gated, 1);
     let same = &r.benchmarks[1];
+    let changed = "parameters that differ from the baseline: block (none) → 128x1x1, grid 64x1x1 → (none), launches 68 → 60";
     assert!(
-        same.explanation.ends_with(
-            ". parameters that differ from the baseline: block (none) → 128x1x1, grid 64x1x1 → (none), launches 68 → 60"
-        ),
+        same.explanation.ends_with(&format!(". {changed}")),
         "{}",
         same.explanation
     );
-    assert_eq!(
-        same.changed_parameters(),
-        Some(
-            "parameters that differ from the baseline: block (none) → 128x1x1, grid 64x1x1 → (none), launches 68 → 60"
-        )
-    );
+    assert_eq!(same.changed_parameters(), Some(changed));
     assert_eq!(slow.changed_parameters(), None);
 }
 
@@ -408,47 +386,36 @@ fn run_verdicts_new_missing_and_untrusted_sources() {
         bench("a", samples(&NEW, 0.01)),
         bench("fresh", samples(&NEW, 0.01)),
     ]);
-    let r = compare(&base, &head, &ComparePolicy::default(), Design::Files);
+    let r = files(&base, &head);
     assert_eq!(r.verdict, RunVerdict::Regressed);
-    assert_eq!(r.summary.regressed, 1);
-    assert_eq!(r.summary.new, 1);
-    assert_eq!(r.summary.missing, 1);
+    let s = &r.summary;
+    assert_eq!((s.regressed, s.new, s.missing), (1, 1, 1));
     assert_eq!(r.benchmarks[0].verdict, Verdict::Regressed);
-    assert!(
-        r.benchmarks[0]
-            .explanation
-            .starts_with("kernel_time: +1.69 %"),
-        "{}",
-        r.benchmarks[0].explanation
-    );
+    assert_starts(&r.benchmarks[0].explanation, "kernel_time: +1.69 %");
 
     // The same regression from a source that may not gate passes, and says why.
     let head = run(vec![
         bench("a", reported),
         bench("gone", samples(&BASE, 0.01)),
     ]);
-    let r = compare(&base, &head, &ComparePolicy::default(), Design::Files);
+    let r = files(&base, &head);
     assert_eq!(r.verdict, RunVerdict::Pass);
     let m = &r.benchmarks[0].metrics[0];
     assert_eq!(m.verdict, Verdict::Regressed);
     assert!(!m.gates);
-    assert!(
-        m.reason
-            .starts_with("may not fail the build: its source `reported` is not allowed to gate"),
-        "{}",
-        m.reason
+    assert_starts(
+        &m.reason,
+        "may not fail the build: its source `reported` is not allowed to gate",
     );
     // A benchmark none of whose metrics may gate is never "unchanged": it has its own
     // verdict and count, and the regression it would have had is a warning.
     assert_eq!(r.benchmarks[0].verdict, Verdict::NotGated);
     assert_eq!((r.summary.not_gated, r.summary.unchanged), (1, 1));
-    assert!(
-        r.benchmarks[0]
-            .explanation
-            .starts_with("kernel_time +1.69 % would regress, but its source `reported`"),
-        "{}",
-        r.benchmarks[0].explanation
+    assert_starts(
+        &r.benchmarks[0].explanation,
+        "kernel_time +1.69 % would regress, but its source `reported`",
     );
+
     // Said once, in the benchmark's own explanation, not again as a warning.
     assert!(
         !r.warnings.iter().any(|w| w.contains("would regress")),
@@ -463,11 +430,9 @@ fn the_correction_spans_every_gated_metric_of_the_run() {
     // alpha 0.01; among 20 gated benchmarks (19 unchanged, p near 1) BH needs p ≤ 0.0005.
     let low: Vec<f64> = (0..6).map(|i| 100.0 + f64::from(i) * 0.1).collect();
     let high: Vec<f64> = low.iter().map(|v| v * 1.05).collect();
-    let alone = compare(
+    let alone = files(
         &run(vec![bench("a", samples(&low, 0.01))]),
         &run(vec![bench("a", samples(&high, 0.01))]),
-        &ComparePolicy::default(),
-        Design::Files,
     );
     let m = &alone.benchmarks[0].metrics[0];
     assert_eq!(m.verdict, Verdict::Regressed, "{}", m.reason);
@@ -479,12 +444,7 @@ fn the_correction_spans_every_gated_metric_of_the_run() {
         base.push(bench(&format!("b{i}"), samples(&BASE, 0.01)));
         head.push(bench(&format!("b{i}"), samples(&BASE, 0.01)));
     }
-    let r = compare(
-        &run(base.clone()),
-        &run(head.clone()),
-        &ComparePolicy::default(),
-        Design::Files,
-    );
+    let r = files(&run(base.clone()), &run(head.clone()));
     let m = &r.benchmarks[0].metrics[0];
     assert_eq!(m.verdict, Verdict::Inconclusive, "{}", m.reason);
     assert!((m.p_adjusted.unwrap() - 20.0 / 924.0).abs() < 1e-12);
@@ -505,11 +465,9 @@ fn the_correction_spans_every_gated_metric_of_the_run() {
     let r = compare(&run(base), &run(head), &holm, Design::Files);
     let m = &r.benchmarks[0].metrics[0];
     assert_eq!(m.verdict, Verdict::Inconclusive, "{}", m.reason);
-    assert!(
-        m.reason
-            .contains("too few repetitions to detect anything: the smallest attainable p is 0.001, above the largest level the holm correction over 20 tested metrics can reach (5.0e-4)"),
-        "{}",
-        m.reason
+    assert_contains!(
+        m.reason,
+        "too few repetitions to detect anything: the smallest attainable p is 0.001, above the largest level the holm correction over 20 tested metrics can reach (5.0e-4)"
     );
 }
 
@@ -531,13 +489,11 @@ fn equivalence_margin_and_mde_are_reported() {
     };
     let m = compare_metric(&samples(&BASE, 0.05), &samples(&SAME, 0.05), &policy);
     assert_eq!(m.verdict, Verdict::WithinThreshold, "{}", m.reason);
-    assert!(
-        m.reason
-            .contains("no significant change, within the 5.00 % threshold"),
-        "{}",
-        m.reason
+    assert_contains!(
+        m.reason,
+        "no significant change, within the 5.00 % threshold"
     );
-    assert!(m.reason.contains("±0.10 %"), "{}", m.reason);
+    assert_contains!(m.reason, "±0.10 %");
 }
 
 #[test]
@@ -602,13 +558,7 @@ fn stored_baseline_with_history_uses_a_prediction_interval() {
     let base = job(1.0);
     let history = [job(1.01), job(0.99), job(1.005), job(0.995)];
     let head = job(1.03);
-    let r = compare_with_history(
-        &base,
-        &head,
-        &history,
-        &ComparePolicy::default(),
-        Design::StoredBaseline,
-    );
+    let r = stored(&base, &head, &history);
     assert_eq!(r.model, Model::PredictionInterval);
     let m = &r.benchmarks[0].metrics[0];
     assert_eq!(m.method, Method::PredictionInterval);
@@ -619,7 +569,7 @@ fn stored_baseline_with_history_uses_a_prediction_interval() {
     assert!((m.change.unwrap() - want).abs() < 1e-9, "{:?}", m.change);
     let p = h.p_above(1.03f64.ln());
     assert!((m.p_regression.unwrap() - p).abs() < 1e-12);
-    assert!(m.reason.contains("against 5 stored jobs"), "{}", m.reason);
+    assert_contains!(m.reason, "against 5 stored jobs");
     // Within-job noise is tiny, so the rank test would call this a regression; the job
     // spread makes it a finding only if it clears the prediction interval at alpha.
     let expected = if p <= 0.01 {
@@ -630,12 +580,7 @@ fn stored_baseline_with_history_uses_a_prediction_interval() {
     assert_eq!(m.verdict, expected, "{}", m.reason);
     assert!(r.warnings.iter().all(|w| !w.contains("job-to-job offsets")));
     // Without history the same comparison falls back to the rank test, with the warning.
-    let r = compare(
-        &base,
-        &head,
-        &ComparePolicy::default(),
-        Design::StoredBaseline,
-    );
+    let r = stored(&base, &head, &[]);
     assert_eq!(r.model, Model::RankTest);
     assert!(r.warnings.iter().any(|w| w.contains("job-to-job offsets")));
 }
@@ -657,26 +602,16 @@ fn a_regression_interval_never_includes_no_change() {
     for trial in 0..300 {
         let shift = 1.0 + 0.01 * f64::from(trial % 5 + 1);
         let others = trial % 3 * 4;
-        let mut base = vec![bench(
-            "a",
-            samples(&lognormal(&mut rng, 10, 0.02, 1.0), 0.005),
-        )];
-        let mut head = vec![bench(
-            "a",
-            samples(&lognormal(&mut rng, 10, 0.02, shift), 0.005),
-        )];
+        let mut draw = |name: &str, scale: f64| {
+            bench(name, samples(&lognormal(&mut rng, 10, 0.02, scale), 0.005))
+        };
+        let (mut base, mut head) = (vec![draw("a", 1.0)], vec![draw("a", shift)]);
         for i in 0..others {
-            base.push(bench(
-                &format!("o{i}"),
-                samples(&lognormal(&mut rng, 10, 0.02, 1.0), 0.005),
-            ));
-            head.push(bench(
-                &format!("o{i}"),
-                samples(&lognormal(&mut rng, 10, 0.02, 1.0), 0.005),
-            ));
+            base.push(draw(&format!("o{i}"), 1.0));
+            head.push(draw(&format!("o{i}"), 1.0));
         }
         let (base, head) = (run(base), run(head));
-        let r = compare(&base, &head, &ComparePolicy::default(), Design::Files);
+        let r = files(&base, &head);
         for (b, m) in r
             .benchmarks
             .iter()
@@ -694,7 +629,7 @@ fn a_regression_interval_never_includes_no_change() {
                 m.reason
             );
             let level = format!("{} % CI", percent_level(m.ci_level.unwrap()));
-            assert!(m.reason.contains(&level), "{}", m.reason);
+            assert_contains!(m.reason, &level);
             let logs = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<_>>();
             let (bv, hv) = (
                 &base.benchmark(&b.name).unwrap().metrics[0].values,
@@ -718,20 +653,13 @@ fn a_small_real_change_inside_a_wide_threshold_is_within_threshold() {
     // The bundled suite's case: +5 % against a 50 % threshold is a real change, reported
     // as such, and the benchmark is not counted as unchanged.
     let head: Vec<f64> = BASE.iter().map(|v| v * 1.05).collect();
-    let r = compare(
+    let r = files(
         &run(vec![bench("reduce", samples(&BASE, 0.5))]),
         &run(vec![bench("reduce", samples(&head, 0.5))]),
-        &ComparePolicy::default(),
-        Design::Files,
     );
     let b = &r.benchmarks[0];
     assert_eq!(b.verdict, Verdict::WithinThreshold, "{}", b.explanation);
-    assert!(
-        b.explanation
-            .contains("a real change, within the 50.0 % threshold"),
-        "{}",
-        b.explanation
-    );
+    assert_contains!(b.explanation, "a real change, within the 50.0 % threshold");
     assert_eq!((r.summary.within_threshold, r.summary.unchanged), (1, 0));
     assert_eq!(r.verdict, RunVerdict::Pass);
 }
@@ -761,20 +689,12 @@ fn the_prediction_interval_uses_only_the_jobs_since_the_last_change_point() {
     jobs.extend(level_jobs(1.10, 6));
     let base = jobs.pop().unwrap();
     let head = dated_job(1.11, 20);
-    let r = compare_with_history(
-        &base,
-        &head,
-        &jobs,
-        &ComparePolicy::default(),
-        Design::StoredBaseline,
-    );
+    let r = stored(&base, &head, &jobs);
     let m = &r.benchmarks[0].metrics[0];
     assert_eq!(m.method, Method::PredictionInterval);
-    assert!(
-        m.reason
-            .contains("against 6 stored jobs since the change point at job 7 of 12"),
-        "{}",
-        m.reason
+    assert_contains!(
+        m.reason,
+        "against 6 stored jobs since the change point at job 7 of 12"
     );
     assert!(m.change.unwrap().abs() < 0.02, "{:?}", m.change);
     assert_ne!(m.verdict, Verdict::Regressed, "{}", m.reason);
@@ -790,20 +710,12 @@ fn a_history_that_moved_on_after_a_regression_does_not_hide_it_from_the_old_base
     let base = jobs.remove(5);
     jobs.extend(level_jobs(1.30, 6));
     let head = dated_job(1.30, 20);
-    let r = compare_with_history(
-        &base,
-        &head,
-        &jobs,
-        &ComparePolicy::default(),
-        Design::StoredBaseline,
-    );
+    let r = stored(&base, &head, &jobs);
     let m = &r.benchmarks[0].metrics[0];
     assert_eq!(m.method, Method::PredictionInterval, "{}", m.reason);
-    assert!(
-        m.reason
-            .contains("against 6 stored jobs at the baseline's level (jobs 1–6 of 12"),
-        "{}",
-        m.reason
+    assert_contains!(
+        m.reason,
+        "against 6 stored jobs at the baseline's level (jobs 1–6 of 12"
     );
     assert_eq!(m.verdict, Verdict::Regressed, "{}", m.reason);
 }
@@ -835,32 +747,18 @@ fn across_environments_only_deterministic_counts_gate() {
     };
     // A 3x slower timer on another CPU model does not gate; the deterministic count does.
     let base = side("Xeon", &BASE, &counts);
-    let r = compare(
-        &base,
-        &side("EPYC", &slow, &counts),
-        &ComparePolicy::default(),
-        Design::StoredBaseline,
-    );
+    let r = stored(&base, &side("EPYC", &slow, &counts), &[]);
     let timer = &r.benchmarks[0].metrics[0];
     assert_eq!(timer.verdict, Verdict::Regressed);
     assert!(!timer.gates);
-    assert!(
-        timer
-            .not_gating
-            .as_deref()
-            .unwrap()
-            .contains("different environments"),
-        "{:?}",
-        timer.not_gating
+    assert_contains!(
+        timer.not_gating.as_deref().unwrap(),
+        "different environments"
     );
-    assert_eq!(
-        r.benchmarks[0].verdict,
-        Verdict::Unchanged,
-        "{}",
-        r.benchmarks[0].explanation
-    );
+    let b = &r.benchmarks[0];
+    assert_eq!(b.verdict, Verdict::Unchanged, "{}", b.explanation);
     assert_eq!(r.verdict, RunVerdict::Pass);
-    let env: Vec<&String> = r
+    let env: Vec<_> = r
         .warnings
         .iter()
         .filter(|w| w.starts_with(ENVIRONMENTS_DIFFER))
@@ -871,18 +769,10 @@ fn across_environments_only_deterministic_counts_gate() {
         "one line on the environments: {:?}",
         r.warnings
     );
-    assert!(
-        env[0].contains("cpu_model: `Xeon` vs `EPYC`") && env[0].contains("1 such metric is"),
-        "{}",
-        env[0]
-    );
+    assert_contains!(env[0], "cpu_model: `Xeon` vs `EPYC`");
+    assert_contains!(env[0], "1 such metric is");
     // The deterministic count still fails the build.
-    let r = compare(
-        &base,
-        &side("EPYC", &BASE, &more),
-        &ComparePolicy::default(),
-        Design::StoredBaseline,
-    );
+    let r = stored(&base, &side("EPYC", &BASE, &more), &[]);
     assert_eq!(r.verdict, RunVerdict::Regressed);
     // `gate.noisy_metrics: always` opts back in.
     let always = ComparePolicy {
@@ -905,12 +795,9 @@ fn across_environments_only_deterministic_counts_gate() {
     let head = side("Xeon", &slow, &counts);
     let r = compare(&base, &head, &same_job, Design::StoredBaseline);
     assert_eq!(r.verdict, RunVerdict::Pass);
-    assert!(
-        r.benchmarks[0].metrics[0]
-            .not_gating
-            .as_deref()
-            .unwrap()
-            .contains("same-job")
+    assert_contains!(
+        r.benchmarks[0].metrics[0].not_gating.as_deref().unwrap(),
+        "same-job"
     );
     let r = compare(&base, &head, &same_job, Design::Interleaved);
     assert_eq!(r.verdict, RunVerdict::Regressed);
@@ -925,25 +812,16 @@ fn a_waived_regression_keeps_the_note_on_changed_parameters() {
     };
     let base = run(vec![with(&BASE, "68")]);
     let head = run(vec![with(&NEW, "60")]);
-    let mut r = compare(&base, &head, &ComparePolicy::default(), Design::Files);
+    let mut r = files(&base, &head);
     assert_eq!(r.benchmarks[0].verdict, Verdict::Regressed);
-    let waivers = crate::compare::waivers::parse(
-        "waivers:\n  - benchmark: k\n    reason: known\n    expires: 2999-01-01\n",
-        "waivers.yaml",
-    )
-    .unwrap();
-    let clock = crate::compare::waivers::Clock {
-        today: "2026-12-07".into(),
-        repo: None,
-    };
-    crate::compare::waivers::apply(&mut r, &waivers, &clock);
+    let yaml = "waivers:\n  - benchmark: k\n    reason: known\n    expires: 2999-01-01\n";
+    let waivers = waivers::parse(yaml, "waivers.yaml").unwrap();
+    let today = "2026-12-07".into();
+    waivers::apply(&mut r, &waivers, &waivers::Clock { today, repo: None });
+
     let k = &r.benchmarks[0];
     assert_ne!(k.verdict, Verdict::Regressed, "{}", k.explanation);
-    assert!(
-        k.explanation.contains("(waived: known)"),
-        "{}",
-        k.explanation
-    );
+    assert_contains!(k.explanation, "(waived: known)");
     assert_eq!(
         k.changed_parameters(),
         Some("parameters that differ from the baseline: launches 68 → 60"),

@@ -406,7 +406,7 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("`31/12/2026` is not a date"), "{e}");
+        assert_contains!(e, "`31/12/2026` is not a date");
         let e = parse(
             "waivers:\n  - benchmark: a\n    reson: r\n    expires: 2026-01-01\n",
             "w.yaml",
@@ -414,7 +414,7 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.starts_with("w.yaml:3:"), "{e}");
-        assert!(e.contains("reson"), "{e}");
+        assert_contains!(e, "reson");
         let e = parse(
             "waivers:\n  - benchmark: \"a[\"\n    reason: r\n    expires: 2026-01-01\n",
             "w.yaml",

@@ -382,8 +382,8 @@ mod tests {
             assert_eq!(counter_delta(5, 5, bits).unwrap(), 0, "{bits} bits");
             assert_eq!(counter_delta(0, max, bits).unwrap(), max, "{bits} bits");
         }
-        assert!(counter_delta(0, 256, 8).unwrap_err().contains("8-bit"));
-        assert!(counter_delta(0, 1, 12).unwrap_err().contains("12 bits"));
+        assert_contains!(counter_delta(0, 256, 8).unwrap_err(), "8-bit");
+        assert_contains!(counter_delta(0, 1, 12).unwrap_err(), "12 bits");
     }
 
     #[test]

@@ -623,11 +623,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(
-            parse_line(r#"["t", 1]"#)
-                .unwrap_err()
-                .contains("not a JSON object")
-        );
+        assert_contains!(parse_line(r#"["t", 1]"#).unwrap_err(), "not a JSON object");
         // A key written twice: the object keeps the last.
         match parse_line(r#"{"metric": "t", "value": 1, "value": 2}"#) {
             Ok(Some(ProtocolLine::Measurement(m))) => assert_eq!(m.value, 2.0),

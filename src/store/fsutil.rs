@@ -671,14 +671,14 @@ mod tests {
                     "{}: {text}",
                     named.display()
                 );
-                assert!(
-                    text.contains(&format!(
+                assert_contains!(
+                    text,
+                    &format!(
                         "`{}` is a symbolic link to `{}`, outside the repository `{}`",
                         link.display(),
                         target.display(),
                         repo.display()
-                    )),
-                    "{text}"
+                    )
                 );
             }
         }
@@ -770,7 +770,7 @@ mod tests {
         let err = write_atomic(Path::new("/proc/self/fd/999999"), b"x", Overwrite::Allow)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("`/proc/self/fd/999999`"), "{err}");
+        assert_contains!(err, "`/proc/self/fd/999999`");
         assert!(!err.contains(TEMP_PREFIX), "{err}");
     }
 

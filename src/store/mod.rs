@@ -323,6 +323,6 @@ mod tests {
         bytes[at] = 0xff;
         std::fs::write(&path, &bytes).unwrap();
         let loaded = RunResults::load(&path).unwrap_err().to_string();
-        assert!(loaded.contains("valid UTF-8"), "{loaded}");
+        assert_contains!(loaded, "valid UTF-8");
     }
 }

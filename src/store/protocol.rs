@@ -120,7 +120,7 @@ mod tests {
         )
         .unwrap();
         let err = read_all(&path).unwrap_err().to_string();
-        assert!(err.contains("p.jsonl` line 4: not a JSON object"), "{err}");
+        assert_contains!(err, "p.jsonl` line 4: not a JSON object");
         std::fs::write(
             &path,
             "{\"metric\": \"t\", \"value\": 1}\n\n{\"metric\": \"t\", \"value\": 2}\n",

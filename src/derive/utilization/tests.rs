@@ -75,7 +75,7 @@ fn a_kernel_between_two_samples_is_unresolved_with_the_fix() {
         "{}",
         u.reason
     );
-    assert!(u.hint.contains("external trigger"));
+    assert_contains!(u.hint, "external trigger");
 }
 
 /// The reason of the one unresolved figure of a kernel launched over `[start, end]`, read
@@ -102,9 +102,9 @@ fn unresolved_reason(start: f64, end: f64) -> String {
 fn an_unresolved_launch_is_compared_with_the_interval_truthfully() {
     // Shorter than one interval.
     let short = unresolved_reason(15_000.0, 16_500.0);
-    assert!(
-        short.contains("ran 1500 ns, shorter than the sampling interval of 2000 ns"),
-        "{short}"
+    assert_contains!(
+        short,
+        "ran 1500 ns, shorter than the sampling interval of 2000 ns"
     );
     // Longer than one interval, shorter than two: no window starts and ends inside it,
     // though it is not shorter than the interval.
@@ -113,19 +113,17 @@ fn an_unresolved_launch_is_compared_with_the_interval_truthfully() {
         !between.contains("shorter than the sampling interval"),
         "{between}"
     );
-    assert!(
-        between.contains(
-            "ran 2500 ns, longer than the sampling interval of 2000 ns but shorter than two (4000 ns)"
-        ),
-        "{between}"
+    assert_contains!(
+        between,
+        "ran 2500 ns, longer than the sampling interval of 2000 ns but shorter than two (4000 ns)"
     );
     // Two intervals or more, inside a gap in the readings.
     let gap = unresolved_reason(21_000.0, 28_000.0);
-    assert!(
-        gap.contains("ran 7000 ns, at least two sampling intervals of 2000 ns (the median)"),
-        "{gap}"
+    assert_contains!(
+        gap,
+        "ran 7000 ns, at least two sampling intervals of 2000 ns (the median)"
     );
-    assert!(gap.contains("further apart"), "{gap}");
+    assert_contains!(gap, "further apart");
 }
 
 #[test]
@@ -200,7 +198,7 @@ fn above_one_hundred_percent_is_flagged_not_reported() {
     );
     apply_cumulative(&mut result, &profile);
     assert!(result.metric("util.mxu_busy_0").is_none());
-    assert!(result.provenance.notes[0].contains("exceeds 100 %"));
+    assert_contains!(result.provenance.notes[0], "exceeds 100 %");
     assert_eq!(
         result.metric("counter.mxu_busy_0").unwrap().values,
         [3000.0]
