@@ -415,7 +415,6 @@ fn run_verdicts_new_missing_and_untrusted_sources() {
         &r.benchmarks[0].explanation,
         "kernel_time +1.69 % would regress, but its source `reported`",
     );
-
     // Said once, in the benchmark's own explanation, not again as a warning.
     assert!(
         !r.warnings.iter().any(|w| w.contains("would regress")),
@@ -818,7 +817,6 @@ fn a_waived_regression_keeps_the_note_on_changed_parameters() {
     let waivers = waivers::parse(yaml, "waivers.yaml").unwrap();
     let today = "2026-12-07".into();
     waivers::apply(&mut r, &waivers, &waivers::Clock { today, repo: None });
-
     let k = &r.benchmarks[0];
     assert_ne!(k.verdict, Verdict::Regressed, "{}", k.explanation);
     assert_contains!(k.explanation, "(waived: known)");

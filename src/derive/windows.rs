@@ -439,7 +439,6 @@ mod tests {
         // At 2 µs only one channel was read: a partial sum is left out.
         let summed = [(0.0, 3.0, None), (1000.0, 30.0, None)];
         assert_eq!(Readings::gather(&[&ps0, &ps1]).pairs(), summed);
-
         assert_eq!(Readings::gather(&[&ps0]).len(), 3);
     }
 

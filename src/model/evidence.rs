@@ -489,15 +489,18 @@ mod tests {
             };
             index.push_counter(&mut r, repetition, &line, None);
         }
-        r.artifacts.insert(
-            "ptx".into(),
-            Artifact {
-                path: "out.ptx".into(),
-                text: ir.into(),
-                truncated: false,
-            },
-        );
+        let ptx = Artifact {
+            path: "out.ptx".into(),
+            text: ir.into(),
+            truncated: false,
+        };
+        r.artifacts.insert("ptx".into(), ptx);
         r
+    }
+
+    /// The evidence of benchmark `mm` from both sides, under the default bounds.
+    fn paired(base: &BenchmarkResult, head: &BenchmarkResult) -> BenchmarkEvidence {
+        BenchmarkEvidence::from_results("mm", Some(base), Some(head), &Default::default())
     }
 
     #[test]
@@ -514,17 +517,15 @@ mod tests {
             .map(|i| [f64::from(i), if i == 4 { 99.0 } else { f64::from(i % 3) }])
             .collect();
         let outline = envelope(&timeline, 3);
-        assert_eq!(
-            outline,
-            vec![
-                [0.0, 0.0],
-                [2.0, 2.0],
-                [4.0, 99.0],
-                [6.0, 0.0],
-                [9.0, 0.0],
-                [11.0, 2.0]
-            ]
-        );
+        let want = [
+            [0.0, 0.0],
+            [2.0, 2.0],
+            [4.0, 99.0],
+            [6.0, 0.0],
+            [9.0, 0.0],
+            [11.0, 2.0],
+        ];
+        assert_eq!(outline, want);
         assert_eq!(envelope(&timeline, 6), timeline);
     }
 
@@ -553,24 +554,20 @@ mod tests {
         assert_eq!(kept.metrics[0].base[MAX_SERIES_POINTS - 1], 4_999.0);
         assert_eq!(kept.counters[0].base.timeline.len(), MAX_SERIES_POINTS);
         assert_eq!(kept.counters[0].base.thinned_from, Some(3_000));
-        assert_eq!(
-            kept.counters[0].base.repetition_means,
-            whole.benchmarks[0].counters[0].base.repetition_means
-        );
+        let means = &whole.benchmarks[0].counters[0].base.repetition_means;
+        assert_eq!(&kept.counters[0].base.repetition_means, means);
         let same = e.benchmark("same").unwrap();
         assert!(same.metrics.is_empty() && same.counters.is_empty() && same.artifacts.is_empty());
         // An unchanged benchmark whose lowered code changed keeps the diff.
         let ir = e.benchmark("same_ir_changed").unwrap();
         assert!(ir.metrics.is_empty());
         assert_eq!(ir.artifacts.len(), 1);
-        assert_eq!(
-            e.omitted,
-            Some(Omitted {
-                benchmarks: 2,
-                metrics: 2,
-                thinned_series: 3
-            })
-        );
+        let omitted = Omitted {
+            benchmarks: 2,
+            metrics: 2,
+            thinned_series: 3,
+        };
+        assert_eq!(e.omitted, Some(omitted));
         // Nothing to leave out: nothing said.
         let mut small = Evidence::from_runs(None, &head);
         small.benchmarks.retain(|b| b.name != "changed");
@@ -592,8 +589,7 @@ mod tests {
                 side.metrics.push(m);
             }
         }
-        let mut left_out =
-            BenchmarkEvidence::from_results("mm", Some(&base), Some(&head), &Default::default());
+        let mut left_out = paired(&base, &head);
         let mut omitted = Omitted::default();
         left_out.bound(None, &mut omitted);
         assert_eq!(omitted.metrics, 20);
@@ -609,8 +605,7 @@ mod tests {
             "room kept for dropped counters"
         );
         let shown = vec!["metric_3".to_string()];
-        let mut charted =
-            BenchmarkEvidence::from_results("mm", Some(&base), Some(&head), &Default::default());
+        let mut charted = paired(&base, &head);
         charted.bound(Some(&shown), &mut omitted);
         assert_eq!(charted.metrics.len(), 1);
         assert_eq!(
@@ -622,15 +617,10 @@ mod tests {
 
     #[test]
     fn pairs_samples_counters_and_artifacts_by_name() {
-        let base = result(
-            "mm",
-            &[3.0, 1.0],
-            &[(0, 20.0, 50.0), (0, 10.0, 40.0), (1, 5.0, 70.0)],
-            "a\n",
-        );
+        let util = [(0, 20.0, 50.0), (0, 10.0, 40.0), (1, 5.0, 70.0)];
+        let base = result("mm", &[3.0, 1.0], &util, "a\n");
         let head = result("mm", &[2.0], &[(0, 10.0, 90.0)], "b\n");
-        let pair =
-            BenchmarkEvidence::from_results("mm", Some(&base), Some(&head), &Default::default());
+        let pair = paired(&base, &head);
         assert_eq!(pair.metrics[0].base, vec![3.0, 1.0]);
         assert_eq!(pair.metrics[0].head, vec![2.0]);
         let util = &pair.counters[0];

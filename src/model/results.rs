@@ -870,19 +870,11 @@ mod tests {
             .iter()
             .map(|s| (s.counter.as_str(), s.repetition, s.unit.as_str(), s.len()))
             .collect();
-        assert_eq!(
-            got,
-            [
-                ("a", 0, "cycles", 3),
-                ("b", 0, "cycles", 3),
-                ("c", 0, "cycles", 3),
-                ("a", 1, "cycles", 4),
-                ("b", 1, "cycles", 3),
-                ("c", 1, "cycles", 3),
-                ("a", 1, "bytes", 1),
-                ("a", 1, "cycles", 1),
-            ]
-        );
+        #[rustfmt::skip]
+        let want = [("a", 0, "cycles", 3), ("b", 0, "cycles", 3), ("c", 0, "cycles", 3),
+            ("a", 1, "cycles", 4), ("b", 1, "cycles", 3), ("c", 1, "cycles", 3),
+            ("a", 1, "bytes", 1), ("a", 1, "cycles", 1)];
+        assert_eq!(got, want);
         assert_eq!(r.counters[3].t_ns, [1.0, 2.0, 3.0, 6.0]);
         assert_eq!(r.counters[7].sampling, Some(Sampling::Interval));
         assert_eq!(r.counter_readings().count(), 21);
@@ -926,24 +918,19 @@ mod tests {
             }
             sharer.counters.push(series);
         }
-        let mut results = RunResults {
-            schema_version: RESULTS_SCHEMA_VERSION,
-            kgate_version: "0".into(),
-            created: "2026-01-01T00:00:00Z".into(),
-            environment: crate::machine::fingerprint::Fingerprint::default(),
-            benchmarks: Vec::new(),
-        };
+        let mut results = RunResults::of(Vec::new());
         for k in 0..20 {
             let mut kernel = BenchmarkResult::new(&format!("k{k}"), Provenance::default());
-            for rep in 0..2 {
+            for repetition in 0..2 {
+                let of = CountersOf {
+                    benchmark: "counters".into(),
+                    repetition,
+                };
                 kernel.kernel_windows.push(KernelWindows {
                     start_ns: vec![f64::from(k) * 2.0 + 0.5],
                     end_ns: vec![f64::from(k) * 2.0 + 3.5],
-                    counters_of: Some(CountersOf {
-                        benchmark: "counters".into(),
-                        repetition: rep,
-                    }),
-                    ..KernelWindows::new(&format!("k{k}"), rep)
+                    counters_of: Some(of),
+                    ..KernelWindows::new(&format!("k{k}"), repetition)
                 });
             }
             results.benchmarks.push(kernel);

@@ -195,10 +195,8 @@ mod tests {
             e.to_string(),
             "the duration -1.5 ms is negative; a time is never below zero"
         );
-        assert!(matches!(
-            to_canonical(f64::INFINITY, "bytes"),
-            Err(ValueError::NotFinite { .. })
-        ));
+        let e = to_canonical(f64::INFINITY, "bytes");
+        assert!(matches!(e, Err(ValueError::NotFinite { .. })));
         assert!(to_canonical(f64::MAX, "bytes").is_ok());
     }
 

@@ -482,7 +482,6 @@ fn selection_matches_on_larger_tied_and_untied_samples() {
     for trial in 0..40 {
         let m = 50 + (rng.next_u64() % 150) as usize;
         let n = 50 + (rng.next_u64() % 150) as usize;
-
         // Half the trials on a coarse grid (many ties), half continuous.
         let draw = |rng: &mut Xorshift| {
             let v = 100.0 * (0.05 * rng.normal()).exp();
