@@ -320,26 +320,18 @@ mod tests {
         let rows: Vec<&str> = t.lines().filter(|l| l.contains("wall_time")).collect();
         assert_eq!(rows.len(), 4, "{t}");
         assert!(rows[0].starts_with("  BAD   0000000000"), "{t}");
-        for cell in [
-            "  2     ",
-            "  3    ",
-            "bad      wall_time",
-            "+190 %",
-            "+180 % … +200 % (99 %)",
-        ] {
-            assert!(rows[2].contains(cell), "{cell}: {}", rows[2]);
+        let cells = ["  2     ", "  3    ", "bad      wall_time", "+190 %"];
+        for cell in cells.into_iter().chain(["+180 % … +200 % (99 %)"]) {
+            assert_contains!(rows[2], cell);
         }
         assert!(rows[2].ends_with("0.002"), "{t}");
         let skipped = t.lines().find(|l| l.contains("skipped")).unwrap();
         assert!(skipped.starts_with("  1     "), "{skipped}");
         assert!(skipped.ends_with('—'), "{skipped}");
-        assert_contains!(
-            t,
-            "  candidate: 0000000000000000000000000000000000000002 two\n"
-        );
-        assert!(t.ends_with(
-            "FOUND k|\\u{1b}] at 000000000000, other in 2 commits (4 measurements of 4 commits, 4 built, 12.3 s)\n"
-        ), "{t}");
+        let candidate = format!("  candidate: {} two\n", commit(2, "").commit);
+        assert_contains!(t, candidate);
+        let found = "FOUND k|\\u{1b}] at 000000000000, other in 2 commits (4 measurements of 4 commits, 4 built, 12.3 s)\n";
+        assert!(t.ends_with(found), "{t}");
     }
 
     #[test]
@@ -353,13 +345,9 @@ mod tests {
             assert_eq!(row.matches('|').count(), 10, "{row}");
         }
         assert_contains!(m, "**Culprit:** `0000000000000000000000000000000000000003`");
-        assert_contains!(
-            m,
-            "**Candidates:**\n\n- `0000000000000000000000000000000000000002` two\n"
-        );
-        assert_contains!(
-            m,
-            "| 1 | `000000000000` | notes | skipped | — | — | — | — | 0 |"
-        );
+        let two = commit(2, "").commit;
+        assert_contains!(m, format!("**Candidates:**\n\n- `{two}` two\n"));
+        let skipped = "| 1 | `000000000000` | notes | skipped | — | — | — | — | 0 |";
+        assert_contains!(m, skipped);
     }
 }

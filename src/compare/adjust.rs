@@ -218,6 +218,7 @@ mod tests {
     use crate::model::metric::{Direction, GateRule, Source};
     use crate::model::report::Counts;
     use crate::model::results::MetricSamples;
+    use Verdict::*;
 
     fn row(verdict: Verdict, gates: bool) -> MetricComparison {
         let samples = MetricSamples {
@@ -247,13 +248,19 @@ mod tests {
         }
     }
 
+    /// A benchmark marked `verdict` whose rows have the (verdict, gates) of `rows`.
+    fn marked(name: &str, verdict: Verdict, rows: &[(Verdict, bool)]) -> BenchmarkComparison {
+        bench(
+            name,
+            verdict,
+            rows.iter().map(|&(v, g)| row(v, g)).collect(),
+        )
+    }
+
     /// A report that claims `verdict` and the counts of `benchmarks` as they are marked.
     fn report(verdict: RunVerdict, benchmarks: Vec<BenchmarkComparison>) -> Report {
-        let mut r = compare::no_baseline(
-            &RunResults::of(Vec::new()),
-            &ComparePolicy::default(),
-            String::new(),
-        );
+        let policy = ComparePolicy::default();
+        let mut r = compare::no_baseline(&RunResults::of(Vec::new()), &policy, String::new());
         r.warnings.clear();
         r.summary = compare::count(&benchmarks);
         r.benchmarks = benchmarks;
@@ -263,51 +270,29 @@ mod tests {
 
     #[test]
     fn a_regressed_gating_row_under_an_unchanged_benchmark_regresses_the_run() {
-        let mut r = report(
-            RunVerdict::Pass,
-            vec![
-                bench(
-                    "mm",
-                    Verdict::Unchanged,
-                    vec![row(Verdict::Regressed, true)],
-                ),
-                bench(
-                    "ok",
-                    Verdict::Unchanged,
-                    vec![row(Verdict::Unchanged, true)],
-                ),
-            ],
-        );
+        let mm = marked("mm", Unchanged, &[(Regressed, true)]);
+        let ok = marked("ok", Unchanged, &[(Unchanged, true)]);
+        let mut r = report(RunVerdict::Pass, vec![mm, ok]);
         let found = reconcile(&mut r);
         assert_eq!(r.verdict, RunVerdict::Regressed);
         assert_eq!(r.benchmarks[0].verdict, Verdict::Regressed);
         assert_eq!((r.summary.regressed, r.summary.unchanged), (1, 1));
         assert_eq!(found.warnings.len(), 2, "{:?}", found.warnings);
-        assert_contains!(
-            found.warnings[0],
-            "`mm` is marked unchanged but its gating metrics say regressed"
-        );
-        assert_contains!(
-            found.warnings[1],
-            "the report says `pass`, but its benchmarks say `regressed`"
-        );
+        let said = "`mm` is marked unchanged but its gating metrics say regressed";
+        assert_contains!(found.warnings[0], said);
+        let said = "the report says `pass`, but its benchmarks say `regressed`";
+        assert_contains!(found.warnings[1], said);
         assert_eq!(r.warnings, found.warnings);
     }
 
     #[test]
     fn counts_and_no_baseline_are_never_taken_from_the_report() {
         // Rows and benchmark verdicts agree; the counts and the run verdict lie.
-        let mut r = report(
-            RunVerdict::NoBaseline,
-            vec![
-                bench("broken", Verdict::Failed, Vec::new()),
-                bench(
-                    "mm",
-                    Verdict::Regressed,
-                    vec![row(Verdict::Regressed, true)],
-                ),
-            ],
-        );
+        let benchmarks = vec![
+            marked("broken", Failed, &[]),
+            marked("mm", Regressed, &[(Regressed, true)]),
+        ];
+        let mut r = report(RunVerdict::NoBaseline, benchmarks);
         r.summary = Counts {
             unchanged: 2,
             total: 2,
@@ -316,44 +301,23 @@ mod tests {
         let found = reconcile(&mut r);
         assert_eq!(r.verdict, RunVerdict::Error);
         assert_eq!((r.summary.failed, r.summary.regressed), (1, 1));
-        assert!(
-            found.warnings[0].contains("counts do not match"),
-            "{:?}",
-            found.warnings
-        );
+        assert_contains!(found.warnings[0], "counts do not match");
         // A report with nothing to compare stays `no-baseline`.
-        let mut r = report(
-            RunVerdict::NoBaseline,
-            vec![bench("fresh", Verdict::New, Vec::new())],
-        );
+        let mut r = report(RunVerdict::NoBaseline, vec![marked("fresh", New, &[])]);
         assert!(reconcile(&mut r).warnings.is_empty());
         assert_eq!(r.verdict, RunVerdict::NoBaseline);
     }
 
     #[test]
     fn a_worse_mark_than_the_rows_stands_and_informational_rows_decide_nothing() {
-        let mut r = report(
-            RunVerdict::Error,
-            vec![
-                // Failed with rows that say unchanged: kept failed.
-                bench(
-                    "broken",
-                    Verdict::Failed,
-                    vec![row(Verdict::Unchanged, true)],
-                ),
-                // Only informational rows: its own verdict stands.
-                bench(
-                    "info",
-                    Verdict::NotGated,
-                    vec![row(Verdict::Regressed, false)],
-                ),
-                bench(
-                    "skipped",
-                    Verdict::Skipped,
-                    vec![row(Verdict::Skipped, false)],
-                ),
-            ],
-        );
+        let benchmarks = vec![
+            // Failed with rows that say unchanged: kept failed.
+            marked("broken", Failed, &[(Unchanged, true)]),
+            // Only informational rows: its own verdict stands.
+            marked("info", NotGated, &[(Regressed, false)]),
+            marked("skipped", Skipped, &[(Skipped, false)]),
+        ];
+        let mut r = report(RunVerdict::Error, benchmarks);
         let found = reconcile(&mut r);
         assert_eq!(r.benchmarks[0].verdict, Verdict::Failed);
         assert_eq!(r.benchmarks[1].verdict, Verdict::NotGated);
@@ -366,10 +330,7 @@ mod tests {
     fn waived_regressions_are_counted_for_the_poster() {
         let mut waived = row(Verdict::Regressed, true);
         waived.waived = true;
-        let mut r = report(
-            RunVerdict::Pass,
-            vec![bench("mm", Verdict::Unchanged, vec![waived])],
-        );
+        let mut r = report(RunVerdict::Pass, vec![bench("mm", Unchanged, vec![waived])]);
         r.summary.waived = 1;
         let found = reconcile(&mut r);
         assert!(found.warnings.is_empty(), "{:?}", found.warnings);

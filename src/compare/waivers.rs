@@ -376,54 +376,30 @@ mod tests {
         assert!(w[1].covers("reduce", "anything"));
         assert_eq!(w[0].expiry, Expiry::Date("2026-12-31".into()));
         assert_eq!(w[1].expiry, Expiry::Commit("abcdef1".into()));
-        let clock = Clock {
-            today: "2026-12-31".into(),
+        let on = |today: &str| Clock {
+            today: today.into(),
             repo: None,
         };
-        assert_eq!(clock.expired(&w[0]), None);
-        let later = Clock {
-            today: "2027-01-01".into(),
-            repo: None,
-        };
-        assert_eq!(
-            later.expired(&w[0]).as_deref(),
-            Some("expired on 2026-12-31")
-        );
+        assert_eq!(on("2026-12-31").expired(&w[0]), None);
+        let later = on("2027-01-01").expired(&w[0]);
+        assert_eq!(later.as_deref(), Some("expired on 2026-12-31"));
     }
 
     #[test]
     fn malformed_files_get_located_messages() {
-        let e = parse("waivers:\n  - benchmark: a\n    reason: r\n", "w.yaml")
-            .unwrap_err()
-            .to_string();
+        let error = |yaml: &str| parse(yaml, "w.yaml").unwrap_err().to_string();
+        let e = error("waivers:\n  - benchmark: a\n    reason: r\n");
         assert_eq!(
             e,
             "w.yaml:2: key `waivers[0].expires`: a waiver must expire: add `expires: YYYY-MM-DD` or `until_commit: SHA`"
         );
-        let e = parse(
-            "waivers:\n  - benchmark: a\n    reason: r\n    expires: 31/12/2026\n",
-            "w.yaml",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = error("waivers:\n  - benchmark: a\n    reason: r\n    expires: 31/12/2026\n");
         assert_contains!(e, "`31/12/2026` is not a date");
-        let e = parse(
-            "waivers:\n  - benchmark: a\n    reson: r\n    expires: 2026-01-01\n",
-            "w.yaml",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = error("waivers:\n  - benchmark: a\n    reson: r\n    expires: 2026-01-01\n");
         assert!(e.starts_with("w.yaml:3:"), "{e}");
         assert_contains!(e, "reson");
-        let e = parse(
-            "waivers:\n  - benchmark: \"a[\"\n    reason: r\n    expires: 2026-01-01\n",
-            "w.yaml",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("key `waivers[0].benchmark`") && e.contains("not a glob"),
-            "{e}"
-        );
+        let e = error("waivers:\n  - benchmark: \"a[\"\n    reason: r\n    expires: 2026-01-01\n");
+        assert_contains!(e, "key `waivers[0].benchmark`");
+        assert_contains!(e, "not a glob");
     }
 }

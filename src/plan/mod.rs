@@ -346,20 +346,12 @@ impl MetricPolicy {
     /// or, without the protocol, when it is the process wall time.
     pub fn resolve(&self, name: &str, from_protocol: bool) -> ResolvedMetric {
         let listed = self.metrics.get(name);
-        let default_gates = if from_protocol {
-            true
-        } else {
-            !self.protocol_captured
-        };
+        let default_gates = listed.is_some() || from_protocol || !self.protocol_captured;
         let cfg = listed.cloned().unwrap_or_default();
         ResolvedMetric {
             direction: cfg.direction.unwrap_or_default(),
             rule: GateRule {
-                gates: cfg.gate.unwrap_or(if listed.is_some() {
-                    true
-                } else {
-                    default_gates
-                }),
+                gates: cfg.gate.unwrap_or(default_gates),
                 threshold: cfg.threshold.map(|p| p.0).unwrap_or(self.threshold),
                 tolerance: cfg.tolerance.map(|t| t.0),
             },
@@ -371,21 +363,19 @@ impl MetricPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::parse;
+
+    fn parse(yaml: &str) -> Config {
+        crate::config::parse(yaml, "k.yaml").unwrap()
+    }
 
     #[test]
     fn defaults_overrides_and_shared_builds() {
         let c = parse(
             "build: make\ndefaults: {repetitions: 7, warmup: 3}\nbenchmarks:\n  - {name: a, command: ./a}\n  - {name: b, command: ./b, build: make, cwd: sub, timeout: 2s}\n  - {name: c, command: ./c, build: make}\n",
-            "k.yaml",
-        )
-        .unwrap();
-        let p = Plan::new(&c, &Overrides::default()).unwrap();
-        assert_eq!(
-            p.builds.len(),
-            2,
-            "`make` at the root and `make` in sub differ"
         );
+        let p = Plan::new(&c, &Overrides::default()).unwrap();
+        let differ = "`make` at the root and `make` in sub differ";
+        assert_eq!(p.builds.len(), 2, "{differ}");
         assert_eq!(p.benchmarks[0].build, Some(0));
         assert_eq!(p.benchmarks[1].build, Some(1));
         assert_eq!(p.benchmarks[2].build, Some(0));
@@ -405,18 +395,17 @@ mod tests {
         assert!(p.builds.is_empty());
         assert_eq!(p.benchmarks[0].repetitions.min, 2);
 
+        let only = vec!["zz".into()];
         let err = Plan::new(
             &c,
             &Overrides {
-                only: vec!["zz".into()],
+                only,
                 ..Overrides::default()
             },
         )
         .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "no benchmark named `zz`; the configuration declares: a, b, c"
-        );
+        let unknown = "no benchmark named `zz`; the configuration declares: a, b, c";
+        assert_eq!(err.to_string(), unknown);
     }
 
     /// Deterministic counts are the same on every run: one repetition per side, whatever the
@@ -426,13 +415,12 @@ mod tests {
     fn deterministic_captures_run_once_whatever_the_repetitions() {
         let c = parse(
             "defaults: {repetitions: 10}\nbenchmarks:\n  - name: c\n    command: ./c\n    captures: [callgrind]\n  - name: g\n    command: ./g\n    captures: [cachegrind]\n    repetitions: 5\n  - name: t\n    command: ./t\n",
-            "k.yaml",
-        )
-        .unwrap();
+        );
+        let forty = Some(40);
         for overrides in [
             Overrides::default(),
             Overrides {
-                repetitions: Some(40),
+                repetitions: forty,
                 ..Overrides::default()
             },
         ] {
@@ -449,9 +437,7 @@ mod tests {
     fn wall_time_is_informational_when_the_benchmark_reports_itself() {
         let c = parse(
             "benchmarks:\n  - name: a\n    command: ./a\n    captures: [timer, protocol]\n    metrics:\n      kernel_time: {threshold: 50%, source: timer}\n      flops: {direction: higher, gate: false}\n",
-            "k.yaml",
-        )
-        .unwrap();
+        );
         let p = Plan::new(&c, &Overrides::default()).unwrap();
         let m = &p.benchmarks[0].metrics;
         assert!(!m.resolve("wall_time", false).rule.gates);
@@ -464,14 +450,9 @@ mod tests {
         assert_eq!(f.direction, Direction::Higher);
         assert!(m.resolve("other", true).rule.gates);
 
-        let c = parse("benchmarks:\n  - {name: a, command: ./a}\n", "k.yaml").unwrap();
+        let c = parse("benchmarks:\n  - {name: a, command: ./a}\n");
         let p = Plan::new(&c, &Overrides::default()).unwrap();
-        assert!(
-            p.benchmarks[0]
-                .metrics
-                .resolve("wall_time", false)
-                .rule
-                .gates
-        );
+        let wall_time = p.benchmarks[0].metrics.resolve("wall_time", false);
+        assert!(wall_time.rule.gates);
     }
 }
