@@ -215,22 +215,12 @@ pub fn reconcile(report: &mut Report) -> Reconciled {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::metric::{Direction, GateRule, Source};
     use crate::model::report::Counts;
     use crate::model::results::MetricSamples;
     use Verdict::*;
 
     fn row(verdict: Verdict, gates: bool) -> MetricComparison {
-        let samples = MetricSamples {
-            name: "kernel_time".into(),
-            unit: "ns".into(),
-            source: Source::Timer,
-            direction: Direction::Lower,
-            gate: GateRule::default(),
-            values: Vec::new(),
-            repetition: Default::default(),
-            spread: None,
-        };
+        let samples = MetricSamples::timer("kernel_time", &[]);
         MetricComparison {
             verdict,
             gates,

@@ -584,17 +584,19 @@ const MEASURED_UNITS: [&str; 4] = [
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::metric::Direction;
-    use crate::model::report::Method;
+    use crate::compare::{ComparePolicy, blank};
+    use crate::model::results::MetricSamples;
 
     /// A deterministic count or rate, one repetition a side, as an import compares it.
     fn row(name: &str, base: f64, head: f64, gates: bool) -> MetricComparison {
         let change = (head - base) / base;
-        MetricComparison {
+        let samples = MetricSamples {
             name: name.into(),
             unit: String::new(),
             source: Source::Simulated,
-            direction: Direction::Lower,
+            ..MetricSamples::timer("", &[])
+        };
+        MetricComparison {
             gates,
             not_gating: None,
             verdict: if change > 0.01 {
@@ -602,23 +604,11 @@ mod tests {
             } else {
                 Verdict::Unchanged
             },
-            reason: String::new(),
-            method: Method::None,
             threshold: 0.01,
             base: crate::stats::summarize(&[base]),
             head: crate::stats::summarize(&[head]),
             change: Some(change),
-            ci: None,
-            ci_level: None,
-            p_value: None,
-            waived: false,
-            waiver: None,
-            p_regression: None,
-            p_improvement: None,
-            p_adjusted: None,
-            equivalence_margin: None,
-            equivalence_ci: None,
-            mde: None,
+            ..blank(&samples, &ComparePolicy::default())
         }
     }
 
@@ -644,29 +634,25 @@ mod tests {
     #[test]
     fn the_shipped_rules_parse_and_cover_the_five_causes() {
         let rules = parse_rules(RULES).unwrap();
-        for cause in [
+        let causes = [
             "memory stall",
             "compute-bound drop",
             "occupancy",
             "cache misses",
-            "clock throttling",
-        ] {
+        ];
+        for cause in causes.into_iter().chain(["clock throttling"]) {
             assert!(rules.rules.iter().any(|r| r.cause == cause), "{cause}");
         }
     }
 
     #[test]
     fn a_rule_with_counts_must_say_what_they_are_once_weighed() {
-        let err = parse_rules(
-            "rules:\n  - cause: x\n    when: [{counts: \"*miss*\", change: up}]\n    says: y\n",
-        )
-        .err()
-        .unwrap();
-        assert_contains!(err, "has `counts` but no `rates`");
-        let err = parse_rules("rules:\n  - cause: x\n    when: [{change: up}]\n    says: y\n")
-            .err()
-            .unwrap();
-        assert_contains!(err, "names no `metric`");
+        let error = |yaml: &str| parse_rules(yaml).err().unwrap();
+        let counts =
+            "rules:\n  - cause: x\n    when: [{counts: \"*miss*\", change: up}]\n    says: y\n";
+        assert_contains!(error(counts), "has `counts` but no `rates`");
+        let no_metric = "rules:\n  - cause: x\n    when: [{change: up}]\n    says: y\n";
+        assert_contains!(error(no_metric), "names no `metric`");
     }
 
     #[test]
@@ -704,8 +690,9 @@ mod tests {
         let mut metrics = ten_then_eleven_repetitions();
         metrics.insert(0, row("time", 100.0, 110.0, true));
         metrics[1].gates = false; // Ir informational: `time` leads
+        let said = explain_regression(&metrics).unwrap();
         assert_eq!(
-            explain_regression(&metrics).unwrap(),
+            said,
             "time +10 %: more work: Ir +10 %, miss rates unchanged"
         );
     }
@@ -738,8 +725,9 @@ mod tests {
             row("instructions", 1e9, 1.3e9, false),
             row("cache-misses", 1e6, 1.3e6, false),
         ];
+        let said = explain_regression(&with_work).unwrap();
         assert_eq!(
-            explain_regression(&with_work).unwrap(),
+            said,
             "task-clock +30 %: more work: instructions +30 %, miss rates unchanged"
         );
         let per_instruction = vec![
@@ -793,11 +781,9 @@ mod tests {
             ("ext_throttle_events", 0.10, "clock throttling"),
         ];
         for (count, change, cause) in cases {
-            assert!(
-                rules.rules.iter().any(|r| r.cause == cause
-                    && r.when.iter().any(|w| w.kind(count) == Some(Kind::Count))),
-                "{count} is a count of {cause}"
-            );
+            let counts = |r: &Rule| r.when.iter().any(|w| w.kind(count) == Some(Kind::Count));
+            let listed = rules.rules.iter().any(|r| r.cause == cause && counts(r));
+            assert!(listed, "{count} is a count of {cause}");
             // The work moved as much as the count.
             let metrics = vec![
                 row("Ir", 1e6, 1e6 * (1.0 + change), false),
@@ -805,10 +791,8 @@ mod tests {
             ];
             let found = causes(&rules, &ranked(&metrics, &[]), &metrics);
             assert!(found.causes.is_empty(), "{count}: with the work");
-            assert!(
-                found.with_work.iter().any(|(r, _)| r.cause == cause),
-                "{count}: set aside as work"
-            );
+            let set_aside = found.with_work.iter().any(|(r, _)| r.cause == cause);
+            assert!(set_aside, "{count}: set aside as work");
             // The count moved three times as much as the work.
             let metrics = vec![
                 row("Ir", 1e6, 1e6 * (1.0 + change), false),
@@ -849,9 +833,7 @@ mod tests {
             row("Ir", 100.0, 120.0, false),
         ];
         assert_eq!(work(&rules, &metrics).unwrap().name, "Ir");
-        assert_eq!(
-            work(&rules, &metrics[..1]).unwrap().name,
-            "cpu_core/instructions/"
-        );
+        let first = &work(&rules, &metrics[..1]).unwrap().name;
+        assert_eq!(first, "cpu_core/instructions/");
     }
 }

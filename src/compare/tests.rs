@@ -1,6 +1,6 @@
 use super::*;
 use crate::machine::fingerprint::Fingerprint;
-use crate::model::metric::{Direction, GateRule, Tolerance};
+use crate::model::metric::{Direction, Tolerance};
 use crate::model::results::Provenance;
 use crate::stats::inference::History;
 use rules::percent_level;
@@ -19,20 +19,9 @@ const NOISY: [f64; 10] = [
 ];
 
 fn samples(values: &[f64], threshold: f64) -> MetricSamples {
-    MetricSamples {
-        name: "kernel_time".into(),
-        unit: "ns".into(),
-        source: Source::Timer,
-        direction: Direction::Lower,
-        gate: GateRule {
-            gates: true,
-            threshold,
-            tolerance: None,
-        },
-        values: values.to_vec(),
-        repetition: (0..values.len() as u32).collect(),
-        spread: None,
-    }
+    let mut m = MetricSamples::timer("kernel_time", values);
+    m.gate.threshold = threshold;
+    m
 }
 
 fn verdict(base: &[f64], head: &[f64], threshold: f64) -> MetricComparison {

@@ -462,22 +462,12 @@ impl BenchmarkEvidence {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::metric::{Direction, GateRule, Source};
     use crate::model::protocol::CounterLine;
     use crate::model::results::{Artifact, MetricSamples, Provenance};
 
     fn result(name: &str, times: &[f64], util: &[(u32, f64, f64)], ir: &str) -> BenchmarkResult {
         let mut r = BenchmarkResult::new(name, Provenance::default());
-        r.metrics.push(MetricSamples {
-            name: "kernel_time".into(),
-            unit: "ns".into(),
-            source: Source::Timer,
-            direction: Direction::Lower,
-            gate: GateRule::default(),
-            values: times.to_vec(),
-            repetition: (0..times.len() as u32).collect(),
-            spread: None,
-        });
+        r.metrics.push(MetricSamples::timer("kernel_time", times));
         let mut index = crate::model::results::SeriesIndex::default();
         for &(repetition, t_ns, value) in util {
             let line = CounterLine {

@@ -446,7 +446,6 @@ pub struct MetricComparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::metric::{Direction, GateRule, Source};
     use crate::model::results::MetricSamples;
     use crate::stats::inference::Xorshift;
 
@@ -505,17 +504,7 @@ mod tests {
                 let verdict = verdicts[pick(verdicts.len())];
                 let mut metrics = Vec::new();
                 for m in 0..pick(5) {
-                    let samples = MetricSamples {
-                        name: format!("m{m}"),
-                        unit: "ns".into(),
-                        source: Source::Timer,
-                        direction: Direction::Lower,
-                        gate: GateRule::default(),
-                        values: Vec::new(),
-                        repetition: Default::default(),
-                        spread: None,
-                    };
-                    let mut row = blank(&samples, &policy);
+                    let mut row = blank(&MetricSamples::timer(&format!("m{m}"), &[]), &policy);
                     row.verdict = verdicts[pick(verdicts.len())];
                     row.gates = pick(4) != 0;
                     metrics.push(row);

@@ -536,6 +536,24 @@ impl RunResults {
     }
 }
 
+#[cfg(test)]
+impl MetricSamples {
+    /// `values` of timer metric `name` in ns, lower better, gated by the default rule, each
+    /// value its own repetition, for tests.
+    pub(crate) fn timer(name: &str, values: &[f64]) -> MetricSamples {
+        MetricSamples {
+            name: name.into(),
+            unit: "ns".into(),
+            source: Source::Timer,
+            direction: Direction::Lower,
+            gate: GateRule::default(),
+            values: values.to_vec(),
+            repetition: (0..values.len() as u32).collect(),
+            spread: None,
+        }
+    }
+}
+
 impl RunResults {
     /// Refuses results in which no benchmark holds a single measured value (an import of a
     /// file with no benchmark entries, or only errored ones): such a file gates nothing, and
