@@ -5,18 +5,14 @@ use crate::model::results::Provenance;
 use crate::stats::inference::History;
 use rules::percent_level;
 
-const BASE: [f64; 10] = [
-    100.2, 101.1, 99.8, 100.5, 100.9, 100.1, 100.4, 99.9, 100.7, 100.3,
-];
-const NEW: [f64; 10] = [
-    101.9, 102.3, 101.5, 102.8, 101.7, 102.1, 102.5, 101.6, 102.0, 102.4,
-];
-const SAME: [f64; 10] = [
-    100.4, 101.0, 100.1, 100.6, 100.8, 100.3, 100.5, 100.0, 100.9, 100.2,
-];
-const NOISY: [f64; 10] = [
-    99.0, 102.5, 100.1, 98.7, 101.9, 100.3, 102.2, 99.1, 101.5, 100.0,
-];
+#[rustfmt::skip]
+const BASE: [f64; 10] = [100.2, 101.1, 99.8, 100.5, 100.9, 100.1, 100.4, 99.9, 100.7, 100.3];
+#[rustfmt::skip]
+const NEW: [f64; 10] = [101.9, 102.3, 101.5, 102.8, 101.7, 102.1, 102.5, 101.6, 102.0, 102.4];
+#[rustfmt::skip]
+const SAME: [f64; 10] = [100.4, 101.0, 100.1, 100.6, 100.8, 100.3, 100.5, 100.0, 100.9, 100.2];
+#[rustfmt::skip]
+const NOISY: [f64; 10] = [99.0, 102.5, 100.1, 98.7, 101.9, 100.3, 102.2, 99.1, 101.5, 100.0];
 
 fn samples(values: &[f64], threshold: f64) -> MetricSamples {
     let mut m = MetricSamples::timer("kernel_time", values);
@@ -25,11 +21,8 @@ fn samples(values: &[f64], threshold: f64) -> MetricSamples {
 }
 
 fn verdict(base: &[f64], head: &[f64], threshold: f64) -> MetricComparison {
-    compare_metric(
-        &samples(base, threshold),
-        &samples(head, threshold),
-        &ComparePolicy::default(),
-    )
+    let (base, head) = (samples(base, threshold), samples(head, threshold));
+    compare_metric(&base, &head, &ComparePolicy::default())
 }
 
 /// The two runs compared as result files under the default policy.
@@ -66,10 +59,8 @@ fn a_clear_shift_beyond_the_threshold_regresses() {
     let logs = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<_>>();
     let want = stats::hodges_lehmann(&logs(&NEW), &logs(&BASE), 0.98).unwrap();
     let ci = m.ci.unwrap();
-    assert!(
-        (ci[0] - want.low.exp_m1()).abs() < 1e-12 && (ci[1] - want.high.exp_m1()).abs() < 1e-12,
-        "{ci:?}"
-    );
+    let close = |got: f64, log: f64| (got - log.exp_m1()).abs() < 1e-12;
+    assert!(close(ci[0], want.low) && close(ci[1], want.high), "{ci:?}");
     assert!(ci[0] > 0.0);
     assert_contains!(m.reason, "beyond the 1.00 % threshold");
 }
@@ -94,11 +85,8 @@ fn the_same_direction_reversed_is_an_improvement() {
         ..samples(v, 0.01)
     };
     let m = compare_metric(&higher(&BASE), &higher(&NEW), &ComparePolicy::default());
-    assert_eq!(
-        m.verdict,
-        Verdict::Improved,
-        "higher is better: a rise improves"
-    );
+    let rise = "higher is better: a rise improves";
+    assert_eq!(m.verdict, Verdict::Improved, "{rise}");
 }
 
 #[test]
@@ -120,10 +108,8 @@ fn a_likely_change_whose_interval_reaches_the_threshold_is_inconclusive() {
 fn too_few_samples_are_inconclusive_not_guessed() {
     let m = verdict(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0], 0.05);
     assert_eq!(m.verdict, Verdict::Inconclusive);
-    assert_contains!(
-        m.reason,
-        "too few samples (3 baseline, 3 candidate) to test"
-    );
+    let said = "too few samples (3 baseline, 3 candidate) to test";
+    assert_contains!(m.reason, said);
     assert_contains!(m.reason, "at least 5 per side at alpha 0.01");
     // The point change is shown; no interval or p-value is claimed.
     assert!((m.change.unwrap() - 9.0).abs() < 1e-12);
@@ -165,10 +151,8 @@ fn one_mean_per_side_with_its_spread_gets_welchs_test() {
     assert!((m.p_value.unwrap() - 0.067_250_946_786_709_59).abs() < 1e-9);
     assert!((m.change.unwrap() - 0.2).abs() < 1e-12);
     assert_eq!(m.verdict, Verdict::Inconclusive, "{}", m.reason);
-    assert_contains!(
-        m.reason,
-        "Welch's test on summaries (mean, sd, n): 20 vs 10 samples"
-    );
+    let said = "Welch's test on summaries (mean, sd, n): 20 vs 10 samples";
+    assert_contains!(m.reason, said);
     // 0.1 % noise over 499 samples: 20 % slower regresses, the same mean is unchanged.
     let base = summary(1.0e6, 1.0e3, 499);
     let m = compare_metric(&base, &summary(1.2e6, 1.2e3, 499), &policy);
@@ -194,18 +178,16 @@ fn deterministic_metrics_use_their_tolerance() {
         h.gate.tolerance = Some(tolerance);
         compare_metric(&b, &h, &ComparePolicy::default())
     };
-    let m = against(1005.0, Tolerance::Relative(0.01));
+    let one_percent = Tolerance::Relative(0.01);
+    let m = against(1005.0, one_percent);
     assert_eq!(
         (m.verdict, m.method),
         (Verdict::Unchanged, Method::Tolerance)
     );
-    let m = against(1020.0, Tolerance::Relative(0.01));
+    let m = against(1020.0, one_percent);
     assert_eq!(m.verdict, Verdict::Regressed);
     assert!((m.change.unwrap() - 0.02).abs() < 1e-12);
-    assert_eq!(
-        against(900.0, Tolerance::Relative(0.01)).verdict,
-        Verdict::Improved
-    );
+    assert_eq!(against(900.0, one_percent).verdict, Verdict::Improved);
     // -10 % inside an absolute tolerance of 150 is within it, but not "unchanged".
     let m = against(900.0, Tolerance::Absolute(150.0));
     assert_eq!(m.verdict, Verdict::WithinThreshold);
@@ -220,6 +202,11 @@ fn bench(name: &str, m: MetricSamples) -> BenchmarkResult {
     b.repetitions = m.values.len() as u32;
     b.metrics.push(m);
     b
+}
+
+/// Benchmark `name` of one metric, `values`, gated at a 1 % threshold.
+fn gated(name: &str, values: &[f64]) -> BenchmarkResult {
+    bench(name, samples(values, 0.01))
 }
 
 #[test]
@@ -263,13 +250,9 @@ fn evidence_bounded_while_it_is_built_is_the_evidence_bounded_afterwards() {
     let evidence = built.evidence.unwrap();
     let omitted = evidence.omitted.clone().expect("something was left out");
     assert!(omitted.benchmarks > 0 && omitted.metrics > 0 && omitted.thinned_series > 0);
-    let charted: usize = evidence
-        .benchmarks
-        .iter()
-        .flat_map(|b| &b.metrics)
-        .filter(|m| !m.base.is_empty() || !m.head.is_empty())
-        .count();
-    assert_eq!(charted, MAX_CHARTED_METRICS);
+    let metrics = evidence.benchmarks.iter().flat_map(|b| &b.metrics);
+    let charted = metrics.filter(|m| !m.base.is_empty() || !m.head.is_empty());
+    assert_eq!(charted.count(), MAX_CHARTED_METRICS);
     for one_side in ["fresh", "gone"] {
         assert!(!evidence.benchmark(one_side).unwrap().metrics.is_empty());
     }
@@ -279,16 +262,13 @@ fn evidence_bounded_while_it_is_built_is_the_evidence_bounded_afterwards() {
 fn a_wrong_candidate_is_incorrect_whatever_its_speed_with_or_without_a_baseline() {
     use crate::model::results::Correctness;
     let wrong = |name: &str, values: &[f64], detail: Option<&str>| {
-        let mut b = bench(name, samples(values, 0.01));
+        let mut b = gated(name, values);
         Correctness::record(&mut b.correctness, true, None);
         Correctness::record(&mut b.correctness, false, detail.map(str::to_string));
         Correctness::record(&mut b.correctness, false, Some("a later detail".into()));
         b
     };
-    let base = run(vec![
-        bench("faster", samples(&NEW, 0.01)),
-        bench("same", samples(&BASE, 0.01)),
-    ]);
+    let base = run(vec![gated("faster", &NEW), gated("same", &BASE)]);
     let head = run(vec![
         wrong("faster", &BASE, Some("max abs error 0.5 > 1e-3")),
         wrong("same", &SAME, None),
@@ -309,11 +289,8 @@ fn a_wrong_candidate_is_incorrect_whatever_its_speed_with_or_without_a_baseline(
         "failed its correctness check in the candidate; wrong answers",
     );
     assert_eq!(r.benchmarks[2].verdict, Verdict::Incorrect);
-    assert!(
-        r.benchmarks[2]
-            .explanation
-            .ends_with("; it has no baseline")
-    );
+    let fresh = &r.benchmarks[2].explanation;
+    assert!(fresh.ends_with("; it has no baseline"), "{fresh}");
     // Without a baseline a wrong answer still fails the run.
     let r = no_baseline(&head, &ComparePolicy::default(), "none".into());
     assert_eq!(r.verdict, RunVerdict::Regressed);
@@ -326,7 +303,7 @@ fn a_wrong_candidate_is_incorrect_whatever_its_speed_with_or_without_a_baseline(
 #[test]
 fn a_side_not_comparable_is_not_gated_and_changed_parameters_are_said() {
     let with = |name: &str, values: &[f64], parameters: &[(&str, &str)]| {
-        let mut b = bench(name, samples(values, 0.01));
+        let mut b = gated(name, values);
         for (k, v) in parameters {
             b.parameters.insert(k.to_string(), v.to_string());
         }
@@ -340,10 +317,8 @@ fn a_side_not_comparable_is_not_gated_and_changed_parameters_are_said() {
         with("slow", &NEW, &[]),
         with("same", &SAME, &[("launches", "60"), ("block", "128x1x1")]),
     ]);
-    head.benchmarks[0]
-        .provenance
-        .details
-        .insert(NOT_COMPARABLE.into(), "throttled: 900 MHz".into());
+    let details = &mut head.benchmarks[0].provenance.details;
+    details.insert(NOT_COMPARABLE.into(), "throttled: 900 MHz".into());
     let r = files(&base, &head);
     let slow = &r.benchmarks[0];
     assert_eq!(slow.verdict, Verdict::NotGated, "{}", slow.explanation);
@@ -354,27 +329,18 @@ fn a_side_not_comparable_is_not_gated_and_changed_parameters_are_said() {
     assert_eq!(r.summary.not_gated, 1);
     let same = &r.benchmarks[1];
     let changed = "parameters that differ from the baseline: block (none) → 128x1x1, grid 64x1x1 → (none), launches 68 → 60";
-    assert!(
-        same.explanation.ends_with(&format!(". {changed}")),
-        "{}",
-        same.explanation
-    );
+    let said = &same.explanation;
+    assert!(said.ends_with(&format!(". {changed}")), "{said}");
     assert_eq!(same.changed_parameters(), Some(changed));
     assert_eq!(slow.changed_parameters(), None);
 }
 
 #[test]
 fn run_verdicts_new_missing_and_untrusted_sources() {
-    let base = run(vec![
-        bench("a", samples(&BASE, 0.01)),
-        bench("gone", samples(&BASE, 0.01)),
-    ]);
+    let base = run(vec![gated("a", &BASE), gated("gone", &BASE)]);
     let mut reported = samples(&NEW, 0.01);
     reported.source = Source::Reported;
-    let head = run(vec![
-        bench("a", samples(&NEW, 0.01)),
-        bench("fresh", samples(&NEW, 0.01)),
-    ]);
+    let head = run(vec![gated("a", &NEW), gated("fresh", &NEW)]);
     let r = files(&base, &head);
     assert_eq!(r.verdict, RunVerdict::Regressed);
     let s = &r.summary;
@@ -383,10 +349,7 @@ fn run_verdicts_new_missing_and_untrusted_sources() {
     assert_starts(&r.benchmarks[0].explanation, "kernel_time: +1.69 %");
 
     // The same regression from a source that may not gate passes, and says why.
-    let head = run(vec![
-        bench("a", reported),
-        bench("gone", samples(&BASE, 0.01)),
-    ]);
+    let head = run(vec![bench("a", reported), gated("gone", &BASE)]);
     let r = files(&base, &head);
     assert_eq!(r.verdict, RunVerdict::Pass);
     let m = &r.benchmarks[0].metrics[0];
@@ -405,11 +368,8 @@ fn run_verdicts_new_missing_and_untrusted_sources() {
         "kernel_time +1.69 % would regress, but its source `reported`",
     );
     // Said once, in the benchmark's own explanation, not again as a warning.
-    assert!(
-        !r.warnings.iter().any(|w| w.contains("would regress")),
-        "{:?}",
-        r.warnings
-    );
+    let again = r.warnings.iter().any(|w| w.contains("would regress"));
+    assert!(!again, "{:?}", r.warnings);
 }
 
 #[test]
@@ -418,19 +378,16 @@ fn the_correction_spans_every_gated_metric_of_the_run() {
     // alpha 0.01; among 20 gated benchmarks (19 unchanged, p near 1) BH needs p ≤ 0.0005.
     let low: Vec<f64> = (0..6).map(|i| 100.0 + f64::from(i) * 0.1).collect();
     let high: Vec<f64> = low.iter().map(|v| v * 1.05).collect();
-    let alone = files(
-        &run(vec![bench("a", samples(&low, 0.01))]),
-        &run(vec![bench("a", samples(&high, 0.01))]),
-    );
+    let alone = files(&run(vec![gated("a", &low)]), &run(vec![gated("a", &high)]));
     let m = &alone.benchmarks[0].metrics[0];
     assert_eq!(m.verdict, Verdict::Regressed, "{}", m.reason);
     assert!((m.p_regression.unwrap() - 1.0 / 924.0).abs() < 1e-12);
     assert_eq!(m.p_adjusted, m.p_regression);
-    let mut base = vec![bench("a", samples(&low, 0.01))];
-    let mut head = vec![bench("a", samples(&high, 0.01))];
+    let mut base = vec![gated("a", &low)];
+    let mut head = vec![gated("a", &high)];
     for i in 0..19 {
-        base.push(bench(&format!("b{i}"), samples(&BASE, 0.01)));
-        head.push(bench(&format!("b{i}"), samples(&BASE, 0.01)));
+        base.push(gated(&format!("b{i}"), &BASE));
+        head.push(gated(&format!("b{i}"), &BASE));
     }
     let r = files(&run(base.clone()), &run(head.clone()));
     let m = &r.benchmarks[0].metrics[0];
@@ -496,16 +453,12 @@ fn looks_split_alpha() {
         schedule: None,
     };
     let compared = |look: &crate::model::results::Look| {
-        let mut b = bench("a", samples(&BASE, 0.01));
-        let mut h = bench("a", samples(&NEW, 0.01));
+        let mut b = gated("a", &BASE);
+        let mut h = gated("a", &NEW);
         b.looks = vec![look.clone()];
         h.looks = vec![look.clone()];
-        compare(
-            &run(vec![b]),
-            &run(vec![h]),
-            &ComparePolicy::default(),
-            Design::Interleaved,
-        )
+        let (b, h) = (run(vec![b]), run(vec![h]));
+        compare(&b, &h, &ComparePolicy::default(), Design::Interleaved)
     };
     // Recorded without a schedule: Bonferroni over 3 looks, the adjusted p three times
     // the raw one.
@@ -532,10 +485,8 @@ fn looks_split_alpha() {
     assert_eq!(adjusted, plan.sequential_p(raw));
     assert!(adjusted > raw && adjusted < 16.0 * raw, "{raw} {adjusted}");
     let level = m.ci_level.unwrap();
-    assert!(
-        (level - (1.0 - 2.0 * plan.alpha_per_look(0.01))).abs() < 1e-12,
-        "{level}"
-    );
+    let nominal = 1.0 - 2.0 * plan.alpha_per_look(0.01);
+    assert!((level - nominal).abs() < 1e-12, "{level}");
 }
 
 #[test]
@@ -560,7 +511,8 @@ fn stored_baseline_with_history_uses_a_prediction_interval() {
     assert_contains!(m.reason, "against 5 stored jobs");
     // Within-job noise is tiny, so the rank test would call this a regression; the job
     // spread makes it a finding only if it clears the prediction interval at alpha.
-    let expected = if p <= 0.01 {
+    let regressed = p <= 0.01;
+    let expected = if regressed {
         Verdict::Regressed
     } else {
         Verdict::Inconclusive
@@ -794,7 +746,7 @@ fn across_environments_only_deterministic_counts_gate() {
 #[test]
 fn a_waived_regression_keeps_the_note_on_changed_parameters() {
     let with = |values: &[f64], launches: &str| {
-        let mut b = bench("k", samples(values, 0.01));
+        let mut b = gated("k", values);
         b.parameters.insert("launches".into(), launches.into());
         b
     };
