@@ -297,58 +297,50 @@ impl SeriesIndex {
         line: &CounterLine,
         sampling: Option<Sampling>,
     ) {
-        let series = &mut result.counters;
-        let found = self.counters.get(&line.counter).and_then(|candidates| {
-            candidates
-                .iter()
-                .rev()
-                .copied()
-                .find(|&i| series[i].holds(repetition, line, sampling))
-        });
-        let i = match found {
-            Some(i) => i,
-            None => {
-                series.push(CounterSeries {
-                    unit: line.unit.clone(),
-                    bits: line.bits,
-                    core: line.core,
-                    sampling,
-                    ..CounterSeries::new(&line.counter, repetition)
-                });
-                let i = series.len() - 1;
-                self.counters
-                    .entry(line.counter.clone())
-                    .or_default()
-                    .push(i);
-                i
-            }
+        let fits = |s: &CounterSeries| s.holds(repetition, line, sampling);
+        let new = || CounterSeries {
+            unit: line.unit.clone(),
+            bits: line.bits,
+            core: line.core,
+            sampling,
+            ..CounterSeries::new(&line.counter, repetition)
         };
+        let series = &mut result.counters;
+        let i = latest_or_add(&mut self.counters, &line.counter, series, fits, new);
         series[i].t_ns.push(line.t_ns);
         series[i].value.push(line.value);
     }
 
     /// Adds a kernel line, read in `repetition`, to that kernel's windows in the repetition.
     pub fn push_window(&mut self, result: &mut BenchmarkResult, repetition: u32, line: KernelLine) {
+        let fits = |w: &KernelWindows| w.repetition == repetition;
+        let new = || KernelWindows::new(&line.kernel, repetition);
         let windows = &mut result.kernel_windows;
-        let found = self.kernels.get(&line.kernel).and_then(|candidates| {
-            candidates
-                .iter()
-                .rev()
-                .copied()
-                .find(|&i| windows[i].repetition == repetition)
-        });
-        let i = match found {
-            Some(i) => i,
-            None => {
-                windows.push(KernelWindows::new(&line.kernel, repetition));
-                let i = windows.len() - 1;
-                self.kernels.entry(line.kernel).or_default().push(i);
-                i
-            }
-        };
+        let i = latest_or_add(&mut self.kernels, &line.kernel, windows, fits, new);
         windows[i].start_ns.push(line.start_ns);
         windows[i].end_ns.push(line.end_ns);
     }
+}
+
+/// The position of the latest of `items` filed under `name` that `fits`, or of `new()` added
+/// to them and filed there.
+fn latest_or_add<T>(
+    index: &mut std::collections::HashMap<String, Vec<usize>>,
+    name: &str,
+    items: &mut Vec<T>,
+    fits: impl Fn(&T) -> bool,
+    new: impl FnOnce() -> T,
+) -> usize {
+    let filed = index.get(name).map_or(&[][..], Vec::as_slice);
+    if let Some(&i) = filed.iter().rev().find(|&&i| fits(&items[i])) {
+        return i;
+    }
+    items.push(new());
+    index
+        .entry(name.to_string())
+        .or_default()
+        .push(items.len() - 1);
+    items.len() - 1
 }
 
 /// Whether a benchmark completed.
