@@ -33,6 +33,13 @@ fn p_value(step: &StepRecord) -> String {
     step.p_value.map(format_p).unwrap_or_else(|| "—".into())
 }
 
+/// BAD against GOOD, then the search's steps, each with its label (`BAD`, `1`, `2`, …).
+fn labelled(b: &BenchmarkBisect) -> impl Iterator<Item = (String, &StepRecord)> {
+    let steps = b.steps.iter().enumerate();
+    std::iter::once(("BAD".to_string(), &b.endpoints))
+        .chain(steps.map(|(i, s)| ((i + 1).to_string(), s)))
+}
+
 /// The last line: what was found, in how many measurements and how long.
 pub fn summary_line(report: &BisectReport) -> String {
     let located: Vec<String> = report
@@ -80,16 +87,10 @@ pub fn table(report: &BisectReport) -> String {
             escape_terminal(&b.name),
             escape_terminal(&b.explanation)
         ));
-        let rows: Vec<[String; 8]> = std::iter::once(("BAD", &b.endpoints))
-            .chain(b.steps.iter().map(|s| ("", s)))
-            .enumerate()
-            .map(|(i, (label, s))| {
+        let rows: Vec<[String; 8]> = labelled(b)
+            .map(|(label, s)| {
                 [
-                    if label.is_empty() {
-                        i.to_string()
-                    } else {
-                        label.to_string()
-                    },
+                    label,
                     short(&s.commit.commit).to_string(),
                     s.commit.position.to_string(),
                     s.outcome.as_str().to_string(),
@@ -123,19 +124,14 @@ pub fn table(report: &BisectReport) -> String {
             out.push_str(cells.join("  ").trim_end());
             out.push('\n');
         }
+        let named = |what: &str, c: &super::Commit| {
+            format!("  {what}: {} {}\n", c.commit, escape_terminal(&c.subject))
+        };
         if let Some(c) = &b.culprit {
-            out.push_str(&format!(
-                "  culprit: {} {}\n",
-                c.commit,
-                escape_terminal(&c.subject)
-            ));
+            out.push_str(&named("culprit", c));
         } else if b.outcome == BenchmarkOutcome::Range {
             for c in &b.range {
-                out.push_str(&format!(
-                    "  candidate: {} {}\n",
-                    c.commit,
-                    escape_terminal(&c.subject)
-                ));
+                out.push_str(&named("candidate", c));
             }
         }
     }
@@ -207,13 +203,7 @@ fn markdown_benchmark(out: &mut String, b: &BenchmarkBisect) {
         "| step | commit | subject | outcome | metric | change | CI | p | repetitions |\n",
     );
     out.push_str("|---|---|---|---|---|---:|---|---:|---:|\n");
-    let rows = std::iter::once(("BAD".to_string(), &b.endpoints)).chain(
-        b.steps
-            .iter()
-            .enumerate()
-            .map(|(i, s)| ((i + 1).to_string(), s)),
-    );
-    for (label, s) in rows {
+    for (label, s) in labelled(b) {
         out.push_str(&format!(
             "| {label} | `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
             short(&s.commit.commit),
