@@ -253,16 +253,12 @@ pub fn bisect(
         measurements: 0,
     };
     let last = history.commits.len() - 1;
-    let names: Vec<String> = request
-        .plan
-        .benchmarks
-        .iter()
-        .map(|b| b.name.clone())
-        .collect();
+    let planned = &request.plan.benchmarks;
+    let names: Vec<String> = planned.iter().map(|b| b.name.clone()).collect();
     let endpoints = lab.measure(last, &names)?;
     let mut benchmarks = Vec::new();
     let mut notes = Vec::new();
-    for ((name, endpoint), plan) in names.iter().zip(endpoints).zip(&request.plan.benchmarks) {
+    for ((name, endpoint), plan) in names.iter().zip(endpoints).zip(planned) {
         lab.observer.measured(name, &endpoint);
         let verdict = endpoint.verdict.map(|v| v.as_str()).unwrap_or("skipped");
         let quiet = |outcome, explanation: String| BenchmarkBisect {
@@ -278,9 +274,8 @@ pub fn bisect(
         match endpoint.outcome {
             StepOutcome::Bad => {}
             StepOutcome::Inconclusive => {
-                notes.push(format!(
-                    "`{name}` not bisected: BAD against GOOD stayed inconclusive"
-                ));
+                let note = "not bisected: BAD against GOOD stayed inconclusive";
+                notes.push(format!("`{name}` {note}"));
                 benchmarks.push(quiet(
                     BenchmarkOutcome::Undecided,
                     format!(
@@ -363,15 +358,10 @@ pub fn bisect(
             linear_steps: linear,
         });
     }
-    let outcome = if benchmarks
-        .iter()
-        .any(|b| matches!(b.outcome, BenchmarkOutcome::Found | BenchmarkOutcome::Range))
-    {
+    let any = |of: &[BenchmarkOutcome]| benchmarks.iter().any(|b| of.contains(&b.outcome));
+    let outcome = if any(&[BenchmarkOutcome::Found, BenchmarkOutcome::Range]) {
         Outcome::Found
-    } else if benchmarks
-        .iter()
-        .any(|b| b.outcome == BenchmarkOutcome::Undecided)
-    {
+    } else if any(&[BenchmarkOutcome::Undecided]) {
         Outcome::Undecided
     } else {
         Outcome::NotReproduced
