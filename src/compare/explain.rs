@@ -222,11 +222,8 @@ fn movement(m: &MetricComparison) -> Option<Moved> {
     } else {
         f64::INFINITY.copysign(diff)
     };
-    Some(Moved {
-        name: m.name.clone(),
-        change,
-        z,
-    })
+    let name = m.name.clone();
+    Some(Moved { name, change, z })
 }
 
 /// The metrics of `cmp` other than `except`, ranked by |standardized change|, keeping those
@@ -286,11 +283,8 @@ fn weigh(
 ) -> Weighed {
     if let Some(rest) = count.name.strip_prefix("counter.") {
         let share = format!("util.{rest}");
-        if let Some(share) = metrics
-            .iter()
-            .filter(|m| m.name == share)
-            .find_map(movement)
-        {
+        let mut shares = metrics.iter().filter(|m| m.name == share);
+        if let Some(share) = shares.find_map(movement) {
             return if share.significant() && change.holds(share.change) {
                 Weighed::PerUnit
             } else {
@@ -313,6 +307,7 @@ fn weigh(
 }
 
 /// What the rule table made of a benchmark's moves.
+#[derive(Default)]
 pub struct Findings<'a> {
     /// The causes whose every condition matched a moved metric (a rate, or a count that moved
     /// per unit of work), with the metrics that matched.
@@ -326,10 +321,7 @@ pub struct Findings<'a> {
 /// counter (see [`Findings`]).
 pub fn causes<'a>(rules: &'a Rules, moved: &[Moved], metrics: &[MetricComparison]) -> Findings<'a> {
     let work = work(rules, metrics);
-    let mut found = Findings {
-        causes: Vec::new(),
-        with_work: Vec::new(),
-    };
+    let mut found = Findings::default();
     for rule in &rules.rules {
         let mut matched: Vec<Moved> = Vec::new();
         let mut set_aside: Vec<f64> = Vec::new();
