@@ -683,10 +683,8 @@ mod tests {
         metrics.insert(0, row("time", 100.0, 110.0, true));
         metrics[1].gates = false; // Ir informational: `time` leads
         let said = explain_regression(&metrics).unwrap();
-        assert_eq!(
-            said,
-            "time +10 %: more work: Ir +10 %, miss rates unchanged"
-        );
+        let want = "time +10 %: more work: Ir +10 %, miss rates unchanged";
+        assert_eq!(said, want);
     }
 
     /// Misses that grew faster than the work (a strided loop made 2× as miss-prone) are still
@@ -718,19 +716,15 @@ mod tests {
             row("cache-misses", 1e6, 1.3e6, false),
         ];
         let said = explain_regression(&with_work).unwrap();
-        assert_eq!(
-            said,
-            "task-clock +30 %: more work: instructions +30 %, miss rates unchanged"
-        );
+        let want = "task-clock +30 %: more work: instructions +30 %, miss rates unchanged";
+        assert_eq!(said, want);
         let per_instruction = vec![
             row("task-clock", 100.0, 130.0, true),
             row("instructions", 1e9, 1e9, false),
             row("cache-misses", 1e6, 1.3e6, false),
         ];
-        assert_contains!(
-            explain_regression(&per_instruction).unwrap(),
-            "cache misses"
-        );
+        let said = explain_regression(&per_instruction).unwrap();
+        assert_contains!(said, "cache misses");
     }
 
     /// A count with nothing to weigh it by names no cause: the old reading named one.
@@ -792,10 +786,8 @@ mod tests {
             ];
             let found = causes(&rules, &ranked(&metrics, &[]), &metrics);
             let names: Vec<&str> = found.causes.iter().map(|(r, _)| r.cause.as_str()).collect();
-            assert!(
-                names.contains(&cause),
-                "{count}: per unit of work: {names:?}"
-            );
+            let found = names.contains(&cause);
+            assert!(found, "{count}: per unit of work: {names:?}");
         }
     }
 

@@ -180,10 +180,8 @@ fn deterministic_metrics_use_their_tolerance() {
     };
     let one_percent = Tolerance::Relative(0.01);
     let m = against(1005.0, one_percent);
-    assert_eq!(
-        (m.verdict, m.method),
-        (Verdict::Unchanged, Method::Tolerance)
-    );
+    assert_eq!(m.verdict, Verdict::Unchanged);
+    assert_eq!(m.method, Method::Tolerance);
     let m = against(1020.0, one_percent);
     assert_eq!(m.verdict, Verdict::Regressed);
     assert!((m.change.unwrap() - 0.02).abs() < 1e-12);
@@ -410,10 +408,8 @@ fn the_correction_spans_every_gated_metric_of_the_run() {
     let r = compare(&run(base), &run(head), &holm, Design::Files);
     let m = &r.benchmarks[0].metrics[0];
     assert_eq!(m.verdict, Verdict::Inconclusive, "{}", m.reason);
-    assert_contains!(
-        m.reason,
-        "too few repetitions to detect anything: the smallest attainable p is 0.001, above the largest level the holm correction over 20 tested metrics can reach (5.0e-4)"
-    );
+    let said = "too few repetitions to detect anything: the smallest attainable p is 0.001, above the largest level the holm correction over 20 tested metrics can reach (5.0e-4)";
+    assert_contains!(m.reason, said);
 }
 
 #[test]
@@ -434,10 +430,8 @@ fn equivalence_margin_and_mde_are_reported() {
     };
     let m = compare_metric(&samples(&BASE, 0.05), &samples(&SAME, 0.05), &policy);
     assert_eq!(m.verdict, Verdict::WithinThreshold, "{}", m.reason);
-    assert_contains!(
-        m.reason,
-        "no significant change, within the 5.00 % threshold"
-    );
+    let said = "no significant change, within the 5.00 % threshold";
+    assert_contains!(m.reason, said);
     assert_contains!(m.reason, "±0.10 %");
 }
 
@@ -562,12 +556,8 @@ fn a_regression_interval_never_includes_no_change() {
             }
             regressions += 1;
             let ci = m.ci.expect("a regression has an interval");
-            assert!(
-                ci[0] > 0.0,
-                "trial {trial}: {} {ci:?}: {}",
-                b.name,
-                m.reason
-            );
+            let (name, reason) = (&b.name, &m.reason);
+            assert!(ci[0] > 0.0, "trial {trial}: {name} {ci:?}: {reason}");
             let level = format!("{} % CI", percent_level(m.ci_level.unwrap()));
             assert_contains!(m.reason, &level);
             let logs = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<_>>();
@@ -582,10 +572,8 @@ fn a_regression_interval_never_includes_no_change() {
         }
     }
     assert!(regressions > 50, "{regressions}");
-    assert!(
-        old_interval_contradicted > 0,
-        "the case this guards against occurred"
-    );
+    let occurred = old_interval_contradicted > 0;
+    assert!(occurred, "the case this guards against occurred");
 }
 
 #[test]
@@ -632,10 +620,8 @@ fn the_prediction_interval_uses_only_the_jobs_since_the_last_change_point() {
     let r = stored(&base, &head, &jobs);
     let m = &r.benchmarks[0].metrics[0];
     assert_eq!(m.method, Method::PredictionInterval);
-    assert_contains!(
-        m.reason,
-        "against 6 stored jobs since the change point at job 7 of 12"
-    );
+    let said = "against 6 stored jobs since the change point at job 7 of 12";
+    assert_contains!(m.reason, said);
     assert!(m.change.unwrap().abs() < 0.02, "{:?}", m.change);
     assert_ne!(m.verdict, Verdict::Regressed, "{}", m.reason);
 }
@@ -653,10 +639,8 @@ fn a_history_that_moved_on_after_a_regression_does_not_hide_it_from_the_old_base
     let r = stored(&base, &head, &jobs);
     let m = &r.benchmarks[0].metrics[0];
     assert_eq!(m.method, Method::PredictionInterval, "{}", m.reason);
-    assert_contains!(
-        m.reason,
-        "against 6 stored jobs at the baseline's level (jobs 1–6 of 12"
-    );
+    let said = "against 6 stored jobs at the baseline's level (jobs 1–6 of 12";
+    assert_contains!(m.reason, said);
     assert_eq!(m.verdict, Verdict::Regressed, "{}", m.reason);
 }
 
@@ -691,10 +675,8 @@ fn across_environments_only_deterministic_counts_gate() {
     let timer = &r.benchmarks[0].metrics[0];
     assert_eq!(timer.verdict, Verdict::Regressed);
     assert!(!timer.gates);
-    assert_contains!(
-        timer.not_gating.as_deref().unwrap(),
-        "different environments"
-    );
+    let why = timer.not_gating.as_deref().unwrap();
+    assert_contains!(why, "different environments");
     let b = &r.benchmarks[0];
     assert_eq!(b.verdict, Verdict::Unchanged, "{}", b.explanation);
     assert_eq!(r.verdict, RunVerdict::Pass);
@@ -703,12 +685,8 @@ fn across_environments_only_deterministic_counts_gate() {
         .iter()
         .filter(|w| w.starts_with(ENVIRONMENTS_DIFFER))
         .collect();
-    assert_eq!(
-        env.len(),
-        1,
-        "one line on the environments: {:?}",
-        r.warnings
-    );
+    let warnings = &r.warnings;
+    assert_eq!(env.len(), 1, "one line on the environments: {warnings:?}");
     assert_contains!(env[0], "cpu_model: `Xeon` vs `EPYC`");
     assert_contains!(env[0], "1 such metric is");
     // The deterministic count still fails the build.
@@ -735,10 +713,8 @@ fn across_environments_only_deterministic_counts_gate() {
     let head = side("Xeon", &slow, &counts);
     let r = compare(&base, &head, &same_job, Design::StoredBaseline);
     assert_eq!(r.verdict, RunVerdict::Pass);
-    assert_contains!(
-        r.benchmarks[0].metrics[0].not_gating.as_deref().unwrap(),
-        "same-job"
-    );
+    let why = r.benchmarks[0].metrics[0].not_gating.as_deref();
+    assert_contains!(why.unwrap(), "same-job");
     let r = compare(&base, &head, &same_job, Design::Interleaved);
     assert_eq!(r.verdict, RunVerdict::Regressed);
 }
@@ -761,10 +737,6 @@ fn a_waived_regression_keeps_the_note_on_changed_parameters() {
     let k = &r.benchmarks[0];
     assert_ne!(k.verdict, Verdict::Regressed, "{}", k.explanation);
     assert_contains!(k.explanation, "(waived: known)");
-    assert_eq!(
-        k.changed_parameters(),
-        Some("parameters that differ from the baseline: launches 68 → 60"),
-        "{}",
-        k.explanation
-    );
+    let changed = "parameters that differ from the baseline: launches 68 → 60";
+    assert_eq!(k.changed_parameters(), Some(changed), "{}", k.explanation);
 }

@@ -389,10 +389,8 @@ mod tests {
     fn malformed_files_get_located_messages() {
         let error = |yaml: &str| parse(yaml, "w.yaml").unwrap_err().to_string();
         let e = error("waivers:\n  - benchmark: a\n    reason: r\n");
-        assert_eq!(
-            e,
-            "w.yaml:2: key `waivers[0].expires`: a waiver must expire: add `expires: YYYY-MM-DD` or `until_commit: SHA`"
-        );
+        let want = "w.yaml:2: key `waivers[0].expires`: a waiver must expire: add `expires: YYYY-MM-DD` or `until_commit: SHA`";
+        assert_eq!(e, want);
         let e = error("waivers:\n  - benchmark: a\n    reason: r\n    expires: 31/12/2026\n");
         assert_contains!(e, "`31/12/2026` is not a date");
         let e = error("waivers:\n  - benchmark: a\n    reson: r\n    expires: 2026-01-01\n");

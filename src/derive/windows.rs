@@ -393,10 +393,8 @@ mod tests {
         assert_eq!(deltas(&w(SampleMode::Interval, 1))[1], 1200.0);
         let narrow = series("c", Some(8), &[(0.0, 1.0), (5.0, 300.0)]);
         let err = Windows::new(Readings::gather(&[&narrow]), SampleMode::Cumulative, 0);
-        assert_eq!(
-            err.unwrap_err(),
-            "counter `c` at 5 ns: value 300 does not fit a 8-bit counter"
-        );
+        let want = "counter `c` at 5 ns: value 300 does not fit a 8-bit counter";
+        assert_eq!(err.unwrap_err(), want);
     }
 
     #[test]

@@ -531,10 +531,8 @@ mod tests {
         ];
         for (line, expected) in cases {
             let err = parse_line(line).unwrap_err();
-            assert!(
-                err.contains(expected),
-                "{line}: expected `{expected}` in `{err}`"
-            );
+            let found = err.contains(expected);
+            assert!(found, "{line}: expected `{expected}` in `{err}`");
         }
     }
 
@@ -628,10 +626,8 @@ mod tests {
         #[rustfmt::skip]
         let want = [("busy", None, 0.0, 1.0, None), ("busy", Some(1), 2.0, 2.0, None),
             ("busy", None, 3.0, 3.0, None), ("bytes", None, 5.0, 4.0, None)];
-        assert_eq!(
-            read,
-            want.map(|(c, core, t, v, b)| (c.to_string(), core, t, v, b))
-        );
+        let want = want.map(|(c, core, t, v, b)| (c.to_string(), core, t, v, b));
+        assert_eq!(read, want);
         let kernels = timed.into_kernels();
         assert_eq!((kernels[0].start_ns, kernels[0].end_ns), (1.0, 4.0));
         // Times an f64 holds exactly stay as they are.

@@ -835,10 +835,8 @@ mod tests {
         Correctness::record(&mut c, false, Some("NaN".into()));
         Correctness::record(&mut c, true, None);
         assert!(Correctness::failed(&c));
-        assert_eq!(
-            c.unwrap().detail.as_deref(),
-            Some("max abs error 0.5 > 1e-3")
-        );
+        let detail = c.unwrap().detail;
+        assert_eq!(detail.as_deref(), Some("max abs error 0.5 > 1e-3"));
         assert!(!Correctness::failed(&None));
         let mut long = None;
         Correctness::record(&mut long, false, Some("é".repeat(600)));

@@ -362,10 +362,8 @@ mod tests {
             }
             let around = series.around(&windows);
             assert_eq!(around.t_ns, around_by_marks(&series.t_ns, &windows));
-            assert_eq!(
-                around.value,
-                around.t_ns.iter().map(|t| t * 2.0).collect::<Vec<_>>()
-            );
+            let doubled: Vec<f64> = around.t_ns.iter().map(|t| t * 2.0).collect();
+            assert_eq!(around.value, doubled);
         }
     }
 
@@ -393,12 +391,8 @@ mod tests {
             _ => rng.i64(-(1 << 54)..(1 << 54)) as f64,
         });
         for v in specials.into_iter().chain(random) {
-            assert_eq!(
-                whole_number(v),
-                by_definition(v),
-                "{v:e} ({:#x})",
-                v.to_bits()
-            );
+            let bits = v.to_bits();
+            assert_eq!(whole_number(v), by_definition(v), "{v:e} ({bits:#x})");
         }
     }
 

@@ -397,14 +397,10 @@ mod tests {
 
     #[test]
     fn only_plain_http_addresses_are_web_addresses() {
-        assert_eq!(
-            web_address("https://github.com/o/r/"),
-            Some("https://github.com/o/r")
-        );
-        assert_eq!(
-            web_address("http://ci.example:8080/x"),
-            Some("http://ci.example:8080/x")
-        );
+        let github = "https://github.com/o/r";
+        assert_eq!(web_address(&format!("{github}/")), Some(github));
+        let ci = "http://ci.example:8080/x";
+        assert_eq!(web_address(ci), Some(ci));
         #[rustfmt::skip]
         let bad = ["javascript:alert(1)", "JAVASCRIPT:alert(1)//https://x", "data:text/html,x",
             "https://", "https:///path", "https://h/x\" onclick=\"x", "https://h/x) [y](javascript:z",
@@ -445,8 +441,9 @@ mod tests {
 
     #[test]
     fn log_text_keeps_its_lines_but_no_line_is_a_workflow_command() {
+        let log = escape_log("benchmark `k\n  ::error title=x::y` failed\n\u{1b}[31mred");
         assert_eq!(
-            escape_log("benchmark `k\n  ::error title=x::y` failed\n\u{1b}[31mred"),
+            log,
             "benchmark `k\n  \\u{3a}:error title=x::y` failed\n\\u{1b}[31mred"
         );
     }
@@ -467,10 +464,8 @@ mod tests {
         assert_ne!(a, b);
         let other_gpu = short_kernel_name(&flash(0).replace("[gpu 1]", "[gpu 0]")).unwrap();
         assert_eq!(other_gpu.replace("[gpu 0]", "[gpu 1]"), a);
-        assert_eq!(
-            a.len(),
-            "flash::flash_fwd_kernel<…>(…) #123456 [gpu 1]".len()
-        );
+        let like = "flash::flash_fwd_kernel<…>(…) #123456 [gpu 1]";
+        assert_eq!(a.len(), like.len());
         // Short names, and long names that are not signatures, stay as they are.
         assert_eq!(short_kernel_name("matmul_tiled<32>"), None);
         assert_eq!(short_kernel_name(&"x".repeat(100)), None);

@@ -262,19 +262,15 @@ fn the_interval_alone_is_the_interval_of_the_estimate() {
         let prepared = HodgesLehmann::with_interval(&x, &y, 0.5)
             .and_then(|(hl, _)| hl.estimate(confidence))
             .map(|e| (e.low.to_bits(), e.high.to_bits()));
-        assert_eq!(
-            alone, prepared,
-            "trial {trial}: {x:?} - {y:?} at {confidence}"
-        );
+        let at = format!("trial {trial}: {x:?} - {y:?} at {confidence}");
+        assert_eq!(alone, prepared, "{at}");
         match alone {
             Some(_) => attained += 1,
             None => unattained += 1,
         }
     }
-    assert!(
-        attained > 600 && unattained > 100,
-        "{attained} {unattained}"
-    );
+    let both = attained > 600 && unattained > 100;
+    assert!(both, "{attained} {unattained}");
     for bad in [0.0, 1.0, -0.5, f64::NAN] {
         assert_eq!(hodges_lehmann_interval(&[1.0, 2.0], &[3.0], bad), None);
     }
@@ -334,11 +330,8 @@ fn sampled_pivots_select_the_same_bits_on_large_samples() {
             .collect::<Vec<_>>();
         for k in ends.into_iter().chain(random) {
             let (walks, in_place) = (d.kth_by_walks(k), d.kth_in_place(k));
-            assert_eq!(
-                walks.to_bits(),
-                in_place.to_bits(),
-                "trial {trial}, {m} x {n}, k {k}"
-            );
+            let (walks, in_place) = (walks.to_bits(), in_place.to_bits());
+            assert_eq!(walks, in_place, "trial {trial}, {m} x {n}, k {k}");
         }
     }
 }
@@ -360,40 +353,30 @@ fn selection_matches_the_sorted_differences_bit_for_bit() {
             // Both selections, whichever `kth` picks for this size.
             let pair = d.kth_pair(k + 1, want.len()).unwrap().0;
             for got in [d.kth_in_place(k + 1), d.kth_by_walks(k + 1), pair] {
-                assert_eq!(
-                    got.to_bits(),
-                    w.to_bits(),
-                    "trial {trial} k {k}: {x:?} - {y:?}"
-                );
+                let (got, w) = (got.to_bits(), w.to_bits());
+                assert_eq!(got, w, "trial {trial} k {k}: {x:?} - {y:?}");
             }
         }
         for low in 1..=want.len() {
             for high in [low, (low + want.len()) / 2, want.len()] {
                 let (l, h) = d.kth_pair(low, high).unwrap();
-                assert_eq!(
-                    (l.to_bits(), h.to_bits()),
-                    (want[low - 1].to_bits(), want[high - 1].to_bits()),
-                    "trial {trial} pair {low}, {high}"
-                );
+                let got = (l.to_bits(), h.to_bits());
+                let ends = (want[low - 1].to_bits(), want[high - 1].to_bits());
+                assert_eq!(got, ends, "trial {trial} pair {low}, {high}");
             }
         }
         assert_eq!(d.kth_pair(2, 1), None);
         let bits = |v: f64| v.to_bits();
-        assert_eq!(
-            bits(d.median()),
-            bits(median_sorted(&want)),
-            "trial {trial}"
-        );
+        let median = bits(median_sorted(&want));
+        assert_eq!(bits(d.median()), median, "trial {trial}");
         // The median with each symmetric interval's ends, from one selection.
         for low in 1..=want.len().div_ceil(2) {
             let high = want.len() + 1 - low;
             let (median, pair) = d.median_and_pair(Some((low, high)));
             assert_eq!(bits(median), bits(median_sorted(&want)), "trial {trial}");
-            assert_eq!(
-                pair.map(|(l, h)| (bits(l), bits(h))),
-                Some((bits(want[low - 1]), bits(want[high - 1]))),
-                "trial {trial} pair {low}, {high}"
-            );
+            let ends = Some((bits(want[low - 1]), bits(want[high - 1])));
+            let got = pair.map(|(l, h)| (bits(l), bits(h)));
+            assert_eq!(got, ends, "trial {trial} pair {low}, {high}");
         }
         let (median, pair) = d.median_and_pair(None);
         assert_eq!((bits(median), pair), (bits(median_sorted(&want)), None));
@@ -466,10 +449,8 @@ fn total_order_keys_order_as_total_cmp_and_invert() {
     let values = [f64::NEG_INFINITY, -1e308, -1.5, -5e-324, -0.0, 0.0, 5e-324, f64::MIN_POSITIVE,
         1.5, 1e308, f64::INFINITY];
     for a in values {
-        assert_eq!(
-            from_total_order_key(total_order_key(a)).to_bits(),
-            a.to_bits()
-        );
+        let back = from_total_order_key(total_order_key(a));
+        assert_eq!(back.to_bits(), a.to_bits());
         for b in values {
             assert_eq!(total_order_key(a).cmp(&total_order_key(b)), a.total_cmp(&b));
         }

@@ -95,27 +95,20 @@ fn unresolved_reason(start: f64, end: f64) -> String {
 fn an_unresolved_launch_is_compared_with_the_interval_truthfully() {
     // Shorter than one interval.
     let short = unresolved_reason(15_000.0, 16_500.0);
-    assert_contains!(
-        short,
-        "ran 1500 ns, shorter than the sampling interval of 2000 ns"
-    );
+    let said = "ran 1500 ns, shorter than the sampling interval of 2000 ns";
+    assert_contains!(short, said);
     // Longer than one interval, shorter than two: no window starts and ends inside it,
     // though it is not shorter than the interval.
     let between = unresolved_reason(15_000.0, 17_500.0);
-    assert!(
-        !between.contains("shorter than the sampling interval"),
-        "{between}"
-    );
-    assert_contains!(
-        between,
-        "ran 2500 ns, longer than the sampling interval of 2000 ns but shorter than two (4000 ns)"
-    );
+    let shorter = between.contains("shorter than the sampling interval");
+    assert!(!shorter, "{between}");
+    let said =
+        "ran 2500 ns, longer than the sampling interval of 2000 ns but shorter than two (4000 ns)";
+    assert_contains!(between, said);
     // Two intervals or more, inside a gap in the readings.
     let gap = unresolved_reason(21_000.0, 28_000.0);
-    assert_contains!(
-        gap,
-        "ran 7000 ns, at least two sampling intervals of 2000 ns (the median)"
-    );
+    let said = "ran 7000 ns, at least two sampling intervals of 2000 ns (the median)";
+    assert_contains!(gap, said);
     assert_contains!(gap, "further apart");
 }
 
@@ -169,10 +162,8 @@ fn a_measured_cycle_counter_is_the_denominator() {
     ));
     let result = applied(&readings, Vec::new());
     assert_eq!(result.metric("util.mxu_busy_2").unwrap().values, [62.5]);
-    assert_eq!(
-        result.provenance.details[DENOMINATOR_DETAIL],
-        "measured `cycle_count`"
-    );
+    let denominator = &result.provenance.details[DENOMINATOR_DETAIL];
+    assert_eq!(denominator, "measured `cycle_count`");
     assert_eq!(result.metric("two_mxu_busy").unwrap().values, [62.5]);
 }
 
@@ -185,8 +176,6 @@ fn above_one_hundred_percent_is_flagged_not_reported() {
     );
     assert!(result.metric("util.mxu_busy_0").is_none());
     assert_contains!(result.provenance.notes[0], "exceeds 100 %");
-    assert_eq!(
-        result.metric("counter.mxu_busy_0").unwrap().values,
-        [3000.0]
-    );
+    let counter = result.metric("counter.mxu_busy_0").unwrap();
+    assert_eq!(counter.values, [3000.0]);
 }
