@@ -120,10 +120,8 @@ mod tests {
                 let s = bisect(last, truthful(culprit, &[], Step::Skipped)).unwrap();
                 assert_eq!(s.answer, Answer::Commit(culprit), "last {last}");
                 let probes = s.probes.len();
-                assert!(
-                    probes <= bound,
-                    "last {last}, culprit {culprit}: {probes} probes > {bound}"
-                );
+                let at = (last, culprit);
+                assert!(probes <= bound, "{at:?}: {probes} probes > {bound}");
                 let mut seen: Vec<usize> = s.probes.iter().map(|p| p.position).collect();
                 seen.sort_unstable();
                 seen.dedup();

@@ -295,10 +295,10 @@ mod tests {
         add(&mut merge, "a.json", d2, false, &["x"]).unwrap();
         let mut moved = shard(d3, false, &["y"]);
         moved.environment.git.as_mut().unwrap().commit = "c2".into();
-        assert_eq!(
-            merge.add("b.json".into(), moved).unwrap_err().to_string(),
-            "`b.json` measured commit c2, `a.json` measured c1; merge shards of the same revision"
-        );
+        let err = merge.add("b.json".into(), moved).unwrap_err().to_string();
+        let want =
+            "`b.json` measured commit c2, `a.json` measured c1; merge shards of the same revision";
+        assert_eq!(err, want);
         let merged = merge.finish().unwrap();
         assert_eq!(merged.benchmarks.len(), 1);
         assert_eq!(merged.created, d2);
@@ -307,10 +307,8 @@ mod tests {
         add(&mut merge, "a.json", d2, false, &["x", "y"]).unwrap();
         add(&mut merge, "b.json", d1, true, &["z"]).unwrap();
         let err = add(&mut merge, "c.json", d3, false, &["w", "y"]).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "benchmark `y` appears in both `a.json` and `c.json`; each benchmark must come from one shard"
-        );
+        let want = "benchmark `y` appears in both `a.json` and `c.json`; each benchmark must come from one shard";
+        assert_eq!(err.to_string(), want);
         // A refused file adds nothing: `w` may still come from another.
         add(&mut merge, "c2.json", d3, false, &["w"]).unwrap();
         let mut other = shard(d3, false, &["v"]);
@@ -341,16 +339,12 @@ mod tests {
         // Another valgrind than the second shard's, though the first shard asked none.
         let later = shard("d", &[("valgrind", "valgrind-3.22.0")]);
         let err = merge.add("later.json".into(), later).unwrap_err();
-        assert_contains!(
-            err.to_string(),
-            "tools.valgrind: `valgrind-3.19.0` vs `valgrind-3.22.0`"
-        );
+        let said = "tools.valgrind: `valgrind-3.19.0` vs `valgrind-3.22.0`";
+        assert_contains!(err.to_string(), said);
         let merged = merge.finish().unwrap();
         let tools = &merged.environment.tools;
-        assert_eq!(
-            tools.get("valgrind").map(String::as_str),
-            Some("valgrind-3.19.0")
-        );
+        let valgrind = tools.get("valgrind").map(String::as_str);
+        assert_eq!(valgrind, Some("valgrind-3.19.0"));
         assert_eq!(merged.environment.tools.len(), 2);
     }
 }

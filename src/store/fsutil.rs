@@ -541,11 +541,8 @@ mod tests {
         let fifo = dir.join("fifo");
         let c = CString::new(fifo.as_os_str().as_bytes()).unwrap();
         // SAFETY: as above.
-        assert_eq!(
-            unsafe { libc::mkfifo(c.as_ptr(), 0o666) },
-            0,
-            "mkfifo failed"
-        );
+        let made = unsafe { libc::mkfifo(c.as_ptr(), 0o666) };
+        assert_eq!(made, 0, "mkfifo failed");
         (fifo, "FIFO")
     }
 
@@ -656,10 +653,9 @@ mod tests {
                     named.display()
                 );
                 let (l, t, r) = (link.display(), target.display(), repo.display());
-                assert_contains!(
-                    text,
-                    format!("`{l}` is a symbolic link to `{t}`, outside the repository `{r}`")
-                );
+                let said =
+                    format!("`{l}` is a symbolic link to `{t}`, outside the repository `{r}`");
+                assert_contains!(text, said);
             }
         }
         assert_eq!(read(&victim).unwrap(), b"precious");
