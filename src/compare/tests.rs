@@ -561,11 +561,8 @@ fn a_regression_interval_never_includes_no_change() {
             let level = format!("{} % CI", percent_level(m.ci_level.unwrap()));
             assert_contains!(m.reason, &level);
             let logs = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<_>>();
-            let (bv, hv) = (
-                &base.benchmark(&b.name).unwrap().metrics[0].values,
-                &head.benchmark(&b.name).unwrap().metrics[0].values,
-            );
-            let old = stats::hodges_lehmann(&logs(hv), &logs(bv), 0.99).unwrap();
+            let values = |r: &RunResults| logs(&r.benchmark(&b.name).unwrap().metrics[0].values);
+            let old = stats::hodges_lehmann(&values(&head), &values(&base), 0.99).unwrap();
             if old.low <= 0.0 {
                 old_interval_contradicted += 1;
             }
@@ -581,10 +578,8 @@ fn a_small_real_change_inside_a_wide_threshold_is_within_threshold() {
     // The bundled suite's case: +5 % against a 50 % threshold is a real change, reported
     // as such, and the benchmark is not counted as unchanged.
     let head: Vec<f64> = BASE.iter().map(|v| v * 1.05).collect();
-    let r = files(
-        &run(vec![bench("reduce", samples(&BASE, 0.5))]),
-        &run(vec![bench("reduce", samples(&head, 0.5))]),
-    );
+    let reduce = |values: &[f64]| run(vec![bench("reduce", samples(values, 0.5))]);
+    let r = files(&reduce(&BASE), &reduce(&head));
     let b = &r.benchmarks[0];
     assert_eq!(b.verdict, Verdict::WithinThreshold, "{}", b.explanation);
     assert_contains!(b.explanation, "a real change, within the 50.0 % threshold");
@@ -697,12 +692,8 @@ fn across_environments_only_deterministic_counts_gate() {
         noisy_metrics: NoisyMetrics::Always,
         ..ComparePolicy::default()
     };
-    let r = compare(
-        &base,
-        &side("EPYC", &slow, &counts),
-        &always,
-        Design::StoredBaseline,
-    );
+    let epyc = side("EPYC", &slow, &counts);
+    let r = compare(&base, &epyc, &always, Design::StoredBaseline);
     assert_eq!(r.verdict, RunVerdict::Regressed);
     // `same-job`: on the same machine a stored baseline does not gate timers either, but
     // an interleaved run does.

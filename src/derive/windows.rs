@@ -408,31 +408,22 @@ mod tests {
         late.sampling = Some(Sampling::Cumulative);
         let r = Readings::gather(&[&late]);
         assert!(matches!(r.t_ns, Cow::Owned(_)));
-        let late_pairs = [
-            (1.0, 7.0, Some(16)),
-            (5.0, 9.0, Some(16)),
-            (5.0, 8.0, Some(16)),
-        ];
+        #[rustfmt::skip]
+        let late_pairs = [(1.0, 7.0, Some(16)), (5.0, 9.0, Some(16)), (5.0, 8.0, Some(16))];
         assert_eq!(r.pairs(), late_pairs);
         assert!(r.from_xprof);
         // Two series of one counter and different widths: each reading keeps its own.
         let r = Readings::gather(&[&sorted, &late]);
-        let sorted_pairs = [
-            (0.0, 1.0, Some(32)),
-            (1.0, 2.0, Some(32)),
-            (1.0, 3.0, Some(32)),
-        ];
+        #[rustfmt::skip]
+        let sorted_pairs = [(0.0, 1.0, Some(32)), (1.0, 2.0, Some(32)), (1.0, 3.0, Some(32))];
         assert_eq!(r.pairs(), [sorted_pairs, late_pairs].concat());
         assert_eq!(r.unit, "cycles");
     }
 
     #[test]
     fn registers_under_one_key_are_summed_at_the_times_all_were_read() {
-        let ps0 = series(
-            "RD_RESP_PS0",
-            Some(16),
-            &[(0.0, 1.0), (1000.0, 10.0), (2000.0, 30.0)],
-        );
+        let three = [(0.0, 1.0), (1000.0, 10.0), (2000.0, 30.0)];
+        let ps0 = series("RD_RESP_PS0", Some(16), &three);
         let ps1 = series("RD_RESP_PS1", Some(16), &[(0.0, 2.0), (1000.0, 20.0)]);
         // At 2 µs only one channel was read: a partial sum is left out.
         let summed = [(0.0, 3.0, None), (1000.0, 30.0, None)];

@@ -866,12 +866,8 @@ mod tests {
         }
         // The same name in another unit, or sampled otherwise, is another series.
         index.push_counter(&mut r, 1, &line("a", 4.0, "bytes"), None);
-        index.push_counter(
-            &mut r,
-            1,
-            &line("a", 5.0, "cycles"),
-            Some(Sampling::Interval),
-        );
+        let interval = Some(Sampling::Interval);
+        index.push_counter(&mut r, 1, &line("a", 5.0, "cycles"), interval);
         index.push_counter(&mut r, 1, &line("a", 6.0, "cycles"), None);
         let got: Vec<(&str, u32, &str, usize)> = r
             .counters
@@ -902,14 +898,9 @@ mod tests {
             .iter()
             .map(|k| (k.kernel.as_str(), k.repetition, k.start_ns.clone()))
             .collect();
-        assert_eq!(
-            got,
-            [
-                ("x", 0, vec![0.0, 2.0]),
-                ("y", 0, vec![1.0]),
-                ("x", 1, vec![3.0])
-            ]
-        );
+        #[rustfmt::skip]
+        let want = [("x", 0, vec![0.0, 2.0]), ("y", 0, vec![1.0]), ("x", 1, vec![3.0])];
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -395,15 +395,11 @@ mod tests {
         assert!(p.builds.is_empty());
         assert_eq!(p.benchmarks[0].repetitions.min, 2);
 
-        let only = vec!["zz".into()];
-        let err = Plan::new(
-            &c,
-            &Overrides {
-                only,
-                ..Overrides::default()
-            },
-        )
-        .unwrap_err();
+        let only = Overrides {
+            only: vec!["zz".into()],
+            ..Overrides::default()
+        };
+        let err = Plan::new(&c, &only).unwrap_err();
         let unknown = "no benchmark named `zz`; the configuration declares: a, b, c";
         assert_eq!(err.to_string(), unknown);
     }
@@ -416,14 +412,11 @@ mod tests {
         let c = parse(
             "defaults: {repetitions: 10}\nbenchmarks:\n  - name: c\n    command: ./c\n    captures: [callgrind]\n  - name: g\n    command: ./g\n    captures: [cachegrind]\n    repetitions: 5\n  - name: t\n    command: ./t\n",
         );
-        let forty = Some(40);
-        for overrides in [
-            Overrides::default(),
-            Overrides {
-                repetitions: forty,
-                ..Overrides::default()
-            },
-        ] {
+        let forty = Overrides {
+            repetitions: Some(40),
+            ..Overrides::default()
+        };
+        for overrides in [Overrides::default(), forty] {
             let p = Plan::new(&c, &overrides).unwrap();
             let once = Repetitions::number(1);
             assert_eq!(p.benchmarks[0].repetitions, once);

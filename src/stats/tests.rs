@@ -316,15 +316,8 @@ fn sampled_pivots_select_the_same_bits_on_large_samples() {
         };
         let d = PairwiseDifferences::new(&x, &y).unwrap();
         let len = d.len();
-        let ends = [
-            1,
-            2,
-            len / 40 + 1,
-            len / 2,
-            len / 2 + 1,
-            len - len / 40,
-            len,
-        ];
+        #[rustfmt::skip]
+        let ends = [1, 2, len / 40 + 1, len / 2, len / 2 + 1, len - len / 40, len];
         let random = (0..8)
             .map(|_| 1 + (rng.next_u64() as usize % len))
             .collect::<Vec<_>>();
@@ -381,10 +374,8 @@ fn selection_matches_the_sorted_differences_bit_for_bit() {
         let (median, pair) = d.median_and_pair(None);
         assert_eq!((bits(median), pair), (bits(median_sorted(&want)), None));
         for conf in [0.5, 0.8, 0.9, 0.95, 0.98, 0.99] {
-            let (got, brute) = (
-                hodges_lehmann(&x, &y, conf),
-                hodges_lehmann_brute(&x, &y, conf),
-            );
+            let got = hodges_lehmann(&x, &y, conf);
+            let brute = hodges_lehmann_brute(&x, &y, conf);
             let bits = |e: Option<ShiftEstimate>| {
                 e.map(|e| {
                     let b = [e.shift, e.low, e.high, e.achieved_confidence].map(f64::to_bits);

@@ -129,14 +129,10 @@ fn series<'c>(
 
 #[test]
 fn beats_give_bandwidth_and_memory_utilization() {
-    let mut readings = series("hbm_rd_beats", &[0.0, 40_000.0, 80_000.0], "", Some(32));
-    readings.extend(series(
-        "hbm_wr_beats",
-        &[0.0, 10_000.0, 20_000.0],
-        "",
-        Some(32),
-    ));
-    readings.extend(series("cycles", &[0.0, 1900.0, 3800.0], "", Some(32)));
+    let beats = |counter: &'static str, values: &[f64]| series(counter, values, "", Some(32));
+    let mut readings = beats("hbm_rd_beats", &[0.0, 40_000.0, 80_000.0]);
+    readings.extend(beats("hbm_wr_beats", &[0.0, 10_000.0, 20_000.0]));
+    readings.extend(beats("cycles", &[0.0, 1900.0, 3800.0]));
     let result = applied(&readings, Vec::new());
     // 80 000 read beats × 32 B in 2 µs = 1.28e12 B/s; with the writes, 3.2 MB in 2 µs
     // against 3433 GiB/s is 43.4 %.
@@ -153,13 +149,9 @@ fn beats_give_bandwidth_and_memory_utilization() {
 fn a_measured_cycle_counter_is_the_denominator() {
     // 950 busy of 1520 measured cycles per microsecond (a throttled clock): 62.5 %, not
     // the 50 % that 1 µs × 1.9 GHz would give.
-    let mut readings = series("mxu_busy_2", &[0.0, 950.0, 1900.0], "cycles", None);
-    readings.extend(series(
-        "cycle_count",
-        &[0.0, 1520.0, 3040.0],
-        "cycles",
-        None,
-    ));
+    let cycles = |counter: &'static str, values: &[f64]| series(counter, values, "cycles", None);
+    let mut readings = cycles("mxu_busy_2", &[0.0, 950.0, 1900.0]);
+    readings.extend(cycles("cycle_count", &[0.0, 1520.0, 3040.0]));
     let result = applied(&readings, Vec::new());
     assert_eq!(result.metric("util.mxu_busy_2").unwrap().values, [62.5]);
     let denominator = &result.provenance.details[DENOMINATOR_DETAIL];
@@ -170,10 +162,8 @@ fn a_measured_cycle_counter_is_the_denominator() {
 #[test]
 fn above_one_hundred_percent_is_flagged_not_reported() {
     // 3000 busy cycles in 1 µs at 1.9 GHz: 158 %.
-    let result = applied(
-        &[reading(0.0, 0.0, None), reading(1000.0, 3000.0, None)],
-        Vec::new(),
-    );
+    let readings = [reading(0.0, 0.0, None), reading(1000.0, 3000.0, None)];
+    let result = applied(&readings, Vec::new());
     assert!(result.metric("util.mxu_busy_0").is_none());
     assert_contains!(result.provenance.notes[0], "exceeds 100 %");
     let counter = result.metric("counter.mxu_busy_0").unwrap();

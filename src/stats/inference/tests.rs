@@ -155,12 +155,9 @@ fn look_plans_step_until_max() {
     };
     assert_eq!(long.schedule(), Some(schedule));
     // Recorded plans without a schedule split alpha equally (Bonferroni).
-    close(
-        LookPlan::bonferroni(3).alpha_per_look(0.01),
-        0.01 / 3.0,
-        1e-15,
-    );
-    close(LookPlan::bonferroni(3).sequential_p(0.001), 0.003, 1e-15);
+    let three = LookPlan::bonferroni(3);
+    close(three.alpha_per_look(0.01), 0.01 / 3.0, 1e-15);
+    close(three.sequential_p(0.001), 0.003, 1e-15);
 }
 
 #[test]
@@ -174,11 +171,8 @@ fn constant_boundary_reproduces_pocock_constants() {
         close(p, 0.025, 4e-3);
     }
     // One look is the normal tail.
-    close(
-        boundary_crossing(&[10.0], 2.0),
-        Normal::standard().sf(2.0),
-        1e-12,
-    );
+    let tail = Normal::standard().sf(2.0);
+    close(boundary_crossing(&[10.0], 2.0), tail, 1e-12);
     // Looks every 2 repetitions from 10 to 40: the nominal level is between the single
     // look's alpha and Bonferroni's alpha / 16, and it inverts the sequential p.
     let plan = LookPlan::new(10, 40, 2);
