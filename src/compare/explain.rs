@@ -626,13 +626,10 @@ mod tests {
     #[test]
     fn the_shipped_rules_parse_and_cover_the_five_causes() {
         let rules = parse_rules(RULES).unwrap();
-        let causes = [
-            "memory stall",
-            "compute-bound drop",
-            "occupancy",
-            "cache misses",
-        ];
-        for cause in causes.into_iter().chain(["clock throttling"]) {
+        #[rustfmt::skip]
+        let causes = ["memory stall", "compute-bound drop", "occupancy", "cache misses",
+            "clock throttling"];
+        for cause in causes {
             assert!(rules.rules.iter().any(|r| r.cause == cause), "{cause}");
         }
     }
@@ -754,13 +751,10 @@ mod tests {
     #[test]
     fn every_rule_weighs_its_counts_against_the_work() {
         let rules = parse_rules(RULES).unwrap();
+        #[rustfmt::skip]
         let cases = [
             ("counter.sync_wait", 0.10, "memory stall"),
-            (
-                "smsp__pcsamp_warps_issue_stalled_memory",
-                0.10,
-                "memory stall",
-            ),
+            ("smsp__pcsamp_warps_issue_stalled_memory", 0.10, "memory stall"),
             ("tensor_pipe_cycles", -0.10, "compute-bound drop"),
             ("D1mr", 0.10, "cache misses"),
             ("counter.clocks_skipped", 0.10, "clock throttling"),
