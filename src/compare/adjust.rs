@@ -37,9 +37,8 @@ pub fn mark_removed(report: &mut Report, removed: &[String]) {
 pub fn mark_skipped(report: &mut Report, skipped: &[String], base: Option<&RunResults>, why: &str) {
     let skipped_names: std::collections::HashSet<&str> =
         skipped.iter().map(String::as_str).collect();
-    report
-        .benchmarks
-        .retain(|b| !skipped_names.contains(b.name.as_str()));
+    let benchmarks = &mut report.benchmarks;
+    benchmarks.retain(|b| !skipped_names.contains(b.name.as_str()));
     let base_index = base.map(RunResults::by_name).unwrap_or_default();
     for name in skipped {
         let metrics = base_index
@@ -125,12 +124,12 @@ fn rows_verdict(b: &BenchmarkComparison) -> Option<Verdict> {
 pub fn reconcile(report: &mut Report) -> Reconciled {
     let mut found = Reconciled::default();
     let mut changed = Vec::new();
+    let mut waived_benchmarks = 0;
     for b in &mut report.benchmarks {
-        found.waived_regressions += b
-            .metrics
-            .iter()
-            .filter(|m| m.gates && m.waived && m.verdict == Verdict::Regressed)
-            .count();
+        let waived = |m: &&MetricComparison| m.gates && m.waived && m.verdict == Verdict::Regressed;
+        let waived = b.metrics.iter().filter(waived).count();
+        found.waived_regressions += waived;
+        waived_benchmarks += usize::from(waived > 0);
         // A wrong answer is not in the rows (they say how fast it was): the verdict can only
         // make the run worse than they do, so it is kept without a word.
         if b.verdict == Verdict::Incorrect {
@@ -142,20 +141,14 @@ pub fn reconcile(report: &mut Report) -> Reconciled {
         if rows == b.verdict {
             continue;
         }
+        let (name, was, says) = (&b.name, b.verdict.as_str(), rows.as_str());
         if severity(b.verdict) > severity(rows) {
             changed.push(format!(
-                "`{}` is marked {} though its gating metrics say {}; kept as {}",
-                b.name,
-                b.verdict.as_str(),
-                rows.as_str(),
-                b.verdict.as_str()
+                "`{name}` is marked {was} though its gating metrics say {says}; kept as {was}"
             ));
         } else {
             changed.push(format!(
-                "`{}` is marked {} but its gating metrics say {}",
-                b.name,
-                b.verdict.as_str(),
-                rows.as_str()
+                "`{name}` is marked {was} but its gating metrics say {says}"
             ));
             b.verdict = rows;
         }
@@ -175,15 +168,7 @@ pub fn reconcile(report: &mut Report) -> Reconciled {
     let claimed_summary = report.summary.clone();
     let claimed_verdict = report.verdict;
     let mut summary = compare::count(&report.benchmarks);
-    summary.waived = report
-        .benchmarks
-        .iter()
-        .filter(|b| {
-            b.metrics
-                .iter()
-                .any(|m| m.gates && m.waived && m.verdict == Verdict::Regressed)
-        })
-        .count();
+    summary.waived = waived_benchmarks;
     if summary != claimed_summary && changed.is_empty() {
         found.warnings.push(
             "the report's counts do not match its benchmarks; they are recounted from the benchmarks".into(),
