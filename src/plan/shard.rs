@@ -27,10 +27,8 @@ impl FromStr for Shard {
     fn from_str(s: &str) -> Result<Shard, String> {
         let bad = || format!("`{s}` is not a shard; write i/n with 1 ≤ i ≤ n, such as 2/4");
         let (i, n) = s.split_once('/').ok_or_else(bad)?;
-        let (index, count): (usize, usize) = (
-            i.trim().parse().map_err(|_| bad())?,
-            n.trim().parse().map_err(|_| bad())?,
-        );
+        let number = |text: &str| text.trim().parse::<usize>().map_err(|_| bad());
+        let (index, count) = (number(i)?, number(n)?);
         if index == 0 || count == 0 || index > count {
             return Err(bad());
         }
@@ -63,15 +61,10 @@ pub fn assign(
     } else {
         known.iter().sum::<f64>() / known.len() as f64
     };
+    let duration = |n: &String| durations.get(n).copied().unwrap_or(fallback);
     let mut order: Vec<(f64, u64, &String)> = names
         .iter()
-        .map(|n| {
-            (
-                durations.get(n).copied().unwrap_or(fallback),
-                name_hash(n),
-                n,
-            )
-        })
+        .map(|n| (duration(n), name_hash(n), n))
         .collect();
     order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(b.2)));
     let mut load = vec![0.0_f64; count.max(1)];
