@@ -87,10 +87,7 @@ impl Power<'_> {
             }
             Power::Summaries { welch, scale, .. } => {
                 let w = welch.half_width(confidence);
-                Some([
-                    (welch.difference - w) / scale,
-                    (welch.difference + w) / scale,
-                ])
+                Some([welch.difference - w, welch.difference + w].map(|end| end / scale))
             }
         }
     }
@@ -258,10 +255,7 @@ impl SamplePair<'_> {
             }
             Some(_) => stats::hodges_lehmann_interval(self.head, self.base, confidence)?,
         };
-        Some([
-            relative_change(low, self.scale),
-            relative_change(high, self.scale),
-        ])
+        Some([low, high].map(|end| relative_change(end, self.scale)))
     }
 }
 
@@ -329,10 +323,8 @@ pub(super) struct Regime<'a> {
 
 pub(super) fn baseline_regime(log_jobs: &[f64], baseline_median: f64) -> Regime<'_> {
     let jobs = log_jobs;
-    let points = crate::stats::changepoint::e_divisive(
-        jobs,
-        &crate::stats::changepoint::Settings::default(),
-    );
+    use crate::stats::changepoint::{Settings, e_divisive};
+    let points = e_divisive(jobs, &Settings::default());
     let mut bounds: Vec<usize> = std::iter::once(0)
         .chain(points.iter().map(|p| p.index))
         .chain(std::iter::once(jobs.len()))
@@ -365,17 +357,14 @@ pub(super) fn baseline_regime(log_jobs: &[f64], baseline_median: f64) -> Regime<
 impl Regime<'_> {
     /// Where the stretch lies in the series, for a reason: empty when the series is whole.
     fn described(&self) -> String {
+        let (first, last, of) = (self.first, self.last, self.of);
         if !self.cut {
             String::new()
-        } else if self.last == self.of {
-            format!(
-                "since the change point at job {} of {}",
-                self.first, self.of
-            )
+        } else if last == of {
+            format!("since the change point at job {first} of {of}")
         } else {
             format!(
-                "at the baseline's level (jobs {}–{} of {}; the series changes level after job {})",
-                self.first, self.last, self.of, self.last
+                "at the baseline's level (jobs {first}–{last} of {of}; the series changes level after job {last})"
             )
         }
     }
@@ -526,20 +515,15 @@ impl Family {
         let looks = &ctx.looks;
         let sequential =
             |p: Vec<f64>| -> Vec<f64> { p.into_iter().map(|p| looks.sequential_p(p)).collect() };
-        let alpha = ctx.policy.alpha;
-        let regression = inference::adjust(&sequential(regression), ctx.policy.correction);
-        let improvement = inference::adjust(&sequential(improvement), ctx.policy.correction);
+        let (alpha, correction) = (ctx.policy.alpha, ctx.policy.correction);
+        let regression = inference::adjust(&sequential(regression), correction);
+        let improvement = inference::adjust(&sequential(improvement), correction);
+        let level = |adjusted: &[f64]| {
+            looks.nominal_level(inference::decision_level(adjusted, alpha, correction))
+        };
         let levels = Levels {
-            regression: looks.nominal_level(inference::decision_level(
-                &regression,
-                alpha,
-                ctx.policy.correction,
-            )),
-            improvement: looks.nominal_level(inference::decision_level(
-                &improvement,
-                alpha,
-                ctx.policy.correction,
-            )),
+            regression: level(&regression),
+            improvement: level(&improvement),
         };
         Family {
             regression,
@@ -619,11 +603,8 @@ pub(super) fn decide(
     // level the applied procedure could test this metric at: BH rejects at up to alpha·k/m,
     // so alpha when every member is rejected; Holm's step-down starts at alpha / m and stops
     // at its first acceptance.
-    let reachable = ctx.looks.nominal_level(inference::largest_level(
-        alpha,
-        family,
-        ctx.policy.correction,
-    ));
+    let largest = inference::largest_level(alpha, family, ctx.policy.correction);
+    let reachable = ctx.looks.nominal_level(largest);
     let floor = power.sizes().map(|(nb, nh)| inference::mwu_floor(nb, nh));
     let floor_blocks = floor.filter(|floor| *floor > reachable);
     // The MDE is that of a lone regression, at `single`: none where even it is out of reach.
@@ -669,10 +650,9 @@ pub(super) fn decide(
             basis
         ),
         None => format!(
-            "{} (p = {}, {})",
+            "{} (p = {}, {basis})",
             format_change(change),
-            format_p(p_two),
-            basis
+            format_p(p_two)
         ),
     };
     let thr = format_change(threshold).trim_start_matches('+').to_string();
