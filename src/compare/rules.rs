@@ -663,18 +663,13 @@ pub(super) fn decide(
     // claimed).
     let significant_reg = p_reg_adj <= alpha && ci.is_some_and(|c| beyond_zero(c, up_is_bad));
     let significant_imp = p_imp_adj <= alpha && ci.is_some_and(|c| beyond_zero(c, !up_is_bad));
+    let significant_this_way = (bad && significant_reg) || (!bad && significant_imp);
     let equivalence_ci = out.equivalence_ci;
     let inside = |m: f64| equivalence_ci.is_some_and(|[lo, hi]| lo > -m && hi < m);
     // Non-inferiority: the equivalence interval's bound on the bad side (its one-sided bound at
     // the same level) is below the threshold, so no regression as large as it.
     let bad_bound = equivalence_ci.map(|[lo, hi]| if up_is_bad { hi } else { lo });
-    let non_inferior = bad_bound.is_some_and(|b| {
-        if up_is_bad {
-            b < threshold
-        } else {
-            b > -threshold
-        }
-    });
+    let non_inferior = bad_bound.is_some_and(|b| (if up_is_bad { b } else { -b }) < threshold);
     let (verdict, reason) = if let Some(floor) = floor_blocks {
         (
             Verdict::Inconclusive,
@@ -685,22 +680,13 @@ pub(super) fn decide(
                 format_p(reachable)
             ),
         )
-    } else if significant_reg && bad && material {
-        (
-            Verdict::Regressed,
-            format!(
-                "{described}: beyond the {thr} threshold (adjusted one-sided p = {})",
-                format_p(p_reg_adj)
-            ),
-        )
-    } else if significant_imp && !bad && material {
-        (
-            Verdict::Improved,
-            format!(
-                "{described}: beyond the {thr} threshold (adjusted one-sided p = {})",
-                format_p(p_imp_adj)
-            ),
-        )
+    } else if material && significant_this_way {
+        let (verdict, p) = match bad {
+            true => (Verdict::Regressed, format_p(p_reg_adj)),
+            false => (Verdict::Improved, format_p(p_imp_adj)),
+        };
+        let why = format!("{described}: beyond the {thr} threshold (adjusted one-sided p = {p})");
+        (verdict, why)
     } else if inside(margin) {
         (
             Verdict::Unchanged,
