@@ -252,13 +252,7 @@ fn envelope(timeline: &[[f64; 2]], buckets: usize) -> Vec<[f64; 2]> {
 fn sides<'r>(
     base: Option<&'r RunResults>,
     head: &'r RunResults,
-) -> impl Iterator<
-    Item = (
-        &'r str,
-        Option<&'r BenchmarkResult>,
-        Option<&'r BenchmarkResult>,
-    ),
-> {
+) -> impl Iterator<Item = Sides<'r>> {
     let base_index = base.map(RunResults::by_name).unwrap_or_default();
     let head_index = head.by_name();
     let in_head = head.benchmarks.iter().map(move |h| {
@@ -272,6 +266,13 @@ fn sides<'r>(
         .map(|b| (b.name.as_str(), Some(b), None));
     in_head.chain(only_in_base)
 }
+
+/// A benchmark's name with its baseline and candidate results.
+type Sides<'r> = (
+    &'r str,
+    Option<&'r BenchmarkResult>,
+    Option<&'r BenchmarkResult>,
+);
 
 /// The readings a benchmark's kernel windows are read against on another benchmark of its
 /// run (a trace import's `counters` benchmark), for its counter charts.
@@ -384,12 +385,8 @@ impl BenchmarkEvidence {
             let mut by_counter: BTreeMap<&str, BTreeMap<u32, Vec<&CounterSeries>>> =
                 BTreeMap::new();
             let from_others = &from_others[usize::from(is_head)];
-            for c in r
-                .counters
-                .iter()
-                .chain(from_others)
-                .filter(|c| !c.is_empty())
-            {
+            let series = r.counters.iter().chain(from_others);
+            for c in series.filter(|c| !c.is_empty()) {
                 by_counter
                     .entry(c.counter.as_str())
                     .or_default()
