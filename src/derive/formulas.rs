@@ -122,22 +122,10 @@ pub(super) fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &
                 if source == Source::Estimate { " (from estimates)" } else { "" }
             ));
         }
-        out.push(
-            "roofline.intensity",
-            "FLOP/B",
-            source,
-            Direction::Higher,
-            rep,
-            intensity,
-        );
-        out.push(
-            "roofline.attainable",
-            "FLOP/s",
-            source,
-            Direction::Higher,
-            rep,
-            attainable,
-        );
+        // Every roofline figure is better higher.
+        let up = Direction::Higher;
+        out.push("roofline.intensity", "FLOP/B", source, up, rep, intensity);
+        out.push("roofline.attainable", "FLOP/s", source, up, rep, attainable);
         if let Some(t) = time
             .zip(time_at.as_ref())
             .and_then(|(t, at)| Some((*at.get(&rep)?, t)))
@@ -145,14 +133,8 @@ pub(super) fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &
             && t.1.unit == "ns"
         {
             let achieved = f / (t.0 * 1e-9);
-            out.push(
-                "roofline.efficiency",
-                "%",
-                source.max(t.1.source),
-                Direction::Higher,
-                rep,
-                100.0 * achieved / attainable,
-            );
+            let (source, efficiency) = (source.max(t.1.source), 100.0 * achieved / attainable);
+            out.push("roofline.efficiency", "%", source, up, rep, efficiency);
         }
     }
 }
