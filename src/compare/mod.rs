@@ -29,6 +29,7 @@ use rules::{
     rank_evidence, repetitions_needed,
 };
 
+use crate::machine::envkey::key_differences;
 use crate::model::metric::{NoisyMetrics, Source};
 use crate::model::report::{
     BenchmarkComparison, Cost, Counts, Design, Method, MetricComparison, Model, PARAMETERS_DIFFER,
@@ -465,10 +466,7 @@ impl Context<'_> {
                 JobMedians::new()
             },
             design,
-            environment_differences: crate::machine::envkey::key_differences(
-                &base.environment,
-                &head.environment,
-            ),
+            environment_differences: key_differences(&base.environment, &head.environment),
         }
     }
 }

@@ -199,10 +199,8 @@ impl RelativeShift {
         let side = |logs: &[f64], values: &[f64]| {
             inference::log_noise_of_sorted_logs(logs).or_else(|| inference::log_noise(values))
         };
-        Some(inference::pooled_noise(
-            side(base_logs, base)?,
-            side(head_logs, head)?,
-        ))
+        let (base, head) = (side(base_logs, base)?, side(head_logs, head)?);
+        Some(inference::pooled_noise(base, head))
     }
 
     fn relative(&self, shift: f64) -> f64 {
@@ -274,12 +272,9 @@ pub(super) fn rank_evidence<'a>(
     let (base, head) = (sides.base, sides.head);
     let ps = directional(sides.head_sorted, sides.base_sorted, direction);
     // The estimate depends on the samples, not their order: the sorted ones save its sorts.
-    let shift = RelativeShift::with_interval(
-        sides.base_sorted,
-        sides.head_sorted,
-        1.0 - 2.0 * ctx.alpha_look,
-    )
-    .filter(|(s, _)| s.attainable(1.0 - ctx.alpha_look));
+    let (base_sorted, head_sorted) = (sides.base_sorted, sides.head_sorted);
+    let shift = RelativeShift::with_interval(base_sorted, head_sorted, 1.0 - 2.0 * ctx.alpha_look)
+        .filter(|(s, _)| s.attainable(1.0 - ctx.alpha_look));
     let (Some((p_reg, p_imp, p_two)), Some((shift, equivalence_ci))) = (ps, shift) else {
         let reason = format!(
             "no test possible on these samples ({} baseline, {} candidate): the rank test or the Hodges–Lehmann estimate is undefined for them",

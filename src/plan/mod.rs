@@ -253,13 +253,9 @@ fn resolve_benchmark(
         .as_ref()
         .and_then(|d| crate::config::device::resolve(d, &config.profiles).ok());
     let counters = b.counters.clone().unwrap_or_default();
-    let counter_passes = crate::config::device::plan_passes(
-        &counters.request,
-        device
-            .as_ref()
-            .and_then(|d| d.counters_per_pass.as_ref())
-            .map(|c| c.value as u32),
-    );
+    let per_pass = device.as_ref().and_then(|d| d.counters_per_pass.as_ref());
+    let per_pass = per_pass.map(|c| c.value as u32);
+    let counter_passes = crate::config::device::plan_passes(&counters.request, per_pass);
     let sampling = device
         .as_ref()
         .map(|d| crate::config::tpu_sampling::options(d, &counters, &counter_passes))
