@@ -438,16 +438,15 @@ impl History {
         if base != good {
             return Err(BisectError::NotAncestor { good, bad });
         }
-        let listing = gitref::git_text(
-            &top,
-            &[
-                "log",
-                "--first-parent",
-                "--reverse",
-                "--format=%H%x09%s",
-                &format!("{good}..{bad}"),
-            ],
-        )?;
+        let range = format!("{good}..{bad}");
+        let log = [
+            "log",
+            "--first-parent",
+            "--reverse",
+            "--format=%H%x09%s",
+            &range,
+        ];
+        let listing = gitref::git_text(&top, &log)?;
         let subject = gitref::git_text(&top, &["show", "-s", "--format=%s", &good])?;
         let mut commits = vec![(good.clone(), subject)];
         for line in listing.lines() {
@@ -603,10 +602,9 @@ impl Lab<'_, '_> {
                     skipped.insert(b.name.clone(), why.to_string());
                 }
             }
-            report = Some((
-                crate::compare::compare(&base, &head, self.request.policy, Design::Interleaved),
-                head,
-            ));
+            let compared =
+                crate::compare::compare(&base, &head, self.request.policy, Design::Interleaved);
+            report = Some((compared, head));
         }
         let seconds = started.elapsed().as_secs_f64();
         Ok(names
