@@ -683,10 +683,8 @@ pub(super) fn decide(
         let why = format!("{described}: beyond the {thr} threshold (adjusted one-sided p = {p})");
         (verdict, why)
     } else if inside(margin) {
-        (
-            Verdict::Unchanged,
-            format!("{described}: the equivalence interval lies within ±{mar}"),
-        )
+        let why = format!("{described}: the equivalence interval lies within ±{mar}");
+        (Verdict::Unchanged, why)
     } else if non_inferior {
         let kind = if significant_reg || significant_imp {
             "a real change"
@@ -694,27 +692,21 @@ pub(super) fn decide(
             "no significant change"
         };
         let bound = format_change(bad_bound.unwrap_or(0.0));
-        (
-            Verdict::WithinThreshold,
-            format!(
-                "{described}: {kind}, within the {thr} threshold (no regression that large: the one-sided {} % bound is {bound}; \"unchanged\" needs the equivalence interval within ±{mar})",
-                percent_level(1.0 - ctx.alpha_look)
-            ),
-        )
+        let level = percent_level(1.0 - ctx.alpha_look);
+        let why = format!(
+            "{described}: {kind}, within the {thr} threshold (no regression that large: the one-sided {level} % bound is {bound}; \"unchanged\" needs the equivalence interval within ±{mar})"
+        );
+        (Verdict::WithinThreshold, why)
     } else if significant_reg || significant_imp {
-        (
-            Verdict::Inconclusive,
-            format!(
-                "{described}: a change is likely, but the interval reaches the {thr} threshold; more repetitions would decide"
-            ),
-        )
+        let why = format!(
+            "{described}: a change is likely, but the interval reaches the {thr} threshold; more repetitions would decide"
+        );
+        (Verdict::Inconclusive, why)
     } else {
-        (
-            Verdict::Inconclusive,
-            format!(
-                "{described}: not enough evidence either way; the interval reaches the {thr} threshold"
-            ),
-        )
+        let why = format!(
+            "{described}: not enough evidence either way; the interval reaches the {thr} threshold"
+        );
+        (Verdict::Inconclusive, why)
     };
     out.verdict = verdict;
     out.reason.push_str(&reason);
