@@ -578,15 +578,9 @@ impl RunResults {
         if measured {
             return Ok(());
         }
-        let failures: Vec<String> = self
-            .benchmarks
-            .iter()
-            .filter_map(|b| {
-                b.failure
-                    .as_ref()
-                    .map(|f| format!("`{}`: {}", b.name, f.message))
-            })
-            .collect();
+        let failure =
+            |b: &BenchmarkResult| Some(format!("`{}`: {}", b.name, b.failure.as_ref()?.message));
+        let failures: Vec<String> = self.benchmarks.iter().filter_map(failure).collect();
         let counters = self.counter_names();
         Err(if failures.is_empty() && !counters.is_empty() {
             // Named by benchmark: `counters`: `a`, `b`; `counters#2`: `c`, … (the first few).
@@ -646,11 +640,9 @@ impl RunResults {
         for b in &self.benchmarks {
             for m in &b.metrics {
                 if let Some((i, v)) = m.values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                    let (name, metric, at) = (&b.name, &m.name, i + 1);
                     return Some(format!(
-                        "benchmark `{}`, metric `{}`, value {} ({v})",
-                        b.name,
-                        m.name,
-                        i + 1
+                        "benchmark `{name}`, metric `{metric}`, value {at} ({v})"
                     ));
                 }
             }
@@ -663,10 +655,8 @@ impl RunResults {
                 }
             }
             for k in &b.kernel_windows {
-                if let Some((start, end)) = k
-                    .windows()
-                    .find(|(start, end)| !(start.is_finite() && end.is_finite()))
-                {
+                let finite = |(start, end): &(f64, f64)| start.is_finite() && end.is_finite();
+                if let Some((start, end)) = k.windows().find(|w| !finite(w)) {
                     return Some(format!(
                         "benchmark `{}`, kernel window `{}` ({start} to {end} ns)",
                         b.name, k.kernel
