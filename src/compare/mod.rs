@@ -252,14 +252,12 @@ impl<'a> Gathered<'a> {
                 let (cmp, tested) = gather_benchmark(b, head, ctx);
                 for (m, power) in tested {
                     let row = &cmp.metrics[m];
+                    let p = [row.p_regression, row.p_improvement].map(|p| p.unwrap_or(1.0));
                     self.pending.push(Pending {
                         benchmark: index,
                         metric: m,
                         gates: row.gates,
-                        p: [
-                            row.p_regression.unwrap_or(1.0),
-                            row.p_improvement.unwrap_or(1.0),
-                        ],
+                        p,
                         power,
                     });
                 }
@@ -296,9 +294,8 @@ impl<'a> Gathered<'a> {
             cost,
         } = self;
         let policy = ctx.policy;
-        let used_history = pending
-            .iter()
-            .any(|p| matches!(p.power, Power::Prediction { .. }));
+        let prediction = |p: &Pending<'_>| matches!(p.power, Power::Prediction { .. });
+        let used_history = pending.iter().any(prediction);
         decide_rows(&mut rows, pending, ctx);
         for (index, refused) in mixed {
             refused.refuse(&mut rows[index]);
@@ -327,11 +324,8 @@ impl<'a> Gathered<'a> {
         }
         for name in missing {
             counts.add(Verdict::Missing);
-            rows.push(BenchmarkComparison::bare(
-                &name,
-                Verdict::Missing,
-                "in the baseline but not in this run".into(),
-            ));
+            let why = "in the baseline but not in this run".into();
+            rows.push(BenchmarkComparison::bare(&name, Verdict::Missing, why));
         }
         let mut warnings =
             environment_warnings(base, head, &ctx.environment_differences, held_back, policy);
@@ -499,10 +493,8 @@ fn gather_benchmark<'a>(
         && head.metrics.is_empty()
     {
         cmp.verdict = Verdict::Identical;
-        cmp.explanation = format!(
-            "identical code (digest {}…): not measured",
-            &x[..12.min(x.len())]
-        );
+        let digest = &x[..12.min(x.len())];
+        cmp.explanation = format!("identical code (digest {digest}…): not measured");
         return (cmp, Vec::new());
     }
     // Measured and compared as any other, so the report shows its numbers; its verdict stays
