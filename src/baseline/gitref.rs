@@ -64,21 +64,16 @@ pub fn toplevel(dir: &Path) -> Result<PathBuf, GitError> {
 
 /// The commit a ref names.
 pub fn resolve(dir: &Path, reference: &str) -> Result<String, GitError> {
-    git_text(
-        dir,
-        &[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{reference}^{{commit}}"),
-        ],
-    )
-    .ok()
-    .filter(|c| !c.is_empty())
-    .ok_or_else(|| GitError::Failed {
-        args: format!("rev-parse {reference}"),
-        message: format!("`{reference}` does not name a commit; try a branch, tag or commit hash"),
-    })
+    let commit = format!("{reference}^{{commit}}");
+    git_text(dir, &["rev-parse", "--verify", "--quiet", &commit])
+        .ok()
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| GitError::Failed {
+            args: format!("rev-parse {reference}"),
+            message: format!(
+                "`{reference}` does not name a commit; try a branch, tag or commit hash"
+            ),
+        })
 }
 
 /// The best common ancestor of `reference` and HEAD: what a pull request forked from. For a

@@ -568,13 +568,10 @@ mod tests {
         let mut run = rec.clone();
         run.benchmarks[0].metrics[0].verdict = None;
         let indented = serde_json::to_string_pretty(&run).unwrap() + "\n";
-        let hash = indented.bytes().fold(0x811c_9dc5_u32, |h, b| {
-            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
-        });
-        assert_eq!(
-            rec.file_name(),
-            format!("20260101T000000Z-0123456789ab-{hash:08x}.json")
-        );
+        let fnv = |h: u32, b: u8| (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        let hash = indented.bytes().fold(0x811c_9dc5_u32, fnv);
+        let name = format!("20260101T000000Z-0123456789ab-{hash:08x}.json");
+        assert_eq!(rec.file_name(), name);
         // Without verdicts (hashed as it is, not copied), the same name.
         assert_eq!(run.file_name(), rec.file_name());
         let path = record_summary(dir.path(), rec.clone()).unwrap();
@@ -585,22 +582,16 @@ mod tests {
         // A run recorded already, indented by an earlier version, is found by its name.
         std::fs::remove_file(&path).unwrap();
         std::fs::write(&path, &indented).unwrap();
-        assert!(matches!(
-            record_summary(dir.path(), rec),
-            Err(HistoryError::AlreadyRecorded { .. })
-        ));
+        let again = record_summary(dir.path(), rec);
+        assert!(matches!(again, Err(HistoryError::AlreadyRecorded { .. })));
     }
 
     #[test]
     fn jobs_the_gate_found_off_their_baseline_do_not_describe_it() {
-        let records = vec![
-            job(100.0, None),
-            job(101.0, Some(Verdict::Unchanged)),
-            job(130.0, Some(Verdict::Regressed)),
-            job(131.0, Some(Verdict::Regressed)),
-            job(80.0, Some(Verdict::Improved)),
-            job(99.0, Some(Verdict::Inconclusive)),
-        ];
+        use Verdict::*;
+        #[rustfmt::skip]
+        let records = vec![job(100.0, None), job(101.0, Some(Unchanged)), job(130.0, Some(Regressed)),
+            job(131.0, Some(Regressed)), job(80.0, Some(Improved)), job(99.0, Some(Inconclusive))];
         let (medians, off_level) = job_medians(&records);
         let kept = &medians[&("mm".to_string(), "kernel_time".to_string())];
         assert_eq!(kept, &vec![100f64.ln(), 101f64.ln(), 99f64.ln()]);

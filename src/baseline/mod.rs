@@ -131,23 +131,14 @@ mod tests {
 
     #[test]
     fn names_map_into_the_store_and_paths_pass_through() {
-        let root = Path::new("repo");
-        assert_eq!(
-            resolve(root, "default").unwrap(),
-            Path::new("repo/.kgate/baselines/default.json")
-        );
-        assert_eq!(
-            resolve(root, "out/b.json").unwrap(),
-            Path::new("out/b.json")
-        );
-        assert!(resolve(root, "../x").is_ok(), "a path is taken as given");
-        assert!(matches!(
-            resolve(root, ".hidden"),
-            Err(BaselineError::BadName(_))
-        ));
-        assert!(matches!(
-            resolve(root, "a b"),
-            Err(BaselineError::BadName(_))
-        ));
+        let resolved = |name: &str| resolve(Path::new("repo"), name);
+        let default = resolved("default").unwrap();
+        assert_eq!(default, Path::new("repo/.kgate/baselines/default.json"));
+        assert_eq!(resolved("out/b.json").unwrap(), Path::new("out/b.json"));
+        assert!(resolved("../x").is_ok(), "a path is taken as given");
+        for bad in [".hidden", "a b"] {
+            let refused = matches!(resolved(bad), Err(BaselineError::BadName(_)));
+            assert!(refused, "{bad}");
+        }
     }
 }

@@ -253,16 +253,12 @@ pub fn bisect(
         measurements: 0,
     };
     let last = history.commits.len() - 1;
-    let names: Vec<String> = request
-        .plan
-        .benchmarks
-        .iter()
-        .map(|b| b.name.clone())
-        .collect();
+    let planned = &request.plan.benchmarks;
+    let names: Vec<String> = planned.iter().map(|b| b.name.clone()).collect();
     let endpoints = lab.measure(last, &names)?;
     let mut benchmarks = Vec::new();
     let mut notes = Vec::new();
-    for ((name, endpoint), plan) in names.iter().zip(endpoints).zip(&request.plan.benchmarks) {
+    for ((name, endpoint), plan) in names.iter().zip(endpoints).zip(planned) {
         lab.observer.measured(name, &endpoint);
         let verdict = endpoint.verdict.map(|v| v.as_str()).unwrap_or("skipped");
         let quiet = |outcome, explanation: String| BenchmarkBisect {
@@ -278,9 +274,8 @@ pub fn bisect(
         match endpoint.outcome {
             StepOutcome::Bad => {}
             StepOutcome::Inconclusive => {
-                notes.push(format!(
-                    "`{name}` not bisected: BAD against GOOD stayed inconclusive"
-                ));
+                let note = "not bisected: BAD against GOOD stayed inconclusive";
+                notes.push(format!("`{name}` {note}"));
                 benchmarks.push(quiet(
                     BenchmarkOutcome::Undecided,
                     format!(
@@ -363,15 +358,10 @@ pub fn bisect(
             linear_steps: linear,
         });
     }
-    let outcome = if benchmarks
-        .iter()
-        .any(|b| matches!(b.outcome, BenchmarkOutcome::Found | BenchmarkOutcome::Range))
-    {
+    let any = |of: &[BenchmarkOutcome]| benchmarks.iter().any(|b| of.contains(&b.outcome));
+    let outcome = if any(&[BenchmarkOutcome::Found, BenchmarkOutcome::Range]) {
         Outcome::Found
-    } else if benchmarks
-        .iter()
-        .any(|b| b.outcome == BenchmarkOutcome::Undecided)
-    {
+    } else if any(&[BenchmarkOutcome::Undecided]) {
         Outcome::Undecided
     } else {
         Outcome::NotReproduced
@@ -448,16 +438,15 @@ impl History {
         if base != good {
             return Err(BisectError::NotAncestor { good, bad });
         }
-        let listing = gitref::git_text(
-            &top,
-            &[
-                "log",
-                "--first-parent",
-                "--reverse",
-                "--format=%H%x09%s",
-                &format!("{good}..{bad}"),
-            ],
-        )?;
+        let range = format!("{good}..{bad}");
+        let log = [
+            "log",
+            "--first-parent",
+            "--reverse",
+            "--format=%H%x09%s",
+            &range,
+        ];
+        let listing = gitref::git_text(&top, &log)?;
         let subject = gitref::git_text(&top, &["show", "-s", "--format=%s", &good])?;
         let mut commits = vec![(good.clone(), subject)];
         for line in listing.lines() {
@@ -613,10 +602,9 @@ impl Lab<'_, '_> {
                     skipped.insert(b.name.clone(), why.to_string());
                 }
             }
-            report = Some((
-                crate::compare::compare(&base, &head, self.request.policy, Design::Interleaved),
-                head,
-            ));
+            let compared =
+                crate::compare::compare(&base, &head, self.request.policy, Design::Interleaved);
+            report = Some((compared, head));
         }
         let seconds = started.elapsed().as_secs_f64();
         Ok(names

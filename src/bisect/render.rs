@@ -33,6 +33,13 @@ fn p_value(step: &StepRecord) -> String {
     step.p_value.map(format_p).unwrap_or_else(|| "—".into())
 }
 
+/// BAD against GOOD, then the search's steps, each with its label (`BAD`, `1`, `2`, …).
+fn labelled(b: &BenchmarkBisect) -> impl Iterator<Item = (String, &StepRecord)> {
+    let steps = b.steps.iter().enumerate();
+    std::iter::once(("BAD".to_string(), &b.endpoints))
+        .chain(steps.map(|(i, s)| ((i + 1).to_string(), s)))
+}
+
 /// The last line: what was found, in how many measurements and how long.
 pub fn summary_line(report: &BisectReport) -> String {
     let located: Vec<String> = report
@@ -80,16 +87,10 @@ pub fn table(report: &BisectReport) -> String {
             escape_terminal(&b.name),
             escape_terminal(&b.explanation)
         ));
-        let rows: Vec<[String; 8]> = std::iter::once(("BAD", &b.endpoints))
-            .chain(b.steps.iter().map(|s| ("", s)))
-            .enumerate()
-            .map(|(i, (label, s))| {
+        let rows: Vec<[String; 8]> = labelled(b)
+            .map(|(label, s)| {
                 [
-                    if label.is_empty() {
-                        i.to_string()
-                    } else {
-                        label.to_string()
-                    },
+                    label,
                     short(&s.commit.commit).to_string(),
                     s.commit.position.to_string(),
                     s.outcome.as_str().to_string(),
@@ -123,19 +124,14 @@ pub fn table(report: &BisectReport) -> String {
             out.push_str(cells.join("  ").trim_end());
             out.push('\n');
         }
+        let named = |what: &str, c: &super::Commit| {
+            format!("  {what}: {} {}\n", c.commit, escape_terminal(&c.subject))
+        };
         if let Some(c) = &b.culprit {
-            out.push_str(&format!(
-                "  culprit: {} {}\n",
-                c.commit,
-                escape_terminal(&c.subject)
-            ));
+            out.push_str(&named("culprit", c));
         } else if b.outcome == BenchmarkOutcome::Range {
             for c in &b.range {
-                out.push_str(&format!(
-                    "  candidate: {} {}\n",
-                    c.commit,
-                    escape_terminal(&c.subject)
-                ));
+                out.push_str(&named("candidate", c));
             }
         }
     }
@@ -207,13 +203,7 @@ fn markdown_benchmark(out: &mut String, b: &BenchmarkBisect) {
         "| step | commit | subject | outcome | metric | change | CI | p | repetitions |\n",
     );
     out.push_str("|---|---|---|---|---|---:|---|---:|---:|\n");
-    let rows = std::iter::once(("BAD".to_string(), &b.endpoints)).chain(
-        b.steps
-            .iter()
-            .enumerate()
-            .map(|(i, s)| ((i + 1).to_string(), s)),
-    );
-    for (label, s) in rows {
+    for (label, s) in labelled(b) {
         out.push_str(&format!(
             "| {label} | `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
             short(&s.commit.commit),
@@ -316,30 +306,22 @@ mod tests {
         let t = table(&hostile());
         assert!(!t.contains('\u{1b}'), "{t}");
         assert!(!t.contains("\n::error"), "{t}");
-        assert!(
-            t.contains("slower \\u{1b}[2J| @team\\n\\u{3a}:error::forged"),
-            "{t}"
-        );
+        assert_contains!(t, "slower \\u{1b}[2J| @team\\n\\u{3a}:error::forged");
         let rows: Vec<&str> = t.lines().filter(|l| l.contains("wall_time")).collect();
         assert_eq!(rows.len(), 4, "{t}");
         assert!(rows[0].starts_with("  BAD   0000000000"), "{t}");
-        for cell in [
-            "  2     ",
-            "  3    ",
-            "bad      wall_time",
-            "+190 %",
-            "+180 % … +200 % (99 %)",
-        ] {
-            assert!(rows[2].contains(cell), "{cell}: {}", rows[2]);
+        let cells = ["  2     ", "  3    ", "bad      wall_time", "+190 %"];
+        for cell in cells.into_iter().chain(["+180 % … +200 % (99 %)"]) {
+            assert_contains!(rows[2], cell);
         }
         assert!(rows[2].ends_with("0.002"), "{t}");
         let skipped = t.lines().find(|l| l.contains("skipped")).unwrap();
         assert!(skipped.starts_with("  1     "), "{skipped}");
         assert!(skipped.ends_with('—'), "{skipped}");
-        assert!(t.contains("  candidate: 0000000000000000000000000000000000000002 two\n"));
-        assert!(t.ends_with(
-            "FOUND k|\\u{1b}] at 000000000000, other in 2 commits (4 measurements of 4 commits, 4 built, 12.3 s)\n"
-        ), "{t}");
+        let candidate = format!("  candidate: {} two\n", commit(2, "").commit);
+        assert_contains!(t, candidate);
+        let found = "FOUND k|\\u{1b}] at 000000000000, other in 2 commits (4 measurements of 4 commits, 4 built, 12.3 s)\n";
+        assert!(t.ends_with(found), "{t}");
     }
 
     #[test]
@@ -352,16 +334,10 @@ mod tests {
             // Nine columns: ten pipes.
             assert_eq!(row.matches('|').count(), 10, "{row}");
         }
-        assert!(
-            m.contains("**Culprit:** `0000000000000000000000000000000000000003`"),
-            "{m}"
-        );
-        assert!(
-            m.contains("**Candidates:**\n\n- `0000000000000000000000000000000000000002` two\n")
-        );
-        assert!(
-            m.contains("| 1 | `000000000000` | notes | skipped | — | — | — | — | 0 |"),
-            "{m}"
-        );
+        assert_contains!(m, "**Culprit:** `0000000000000000000000000000000000000003`");
+        let two = commit(2, "").commit;
+        assert_contains!(m, format!("**Candidates:**\n\n- `{two}` two\n"));
+        let skipped = "| 1 | `000000000000` | notes | skipped | — | — | — | — | 0 |";
+        assert_contains!(m, skipped);
     }
 }

@@ -98,9 +98,9 @@ mod tests {
     /// positions in `undecided`, where it says `instead`.
     fn truthful(
         culprit: usize,
-        undecided: &'static [usize],
+        undecided: &[usize],
         instead: Step,
-    ) -> impl FnMut(usize) -> Result<Step, ()> {
+    ) -> impl FnMut(usize) -> Result<Step, ()> + '_ {
         move |p| {
             Ok(if undecided.contains(&p) {
                 instead
@@ -119,11 +119,9 @@ mod tests {
             for culprit in 1..=last {
                 let s = bisect(last, truthful(culprit, &[], Step::Skipped)).unwrap();
                 assert_eq!(s.answer, Answer::Commit(culprit), "last {last}");
-                assert!(
-                    s.probes.len() <= bound,
-                    "last {last}, culprit {culprit}: {} probes > {bound}",
-                    s.probes.len()
-                );
+                let probes = s.probes.len();
+                let at = (last, culprit);
+                assert!(probes <= bound, "{at:?}: {probes} probes > {bound}");
                 let mut seen: Vec<usize> = s.probes.iter().map(|p| p.position).collect();
                 seen.sort_unstable();
                 seen.dedup();
@@ -134,10 +132,8 @@ mod tests {
         // from GOOD needs as many as the culprit's position.
         let s = bisect(15, truthful(11, &[], Step::Skipped)).unwrap();
         assert_eq!(s.answer, Answer::Commit(11));
-        assert_eq!(
-            s.probes.iter().map(|p| p.position).collect::<Vec<_>>(),
-            vec![7, 11, 9, 10]
-        );
+        let positions: Vec<usize> = s.probes.iter().map(|p| p.position).collect();
+        assert_eq!(positions, [7, 11, 9, 10]);
     }
 
     #[test]
@@ -145,45 +141,21 @@ mod tests {
         // Skipped away from the boundary: still the commit.
         let s = bisect(15, truthful(11, &[7, 8], Step::Skipped)).unwrap();
         assert_eq!(s.answer, Answer::Commit(11));
-        assert_eq!(
-            s.probes[0],
-            Probe {
-                position: 7,
-                step: Step::Skipped
-            }
-        );
-        assert_eq!(
-            s.probes[1].position, 8,
-            "the neighbour nearest the middle (lower on a tie)"
-        );
+        let (position, step) = (s.probes[0].position, s.probes[0].step);
+        assert_eq!((position, step), (7, Step::Skipped));
+        let nearest = "the neighbour nearest the middle (lower on a tie)";
+        assert_eq!(s.probes[1].position, 8, "{nearest}");
+        let range = |after, through| Answer::Range { after, through };
         // The commit just before the culprit cannot be built: git bisect's "only skipped
         // commits left", a range of the two.
         let s = bisect(15, truthful(11, &[10], Step::Skipped)).unwrap();
-        assert_eq!(
-            s.answer,
-            Answer::Range {
-                after: 9,
-                through: 11
-            }
-        );
+        assert_eq!(s.answer, range(9, 11));
         // The culprit itself stays inconclusive: a range, not a guess.
         let s = bisect(15, truthful(11, &[11], Step::Inconclusive)).unwrap();
-        assert_eq!(
-            s.answer,
-            Answer::Range {
-                after: 10,
-                through: 12
-            }
-        );
+        assert_eq!(s.answer, range(10, 12));
         // Nothing between the ends can be measured: the whole history.
         let s = bisect(6, |_| Ok::<_, ()>(Step::Skipped)).unwrap();
-        assert_eq!(
-            s.answer,
-            Answer::Range {
-                after: 0,
-                through: 6
-            }
-        );
+        assert_eq!(s.answer, range(0, 6));
         assert_eq!(s.probes.len(), 5);
         // Only GOOD and BAD: BAD without a measurement.
         let s = bisect(1, |_| -> Result<Step, ()> { panic!("nothing to ask") }).unwrap();
@@ -202,16 +174,7 @@ mod tests {
                     let undecided: Vec<usize> =
                         (1..last).filter(|p| mask & (1 << (p - 1)) != 0).collect();
                     for instead in [Step::Skipped, Step::Inconclusive] {
-                        let s = bisect(last, |p| {
-                            Ok::<_, ()>(if undecided.contains(&p) {
-                                instead
-                            } else if p >= culprit {
-                                Step::Bad
-                            } else {
-                                Step::Good
-                            })
-                        })
-                        .unwrap();
+                        let s = bisect(last, truthful(culprit, &undecided, instead)).unwrap();
                         match s.answer {
                             Answer::Commit(c) => assert_eq!(c, culprit),
                             Answer::Range { after, through } => {

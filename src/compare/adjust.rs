@@ -37,9 +37,8 @@ pub fn mark_removed(report: &mut Report, removed: &[String]) {
 pub fn mark_skipped(report: &mut Report, skipped: &[String], base: Option<&RunResults>, why: &str) {
     let skipped_names: std::collections::HashSet<&str> =
         skipped.iter().map(String::as_str).collect();
-    report
-        .benchmarks
-        .retain(|b| !skipped_names.contains(b.name.as_str()));
+    let benchmarks = &mut report.benchmarks;
+    benchmarks.retain(|b| !skipped_names.contains(b.name.as_str()));
     let base_index = base.map(RunResults::by_name).unwrap_or_default();
     for name in skipped {
         let metrics = base_index
@@ -125,12 +124,12 @@ fn rows_verdict(b: &BenchmarkComparison) -> Option<Verdict> {
 pub fn reconcile(report: &mut Report) -> Reconciled {
     let mut found = Reconciled::default();
     let mut changed = Vec::new();
+    let mut waived_benchmarks = 0;
     for b in &mut report.benchmarks {
-        found.waived_regressions += b
-            .metrics
-            .iter()
-            .filter(|m| m.gates && m.waived && m.verdict == Verdict::Regressed)
-            .count();
+        let waived = |m: &&MetricComparison| m.gates && m.waived && m.verdict == Verdict::Regressed;
+        let waived = b.metrics.iter().filter(waived).count();
+        found.waived_regressions += waived;
+        waived_benchmarks += usize::from(waived > 0);
         // A wrong answer is not in the rows (they say how fast it was): the verdict can only
         // make the run worse than they do, so it is kept without a word.
         if b.verdict == Verdict::Incorrect {
@@ -142,20 +141,14 @@ pub fn reconcile(report: &mut Report) -> Reconciled {
         if rows == b.verdict {
             continue;
         }
+        let (name, was, says) = (&b.name, b.verdict.as_str(), rows.as_str());
         if severity(b.verdict) > severity(rows) {
             changed.push(format!(
-                "`{}` is marked {} though its gating metrics say {}; kept as {}",
-                b.name,
-                b.verdict.as_str(),
-                rows.as_str(),
-                b.verdict.as_str()
+                "`{name}` is marked {was} though its gating metrics say {says}; kept as {was}"
             ));
         } else {
             changed.push(format!(
-                "`{}` is marked {} but its gating metrics say {}",
-                b.name,
-                b.verdict.as_str(),
-                rows.as_str()
+                "`{name}` is marked {was} but its gating metrics say {says}"
             ));
             b.verdict = rows;
         }
@@ -175,15 +168,7 @@ pub fn reconcile(report: &mut Report) -> Reconciled {
     let claimed_summary = report.summary.clone();
     let claimed_verdict = report.verdict;
     let mut summary = compare::count(&report.benchmarks);
-    summary.waived = report
-        .benchmarks
-        .iter()
-        .filter(|b| {
-            b.metrics
-                .iter()
-                .any(|m| m.gates && m.waived && m.verdict == Verdict::Regressed)
-        })
-        .count();
+    summary.waived = waived_benchmarks;
     if summary != claimed_summary && changed.is_empty() {
         found.warnings.push(
             "the report's counts do not match its benchmarks; they are recounted from the benchmarks".into(),
@@ -215,21 +200,12 @@ pub fn reconcile(report: &mut Report) -> Reconciled {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::metric::{Direction, GateRule, Source};
     use crate::model::report::Counts;
     use crate::model::results::MetricSamples;
+    use Verdict::*;
 
     fn row(verdict: Verdict, gates: bool) -> MetricComparison {
-        let samples = MetricSamples {
-            name: "kernel_time".into(),
-            unit: "ns".into(),
-            source: Source::Timer,
-            direction: Direction::Lower,
-            gate: GateRule::default(),
-            values: Vec::new(),
-            repetition: Default::default(),
-            spread: None,
-        };
+        let samples = MetricSamples::timer("kernel_time", &[]);
         MetricComparison {
             verdict,
             gates,
@@ -247,13 +223,19 @@ mod tests {
         }
     }
 
+    /// A benchmark marked `verdict` whose rows have the (verdict, gates) of `rows`.
+    fn marked(name: &str, verdict: Verdict, rows: &[(Verdict, bool)]) -> BenchmarkComparison {
+        bench(
+            name,
+            verdict,
+            rows.iter().map(|&(v, g)| row(v, g)).collect(),
+        )
+    }
+
     /// A report that claims `verdict` and the counts of `benchmarks` as they are marked.
     fn report(verdict: RunVerdict, benchmarks: Vec<BenchmarkComparison>) -> Report {
-        let mut r = compare::no_baseline(
-            &RunResults::of(Vec::new()),
-            &ComparePolicy::default(),
-            String::new(),
-        );
+        let policy = ComparePolicy::default();
+        let mut r = compare::no_baseline(&RunResults::of(Vec::new()), &policy, String::new());
         r.warnings.clear();
         r.summary = compare::count(&benchmarks);
         r.benchmarks = benchmarks;
@@ -263,51 +245,29 @@ mod tests {
 
     #[test]
     fn a_regressed_gating_row_under_an_unchanged_benchmark_regresses_the_run() {
-        let mut r = report(
-            RunVerdict::Pass,
-            vec![
-                bench(
-                    "mm",
-                    Verdict::Unchanged,
-                    vec![row(Verdict::Regressed, true)],
-                ),
-                bench(
-                    "ok",
-                    Verdict::Unchanged,
-                    vec![row(Verdict::Unchanged, true)],
-                ),
-            ],
-        );
+        let mm = marked("mm", Unchanged, &[(Regressed, true)]);
+        let ok = marked("ok", Unchanged, &[(Unchanged, true)]);
+        let mut r = report(RunVerdict::Pass, vec![mm, ok]);
         let found = reconcile(&mut r);
         assert_eq!(r.verdict, RunVerdict::Regressed);
         assert_eq!(r.benchmarks[0].verdict, Verdict::Regressed);
         assert_eq!((r.summary.regressed, r.summary.unchanged), (1, 1));
         assert_eq!(found.warnings.len(), 2, "{:?}", found.warnings);
-        assert!(
-            found.warnings[0]
-                .contains("`mm` is marked unchanged but its gating metrics say regressed")
-        );
-        assert!(
-            found.warnings[1]
-                .contains("the report says `pass`, but its benchmarks say `regressed`")
-        );
+        let said = "`mm` is marked unchanged but its gating metrics say regressed";
+        assert_contains!(found.warnings[0], said);
+        let said = "the report says `pass`, but its benchmarks say `regressed`";
+        assert_contains!(found.warnings[1], said);
         assert_eq!(r.warnings, found.warnings);
     }
 
     #[test]
     fn counts_and_no_baseline_are_never_taken_from_the_report() {
         // Rows and benchmark verdicts agree; the counts and the run verdict lie.
-        let mut r = report(
-            RunVerdict::NoBaseline,
-            vec![
-                bench("broken", Verdict::Failed, Vec::new()),
-                bench(
-                    "mm",
-                    Verdict::Regressed,
-                    vec![row(Verdict::Regressed, true)],
-                ),
-            ],
-        );
+        let benchmarks = vec![
+            marked("broken", Failed, &[]),
+            marked("mm", Regressed, &[(Regressed, true)]),
+        ];
+        let mut r = report(RunVerdict::NoBaseline, benchmarks);
         r.summary = Counts {
             unchanged: 2,
             total: 2,
@@ -316,60 +276,36 @@ mod tests {
         let found = reconcile(&mut r);
         assert_eq!(r.verdict, RunVerdict::Error);
         assert_eq!((r.summary.failed, r.summary.regressed), (1, 1));
-        assert!(
-            found.warnings[0].contains("counts do not match"),
-            "{:?}",
-            found.warnings
-        );
+        assert_contains!(found.warnings[0], "counts do not match");
         // A report with nothing to compare stays `no-baseline`.
-        let mut r = report(
-            RunVerdict::NoBaseline,
-            vec![bench("fresh", Verdict::New, Vec::new())],
-        );
+        let mut r = report(RunVerdict::NoBaseline, vec![marked("fresh", New, &[])]);
         assert!(reconcile(&mut r).warnings.is_empty());
         assert_eq!(r.verdict, RunVerdict::NoBaseline);
     }
 
     #[test]
     fn a_worse_mark_than_the_rows_stands_and_informational_rows_decide_nothing() {
-        let mut r = report(
-            RunVerdict::Error,
-            vec![
-                // Failed with rows that say unchanged: kept failed.
-                bench(
-                    "broken",
-                    Verdict::Failed,
-                    vec![row(Verdict::Unchanged, true)],
-                ),
-                // Only informational rows: its own verdict stands.
-                bench(
-                    "info",
-                    Verdict::NotGated,
-                    vec![row(Verdict::Regressed, false)],
-                ),
-                bench(
-                    "skipped",
-                    Verdict::Skipped,
-                    vec![row(Verdict::Skipped, false)],
-                ),
-            ],
-        );
+        let benchmarks = vec![
+            // Failed with rows that say unchanged: kept failed.
+            marked("broken", Failed, &[(Unchanged, true)]),
+            // Only informational rows: its own verdict stands.
+            marked("info", NotGated, &[(Regressed, false)]),
+            marked("skipped", Skipped, &[(Skipped, false)]),
+        ];
+        let mut r = report(RunVerdict::Error, benchmarks);
         let found = reconcile(&mut r);
         assert_eq!(r.benchmarks[0].verdict, Verdict::Failed);
         assert_eq!(r.benchmarks[1].verdict, Verdict::NotGated);
         assert_eq!(r.verdict, RunVerdict::Error);
         assert_eq!(found.warnings.len(), 1, "{:?}", found.warnings);
-        assert!(found.warnings[0].contains("kept as failed"));
+        assert_contains!(found.warnings[0], "kept as failed");
     }
 
     #[test]
     fn waived_regressions_are_counted_for_the_poster() {
         let mut waived = row(Verdict::Regressed, true);
         waived.waived = true;
-        let mut r = report(
-            RunVerdict::Pass,
-            vec![bench("mm", Verdict::Unchanged, vec![waived])],
-        );
+        let mut r = report(RunVerdict::Pass, vec![bench("mm", Unchanged, vec![waived])]);
         r.summary.waived = 1;
         let found = reconcile(&mut r);
         assert!(found.warnings.is_empty(), "{:?}", found.warnings);

@@ -98,16 +98,13 @@ pub fn analyse(a: &RunResults, b: &RunResults, policy: &ComparePolicy) -> Calibr
             let outliers =
                 sa.as_ref().map_or(0, |s| s.outliers) + sb.as_ref().map_or(0, |s| s.outliers);
             let aa = compare::compare_metric(mx, my, policy);
-            let n = mx.values.len().min(my.values.len());
             // The larger of the robust noise and the noise the A/A interval implies (spikes).
-            let implied = aa.ci.and_then(|ci| {
-                inference::noise_from_interval(
-                    ci,
-                    1.0 - policy.alpha,
-                    mx.values.len(),
-                    my.values.len(),
-                )
-            });
+            let (nx, ny) = (mx.values.len(), my.values.len());
+            let confidence = 1.0 - policy.alpha;
+            let implied = aa
+                .ci
+                .and_then(|ci| inference::noise_from_interval(ci, confidence, nx, ny));
+            let n = nx.min(ny);
             let sigma = inference::pooled_log_noise(&mx.values, &my.values)
                 .map(|s| s.max(implied.unwrap_or(0.0)));
             let mde = sigma.and_then(|s| {
@@ -174,7 +171,8 @@ pub fn repetitions_for(sigma: f64, threshold: f64, level: f64) -> Option<usize> 
 pub fn render_table(c: &Calibration) -> String {
     use crate::model::units::format_change;
     let pct = |v: f64| format_change(v).trim_start_matches('+').to_string();
-    let opt = |v: Option<f64>| v.map(pct).unwrap_or_else(|| "–".into());
+    let dash = |v: Option<String>| v.unwrap_or_else(|| "–".into());
+    let opt = |v: Option<f64>| dash(v.map(pct));
     let mut table = comfy_table::Table::new();
     table
         .load_style(comfy_table::presets::UTF8_FULL_CONDENSED)
@@ -201,10 +199,8 @@ pub fn render_table(c: &Calibration) -> String {
             pct(r.cv),
             pct(r.robust_cv),
             r.outliers.to_string(),
-            r.aa_change.map(format_change).unwrap_or_else(|| "–".into()),
-            r.aa_p_value
-                .map(compare::format_p)
-                .unwrap_or_else(|| "–".into()),
+            dash(r.aa_change.map(format_change)),
+            dash(r.aa_p_value.map(compare::format_p)),
             opt(r.mde),
             pct(r.threshold),
             opt(r.suggested_threshold),

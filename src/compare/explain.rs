@@ -222,11 +222,8 @@ fn movement(m: &MetricComparison) -> Option<Moved> {
     } else {
         f64::INFINITY.copysign(diff)
     };
-    Some(Moved {
-        name: m.name.clone(),
-        change,
-        z,
-    })
+    let name = m.name.clone();
+    Some(Moved { name, change, z })
 }
 
 /// The metrics of `cmp` other than `except`, ranked by |standardized change|, keeping those
@@ -286,11 +283,8 @@ fn weigh(
 ) -> Weighed {
     if let Some(rest) = count.name.strip_prefix("counter.") {
         let share = format!("util.{rest}");
-        if let Some(share) = metrics
-            .iter()
-            .filter(|m| m.name == share)
-            .find_map(movement)
-        {
+        let mut shares = metrics.iter().filter(|m| m.name == share);
+        if let Some(share) = shares.find_map(movement) {
             return if share.significant() && change.holds(share.change) {
                 Weighed::PerUnit
             } else {
@@ -313,6 +307,7 @@ fn weigh(
 }
 
 /// What the rule table made of a benchmark's moves.
+#[derive(Default)]
 pub struct Findings<'a> {
     /// The causes whose every condition matched a moved metric (a rate, or a count that moved
     /// per unit of work), with the metrics that matched.
@@ -326,10 +321,7 @@ pub struct Findings<'a> {
 /// counter (see [`Findings`]).
 pub fn causes<'a>(rules: &'a Rules, moved: &[Moved], metrics: &[MetricComparison]) -> Findings<'a> {
     let work = work(rules, metrics);
-    let mut found = Findings {
-        causes: Vec::new(),
-        with_work: Vec::new(),
-    };
+    let mut found = Findings::default();
     for rule in &rules.rules {
         let mut matched: Vec<Moved> = Vec::new();
         let mut set_aside: Vec<f64> = Vec::new();
@@ -584,17 +576,19 @@ const MEASURED_UNITS: [&str; 4] = [
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::metric::Direction;
-    use crate::model::report::Method;
+    use crate::compare::{ComparePolicy, blank};
+    use crate::model::results::MetricSamples;
 
     /// A deterministic count or rate, one repetition a side, as an import compares it.
     fn row(name: &str, base: f64, head: f64, gates: bool) -> MetricComparison {
         let change = (head - base) / base;
-        MetricComparison {
+        let samples = MetricSamples {
             name: name.into(),
             unit: String::new(),
             source: Source::Simulated,
-            direction: Direction::Lower,
+            ..MetricSamples::timer("", &[])
+        };
+        MetricComparison {
             gates,
             not_gating: None,
             verdict: if change > 0.01 {
@@ -602,23 +596,11 @@ mod tests {
             } else {
                 Verdict::Unchanged
             },
-            reason: String::new(),
-            method: Method::None,
             threshold: 0.01,
             base: crate::stats::summarize(&[base]),
             head: crate::stats::summarize(&[head]),
             change: Some(change),
-            ci: None,
-            ci_level: None,
-            p_value: None,
-            waived: false,
-            waiver: None,
-            p_regression: None,
-            p_improvement: None,
-            p_adjusted: None,
-            equivalence_margin: None,
-            equivalence_ci: None,
-            mde: None,
+            ..blank(&samples, &ComparePolicy::default())
         }
     }
 
@@ -644,29 +626,22 @@ mod tests {
     #[test]
     fn the_shipped_rules_parse_and_cover_the_five_causes() {
         let rules = parse_rules(RULES).unwrap();
-        for cause in [
-            "memory stall",
-            "compute-bound drop",
-            "occupancy",
-            "cache misses",
-            "clock throttling",
-        ] {
+        #[rustfmt::skip]
+        let causes = ["memory stall", "compute-bound drop", "occupancy", "cache misses",
+            "clock throttling"];
+        for cause in causes {
             assert!(rules.rules.iter().any(|r| r.cause == cause), "{cause}");
         }
     }
 
     #[test]
     fn a_rule_with_counts_must_say_what_they_are_once_weighed() {
-        let err = parse_rules(
-            "rules:\n  - cause: x\n    when: [{counts: \"*miss*\", change: up}]\n    says: y\n",
-        )
-        .err()
-        .unwrap();
-        assert!(err.contains("has `counts` but no `rates`"), "{err}");
-        let err = parse_rules("rules:\n  - cause: x\n    when: [{change: up}]\n    says: y\n")
-            .err()
-            .unwrap();
-        assert!(err.contains("names no `metric`"), "{err}");
+        let error = |yaml: &str| parse_rules(yaml).err().unwrap();
+        let counts =
+            "rules:\n  - cause: x\n    when: [{counts: \"*miss*\", change: up}]\n    says: y\n";
+        assert_contains!(error(counts), "has `counts` but no `rates`");
+        let no_metric = "rules:\n  - cause: x\n    when: [{change: up}]\n    says: y\n";
+        assert_contains!(error(no_metric), "names no `metric`");
     }
 
     #[test]
@@ -704,10 +679,9 @@ mod tests {
         let mut metrics = ten_then_eleven_repetitions();
         metrics.insert(0, row("time", 100.0, 110.0, true));
         metrics[1].gates = false; // Ir informational: `time` leads
-        assert_eq!(
-            explain_regression(&metrics).unwrap(),
-            "time +10 %: more work: Ir +10 %, miss rates unchanged"
-        );
+        let said = explain_regression(&metrics).unwrap();
+        let want = "time +10 %: more work: Ir +10 %, miss rates unchanged";
+        assert_eq!(said, want);
     }
 
     /// Misses that grew faster than the work (a strided loop made 2× as miss-prone) are still
@@ -738,20 +712,16 @@ mod tests {
             row("instructions", 1e9, 1.3e9, false),
             row("cache-misses", 1e6, 1.3e6, false),
         ];
-        assert_eq!(
-            explain_regression(&with_work).unwrap(),
-            "task-clock +30 %: more work: instructions +30 %, miss rates unchanged"
-        );
+        let said = explain_regression(&with_work).unwrap();
+        let want = "task-clock +30 %: more work: instructions +30 %, miss rates unchanged";
+        assert_eq!(said, want);
         let per_instruction = vec![
             row("task-clock", 100.0, 130.0, true),
             row("instructions", 1e9, 1e9, false),
             row("cache-misses", 1e6, 1.3e6, false),
         ];
-        assert!(
-            explain_regression(&per_instruction)
-                .unwrap()
-                .contains("cache misses")
-        );
+        let said = explain_regression(&per_instruction).unwrap();
+        assert_contains!(said, "cache misses");
     }
 
     /// A count with nothing to weigh it by names no cause: the old reading named one.
@@ -781,24 +751,19 @@ mod tests {
     #[test]
     fn every_rule_weighs_its_counts_against_the_work() {
         let rules = parse_rules(RULES).unwrap();
+        #[rustfmt::skip]
         let cases = [
             ("counter.sync_wait", 0.10, "memory stall"),
-            (
-                "smsp__pcsamp_warps_issue_stalled_memory",
-                0.10,
-                "memory stall",
-            ),
+            ("smsp__pcsamp_warps_issue_stalled_memory", 0.10, "memory stall"),
             ("tensor_pipe_cycles", -0.10, "compute-bound drop"),
             ("D1mr", 0.10, "cache misses"),
             ("counter.clocks_skipped", 0.10, "clock throttling"),
             ("ext_throttle_events", 0.10, "clock throttling"),
         ];
         for (count, change, cause) in cases {
-            assert!(
-                rules.rules.iter().any(|r| r.cause == cause
-                    && r.when.iter().any(|w| w.kind(count) == Some(Kind::Count))),
-                "{count} is a count of {cause}"
-            );
+            let counts = |r: &Rule| r.when.iter().any(|w| w.kind(count) == Some(Kind::Count));
+            let listed = rules.rules.iter().any(|r| r.cause == cause && counts(r));
+            assert!(listed, "{count} is a count of {cause}");
             // The work moved as much as the count.
             let metrics = vec![
                 row("Ir", 1e6, 1e6 * (1.0 + change), false),
@@ -806,10 +771,8 @@ mod tests {
             ];
             let found = causes(&rules, &ranked(&metrics, &[]), &metrics);
             assert!(found.causes.is_empty(), "{count}: with the work");
-            assert!(
-                found.with_work.iter().any(|(r, _)| r.cause == cause),
-                "{count}: set aside as work"
-            );
+            let set_aside = found.with_work.iter().any(|(r, _)| r.cause == cause);
+            assert!(set_aside, "{count}: set aside as work");
             // The count moved three times as much as the work.
             let metrics = vec![
                 row("Ir", 1e6, 1e6 * (1.0 + change), false),
@@ -817,10 +780,8 @@ mod tests {
             ];
             let found = causes(&rules, &ranked(&metrics, &[]), &metrics);
             let names: Vec<&str> = found.causes.iter().map(|(r, _)| r.cause.as_str()).collect();
-            assert!(
-                names.contains(&cause),
-                "{count}: per unit of work: {names:?}"
-            );
+            let found = names.contains(&cause);
+            assert!(found, "{count}: per unit of work: {names:?}");
         }
     }
 
@@ -850,9 +811,7 @@ mod tests {
             row("Ir", 100.0, 120.0, false),
         ];
         assert_eq!(work(&rules, &metrics).unwrap().name, "Ir");
-        assert_eq!(
-            work(&rules, &metrics[..1]).unwrap().name,
-            "cpu_core/instructions/"
-        );
+        let first = &work(&rules, &metrics[..1]).unwrap().name;
+        assert_eq!(first, "cpu_core/instructions/");
     }
 }

@@ -7,6 +7,7 @@
 
 use super::{Context, ENVIRONMENTS_DIFFER};
 use crate::compare::ComparePolicy;
+use crate::derive::utilization::{CONFIG_DETAIL, METRICS_DETAIL};
 use crate::model::metric::{NoisyMetrics, Source};
 use crate::model::report::{BenchmarkComparison, Design, Method, MetricComparison};
 use crate::model::results::{BenchmarkResult, RunResults};
@@ -27,23 +28,14 @@ impl MixedCounters {
     /// What refuses the two sides' counter-derived metrics, or None when their configurations
     /// agree.
     pub(super) fn of(base: &BenchmarkResult, head: &BenchmarkResult) -> Option<MixedCounters> {
-        let config = |r: &BenchmarkResult| {
-            r.provenance
-                .details
-                .get(crate::derive::utilization::CONFIG_DETAIL)
-                .cloned()
-        };
+        let config = |r: &BenchmarkResult| r.provenance.details.get(CONFIG_DETAIL).cloned();
         let (b, h) = (config(base), config(head));
         if b == h {
             return None;
         }
         let metrics = [base, head]
             .iter()
-            .filter_map(|r| {
-                r.provenance
-                    .details
-                    .get(crate::derive::utilization::METRICS_DETAIL)
-            })
+            .filter_map(|r| r.provenance.details.get(METRICS_DETAIL))
             .flat_map(|s| s.split(','))
             .map(str::to_string)
             .collect();
@@ -130,14 +122,9 @@ pub(super) fn not_gating_warnings(b: &BenchmarkComparison) -> impl Iterator<Item
 
 /// How many of a benchmark's metrics may not gate because the environments differ.
 pub(super) fn held_back_by_environments(b: &BenchmarkComparison) -> usize {
-    b.metrics
-        .iter()
-        .filter(|m| {
-            m.not_gating
-                .as_deref()
-                .is_some_and(|w| w.contains("environments"))
-        })
-        .count()
+    let environments = |w: &String| w.contains("environments");
+    let held_back = |m: &&MetricComparison| m.not_gating.as_ref().is_some_and(environments);
+    b.metrics.iter().filter(held_back).count()
 }
 
 /// Why a noisy metric may not gate in this comparison, or None when it may. Deterministic

@@ -29,6 +29,7 @@ use rules::{
     rank_evidence, repetitions_needed,
 };
 
+use crate::machine::envkey::key_differences;
 use crate::model::metric::{NoisyMetrics, Source};
 use crate::model::report::{
     BenchmarkComparison, Cost, Counts, Design, Method, MetricComparison, Model, PARAMETERS_DIFFER,
@@ -251,14 +252,12 @@ impl<'a> Gathered<'a> {
                 let (cmp, tested) = gather_benchmark(b, head, ctx);
                 for (m, power) in tested {
                     let row = &cmp.metrics[m];
+                    let p = [row.p_regression, row.p_improvement].map(|p| p.unwrap_or(1.0));
                     self.pending.push(Pending {
                         benchmark: index,
                         metric: m,
                         gates: row.gates,
-                        p: [
-                            row.p_regression.unwrap_or(1.0),
-                            row.p_improvement.unwrap_or(1.0),
-                        ],
+                        p,
                         power,
                     });
                 }
@@ -270,16 +269,13 @@ impl<'a> Gathered<'a> {
                 }
                 cmp
             }
+            None if ctx.design == Design::Interleaved => new_benchmark(
+                head,
+                "not declared by the base revision's configuration: measured on this side only, so not gated; it gates once the base declares it",
+            ),
             None => new_benchmark(
                 head,
-                match ctx.design {
-                    Design::Interleaved => {
-                        "not declared by the base revision's configuration: measured on this side only, so not gated; it gates once the base declares it"
-                    }
-                    _ => {
-                        "not in the baseline, so not gated; this run's numbers become its reference once saved"
-                    }
-                },
+                "not in the baseline, so not gated; this run's numbers become its reference once saved",
             ),
         };
         self.rows.push(cmp);
@@ -298,9 +294,8 @@ impl<'a> Gathered<'a> {
             cost,
         } = self;
         let policy = ctx.policy;
-        let used_history = pending
-            .iter()
-            .any(|p| matches!(p.power, Power::Prediction { .. }));
+        let prediction = |p: &Pending<'_>| matches!(p.power, Power::Prediction { .. });
+        let used_history = pending.iter().any(prediction);
         decide_rows(&mut rows, pending, ctx);
         for (index, refused) in mixed {
             refused.refuse(&mut rows[index]);
@@ -329,11 +324,8 @@ impl<'a> Gathered<'a> {
         }
         for name in missing {
             counts.add(Verdict::Missing);
-            rows.push(BenchmarkComparison::bare(
-                &name,
-                Verdict::Missing,
-                "in the baseline but not in this run".into(),
-            ));
+            let why = "in the baseline but not in this run".into();
+            rows.push(BenchmarkComparison::bare(&name, Verdict::Missing, why));
         }
         let mut warnings =
             environment_warnings(base, head, &ctx.environment_differences, held_back, policy);
@@ -382,10 +374,8 @@ impl<'a> Gathered<'a> {
 /// error).
 fn new_benchmark(h: &BenchmarkResult, why_new: &str) -> BenchmarkComparison {
     let (verdict, explanation) = if let Some(why) = h.failed_because() {
-        (
-            Verdict::Failed,
-            format!("failed in the candidate: {why}; it has no baseline either"),
-        )
+        let why = format!("failed in the candidate: {why}; it has no baseline either");
+        (Verdict::Failed, why)
     } else if let Some(why) = incorrect_explanation(h) {
         (Verdict::Incorrect, format!("{why}; it has no baseline"))
     } else {
@@ -470,10 +460,7 @@ impl Context<'_> {
                 JobMedians::new()
             },
             design,
-            environment_differences: crate::machine::envkey::key_differences(
-                &base.environment,
-                &head.environment,
-            ),
+            environment_differences: key_differences(&base.environment, &head.environment),
         }
     }
 }
@@ -506,10 +493,8 @@ fn gather_benchmark<'a>(
         && head.metrics.is_empty()
     {
         cmp.verdict = Verdict::Identical;
-        cmp.explanation = format!(
-            "identical code (digest {}…): not measured",
-            &x[..12.min(x.len())]
-        );
+        let digest = &x[..12.min(x.len())];
+        cmp.explanation = format!("identical code (digest {digest}…): not measured");
         return (cmp, Vec::new());
     }
     // Measured and compared as any other, so the report shows its numbers; its verdict stays
@@ -590,12 +575,11 @@ fn changed_parameters(base: &BenchmarkResult, head: &BenchmarkResult) -> Option<
 /// reported no check.
 fn incorrect_explanation(head: &BenchmarkResult) -> Option<String> {
     let c = head.correctness.as_ref().filter(|c| !c.passed)?;
-    Some(match c.detail.as_deref().filter(|d| !d.trim().is_empty()) {
-        Some(detail) => {
-            format!("failed its correctness check in the candidate: {detail}; wrong answers fail the gate whatever their speed")
-        }
-        None => "failed its correctness check in the candidate; wrong answers fail the gate whatever their speed".into(),
-    })
+    let detail = c.detail.as_deref().filter(|d| !d.trim().is_empty());
+    let detail = detail.map(|d| format!(": {d}")).unwrap_or_default();
+    Some(format!(
+        "failed its correctness check in the candidate{detail}; wrong answers fail the gate whatever their speed"
+    ))
 }
 
 /// A benchmark's verdict: the worst of its gating metrics; `incorrect` stays so, with what
@@ -627,10 +611,8 @@ fn aggregate(cmp: &mut BenchmarkComparison) {
         .collect();
     let pick = |v: Verdict| gating.iter().filter(move |m| m.verdict == v);
     let (verdict, explanation) = if cmp.metrics.is_empty() {
-        (
-            Verdict::NotGated,
-            "no measurement on either side: nothing to gate".to_string(),
-        )
+        let nothing = "no measurement on either side: nothing to gate";
+        (Verdict::NotGated, nothing.to_string())
     } else if gating.is_empty() {
         (Verdict::NotGated, not_gated_explanation(&cmp.metrics))
     } else {
@@ -698,10 +680,8 @@ fn not_gated_explanation(metrics: &[MetricComparison]) -> String {
         .filter(|m| m.verdict == Verdict::Regressed && m.not_gating.is_some())
         .collect();
     let regressed: Vec<&MetricComparison> = if meant.is_empty() {
-        metrics
-            .iter()
-            .filter(|m| m.verdict == Verdict::Regressed)
-            .collect()
+        let regressed = |m: &&MetricComparison| m.verdict == Verdict::Regressed;
+        metrics.iter().filter(regressed).collect()
     } else {
         meant
     };
@@ -813,32 +793,21 @@ fn gather_metric<'a>(
         out.method = method;
     };
     if base.unit != head.unit {
-        fail(
-            &mut out,
-            format!(
-                "units differ (`{}` in the baseline, `{}` now); cannot compare",
-                base.unit, head.unit
-            ),
-            Method::None,
-        );
+        let (b, h) = (&base.unit, &head.unit);
+        let why = format!("units differ (`{b}` in the baseline, `{h}` now); cannot compare");
+        fail(&mut out, why, Method::None);
         return (out, None);
     }
     let (Some(b), Some(h)) = (&out.base, &out.head) else {
-        fail(
-            &mut out,
-            "a side has no valid samples".to_string(),
-            Method::None,
-        );
+        fail(&mut out, "a side has no valid samples".into(), Method::None);
         return (out, None);
     };
     let (b_median, h_median) = (b.median, h.median);
     // The point change is always shown, whether or not a test is possible.
     out.change = Some(point_change(b_median, h_median));
     if let Some(tol) = head.gate.tolerance {
-        let margin = ctx
-            .policy
-            .equivalence_margin
-            .unwrap_or(DEFAULT_EQUIVALENCE_MARGIN);
+        let margin = ctx.policy.equivalence_margin;
+        let margin = margin.unwrap_or(DEFAULT_EQUIVALENCE_MARGIN);
         let d = by_tolerance(b_median, h_median, tol, head.direction, margin);
         out.verdict = d.verdict;
         out.reason.push_str(&d.reason);
@@ -847,19 +816,12 @@ fn gather_metric<'a>(
         hold_back(&mut out, head.source, ctx);
         return (out, None);
     }
-    let margin = ctx
-        .policy
-        .equivalence_margin
-        .unwrap_or(DEFAULT_EQUIVALENCE_MARGIN.min(head.gate.threshold));
+    let margin = ctx.policy.equivalence_margin;
+    let margin = margin.unwrap_or(DEFAULT_EQUIVALENCE_MARGIN.min(head.gate.threshold));
     out.equivalence_margin = Some(margin);
-    let (prediction, note) = prediction_evidence(
-        benchmark,
-        &head.name,
-        b_median,
-        &head.values,
-        head.direction,
-        ctx,
-    );
+    let (name, values) = (&head.name, &head.values);
+    let (prediction, note) =
+        prediction_evidence(benchmark, name, b_median, values, head.direction, ctx);
     if let Some(note) = note {
         out.reason.push_str(&note);
     }

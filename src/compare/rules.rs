@@ -87,10 +87,7 @@ impl Power<'_> {
             }
             Power::Summaries { welch, scale, .. } => {
                 let w = welch.half_width(confidence);
-                Some([
-                    (welch.difference - w) / scale,
-                    (welch.difference + w) / scale,
-                ])
+                Some([welch.difference - w, welch.difference + w].map(|end| end / scale))
             }
         }
     }
@@ -202,10 +199,8 @@ impl RelativeShift {
         let side = |logs: &[f64], values: &[f64]| {
             inference::log_noise_of_sorted_logs(logs).or_else(|| inference::log_noise(values))
         };
-        Some(inference::pooled_noise(
-            side(base_logs, base)?,
-            side(head_logs, head)?,
-        ))
+        let (base, head) = (side(base_logs, base)?, side(head_logs, head)?);
+        Some(inference::pooled_noise(base, head))
     }
 
     fn relative(&self, shift: f64) -> f64 {
@@ -258,10 +253,7 @@ impl SamplePair<'_> {
             }
             Some(_) => stats::hodges_lehmann_interval(self.head, self.base, confidence)?,
         };
-        Some([
-            relative_change(low, self.scale),
-            relative_change(high, self.scale),
-        ])
+        Some([low, high].map(|end| relative_change(end, self.scale)))
     }
 }
 
@@ -280,12 +272,9 @@ pub(super) fn rank_evidence<'a>(
     let (base, head) = (sides.base, sides.head);
     let ps = directional(sides.head_sorted, sides.base_sorted, direction);
     // The estimate depends on the samples, not their order: the sorted ones save its sorts.
-    let shift = RelativeShift::with_interval(
-        sides.base_sorted,
-        sides.head_sorted,
-        1.0 - 2.0 * ctx.alpha_look,
-    )
-    .filter(|(s, _)| s.attainable(1.0 - ctx.alpha_look));
+    let (base_sorted, head_sorted) = (sides.base_sorted, sides.head_sorted);
+    let shift = RelativeShift::with_interval(base_sorted, head_sorted, 1.0 - 2.0 * ctx.alpha_look)
+        .filter(|(s, _)| s.attainable(1.0 - ctx.alpha_look));
     let (Some((p_reg, p_imp, p_two)), Some((shift, equivalence_ci))) = (ps, shift) else {
         let reason = format!(
             "no test possible on these samples ({} baseline, {} candidate): the rank test or the Hodges–Lehmann estimate is undefined for them",
@@ -329,10 +318,8 @@ pub(super) struct Regime<'a> {
 
 pub(super) fn baseline_regime(log_jobs: &[f64], baseline_median: f64) -> Regime<'_> {
     let jobs = log_jobs;
-    let points = crate::stats::changepoint::e_divisive(
-        jobs,
-        &crate::stats::changepoint::Settings::default(),
-    );
+    use crate::stats::changepoint::{Settings, e_divisive};
+    let points = e_divisive(jobs, &Settings::default());
     let mut bounds: Vec<usize> = std::iter::once(0)
         .chain(points.iter().map(|p| p.index))
         .chain(std::iter::once(jobs.len()))
@@ -365,17 +352,14 @@ pub(super) fn baseline_regime(log_jobs: &[f64], baseline_median: f64) -> Regime<
 impl Regime<'_> {
     /// Where the stretch lies in the series, for a reason: empty when the series is whole.
     fn described(&self) -> String {
+        let (first, last, of) = (self.first, self.last, self.of);
         if !self.cut {
             String::new()
-        } else if self.last == self.of {
-            format!(
-                "since the change point at job {} of {}",
-                self.first, self.of
-            )
+        } else if last == of {
+            format!("since the change point at job {first} of {of}")
         } else {
             format!(
-                "at the baseline's level (jobs {}–{} of {}; the series changes level after job {})",
-                self.first, self.last, self.of, self.last
+                "at the baseline's level (jobs {first}–{last} of {of}; the series changes level after job {last})"
             )
         }
     }
@@ -526,20 +510,15 @@ impl Family {
         let looks = &ctx.looks;
         let sequential =
             |p: Vec<f64>| -> Vec<f64> { p.into_iter().map(|p| looks.sequential_p(p)).collect() };
-        let alpha = ctx.policy.alpha;
-        let regression = inference::adjust(&sequential(regression), ctx.policy.correction);
-        let improvement = inference::adjust(&sequential(improvement), ctx.policy.correction);
+        let (alpha, correction) = (ctx.policy.alpha, ctx.policy.correction);
+        let regression = inference::adjust(&sequential(regression), correction);
+        let improvement = inference::adjust(&sequential(improvement), correction);
+        let level = |adjusted: &[f64]| {
+            looks.nominal_level(inference::decision_level(adjusted, alpha, correction))
+        };
         let levels = Levels {
-            regression: looks.nominal_level(inference::decision_level(
-                &regression,
-                alpha,
-                ctx.policy.correction,
-            )),
-            improvement: looks.nominal_level(inference::decision_level(
-                &improvement,
-                alpha,
-                ctx.policy.correction,
-            )),
+            regression: level(&regression),
+            improvement: level(&improvement),
         };
         Family {
             regression,
@@ -619,11 +598,8 @@ pub(super) fn decide(
     // level the applied procedure could test this metric at: BH rejects at up to alpha·k/m,
     // so alpha when every member is rejected; Holm's step-down starts at alpha / m and stops
     // at its first acceptance.
-    let reachable = ctx.looks.nominal_level(inference::largest_level(
-        alpha,
-        family,
-        ctx.policy.correction,
-    ));
+    let largest = inference::largest_level(alpha, family, ctx.policy.correction);
+    let reachable = ctx.looks.nominal_level(largest);
     let floor = power.sizes().map(|(nb, nh)| inference::mwu_floor(nb, nh));
     let floor_blocks = floor.filter(|floor| *floor > reachable);
     // The MDE is that of a lone regression, at `single`: none where even it is out of reach.
@@ -669,10 +645,9 @@ pub(super) fn decide(
             basis
         ),
         None => format!(
-            "{} (p = {}, {})",
+            "{} (p = {}, {basis})",
             format_change(change),
-            format_p(p_two),
-            basis
+            format_p(p_two)
         ),
     };
     let thr = format_change(threshold).trim_start_matches('+').to_string();
@@ -683,18 +658,13 @@ pub(super) fn decide(
     // claimed).
     let significant_reg = p_reg_adj <= alpha && ci.is_some_and(|c| beyond_zero(c, up_is_bad));
     let significant_imp = p_imp_adj <= alpha && ci.is_some_and(|c| beyond_zero(c, !up_is_bad));
+    let significant_this_way = (bad && significant_reg) || (!bad && significant_imp);
     let equivalence_ci = out.equivalence_ci;
     let inside = |m: f64| equivalence_ci.is_some_and(|[lo, hi]| lo > -m && hi < m);
     // Non-inferiority: the equivalence interval's bound on the bad side (its one-sided bound at
     // the same level) is below the threshold, so no regression as large as it.
     let bad_bound = equivalence_ci.map(|[lo, hi]| if up_is_bad { hi } else { lo });
-    let non_inferior = bad_bound.is_some_and(|b| {
-        if up_is_bad {
-            b < threshold
-        } else {
-            b > -threshold
-        }
-    });
+    let non_inferior = bad_bound.is_some_and(|b| (if up_is_bad { b } else { -b }) < threshold);
     let (verdict, reason) = if let Some(floor) = floor_blocks {
         (
             Verdict::Inconclusive,
@@ -705,27 +675,16 @@ pub(super) fn decide(
                 format_p(reachable)
             ),
         )
-    } else if significant_reg && bad && material {
-        (
-            Verdict::Regressed,
-            format!(
-                "{described}: beyond the {thr} threshold (adjusted one-sided p = {})",
-                format_p(p_reg_adj)
-            ),
-        )
-    } else if significant_imp && !bad && material {
-        (
-            Verdict::Improved,
-            format!(
-                "{described}: beyond the {thr} threshold (adjusted one-sided p = {})",
-                format_p(p_imp_adj)
-            ),
-        )
+    } else if material && significant_this_way {
+        let (verdict, p) = match bad {
+            true => (Verdict::Regressed, format_p(p_reg_adj)),
+            false => (Verdict::Improved, format_p(p_imp_adj)),
+        };
+        let why = format!("{described}: beyond the {thr} threshold (adjusted one-sided p = {p})");
+        (verdict, why)
     } else if inside(margin) {
-        (
-            Verdict::Unchanged,
-            format!("{described}: the equivalence interval lies within ±{mar}"),
-        )
+        let why = format!("{described}: the equivalence interval lies within ±{mar}");
+        (Verdict::Unchanged, why)
     } else if non_inferior {
         let kind = if significant_reg || significant_imp {
             "a real change"
@@ -733,27 +692,21 @@ pub(super) fn decide(
             "no significant change"
         };
         let bound = format_change(bad_bound.unwrap_or(0.0));
-        (
-            Verdict::WithinThreshold,
-            format!(
-                "{described}: {kind}, within the {thr} threshold (no regression that large: the one-sided {} % bound is {bound}; \"unchanged\" needs the equivalence interval within ±{mar})",
-                percent_level(1.0 - ctx.alpha_look)
-            ),
-        )
+        let level = percent_level(1.0 - ctx.alpha_look);
+        let why = format!(
+            "{described}: {kind}, within the {thr} threshold (no regression that large: the one-sided {level} % bound is {bound}; \"unchanged\" needs the equivalence interval within ±{mar})"
+        );
+        (Verdict::WithinThreshold, why)
     } else if significant_reg || significant_imp {
-        (
-            Verdict::Inconclusive,
-            format!(
-                "{described}: a change is likely, but the interval reaches the {thr} threshold; more repetitions would decide"
-            ),
-        )
+        let why = format!(
+            "{described}: a change is likely, but the interval reaches the {thr} threshold; more repetitions would decide"
+        );
+        (Verdict::Inconclusive, why)
     } else {
-        (
-            Verdict::Inconclusive,
-            format!(
-                "{described}: not enough evidence either way; the interval reaches the {thr} threshold"
-            ),
-        )
+        let why = format!(
+            "{described}: not enough evidence either way; the interval reaches the {thr} threshold"
+        );
+        (Verdict::Inconclusive, why)
     };
     out.verdict = verdict;
     out.reason.push_str(&reason);

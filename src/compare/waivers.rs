@@ -153,10 +153,8 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Waiver>, WaiverError> {
         })
     });
     let spec = parsed.map_err(|err| {
-        let (line, column) = err
-            .location()
-            .map(|l| (l.line(), l.column()))
-            .unwrap_or((0, 0));
+        let location = err.location().map(|l| (l.line(), l.column()));
+        let (line, column) = location.unwrap_or((0, 0));
         let raw = err.without_snippet().to_string();
         let key = if key_path.is_empty() || key_path == "." {
             String::new()
@@ -184,51 +182,41 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Waiver>, WaiverError> {
                 .map_err(|e| at(key, format!("`{pattern}` is not a glob pattern ({e})")))
         };
         if w.reason.trim().is_empty() {
-            return Err(at(
-                "reason",
-                "the reason is empty; say why the regression is accepted".into(),
-            ));
+            let empty = "the reason is empty; say why the regression is accepted";
+            return Err(at("reason", empty.into()));
         }
-        let expiry = match (w.expires, w.until_commit) {
-            (Some(d), None) => {
-                let valid = d.len() == 10
-                    && d.char_indices().all(|(k, c)| {
-                        if k == 4 || k == 7 {
-                            c == '-'
-                        } else {
-                            c.is_ascii_digit()
-                        }
-                    });
-                if !valid {
-                    return Err(at(
-                        "expires",
-                        format!("`{d}` is not a date; write it as YYYY-MM-DD, such as 2026-12-31"),
-                    ));
-                }
-                Expiry::Date(d)
-            }
-            (None, Some(c)) => {
-                if c.len() < 7 || !c.chars().all(|ch| ch.is_ascii_hexdigit()) {
-                    return Err(at(
-                        "until_commit",
-                        format!("`{c}` is not a commit hash; give at least 7 hex digits"),
-                    ));
-                }
-                Expiry::Commit(c)
-            }
-            (Some(_), Some(_)) => {
-                return Err(at(
-                    "expires",
-                    "give either `expires` or `until_commit`, not both".into(),
-                ));
-            }
-            (None, None) => {
-                return Err(at(
-                    "expires",
-                    "a waiver must expire: add `expires: YYYY-MM-DD` or `until_commit: SHA`".into(),
-                ));
-            }
+        let is_date = |d: &str| {
+            d.len() == 10
+                && d.char_indices().all(|(k, c)| {
+                    if k == 4 || k == 7 {
+                        c == '-'
+                    } else {
+                        c.is_ascii_digit()
+                    }
+                })
         };
+        let is_hash = |c: &str| c.len() >= 7 && c.chars().all(|ch| ch.is_ascii_hexdigit());
+        let expiry = match (w.expires, w.until_commit) {
+            (Some(d), None) if is_date(&d) => Ok(Expiry::Date(d)),
+            (Some(d), None) => Err((
+                "expires",
+                format!("`{d}` is not a date; write it as YYYY-MM-DD, such as 2026-12-31"),
+            )),
+            (None, Some(c)) if is_hash(&c) => Ok(Expiry::Commit(c)),
+            (None, Some(c)) => Err((
+                "until_commit",
+                format!("`{c}` is not a commit hash; give at least 7 hex digits"),
+            )),
+            (Some(_), Some(_)) => Err((
+                "expires",
+                "give either `expires` or `until_commit`, not both".into(),
+            )),
+            (None, None) => Err((
+                "expires",
+                "a waiver must expire: add `expires: YYYY-MM-DD` or `until_commit: SHA`".into(),
+            )),
+        };
+        let expiry = expiry.map_err(|(key, message)| at(key, message))?;
         out.push(Waiver {
             benchmark_glob: glob("benchmark", &w.benchmark)?,
             metric_glob: glob("metric", &w.metric)?,
@@ -298,11 +286,11 @@ impl<'w> Active<'w> {
             if m.verdict != Verdict::Regressed {
                 continue;
             }
-            if let Some((w, state)) = waivers
+            let covering = waivers
                 .iter()
                 .zip(states)
-                .find(|(w, _)| w.covers(&b.name, &m.name))
-            {
+                .find(|(w, _)| w.covers(&b.name, &m.name));
+            if let Some((w, state)) = covering {
                 match state {
                     None => {
                         m.waived = true;
@@ -376,54 +364,28 @@ mod tests {
         assert!(w[1].covers("reduce", "anything"));
         assert_eq!(w[0].expiry, Expiry::Date("2026-12-31".into()));
         assert_eq!(w[1].expiry, Expiry::Commit("abcdef1".into()));
-        let clock = Clock {
-            today: "2026-12-31".into(),
+        let on = |today: &str| Clock {
+            today: today.into(),
             repo: None,
         };
-        assert_eq!(clock.expired(&w[0]), None);
-        let later = Clock {
-            today: "2027-01-01".into(),
-            repo: None,
-        };
-        assert_eq!(
-            later.expired(&w[0]).as_deref(),
-            Some("expired on 2026-12-31")
-        );
+        assert_eq!(on("2026-12-31").expired(&w[0]), None);
+        let later = on("2027-01-01").expired(&w[0]);
+        assert_eq!(later.as_deref(), Some("expired on 2026-12-31"));
     }
 
     #[test]
     fn malformed_files_get_located_messages() {
-        let e = parse("waivers:\n  - benchmark: a\n    reason: r\n", "w.yaml")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            e,
-            "w.yaml:2: key `waivers[0].expires`: a waiver must expire: add `expires: YYYY-MM-DD` or `until_commit: SHA`"
-        );
-        let e = parse(
-            "waivers:\n  - benchmark: a\n    reason: r\n    expires: 31/12/2026\n",
-            "w.yaml",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("`31/12/2026` is not a date"), "{e}");
-        let e = parse(
-            "waivers:\n  - benchmark: a\n    reson: r\n    expires: 2026-01-01\n",
-            "w.yaml",
-        )
-        .unwrap_err()
-        .to_string();
+        let error = |yaml: &str| parse(yaml, "w.yaml").unwrap_err().to_string();
+        let e = error("waivers:\n  - benchmark: a\n    reason: r\n");
+        let want = "w.yaml:2: key `waivers[0].expires`: a waiver must expire: add `expires: YYYY-MM-DD` or `until_commit: SHA`";
+        assert_eq!(e, want);
+        let e = error("waivers:\n  - benchmark: a\n    reason: r\n    expires: 31/12/2026\n");
+        assert_contains!(e, "`31/12/2026` is not a date");
+        let e = error("waivers:\n  - benchmark: a\n    reson: r\n    expires: 2026-01-01\n");
         assert!(e.starts_with("w.yaml:3:"), "{e}");
-        assert!(e.contains("reson"), "{e}");
-        let e = parse(
-            "waivers:\n  - benchmark: \"a[\"\n    reason: r\n    expires: 2026-01-01\n",
-            "w.yaml",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("key `waivers[0].benchmark`") && e.contains("not a glob"),
-            "{e}"
-        );
+        assert_contains!(e, "reson");
+        let e = error("waivers:\n  - benchmark: \"a[\"\n    reason: r\n    expires: 2026-01-01\n");
+        assert_contains!(e, "key `waivers[0].benchmark`");
+        assert_contains!(e, "not a glob");
     }
 }

@@ -19,11 +19,8 @@ pub(super) fn formulas(
     refused: &mut Vec<String>,
 ) {
     let mut counters = counters.clone();
-    if let Some(c) = profile
-        .cycle_counters
-        .iter()
-        .find_map(|k| counters.get(k).copied().filter(|c| c.0 > 0.0))
-    {
+    let measured = |k: &String| counters.get(k).copied().filter(|c| c.0 > 0.0);
+    if let Some(c) = profile.cycle_counters.iter().find_map(measured) {
         counters.entry(CORE_CYCLES.into()).or_insert(c);
     }
     for (formula, f) in &profile.formulas {
@@ -33,19 +30,16 @@ pub(super) fn formulas(
         };
         let name = &name;
         let Some(expr) = f.parsed() else {
+            let profile = &profile.name;
             refused.push(format!(
-                "formula `{name}` of profile `{}` does not parse",
-                profile.name
+                "formula `{name}` of profile `{profile}` does not parse"
             ));
             continue;
         };
         use exmex::Express;
         let vars = expr.var_names().to_vec();
-        let Some(inputs) = vars
-            .iter()
-            .map(|v| counters.get(v).copied())
-            .collect::<Option<Vec<_>>>()
-        else {
+        let inputs = vars.iter().map(|v| counters.get(v).copied());
+        let Some(inputs) = inputs.collect::<Option<Vec<_>>>() else {
             continue;
         };
         if inputs.iter().any(|(_, p)| *p != inputs[0].1) {
@@ -98,11 +92,10 @@ pub(super) fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &
     let precision = result
         .parameters
         .get("dtype")
-        .cloned()
-        .unwrap_or_else(|| "bf16".into());
+        .map_or("bf16", String::as_str);
     let Some(peak) = profile
         .flops
-        .get(&precision)
+        .get(precision)
         .or_else(|| profile.flops.values().next())
     else {
         return;
@@ -129,22 +122,10 @@ pub(super) fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &
                 if source == Source::Estimate { " (from estimates)" } else { "" }
             ));
         }
-        out.push(
-            "roofline.intensity",
-            "FLOP/B",
-            source,
-            Direction::Higher,
-            rep,
-            intensity,
-        );
-        out.push(
-            "roofline.attainable",
-            "FLOP/s",
-            source,
-            Direction::Higher,
-            rep,
-            attainable,
-        );
+        // Every roofline figure is better higher.
+        let up = Direction::Higher;
+        out.push("roofline.intensity", "FLOP/B", source, up, rep, intensity);
+        out.push("roofline.attainable", "FLOP/s", source, up, rep, attainable);
         if let Some(t) = time
             .zip(time_at.as_ref())
             .and_then(|(t, at)| Some((*at.get(&rep)?, t)))
@@ -152,14 +133,8 @@ pub(super) fn roofline(result: &BenchmarkResult, profile: &DeviceProfile, out: &
             && t.1.unit == "ns"
         {
             let achieved = f / (t.0 * 1e-9);
-            out.push(
-                "roofline.efficiency",
-                "%",
-                source.max(t.1.source),
-                Direction::Higher,
-                rep,
-                100.0 * achieved / attainable,
-            );
+            let (source, efficiency) = (source.max(t.1.source), 100.0 * achieved / attainable);
+            out.push("roofline.efficiency", "%", source, up, rep, efficiency);
         }
     }
 }

@@ -582,16 +582,11 @@ fn finish(result: &BenchmarkResult, plan: &SeriesPlan<'_>, tallies: Vec<Tally>) 
     // Bytes moved and the window they moved in, per repetition.
     let mut memory: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
     let mut denominators: Vec<String> = Vec::new();
+    let (derived, higher, lower) = (Source::Derived, Direction::Higher, Direction::Lower);
     for c in &computed {
         let s = &plan.series[c.index];
-        out.push(
-            &format!("counter.{}", s.name),
-            &c.unit,
-            Source::Hardware,
-            Direction::Lower,
-            s.rep,
-            c.delta,
-        );
+        let counter = format!("counter.{}", s.name);
+        out.push(&counter, &c.unit, Source::Hardware, lower, s.rep, c.delta);
         per_rep
             .entry(s.rep)
             .or_default()
@@ -651,22 +646,10 @@ fn finish(result: &BenchmarkResult, plan: &SeriesPlan<'_>, tallies: Vec<Tally>) 
                 continue;
             }
             let direction = c.spec.direction.unwrap_or(Direction::Higher);
-            out.push(
-                &format!("util.{}", s.name),
-                "%",
-                Source::Derived,
-                direction,
-                s.rep,
-                u * 100.0,
-            );
-            out.push(
-                &format!("util.{}.peak_window", s.name),
-                "%",
-                Source::Derived,
-                direction,
-                s.rep,
-                peak * 100.0,
-            );
+            let (util, rep) = (format!("util.{}", s.name), s.rep);
+            out.push(&util, "%", derived, direction, rep, u * 100.0);
+            let peak_window = format!("{util}.peak_window");
+            out.push(&peak_window, "%", derived, direction, rep, peak * 100.0);
         }
         let bytes_per_unit = match c.unit.as_str() {
             "bytes" | "B" => Some(1.0),
@@ -675,14 +658,8 @@ fn finish(result: &BenchmarkResult, plan: &SeriesPlan<'_>, tallies: Vec<Tally>) 
         };
         if let Some(bpu) = bytes_per_unit {
             let rate = c.delta * bpu * 1e9 / c.span;
-            out.push(
-                &format!("bandwidth.{}", s.name),
-                "B/s",
-                Source::Derived,
-                Direction::Higher,
-                s.rep,
-                rate,
-            );
+            let bandwidth = format!("bandwidth.{}", s.name);
+            out.push(&bandwidth, "B/s", derived, higher, s.rep, rate);
             let traffic = memory.entry(s.rep).or_insert((0.0, 0.0));
             traffic.0 += c.delta * bpu;
             traffic.1 = f64::max(traffic.1, c.span);
@@ -704,14 +681,7 @@ fn finish(result: &BenchmarkResult, plan: &SeriesPlan<'_>, tallies: Vec<Tally>) 
                 ));
                 continue;
             }
-            out.push(
-                "util.memory",
-                "%",
-                Source::Derived,
-                Direction::Higher,
-                *rep,
-                u * 100.0,
-            );
+            out.push("util.memory", "%", derived, higher, *rep, u * 100.0);
         }
     }
     for (rep, cores) in &per_rep {

@@ -372,39 +372,29 @@ mod tests {
     #[test]
     fn wrap_around_is_exact_at_every_width() {
         for bits in [8u8, 16, 32, 64] {
-            let max = if bits == 64 {
-                u64::MAX
-            } else {
-                (1u64 << bits) - 1
-            };
+            let max = u64::MAX >> (64 - u32::from(bits));
             assert_eq!(counter_delta(max - 2, 4, bits).unwrap(), 7, "{bits} bits");
             assert_eq!(counter_delta(max, 0, bits).unwrap(), 1, "{bits} bits");
             assert_eq!(counter_delta(5, 5, bits).unwrap(), 0, "{bits} bits");
             assert_eq!(counter_delta(0, max, bits).unwrap(), max, "{bits} bits");
         }
-        assert!(counter_delta(0, 256, 8).unwrap_err().contains("8-bit"));
-        assert!(counter_delta(0, 1, 12).unwrap_err().contains("12 bits"));
+        assert_contains!(counter_delta(0, 256, 8).unwrap_err(), "8-bit");
+        assert_contains!(counter_delta(0, 1, 12).unwrap_err(), "12 bits");
     }
 
     #[test]
     fn cumulative_wraps_and_interval_and_scaling_are_restored() {
-        let s = series(
-            "mxu_busy_0",
-            Some(16),
-            &[(0.0, 65_000.0), (1000.0, 100.0), (2000.0, 600.0)],
-        );
+        let readings = [(0.0, 65_000.0), (1000.0, 100.0), (2000.0, 600.0)];
+        let s = series("mxu_busy_0", Some(16), &readings);
         let w = |mode, scaling| Windows::new(Readings::gather(&[&s]), mode, scaling).unwrap();
         // 65536 − 65000 + 100, then 500.
         assert_eq!(deltas(&w(SampleMode::Cumulative, 0)), [636.0, 500.0]);
         assert_eq!(deltas(&w(SampleMode::Cumulative, 2))[1], 2000.0);
         assert_eq!(deltas(&w(SampleMode::Interval, 1))[1], 1200.0);
         let narrow = series("c", Some(8), &[(0.0, 1.0), (5.0, 300.0)]);
-        let err =
-            Windows::new(Readings::gather(&[&narrow]), SampleMode::Cumulative, 0).unwrap_err();
-        assert_eq!(
-            err,
-            "counter `c` at 5 ns: value 300 does not fit a 8-bit counter"
-        );
+        let err = Windows::new(Readings::gather(&[&narrow]), SampleMode::Cumulative, 0);
+        let want = "counter `c` at 5 ns: value 300 does not fit a 8-bit counter";
+        assert_eq!(err.unwrap_err(), want);
     }
 
     #[test]
@@ -418,44 +408,26 @@ mod tests {
         late.sampling = Some(Sampling::Cumulative);
         let r = Readings::gather(&[&late]);
         assert!(matches!(r.t_ns, Cow::Owned(_)));
-        assert_eq!(
-            r.pairs(),
-            [
-                (1.0, 7.0, Some(16)),
-                (5.0, 9.0, Some(16)),
-                (5.0, 8.0, Some(16))
-            ]
-        );
+        #[rustfmt::skip]
+        let late_pairs = [(1.0, 7.0, Some(16)), (5.0, 9.0, Some(16)), (5.0, 8.0, Some(16))];
+        assert_eq!(r.pairs(), late_pairs);
         assert!(r.from_xprof);
         // Two series of one counter and different widths: each reading keeps its own.
         let r = Readings::gather(&[&sorted, &late]);
-        assert_eq!(
-            r.pairs(),
-            [
-                (0.0, 1.0, Some(32)),
-                (1.0, 2.0, Some(32)),
-                (1.0, 3.0, Some(32)),
-                (1.0, 7.0, Some(16)),
-                (5.0, 9.0, Some(16)),
-                (5.0, 8.0, Some(16))
-            ]
-        );
+        #[rustfmt::skip]
+        let sorted_pairs = [(0.0, 1.0, Some(32)), (1.0, 2.0, Some(32)), (1.0, 3.0, Some(32))];
+        assert_eq!(r.pairs(), [sorted_pairs, late_pairs].concat());
         assert_eq!(r.unit, "cycles");
     }
 
     #[test]
     fn registers_under_one_key_are_summed_at_the_times_all_were_read() {
-        let ps0 = series(
-            "RD_RESP_PS0",
-            Some(16),
-            &[(0.0, 1.0), (1000.0, 10.0), (2000.0, 30.0)],
-        );
+        let three = [(0.0, 1.0), (1000.0, 10.0), (2000.0, 30.0)];
+        let ps0 = series("RD_RESP_PS0", Some(16), &three);
         let ps1 = series("RD_RESP_PS1", Some(16), &[(0.0, 2.0), (1000.0, 20.0)]);
         // At 2 µs only one channel was read: a partial sum is left out.
-        assert_eq!(
-            Readings::gather(&[&ps0, &ps1]).pairs(),
-            [(0.0, 3.0, None), (1000.0, 30.0, None)]
-        );
+        let summed = [(0.0, 3.0, None), (1000.0, 30.0, None)];
+        assert_eq!(Readings::gather(&[&ps0, &ps1]).pairs(), summed);
         assert_eq!(Readings::gather(&[&ps0]).len(), 3);
     }
 

@@ -252,13 +252,7 @@ fn envelope(timeline: &[[f64; 2]], buckets: usize) -> Vec<[f64; 2]> {
 fn sides<'r>(
     base: Option<&'r RunResults>,
     head: &'r RunResults,
-) -> impl Iterator<
-    Item = (
-        &'r str,
-        Option<&'r BenchmarkResult>,
-        Option<&'r BenchmarkResult>,
-    ),
-> {
+) -> impl Iterator<Item = Sides<'r>> {
     let base_index = base.map(RunResults::by_name).unwrap_or_default();
     let head_index = head.by_name();
     let in_head = head.benchmarks.iter().map(move |h| {
@@ -272,6 +266,13 @@ fn sides<'r>(
         .map(|b| (b.name.as_str(), Some(b), None));
     in_head.chain(only_in_base)
 }
+
+/// A benchmark's name with its baseline and candidate results.
+type Sides<'r> = (
+    &'r str,
+    Option<&'r BenchmarkResult>,
+    Option<&'r BenchmarkResult>,
+);
 
 /// The readings a benchmark's kernel windows are read against on another benchmark of its
 /// run (a trace import's `counters` benchmark), for its counter charts.
@@ -384,12 +385,8 @@ impl BenchmarkEvidence {
             let mut by_counter: BTreeMap<&str, BTreeMap<u32, Vec<&CounterSeries>>> =
                 BTreeMap::new();
             let from_others = &from_others[usize::from(is_head)];
-            for c in r
-                .counters
-                .iter()
-                .chain(from_others)
-                .filter(|c| !c.is_empty())
-            {
+            let series = r.counters.iter().chain(from_others);
+            for c in series.filter(|c| !c.is_empty()) {
                 by_counter
                     .entry(c.counter.as_str())
                     .or_default()
@@ -462,22 +459,12 @@ impl BenchmarkEvidence {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::metric::{Direction, GateRule, Source};
     use crate::model::protocol::CounterLine;
     use crate::model::results::{Artifact, MetricSamples, Provenance};
 
     fn result(name: &str, times: &[f64], util: &[(u32, f64, f64)], ir: &str) -> BenchmarkResult {
         let mut r = BenchmarkResult::new(name, Provenance::default());
-        r.metrics.push(MetricSamples {
-            name: "kernel_time".into(),
-            unit: "ns".into(),
-            source: Source::Timer,
-            direction: Direction::Lower,
-            gate: GateRule::default(),
-            values: times.to_vec(),
-            repetition: (0..times.len() as u32).collect(),
-            spread: None,
-        });
+        r.metrics.push(MetricSamples::timer("kernel_time", times));
         let mut index = crate::model::results::SeriesIndex::default();
         for &(repetition, t_ns, value) in util {
             let line = CounterLine {
@@ -489,15 +476,18 @@ mod tests {
             };
             index.push_counter(&mut r, repetition, &line, None);
         }
-        r.artifacts.insert(
-            "ptx".into(),
-            Artifact {
-                path: "out.ptx".into(),
-                text: ir.into(),
-                truncated: false,
-            },
-        );
+        let ptx = Artifact {
+            path: "out.ptx".into(),
+            text: ir.into(),
+            truncated: false,
+        };
+        r.artifacts.insert("ptx".into(), ptx);
         r
+    }
+
+    /// The evidence of benchmark `mm` from both sides, under the default bounds.
+    fn paired(base: &BenchmarkResult, head: &BenchmarkResult) -> BenchmarkEvidence {
+        BenchmarkEvidence::from_results("mm", Some(base), Some(head), &Default::default())
     }
 
     #[test]
@@ -514,17 +504,15 @@ mod tests {
             .map(|i| [f64::from(i), if i == 4 { 99.0 } else { f64::from(i % 3) }])
             .collect();
         let outline = envelope(&timeline, 3);
-        assert_eq!(
-            outline,
-            vec![
-                [0.0, 0.0],
-                [2.0, 2.0],
-                [4.0, 99.0],
-                [6.0, 0.0],
-                [9.0, 0.0],
-                [11.0, 2.0]
-            ]
-        );
+        let want = [
+            [0.0, 0.0],
+            [2.0, 2.0],
+            [4.0, 99.0],
+            [6.0, 0.0],
+            [9.0, 0.0],
+            [11.0, 2.0],
+        ];
+        assert_eq!(outline, want);
         assert_eq!(envelope(&timeline, 6), timeline);
     }
 
@@ -553,24 +541,20 @@ mod tests {
         assert_eq!(kept.metrics[0].base[MAX_SERIES_POINTS - 1], 4_999.0);
         assert_eq!(kept.counters[0].base.timeline.len(), MAX_SERIES_POINTS);
         assert_eq!(kept.counters[0].base.thinned_from, Some(3_000));
-        assert_eq!(
-            kept.counters[0].base.repetition_means,
-            whole.benchmarks[0].counters[0].base.repetition_means
-        );
+        let means = &whole.benchmarks[0].counters[0].base.repetition_means;
+        assert_eq!(&kept.counters[0].base.repetition_means, means);
         let same = e.benchmark("same").unwrap();
         assert!(same.metrics.is_empty() && same.counters.is_empty() && same.artifacts.is_empty());
         // An unchanged benchmark whose lowered code changed keeps the diff.
         let ir = e.benchmark("same_ir_changed").unwrap();
         assert!(ir.metrics.is_empty());
         assert_eq!(ir.artifacts.len(), 1);
-        assert_eq!(
-            e.omitted,
-            Some(Omitted {
-                benchmarks: 2,
-                metrics: 2,
-                thinned_series: 3
-            })
-        );
+        let omitted = Omitted {
+            benchmarks: 2,
+            metrics: 2,
+            thinned_series: 3,
+        };
+        assert_eq!(e.omitted, Some(omitted));
         // Nothing to leave out: nothing said.
         let mut small = Evidence::from_runs(None, &head);
         small.benchmarks.retain(|b| b.name != "changed");
@@ -592,45 +576,27 @@ mod tests {
                 side.metrics.push(m);
             }
         }
-        let mut left_out =
-            BenchmarkEvidence::from_results("mm", Some(&base), Some(&head), &Default::default());
+        let mut left_out = paired(&base, &head);
         let mut omitted = Omitted::default();
         left_out.bound(None, &mut omitted);
         assert_eq!(omitted.metrics, 20);
         assert!(left_out.metrics.is_empty() && left_out.counters.is_empty());
-        assert_eq!(
-            left_out.metrics.capacity(),
-            0,
-            "room kept for dropped metrics"
-        );
-        assert_eq!(
-            left_out.counters.capacity(),
-            0,
-            "room kept for dropped counters"
-        );
+        let room = (left_out.metrics.capacity(), left_out.counters.capacity());
+        assert_eq!(room, (0, 0), "room kept for dropped metrics or counters");
         let shown = vec!["metric_3".to_string()];
-        let mut charted =
-            BenchmarkEvidence::from_results("mm", Some(&base), Some(&head), &Default::default());
+        let mut charted = paired(&base, &head);
         charted.bound(Some(&shown), &mut omitted);
         assert_eq!(charted.metrics.len(), 1);
-        assert_eq!(
-            charted.metrics.capacity(),
-            1,
-            "room kept for dropped metrics"
-        );
+        let room = charted.metrics.capacity();
+        assert_eq!(room, 1, "room kept for dropped metrics");
     }
 
     #[test]
     fn pairs_samples_counters_and_artifacts_by_name() {
-        let base = result(
-            "mm",
-            &[3.0, 1.0],
-            &[(0, 20.0, 50.0), (0, 10.0, 40.0), (1, 5.0, 70.0)],
-            "a\n",
-        );
+        let util = [(0, 20.0, 50.0), (0, 10.0, 40.0), (1, 5.0, 70.0)];
+        let base = result("mm", &[3.0, 1.0], &util, "a\n");
         let head = result("mm", &[2.0], &[(0, 10.0, 90.0)], "b\n");
-        let pair =
-            BenchmarkEvidence::from_results("mm", Some(&base), Some(&head), &Default::default());
+        let pair = paired(&base, &head);
         assert_eq!(pair.metrics[0].base, vec![3.0, 1.0]);
         assert_eq!(pair.metrics[0].head, vec![2.0]);
         let util = &pair.counters[0];

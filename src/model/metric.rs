@@ -150,27 +150,17 @@ mod tests {
 
     #[test]
     fn throughputs_and_percentages_are_better_higher() {
-        assert_eq!(
-            direction_of("gpu__time_duration.sum", "ns"),
-            Direction::Lower
-        );
-        assert_eq!(
-            direction_of("dram__bytes_read.sum", "byte"),
-            Direction::Lower
-        );
-        assert_eq!(
-            direction_of("lts__t_sector_hit_rate.pct", "%"),
-            Direction::Higher
-        );
-        assert_eq!(direction_of("Memory Throughput", "%"), Direction::Higher);
-        assert_eq!(
-            direction_of("dram__bytes.sum.per_second", "byte/second"),
-            Direction::Higher
-        );
-        assert_eq!(direction_of("bytes_per_second", ""), Direction::Higher);
-        assert_eq!(
-            direction_of("smsp__pcsamp_warps_issue_stalled_barrier.pct", "%"),
-            Direction::Lower
-        );
+        use Direction::{Higher, Lower};
+        for (name, unit, want) in [
+            ("gpu__time_duration.sum", "ns", Lower),
+            ("dram__bytes_read.sum", "byte", Lower),
+            ("lts__t_sector_hit_rate.pct", "%", Higher),
+            ("Memory Throughput", "%", Higher),
+            ("dram__bytes.sum.per_second", "byte/second", Higher),
+            ("bytes_per_second", "", Higher),
+            ("smsp__pcsamp_warps_issue_stalled_barrier.pct", "%", Lower),
+        ] {
+            assert_eq!(direction_of(name, unit), want, "{name} ({unit})");
+        }
     }
 }

@@ -452,26 +452,25 @@ fn check(line: &ProtocolLine) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// The one line `text` holds, parsed.
+    fn line(text: &str) -> ProtocolLine {
+        parse_line(text).unwrap().unwrap()
+    }
+
     #[test]
     fn the_three_line_kinds_parse() {
-        let m = parse_line(r#"{"metric": "kernel_time", "value": 88.0, "unit": "us"}"#)
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            m,
-            ProtocolLine::Measurement(MeasurementLine {
-                metric: "kernel_time".into(),
-                value: 88.0,
-                unit: "us".into(),
-                source: None,
-                benchmark: None
-            })
-        );
-        let c = parse_line(
+        let m = line(r#"{"metric": "kernel_time", "value": 88.0, "unit": "us"}"#);
+        let want = MeasurementLine {
+            metric: "kernel_time".into(),
+            value: 88.0,
+            unit: "us".into(),
+            source: None,
+            benchmark: None,
+        };
+        assert_eq!(m, ProtocolLine::Measurement(want));
+        let c = line(
             r#"{"counter": "mxu_busy", "t_ns": 1500, "value": 123456, "unit": "cycles", "bits": 32, "core": 1}"#,
-        )
-        .unwrap()
-        .unwrap();
+        );
         assert!(matches!(
             c,
             ProtocolLine::Counter(CounterLine {
@@ -480,9 +479,7 @@ mod tests {
                 ..
             })
         ));
-        let k = parse_line(r#"{"kernel": "matmul", "start_ns": 1000, "end_ns": 89000}"#)
-            .unwrap()
-            .unwrap();
+        let k = line(r#"{"kernel": "matmul", "start_ns": 1000, "end_ns": 89000}"#);
         assert!(matches!(
             k,
             ProtocolLine::Kernel(KernelLine {
@@ -491,11 +488,8 @@ mod tests {
             })
         ));
         assert_eq!(parse_line("   ").unwrap(), None);
-        let c = parse_line(
-            r#"{"correct": false, "detail": "max abs error 0.5 > 1e-3", "benchmark": "mm"}"#,
-        )
-        .unwrap()
-        .unwrap();
+        let c =
+            line(r#"{"correct": false, "detail": "max abs error 0.5 > 1e-3", "benchmark": "mm"}"#);
         assert_eq!(
             c,
             ProtocolLine::Correctness(CorrectnessLine {
@@ -506,7 +500,7 @@ mod tests {
         );
         assert_eq!(c.benchmark(), Some("mm"));
         assert!(matches!(
-            parse_line(r#"{"correct": true}"#).unwrap().unwrap(),
+            line(r#"{"correct": true}"#),
             ProtocolLine::Correctness(CorrectnessLine {
                 correct: true,
                 detail: None,
@@ -517,58 +511,28 @@ mod tests {
 
     #[test]
     fn bad_lines_are_rejected_with_reasons() {
+        #[rustfmt::skip]
         let cases = [
-            (
-                r#"{"metric": "t", "value": 1, "colour": "red"}"#,
-                "unknown field `colour`",
-            ),
+            (r#"{"metric": "t", "value": 1, "colour": "red"}"#, "unknown field `colour`"),
             (r#"{"metric": "t"}"#, "missing field `value`"),
-            (
-                r#"{"metric": "t", "value": "fast"}"#,
-                "`value` must be a number, got the text \"fast\"",
-            ),
-            (
-                r#"{"value": 3}"#,
-                "none of the keys `metric`, `counter`, `kernel` or `correct`",
-            ),
+            (r#"{"metric": "t", "value": "fast"}"#, "`value` must be a number, got the text \"fast\""),
+            (r#"{"value": 3}"#, "none of the keys `metric`, `counter`, `kernel` or `correct`"),
             (r#"{"correct": false, "why": "off"}"#, "unknown field `why`"),
-            (
-                r#"{"correct": "no"}"#,
-                "`correct` must be `true` or `false`, got the text \"no\"",
-            ),
+            (r#"{"correct": "no"}"#, "`correct` must be `true` or `false`, got the text \"no\""),
             (r#"[1, 2]"#, "not a JSON object"),
-            (
-                r#"{"metric": "t", "value": 1"#,
-                "not a JSON object (EOF while parsing",
-            ),
-            (
-                r#"{"counter": "c", "t_ns": 1, "value": 2, "bits": 12}"#,
-                "`bits` is 12",
-            ),
-            (
-                r#"{"kernel": "k", "start_ns": 10, "end_ns": 5}"#,
-                "ends (5) before it starts (10)",
-            ),
+            (r#"{"metric": "t", "value": 1"#, "not a JSON object (EOF while parsing"),
+            (r#"{"counter": "c", "t_ns": 1, "value": 2, "bits": 12}"#, "`bits` is 12"),
+            (r#"{"kernel": "k", "start_ns": 10, "end_ns": 5}"#, "ends (5) before it starts (10)"),
             (r#"{"metric": "", "value": 1}"#, "`metric` is empty"),
-            (
-                r#"{"metric": "t", "value": 1, "source": "guess"}"#,
-                "`source` is `guess`, not one of `hardware`",
-            ),
-            (
-                r#"{"metric": "t", "value": null}"#,
-                "`value` must be a number, got null",
-            ),
-            (
-                r#"{"counter": "c", "t_ns": 1, "value": 2, "bits": "wide"}"#,
-                "`bits` must be a whole number, 0 or more, got the text \"wide\"",
-            ),
+            (r#"{"metric": "t", "value": 1, "source": "guess"}"#, "`source` is `guess`, not one of `hardware`"),
+            (r#"{"metric": "t", "value": null}"#, "`value` must be a number, got null"),
+            (r#"{"counter": "c", "t_ns": 1, "value": 2, "bits": "wide"}"#,
+                "`bits` must be a whole number, 0 or more, got the text \"wide\""),
         ];
         for (line, expected) in cases {
             let err = parse_line(line).unwrap_err();
-            assert!(
-                err.contains(expected),
-                "{line}: expected `{expected}` in `{err}`"
-            );
+            let found = err.contains(expected);
+            assert!(found, "{line}: expected `{expected}` in `{err}`");
         }
     }
 
@@ -612,10 +576,8 @@ mod tests {
             assert_eq!(parse_line(line), parse_object(line), "{line}");
         }
         // The lines of each kind are read the direct way, exact times included.
-        for line in [
-            lines[0], lines[1], lines[15], lines[16], lines[24], lines[25], lines[29],
-        ] {
-            assert!(parse_direct(line).is_some(), "{line}");
+        for i in [0, 1, 15, 16, 24, 25, 29] {
+            assert!(parse_direct(lines[i]).is_some(), "{}", lines[i]);
         }
         match parse_direct(lines[15]) {
             Some(ProtocolLine::Counter(c)) => {
@@ -623,11 +585,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(
-            parse_line(r#"["t", 1]"#)
-                .unwrap_err()
-                .contains("not a JSON object")
-        );
+        assert_contains!(parse_line(r#"["t", 1]"#).unwrap_err(), "not a JSON object");
         // A key written twice: the object keeps the last.
         match parse_line(r#"{"metric": "t", "value": 1, "value": 2}"#) {
             Ok(Some(ProtocolLine::Measurement(m))) => assert_eq!(m.value, 2.0),
@@ -645,8 +603,8 @@ mod tests {
             r#"{"counter": "busy", "t_ns": 1700000000000000004, "value": 3, "unit": "cycles", "benchmark": "a"}"#,
             r#"{"counter": "bytes", "t_ns": 1700000000000000006, "value": 4}"#,
         ];
-        for line in text {
-            match parse_line(line).unwrap().unwrap() {
+        for text in text {
+            match line(text) {
                 ProtocolLine::Counter(c) => timed.push_counter(c),
                 ProtocolLine::Kernel(k) => timed.push_kernel(k),
                 ProtocolLine::Measurement(_) | ProtocolLine::Correctness(_) => unreachable!(),
@@ -665,15 +623,11 @@ mod tests {
                 c.benchmark.clone(),
             ))
         });
-        assert_eq!(
-            read,
-            [
-                ("busy".to_string(), None, 0.0, 1.0, None),
-                ("busy".to_string(), Some(1), 2.0, 2.0, None),
-                ("busy".to_string(), None, 3.0, 3.0, None),
-                ("bytes".to_string(), None, 5.0, 4.0, None),
-            ]
-        );
+        #[rustfmt::skip]
+        let want = [("busy", None, 0.0, 1.0, None), ("busy", Some(1), 2.0, 2.0, None),
+            ("busy", None, 3.0, 3.0, None), ("bytes", None, 5.0, 4.0, None)];
+        let want = want.map(|(c, core, t, v, b)| (c.to_string(), core, t, v, b));
+        assert_eq!(read, want);
         let kernels = timed.into_kernels();
         assert_eq!((kernels[0].start_ns, kernels[0].end_ns), (1.0, 4.0));
         // Times an f64 holds exactly stay as they are.

@@ -446,7 +446,6 @@ pub struct MetricComparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::metric::{Direction, GateRule, Source};
     use crate::model::results::MetricSamples;
     use crate::stats::inference::Xorshift;
 
@@ -488,43 +487,24 @@ mod tests {
     #[test]
     fn the_charted_metrics_are_the_first_by_rank_and_order_of_every_candidate() {
         use crate::compare::{ComparePolicy, blank};
-        let verdicts = [
-            Verdict::Regressed,
-            Verdict::Inconclusive,
-            Verdict::Improved,
-            Verdict::WithinThreshold,
-            Verdict::Unchanged,
-            Verdict::NotGated,
-            Verdict::New,
-            Verdict::Missing,
-            Verdict::Skipped,
-        ];
+        use Verdict::*;
+        #[rustfmt::skip]
+        let verdicts = [Regressed, Inconclusive, Improved, WithinThreshold, Unchanged, NotGated, New,
+            Missing, Skipped];
         let mut rng = Xorshift::new(7);
         let mut pick = |n: usize| (rng.next_u64() % n as u64) as usize;
         let mut cut_short = 0;
         for trial in 0..60 {
             // Few rows (nothing cut) to many more than are charted, with every verdict.
             let benchmarks = [3, 20, 90, 400][trial % 4];
-            let mut report = crate::compare::no_baseline(
-                &RunResults::of(Vec::new()),
-                &ComparePolicy::default(),
-                String::new(),
-            );
+            let policy = ComparePolicy::default();
+            let mut report =
+                crate::compare::no_baseline(&RunResults::of(Vec::new()), &policy, String::new());
             for b in 0..benchmarks {
                 let verdict = verdicts[pick(verdicts.len())];
                 let mut metrics = Vec::new();
                 for m in 0..pick(5) {
-                    let samples = MetricSamples {
-                        name: format!("m{m}"),
-                        unit: "ns".into(),
-                        source: Source::Timer,
-                        direction: Direction::Lower,
-                        gate: GateRule::default(),
-                        values: Vec::new(),
-                        repetition: Default::default(),
-                        spread: None,
-                    };
-                    let mut row = blank(&samples, &ComparePolicy::default());
+                    let mut row = blank(&MetricSamples::timer(&format!("m{m}"), &[]), &policy);
                     row.verdict = verdicts[pick(verdicts.len())];
                     row.gates = pick(4) != 0;
                     metrics.push(row);
@@ -560,9 +540,7 @@ mod tests {
             }
             assert_eq!(charted, grouped, "trial {trial}");
         }
-        assert!(
-            cut_short > 0,
-            "no trial had more candidates than are charted"
-        );
+        let cut = cut_short > 0;
+        assert!(cut, "no trial had more candidates than are charted");
     }
 }

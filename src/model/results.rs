@@ -297,58 +297,50 @@ impl SeriesIndex {
         line: &CounterLine,
         sampling: Option<Sampling>,
     ) {
-        let series = &mut result.counters;
-        let found = self.counters.get(&line.counter).and_then(|candidates| {
-            candidates
-                .iter()
-                .rev()
-                .copied()
-                .find(|&i| series[i].holds(repetition, line, sampling))
-        });
-        let i = match found {
-            Some(i) => i,
-            None => {
-                series.push(CounterSeries {
-                    unit: line.unit.clone(),
-                    bits: line.bits,
-                    core: line.core,
-                    sampling,
-                    ..CounterSeries::new(&line.counter, repetition)
-                });
-                let i = series.len() - 1;
-                self.counters
-                    .entry(line.counter.clone())
-                    .or_default()
-                    .push(i);
-                i
-            }
+        let fits = |s: &CounterSeries| s.holds(repetition, line, sampling);
+        let new = || CounterSeries {
+            unit: line.unit.clone(),
+            bits: line.bits,
+            core: line.core,
+            sampling,
+            ..CounterSeries::new(&line.counter, repetition)
         };
+        let series = &mut result.counters;
+        let i = latest_or_add(&mut self.counters, &line.counter, series, fits, new);
         series[i].t_ns.push(line.t_ns);
         series[i].value.push(line.value);
     }
 
     /// Adds a kernel line, read in `repetition`, to that kernel's windows in the repetition.
     pub fn push_window(&mut self, result: &mut BenchmarkResult, repetition: u32, line: KernelLine) {
+        let fits = |w: &KernelWindows| w.repetition == repetition;
+        let new = || KernelWindows::new(&line.kernel, repetition);
         let windows = &mut result.kernel_windows;
-        let found = self.kernels.get(&line.kernel).and_then(|candidates| {
-            candidates
-                .iter()
-                .rev()
-                .copied()
-                .find(|&i| windows[i].repetition == repetition)
-        });
-        let i = match found {
-            Some(i) => i,
-            None => {
-                windows.push(KernelWindows::new(&line.kernel, repetition));
-                let i = windows.len() - 1;
-                self.kernels.entry(line.kernel).or_default().push(i);
-                i
-            }
-        };
+        let i = latest_or_add(&mut self.kernels, &line.kernel, windows, fits, new);
         windows[i].start_ns.push(line.start_ns);
         windows[i].end_ns.push(line.end_ns);
     }
+}
+
+/// The position of the latest of `items` filed under `name` that `fits`, or of `new()` added
+/// to them and filed there.
+fn latest_or_add<T>(
+    index: &mut std::collections::HashMap<String, Vec<usize>>,
+    name: &str,
+    items: &mut Vec<T>,
+    fits: impl Fn(&T) -> bool,
+    new: impl FnOnce() -> T,
+) -> usize {
+    let filed = index.get(name).map_or(&[][..], Vec::as_slice);
+    if let Some(&i) = filed.iter().rev().find(|&&i| fits(&items[i])) {
+        return i;
+    }
+    items.push(new());
+    index
+        .entry(name.to_string())
+        .or_default()
+        .push(items.len() - 1);
+    items.len() - 1
 }
 
 /// Whether a benchmark completed.
@@ -536,6 +528,24 @@ impl RunResults {
     }
 }
 
+#[cfg(test)]
+impl MetricSamples {
+    /// `values` of timer metric `name` in ns, lower better, gated by the default rule, each
+    /// value its own repetition, for tests.
+    pub(crate) fn timer(name: &str, values: &[f64]) -> MetricSamples {
+        MetricSamples {
+            name: name.into(),
+            unit: "ns".into(),
+            source: Source::Timer,
+            direction: Direction::Lower,
+            gate: GateRule::default(),
+            values: values.to_vec(),
+            repetition: (0..values.len() as u32).collect(),
+            spread: None,
+        }
+    }
+}
+
 impl RunResults {
     /// Refuses results in which no benchmark holds a single measured value (an import of a
     /// file with no benchmark entries, or only errored ones): such a file gates nothing, and
@@ -568,15 +578,9 @@ impl RunResults {
         if measured {
             return Ok(());
         }
-        let failures: Vec<String> = self
-            .benchmarks
-            .iter()
-            .filter_map(|b| {
-                b.failure
-                    .as_ref()
-                    .map(|f| format!("`{}`: {}", b.name, f.message))
-            })
-            .collect();
+        let failure =
+            |b: &BenchmarkResult| Some(format!("`{}`: {}", b.name, b.failure.as_ref()?.message));
+        let failures: Vec<String> = self.benchmarks.iter().filter_map(failure).collect();
         let counters = self.counter_names();
         Err(if failures.is_empty() && !counters.is_empty() {
             // Named by benchmark: `counters`: `a`, `b`; `counters#2`: `c`, … (the first few).
@@ -636,11 +640,9 @@ impl RunResults {
         for b in &self.benchmarks {
             for m in &b.metrics {
                 if let Some((i, v)) = m.values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                    let (name, metric, at) = (&b.name, &m.name, i + 1);
                     return Some(format!(
-                        "benchmark `{}`, metric `{}`, value {} ({v})",
-                        b.name,
-                        m.name,
-                        i + 1
+                        "benchmark `{name}`, metric `{metric}`, value {at} ({v})"
                     ));
                 }
             }
@@ -653,10 +655,8 @@ impl RunResults {
                 }
             }
             for k in &b.kernel_windows {
-                if let Some((start, end)) = k
-                    .windows()
-                    .find(|(start, end)| !(start.is_finite() && end.is_finite()))
-                {
+                let finite = |(start, end): &(f64, f64)| start.is_finite() && end.is_finite();
+                if let Some((start, end)) = k.windows().find(|w| !finite(w)) {
                     return Some(format!(
                         "benchmark `{}`, kernel window `{}` ({start} to {end} ns)",
                         b.name, k.kernel
@@ -825,10 +825,8 @@ mod tests {
         Correctness::record(&mut c, false, Some("NaN".into()));
         Correctness::record(&mut c, true, None);
         assert!(Correctness::failed(&c));
-        assert_eq!(
-            c.unwrap().detail.as_deref(),
-            Some("max abs error 0.5 > 1e-3")
-        );
+        let detail = c.unwrap().detail;
+        assert_eq!(detail.as_deref(), Some("max abs error 0.5 > 1e-3"));
         assert!(!Correctness::failed(&None));
         let mut long = None;
         Correctness::record(&mut long, false, Some("é".repeat(600)));
@@ -858,31 +856,19 @@ mod tests {
         }
         // The same name in another unit, or sampled otherwise, is another series.
         index.push_counter(&mut r, 1, &line("a", 4.0, "bytes"), None);
-        index.push_counter(
-            &mut r,
-            1,
-            &line("a", 5.0, "cycles"),
-            Some(Sampling::Interval),
-        );
+        let interval = Some(Sampling::Interval);
+        index.push_counter(&mut r, 1, &line("a", 5.0, "cycles"), interval);
         index.push_counter(&mut r, 1, &line("a", 6.0, "cycles"), None);
         let got: Vec<(&str, u32, &str, usize)> = r
             .counters
             .iter()
             .map(|s| (s.counter.as_str(), s.repetition, s.unit.as_str(), s.len()))
             .collect();
-        assert_eq!(
-            got,
-            [
-                ("a", 0, "cycles", 3),
-                ("b", 0, "cycles", 3),
-                ("c", 0, "cycles", 3),
-                ("a", 1, "cycles", 4),
-                ("b", 1, "cycles", 3),
-                ("c", 1, "cycles", 3),
-                ("a", 1, "bytes", 1),
-                ("a", 1, "cycles", 1),
-            ]
-        );
+        #[rustfmt::skip]
+        let want = [("a", 0, "cycles", 3), ("b", 0, "cycles", 3), ("c", 0, "cycles", 3),
+            ("a", 1, "cycles", 4), ("b", 1, "cycles", 3), ("c", 1, "cycles", 3),
+            ("a", 1, "bytes", 1), ("a", 1, "cycles", 1)];
+        assert_eq!(got, want);
         assert_eq!(r.counters[3].t_ns, [1.0, 2.0, 3.0, 6.0]);
         assert_eq!(r.counters[7].sampling, Some(Sampling::Interval));
         assert_eq!(r.counter_readings().count(), 21);
@@ -902,14 +888,9 @@ mod tests {
             .iter()
             .map(|k| (k.kernel.as_str(), k.repetition, k.start_ns.clone()))
             .collect();
-        assert_eq!(
-            got,
-            [
-                ("x", 0, vec![0.0, 2.0]),
-                ("y", 0, vec![1.0]),
-                ("x", 1, vec![3.0])
-            ]
-        );
+        #[rustfmt::skip]
+        let want = [("x", 0, vec![0.0, 2.0]), ("y", 0, vec![1.0]), ("x", 1, vec![3.0])];
+        assert_eq!(got, want);
     }
 
     #[test]
@@ -926,24 +907,19 @@ mod tests {
             }
             sharer.counters.push(series);
         }
-        let mut results = RunResults {
-            schema_version: RESULTS_SCHEMA_VERSION,
-            kgate_version: "0".into(),
-            created: "2026-01-01T00:00:00Z".into(),
-            environment: crate::machine::fingerprint::Fingerprint::default(),
-            benchmarks: Vec::new(),
-        };
+        let mut results = RunResults::of(Vec::new());
         for k in 0..20 {
             let mut kernel = BenchmarkResult::new(&format!("k{k}"), Provenance::default());
-            for rep in 0..2 {
+            for repetition in 0..2 {
+                let of = CountersOf {
+                    benchmark: "counters".into(),
+                    repetition,
+                };
                 kernel.kernel_windows.push(KernelWindows {
                     start_ns: vec![f64::from(k) * 2.0 + 0.5],
                     end_ns: vec![f64::from(k) * 2.0 + 3.5],
-                    counters_of: Some(CountersOf {
-                        benchmark: "counters".into(),
-                        repetition: rep,
-                    }),
-                    ..KernelWindows::new(&format!("k{k}"), rep)
+                    counters_of: Some(of),
+                    ..KernelWindows::new(&format!("k{k}"), repetition)
                 });
             }
             results.benchmarks.push(kernel);

@@ -302,20 +302,19 @@ mod tests {
         series.unit = "cycles".into();
         series.t_ns = vec![0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0];
         series.value = vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
-        let windows = KernelWindows {
-            start_ns: vec![12.0, 41.0, -5.0, 70.0],
-            end_ns: vec![25.0, 44.0, -1.0, 80.0],
+        let windows = |start_ns: Vec<f64>, end_ns: Vec<f64>| KernelWindows {
+            start_ns,
+            end_ns,
             ..KernelWindows::new("k", 0)
         };
-        let around = series.around(&windows);
+        let around = series.around(&windows(
+            vec![12.0, 41.0, -5.0, 70.0],
+            vec![25.0, 44.0, -1.0, 80.0],
+        ));
         // [12, 25]: 10 before, 20 inside, 30 after; [41, 44]: 40 and 50 on either side; a
         // window before the first reading takes the first, one after the last the last.
         assert_eq!(around.t_ns, [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0]);
-        let narrow = KernelWindows {
-            start_ns: vec![12.0],
-            end_ns: vec![25.0],
-            ..KernelWindows::new("k", 0)
-        };
+        let narrow = windows(vec![12.0], vec![25.0]);
         let around = series.around(&narrow);
         assert_eq!(around.t_ns, [10.0, 20.0, 30.0]);
         assert_eq!(around.value, [1.0, 2.0, 3.0]);
@@ -363,10 +362,8 @@ mod tests {
             }
             let around = series.around(&windows);
             assert_eq!(around.t_ns, around_by_marks(&series.t_ns, &windows));
-            assert_eq!(
-                around.value,
-                around.t_ns.iter().map(|t| t * 2.0).collect::<Vec<_>>()
-            );
+            let doubled: Vec<f64> = around.t_ns.iter().map(|t| t * 2.0).collect();
+            assert_eq!(around.value, doubled);
         }
     }
 
@@ -379,62 +376,31 @@ mod tests {
     #[test]
     fn whole_numbers_are_those_without_a_fraction_below_two_to_the_53() {
         let by_definition = |v: f64| {
-            (v.fract() == 0.0
-                && v.abs() < 9_007_199_254_740_992.0
-                && !(v == 0.0 && v.is_sign_negative()))
-            .then_some(v as i64)
+            let negative_zero = v == 0.0 && v.is_sign_negative();
+            (v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 && !negative_zero)
+                .then_some(v as i64)
         };
         let mut rng = fastrand::Rng::with_seed(11);
-        let specials = [
-            0.0,
-            -0.0,
-            0.5,
-            -0.5,
-            1.0,
-            -1.0,
-            2.5e-300,
-            4_503_599_627_370_495.5,
-            9_007_199_254_740_991.0,
-            -9_007_199_254_740_991.0,
-            9_007_199_254_740_992.0,
-            9.3e18,
-            -9.3e18,
-            1e300,
-            f64::MAX,
-            f64::NAN,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-        ];
+        #[rustfmt::skip]
+        let specials = [0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.5e-300, 4_503_599_627_370_495.5,
+            9_007_199_254_740_991.0, -9_007_199_254_740_991.0, 9_007_199_254_740_992.0, 9.3e18,
+            -9.3e18, 1e300, f64::MAX, f64::NAN, f64::INFINITY, f64::NEG_INFINITY];
         let random = (0..200_000).map(|i| match i % 3 {
             0 => f64::from_bits(rng.u64(..)),
             1 => (rng.f64() - 0.5) * 10f64.powi(rng.i32(0..20)),
             _ => rng.i64(-(1 << 54)..(1 << 54)) as f64,
         });
         for v in specials.into_iter().chain(random) {
-            assert_eq!(
-                whole_number(v),
-                by_definition(v),
-                "{v:e} ({:#x})",
-                v.to_bits()
-            );
+            let bits = v.to_bits();
+            assert_eq!(whole_number(v), by_definition(v), "{v:e} ({bits:#x})");
         }
     }
 
     #[test]
     fn whole_numbers_lose_their_fraction_and_every_value_reads_back_to_its_bits() {
-        let values = vec![
-            0.0,
-            -0.0,
-            1.0,
-            -3.0,
-            1_234_567.0,
-            0.5,
-            88_000.25,
-            9_007_199_254_740_991.0,
-            9_007_199_254_740_992.0,
-            1e300,
-            f64::MIN_POSITIVE,
-        ];
+        #[rustfmt::skip]
+        let values = vec![0.0, -0.0, 1.0, -3.0, 1_234_567.0, 0.5, 88_000.25, 9_007_199_254_740_991.0,
+            9_007_199_254_740_992.0, 1e300, f64::MIN_POSITIVE];
         let text = serde_json::to_string(&Values {
             values: values.clone(),
         })

@@ -358,124 +358,81 @@ pub fn short_kernel_name(name: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn controls_and_bidi_overrides_become_visible() {
-        assert_eq!(
-            escape_terminal("a\n::error::x\u{1b}[2J\u{7}\r\u{202e}b\tc"),
-            "a\\n\\u{3a}:error::x\\u{1b}[2J\\u{7}\\r\\u{202e}b\\tc"
-        );
+    /// `text` escaped, checked against `want`, and plain `unchanged` left borrowed.
+    #[track_caller]
+    fn escapes(text: &str, want: &str, unchanged: &str) {
+        assert_eq!(escape_terminal(text), want);
         assert!(matches!(
-            escape_terminal("plain µs ✓"),
+            escape_terminal(unchanged),
             std::borrow::Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn controls_and_bidi_overrides_become_visible() {
+        escapes(
+            "a\n::error::x\u{1b}[2J\u{7}\r\u{202e}b\tc",
+            "a\\n\\u{3a}:error::x\\u{1b}[2J\\u{7}\\r\\u{202e}b\\tc",
+            "plain µs ✓",
+        );
     }
 
     #[test]
     fn separators_marks_and_non_characters_become_visible() {
-        assert_eq!(
-            escape_terminal(
-                "a\u{2028}b\u{2029}c\u{feff}d\u{fffe}e\u{ffff}f\u{200f}g\u{9b}h\u{10ffff}"
-            ),
-            "a\\u{2028}b\\u{2029}c\\u{feff}d\\u{fffe}e\\u{ffff}f\\u{200f}g\\u{9b}h\\u{10ffff}"
+        escapes(
+            "a\u{2028}b\u{2029}c\u{feff}d\u{fffe}e\u{ffff}f\u{200f}g\u{9b}h\u{10ffff}",
+            "a\\u{2028}b\\u{2029}c\\u{feff}d\\u{fffe}e\\u{ffff}f\\u{200f}g\\u{9b}h\\u{10ffff}",
+            "a\u{200d}b ✓ 日本",
         );
-        assert!(matches!(
-            escape_terminal("a\u{200d}b ✓ 日本"),
-            std::borrow::Cow::Borrowed(_)
-        ));
     }
 
     #[test]
     fn a_word_that_starts_a_log_command_shows_its_first_character_escaped() {
-        assert_eq!(
-            escape_terminal("::add-mask::x y ##[error]e ##vso[task] std::vec a##[b"),
-            "\\u{3a}:add-mask::x y \\u{23}#[error]e \\u{23}#vso[task] std::vec a##[b"
+        escapes(
+            "::add-mask::x y ##[error]e ##vso[task] std::vec a##[b",
+            "\\u{3a}:add-mask::x y \\u{23}#[error]e \\u{23}#vso[task] std::vec a##[b",
+            "std::vector<int> #1 ##",
         );
-        assert!(matches!(
-            escape_terminal("std::vector<int> #1 ##"),
-            std::borrow::Cow::Borrowed(_)
-        ));
     }
 
     #[test]
     fn only_plain_http_addresses_are_web_addresses() {
-        assert_eq!(
-            web_address("https://github.com/o/r/"),
-            Some("https://github.com/o/r")
-        );
-        assert_eq!(
-            web_address("http://ci.example:8080/x"),
-            Some("http://ci.example:8080/x")
-        );
-        for bad in [
-            "javascript:alert(1)",
-            "JAVASCRIPT:alert(1)//https://x",
-            "data:text/html,x",
-            "https://",
-            "https:///path",
-            "https://h/x\" onclick=\"x",
-            "https://h/x) [y](javascript:z",
-            "https://h/a b",
-            "https://h/a\nb",
-            "ftp://h/x",
-        ] {
+        let github = "https://github.com/o/r";
+        assert_eq!(web_address(&format!("{github}/")), Some(github));
+        let ci = "http://ci.example:8080/x";
+        assert_eq!(web_address(ci), Some(ci));
+        #[rustfmt::skip]
+        let bad = ["javascript:alert(1)", "JAVASCRIPT:alert(1)//https://x", "data:text/html,x",
+            "https://", "https:///path", "https://h/x\" onclick=\"x", "https://h/x) [y](javascript:z",
+            "https://h/a b", "https://h/a\nb", "ftp://h/x"];
+        for bad in bad {
             assert_eq!(web_address(bad), None, "{bad}");
         }
     }
 
     #[test]
     fn serde_type_errors_read_in_the_files_words() {
+        #[rustfmt::skip]
         let cases = [
-            (
-                Some("value"),
-                "invalid type: null, expected f64",
-                "`value` must be a number, got null",
-            ),
-            (
-                Some("value"),
-                "invalid type: string \"fast\", expected f64",
-                "`value` must be a number, got the text \"fast\"",
-            ),
-            (
-                Some("benchmarks[0].repetitions"),
+            (Some("value"), "invalid type: null, expected f64", "`value` must be a number, got null"),
+            (Some("value"), "invalid type: string \"fast\", expected f64",
+                "`value` must be a number, got the text \"fast\""),
+            (Some("benchmarks[0].repetitions"),
                 "invalid type: floating point `1.5`, expected u32 at line 1 column 80",
-                "`benchmarks[0].repetitions` must be a whole number, 0 or more, got 1.5 at line 1 column 80",
-            ),
-            (
-                None,
-                "invalid type: map, expected a sequence",
-                "must be a list, got an object",
-            ),
-            (
-                Some("gate"),
-                "invalid type: boolean `true`, expected struct Gate",
-                "`gate` must be an object, got true",
-            ),
-            (
-                None,
-                "invalid length 1, expected struct RunResults with 5 elements at line 1 column 3",
-                "must be an object, got 1 item at line 1 column 3",
-            ),
-            (
-                Some("ci"),
-                "invalid length 3, expected an array of length 2",
-                "`ci` must be a list of 2, got 3 items",
-            ),
-            (
-                Some("source"),
-                "unknown variant `guess`, expected one of `timer`, `reported`",
-                "`source` is `guess`, not one of `timer`, `reported`",
-            ),
-            (
-                Some("metric"),
-                "missing field `value`",
-                "missing field `value`",
-            ),
+                "`benchmarks[0].repetitions` must be a whole number, 0 or more, got 1.5 at line 1 column 80"),
+            (None, "invalid type: map, expected a sequence", "must be a list, got an object"),
+            (Some("gate"), "invalid type: boolean `true`, expected struct Gate",
+                "`gate` must be an object, got true"),
+            (None, "invalid length 1, expected struct RunResults with 5 elements at line 1 column 3",
+                "must be an object, got 1 item at line 1 column 3"),
+            (Some("ci"), "invalid length 3, expected an array of length 2",
+                "`ci` must be a list of 2, got 3 items"),
+            (Some("source"), "unknown variant `guess`, expected one of `timer`, `reported`",
+                "`source` is `guess`, not one of `timer`, `reported`"),
+            (Some("metric"), "missing field `value`", "missing field `value`"),
             (Some("x"), "trailing characters", "`x`: trailing characters"),
-            (
-                None,
-                "EOF while parsing a value at line 1 column 5",
-                "EOF while parsing a value at line 1 column 5",
-            ),
+            (None, "EOF while parsing a value at line 1 column 5",
+                "EOF while parsing a value at line 1 column 5"),
         ];
         for (field, serde, plain) in cases {
             assert_eq!(plain_serde(field, serde), plain, "{serde}");
@@ -484,8 +441,9 @@ mod tests {
 
     #[test]
     fn log_text_keeps_its_lines_but_no_line_is_a_workflow_command() {
+        let log = escape_log("benchmark `k\n  ::error title=x::y` failed\n\u{1b}[31mred");
         assert_eq!(
-            escape_log("benchmark `k\n  ::error title=x::y` failed\n\u{1b}[31mred"),
+            log,
             "benchmark `k\n  \\u{3a}:error title=x::y` failed\n\\u{1b}[31mred"
         );
     }
@@ -497,19 +455,15 @@ mod tests {
                 "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128, (int)64, cutlass::bfloat16_t>, (bool){b}, (bool)0>(Flash_fwd_params) [gpu 1]"
             )
         };
-        let (a, b) = (
-            short_kernel_name(&flash(0)).unwrap(),
-            short_kernel_name(&flash(1)).unwrap(),
-        );
+        let a = short_kernel_name(&flash(0)).unwrap();
+        let b = short_kernel_name(&flash(1)).unwrap();
         assert!(a.starts_with("flash::flash_fwd_kernel<…>(…) #"), "{a}");
         assert!(a.ends_with(" [gpu 1]"), "{a}");
         assert_ne!(a, b);
         let other_gpu = short_kernel_name(&flash(0).replace("[gpu 1]", "[gpu 0]")).unwrap();
         assert_eq!(other_gpu.replace("[gpu 0]", "[gpu 1]"), a);
-        assert_eq!(
-            a.len(),
-            "flash::flash_fwd_kernel<…>(…) #123456 [gpu 1]".len()
-        );
+        let like = "flash::flash_fwd_kernel<…>(…) #123456 [gpu 1]";
+        assert_eq!(a.len(), like.len());
         // Short names, and long names that are not signatures, stay as they are.
         assert_eq!(short_kernel_name("matmul_tiled<32>"), None);
         assert_eq!(short_kernel_name(&"x".repeat(100)), None);

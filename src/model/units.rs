@@ -186,19 +186,13 @@ mod tests {
         assert_eq!(to_canonical(0.0, "s").unwrap().1, 0.0);
         let e = to_canonical(1e300, "s").unwrap_err();
         assert!(matches!(e, ValueError::Overflow { .. }), "{e}");
-        assert_eq!(
-            e.to_string(),
-            "1e300 s is beyond the largest number a results file holds (about 1.8e308) once converted to ns"
-        );
+        let want = "1e300 s is beyond the largest number a results file holds (about 1.8e308) once converted to ns";
+        assert_eq!(e.to_string(), want);
         let e = to_canonical(-1.5, "ms").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "the duration -1.5 ms is negative; a time is never below zero"
-        );
-        assert!(matches!(
-            to_canonical(f64::INFINITY, "bytes"),
-            Err(ValueError::NotFinite { .. })
-        ));
+        let want = "the duration -1.5 ms is negative; a time is never below zero";
+        assert_eq!(e.to_string(), want);
+        let e = to_canonical(f64::INFINITY, "bytes");
+        assert!(matches!(e, Err(ValueError::NotFinite { .. })));
         assert!(to_canonical(f64::MAX, "bytes").is_ok());
     }
 

@@ -24,12 +24,8 @@ pub fn check_declared_metrics(plan: &Plan, results: &mut RunResults) -> Vec<Stri
             continue;
         }
         let reported: Vec<&str> = b.metrics.iter().map(|m| m.name.as_str()).collect();
-        let unavailable: Vec<&str> = b
-            .provenance
-            .unavailable
-            .iter()
-            .map(|u| u.counter.as_str())
-            .collect();
+        let unavailable = &b.provenance.unavailable;
+        let unavailable: Vec<&str> = unavailable.iter().map(|u| u.counter.as_str()).collect();
         let mut missing_gating = Vec::new();
         for (name, cfg) in &bp.metrics.metrics {
             if reported.contains(&name.as_str()) || unavailable.contains(&name.as_str()) {
@@ -114,10 +110,8 @@ mod tests {
         assert_eq!(time_unit_lookalike("ms"), None);
         assert_eq!(time_unit_lookalike("GB/s"), None);
         assert_eq!(time_unit_lookalike("cycles"), None);
-        assert_eq!(
-            did_you_mean("kernel_tme", &["kernel_time", "wall_time"]),
-            Some("kernel_time")
-        );
+        let known = ["kernel_time", "wall_time"];
+        assert_eq!(did_you_mean("kernel_tme", &known), Some("kernel_time"));
         assert_eq!(did_you_mean("flops", &["kernel_time"]), None);
     }
 }

@@ -253,13 +253,9 @@ fn resolve_benchmark(
         .as_ref()
         .and_then(|d| crate::config::device::resolve(d, &config.profiles).ok());
     let counters = b.counters.clone().unwrap_or_default();
-    let counter_passes = crate::config::device::plan_passes(
-        &counters.request,
-        device
-            .as_ref()
-            .and_then(|d| d.counters_per_pass.as_ref())
-            .map(|c| c.value as u32),
-    );
+    let per_pass = device.as_ref().and_then(|d| d.counters_per_pass.as_ref());
+    let per_pass = per_pass.map(|c| c.value as u32);
+    let counter_passes = crate::config::device::plan_passes(&counters.request, per_pass);
     let sampling = device
         .as_ref()
         .map(|d| crate::config::tpu_sampling::options(d, &counters, &counter_passes))
@@ -346,20 +342,12 @@ impl MetricPolicy {
     /// or, without the protocol, when it is the process wall time.
     pub fn resolve(&self, name: &str, from_protocol: bool) -> ResolvedMetric {
         let listed = self.metrics.get(name);
-        let default_gates = if from_protocol {
-            true
-        } else {
-            !self.protocol_captured
-        };
+        let default_gates = listed.is_some() || from_protocol || !self.protocol_captured;
         let cfg = listed.cloned().unwrap_or_default();
         ResolvedMetric {
             direction: cfg.direction.unwrap_or_default(),
             rule: GateRule {
-                gates: cfg.gate.unwrap_or(if listed.is_some() {
-                    true
-                } else {
-                    default_gates
-                }),
+                gates: cfg.gate.unwrap_or(default_gates),
                 threshold: cfg.threshold.map(|p| p.0).unwrap_or(self.threshold),
                 tolerance: cfg.tolerance.map(|t| t.0),
             },
@@ -371,21 +359,19 @@ impl MetricPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::parse;
+
+    fn parse(yaml: &str) -> Config {
+        crate::config::parse(yaml, "k.yaml").unwrap()
+    }
 
     #[test]
     fn defaults_overrides_and_shared_builds() {
         let c = parse(
             "build: make\ndefaults: {repetitions: 7, warmup: 3}\nbenchmarks:\n  - {name: a, command: ./a}\n  - {name: b, command: ./b, build: make, cwd: sub, timeout: 2s}\n  - {name: c, command: ./c, build: make}\n",
-            "k.yaml",
-        )
-        .unwrap();
-        let p = Plan::new(&c, &Overrides::default()).unwrap();
-        assert_eq!(
-            p.builds.len(),
-            2,
-            "`make` at the root and `make` in sub differ"
         );
+        let p = Plan::new(&c, &Overrides::default()).unwrap();
+        let differ = "`make` at the root and `make` in sub differ";
+        assert_eq!(p.builds.len(), 2, "{differ}");
         assert_eq!(p.benchmarks[0].build, Some(0));
         assert_eq!(p.benchmarks[1].build, Some(1));
         assert_eq!(p.benchmarks[2].build, Some(0));
@@ -405,18 +391,13 @@ mod tests {
         assert!(p.builds.is_empty());
         assert_eq!(p.benchmarks[0].repetitions.min, 2);
 
-        let err = Plan::new(
-            &c,
-            &Overrides {
-                only: vec!["zz".into()],
-                ..Overrides::default()
-            },
-        )
-        .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "no benchmark named `zz`; the configuration declares: a, b, c"
-        );
+        let only = Overrides {
+            only: vec!["zz".into()],
+            ..Overrides::default()
+        };
+        let err = Plan::new(&c, &only).unwrap_err();
+        let unknown = "no benchmark named `zz`; the configuration declares: a, b, c";
+        assert_eq!(err.to_string(), unknown);
     }
 
     /// Deterministic counts are the same on every run: one repetition per side, whatever the
@@ -426,16 +407,12 @@ mod tests {
     fn deterministic_captures_run_once_whatever_the_repetitions() {
         let c = parse(
             "defaults: {repetitions: 10}\nbenchmarks:\n  - name: c\n    command: ./c\n    captures: [callgrind]\n  - name: g\n    command: ./g\n    captures: [cachegrind]\n    repetitions: 5\n  - name: t\n    command: ./t\n",
-            "k.yaml",
-        )
-        .unwrap();
-        for overrides in [
-            Overrides::default(),
-            Overrides {
-                repetitions: Some(40),
-                ..Overrides::default()
-            },
-        ] {
+        );
+        let forty = Overrides {
+            repetitions: Some(40),
+            ..Overrides::default()
+        };
+        for overrides in [Overrides::default(), forty] {
             let p = Plan::new(&c, &overrides).unwrap();
             let once = Repetitions::number(1);
             assert_eq!(p.benchmarks[0].repetitions, once);
@@ -449,9 +426,7 @@ mod tests {
     fn wall_time_is_informational_when_the_benchmark_reports_itself() {
         let c = parse(
             "benchmarks:\n  - name: a\n    command: ./a\n    captures: [timer, protocol]\n    metrics:\n      kernel_time: {threshold: 50%, source: timer}\n      flops: {direction: higher, gate: false}\n",
-            "k.yaml",
-        )
-        .unwrap();
+        );
         let p = Plan::new(&c, &Overrides::default()).unwrap();
         let m = &p.benchmarks[0].metrics;
         assert!(!m.resolve("wall_time", false).rule.gates);
@@ -464,14 +439,9 @@ mod tests {
         assert_eq!(f.direction, Direction::Higher);
         assert!(m.resolve("other", true).rule.gates);
 
-        let c = parse("benchmarks:\n  - {name: a, command: ./a}\n", "k.yaml").unwrap();
+        let c = parse("benchmarks:\n  - {name: a, command: ./a}\n");
         let p = Plan::new(&c, &Overrides::default()).unwrap();
-        assert!(
-            p.benchmarks[0]
-                .metrics
-                .resolve("wall_time", false)
-                .rule
-                .gates
-        );
+        let wall_time = p.benchmarks[0].metrics.resolve("wall_time", false);
+        assert!(wall_time.rule.gates);
     }
 }

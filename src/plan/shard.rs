@@ -27,10 +27,8 @@ impl FromStr for Shard {
     fn from_str(s: &str) -> Result<Shard, String> {
         let bad = || format!("`{s}` is not a shard; write i/n with 1 ≤ i ≤ n, such as 2/4");
         let (i, n) = s.split_once('/').ok_or_else(bad)?;
-        let (index, count): (usize, usize) = (
-            i.trim().parse().map_err(|_| bad())?,
-            n.trim().parse().map_err(|_| bad())?,
-        );
+        let number = |text: &str| text.trim().parse::<usize>().map_err(|_| bad());
+        let (index, count) = (number(i)?, number(n)?);
         if index == 0 || count == 0 || index > count {
             return Err(bad());
         }
@@ -63,15 +61,10 @@ pub fn assign(
     } else {
         known.iter().sum::<f64>() / known.len() as f64
     };
+    let duration = |n: &String| durations.get(n).copied().unwrap_or(fallback);
     let mut order: Vec<(f64, u64, &String)> = names
         .iter()
-        .map(|n| {
-            (
-                durations.get(n).copied().unwrap_or(fallback),
-                name_hash(n),
-                n,
-            )
-        })
+        .map(|n| (duration(n), name_hash(n), n))
         .collect();
     order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(b.2)));
     let mut load = vec![0.0_f64; count.max(1)];
@@ -242,10 +235,8 @@ mod tests {
             want.sort();
             assert_eq!(seen, want, "{count} shards");
             let sizes: Vec<usize> = shards.iter().map(Vec::len).collect();
-            assert!(
-                sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1,
-                "{sizes:?}"
-            );
+            let spread = sizes.iter().max().unwrap() - sizes.iter().min().unwrap();
+            assert!(spread <= 1, "{sizes:?}");
             assert_eq!(shards, assign(&all, &BTreeMap::new(), count), "stable");
         }
     }
@@ -253,42 +244,38 @@ mod tests {
     #[test]
     fn durations_balance_the_load() {
         let all = names(5);
-        let durations: BTreeMap<String, f64> = [
-            ("bench_0", 10.0),
-            ("bench_1", 6.0),
-            ("bench_2", 4.0),
-            ("bench_3", 3.0),
-            ("bench_4", 3.0),
-        ]
-        .into_iter()
-        .map(|(n, d)| (n.to_string(), d))
-        .collect();
+        let durations: BTreeMap<String, f64> = all
+            .iter()
+            .cloned()
+            .zip([10.0, 6.0, 4.0, 3.0, 3.0])
+            .collect();
         let shards = assign(&all, &durations, 2);
         let load = |s: &Vec<String>| s.iter().map(|n| durations[n]).sum::<f64>();
         // LPT: 10 | 6, then 4 → 6+4, 3 → 10+3 or 10, …: the loads are 13 and 13.
-        assert_eq!(
-            (load(&shards[0]), load(&shards[1])),
-            (13.0, 13.0),
-            "{shards:?}"
-        );
+        let loads = (load(&shards[0]), load(&shards[1]));
+        assert_eq!(loads, (13.0, 13.0), "{shards:?}");
         assert_eq!(shards[0][0], "bench_0");
     }
+
     #[test]
     fn a_merge_moves_each_file_in_and_keeps_the_earliest_start_and_any_dirty_tree() {
         use crate::machine::fingerprint::GitRevision;
         use crate::model::results::BenchmarkResult;
+        // Shards started on 1 January 2025 (`d0`) and on the 1st to 3rd of January 2026.
+        let (d0, d1, d2, d3) = (
+            "2025-01-01T00:00:00Z",
+            "2026-01-01T00:00:00Z",
+            "2026-01-02T00:00:00Z",
+            "2026-01-03T00:00:00Z",
+        );
         let shard = |created: &str, dirty: bool, names: &[&str]| {
-            let mut r = RunResults::of(
-                names
-                    .iter()
-                    .map(|n| BenchmarkResult::new(n, Default::default()))
-                    .collect(),
-            );
+            let benchmarks = names
+                .iter()
+                .map(|n| BenchmarkResult::new(n, Default::default()));
+            let mut r = RunResults::of(benchmarks.collect());
             r.created = created.into();
-            r.environment.git = Some(GitRevision {
-                commit: "c1".into(),
-                dirty,
-            });
+            let commit = "c1".into();
+            r.environment.git = Some(GitRevision { commit, dirty });
             r
         };
         let add = |merge: &mut Merge, label: &str, created: &str, dirty: bool, names: &[&str]| {
@@ -297,61 +284,34 @@ mod tests {
         assert!(matches!(Merge::new().finish(), Err(MergeError::Empty)));
         // A first file refused (a benchmark twice in it) leaves nothing behind.
         let mut merge = Merge::new();
-        assert!(
-            add(
-                &mut merge,
-                "twice.json",
-                "2025-01-01T00:00:00Z",
-                true,
-                &["x", "x"]
-            )
-            .is_err()
-        );
-        add(&mut merge, "a.json", "2026-01-02T00:00:00Z", false, &["x"]).unwrap();
-        let mut moved = shard("2026-01-03T00:00:00Z", false, &["y"]);
+        assert!(add(&mut merge, "twice.json", d0, true, &["x", "x"]).is_err());
+        add(&mut merge, "a.json", d2, false, &["x"]).unwrap();
+        let mut moved = shard(d3, false, &["y"]);
         moved.environment.git.as_mut().unwrap().commit = "c2".into();
-        assert_eq!(
-            merge.add("b.json".into(), moved).unwrap_err().to_string(),
-            "`b.json` measured commit c2, `a.json` measured c1; merge shards of the same revision"
-        );
+        let err = merge.add("b.json".into(), moved).unwrap_err().to_string();
+        let want =
+            "`b.json` measured commit c2, `a.json` measured c1; merge shards of the same revision";
+        assert_eq!(err, want);
         let merged = merge.finish().unwrap();
         assert_eq!(merged.benchmarks.len(), 1);
-        assert_eq!(merged.created, "2026-01-02T00:00:00Z");
+        assert_eq!(merged.created, d2);
         assert!(!merged.environment.git.unwrap().dirty);
         let mut merge = Merge::new();
-        add(
-            &mut merge,
-            "a.json",
-            "2026-01-02T00:00:00Z",
-            false,
-            &["x", "y"],
-        )
-        .unwrap();
-        add(&mut merge, "b.json", "2026-01-01T00:00:00Z", true, &["z"]).unwrap();
-        let err = add(
-            &mut merge,
-            "c.json",
-            "2026-01-03T00:00:00Z",
-            false,
-            &["w", "y"],
-        )
-        .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "benchmark `y` appears in both `a.json` and `c.json`; each benchmark must come from one shard"
-        );
+        add(&mut merge, "a.json", d2, false, &["x", "y"]).unwrap();
+        add(&mut merge, "b.json", d1, true, &["z"]).unwrap();
+        let err = add(&mut merge, "c.json", d3, false, &["w", "y"]).unwrap_err();
+        let want = "benchmark `y` appears in both `a.json` and `c.json`; each benchmark must come from one shard";
+        assert_eq!(err.to_string(), want);
         // A refused file adds nothing: `w` may still come from another.
-        add(&mut merge, "c2.json", "2026-01-03T00:00:00Z", false, &["w"]).unwrap();
-        let mut other = shard("2026-01-03T00:00:00Z", false, &["v"]);
+        add(&mut merge, "c2.json", d3, false, &["w"]).unwrap();
+        let mut other = shard(d3, false, &["v"]);
         other.environment.git.as_mut().unwrap().commit = "c2".into();
-        assert!(matches!(
-            merge.add("d.json".into(), other),
-            Err(MergeError::Revision { .. })
-        ));
+        let refused = merge.add("d.json".into(), other);
+        assert!(matches!(refused, Err(MergeError::Revision { .. })));
         let merged = merge.finish().unwrap();
         let names: Vec<&str> = merged.benchmarks.iter().map(|b| b.name.as_str()).collect();
         assert_eq!(names, ["x", "y", "z", "w"]);
-        assert_eq!(merged.created, "2026-01-01T00:00:00Z");
+        assert_eq!(merged.created, d1);
         assert!(merged.environment.git.unwrap().dirty);
     }
 
@@ -360,39 +320,24 @@ mod tests {
         use crate::model::results::BenchmarkResult;
         let shard = |name: &str, tools: &[(&str, &str)]| {
             let mut r = RunResults::of(vec![BenchmarkResult::new(name, Default::default())]);
-            r.environment.tools = tools
-                .iter()
-                .map(|(t, v)| (t.to_string(), v.to_string()))
-                .collect();
+            let tools = tools.iter().map(|(t, v)| (t.to_string(), v.to_string()));
+            r.environment.tools = tools.collect();
             r
         };
+        let (git, valgrind) = (("git", "git 2.39"), ("valgrind", "valgrind-3.19.0"));
         let mut merge = Merge::new();
-        merge
-            .add("timer.json".into(), shard("t", &[("git", "git 2.39")]))
-            .unwrap();
-        merge
-            .add(
-                "callgrind.json".into(),
-                shard("c", &[("git", "git 2.39"), ("valgrind", "valgrind-3.19.0")]),
-            )
-            .unwrap();
+        merge.add("timer.json".into(), shard("t", &[git])).unwrap();
+        let both = shard("c", &[git, valgrind]);
+        merge.add("callgrind.json".into(), both).unwrap();
         // Another valgrind than the second shard's, though the first shard asked none.
-        let err = merge
-            .add(
-                "later.json".into(),
-                shard("d", &[("valgrind", "valgrind-3.22.0")]),
-            )
-            .unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("tools.valgrind: `valgrind-3.19.0` vs `valgrind-3.22.0`"),
-            "{err}"
-        );
+        let later = shard("d", &[("valgrind", "valgrind-3.22.0")]);
+        let err = merge.add("later.json".into(), later).unwrap_err();
+        let said = "tools.valgrind: `valgrind-3.19.0` vs `valgrind-3.22.0`";
+        assert_contains!(err.to_string(), said);
         let merged = merge.finish().unwrap();
-        assert_eq!(
-            merged.environment.tools.get("valgrind").map(String::as_str),
-            Some("valgrind-3.19.0")
-        );
+        let tools = &merged.environment.tools;
+        let valgrind = tools.get("valgrind").map(String::as_str);
+        assert_eq!(valgrind, Some("valgrind-3.19.0"));
         assert_eq!(merged.environment.tools.len(), 2);
     }
 }

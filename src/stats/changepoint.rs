@@ -273,6 +273,14 @@ pub fn e_divisive(values: &[f64], settings: &Settings) -> Vec<ChangePoint> {
 mod tests {
     use super::*;
 
+    fn close(got: f64, want: f64) -> bool {
+        (got - want).abs() <= 1e-9 * want.abs().max(1.0)
+    }
+
+    fn found(values: &[f64]) -> Vec<ChangePoint> {
+        e_divisive(values, &Settings::default())
+    }
+
     /// 100 ± 1 (a fixed zig-zag), then +20 % from index 12 on.
     fn planted() -> Vec<f64> {
         (0..24)
@@ -345,17 +353,11 @@ mod tests {
             let slow = best_split_by_pairs(&values, 2);
             match (fast, slow) {
                 (Some((t, q)), Some((t_ref, q_ref))) => {
-                    assert!(
-                        (q - q_ref).abs() <= 1e-9 * q_ref.abs().max(1.0),
-                        "case {case}: {q} vs {q_ref}"
-                    );
+                    assert!(close(q, q_ref), "case {case}: {q} vs {q_ref}");
                     if t != t_ref {
                         // Only a tie between two splits may pick another of them.
                         let other = best_split_by_pairs(&values[..], 2).unwrap();
-                        assert!(
-                            (other.1 - q).abs() <= 1e-9 * q.abs().max(1.0),
-                            "case {case}"
-                        );
+                        assert!(close(other.1, q), "case {case}");
                     }
                 }
                 (None, None) => {}
@@ -369,16 +371,14 @@ mod tests {
         for v in [0.1, 1.0 / 3.0, 123_456.789, 1e-7] {
             let flat = vec![v; 40];
             let segment = Segment::new(&flat);
-            assert_eq!(
-                best_split(&segment, &segment.ranked, 3).map(|b| b.1),
-                Some(0.0)
-            );
-            assert!(e_divisive(&flat, &Settings::default()).is_empty(), "{v}");
+            let split = best_split(&segment, &segment.ranked, 3);
+            assert_eq!(split.map(|b| b.1), Some(0.0));
+            assert!(found(&flat).is_empty(), "{v}");
         }
         let mut steps = vec![0.1; 20];
         steps.extend(vec![0.3; 20]);
-        let found = e_divisive(&steps, &Settings::default());
-        assert_eq!(found.iter().map(|c| c.index).collect::<Vec<_>>(), vec![20]);
+        let indices: Vec<usize> = found(&steps).iter().map(|c| c.index).collect();
+        assert_eq!(indices, [20]);
     }
 
     #[test]
@@ -394,7 +394,7 @@ mod tests {
                 }
             })
             .collect();
-        let found = e_divisive(&values, &Settings::default());
+        let found = found(&values);
         // What the quadratic scan found on the same series, p-values equal: the step, and a
         // point in the noise before it whose permutation test passes (p = 0.03; at a level of
         // 0.05, one such in twenty segments is the method's own rate).
@@ -407,7 +407,7 @@ mod tests {
 
     #[test]
     fn a_planted_step_is_found_where_it_was_planted() {
-        let cps = e_divisive(&planted(), &Settings::default());
+        let cps = found(&planted());
         assert_eq!(cps.len(), 1, "{cps:?}");
         assert_eq!(cps[0].index, 12);
         assert!((cps[0].p_value - 1.0 / 200.0).abs() < 1e-12);
@@ -420,7 +420,7 @@ mod tests {
             .iter()
             .map(|v| if *v > 110.0 { v - 20.0 } else { *v })
             .collect();
-        assert!(e_divisive(&flat, &Settings::default()).is_empty());
+        assert!(found(&flat).is_empty());
         let two_steps: Vec<f64> = (0..30)
             .map(|i| match i {
                 0..10 => 10.0,
@@ -428,9 +428,9 @@ mod tests {
                 _ => 11.0,
             } + [0.1, -0.1, 0.05][i % 3])
             .collect();
-        let a = e_divisive(&two_steps, &Settings::default());
+        let a = found(&two_steps);
         assert_eq!(a.iter().map(|c| c.index).collect::<Vec<_>>(), vec![10, 20]);
-        assert_eq!(a, e_divisive(&two_steps, &Settings::default()));
-        assert!(e_divisive(&[1.0, 2.0, 3.0], &Settings::default()).is_empty());
+        assert_eq!(a, found(&two_steps));
+        assert!(found(&[1.0, 2.0, 3.0]).is_empty());
     }
 }

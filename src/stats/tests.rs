@@ -1,4 +1,5 @@
 use super::*;
+use crate::stats::inference::Xorshift;
 use Alternative::{Greater, Less, TwoSided};
 use MwuMethod::{Asymptotic, Exact};
 
@@ -218,22 +219,10 @@ fn hl_with_ties_uses_normal_critical_rank() {
 
 /// A small random sample drawn to make ties, duplicates, signed zeros, huge magnitudes
 /// (whose differences overflow to infinity) and near-equal values likely.
-fn awkward_sample(rng: &mut crate::stats::inference::Xorshift, len: usize) -> Vec<f64> {
-    let pool = [
-        0.0,
-        -0.0,
-        1.0,
-        -1.0,
-        0.1,
-        0.2,
-        0.30000000000000004,
-        1e308,
-        -1e308,
-        f64::MIN_POSITIVE,
-        -5e-324,
-        100.2,
-        101.1,
-    ];
+fn awkward_sample(rng: &mut Xorshift, len: usize) -> Vec<f64> {
+    #[rustfmt::skip]
+    let pool = [0.0, -0.0, 1.0, -1.0, 0.1, 0.2, 0.30000000000000004, 1e308, -1e308,
+        f64::MIN_POSITIVE, -5e-324, 100.2, 101.1];
     (0..len)
         .map(|_| match rng.next_u64() % 4 {
             0 => pool[(rng.next_u64() % pool.len() as u64) as usize],
@@ -246,12 +235,12 @@ fn awkward_sample(rng: &mut crate::stats::inference::Xorshift, len: usize) -> Ve
 
 #[test]
 fn the_interval_alone_is_the_interval_of_the_estimate() {
-    let mut rng = crate::stats::inference::Xorshift::new(20_261_202);
+    let mut rng = Xorshift::new(20_261_202);
     let (mut attained, mut unattained) = (0, 0);
     for trial in 0..1_200 {
         // Exact critical ranks below m·n = 10,000, the normal approximation above, and
         // sizes too small for the level.
-        let size = |rng: &mut crate::stats::inference::Xorshift| match trial % 3 {
+        let size = |rng: &mut Xorshift| match trial % 3 {
             0 => 1 + (rng.next_u64() % 6) as usize,
             1 => 5 + (rng.next_u64() % 20) as usize,
             _ => 101 + (rng.next_u64() % 20) as usize,
@@ -260,9 +249,8 @@ fn the_interval_alone_is_the_interval_of_the_estimate() {
         let (x, y) = if trial % 2 == 0 {
             (awkward_sample(&mut rng, m), awkward_sample(&mut rng, n))
         } else {
-            let draw = |rng: &mut crate::stats::inference::Xorshift, k| {
-                (0..k).map(|_| rng.normal() * 0.05).collect::<Vec<f64>>()
-            };
+            let draw =
+                |rng: &mut Xorshift, k| (0..k).map(|_| rng.normal() * 0.05).collect::<Vec<f64>>();
             (draw(&mut rng, m), draw(&mut rng, n))
         };
         let confidence = [0.9, 0.98, 0.999, 0.99998][trial % 4];
@@ -274,19 +262,15 @@ fn the_interval_alone_is_the_interval_of_the_estimate() {
         let prepared = HodgesLehmann::with_interval(&x, &y, 0.5)
             .and_then(|(hl, _)| hl.estimate(confidence))
             .map(|e| (e.low.to_bits(), e.high.to_bits()));
-        assert_eq!(
-            alone, prepared,
-            "trial {trial}: {x:?} - {y:?} at {confidence}"
-        );
+        let at = format!("trial {trial}: {x:?} - {y:?} at {confidence}");
+        assert_eq!(alone, prepared, "{at}");
         match alone {
             Some(_) => attained += 1,
             None => unattained += 1,
         }
     }
-    assert!(
-        attained > 600 && unattained > 100,
-        "{attained} {unattained}"
-    );
+    let both = attained > 600 && unattained > 100;
+    assert!(both, "{attained} {unattained}");
     for bad in [0.0, 1.0, -0.5, f64::NAN] {
         assert_eq!(hodges_lehmann_interval(&[1.0, 2.0], &[3.0], bad), None);
     }
@@ -319,43 +303,35 @@ fn tie_groups_from_the_sorted_sides_are_the_pooled_samples() {
 fn sampled_pivots_select_the_same_bits_on_large_samples() {
     // Sizes where the walks draw their pivots from many candidates: ties, signed zeros,
     // extremes (`awkward_sample`) and plain normal samples, ranks at both ends and inside.
-    let mut rng = crate::stats::inference::Xorshift::new(20_261_204);
+    let mut rng = Xorshift::new(20_261_204);
     for trial in 0..60 {
         let m = 20 + (rng.next_u64() % 180) as usize;
         let n = 20 + (rng.next_u64() % 180) as usize;
         let (x, y) = if trial % 2 == 0 {
             (awkward_sample(&mut rng, m), awkward_sample(&mut rng, n))
         } else {
-            let normal = |rng: &mut crate::stats::inference::Xorshift, len| {
-                (0..len).map(|_| rng.normal()).collect::<Vec<f64>>()
-            };
+            let normal =
+                |rng: &mut Xorshift, len| (0..len).map(|_| rng.normal()).collect::<Vec<f64>>();
             (normal(&mut rng, m), normal(&mut rng, n))
         };
         let d = PairwiseDifferences::new(&x, &y).unwrap();
         let len = d.len();
-        let mut ranks = vec![
-            1,
-            2,
-            len / 40 + 1,
-            len / 2,
-            len / 2 + 1,
-            len - len / 40,
-            len,
-        ];
-        ranks.extend((0..8).map(|_| 1 + (rng.next_u64() as usize % len)));
-        for k in ranks {
-            assert_eq!(
-                d.kth_by_walks(k).to_bits(),
-                d.kth_in_place(k).to_bits(),
-                "trial {trial}, {m} x {n}, k {k}"
-            );
+        #[rustfmt::skip]
+        let ends = [1, 2, len / 40 + 1, len / 2, len / 2 + 1, len - len / 40, len];
+        let random = (0..8)
+            .map(|_| 1 + (rng.next_u64() as usize % len))
+            .collect::<Vec<_>>();
+        for k in ends.into_iter().chain(random) {
+            let (walks, in_place) = (d.kth_by_walks(k), d.kth_in_place(k));
+            let (walks, in_place) = (walks.to_bits(), in_place.to_bits());
+            assert_eq!(walks, in_place, "trial {trial}, {m} x {n}, k {k}");
         }
     }
 }
 
 #[test]
 fn selection_matches_the_sorted_differences_bit_for_bit() {
-    let mut rng = crate::stats::inference::Xorshift::new(20_260_117);
+    let mut rng = Xorshift::new(20_260_117);
     let mut compared = 0;
     for trial in 0..3_000 {
         let m = 1 + (rng.next_u64() % 12) as usize;
@@ -370,48 +346,36 @@ fn selection_matches_the_sorted_differences_bit_for_bit() {
             // Both selections, whichever `kth` picks for this size.
             let pair = d.kth_pair(k + 1, want.len()).unwrap().0;
             for got in [d.kth_in_place(k + 1), d.kth_by_walks(k + 1), pair] {
-                assert_eq!(
-                    got.to_bits(),
-                    w.to_bits(),
-                    "trial {trial} k {k}: {x:?} - {y:?}"
-                );
+                let (got, w) = (got.to_bits(), w.to_bits());
+                assert_eq!(got, w, "trial {trial} k {k}: {x:?} - {y:?}");
             }
         }
         for low in 1..=want.len() {
             for high in [low, (low + want.len()) / 2, want.len()] {
                 let (l, h) = d.kth_pair(low, high).unwrap();
-                assert_eq!(
-                    (l.to_bits(), h.to_bits()),
-                    (want[low - 1].to_bits(), want[high - 1].to_bits()),
-                    "trial {trial} pair {low}, {high}"
-                );
+                let got = (l.to_bits(), h.to_bits());
+                let ends = (want[low - 1].to_bits(), want[high - 1].to_bits());
+                assert_eq!(got, ends, "trial {trial} pair {low}, {high}");
             }
         }
         assert_eq!(d.kth_pair(2, 1), None);
-        assert_eq!(
-            d.median().to_bits(),
-            median_sorted(&want).to_bits(),
-            "trial {trial}"
-        );
-        // The median with each symmetric interval's ends, from one selection.
         let bits = |v: f64| v.to_bits();
+        let median = bits(median_sorted(&want));
+        assert_eq!(bits(d.median()), median, "trial {trial}");
+        // The median with each symmetric interval's ends, from one selection.
         for low in 1..=want.len().div_ceil(2) {
             let high = want.len() + 1 - low;
             let (median, pair) = d.median_and_pair(Some((low, high)));
             assert_eq!(bits(median), bits(median_sorted(&want)), "trial {trial}");
-            assert_eq!(
-                pair.map(|(l, h)| (bits(l), bits(h))),
-                Some((bits(want[low - 1]), bits(want[high - 1]))),
-                "trial {trial} pair {low}, {high}"
-            );
+            let ends = Some((bits(want[low - 1]), bits(want[high - 1])));
+            let got = pair.map(|(l, h)| (bits(l), bits(h)));
+            assert_eq!(got, ends, "trial {trial} pair {low}, {high}");
         }
         let (median, pair) = d.median_and_pair(None);
         assert_eq!((bits(median), pair), (bits(median_sorted(&want)), None));
         for conf in [0.5, 0.8, 0.9, 0.95, 0.98, 0.99] {
-            let (got, brute) = (
-                hodges_lehmann(&x, &y, conf),
-                hodges_lehmann_brute(&x, &y, conf),
-            );
+            let got = hodges_lehmann(&x, &y, conf);
+            let brute = hodges_lehmann_brute(&x, &y, conf);
             let bits = |e: Option<ShiftEstimate>| {
                 e.map(|e| {
                     let b = [e.shift, e.low, e.high, e.achieved_confidence].map(f64::to_bits);
@@ -427,9 +391,9 @@ fn selection_matches_the_sorted_differences_bit_for_bit() {
 
 #[test]
 fn rank_sums_from_sorted_samples_are_the_rank_sums_of_the_pooled_ranking() {
-    let mut rng = crate::stats::inference::Xorshift::new(5);
+    let mut rng = Xorshift::new(5);
     for trial in 0..2_000 {
-        let draw = |rng: &mut crate::stats::inference::Xorshift| match trial % 3 {
+        let draw = |rng: &mut Xorshift| match trial % 3 {
             0 => [-0.0, 0.0, 1.0, -2.5, 3.0][(rng.next_u64() % 5) as usize],
             1 => (rng.normal() * 4.0).round() / 2.0,
             _ => 100.0 * (0.05 * rng.normal()).exp(),
@@ -438,10 +402,8 @@ fn rank_sums_from_sorted_samples_are_the_rank_sums_of_the_pooled_ranking() {
         let n = 1 + (rng.next_u64() % 35) as usize;
         let x: Vec<f64> = (0..m).map(|_| draw(&mut rng)).collect();
         let y: Vec<f64> = (0..n).map(|_| draw(&mut rng)).collect();
-        let (ranked, merged) = (
-            RankSum::new(&x, &y).unwrap(),
-            RankSum::from_sorted(&sorted(&x), &sorted(&y)).unwrap(),
-        );
+        let ranked = RankSum::new(&x, &y).unwrap();
+        let merged = RankSum::from_sorted(&sorted(&x), &sorted(&y)).unwrap();
         assert_eq!(ranked.u1.to_bits(), merged.u1.to_bits(), "trial {trial}");
         assert_eq!(ranked.ties, merged.ties, "trial {trial}");
     }
@@ -451,7 +413,7 @@ fn rank_sums_from_sorted_samples_are_the_rank_sums_of_the_pooled_ranking() {
 
 #[test]
 fn the_mad_from_the_sorted_sample_is_the_median_of_the_sorted_deviations() {
-    let mut rng = crate::stats::inference::Xorshift::new(99);
+    let mut rng = Xorshift::new(99);
     for trial in 0..2_000 {
         let n = 1 + trial % 41;
         let values: Vec<f64> = (0..n)
@@ -467,34 +429,19 @@ fn the_mad_from_the_sorted_sample_is_the_median_of_the_sorted_deviations() {
         let median = median_sorted(&sorted);
         let mut deviations: Vec<f64> = values.iter().map(|v| (v - median).abs()).collect();
         deviations.sort_by(f64::total_cmp);
-        assert_eq!(
-            mad_sorted(&sorted, median).to_bits(),
-            median_sorted(&deviations).to_bits(),
-            "trial {trial}: {values:?}"
-        );
+        let (got, want) = (mad_sorted(&sorted, median), median_sorted(&deviations));
+        assert_eq!(got.to_bits(), want.to_bits(), "trial {trial}: {values:?}");
     }
 }
 
 #[test]
 fn total_order_keys_order_as_total_cmp_and_invert() {
-    let values = [
-        f64::NEG_INFINITY,
-        -1e308,
-        -1.5,
-        -5e-324,
-        -0.0,
-        0.0,
-        5e-324,
-        f64::MIN_POSITIVE,
-        1.5,
-        1e308,
-        f64::INFINITY,
-    ];
+    #[rustfmt::skip]
+    let values = [f64::NEG_INFINITY, -1e308, -1.5, -5e-324, -0.0, 0.0, 5e-324, f64::MIN_POSITIVE,
+        1.5, 1e308, f64::INFINITY];
     for a in values {
-        assert_eq!(
-            from_total_order_key(total_order_key(a)).to_bits(),
-            a.to_bits()
-        );
+        let back = from_total_order_key(total_order_key(a));
+        assert_eq!(back.to_bits(), a.to_bits());
         for b in values {
             assert_eq!(total_order_key(a).cmp(&total_order_key(b)), a.total_cmp(&b));
         }
@@ -503,14 +450,12 @@ fn total_order_keys_order_as_total_cmp_and_invert() {
 
 #[test]
 fn selection_matches_on_larger_tied_and_untied_samples() {
-    let mut rng = crate::stats::inference::Xorshift::new(7);
+    let mut rng = Xorshift::new(7);
     for trial in 0..40 {
-        let (m, n) = (
-            50 + (rng.next_u64() % 150) as usize,
-            50 + (rng.next_u64() % 150) as usize,
-        );
+        let m = 50 + (rng.next_u64() % 150) as usize;
+        let n = 50 + (rng.next_u64() % 150) as usize;
         // Half the trials on a coarse grid (many ties), half continuous.
-        let draw = |rng: &mut crate::stats::inference::Xorshift| {
+        let draw = |rng: &mut Xorshift| {
             let v = 100.0 * (0.05 * rng.normal()).exp();
             if trial % 2 == 0 {
                 (v * 4.0).round() / 4.0

@@ -467,6 +467,23 @@ pub fn open_maybe_gzip(path: &Path) -> std::io::Result<(Box<dyn std::io::Read + 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::read;
+
+    /// The names of the entries of `dir`.
+    fn names(dir: &Path) -> Vec<String> {
+        let entries = std::fs::read_dir(dir).unwrap();
+        entries
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect()
+    }
+
+    #[cfg(unix)]
+    fn is_symlink(path: &Path) -> bool {
+        std::fs::symlink_metadata(path)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    }
 
     #[test]
     fn a_large_document_is_sent_on_to_disk_as_it_is_written_and_reads_back_whole() {
@@ -490,7 +507,7 @@ mod tests {
             (0..pieces).try_for_each(|_| out.write_all(&piece))
         })
         .unwrap();
-        let back = std::fs::read(&path).unwrap();
+        let back = read(&path).unwrap();
         assert_eq!(back.len() as u64, total);
         assert!(back.chunks(piece.len()).all(|c| c == piece.as_slice()));
     }
@@ -502,14 +519,10 @@ mod tests {
         write_atomic(&path, b"first", Overwrite::Refuse).unwrap();
         let err = write_atomic(&path, b"second", Overwrite::Refuse).unwrap_err();
         assert!(matches!(err, WriteError::Exists { .. }), "{err}");
-        assert_eq!(std::fs::read(&path).unwrap(), b"first");
+        assert_eq!(read(&path).unwrap(), b"first");
         write_atomic(&path, b"third", Overwrite::Allow).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"third");
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        assert_eq!(names, vec!["out.json".to_string()]);
+        assert_eq!(read(&path).unwrap(), b"third");
+        assert_eq!(names(dir.path()), ["out.json"]);
     }
 
     /// A private character device like /dev/null (major 1, minor 3) where this process may make
@@ -528,11 +541,8 @@ mod tests {
         let fifo = dir.join("fifo");
         let c = CString::new(fifo.as_os_str().as_bytes()).unwrap();
         // SAFETY: as above.
-        assert_eq!(
-            unsafe { libc::mkfifo(c.as_ptr(), 0o666) },
-            0,
-            "mkfifo failed"
-        );
+        let made = unsafe { libc::mkfifo(c.as_ptr(), 0o666) };
+        assert_eq!(made, 0, "mkfifo failed");
         (fifo, "FIFO")
     }
 
@@ -547,7 +557,7 @@ mod tests {
             let node = node.clone();
             std::thread::spawn(move || {
                 if kind == "FIFO" {
-                    std::fs::read(&node).unwrap()
+                    read(&node).unwrap()
                 } else {
                     Vec::new()
                 }
@@ -561,10 +571,7 @@ mod tests {
         let meta = std::fs::symlink_metadata(&node).unwrap();
         let still = meta.file_type().is_char_device() || meta.file_type().is_fifo();
         assert!(still, "the {kind} was replaced by a {:?}", meta.file_type());
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
+        let names = names(dir.path());
         assert_eq!(names.len(), 1, "a temporary file was left: {names:?}");
     }
 
@@ -577,21 +584,13 @@ mod tests {
         let link = dir.path().join("link.json");
         std::os::unix::fs::symlink("real.json", &link).unwrap();
         write_atomic(&link, b"new", Overwrite::Allow).unwrap();
-        assert!(
-            std::fs::symlink_metadata(&link)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
-        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        assert!(is_symlink(&link));
+        assert_eq!(read(&target).unwrap(), b"new");
         // A dangling link creates its target.
         let dangling = dir.path().join("dangling.json");
         std::os::unix::fs::symlink("made.json", &dangling).unwrap();
         write_atomic(&dangling, b"made", Overwrite::Refuse).unwrap();
-        assert_eq!(
-            std::fs::read(dir.path().join("made.json")).unwrap(),
-            b"made"
-        );
+        assert_eq!(read(dir.path().join("made.json")).unwrap(), b"made");
         // Refusing to overwrite looks through the link too.
         let err = write_atomic(&link, b"again", Overwrite::Refuse).unwrap_err();
         assert!(matches!(err, WriteError::Exists { .. }), "{err}");
@@ -600,7 +599,7 @@ mod tests {
         std::os::unix::fs::symlink("b", &a).unwrap();
         std::os::unix::fs::symlink("a", dir.path().join("b")).unwrap();
         let err = write_atomic(&a, b"x", Overwrite::Allow).unwrap_err();
-        assert!(err.to_string().contains("symbolic links"), "{err}");
+        assert_contains!(err.to_string(), "symbolic links");
     }
 
     /// A folder with a repository in it (`repo/.git`) and a file outside it.
@@ -626,41 +625,23 @@ mod tests {
         // A file link (relative and absolute), a dangling one, a folder link, and a link to a
         // link that leaves.
         let baselines = repo.join(".kgate/baselines");
-        symlink(
-            "../../../outside/victim.txt",
-            baselines.join("default.json"),
-        )
-        .unwrap();
+        let default = baselines.join("default.json");
+        symlink("../../../outside/victim.txt", &default).unwrap();
         symlink(&victim, repo.join("report.json")).unwrap();
         symlink("../outside/new.json", repo.join("dangling.json")).unwrap();
         symlink("../../outside", repo.join(".kgate/history")).unwrap();
         symlink("report.json", repo.join("hop.json")).unwrap();
+        let (report, dangling) = (repo.join("report.json"), repo.join("dangling.json"));
         for (named, link, target) in [
-            (
-                baselines.join("default.json"),
-                baselines.join("default.json"),
-                victim.clone(),
-            ),
-            (
-                repo.join("report.json"),
-                repo.join("report.json"),
-                victim.clone(),
-            ),
-            (
-                repo.join("dangling.json"),
-                repo.join("dangling.json"),
-                outside.join("new.json"),
-            ),
+            (default.clone(), default.clone(), victim.clone()),
+            (report.clone(), report.clone(), victim.clone()),
+            (dangling.clone(), dangling, outside.join("new.json")),
             (
                 repo.join(".kgate/history/k/r.json"),
                 repo.join(".kgate/history"),
                 outside.clone(),
             ),
-            (
-                repo.join("hop.json"),
-                repo.join("report.json"),
-                victim.clone(),
-            ),
+            (repo.join("hop.json"), report.clone(), victim.clone()),
         ] {
             for overwrite in [Overwrite::Allow, Overwrite::Refuse] {
                 let err = write_atomic(&named, b"forged", overwrite).unwrap_err();
@@ -671,23 +652,18 @@ mod tests {
                     "{}: {text}",
                     named.display()
                 );
-                assert!(
-                    text.contains(&format!(
-                        "`{}` is a symbolic link to `{}`, outside the repository `{}`",
-                        link.display(),
-                        target.display(),
-                        repo.display()
-                    )),
-                    "{text}"
-                );
+                let (l, t, r) = (link.display(), target.display(), repo.display());
+                let said =
+                    format!("`{l}` is a symbolic link to `{t}`, outside the repository `{r}`");
+                assert_contains!(text, said);
             }
         }
-        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert_eq!(read(&victim).unwrap(), b"precious");
         let left: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
         assert_eq!(left.len(), 1, "something was written outside: {left:?}");
         // Through a relative name from inside the repository too.
         let here = std::env::current_dir().unwrap();
-        let relative = pathdiff(&baselines.join("default.json"), &here);
+        let relative = pathdiff(&default, &here);
         let err = write_atomic(&relative, b"forged", Overwrite::Allow).unwrap_err();
         assert!(matches!(err, WriteError::LeavesRepository { .. }), "{err}");
     }
@@ -714,30 +690,16 @@ mod tests {
         symlink("reports/real.json", repo.join("latest.json")).unwrap();
         symlink("reports", repo.join("out")).unwrap();
         write_atomic(&repo.join("latest.json"), b"new", Overwrite::Allow).unwrap();
-        assert_eq!(
-            std::fs::read(repo.join("reports/real.json")).unwrap(),
-            b"new"
-        );
-        assert!(
-            std::fs::symlink_metadata(repo.join("latest.json"))
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
+        assert_eq!(read(repo.join("reports/real.json")).unwrap(), b"new");
+        assert!(is_symlink(&repo.join("latest.json")));
         write_atomic(&repo.join("out/more.json"), b"more", Overwrite::Refuse).unwrap();
-        assert_eq!(
-            std::fs::read(repo.join("reports/more.json")).unwrap(),
-            b"more"
-        );
+        assert_eq!(read(repo.join("reports/more.json")).unwrap(), b"more");
         // Outside any repository, the user's own link is followed wherever it leads: into a
         // repository included.
         let outside = victim.parent().unwrap();
         symlink("../repo/reports/real.json", outside.join("mine.json")).unwrap();
         write_atomic(&outside.join("mine.json"), b"mine", Overwrite::Allow).unwrap();
-        assert_eq!(
-            std::fs::read(repo.join("reports/real.json")).unwrap(),
-            b"mine"
-        );
+        assert_eq!(read(repo.join("reports/real.json")).unwrap(), b"mine");
     }
 
     #[cfg(target_os = "linux")]
@@ -749,20 +711,11 @@ mod tests {
         let held = dir.path().join("held.txt");
         let file = std::fs::File::create(&held).unwrap();
         let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
-        write_atomic(
-            Path::new(&format!("/dev/fd/{fd}")),
-            b"one ",
-            Overwrite::Allow,
-        )
-        .unwrap();
-        write_atomic(
-            Path::new(&format!("/proc/self/fd/{fd}")),
-            b"two",
-            Overwrite::Refuse,
-        )
-        .unwrap();
-        assert_eq!(std::fs::read(&held).unwrap(), b"one two");
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        let fd_path = |prefix: &str| PathBuf::from(format!("{prefix}/{fd}"));
+        write_atomic(&fd_path("/dev/fd"), b"one ", Overwrite::Allow).unwrap();
+        write_atomic(&fd_path("/proc/self/fd"), b"two", Overwrite::Refuse).unwrap();
+        assert_eq!(read(&held).unwrap(), b"one two");
+        let names = names(dir.path());
         assert_eq!(names.len(), 1, "{names:?}");
         drop(file);
         // A descriptor that is not open: the folder takes no temporary file, and the message
@@ -770,7 +723,7 @@ mod tests {
         let err = write_atomic(Path::new("/proc/self/fd/999999"), b"x", Overwrite::Allow)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("`/proc/self/fd/999999`"), "{err}");
+        assert_contains!(err, "`/proc/self/fd/999999`");
         assert!(!err.contains(TEMP_PREFIX), "{err}");
     }
 
@@ -778,6 +731,6 @@ mod tests {
     fn refuses_a_directory_by_name() {
         let dir = tempfile::tempdir().unwrap();
         let err = write_atomic(dir.path(), b"x", Overwrite::Allow).unwrap_err();
-        assert!(err.to_string().contains("it is a directory"), "{err}");
+        assert_contains!(err.to_string(), "it is a directory");
     }
 }

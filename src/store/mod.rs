@@ -284,24 +284,14 @@ mod version1 {
 
 #[cfg(test)]
 mod tests {
-    use crate::model::metric::{Direction, GateRule, Source};
     use crate::model::results::{BenchmarkResult, MetricSamples, RunResults};
     use crate::model::series::CounterSeries;
 
     #[test]
     fn a_file_loads_past_a_byte_order_mark_and_not_when_it_is_not_utf8() {
         let mut b = BenchmarkResult::new("b \"1\" ]}", Default::default());
-        let metric = |values: Vec<f64>| MetricSamples {
-            name: "time".into(),
-            unit: "ns".into(),
-            source: Source::Timer,
-            direction: Direction::Lower,
-            gate: GateRule::default(),
-            repetition: (0..values.len() as u32).collect(),
-            spread: None,
-            values,
-        };
-        b.metrics.push(metric(vec![1.5, 2.0, 1e-300]));
+        let metric = |values: &[f64]| MetricSamples::timer("time", values);
+        b.metrics.push(metric(&[1.5, 2.0, 1e-300]));
         let mut series = CounterSeries::new("busy", 0);
         series.t_ns = vec![0.0, 10.0];
         series.value = vec![3.0, 4.0];
@@ -310,7 +300,7 @@ mod tests {
             b.clone(),
             BenchmarkResult::new("c", Default::default()),
         ]);
-        run.benchmarks[1].metrics.push(metric(vec![7.0]));
+        run.benchmarks[1].metrics.push(metric(&[7.0]));
         let compact = serde_json::to_string(&run).unwrap();
         let dir = tempfile::tempdir().unwrap();
         // A byte-order mark (Windows editors and PowerShell write one) is read past.
@@ -323,6 +313,6 @@ mod tests {
         bytes[at] = 0xff;
         std::fs::write(&path, &bytes).unwrap();
         let loaded = RunResults::load(&path).unwrap_err().to_string();
-        assert!(loaded.contains("valid UTF-8"), "{loaded}");
+        assert_contains!(loaded, "valid UTF-8");
     }
 }

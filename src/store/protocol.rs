@@ -114,18 +114,11 @@ mod tests {
     fn file_errors_name_the_line_number() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.jsonl");
-        std::fs::write(
-            &path,
-            "{\"metric\": \"t\", \"value\": 1}\n\n{\"metric\": \"t\", \"value\": 2}\nkernel_time=3\n",
-        )
-        .unwrap();
+        let two = "{\"metric\": \"t\", \"value\": 1}\n\n{\"metric\": \"t\", \"value\": 2}\n";
+        std::fs::write(&path, format!("{two}kernel_time=3\n")).unwrap();
         let err = read_all(&path).unwrap_err().to_string();
-        assert!(err.contains("p.jsonl` line 4: not a JSON object"), "{err}");
-        std::fs::write(
-            &path,
-            "{\"metric\": \"t\", \"value\": 1}\n\n{\"metric\": \"t\", \"value\": 2}\n",
-        )
-        .unwrap();
+        assert_contains!(err, "p.jsonl` line 4: not a JSON object");
+        std::fs::write(&path, two).unwrap();
         assert_eq!(read_all(&path).unwrap().len(), 2);
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::model::series::{CounterReading, KernelWindows};
 
 #[test]
 fn intervals_are_shown_to_three_significant_digits() {
@@ -8,11 +9,15 @@ fn intervals_are_shown_to_three_significant_digits() {
     assert_eq!(interval_shown(125_500.0), 126_000.0);
 }
 
-use crate::model::series::CounterReading;
-
-/// `apply` with cumulative samples, no scaling, no policy and one pass.
-fn apply_cumulative(result: &mut BenchmarkResult, profile: &crate::config::device::DeviceProfile) {
-    apply(result, &[], Options::cumulative(profile));
+/// A result with `readings` in its series and `windows` as its kernel launches, after
+/// `apply` on the tpu-v7x profile with cumulative samples, no scaling, no policy and one pass.
+fn applied(readings: &[CounterReading<'_>], windows: Vec<KernelWindows>) -> BenchmarkResult {
+    let profile = crate::config::device::builtin("tpu-v7x").unwrap();
+    let mut result = BenchmarkResult::new("k", Default::default());
+    add(&mut result, readings);
+    result.kernel_windows = windows;
+    apply(&mut result, &[], Options::cumulative(&profile));
+    result
 }
 
 #[test]
@@ -52,48 +57,36 @@ fn add(result: &mut BenchmarkResult, readings: &[CounterReading<'_>]) {
     }
 }
 
+/// One launch of kernel `name` over `[start, end]`.
+fn launch(name: &str, start: f64, end: f64) -> Vec<KernelWindows> {
+    let windows = KernelWindows {
+        start_ns: vec![start],
+        end_ns: vec![end],
+        ..KernelWindows::new(name, 0)
+    };
+    vec![windows]
+}
+
 #[test]
 fn a_kernel_between_two_samples_is_unresolved_with_the_fix() {
-    let profile = crate::config::device::builtin("tpu-v7x").unwrap();
-    let mut result = BenchmarkResult::new("k", Default::default());
-    add(
-        &mut result,
-        &[reading(0.0, 0.0, None), reading(1000.0, 500.0, None)],
-    );
-    result.kernel_windows = vec![crate::model::series::KernelWindows {
-        start_ns: vec![100.0],
-        end_ns: vec![600.0],
-        ..crate::model::series::KernelWindows::new("tiny", 0)
-    }];
-    apply_cumulative(&mut result, &profile);
+    let readings = [reading(0.0, 0.0, None), reading(1000.0, 500.0, None)];
+    let result = applied(&readings, launch("tiny", 100.0, 600.0));
     assert!(result.metric("util.mxu_busy_0").is_none());
     let u = &result.provenance.unavailable[0];
-    assert!(
-        u.reason.starts_with(
-            "unresolved: kernel `tiny` ran 500 ns, shorter than the sampling interval of 1000 ns"
-        ),
-        "{}",
-        u.reason
-    );
-    assert!(u.hint.contains("external trigger"));
+    let want =
+        "unresolved: kernel `tiny` ran 500 ns, shorter than the sampling interval of 1000 ns";
+    assert!(u.reason.starts_with(want), "{}", u.reason);
+    assert_contains!(u.hint, "external trigger");
 }
 
 /// The reason of the one unresolved figure of a kernel launched over `[start, end]`, read
 /// against readings every 2,000 ns (with one gap of 9,000 ns after 20,000 ns).
 fn unresolved_reason(start: f64, end: f64) -> String {
-    let profile = crate::config::device::builtin("tpu-v7x").unwrap();
-    let mut result = BenchmarkResult::new("k", Default::default());
     let times = (0..=10)
         .map(|i| 2000.0 * f64::from(i))
         .chain([29_000.0, 31_000.0]);
     let readings: Vec<CounterReading<'_>> = times.map(|t| reading(t, t / 4.0, None)).collect();
-    add(&mut result, &readings);
-    result.kernel_windows = vec![crate::model::series::KernelWindows {
-        start_ns: vec![start],
-        end_ns: vec![end],
-        ..crate::model::series::KernelWindows::new("k1", 0)
-    }];
-    apply_cumulative(&mut result, &profile);
+    let result = applied(&readings, launch("k1", start, end));
     assert!(result.metric("util.mxu_busy_0").is_none());
     result.provenance.unavailable[0].reason.clone()
 }
@@ -102,58 +95,45 @@ fn unresolved_reason(start: f64, end: f64) -> String {
 fn an_unresolved_launch_is_compared_with_the_interval_truthfully() {
     // Shorter than one interval.
     let short = unresolved_reason(15_000.0, 16_500.0);
-    assert!(
-        short.contains("ran 1500 ns, shorter than the sampling interval of 2000 ns"),
-        "{short}"
-    );
+    let said = "ran 1500 ns, shorter than the sampling interval of 2000 ns";
+    assert_contains!(short, said);
     // Longer than one interval, shorter than two: no window starts and ends inside it,
     // though it is not shorter than the interval.
     let between = unresolved_reason(15_000.0, 17_500.0);
-    assert!(
-        !between.contains("shorter than the sampling interval"),
-        "{between}"
-    );
-    assert!(
-        between.contains(
-            "ran 2500 ns, longer than the sampling interval of 2000 ns but shorter than two (4000 ns)"
-        ),
-        "{between}"
-    );
+    let shorter = between.contains("shorter than the sampling interval");
+    assert!(!shorter, "{between}");
+    let said =
+        "ran 2500 ns, longer than the sampling interval of 2000 ns but shorter than two (4000 ns)";
+    assert_contains!(between, said);
     // Two intervals or more, inside a gap in the readings.
     let gap = unresolved_reason(21_000.0, 28_000.0);
-    assert!(
-        gap.contains("ran 7000 ns, at least two sampling intervals of 2000 ns (the median)"),
-        "{gap}"
-    );
-    assert!(gap.contains("further apart"), "{gap}");
+    let said = "ran 7000 ns, at least two sampling intervals of 2000 ns (the median)";
+    assert_contains!(gap, said);
+    assert_contains!(gap, "further apart");
+}
+
+/// Readings of `counter` every 1,000 ns, with `unit` and `bits` as given.
+fn series<'c>(
+    counter: &'c str,
+    values: &[f64],
+    unit: &'c str,
+    bits: Option<u8>,
+) -> Vec<CounterReading<'c>> {
+    let at = |(i, v): (usize, &f64)| CounterReading {
+        counter,
+        unit,
+        ..reading(1000.0 * i as f64, *v, bits)
+    };
+    values.iter().enumerate().map(at).collect()
 }
 
 #[test]
 fn beats_give_bandwidth_and_memory_utilization() {
-    let profile = crate::config::device::builtin("tpu-v7x").unwrap();
-    let mut result = BenchmarkResult::new("k", Default::default());
-    for (counter, values) in [
-        ("hbm_rd_beats", [0.0, 40_000.0, 80_000.0]),
-        ("hbm_wr_beats", [0.0, 10_000.0, 20_000.0]),
-        ("cycles", [0.0, 1900.0, 3800.0]),
-    ] {
-        let readings: Vec<CounterReading<'_>> = values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| CounterReading {
-                repetition: 0,
-                counter,
-                t_ns: 1000.0 * i as f64,
-                value: *v,
-                unit: "",
-                bits: Some(32),
-                core: None,
-                sampling: None,
-            })
-            .collect();
-        add(&mut result, &readings);
-    }
-    apply_cumulative(&mut result, &profile);
+    let beats = |counter: &'static str, values: &[f64]| series(counter, values, "", Some(32));
+    let mut readings = beats("hbm_rd_beats", &[0.0, 40_000.0, 80_000.0]);
+    readings.extend(beats("hbm_wr_beats", &[0.0, 10_000.0, 20_000.0]));
+    readings.extend(beats("cycles", &[0.0, 1900.0, 3800.0]));
+    let result = applied(&readings, Vec::new());
     // 80 000 read beats × 32 B in 2 µs = 1.28e12 B/s; with the writes, 3.2 MB in 2 µs
     // against 3433 GiB/s is 43.4 %.
     let bw = result.metric("bandwidth.hbm_rd_beats").unwrap();
@@ -167,42 +147,25 @@ fn beats_give_bandwidth_and_memory_utilization() {
 
 #[test]
 fn a_measured_cycle_counter_is_the_denominator() {
-    let profile = crate::config::device::builtin("tpu-v7x").unwrap();
-    let mut result = BenchmarkResult::new("k", Default::default());
     // 950 busy of 1520 measured cycles per microsecond (a throttled clock): 62.5 %, not
     // the 50 % that 1 µs × 1.9 GHz would give.
-    for (counter, step) in [("mxu_busy_2", 950.0), ("cycle_count", 1520.0)] {
-        let readings: Vec<CounterReading<'_>> = (0..3)
-            .map(|i| CounterReading {
-                counter,
-                ..reading(1000.0 * i as f64, step * i as f64, None)
-            })
-            .collect();
-        add(&mut result, &readings);
-    }
-    apply_cumulative(&mut result, &profile);
+    let cycles = |counter: &'static str, values: &[f64]| series(counter, values, "cycles", None);
+    let mut readings = cycles("mxu_busy_2", &[0.0, 950.0, 1900.0]);
+    readings.extend(cycles("cycle_count", &[0.0, 1520.0, 3040.0]));
+    let result = applied(&readings, Vec::new());
     assert_eq!(result.metric("util.mxu_busy_2").unwrap().values, [62.5]);
-    assert_eq!(
-        result.provenance.details[DENOMINATOR_DETAIL],
-        "measured `cycle_count`"
-    );
+    let denominator = &result.provenance.details[DENOMINATOR_DETAIL];
+    assert_eq!(denominator, "measured `cycle_count`");
     assert_eq!(result.metric("two_mxu_busy").unwrap().values, [62.5]);
 }
 
 #[test]
 fn above_one_hundred_percent_is_flagged_not_reported() {
-    let profile = crate::config::device::builtin("tpu-v7x").unwrap();
-    let mut result = BenchmarkResult::new("k", Default::default());
     // 3000 busy cycles in 1 µs at 1.9 GHz: 158 %.
-    add(
-        &mut result,
-        &[reading(0.0, 0.0, None), reading(1000.0, 3000.0, None)],
-    );
-    apply_cumulative(&mut result, &profile);
+    let readings = [reading(0.0, 0.0, None), reading(1000.0, 3000.0, None)];
+    let result = applied(&readings, Vec::new());
     assert!(result.metric("util.mxu_busy_0").is_none());
-    assert!(result.provenance.notes[0].contains("exceeds 100 %"));
-    assert_eq!(
-        result.metric("counter.mxu_busy_0").unwrap().values,
-        [3000.0]
-    );
+    assert_contains!(result.provenance.notes[0], "exceeds 100 %");
+    let counter = result.metric("counter.mxu_busy_0").unwrap();
+    assert_eq!(counter.values, [3000.0]);
 }

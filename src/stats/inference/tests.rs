@@ -1,10 +1,8 @@
 use super::*;
 
 fn close(got: f64, want: f64, tol: f64) {
-    assert!(
-        (got - want).abs() <= tol * want.abs().max(1e-300),
-        "got {got}, want {want}"
-    );
+    let ok = (got - want).abs() <= tol * want.abs().max(1e-300);
+    assert!(ok, "got {got}, want {want}");
 }
 
 // docs/statistics.md / TV-MT-1 (Benjamini & Hochberg 1995 data).
@@ -49,11 +47,8 @@ fn decision_levels_are_what_the_rejected_tests_cleared() {
     }
     // Holm rejects 3: the third rejection needed p ≤ 0.05 / 13.
     let holm = adjust(&BH95, Correction::Holm);
-    close(
-        decision_level(&holm, 0.05, Correction::Holm),
-        0.05 / 13.0,
-        1e-12,
-    );
+    let level = decision_level(&holm, 0.05, Correction::Holm);
+    close(level, 0.05 / 13.0, 1e-12);
     // Nothing rejected: the level a single rejection faces, alpha / m.
     let none = adjust(&[0.5, 0.9], Correction::Bh);
     close(decision_level(&none, 0.01, Correction::Bh), 0.005, 1e-12);
@@ -69,29 +64,16 @@ fn tv_pwr_1_exact_mde_table() {
     }
     // c = 1 %: 2.78 %, 1.70 %, 0.91 %, 0.49 % (two-sided) and 2.46 %, 1.55 % (one-sided).
     let sigma = (1.0f64 + 0.01 * 0.01).ln().sqrt();
-    let pct = |n, two| {
-        (min_detectable_shift(sigma, n, n, 0.01, 0.8, two)
-            .unwrap()
-            .exp_m1()
-            * 1e4)
-            .round()
-            / 100.0
+    let pct = |alpha, n, two| {
+        let shift = min_detectable_shift(sigma, n, n, alpha, 0.8, two).unwrap();
+        (shift.exp_m1() * 1e4).round() / 100.0
     };
-    assert_eq!(
-        [pct(5, true), pct(10, true), pct(30, true), pct(100, true)],
-        [2.78, 1.70, 0.91, 0.49]
-    );
-    assert_eq!([pct(5, false), pct(10, false)], [2.46, 1.55]);
+    let two_sided = [5, 10, 30, 100].map(|n| pct(0.01, n, true));
+    assert_eq!(two_sided, [2.78, 1.70, 0.91, 0.49]);
+    assert_eq!([pct(0.01, 5, false), pct(0.01, 10, false)], [2.46, 1.55]);
     // Recommended design (one-sided 6.67e-5 per look), c = 1 %: 2.65 %, 1.64 %, 1.10 %.
-    let design = |n| {
-        (min_detectable_shift(sigma, n, n, 0.01 / 50.0 / 3.0, 0.8, false)
-            .unwrap()
-            .exp_m1()
-            * 1e4)
-            .round()
-            / 100.0
-    };
-    assert_eq!([design(10), design(20), design(40)], [2.65, 1.64, 1.10]);
+    let design = [10, 20, 40].map(|n| pct(0.01 / 50.0 / 3.0, n, false));
+    assert_eq!(design, [2.65, 1.64, 1.10]);
     assert_eq!(min_detectable_shift(1.0, 1, 5, 0.01, 0.8, true), None);
 }
 
@@ -166,21 +148,16 @@ fn look_plans_step_until_max() {
     let long = LookPlan::new(10, 1000, 1);
     assert!(long.looks.len() <= MAX_LOOKS, "{}", long.looks.len());
     assert_eq!(*long.looks.last().unwrap(), 1000);
-    assert_eq!(
-        long.schedule(),
-        Some(Schedule {
-            min: 10,
-            step: 16,
-            max: 1000
-        })
-    );
+    let schedule = Schedule {
+        min: 10,
+        step: 16,
+        max: 1000,
+    };
+    assert_eq!(long.schedule(), Some(schedule));
     // Recorded plans without a schedule split alpha equally (Bonferroni).
-    close(
-        LookPlan::bonferroni(3).alpha_per_look(0.01),
-        0.01 / 3.0,
-        1e-15,
-    );
-    close(LookPlan::bonferroni(3).sequential_p(0.001), 0.003, 1e-15);
+    let three = LookPlan::bonferroni(3);
+    close(three.alpha_per_look(0.01), 0.01 / 3.0, 1e-15);
+    close(three.sequential_p(0.001), 0.003, 1e-15);
 }
 
 #[test]
@@ -194,11 +171,8 @@ fn constant_boundary_reproduces_pocock_constants() {
         close(p, 0.025, 4e-3);
     }
     // One look is the normal tail.
-    close(
-        boundary_crossing(&[10.0], 2.0),
-        Normal::standard().sf(2.0),
-        1e-12,
-    );
+    let tail = Normal::standard().sf(2.0);
+    close(boundary_crossing(&[10.0], 2.0), tail, 1e-12);
     // Looks every 2 repetitions from 10 to 40: the nominal level is between the single
     // look's alpha and Bonferroni's alpha / 16, and it inverts the sequential p.
     let plan = LookPlan::new(10, 40, 2);
@@ -255,9 +229,8 @@ fn log_noise_from_sorted_logs_is_the_same_bits() {
 
 #[test]
 fn log_noise_is_robust_to_one_spike() {
-    let calm = [
-        100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9, 100.3,
-    ];
+    #[rustfmt::skip]
+    let calm = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9, 100.3];
     let mut spiky = calm;
     spiky[3] = 150.0;
     let (a, b) = (log_noise(&calm).unwrap(), log_noise(&spiky).unwrap());
@@ -270,8 +243,6 @@ fn xorshift_normals_have_unit_variance() {
     let mut r = Xorshift::new(7);
     let xs: Vec<f64> = (0..20000).map(|_| r.normal()).collect();
     let s = crate::stats::summarize(&xs).unwrap();
-    assert!(
-        s.mean.abs() < 0.03 && (s.std_dev - 1.0).abs() < 0.03,
-        "{s:?}"
-    );
+    let unit = s.mean.abs() < 0.03 && (s.std_dev - 1.0).abs() < 0.03;
+    assert!(unit, "{s:?}");
 }
