@@ -27,18 +27,10 @@ use super::device::{MEM_MAX_MHZ, SM_MAX_MHZ};
 use crate::model::metric::{Direction, Source, direction_of};
 
 /// The columns that identify a launch in both pages; everything else is a metric.
+#[rustfmt::skip]
 const IDENTITY_COLUMNS: [&str; 11] = [
-    "ID",
-    "Process ID",
-    "Process Name",
-    "Host Name",
-    "Kernel Name",
-    "Context",
-    "Stream",
-    "Block Size",
-    "Grid Size",
-    "Device",
-    "CC",
+    "ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
+    "Block Size", "Grid Size", "Device", "CC",
 ];
 
 /// The longest line (or quoted field spanning lines) read: a raw-page row of thousands of
@@ -800,19 +792,10 @@ pub fn base_unit(unit: &str) -> (String, f64) {
         "ghz" => return ("hz".into(), 1e9),
         _ => {}
     }
+    #[rustfmt::skip]
     const BASES: [&str; 12] = [
-        "byte",
-        "inst",
-        "cycle",
-        "sector",
-        "request",
-        "warp",
-        "thread",
-        "block",
-        "wavefront",
-        "transaction",
-        "instruction",
-        "cluster",
+        "byte", "inst", "cycle", "sector", "request", "warp", "thread", "block", "wavefront",
+        "transaction", "instruction", "cluster",
     ];
     for (prefix, factor) in [("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)] {
         if let Some(rest) = unit.strip_prefix(prefix)

@@ -24,34 +24,13 @@ use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
 /// Keys of a run that are not user counters.
+#[rustfmt::skip]
 const KNOWN_KEYS: [&str; 27] = [
-    "name",
-    "family_index",
-    "per_family_instance_index",
-    "run_name",
-    "run_type",
-    "repetitions",
-    "repetition_index",
-    "threads",
-    "aggregate_name",
-    "aggregate_unit",
-    "error_occurred",
-    "error_message",
-    "skipped",
-    "skip_message",
-    "iterations",
-    "real_time",
-    "cpu_time",
-    "time_unit",
-    "label",
-    "big_o",
-    "cpu_coefficient",
-    "real_coefficient",
-    "rms",
-    "allocs_per_iter",
-    "max_bytes_used",
-    "total_allocated_bytes",
-    "net_heap_growth",
+    "name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
+    "repetition_index", "threads", "aggregate_name", "aggregate_unit", "error_occurred",
+    "error_message", "skipped", "skip_message", "iterations", "real_time", "cpu_time", "time_unit",
+    "label", "big_o", "cpu_coefficient", "real_coefficient", "rms", "allocs_per_iter",
+    "max_bytes_used", "total_allocated_bytes", "net_heap_growth",
 ];
 
 /// Rewrites bare `NaN`, `Infinity` and `-Infinity` (outside strings) to `null`; the text as

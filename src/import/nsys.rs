@@ -182,18 +182,10 @@ pub(super) fn varying_note(varying: &[&str]) -> Option<String> {
 
 /// Columns of `CUPTI_ACTIVITY_KIND_KERNEL` read as launch attributes, in [`ATTRIBUTE_GROUPS`]'
 /// places.
+#[rustfmt::skip]
 const ATTRIBUTE_COLUMNS: [&str; 11] = [
-    "gridX",
-    "gridY",
-    "gridZ",
-    "blockX",
-    "blockY",
-    "blockZ",
-    "registersPerThread",
-    "staticSharedMemory",
-    "dynamicSharedMemory",
-    "localMemoryPerThread",
-    "streamId",
+    "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
+    "staticSharedMemory", "dynamicSharedMemory", "localMemoryPerThread", "streamId",
 ];
 
 /// The parameters the attributes make.

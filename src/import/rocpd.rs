@@ -54,18 +54,11 @@ const RUNTIME_PREFIX: &str = "__amd_rocclr_";
 
 /// Dispatch columns read as launch attributes, in [`ATTRIBUTE_GROUPS`]' places (the last three
 /// are the symbol's).
+#[rustfmt::skip]
 const ATTRIBUTE_COLUMNS: [&str; 11] = [
-    "d.grid_size_x",
-    "d.grid_size_y",
-    "d.grid_size_z",
-    "d.workgroup_size_x",
-    "d.workgroup_size_y",
-    "d.workgroup_size_z",
-    "d.group_segment_size",
-    "d.private_segment_size",
-    "s.sgpr_count",
-    "s.arch_vgpr_count",
-    "s.accum_vgpr_count",
+    "d.grid_size_x", "d.grid_size_y", "d.grid_size_z", "d.workgroup_size_x", "d.workgroup_size_y",
+    "d.workgroup_size_z", "d.group_segment_size", "d.private_segment_size", "s.sgpr_count",
+    "s.arch_vgpr_count", "s.accum_vgpr_count",
 ];
 
 const ATTRIBUTE_GROUPS: [(&str, &[usize]); 7] = [

@@ -31,98 +31,38 @@ use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
 /// Columns that describe a dispatch rather than measure it, in all generations.
+#[rustfmt::skip]
 const IDENTITY: [&str; 45] = [
-    "Index",
-    "KernelName",
-    "gpu-id",
-    "queue-id",
-    "queue-index",
-    "pid",
-    "tid",
-    "grd",
-    "wgr",
-    "lds",
-    "scr",
-    "vgpr",
-    "sgpr",
-    "fbar",
-    "sig",
-    "obj",
-    "arch_vgpr",
-    "accum_vgpr",
-    "wave_size",
-    "DispatchNs",
-    "BeginNs",
-    "EndNs",
-    "CompleteNs",
-    "DurationNs",
-    "Dispatch_ID",
-    "GPU_ID",
-    "Queue_ID",
-    "PID",
-    "TID",
-    "Grid_Size",
-    "Workgroup_Size",
-    "LDS_Per_Workgroup",
-    "Scratch_Per_Workitem",
-    "Arch_VGPR",
-    "Accum_VGPR",
-    "SGPR",
-    "Wave_Size",
-    "Kernel_Name",
-    "Start_Timestamp",
-    "End_Timestamp",
-    "Correlation_ID",
-    "Correlation_Id",
-    "Dispatch_Id",
-    "Agent_Id",
-    "Kernel_Id",
+    "Index", "KernelName", "gpu-id", "queue-id", "queue-index", "pid", "tid", "grd", "wgr", "lds",
+    "scr", "vgpr", "sgpr", "fbar", "sig", "obj", "arch_vgpr", "accum_vgpr", "wave_size",
+    "DispatchNs", "BeginNs", "EndNs", "CompleteNs", "DurationNs", "Dispatch_ID", "GPU_ID",
+    "Queue_ID", "PID", "TID", "Grid_Size", "Workgroup_Size", "LDS_Per_Workgroup",
+    "Scratch_Per_Workitem", "Arch_VGPR", "Accum_VGPR", "SGPR", "Wave_Size", "Kernel_Name",
+    "Start_Timestamp", "End_Timestamp", "Correlation_ID", "Correlation_Id", "Dispatch_Id",
+    "Agent_Id", "Kernel_Id",
 ];
 
 /// Further rocprofv3 identity columns.
+#[rustfmt::skip]
 const IDENTITY_V3: [&str; 9] = [
-    "Queue_Id",
-    "Process_Id",
-    "Thread_Id",
-    "LDS_Block_Size",
-    "Scratch_Size",
-    "VGPR_Count",
-    "Accum_VGPR_Count",
-    "SGPR_Count",
-    "Kernel-Name",
+    "Queue_Id", "Process_Id", "Thread_Id", "LDS_Block_Size", "Scratch_Size", "VGPR_Count",
+    "Accum_VGPR_Count", "SGPR_Count", "Kernel-Name",
 ];
 
 /// Further identity columns of rocprofv3's `kernel_trace.csv` (and of `rocpd`'s export of
 /// it, which spells some in another case: `Vgpr_Count`) and of rocprof-compute's CSVs: a
 /// dispatch's launch attributes and where it ran, not measures of it.
+#[rustfmt::skip]
 const IDENTITY_TRACE: [&str; 16] = [
-    "Kind",
-    "Guid",
-    "Stream_Id",
-    "Private_Segment_Size",
-    "Group_Segment_Size",
-    "Workgroup_Size_X",
-    "Workgroup_Size_Y",
-    "Workgroup_Size_Z",
-    "Grid_Size_X",
-    "Grid_Size_Y",
-    "Grid_Size_Z",
-    "XCC_Index",
-    "XCD_Index",
-    "Node_Id",
-    "Kernel_Rename",
-    "Agent_Name",
+    "Kind", "Guid", "Stream_Id", "Private_Segment_Size", "Group_Segment_Size", "Workgroup_Size_X",
+    "Workgroup_Size_Y", "Workgroup_Size_Z", "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z",
+    "XCC_Index", "XCD_Index", "Node_Id", "Kernel_Rename", "Agent_Name",
 ];
 
 /// Omniperf `sysinfo.csv` columns kept as provenance.
+#[rustfmt::skip]
 const SYSINFO_KEYS: [&str; 7] = [
-    "gpu_model",
-    "gpu_arch",
-    "cu_per_gpu",
-    "max_sclk",
-    "cur_sclk",
-    "rocm_version",
-    "wave_size",
+    "gpu_model", "gpu_arch", "cu_per_gpu", "max_sclk", "cur_sclk", "rocm_version", "wave_size",
 ];
 
 /// The machine that Omniperf's `sysinfo.csv` describes: the GPU model (its architecture where

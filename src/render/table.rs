@@ -60,16 +60,9 @@ pub fn stdout_width() -> Option<usize> {
 }
 
 /// The columns of the terminal table, in order.
+#[rustfmt::skip]
 const TABLE_COLUMNS: [&str; 9] = [
-    "benchmark",
-    "metric",
-    "base",
-    "head",
-    "change",
-    "CI",
-    "p",
-    "MDE",
-    "verdict",
+    "benchmark", "metric", "base", "head", "change", "CI", "p", "MDE", "verdict",
 ];
 
 /// The verdict's column, the last of [`TABLE_COLUMNS`].
