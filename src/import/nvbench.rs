@@ -622,7 +622,7 @@ mod tests {
         assert_eq!(b.parameters["device"], "0");
         assert_eq!(b.parameters["device_name"], "NVIDIA H100");
         assert_eq!(b.repetitions, 1);
-        assert!(b.provenance.notes.iter().any(|n| n == SUMMARY_NOTE));
+        assert!(b.provenance.notes.contains(&SUMMARY_NOTE.to_string()));
         // 1500 MHz of 1980 is 75.8 %: not throttled.
         assert!(!b.provenance.details.contains_key("nvbench.throttled"));
         // The skipped state is kept, measured nothing, failed nothing, and says why.
@@ -631,12 +631,8 @@ mod tests {
         assert_eq!(s.status, crate::model::results::Status::Ok);
         assert_eq!(s.provenance.details["nvbench.skipped"], "too big");
         assert_eq!(s.provenance.notes, ["skipped by nvbench: too big"]);
-        assert_eq!(
-            r.environment.accelerator.as_deref(),
-            Some("NVIDIA H100"),
-            "{:?}",
-            r.environment
-        );
+        let accelerator = r.environment.accelerator.as_deref();
+        assert_eq!(accelerator, Some("NVIDIA H100"), "{:?}", r.environment);
     }
 
     /// A state of one benchmark, `simple`, whose summaries name a `--jsonbin` file.
@@ -680,44 +676,34 @@ mod tests {
             assert_eq!(cpu.values, [3_000_000.0]);
             assert!(!cpu.gate.gates);
             assert_eq!(b.repetitions, 1);
-            assert!(b.provenance.notes.iter().any(|n| n == SAMPLES_NOTE));
+            assert!(b.provenance.notes.contains(&SAMPLES_NOTE.to_string()));
             assert!(b.provenance.details["nvbench.sample_times"].ends_with("0.bin"));
         }
         // A negative mean beside the samples is refused, as `add` refuses one without them.
         let path = dir.path().join("run.json");
-        let text = jsonbin_state("run.json-bin/0.bin", 3).replace("\"0.003\"", "\"-0.003\"");
-        std::fs::write(&path, text).unwrap();
-        let err = import(std::slice::from_ref(&path), &policies)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("`nv/cold/time/cpu/mean` is -0.003 s, not a time"),
-            "{err}"
+        let refusal = |text: String| {
+            std::fs::write(&path, text).unwrap();
+            import(std::slice::from_ref(&path), &policies)
+                .unwrap_err()
+                .to_string()
+        };
+        let negative = jsonbin_state("run.json-bin/0.bin", 3).replace("\"0.003\"", "\"-0.003\"");
+        assert_contains!(
+            refusal(negative),
+            "`nv/cold/time/cpu/mean` is -0.003 s, not a time"
         );
         // A file of the wrong length is refused; a missing one leaves the mean, with a note.
-        let path = dir.path().join("run.json");
-        std::fs::write(&path, jsonbin_state("run.json-bin/0.bin", 4)).unwrap();
-        let err = import(std::slice::from_ref(&path), &policies)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("holds 12 bytes, but the JSON says 4 float32"),
-            "{err}"
-        );
+        let err = refusal(jsonbin_state("run.json-bin/0.bin", 4));
+        assert_contains!(err, "holds 12 bytes, but the JSON says 4 float32");
         std::fs::write(&path, jsonbin_state("run.json-bin/7.bin", 3)).unwrap();
         let r = import(std::slice::from_ref(&path), &policies).unwrap();
         let b = &r.benchmarks[0];
         assert_eq!(b.metric("kernel_time").unwrap().values, [2_000_000.0]);
         assert!(b.metric("cpu_time").unwrap().gate.gates);
-        assert!(
-            b.provenance
-                .notes
-                .iter()
-                .any(|n| n.starts_with("the `--jsonbin` sample times were not found")),
-            "{:?}",
-            b.provenance.notes
-        );
-        assert!(b.provenance.notes.iter().any(|n| n == SUMMARY_NOTE));
+        let notes = &b.provenance.notes;
+        let not_found = "the `--jsonbin` sample times were not found";
+        assert!(notes.iter().any(|n| n.starts_with(not_found)), "{notes:?}");
+        assert!(notes.contains(&SUMMARY_NOTE.to_string()));
     }
 
     #[test]
@@ -737,16 +723,10 @@ mod tests {
         );
         let r = import_text(&text).unwrap();
         let low = r.benchmark("k/Device=0/C=1400000000").unwrap();
-        assert_eq!(
-            low.provenance.details["nvbench.throttled"],
-            "1400 MHz of 2000 MHz default"
-        );
-        assert!(
-            low.provenance.details[NOT_COMPARABLE]
-                .starts_with("throttled: nvbench's mean SM clock, 1400 MHz, is below 75 %"),
-            "{:?}",
-            low.provenance.details
-        );
+        let details = &low.provenance.details;
+        assert_eq!(details["nvbench.throttled"], "1400 MHz of 2000 MHz default");
+        let below = "throttled: nvbench's mean SM clock, 1400 MHz, is below 75 %";
+        assert!(details[NOT_COMPARABLE].starts_with(below), "{details:?}");
         // 1 ms at 1.4 GHz.
         assert_eq!(low.metric("kernel_cycles").unwrap().values, [1_400_000.0]);
         let usual = r.benchmark("k/Device=0/C=1600000000").unwrap();
@@ -772,8 +752,7 @@ mod tests {
             ),
             (r#"{"benchmarks": []}"#, "no nvbench benchmark was found"),
         ] {
-            let err = import_text(text).unwrap_err().to_string();
-            assert!(err.contains(expected), "{text}: {err}");
+            assert_contains!(import_text(text).unwrap_err().to_string(), expected);
         }
     }
 }

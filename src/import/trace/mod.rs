@@ -552,6 +552,22 @@ mod tests {
     use super::*;
     use crate::plan::MetricPolicy;
 
+    /// The results of files read as `samples`, under `selection` in words.
+    fn build(files: Vec<(&str, TraceSamples)>, selection: &str) -> RunResults {
+        let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
+        let files = files.into_iter().map(|(p, s)| (p.into(), s)).collect();
+        build_results("chrome-trace", files, &policies, selection).unwrap()
+    }
+
+    /// Counter tracks of the given (track, time, value) readings.
+    fn tracks_of(readings: &[(&str, f64, f64)]) -> tracks::CounterTracks {
+        let mut tracks = tracks::CounterTracks::default();
+        for &(name, t, v) in readings {
+            tracks.push(name, t, v);
+        }
+        tracks
+    }
+
     #[test]
     fn regexes_search_and_globs_match_whole_names() {
         let s = TraceSelection::new(&["gemm".into()], &["relu_*".into()], None, None).unwrap();
@@ -606,24 +622,12 @@ mod tests {
             starts: vec![starts, vec![1.0]],
             ..TraceSamples::default()
         };
-        let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
-        let results = build_results(
-            "chrome-trace",
-            vec![("a.json".into(), a), ("b.json".into(), b)],
-            &policies,
-            "the default selection",
-        )
-        .unwrap();
+        let results = build(vec![("a.json", a), ("b.json", b)], "the default selection");
         assert!(results.require_measurements("the import").is_ok());
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.json");
-        results
-            .save_as(
-                &path,
-                crate::store::fsutil::Overwrite::Allow,
-                JsonLayout::Compact,
-            )
-            .unwrap();
+        let allow = crate::store::fsutil::Overwrite::Allow;
+        results.save_as(&path, allow, JsonLayout::Compact).unwrap();
         let compact = std::fs::read_to_string(&path).unwrap();
         let r = crate::model::results::RunResults::parse(&compact, Path::new("r.json")).unwrap();
         assert_eq!(r, results);
@@ -633,38 +637,28 @@ mod tests {
         assert_eq!(m.values.len(), 2 * launches);
         assert_eq!(m.values[7], 5.0);
         assert_eq!(m.values[launches + 3], 5.375);
-        assert_eq!(
-            m.repetition
-                .iter()
-                .skip(launches - 1)
-                .take(2)
-                .collect::<Vec<_>>(),
-            [0, 1]
-        );
+        let around: Vec<_> = m.repetition.iter().skip(launches - 1).take(2).collect();
+        assert_eq!(around, [0, 1]);
         // Launches after the last reading (3,490 ns) get no window.
         let w = &k.kernel_windows[0];
         assert_eq!(w.start_ns.len(), 175);
         assert_eq!(w.end_ns[1], 25.125);
         // Each reading is kept once, on the counters benchmark; the windows say where.
         assert!(k.counters.is_empty());
-        assert_eq!(
-            w.counters_of,
-            Some(CountersOf {
-                benchmark: COUNTERS_BENCHMARK.into(),
-                repetition: 0
-            })
-        );
+        let counters_of = CountersOf {
+            benchmark: COUNTERS_BENCHMARK.into(),
+            repetition: 0,
+        };
+        assert_eq!(w.counters_of, Some(counters_of));
         let c = r.benchmark(COUNTERS_BENCHMARK).unwrap();
         assert_eq!(c.counters[0].len(), 350);
         assert_eq!(c.counters[0].value[299], 299.5);
         assert_eq!(c.counters[1].counter, "late");
         assert!(c.counters[1].t_ns.is_sorted());
         assert_eq!(c.counters[1].value[0], 49.0);
-        assert!(
-            c.provenance
-                .notes
-                .iter()
-                .any(|n| n.contains("1 reading not a finite number"))
+        assert_contains!(
+            c.provenance.notes.join("\n"),
+            "1 reading not a finite number"
         );
         // One launch in its one file: its repetition numbers are left out of the file.
         assert!(
@@ -683,62 +677,35 @@ mod tests {
 
     #[test]
     fn a_file_of_counter_tracks_without_kernels_is_read_over_the_profile_span() {
-        let mut counters = tracks::CounterTracks::default();
-        counters.push("util.value", 5.0, 0.5);
-        counters.push("util.value", 1_005.0, 0.75);
-        let mut later = tracks::CounterTracks::default();
-        later.push("util.value", 0.0, 0.25);
+        let readings = [("util.value", 5.0, 0.5), ("util.value", 1_005.0, 0.75)];
         let a = TraceSamples {
-            counters,
+            counters: tracks_of(&readings),
             ..TraceSamples::default()
         };
         let b = TraceSamples {
             kernels: vec![("k".into(), vec![1.0])],
             starts: vec![vec![0.0]],
-            counters: later,
+            counters: tracks_of(&[("util.value", 0.0, 0.25)]),
             ..TraceSamples::default()
         };
-        let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
-        let imported = build_results(
-            "chrome-trace",
-            vec![("a.json".into(), a), ("b.json".into(), b)],
-            &policies,
-            "--kernel ^k$",
-        )
-        .unwrap();
+        let imported = build(vec![("a.json", a), ("b.json", b)], "--kernel ^k$");
         let c = imported.benchmark(COUNTERS_BENCHMARK).unwrap();
         // Only the file without a kernel is read over its span, and a note says so.
-        let spans: Vec<&String> = c
-            .provenance
-            .notes
-            .iter()
-            .filter(|n| n.contains(PROFILE_SPAN))
-            .collect();
+        let notes = &c.provenance.notes;
+        let spans: Vec<&String> = notes.iter().filter(|n| n.contains(PROFILE_SPAN)).collect();
         assert_eq!(spans.len(), 1, "{:?}", c.provenance.notes);
-        assert!(
-            spans[0].starts_with("a.json: no kernel event was selected by --kernel ^k$: its 1 counter track is read over the profile's span, from the first counter reading to the last (1000 ns), as one window, `profile-span`"),
-            "{}",
-            spans[0]
-        );
+        assert!(spans[0].starts_with("a.json: no kernel event was selected by --kernel ^k$: its 1 counter track is read over the profile's span, from the first counter reading to the last (1000 ns), as one window, `profile-span`"), "{}", spans[0]);
         assert_eq!(
             c.provenance.details[COUNTER_WINDOWS_DETAIL],
             PROFILE_SPAN_DETAIL
         );
         // No measurement of its own: the readings alone are refused, named.
-        let only_a = build_results(
-            "chrome-trace",
-            vec![("a.json".into(), {
-                let mut t = tracks::CounterTracks::default();
-                t.push("util.value", 5.0, 0.5);
-                TraceSamples {
-                    counters: t,
-                    ..TraceSamples::default()
-                }
-            })],
-            &policies,
-            "the default selection",
-        )
-        .unwrap();
+        let counters = tracks_of(&[("util.value", 5.0, 0.5)]);
+        let only_a = TraceSamples {
+            counters,
+            ..TraceSamples::default()
+        };
+        let only_a = build(vec![("a.json", only_a)], "the default selection");
         let err = only_a
             .require_measurements_hinted("the import", Some("HINT"))
             .unwrap_err();
@@ -750,25 +717,16 @@ mod tests {
 
     #[test]
     fn each_file_is_a_repetition_of_its_kernels() {
-        let mut counters = tracks::CounterTracks::default();
-        counters.push("util.value", 5.0, 0.5);
         let a = TraceSamples {
             kernels: vec![("k".into(), vec![1.0, 2.0])],
-            counters,
+            counters: tracks_of(&[("util.value", 5.0, 0.5)]),
             ..TraceSamples::default()
         };
         let b = TraceSamples {
             kernels: vec![("k".into(), vec![3.0]), ("j".into(), vec![4.0])],
             ..TraceSamples::default()
         };
-        let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
-        let r = build_results(
-            "chrome-trace",
-            vec![("a.json".into(), a), ("b.json".into(), b)],
-            &policies,
-            "the default selection",
-        )
-        .unwrap();
+        let r = build(vec![("a.json", a), ("b.json", b)], "the default selection");
         let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
         assert_eq!(names, ["k", "counters", "j"]);
         let k = r.benchmark("k").unwrap();
