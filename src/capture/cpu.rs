@@ -17,14 +17,9 @@ use crate::model::results::UnavailableCounter;
 
 /// Metrics that gate unless the configuration says otherwise; every other counter is reported
 /// but informational until listed under `metrics`.
+#[rustfmt::skip]
 const HEADLINE: &[&str] = &[
-    "instructions",
-    "cycles",
-    "ipc",
-    "Ir",
-    "D1_misses",
-    "LL_misses",
-    "estimated_cycles",
+    "instructions", "cycles", "ipc", "Ir", "D1_misses", "LL_misses", "estimated_cycles",
 ];
 
 /// One value ready for the collector.

@@ -934,17 +934,11 @@ mod tests {
     #[test]
     fn one_pass_rows_read_as_split_rows_do() {
         let mut rng = fastrand::Rng::with_seed(7);
+        #[rustfmt::skip]
         let header = [
-            "ID",
-            "Kernel Name",
-            "device__attribute_display_name",
-            "device__attribute_clock_rate",
-            "CC",
-            "profiler__replayer_passes",
-            "gpu__time_duration.sum",
-            "dram__bytes.sum",
-            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-            "smsp__inst_executed.sum",
+            "ID", "Kernel Name", "device__attribute_display_name", "device__attribute_clock_rate",
+            "CC", "profiler__replayer_passes", "gpu__time_duration.sum", "dram__bytes.sum",
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed", "smsp__inst_executed.sum",
             "launch__grid_size",
         ];
         let units = [

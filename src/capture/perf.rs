@@ -113,23 +113,11 @@ impl Block {
 }
 
 /// Software events measured by the kernel's clocks and bookkeeping rather than PMU registers.
+#[rustfmt::skip]
 const SOFTWARE_EVENTS: &[&str] = &[
-    "task-clock",
-    "cpu-clock",
-    "duration_time",
-    "user_time",
-    "system_time",
-    "context-switches",
-    "cs",
-    "cpu-migrations",
-    "migrations",
-    "page-faults",
-    "faults",
-    "minor-faults",
-    "major-faults",
-    "alignment-faults",
-    "emulation-faults",
-    "elapsed_time",
+    "task-clock", "cpu-clock", "duration_time", "user_time", "system_time", "context-switches",
+    "cs", "cpu-migrations", "migrations", "page-faults", "faults", "minor-faults", "major-faults",
+    "alignment-faults", "emulation-faults", "elapsed_time",
 ];
 
 /// The trust-ladder source of an event: PMU events are `hardware`; the kernel's software
@@ -166,18 +154,12 @@ fn scale(v: f64, factor: f64) -> f64 {
 
 /// The arguments that run `argv` under `perf stat`, writing CSV to `out`.
 pub fn wrap(events: &[String], out: &Path, argv: &[String]) -> Vec<String> {
-    let mut v = vec![
-        "perf".to_string(),
-        "stat".to_string(),
-        "-x,".to_string(),
-        "-o".to_string(),
-        out.display().to_string(),
-        "-e".to_string(),
-        events.join(","),
-        "--".to_string(),
-    ];
-    v.extend(argv.iter().cloned());
-    v
+    let (out, events) = (out.display().to_string(), events.join(","));
+    let perf = ["perf", "stat", "-x,", "-o", &out, "-e", &events, "--"];
+    perf.iter()
+        .map(|s| s.to_string())
+        .chain(argv.iter().cloned())
+        .collect()
 }
 
 /// The most bytes of perf stat output read: a real file is a few kilobytes per block, so a
@@ -365,11 +347,8 @@ fn push(blocks: &mut Vec<Block>, counter: Counter) {
     if start_new {
         blocks.push(Block::default());
     }
-    blocks
-        .last_mut()
-        .expect("pushed above")
-        .counters
-        .push(counter);
+    let block = blocks.last_mut().expect("pushed above");
+    block.counters.push(counter);
 }
 
 fn unavailable_marker(value: &str) -> Option<String> {
@@ -533,10 +512,8 @@ fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
                 factor,
             )),
         };
-        push(
-            &mut blocks,
-            Counter::read(event, unit, value, running_pct, spread_pct),
-        );
+        let counter = Counter::read(event, unit, value, running_pct, spread_pct);
+        push(&mut blocks, counter);
     }
     Ok(blocks)
 }
@@ -659,14 +636,9 @@ fn parenthesized(
             Some(v) => (&mut spread, v.trim()),
             None => (&mut running, number.trim()),
         };
-        *slot = Some(parse_localized(number, decimal).ok_or_else(|| {
-            err(
-                n,
-                format!(
-                    "`({inner})`: `{number}` is not a number in this file's locale (decimal mark `{decimal}`)"
-                ),
-            )
-        })?);
+        let v = parse_localized(number, decimal);
+        *slot =
+            Some(v.ok_or_else(|| not_localized(n, &format!("`({inner})`: `{number}`"), decimal))?);
     }
     Ok((running, spread))
 }
@@ -758,14 +730,8 @@ fn human_line(line: &str, decimal: char, n: usize) -> Result<Counter, ParseError
             None => (num.trim(), None),
         };
         let number = |text: &str| {
-            parse_localized(text, decimal).ok_or_else(|| {
-                err(
-                    n,
-                    format!(
-                        "`{text}` is not a number in this file's locale (decimal mark `{decimal}`)"
-                    ),
-                )
-            })
+            parse_localized(text, decimal)
+                .ok_or_else(|| not_localized(n, &format!("`{text}`"), decimal))
         };
         let v = number(mean)?;
         let spread = spread.map(number).transpose()?;
@@ -790,13 +756,8 @@ fn human_line(line: &str, decimal: char, n: usize) -> Result<Counter, ParseError
             return Err(err(n, format!("`{body}` names no event")));
         }
         let why = Err(why.to_string());
-        return Ok(Counter::read(
-            event.to_string(),
-            String::new(),
-            why,
-            running_pct,
-            None,
-        ));
+        let counter = Counter::read(event.into(), String::new(), why, running_pct, None);
+        return Ok(counter);
     }
     let tokens: Vec<&str> = body.split_whitespace().collect();
     let (value, unit, event) = match tokens.as_slice() {
@@ -809,21 +770,19 @@ fn human_line(line: &str, decimal: char, n: usize) -> Result<Counter, ParseError
             ));
         }
     };
-    let v = parse_localized(value, decimal).ok_or_else(|| {
-        err(
-            n,
-            format!("`{value}` is not a number in this file's locale (decimal mark `{decimal}`)"),
-        )
-    })?;
+    let v = parse_localized(value, decimal)
+        .ok_or_else(|| not_localized(n, &format!("`{value}`"), decimal))?;
     let (unit, factor) = unit_factor(unit);
     let value = Ok(scale(v, factor));
-    Ok(Counter::read(
-        event.to_string(),
-        unit,
-        value,
-        running_pct,
-        spread_pct,
-    ))
+    let counter = Counter::read(event.into(), unit, value, running_pct, spread_pct);
+    Ok(counter)
+}
+
+/// The error of line `n`: `what` is not a number in the file's locale.
+fn not_localized(n: usize, what: &str, decimal: char) -> ParseError {
+    let message =
+        format!("{what} is not a number in this file's locale (decimal mark `{decimal}`)");
+    err(n, message)
 }
 
 /// What to tell the user when perf could not count an event.

@@ -37,19 +37,10 @@ pub static CUTLASS: Importer = Importer {
 
 /// Columns that are neither the problem nor a measurement: the profiler's own bookkeeping and
 /// what follows from the problem.
+#[rustfmt::skip]
 const NOT_PROBLEM: &[&str] = &[
-    "Problem",
-    "Provider",
-    "OperationKind",
-    "Operation",
-    "Disposition",
-    "Status",
-    "Bytes",
-    "Flops",
-    "Flops/Byte",
-    "Runtime",
-    "GB/s",
-    "GFLOPs",
+    "Problem", "Provider", "OperationKind", "Operation", "Disposition", "Status", "Bytes", "Flops",
+    "Flops/Byte", "Runtime", "GB/s", "GFLOPs",
 ];
 
 /// Columns that describe the kernel (its tile, its pipeline, its instruction), not the problem.

@@ -183,13 +183,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 "NULL".to_string()
             }
         };
+        #[rustfmt::skip]
         let select: Vec<String> = [
-            "d.start",
-            "d.end",
-            "d.agent_id",
-            "s.display_name",
-            "s.kernel_name",
-            "d.event_id",
+            "d.start", "d.end", "d.agent_id", "s.display_name", "s.kernel_name", "d.event_id",
             "d.guid",
         ]
         .iter()

@@ -161,13 +161,9 @@ fn command_file_name(path: &Path) -> bool {
 const HEAD_BYTES: usize = 1 << 20;
 
 /// Names only a header row holds, one of which each kind of header needs (see [`classify`]).
+#[rustfmt::skip]
 const HEADER_KEYS: [&str; 6] = [
-    "Counter_Name",
-    "KernelName",
-    "Kernel_Name",
-    "AverageNs",
-    "gpu_model",
-    "max_sclk",
+    "Counter_Name", "KernelName", "Kernel_Name", "AverageNs", "gpu_model", "max_sclk",
 ];
 
 /// Whether a cell is one of [`HEADER_KEYS`] (a data cell, a number as a rule, is told apart
