@@ -137,14 +137,9 @@ pub fn read(path: &Path, tool: Tool) -> Result<Profile, String> {
             .read_to_string(&mut text)?;
         Ok(text)
     };
-    let text = read().map_err(|e| {
-        format!(
-            "cannot read {} output `{}`: {e}",
-            tool.as_str(),
-            path.display()
-        )
-    })?;
-    parse(&text, tool).map_err(|e| format!("`{}`: {} output, {e}", path.display(), tool.as_str()))
+    let (shown, tool_name) = (path.display(), tool.as_str());
+    let text = read().map_err(|e| format!("cannot read {tool_name} output `{shown}`: {e}"))?;
+    parse(&text, tool).map_err(|e| format!("`{shown}`: {tool_name} output, {e}"))
 }
 
 /// Parses callgrind or cachegrind text.
@@ -237,14 +232,9 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
             }
             let costs = tokens.get(positions.min(tokens.len())..).unwrap_or(&[]);
             if costs.len() > ev.len() {
-                return Err(err(
-                    n,
-                    format!(
-                        "a cost line has {} numbers for {} events",
-                        costs.len(),
-                        ev.len()
-                    ),
-                ));
+                let (numbers, events) = (costs.len(), ev.len());
+                let message = format!("a cost line has {numbers} numbers for {events} events");
+                return Err(err(n, message));
             }
             for (i, t) in costs.iter().enumerate() {
                 let v = parse_number(t)
@@ -253,13 +243,9 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
             }
             continue;
         }
-        return Err(err(
-            n,
-            format!(
-                "`{}` is neither a header, a name record nor a cost line",
-                trimmed.chars().take(60).collect::<String>()
-            ),
-        ));
+        let shown: String = trimmed.chars().take(60).collect();
+        let message = format!("`{shown}` is neither a header, a name record nor a cost line");
+        return Err(err(n, message));
     }
     let events = events.ok_or_else(|| {
         let tool = tool.as_str();
@@ -330,12 +316,14 @@ pub fn metrics(profile: &Profile) -> Vec<(String, f64)> {
 /// The arguments that run `argv` under a Valgrind tool with cache (and branch) simulation,
 /// writing the profile to `out`.
 pub fn wrap(tool: Tool, out: &Path, toggle_collect: Option<&str>, argv: &[String]) -> Vec<String> {
-    let mut v = vec![
-        "valgrind".to_string(),
-        format!("--tool={}", tool.as_str()),
-        "--cache-sim=yes".to_string(),
-        "--branch-sim=yes".to_string(),
+    let tool_option = format!("--tool={}", tool.as_str());
+    let valgrind = [
+        "valgrind",
+        &tool_option,
+        "--cache-sim=yes",
+        "--branch-sim=yes",
     ];
+    let mut v: Vec<String> = valgrind.map(String::from).to_vec();
     match tool {
         Tool::Callgrind => {
             v.push(format!("--callgrind-out-file={}", out.display()));
