@@ -560,17 +560,16 @@ mod tests {
     #[test]
     fn a_commit_link_needs_a_web_address_and_an_object_id() {
         let repo = Some("https://github.com/o/r");
+        let link = commit_link(repo, Some("0a1b2c"));
         assert_eq!(
-            commit_link(repo, Some("0a1b2c")).as_deref(),
+            link.as_deref(),
             Some("https://github.com/o/r/commit/0a1b2c")
         );
         for commit in ["../../settings", "x\" onclick=\"y", ""] {
             assert_eq!(commit_link(repo, Some(commit)), None, "{commit}");
         }
-        assert_eq!(
-            commit_link(Some("javascript:alert(1)//"), Some("0a1b")),
-            None
-        );
+        let script = Some("javascript:alert(1)//");
+        assert_eq!(commit_link(script, Some("0a1b")), None);
     }
 
     fn job(median: f64, verdict: Option<Verdict>) -> JobSummary {
@@ -614,23 +613,16 @@ mod tests {
         ];
         assert_eq!(charted_series(&charts, None), [true; 5]);
         assert_eq!(charted_series(&charts, Some(5)), [true; 5]);
-        // A latest job that did not pass, then the largest change point, then the next.
-        assert_eq!(
-            charted_series(&charts, Some(1)),
-            [false, false, false, false, true]
-        );
-        assert_eq!(
-            charted_series(&charts, Some(2)),
-            [false, false, false, true, true]
-        );
-        assert_eq!(
-            charted_series(&charts, Some(3)),
-            [false, true, false, true, true]
-        );
-        // Series that rank the same keep their page order.
-        assert_eq!(
-            charted_series(&charts, Some(4)),
-            [true, true, false, true, true]
-        );
+        // A latest job that did not pass, then the largest change point, then the next; series
+        // that rank the same keep their page order.
+        let (y, n) = (true, false);
+        for (max, charted) in [
+            (1, [n, n, n, n, y]),
+            (2, [n, n, n, y, y]),
+            (3, [n, y, n, y, y]),
+            (4, [y, y, n, y, y]),
+        ] {
+            assert_eq!(charted_series(&charts, Some(max)), charted, "at most {max}");
+        }
     }
 }

@@ -454,40 +454,36 @@ mod tests {
             spread: None,
         };
         let mut m = crate::compare::blank(&samples, &crate::compare::ComparePolicy::default());
-        m.verdict = Verdict::Regressed;
-        m.gates = true;
-        assert_eq!(metric_verdict(&m), "regressed");
-        m.gates = false;
-        assert_eq!(metric_verdict(&m), "would regress (not gated)");
-        m.verdict = Verdict::Improved;
-        assert_eq!(metric_verdict(&m), "would improve (not gated)");
-        m.verdict = Verdict::Unchanged;
-        assert_eq!(metric_verdict(&m), "unchanged (not gated)");
+        for (verdict, gates, cell) in [
+            (Verdict::Regressed, true, "regressed"),
+            (Verdict::Regressed, false, "would regress (not gated)"),
+            (Verdict::Improved, false, "would improve (not gated)"),
+            (Verdict::Unchanged, false, "unchanged (not gated)"),
+        ] {
+            (m.verdict, m.gates) = (verdict, gates);
+            assert_eq!(metric_verdict(&m), cell);
+        }
         m.verdict = Verdict::Regressed;
         let markdown = MarkdownExporter::table(&[("b", &m)]);
-        assert!(
-            markdown.contains("| would regress (not gated) |"),
-            "{markdown}"
-        );
+        assert_contains!(markdown, "| would regress (not gated) |");
     }
 
     #[test]
     fn a_figure_in_a_comment_cell_breaks_only_between_the_ends_of_an_interval() {
-        assert_eq!(
-            unbreakable_figures("99.80 µs (n=12)"),
-            "99.80\u{a0}µs (n=12)"
-        );
-        assert_eq!(
-            unbreakable_figures("+10.1 % … +14.0 %"),
-            "+10.1\u{a0}% … +14.0\u{a0}%"
-        );
-        assert_eq!(unbreakable_figures("–"), "–");
+        for (cell, figures) in [
+            ("99.80 µs (n=12)", "99.80\u{a0}µs (n=12)"),
+            ("+10.1 % … +14.0 %", "+10.1\u{a0}% … +14.0\u{a0}%"),
+            ("–", "–"),
+        ] {
+            assert_eq!(unbreakable_figures(cell), figures);
+        }
     }
 
     #[test]
     fn markdown_escaping_neutralizes_repository_text() {
+        let escaped = escape_markdown("a|b <script>@team `x` *y*\nz");
         assert_eq!(
-            escape_markdown("a|b <script>@team `x` *y*\nz"),
+            escaped,
             "a&#124;b &lt;script&gt;&#64;&#8205;team \\`x\\` \\*y\\* z"
         );
     }

@@ -125,11 +125,8 @@ impl TableExporter {
     /// are the whole table's, so every line of every piece is as wide.
     fn layout_width(&self, rows: &[TableRow<'_>], layout: &TableLayout) -> usize {
         let first = &rows[..rows.len().min(TABLE_CHUNK_ROWS)];
-        rendered_width(
-            &self
-                .comfy(first, &layout.keep, layout.widths.as_deref())
-                .to_string(),
-        )
+        let table = self.comfy(first, &layout.keep, layout.widths.as_deref());
+        rendered_width(&table.to_string())
     }
 
     /// Writes the table of `rows` laid out by `layout` when they are all of it (one piece).
@@ -320,11 +317,8 @@ fn fill(pieces: &[String], width: usize, lead: &str, indent: &str) -> String {
 /// One row of the terminal table.
 enum TableRow<'r> {
     /// A benchmark without metrics (new, missing, failed).
-    Bare(&'r crate::model::report::BenchmarkComparison),
-    Metric(
-        &'r crate::model::report::BenchmarkComparison,
-        &'r MetricComparison,
-    ),
+    Bare(&'r BenchmarkComparison),
+    Metric(&'r BenchmarkComparison, &'r MetricComparison),
 }
 
 impl TableRow<'_> {
@@ -414,15 +408,15 @@ fn console_width(line: &str) -> usize {
     n
 }
 
-/// The change column: the Hodges–Lehmann shift, and the change between the medians beside it
-/// when the two disagree in sign (the shift is the median of all pairwise differences, which
-/// can differ from the difference of the medians when the samples are skewed or bimodal).
 /// A benchmark's name as the table's first column shows it: a long C++ signature shortened
 /// ([`short_kernel_name`]), its whole name given under the table.
 fn table_name(name: &str) -> String {
     short_kernel_name(name).unwrap_or_else(|| name.to_string())
 }
 
+/// The change column: the Hodges–Lehmann shift, and the change between the medians beside it
+/// when the two disagree in sign (the shift is the median of all pairwise differences, which
+/// can differ from the difference of the medians when the samples are skewed or bimodal).
 fn change_with_medians(m: &MetricComparison) -> String {
     let shift = change_cell(m);
     let (Some(change), Some(base), Some(head)) = (m.change, &m.base, &m.head) else {
@@ -697,17 +691,11 @@ mod tests {
                     exporter.write_piece(&exporter.rows(piece), &layout, ends, &mut written)
                 };
                 pieces(&report.benchmarks, &mut write).unwrap();
-                assert_eq!(
-                    String::from_utf8(written).unwrap(),
-                    whole,
-                    "color {color}, {dropped:?}"
-                );
+                let case = format!("color {color}, {dropped:?}");
+                assert_eq!(String::from_utf8(written).unwrap(), whole, "{case}");
                 // The width measured on the first piece is the whole table's.
-                assert_eq!(
-                    exporter.layout_width(&rows, &layout),
-                    rendered_width(&whole),
-                    "color {color}, {dropped:?}"
-                );
+                let width = exporter.layout_width(&rows, &layout);
+                assert_eq!(width, rendered_width(&whole), "{case}");
             }
         }
     }
