@@ -339,9 +339,9 @@ fn hard_cut(text: &str, max: usize, size: fn(&str) -> usize) -> String {
 mod tests {
     use super::*;
     use crate::model::function_diff::BenchmarkProfile;
-    use crate::model::metric::{Direction, GateRule, Source};
     use crate::model::report::Design;
-    use crate::model::results::{Artifact, BenchmarkResult, MetricSamples, Provenance, RunResults};
+    use crate::model::results::{Artifact, BenchmarkResult, Provenance, RunResults};
+    use crate::render::tests::timer_samples;
 
     /// A suite of `benchmarks` × 12 metrics whose first benchmarks regress, with artifacts
     /// (one changed), evidence, a profile and a warning.
@@ -360,18 +360,10 @@ mod tests {
                         r.repetitions = 10;
                         for m in 0..metrics(b) {
                             let change = if b % 5 == 0 { shift } else { 1.0 };
-                            r.metrics.push(MetricSamples {
-                                name: format!("m{m}"),
-                                unit: "ns".into(),
-                                source: Source::Timer,
-                                direction: Direction::Lower,
-                                gate: GateRule::default(),
-                                values: (0..10)
-                                    .map(|i| 100.0 * change * (1.0 + 0.002 * f64::from(i)))
-                                    .collect(),
-                                repetition: (0..10).collect(),
-                                spread: None,
-                            });
+                            let values =
+                                (0..10).map(|i| 100.0 * change * (1.0 + 0.002 * f64::from(i)));
+                            r.metrics
+                                .push(timer_samples(format!("m{m}"), "ns", values.collect()));
                         }
                         r.artifacts.insert(
                             "ir".into(),

@@ -615,9 +615,8 @@ mod tests {
 
     #[test]
     fn a_table_laid_out_in_pieces_is_the_table_of_every_row() {
-        use crate::model::metric::{Direction, GateRule, Source};
         use crate::model::report::Design;
-        use crate::model::results::{BenchmarkResult, MetricSamples, Provenance, RunResults};
+        use crate::model::results::{BenchmarkResult, Provenance, RunResults};
         // More rows than a piece holds, of every width: a metric with a long name (with a
         // character two columns wide and one of two bytes) and wide numbers only in the last
         // piece, so that the widths come from the whole, a benchmark on one side only (a bare
@@ -637,22 +636,14 @@ mod tests {
                         1 => 1.0 / shift,
                         _ => 1.0,
                     };
-                    r.metrics.push(MetricSamples {
-                        name: if wide {
-                            format!("a_much_longer_metric_name_表µ_{m}")
-                        } else {
-                            format!("m{m}")
-                        },
-                        unit: "ns".into(),
-                        source: Source::Timer,
-                        direction: Direction::Lower,
-                        gate: GateRule::default(),
-                        values: (0..8)
-                            .map(|i| centre * change * (1.0 + 0.001 * f64::from(i)))
-                            .collect(),
-                        repetition: (0..8).collect(),
-                        spread: None,
-                    });
+                    let name = if wide {
+                        format!("a_much_longer_metric_name_表µ_{m}")
+                    } else {
+                        format!("m{m}")
+                    };
+                    let values = (0..8).map(|i| centre * change * (1.0 + 0.001 * f64::from(i)));
+                    let samples = crate::render::tests::timer_samples(name, "ns", values.collect());
+                    r.metrics.push(samples);
                 }
                 benchmarks.push(r);
             }
