@@ -191,12 +191,10 @@ mod tests {
         };
         let line = table_line(&p);
         assert!(!line.contains('\u{1b}'), "{line}");
-        assert!(
-            line.contains("top change") && line.contains("+10 (src/a.rs:3)"),
-            "{line}"
-        );
+        assert_contains!(line, "top change");
+        assert_contains!(line, "+10 (src/a.rs:3)");
         let md = section("b", &p);
-        assert!(md.contains("evil&#124;&lt;b&gt;&#64;&#8205;x"), "{md}");
+        assert_contains!(md, "evil&#124;&lt;b&gt;&#64;&#8205;x");
         assert!(!md.contains("<b>@") && !md.contains('\u{1b}'), "{md}");
     }
 }

@@ -342,13 +342,12 @@ mod tests {
             head: vec![110.0, 111.0, 112.0],
             ..SamplePair::default()
         };
-        let svg = strip_plot(&pair("Ir", "")).unwrap();
-        assert!(svg.contains(">Ir</text>"), "{svg}");
-        assert!(!svg.contains("()"), "{svg}");
-        let svg = strip_plot(&pair("D1_misses", "")).unwrap();
-        assert!(svg.contains(">D1_misses</text>"), "{svg}");
-        assert!(!svg.contains("()"), "{svg}");
+        for name in ["Ir", "D1_misses"] {
+            let svg = strip_plot(&pair(name, "")).unwrap();
+            assert_contains!(svg, format!(">{name}</text>"));
+            assert!(!svg.contains("()"), "{svg}");
+        }
         let svg = strip_plot(&pair("kernel_time", "ns")).unwrap();
-        assert!(svg.contains(">kernel_time (ns)</text>"), "{svg}");
+        assert_contains!(svg, ">kernel_time (ns)</text>");
     }
 }

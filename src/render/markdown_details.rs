@@ -394,7 +394,7 @@ mod tests {
         };
         let (text, added, removed) = unified_diff(&a);
         assert_eq!((added, removed), (1, 1));
-        assert!(text.contains("--- base/k.ptx\n+++ head/k.ptx\n"));
-        assert!(text.contains("-add\n+fma\n"));
+        assert_contains!(text, "--- base/k.ptx\n+++ head/k.ptx\n");
+        assert_contains!(text, "-add\n+fma\n");
     }
 }

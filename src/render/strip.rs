@@ -154,12 +154,9 @@ fn tick_label(v: f64, span: f64) -> String {
     let decimals = (-step.log10().floor()).max(0.0) as usize;
     let text = format!("{v:.decimals$}");
     // `-0.0` and `-0` read as zero.
-    if text
-        .trim_start_matches('-')
-        .chars()
-        .all(|c| c == '0' || c == '.')
-    {
-        text.trim_start_matches('-').to_string()
+    let unsigned = text.trim_start_matches('-');
+    if unsigned.chars().all(|c| c == '0' || c == '.') {
+        unsigned.to_string()
     } else {
         text
     }
@@ -208,9 +205,9 @@ mod tests {
         );
         assert_eq!(svg.matches("<circle").count(), 5);
         assert_eq!(svg.matches("stroke-width=\"2\"").count(), 2);
-        assert!(svg.contains("a&lt;b&gt; &amp; &quot;c&quot;"), "{svg}");
+        assert_contains!(svg, "a&lt;b&gt; &amp; &quot;c&quot;");
         assert!(!svg.contains("<b>"));
         // The head row above the base row, the dots inside the plot area.
-        assert!(svg.contains("<circle cx=\"117\""), "{svg}");
+        assert_contains!(svg, "<circle cx=\"117\"");
     }
 }
