@@ -154,17 +154,16 @@ pub fn samples(space: &XSpace, selection: &TraceSelection) -> TraceSamples {
                 if host_op && !has_device_plane && !selection.is_explicit() {
                     host_ops += 1;
                 }
-                let start = (line.timestamp_ns - origin_ns) as f64 + offset_ps as f64 / 1000.0;
                 let nanos = event.duration_ps as f64 / 1000.0;
                 match index.get(name) {
                     Some(&i) => {
                         out.kernels[i].1.push(nanos);
-                        out.starts[i].push(start);
+                        out.starts[i].push(t_ns);
                     }
                     None => {
                         index.insert(name.to_string(), out.kernels.len());
                         out.kernels.push((name.to_string(), vec![nanos]));
-                        out.starts.push(vec![start]);
+                        out.starts.push(vec![t_ns]);
                     }
                 }
             }
@@ -198,16 +197,35 @@ fn chip_of(plane: &XPlane) -> Option<i64> {
         .find_map(|wanted| int_stat(plane, wanted))
 }
 
-/// The integer a plane's stat named `wanted` holds.
-fn int_stat(plane: &XPlane, wanted: &str) -> Option<i64> {
-    let id = plane.stat_metadata.values().find(|m| m.name == wanted)?.id;
-    match plane
+/// The id a plane gave the stat named `wanted`.
+fn stat_id(plane: &XPlane, wanted: &str) -> Option<i64> {
+    Some(plane.stat_metadata.values().find(|m| m.name == wanted)?.id)
+}
+
+/// The value of a plane's own stat named `wanted`.
+fn plane_stat<'p>(plane: &'p XPlane, wanted: &str) -> Option<&'p x_stat::Value> {
+    let id = stat_id(plane, wanted)?;
+    plane
         .stats
         .iter()
         .find(|s| s.metadata_id == id)?
         .value
-        .as_ref()?
-    {
+        .as_ref()
+}
+
+/// A stat's value as a number, where it is one.
+fn number_of(value: &x_stat::Value) -> Option<f64> {
+    match value {
+        x_stat::Value::DoubleValue(v) => Some(*v),
+        x_stat::Value::Uint64Value(v) => Some(*v as f64),
+        x_stat::Value::Int64Value(v) => Some(*v as f64),
+        _ => None,
+    }
+}
+
+/// The integer a plane's stat named `wanted` holds.
+fn int_stat(plane: &XPlane, wanted: &str) -> Option<i64> {
+    match plane_stat(plane, wanted)? {
         x_stat::Value::Int64Value(v) => Some(*v),
         x_stat::Value::Uint64Value(v) => i64::try_from(*v).ok(),
         _ => None,
@@ -255,13 +273,7 @@ impl Periodic {
                 if is_internal_stat(stat_name) || Some(stat.metadata_id) == stats.hlo_op {
                     return None;
                 }
-                let v = match stat.value.as_ref()? {
-                    x_stat::Value::DoubleValue(v) => *v,
-                    x_stat::Value::Uint64Value(v) => *v as f64,
-                    x_stat::Value::Int64Value(v) => *v as f64,
-                    _ => return None,
-                };
-                Some((stat_name, v))
+                Some((stat_name, number_of(stat.value.as_ref()?)?))
             })
             .collect();
         match values.as_slice() {
@@ -449,12 +461,7 @@ fn custom_calls(space: &XSpace, out: &mut TraceSamples) {
     let Some(plane) = space.planes.iter().find(|p| p.name == "/host:metadata") else {
         return;
     };
-    let Some(hlo_stat) = plane
-        .stat_metadata
-        .values()
-        .find(|m| m.name == "Hlo Proto")
-        .map(|m| m.id)
-    else {
+    let Some(hlo_stat) = stat_id(plane, "Hlo Proto") else {
         return;
     };
     let mut metas: Vec<_> = plane.event_metadata.values().collect();
@@ -598,16 +605,7 @@ strings:
 pub fn device(space: &XSpace) -> Device {
     let mut device = Device::default();
     for plane in &space.planes {
-        let stat = |wanted: &str| {
-            let id = plane.stat_metadata.values().find(|m| m.name == wanted)?.id;
-            plane
-                .stats
-                .iter()
-                .find(|s| s.metadata_id == id)?
-                .value
-                .as_ref()
-        };
-        let text = |wanted: &str| match stat(wanted)? {
+        let text = |wanted: &str| match plane_stat(plane, wanted)? {
             x_stat::Value::StrValue(v) if !v.trim().is_empty() => Some(v.trim().to_string()),
             x_stat::Value::RefValue(id) => plane
                 .stat_metadata
@@ -615,12 +613,7 @@ pub fn device(space: &XSpace) -> Device {
                 .map(|m| m.name.clone()),
             _ => None,
         };
-        let number = |wanted: &str| match stat(wanted)? {
-            x_stat::Value::Int64Value(v) => Some(*v as f64),
-            x_stat::Value::Uint64Value(v) => Some(*v as f64),
-            x_stat::Value::DoubleValue(v) => Some(*v),
-            _ => None,
-        };
+        let number = |wanted: &str| number_of(plane_stat(plane, wanted)?);
         if plane.name == "/host:metadata" {
             for tool in ["jax", "jaxlib"] {
                 if let Some(v) = text(&format!("{tool}_version")) {
@@ -670,13 +663,7 @@ struct StatIds {
 
 impl StatIds {
     fn of(plane: &XPlane) -> StatIds {
-        let find = |wanted: &str| {
-            plane
-                .stat_metadata
-                .values()
-                .find(|m| m.name == wanted)
-                .map(|m| m.id)
-        };
+        let find = |wanted: &str| stat_id(plane, wanted);
         StatIds {
             counter_value: find("counter_value"),
             hlo_op: find("hlo_op"),
@@ -688,12 +675,7 @@ impl StatIds {
     fn counter_value(&self, event: &XEvent) -> Option<f64> {
         let id = self.counter_value?;
         let stat = event.stats.iter().find(|s| s.metadata_id == id)?;
-        match stat.value.as_ref()? {
-            x_stat::Value::DoubleValue(v) => Some(*v),
-            x_stat::Value::Uint64Value(v) => Some(*v as f64),
-            x_stat::Value::Int64Value(v) => Some(*v as f64),
-            _ => None,
-        }
+        number_of(stat.value.as_ref()?)
     }
 
     /// Whether an event carries a counter description or counter sets.
@@ -789,15 +771,12 @@ mod tests {
         assert_eq!(s.kernel("fusion.1").unwrap(), [2_500.0, 2_000.0]);
         assert_eq!(s.kernel("copy.2").unwrap(), [1.0]);
         // One end-of-profile reading: a total since the profile's start (its earliest time).
-        assert_eq!(
-            s.counters.readings().collect::<Vec<_>>(),
-            [("CYCLES", 0.0, 0.0), ("CYCLES", 1_004.5, 123.0)]
-        );
+        let readings: Vec<_> = s.counters.readings().collect();
+        assert_eq!(readings, [("CYCLES", 0.0, 0.0), ("CYCLES", 1_004.5, 123.0)]);
         assert_eq!(s.sampling["CYCLES"], Sampling::Cumulative);
+        let single = "1 counters with one end-of-profile reading";
         assert!(
-            s.notes
-                .iter()
-                .any(|n| n.starts_with("1 counters with one end-of-profile reading")),
+            s.notes.iter().any(|n| n.starts_with(single)),
             "{:?}",
             s.notes
         );
@@ -818,30 +797,16 @@ mod tests {
 
     #[test]
     fn custom_call_bodies_as_artifact_text() {
-        let text = body_text(
-            "k",
-            "m",
-            "tpu_custom_call",
-            b"module {\n  func.func @k() {}\n}\n",
-        );
-        assert!(
-            text.starts_with(
-                "lowered body of custom call `k` (module `m`, target `tpu_custom_call`)\nmodule {"
-            ),
-            "{text}"
-        );
-        let bytecode = body_text(
-            "k",
-            "m",
-            "",
-            b"ML\xefR\x00\x01tpu.matmul\x02ab\x00dimension_semantics",
-        );
-        assert!(bytecode.contains("target `?`"), "{bytecode}");
-        assert!(bytecode.contains("size: 39 bytes\n"), "{bytecode}");
-        assert!(
-            bytecode.contains("\n  tpu.matmul\n  dimension_semantics\n"),
-            "{bytecode}"
-        );
+        let mlir = b"module {\n  func.func @k() {}\n}\n";
+        let text = body_text("k", "m", "tpu_custom_call", mlir);
+        let head =
+            "lowered body of custom call `k` (module `m`, target `tpu_custom_call`)\nmodule {";
+        assert!(text.starts_with(head), "{text}");
+        let mlirbc = b"ML\xefR\x00\x01tpu.matmul\x02ab\x00dimension_semantics";
+        let bytecode = body_text("k", "m", "", mlirbc);
+        assert_contains!(bytecode, "target `?`");
+        assert_contains!(bytecode, "size: 39 bytes\n");
+        assert_contains!(bytecode, "\n  tpu.matmul\n  dimension_semantics\n");
         // Short runs (`ab`) and the magic's bytes are not strings.
         assert!(!bytecode.contains("  ab\n"), "{bytecode}");
     }
