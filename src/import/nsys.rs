@@ -37,7 +37,7 @@ use super::builder::{Benchmarks, Slot};
 use super::{ImportError, Importer, Policies, content, read_error};
 use crate::capture::device::Device;
 use crate::model::metric::Source;
-use crate::model::results::RunResults;
+use crate::model::results::{BenchmarkResult, RunResults};
 
 /// `kgate import nsys`.
 pub static NSYS: Importer = Importer {
@@ -143,17 +143,12 @@ impl<const N: usize> LaunchAttributes<N> {
         }
     }
 
-    /// The parameters of `groups` (a name and the places of its values, joined with `x`) whose
-    /// values are the same on every launch, and the names of those that vary. A group with no
-    /// value (a column the file lacks) is neither.
-    pub(super) fn parameters(
-        &self,
-        groups: &[(&'static str, &[usize])],
-    ) -> (Vec<(&'static str, String)>, Vec<&'static str>) {
-        let (mut constant, mut varying) = (Vec::new(), Vec::new());
-        let Some(first) = &self.first else {
-            return (constant, varying);
-        };
+    /// Records on `result` the attributes of `groups` (a name and the places of its values,
+    /// joined with `x`) whose values are the same on every launch as parameters, and a note
+    /// naming those that vary. A group with no value (a column the file lacks) is neither.
+    pub(super) fn record(&self, groups: &[(&str, &[usize])], result: &mut BenchmarkResult) {
+        let Some(first) = &self.first else { return };
+        let mut varying = Vec::new();
         for &(name, places) in groups {
             let values: Option<Vec<String>> = places
                 .iter()
@@ -163,21 +158,16 @@ impl<const N: usize> LaunchAttributes<N> {
             if places.iter().any(|&i| self.varies[i]) {
                 varying.push(name);
             } else {
-                constant.push((name, values.join("x")));
+                result.parameters.insert(name.into(), values.join("x"));
             }
         }
-        (constant, varying)
+        if !varying.is_empty() {
+            result.provenance.notes.push(format!(
+                "launch attributes that differ between launches, so not parameters: {}",
+                varying.join(", ")
+            ));
+        }
     }
-}
-
-/// The note of attributes that vary between a kernel's launches.
-pub(super) fn varying_note(varying: &[&str]) -> Option<String> {
-    (!varying.is_empty()).then(|| {
-        format!(
-            "launch attributes that differ between launches, so not parameters: {}",
-            varying.join(", ")
-        )
-    })
 }
 
 /// Columns of `CUPTI_ACTIVITY_KIND_KERNEL` read as launch attributes, in [`ATTRIBUTE_GROUPS`]'
@@ -507,7 +497,6 @@ fn import(
         details.insert("nsys.nvtx".into(), pattern.as_str().to_string());
     }
     for kernel in &kernels {
-        let (constant, varying) = kernel.attributes.parameters(&ATTRIBUTE_GROUPS);
         let result = benchmarks.get(&kernel.name).result_mut();
         if let Some(short) = &kernel.short {
             result.parameters.insert("short_name".into(), short.clone());
@@ -517,18 +506,11 @@ fn import(
                 .parameters
                 .insert("gpu".into(), kernel.device.to_string());
         }
-        for (k, v) in constant {
-            result.parameters.insert(k.into(), v);
-        }
+        kernel.attributes.record(&ATTRIBUTE_GROUPS, result);
         result
             .parameters
             .insert("launches".into(), kernel.launches.to_string());
-        if let Some(note) = varying_note(&varying) {
-            result.provenance.notes.push(note);
-        }
-        for (k, v) in &details {
-            result.provenance.details.insert(k.clone(), v.clone());
-        }
+        result.provenance.details.extend(details.clone());
         if let Some(gpu) = gpu_names.get(&kernel.device) {
             result
                 .provenance

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::types::ValueRef;
 
 use super::builder::{Benchmarks, Slot};
-use super::nsys::{LaunchAttributes, columns, open_database, sql_error, tables, varying_note};
+use super::nsys::{LaunchAttributes, columns, open_database, sql_error, tables};
 use super::{ImportError, Importer, Policies, content};
 use crate::capture::device::Device;
 use crate::model::metric::Source;
@@ -312,14 +312,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         benchmarks.device(path, device)?;
     }
     for kernel in &kernels {
-        let (constant, varying) = kernel.attributes.parameters(&ATTRIBUTE_GROUPS);
         let runtime = kernel.name.starts_with(RUNTIME_PREFIX);
         let result = benchmarks.get(&kernel.name).result_mut();
         if per_gpu && let Some(gpu) = kernel.gpu {
             result.parameters.insert("gpu".into(), gpu.to_string());
-        }
-        for (k, v) in constant {
-            result.parameters.insert(k.into(), v);
         }
         result
             .parameters
@@ -332,12 +328,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 "a HIP runtime kernel (`__amd_rocclr_*`: a copy or fill the runtime issues for hipMemcpy, hipMemset and the like), not the application's own code".into(),
             );
         }
-        if let Some(note) = varying_note(&varying) {
-            result.provenance.notes.push(note);
-        }
-        for (k, v) in &details {
-            result.provenance.details.insert(k.clone(), v.clone());
-        }
+        kernel.attributes.record(&ATTRIBUTE_GROUPS, result);
+        result.provenance.details.extend(details.clone());
     }
     benchmarks.finish(files)
 }

@@ -490,6 +490,11 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 }
             }
             let cell = |i: usize| record.get(i).unwrap_or("").trim();
+            // A row no rocprof writes, as `what` says.
+            let unedited = |what: String| {
+                let message = format!("line {line}: {what}; pass the file rocprof wrote, unedited");
+                content(path, message)
+            };
             match kind {
                 Kind::Sysinfo => {
                     for key in SYSINFO_KEYS {
@@ -513,10 +518,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 Kind::Stats => {
                     let col = |n: &str| header.iter().position(|h| h == n);
                     let name = kernel_name(cell(col("Name").expect("classified")));
-                    let avg =
-                        number(cell(col("AverageNs").expect("classified"))).ok_or_else(|| {
-                            content(path, format!("line {line}: `AverageNs` `{}` is not a number, which `rocprof --stats` never writes; pass the file rocprof wrote, unedited", cell(col("AverageNs").expect("classified"))))
-                        })?;
+                    let avg = cell(col("AverageNs").expect("classified"));
+                    let avg = number(avg).ok_or_else(|| {
+                        unedited(format!("`AverageNs` `{avg}` is not a number, which `rocprof --stats` never writes"))
+                    })?;
                     let rep = offsets.entry(name.clone()).or_insert(0);
                     benchmarks.add(&name, *rep, "kernel_time", "ns", Source::Timer, avg)?;
                     *rep += 1;
@@ -553,10 +558,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                         (Some(d), _, _) => cell(d).parse::<u64>().ok().map(|t| t as f64),
                         (None, Some(b), Some(e)) => duration_of(cell(b), cell(e), &mut fractional)
                             .map_err(|()| {
-                                content(
-                                    path,
-                                    format!("line {line}: the dispatch ends before it begins (`{}` < `{}`), which rocprof never writes; pass the file rocprof wrote, unedited", cell(e), cell(b)),
-                                )
+                                unedited(format!("the dispatch ends before it begins (`{}` < `{}`), which rocprof never writes", cell(e), cell(b)))
                             })?,
                         _ => None,
                     };
@@ -598,13 +600,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                         }
                     };
                     let v = number(cell(value)).ok_or_else(|| {
-                        content(
-                            path,
-                            format!(
-                                "line {line}: `Counter_Value` `{}` is not a number, which rocprofv3 never writes; pass the file rocprof wrote, unedited",
-                                cell(value)
-                            ),
-                        )
+                        unedited(format!(
+                            "`Counter_Value` `{}` is not a number, which rocprofv3 never writes",
+                            cell(value)
+                        ))
                     })?;
                     let c = long_counters.number(cell(counter), str::to_string);
                     let counters = &mut long[index].counters;
@@ -680,11 +679,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         for (k, v) in &companions.details {
             benchmarks.detail(&name, k, v);
         }
-        let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
         for note in &companions.notes {
-            if !notes.contains(note) {
-                notes.push(note.clone());
-            }
+            benchmarks.note(&name, note.clone());
         }
     }
     benchmarks.finish(files)
