@@ -144,7 +144,7 @@ impl<'p> Benchmarks<'p> {
         let direction = direction_of(metric, unit);
         self.get(name)
             .add_value(repetition, metric, unit, source, direction, value)
-            .map_err(|message| content(&self.file, format!("benchmark `{name}`: {message}")))
+            .map_err(|message| content!(&self.file, "benchmark `{name}`: {message}"))
     }
 
     /// [`Benchmarks::add`] for a metric added again and again (a column of every row of a
@@ -165,9 +165,7 @@ impl<'p> Benchmarks<'p> {
                 let found = self
                     .get(name)
                     .slot(metric, unit, source, direction_of(metric, unit))
-                    .map_err(|message| {
-                        content(&self.file, format!("benchmark `{name}`: {message}"))
-                    })?;
+                    .map_err(|message| content!(&self.file, "benchmark `{name}`: {message}"))?;
                 slot.0 = Some(found);
                 found
             }

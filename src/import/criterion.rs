@@ -158,13 +158,11 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 ));
             };
             if iters.len() != times.len() {
-                return Err(content(
+                return Err(content!(
                     &sample_path,
-                    format!(
-                        "has {} `iters` but {} `times`, so its samples cannot be paired (a truncated or edited file); re-run the benchmark, or remove it to import the mean estimate alone",
-                        iters.len(),
-                        times.len()
-                    ),
+                    "has {} `iters` but {} `times`, so its samples cannot be paired (a truncated or edited file); re-run the benchmark, or remove it to import the mean estimate alone",
+                    iters.len(),
+                    times.len()
                 ));
             }
             for (i, t) in iters.iter().zip(times) {

@@ -78,13 +78,8 @@ impl Columns {
         let find = |name: &str| names.iter().position(|n| *n == name);
         let required = |name: &str| {
             find(name).ok_or_else(|| {
-                content(
-                    path,
-                    format!(
-                        "has no `{name}` column, so it is not a CUTLASS profiler report; write one with `cutlass_profiler --output=FILE.csv` (the header it has: {})",
-                        cut(&names.join(","), 200)
-                    ),
-                )
+                content!(path, "has no `{name}` column, so it is not a CUTLASS profiler report; write one with `cutlass_profiler --output=FILE.csv` (the header it has: {})",
+                        cut(&names.join(","), 200))
             })
         };
         Ok(Columns {
@@ -128,7 +123,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text);
         let csv_error = |e: csv::Error| match e.into_kind() {
             csv::ErrorKind::Io(io) => input::refusal_of(path, io),
-            other => content(path, format!("is not CSV: {other:?}")),
+            other => content!(path, "is not CSV: {other:?}"),
         };
         let header = reader.headers().map_err(csv_error)?.clone();
         let columns = Columns::of(path, &header)?;
@@ -141,11 +136,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             let cell = |i: usize| record.get(i).map(str::trim).unwrap_or("");
             let operation = cell(columns.operation);
             if operation.is_empty() {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "line {line} has no `Operation`; every row of a CUTLASS profiler report names its kernel"
-                    ),
+                    "line {line} has no `Operation`; every row of a CUTLASS profiler report names its kernel"
                 ));
             }
             let problem: Vec<(String, String)> = columns
@@ -164,12 +157,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     return Ok(None);
                 }
                 text.parse::<f64>().map(Some).map_err(|_| {
-                    content(
+                    content!(
                         path,
-                        format!(
-                            "line {line}: `{what}` is `{}`, not a number",
-                            cut(text, 200)
-                        ),
+                        "line {line}: `{what}` is `{}`, not a number",
+                        cut(text, 200)
                     )
                 })
             };

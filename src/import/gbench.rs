@@ -125,13 +125,11 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             Ok(document) => document,
             Err(ArrayError::Stopped(e)) => return Err(e),
             Err(ArrayError::Json(e)) => {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "not valid JSON at line {}, column {}: {e}",
-                        e.line(),
-                        e.column()
-                    ),
+                    "not valid JSON at line {}, column {}: {e}",
+                    e.line(),
+                    e.column()
                 ));
             }
         };
@@ -173,7 +171,7 @@ fn record_run(
 ) -> Result<Option<String>, ImportError> {
     let name = run
         .name()
-        .ok_or_else(|| content(path, format!("benchmarks[{i}] has no `name`")))?
+        .ok_or_else(|| content!(path, "benchmarks[{i}] has no `name`"))?
         .to_string();
     if run.error_occurred || run.skipped {
         let message = match (&run.error_message, &run.skip_message) {
@@ -190,9 +188,9 @@ fn record_run(
     }
     let unit = run.time_unit.as_deref().unwrap_or("ns");
     if !matches!(unit, "ns" | "us" | "ms" | "s") {
-        return Err(content(
+        return Err(content!(
             path,
-            format!("benchmarks[{i}] has time_unit `{unit}`; expected ns, us, ms or s"),
+            "benchmarks[{i}] has time_unit `{unit}`; expected ns, us, ms or s"
         ));
     }
     let rep = counts.entry(name.clone()).or_insert(0);

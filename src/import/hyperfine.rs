@@ -57,17 +57,15 @@ fn bad_exit_codes(
     codes: Option<&Value>,
 ) -> Result<Vec<String>, ImportError> {
     let refuse = |at: String, got: &Value| {
-        content(
+        content!(
             path,
-            format!(
-                "results[{i}].{at} (`{name}`) is {}, not {}; hyperfine writes integers there (null for a signal); export again with `hyperfine --export-json FILE`",
-                shown(got),
-                if at.ends_with(']') {
-                    "an exit code"
-                } else {
-                    "a list of exit codes"
-                }
-            ),
+            "results[{i}].{at} (`{name}`) is {}, not {}; hyperfine writes integers there (null for a signal); export again with `hyperfine --export-json FILE`",
+            shown(got),
+            if at.ends_with(']') {
+                "an exit code"
+            } else {
+                "a list of exit codes"
+            }
         )
     };
     let codes = match codes {
@@ -108,12 +106,10 @@ fn memory_of(
         },
         Some(other) => ("memory_usage_byte".to_string(), other),
     };
-    Err(content(
+    Err(content!(
         path,
-        format!(
-            "results[{i}].{at} (`{name}`) is {}, not a number of bytes, which hyperfine never writes (an edited file); export again with `hyperfine --export-json FILE`",
-            shown(got)
-        ),
+        "results[{i}].{at} (`{name}`) is {}, not a number of bytes, which hyperfine never writes (an edited file); export again with `hyperfine --export-json FILE`",
+        shown(got)
     ))
 }
 
@@ -126,15 +122,15 @@ fn record_result(
     r: &Value,
 ) -> Result<(), ImportError> {
     let command = r.get("command").and_then(Value::as_str).ok_or_else(|| {
-        content(path, format!("results[{i}] has no `command`, which every hyperfine version writes (an edited or foreign file); export again with `hyperfine --export-json FILE`"))
+        content!(path, "results[{i}] has no `command`, which every hyperfine version writes (an edited or foreign file); export again with `hyperfine --export-json FILE`")
     })?;
     let name = command.trim_end_matches("[ERROR]").trim().to_string();
     let times = r.get("times").and_then(Value::as_array).ok_or_else(|| {
-        content(path, format!("results[{i}] (`{name}`) has no `times`: kgate needs the individual runs, not only their summary; export again with a current hyperfine (`--export-json FILE`)"))
+        content!(path, "results[{i}] (`{name}`) has no `times`: kgate needs the individual runs, not only their summary; export again with a current hyperfine (`--export-json FILE`)")
     })?;
     let start = benchmarks.get(&name).result_mut().repetitions;
     for (k, t) in times.iter().enumerate() {
-        let v = t.as_f64().ok_or_else(|| content(path, format!("results[{i}].times[{k}] is not a number, which hyperfine never writes (an edited file); export again with `hyperfine --export-json FILE`")))?;
+        let v = t.as_f64().ok_or_else(|| content!(path, "results[{i}].times[{k}] is not a number, which hyperfine never writes (an edited file); export again with `hyperfine --export-json FILE`"))?;
         let rep = start + k as u32;
         benchmarks.add(&name, rep, "wall_time", "s", Source::Timer, v)?;
         if let Some(m) = memory_of(path, i, &name, r.get("memory_usage_byte"), k)? {

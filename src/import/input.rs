@@ -382,14 +382,12 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for Elements<'_, '_, '_, T> {
 }
 
 pub(crate) fn not_json(path: &Path, what: &str, e: &serde_json::Error) -> ImportError {
-    content(
+    content!(
         path,
-        format!(
-            "is not valid JSON (line {}, column {}: {}), so it is not {what} output; pass the file the tool wrote, whole",
-            e.line(),
-            e.column(),
-            crate::model::text::plain_serde(None, &e.to_string())
-        ),
+        "is not valid JSON (line {}, column {}: {}), so it is not {what} output; pass the file the tool wrote, whole",
+        e.line(),
+        e.column(),
+        crate::model::text::plain_serde(None, &e.to_string())
     )
 }
 

@@ -63,9 +63,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         } else if top.keys().all(|k| k.starts_with("level")) {
             for (level, problems) in top {
                 let Some(problems) = problems.as_object() else {
-                    return Err(content(
+                    return Err(content!(
                         path,
-                        format!("`{level}` is not an object of problems and their timings"),
+                        "`{level}` is not an object of problems and their timings"
                     ));
                 };
                 for (file, stats) in problems {
@@ -97,9 +97,9 @@ fn evaluated(
     sample: &Value,
 ) -> Result<(), ImportError> {
     let Some(sample) = sample.as_object() else {
-        return Err(content(
+        return Err(content!(
             path,
-            format!("`{name}` is not an object with `compiled`, `correctness` and `runtime`"),
+            "`{name}` is not an object with `compiled`, `correctness` and `runtime`"
         ));
     };
     let flag = |key: &str| sample.get(key).and_then(Value::as_bool);
@@ -186,9 +186,9 @@ fn timed(
 ) -> Result<(), ImportError> {
     let field = |key: &str| stats.get(key).and_then(Value::as_f64);
     let Some(mean) = field("mean") else {
-        return Err(content(
+        return Err(content!(
             path,
-            format!("`{name}`: its timing has no numeric `mean` (milliseconds)"),
+            "`{name}`: its timing has no numeric `mean` (milliseconds)"
         ));
     };
     let rep = benchmarks.get(name).result_mut().repetitions;

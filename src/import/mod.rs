@@ -13,6 +13,14 @@ use crate::model::protocol::ProtocolError;
 use crate::model::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
 use crate::plan::MetricPolicy;
 
+/// [`content`] of a `format!` message: `content!(path, "has no `{key}`")`. Defined before the
+/// format modules, which use it by its textual scope.
+macro_rules! content {
+    ($path:expr, $($message:tt)+) => {
+        $crate::import::content($path, format!($($message)+))
+    };
+}
+
 pub mod builder;
 pub mod counters;
 pub mod criterion;
@@ -230,12 +238,10 @@ pub fn expand_folders(
             }
         }
         if found.is_empty() {
-            return Err(content(
+            return Err(content!(
                 input,
-                format!(
-                    "is a folder with no {format} files in it (looked for {}); name the files, or the folder the tool wrote them to",
-                    patterns.join(", ")
-                ),
+                "is a folder with no {format} files in it (looked for {}); name the files, or the folder the tool wrote them to",
+                patterns.join(", ")
             ));
         }
         let names: Vec<String> = found

@@ -59,16 +59,16 @@ pub(super) fn open_database(path: &Path, hint: &str) -> Result<Connection, Impor
         .and_then(|file| file.take(16).read_to_end(&mut head))
         .map_err(read_error(path))?;
     if head != SQLITE_MAGIC {
-        return Err(content(
+        return Err(content!(
             path,
-            format!("is not an SQLite database (it does not begin with `SQLite format 3`); {hint}"),
+            "is not an SQLite database (it does not begin with `SQLite format 3`); {hint}"
         ));
     }
     Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(|e| content(path, format!("cannot be opened as an SQLite database: {e}")))
+    .map_err(|e| content!(path, "cannot be opened as an SQLite database: {e}"))
 }
 
 /// The tables and views of a database.
@@ -104,11 +104,9 @@ fn names(
 /// An SQLite error while reading `path`, for `map_err`.
 pub(super) fn sql_error(path: &Path) -> impl Fn(rusqlite::Error) -> ImportError + Copy + '_ {
     move |e| {
-        content(
+        content!(
             path,
-            format!(
-                "cannot be read as a profiler's SQLite database: {e}; pass the file as the profiler wrote it"
-            ),
+            "cannot be read as a profiler's SQLite database: {e}; pass the file as the profiler wrote it"
         )
     }
 }
@@ -278,11 +276,9 @@ fn import(
         let present = columns(db, path, KERNEL_TABLE)?;
         for required in ["start", "end", "deviceId"] {
             if !present.contains(required) {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "`{KERNEL_TABLE}` has no `{required}` column, which every Nsight Systems export has; {HINT}"
-                    ),
+                    "`{KERNEL_TABLE}` has no `{required}` column, which every Nsight Systems export has; {HINT}"
                 ));
             }
         }
@@ -295,11 +291,9 @@ fn import(
         };
         let names = ["demangledName", "shortName", "mangledName"];
         if !names.iter().any(|c| present.contains(*c)) {
-            return Err(content(
+            return Err(content!(
                 path,
-                format!(
-                    "`{KERNEL_TABLE}` names no kernel (none of the columns `demangledName`, `shortName`, `mangledName`); {HINT}"
-                ),
+                "`{KERNEL_TABLE}` names no kernel (none of the columns `demangledName`, `shortName`, `mangledName`); {HINT}"
             ));
         }
         let select: Vec<String> = ["start", "end", "deviceId"]
@@ -314,11 +308,9 @@ fn import(
         };
         let (runtime, join) = if ranges.is_some() {
             if !(tables.contains(RUNTIME_TABLE) && present.contains("correlationId")) {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "has no CUDA runtime calls (`{RUNTIME_TABLE}`) to place the kernel launches in NVTX ranges with; profile with `nsys profile --trace=cuda,nvtx`, or import without --nvtx"
-                    ),
+                    "has no CUDA runtime calls (`{RUNTIME_TABLE}`) to place the kernel launches in NVTX ranges with; profile with `nsys profile --trace=cuda,nvtx`, or import without --nvtx"
                 ));
             }
             let process = if present.contains("globalPid") {
@@ -373,11 +365,9 @@ fn import(
                 _ => None,
             };
             let (Some(start), Some(end), Some(gpu)) = (int(0), int(1), int(2)) else {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "launch {launch} of `{KERNEL_TABLE}` has no integer `start`, `end` or `deviceId`, which Nsight Systems always writes; {HINT}"
-                    ),
+                    "launch {launch} of `{KERNEL_TABLE}` has no integer `start`, `end` or `deviceId`, which Nsight Systems always writes; {HINT}"
                 ));
             };
             if let Some(ranges) = &ranges {
@@ -387,11 +377,9 @@ fn import(
                 }
             }
             if end < start {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "launch {launch} of `{KERNEL_TABLE}` ends before it starts (`end` {end} < `start` {start}), which Nsight Systems never writes; pass the export unedited"
-                    ),
+                    "launch {launch} of `{KERNEL_TABLE}` ends before it starts (`end` {end} < `start` {start}), which Nsight Systems never writes; pass the export unedited"
                 ));
             }
             let cells = [3, 4, 5].map(|i| row.get_ref(i).ok().and_then(name_cell));
@@ -408,11 +396,9 @@ fn import(
                         .or_else(|| named(&short))
                         .or_else(|| named(&mangled))
                     else {
-                        return Err(content(
+                        return Err(content!(
                             path,
-                            format!(
-                                "launch {launch} of `{KERNEL_TABLE}` names its kernel by string ids that `StringIds` does not hold; {HINT}"
-                            ),
+                            "launch {launch} of `{KERNEL_TABLE}` names its kernel by string ids that `StringIds` does not hold; {HINT}"
                         ));
                     };
                     let name = if per_gpu {

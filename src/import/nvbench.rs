@@ -100,13 +100,11 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         if let Some(major) = version
             && number(major) != Some(1.0)
         {
-            return Err(content(
+            return Err(content!(
                 path,
-                format!(
-                    "is nvbench JSON version {}; kgate reads version 1",
-                    text(meta.and_then(|m| m.pointer("/version/json/string")))
-                        .unwrap_or_else(|| major.to_string())
-                ),
+                "is nvbench JSON version {}; kgate reads version 1",
+                text(meta.and_then(|m| m.pointer("/version/json/string")))
+                    .unwrap_or_else(|| major.to_string())
             ));
         }
         let devices = devices(document.others.get("devices"));
@@ -123,9 +121,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         {
             let Some(id) = *id else { continue };
             let Some(d) = devices.get(&id) else {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!("state `{name}` ran on device {id}, which `devices` does not list"),
+                    "state `{name}` ran on device {id}, which `devices` does not list"
                 ));
             };
             if let Some(model) = &d.name {
@@ -276,9 +274,9 @@ fn sample_times(path: &Path, summaries: &[Value]) -> Result<SampleFile, ImportEr
         .and_then(number)
         .filter(|n| *n >= 0.0 && n.fract() == 0.0 && *n <= MAX_SAMPLES as f64)
         .ok_or_else(|| {
-            content(
+            content!(
                 path,
-                format!("`{SAMPLE_TIMES_FILE}` names `{name}` without a usable `size`"),
+                "`{SAMPLE_TIMES_FILE}` names `{name}` without a usable `size`"
             )
         })? as u64;
     let dir = path.parent().unwrap_or(Path::new(""));
@@ -308,12 +306,10 @@ fn sample_times(path: &Path, summaries: &[Value]) -> Result<SampleFile, ImportEr
         Vec::new()
     };
     if bytes.len() as u64 != size * 4 {
-        return Err(content(
+        return Err(content!(
             &found,
-            format!(
-                "holds {len} bytes, but the JSON says {size} float32 sample times ({} bytes)",
-                size * 4
-            ),
+            "holds {len} bytes, but the JSON says {size} float32 sample times ({} bytes)",
+            size * 4
         ));
     }
     let values = bytes
@@ -374,26 +370,26 @@ fn read_benchmark(
     let bench_name = bench
         .get("name")
         .and_then(Value::as_str)
-        .ok_or_else(|| content(path, format!("benchmarks[{i}] has no `name`")))?;
+        .ok_or_else(|| content!(path, "benchmarks[{i}] has no `name`"))?;
     let states = match bench.get("states") {
         Some(Value::Array(states)) => states.as_slice(),
         Some(Value::Null) | None => &[],
         Some(_) => {
-            return Err(content(
+            return Err(content!(
                 path,
-                format!("benchmark `{bench_name}` has `states` that is not an array"),
+                "benchmark `{bench_name}` has `states` that is not an array"
             ));
         }
     };
     for (j, state) in states.iter().enumerate() {
         let where_ = || format!("benchmark `{bench_name}`, states[{j}]");
-        let device =
-            match state.get("device") {
-                None | Some(Value::Null) => None,
-                Some(d) => Some(number(d).ok_or_else(|| {
-                    content(path, format!("{}: `device` is not a number", where_()))
-                })? as i64),
-            };
+        let device = match state.get("device") {
+            None | Some(Value::Null) => None,
+            Some(d) => Some(
+                number(d).ok_or_else(|| content!(path, "{}: `device` is not a number", where_()))?
+                    as i64,
+            ),
+        };
         let mut axes = Vec::new();
         for a in state
             .get("axis_values")
@@ -402,9 +398,10 @@ fn read_benchmark(
             .flatten()
         {
             let (Some(axis), Some(value)) = (text(a.get("name")), text(a.get("value"))) else {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!("{}: an axis value without `name` or `value`", where_()),
+                    "{}: an axis value without `name` or `value`",
+                    where_()
                 ));
             };
             axes.push((axis, value));
@@ -486,10 +483,7 @@ fn read_benchmark(
                 // nvbench does not record. The checks `add` makes of a time, made here.
                 let ns = v * 1e9;
                 if !(ns.is_finite() && ns >= 0.0) {
-                    return Err(content(
-                        path,
-                        format!("{}: `{tag}` is {v} s, not a time", where_()),
-                    ));
+                    return Err(content!(path, "{}: `{tag}` is {v} s, not a time", where_()));
                 }
                 benchmarks
                     .get(&name)
@@ -502,7 +496,7 @@ fn read_benchmark(
                         false,
                         ns,
                     )
-                    .map_err(|e| content(path, format!("benchmark `{name}`: {e}")))?;
+                    .map_err(|e| content!(path, "benchmark `{name}`: {e}"))?;
             }
             measured = true;
         }

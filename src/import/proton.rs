@@ -158,12 +158,10 @@ fn read_tree(path: &Path) -> Result<Tree, ImportError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let depth = json_depth(text);
     if depth > MAX_DEPTH {
-        return Err(content(
+        return Err(content!(
             path,
-            format!(
-                "nests {depth} levels deep, more than the {MAX_DEPTH} kgate reads (some {} nested scopes: each takes two levels)",
-                MAX_DEPTH / 2
-            ),
+            "nests {depth} levels deep, more than the {MAX_DEPTH} kgate reads (some {} nested scopes: each takes two levels)",
+            MAX_DEPTH / 2
         ));
     }
     let read = || -> Result<Tree, ImportError> {
@@ -200,12 +198,7 @@ fn read_tree(path: &Path) -> Result<Tree, ImportError> {
             .name("proton-tree".into())
             .stack_size(TREE_STACK)
             .spawn_scoped(scope, read)
-            .map_err(|e| {
-                content(
-                    path,
-                    format!("cannot start a thread to read its call tree: {e}"),
-                )
-            })?
+            .map_err(|e| content!(path, "cannot start a thread to read its call tree: {e}"))?
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })

@@ -68,9 +68,9 @@ fn record_benchmark(
         .get("fullname")
         .or_else(|| b.get("name"))
         .and_then(Value::as_str)
-        .ok_or_else(|| content(path, format!("benchmarks[{i}] has neither `fullname` nor `name`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`")))?
+        .ok_or_else(|| content!(path, "benchmarks[{i}] has neither `fullname` nor `name`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"))?
         .to_string();
-    let stats = b.get("stats").ok_or_else(|| content(path, format!("benchmark `{name}` has no `stats`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`")))?;
+    let stats = b.get("stats").ok_or_else(|| content!(path, "benchmark `{name}` has no `stats`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"))?;
     let rep = counts.entry(name.clone()).or_insert(0);
     let data = stats.get("data").and_then(Value::as_array);
     let rounds: Vec<f64> = data
@@ -78,9 +78,7 @@ fn record_benchmark(
         .unwrap_or_default();
     if rounds.is_empty() {
         let median = stats.get("median").and_then(Value::as_f64).ok_or_else(|| {
-            content(path, format!(
-                "benchmark `{name}` has neither `stats.data` nor `stats.median`, so it holds no time kgate can gate on (an edited file); export again with `pytest --benchmark-json FILE`"
-            ))
+            content!(path, "benchmark `{name}` has neither `stats.data` nor `stats.median`, so it holds no time kgate can gate on (an edited file); export again with `pytest --benchmark-json FILE`")
         })?;
         benchmarks.add(&name, *rep, "time", "s", Source::Timer, median)?;
         *rep += 1;

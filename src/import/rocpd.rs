@@ -150,11 +150,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         let dispatch = columns(db, path, "rocpd_kernel_dispatch")?;
         for required in ["start", "end", "kernel_id"] {
             if !dispatch.contains(required) {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "`rocpd_kernel_dispatch` has no `{required}` column, which rocprofv3 always writes; {HINT}"
-                    ),
+                    "`rocpd_kernel_dispatch` has no `{required}` column, which rocprofv3 always writes; {HINT}"
                 ));
             }
         }
@@ -166,11 +164,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         if !(symbol.contains("id")
             && (symbol.contains("display_name") || symbol.contains("kernel_name")))
         {
-            return Err(content(
+            return Err(content!(
                 path,
-                format!(
-                    "has no `rocpd_info_kernel_symbol` naming the kernels (`id`, `display_name`, `kernel_name`); {HINT}"
-                ),
+                "has no `rocpd_info_kernel_symbol` naming the kernels (`id`, `display_name`, `kernel_name`); {HINT}"
             ));
         }
         let guid = dispatch.contains("guid") && symbol.contains("guid");
@@ -225,30 +221,24 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 _ => None,
             };
             let (Some(start), Some(end)) = (int(0), int(1)) else {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "dispatch {number} has no integer `start` and `end`, which rocprofv3 always writes; {HINT}"
-                    ),
+                    "dispatch {number} has no integer `start` and `end`, which rocprofv3 always writes; {HINT}"
                 ));
             };
             if end < start {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "dispatch {number} ends before it starts (`end` {end} < `start` {start}), which rocprofv3 never writes; pass the database unedited"
-                    ),
+                    "dispatch {number} ends before it starts (`end` {end} < `start` {start}), which rocprofv3 never writes; pass the database unedited"
                 ));
             }
             let gpu = int(2).and_then(|id| agents.get(&id));
             let raw = match text(3).or_else(|| text(4)) {
                 Some(raw) => raw,
                 None => {
-                    return Err(content(
+                    return Err(content!(
                         path,
-                        format!(
-                            "dispatch {number} names a kernel that `rocpd_info_kernel_symbol` does not hold; {HINT}"
-                        ),
+                        "dispatch {number} names a kernel that `rocpd_info_kernel_symbol` does not hold; {HINT}"
                     ));
                 }
             };

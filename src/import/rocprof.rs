@@ -422,11 +422,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         }
         let (Some(mut header), Some(mut kind)) = (header, kind) else {
             let shown: String = first.chars().take(80).collect();
-            return Err(content(
+            return Err(content!(
                 path,
-                format!(
-                    "is not a rocprof file kgate reads: its first line `{shown}` is none of the headers of rocprof v1 (`Index,KernelName,…`), rocprofv2 or Omniperf (`Dispatch_ID,…,Kernel_Name,…`), rocprofv3 counter collection (`Counter_Name`, `Counter_Value`), `--stats` (`\"Name\",\"Calls\",…`) or Omniperf's `sysinfo.csv`; pass the CSV rocprof wrote (`results.csv`, `<pid>_counter_collection.csv`, `pmc_perf.csv`)"
-                ),
+                "is not a rocprof file kgate reads: its first line `{shown}` is none of the headers of rocprof v1 (`Index,KernelName,…`), rocprofv2 or Omniperf (`Dispatch_ID,…,Kernel_Name,…`), rocprofv3 counter collection (`Counter_Name`, `Counter_Value`), `--stats` (`\"Name\",\"Calls\",…`) or Omniperf's `sysinfo.csv`; pass the CSV rocprof wrote (`results.csv`, `<pid>_counter_collection.csv`, `pmc_perf.csv`)"
             ));
         };
         if matches!(kind, Kind::Stats)
@@ -459,11 +457,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     return Err(match e.into_kind() {
                         // The text reader's refusal: a NUL byte, not UTF-8, too large.
                         csv::ErrorKind::Io(io) => refusal_of(path, io),
-                        _ => content(
+                        _ => content!(
                             path,
-                            format!(
-                                "line {line}: not CSV as rocprof writes it ({shown}); pass the file rocprof wrote, unedited"
-                            ),
+                            "line {line}: not CSV as rocprof writes it ({shown}); pass the file rocprof wrote, unedited"
                         ),
                     });
                 }

@@ -210,12 +210,10 @@ pub fn import_files(
     for path in files {
         let samples = read(path, &ctx.selection)?;
         if samples.is_empty() {
-            return Err(content(
+            return Err(content!(
                 path,
-                format!(
-                    "no kernel events or {counters} matched {selection}; choose kernels with \
+                "no kernel events or {counters} matched {selection}; choose kernels with \
                      --kernel REGEX, --kernel-glob GLOB, {pid_tid}"
-                ),
             ));
         }
         per_file.push((path.clone(), samples));
@@ -365,11 +363,9 @@ fn build_results(
                     .map_err(|message| content(&path, message))?;
                 let value = value * factor;
                 if !(value.is_finite() && value >= 0.0) {
-                    return Err(content(
+                    return Err(content!(
                         &path,
-                        format!(
-                            "kernel `{kernel}`: estimate `{metric}` of {value} {unit} is not a finite count; the custom call's backend_config `cost_estimate` is damaged"
-                        ),
+                        "kernel `{kernel}`: estimate `{metric}` of {value} {unit} is not a finite count; the custom call's backend_config `cost_estimate` is damaged"
                     ));
                 }
                 collector.push_at(slot, rep, value);
@@ -389,7 +385,7 @@ fn build_results(
             if !(clean && factor == 1.0) {
                 for value in &durations {
                     units::to_canonical(value * factor, "ns")
-                        .map_err(|e| content(&path, format!("kernel `{kernel}`: {e}")))?;
+                        .map_err(|e| content!(&path, "kernel `{kernel}`: {e}"))?;
                 }
             }
             let launches = durations.len();

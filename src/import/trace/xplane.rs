@@ -71,11 +71,9 @@ pub fn read_file(path: &Path, selection: &TraceSelection) -> Result<TraceSamples
         )));
     }
     let space = XSpace::decode(bytes.as_slice()).map_err(|e| {
-        content(
+        content!(
             path,
-            format!(
-                "not an XSpace protobuf (`*.xplane.pb` as written by jax.profiler or XProf): {e}"
-            ),
+            "not an XSpace protobuf (`*.xplane.pb` as written by jax.profiler or XProf): {e}"
         )
     })?;
     Ok(samples(&space, selection))
