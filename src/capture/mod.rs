@@ -5,6 +5,14 @@
 //! gate rule. The [`Collector`] is that place, shared by `kgate run` and `kgate import`, so
 //! units are normalized and checked for consistency once.
 
+/// A perf or Valgrind [`valgrind::ParseError`] of a line, with a `format!` message. Defined
+/// before the modules that use it by its textual scope.
+macro_rules! err {
+    ($line:expr, $($message:tt)+) => {
+        $crate::capture::valgrind::err($line, format!($($message)+))
+    };
+}
+
 pub(crate) mod bytes;
 pub mod cpu;
 pub(crate) mod decimal;

@@ -276,12 +276,10 @@ fn human_interval_lines(text: &str) -> Result<(String, usize), ParseError> {
         }
         let tokens: Vec<&str> = line.split_whitespace().collect();
         let bad = || {
-            err(
+            err!(
                 idx + 1,
-                format!(
-                    "`{}` is not a line of `perf stat -I` output (TIME VALUE UNIT EVENT); `-x,` output reads more reliably",
-                    raw.trim()
-                ),
+                "`{}` is not a line of `perf stat -I` output (TIME VALUE UNIT EVENT); `-x,` output reads more reliably",
+                raw.trim()
             )
         };
         let (time, rest) = tokens.split_first().ok_or_else(bad)?;
@@ -440,11 +438,9 @@ fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
         } else {
             "; pass the file `perf stat -o FILE` wrote"
         };
-        return Err(err(
+        return Err(err!(
             n,
-            format!(
-                "`{line}` is not a line of `perf stat -x` output (VALUE, UNIT, EVENT, … joined by one separator such as `,`, `;` or a tab), nor `-j` JSON or the human-readable output{hint}"
-            ),
+            "`{line}` is not a line of `perf stat -x` output (VALUE, UNIT, EVENT, … joined by one separator such as `,`, `;` or a tab), nor `-j` JSON or the human-readable output{hint}"
         ));
     };
     let shown = if sep == "\t" { "\\t" } else { sep };
@@ -457,11 +453,9 @@ fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
         }
         let fields: Vec<&str> = line.split(sep).collect();
         if fields.len() < 3 {
-            return Err(err(
+            return Err(err!(
                 n,
-                format!(
-                    "`{line}` is not a `perf stat -x{shown}` line (value{shown}unit{shown}event{shown}…)"
-                ),
+                "`{line}` is not a `perf stat -x{shown}` line (value{shown}unit{shown}event{shown}…)"
             ));
         }
         // Metric-only continuation lines have empty value and event fields.
@@ -473,32 +467,23 @@ fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
         // `-r N` adds a variance field ending in `%` after the event.
         let mut spread_pct = None;
         if let Some(v) = rest.first().and_then(|f| f.trim().strip_suffix('%')) {
-            spread_pct = Some(csv_number(v, sep).ok_or_else(|| {
-                err(
-                    n,
-                    format!("the `-r` spread `{v}%` of `{event}` is not a number"),
-                )
-            })?);
+            spread_pct =
+                Some(csv_number(v, sep).ok_or_else(|| {
+                    err!(n, "the `-r` spread `{v}%` of `{event}` is not a number")
+                })?);
             rest = &rest[1..];
         }
         // run time, percentage, metric value, metric unit: more fields means a decimal comma.
         if rest.len() > 4 {
-            return Err(err(
+            return Err(err!(
                 n,
-                format!(
-                    "`{line}` has {} fields, more than `perf stat -x{shown}` writes; with `-x,` a decimal comma (`100,00`) splits numbers: run perf with LC_ALL=C, or give it another separator (`-x';'`)",
-                    fields.len()
-                ),
+                "`{line}` has {} fields, more than `perf stat -x{shown}` writes; with `-x,` a decimal comma (`100,00`) splits numbers: run perf with LC_ALL=C, or give it another separator (`-x';'`)",
+                fields.len()
             ));
         }
         let running_pct = match rest.get(1).map(|s| s.trim()).filter(|s| !s.is_empty()) {
             Some(p) => Some(csv_number(p, sep).ok_or_else(|| {
-                err(
-                    n,
-                    format!(
-                        "running percentage `{p}` is not a number (with `-x,` a decimal comma means perf ran under a non-C locale: run it with LC_ALL=C, or use `-x';'`)"
-                    ),
-                )
+                err!(n, "running percentage `{p}` is not a number (with `-x,` a decimal comma means perf ran under a non-C locale: run it with LC_ALL=C, or use `-x';'`)")
             })?),
             None => None,
         };
@@ -506,9 +491,8 @@ fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
         let value = match unavailable_marker(fields[0]) {
             Some(why) => Err(why),
             None => Ok(scale(
-                csv_number(fields[0], sep).ok_or_else(|| {
-                    err(n, format!("counter value `{}` is not a number", fields[0]))
-                })?,
+                csv_number(fields[0], sep)
+                    .ok_or_else(|| err!(n, "counter value `{}` is not a number", fields[0]))?,
                 factor,
             )),
         };
@@ -528,8 +512,8 @@ fn parse_json(text: &str) -> Result<Vec<Block>, ParseError> {
         }
         // Released perf versions wrote `"pcnt-running" : 100.00, }`: drop the trailing comma.
         let cleaned = line.replace(", }", " }").replace(",}", "}");
-        let v: serde_json::Value = serde_json::from_str(&cleaned)
-            .map_err(|e| err(n, format!("not a JSON object: {e}")))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&cleaned).map_err(|e| err!(n, "not a JSON object: {e}"))?;
         let Some(event) = v.get("event").and_then(|e| e.as_str()) else {
             continue; // metric-only line
         };
@@ -542,16 +526,15 @@ fn parse_json(text: &str) -> Result<Vec<Block>, ParseError> {
         };
         let raw_value = v
             .get("counter-value")
-            .ok_or_else(|| err(n, format!("event `{event}` has no `counter-value`")))?;
+            .ok_or_else(|| err!(n, "event `{event}` has no `counter-value`"))?;
         let unit_raw = v.get("unit").and_then(|u| u.as_str()).unwrap_or("");
         let (unit, factor) = unit_factor(unit_raw);
         let marker = raw_value.as_str().and_then(unavailable_marker);
         let value = match marker {
             Some(why) => Err(why),
             None => Ok(scale(
-                number("counter-value").ok_or_else(|| {
-                    err(n, format!("`counter-value` of `{event}` is not a number"))
-                })?,
+                number("counter-value")
+                    .ok_or_else(|| err!(n, "`counter-value` of `{event}` is not a number"))?,
                 factor,
             )),
         };
@@ -717,11 +700,9 @@ fn human_line(line: &str, decimal: char, n: usize) -> Result<Counter, ParseError
             "user" => "user_time",
             "sys" => "system_time",
             other => {
-                return Err(err(
+                return Err(err!(
                     n,
-                    format!(
-                        "unknown time line `seconds {other}`; perf writes `seconds time elapsed`, `seconds user` and `seconds sys`"
-                    ),
+                    "unknown time line `seconds {other}`; perf writes `seconds time elapsed`, `seconds user` and `seconds sys`"
                 ));
             }
         };
@@ -750,10 +731,10 @@ fn human_line(line: &str, decimal: char, n: usize) -> Result<Counter, ParseError
     if let Some(rest) = body.strip_prefix('<') {
         let (why, event) = rest
             .split_once('>')
-            .ok_or_else(|| err(n, format!("`{body}`: unclosed `<`")))?;
+            .ok_or_else(|| err!(n, "`{body}`: unclosed `<`"))?;
         let event = event.split_whitespace().next().unwrap_or("");
         if event.is_empty() {
-            return Err(err(n, format!("`{body}` names no event")));
+            return Err(err!(n, "`{body}` names no event"));
         }
         let why = Err(why.to_string());
         let counter = Counter::read(event.into(), String::new(), why, running_pct, None);
@@ -764,9 +745,9 @@ fn human_line(line: &str, decimal: char, n: usize) -> Result<Counter, ParseError
         [v, e] => (*v, "", *e),
         [v, u, e] => (*v, *u, *e),
         _ => {
-            return Err(err(
+            return Err(err!(
                 n,
-                format!("`{body}` is not a `VALUE [UNIT] EVENT` counter line"),
+                "`{body}` is not a `VALUE [UNIT] EVENT` counter line"
             ));
         }
     };
@@ -780,9 +761,10 @@ fn human_line(line: &str, decimal: char, n: usize) -> Result<Counter, ParseError
 
 /// The error of line `n`: `what` is not a number in the file's locale.
 fn not_localized(n: usize, what: &str, decimal: char) -> ParseError {
-    let message =
-        format!("{what} is not a number in this file's locale (decimal mark `{decimal}`)");
-    err(n, message)
+    err!(
+        n,
+        "{what} is not a number in this file's locale (decimal mark `{decimal}`)"
+    )
 }
 
 /// What to tell the user when perf could not count an event.

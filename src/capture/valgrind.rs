@@ -116,13 +116,13 @@ fn parse_costs(rest: &str, events: usize, line: usize, what: &str) -> Result<Vec
     let mut out = vec![0i64; events];
     for (i, token) in rest.split_whitespace().enumerate() {
         if i >= events {
-            return Err(err(
+            return Err(err!(
                 line,
-                format!("`{what}` has more numbers than the {events} events of the `events:` line"),
+                "`{what}` has more numbers than the {events} events of the `events:` line"
             ));
         }
         out[i] = parse_number(token)
-            .ok_or_else(|| err(line, format!("`{token}` in `{what}` is not a count")))?;
+            .ok_or_else(|| err!(line, "`{token}` in `{what}` is not a count"))?;
     }
     Ok(out)
 }
@@ -163,11 +163,9 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
             let value = value.trim();
             match key {
                 "version" if tool == Tool::Callgrind && !matches!(value, "0" | "1") => {
-                    return Err(err(
+                    return Err(err!(
                         n,
-                        format!(
-                            "unsupported format `version: {value}`; the callgrind format has versions 0 and 1 (is this file from a newer Valgrind, or corrupted?)"
-                        ),
+                        "unsupported format `version: {value}`; the callgrind format has versions 0 and 1 (is this file from a newer Valgrind, or corrupted?)"
                     ));
                 }
                 "version" => {}
@@ -197,9 +195,9 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
                     events = Some(names);
                 }
                 "summary" | "totals" => {
-                    let ev = events.as_ref().ok_or_else(|| {
-                        err(n, format!("`{key}:` comes before the `events:` line"))
-                    })?;
+                    let ev = events
+                        .as_ref()
+                        .ok_or_else(|| err!(n, "`{key}:` comes before the `events:` line"))?;
                     let costs = parse_costs(value, ev.len(), n, key)?;
                     let slot = if key == "summary" {
                         &mut summary
@@ -238,7 +236,7 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
             }
             for (i, t) in costs.iter().enumerate() {
                 let v = parse_number(t)
-                    .ok_or_else(|| err(n, format!("`{t}` in a cost line is not a count")))?;
+                    .ok_or_else(|| err!(n, "`{t}` in a cost line is not a count"))?;
                 sum[i] += v;
             }
             continue;
@@ -249,7 +247,7 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
     }
     let events = events.ok_or_else(|| {
         let tool = tool.as_str();
-        err(0, format!("no `events:` line; this is not {tool} output"))
+        err!(0, "no `events:` line; this is not {tool} output")
     })?;
     let usable = |v: &Option<Vec<i64>>| {
         v.as_ref()
