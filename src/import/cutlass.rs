@@ -196,14 +196,11 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     "passed" => Correctness::record(&mut result.correctness, true, None),
                     // No check was made: nothing to say about the answers.
                     "" | "not_verified" | "not_run" => {}
-                    other => Correctness::record(
-                        &mut result.correctness,
-                        false,
-                        Some(format!(
-                            "CUTLASS disposition `{other}` (line {line} of {})",
-                            path.display()
-                        )),
-                    ),
+                    other => {
+                        let shown = path.display();
+                        let why = format!("CUTLASS disposition `{other}` (line {line} of {shown})");
+                        Correctness::record(&mut result.correctness, false, Some(why));
+                    }
                 }
             }
             if status != "success" && result.status != Status::Failed {
@@ -230,32 +227,12 @@ mod tests {
 
     #[test]
     fn problem_columns_are_what_is_not_bookkeeping_or_the_kernel() {
-        for c in [
-            "m",
-            "n",
-            "k",
-            "conv_kind",
-            "Activation",
-            "alpha",
-            "split_k_slices",
-        ] {
+        let problem = "m n k conv_kind Activation alpha split_k_slices";
+        for c in problem.split(' ') {
             assert!(is_problem_column(c), "{c}");
         }
-        for c in [
-            "Problem",
-            "Runtime",
-            "GFLOPs",
-            "cta_m",
-            "cluster_n",
-            "warps_k",
-            "inst_m",
-            "min_cc",
-            "stages",
-            "op_class",
-            "accum",
-            "Flops/Byte",
-            "",
-        ] {
+        let other = "Problem Runtime GFLOPs cta_m cluster_n warps_k inst_m min_cc stages op_class accum Flops/Byte";
+        for c in other.split(' ').chain([""]) {
             assert!(!is_problem_column(c), "{c}");
         }
     }
@@ -276,14 +253,12 @@ mod tests {
         let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
         let r = import(&[path], &policies).unwrap();
         let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "k_a/m=64,n=64,k=64",
-                "k_a/m=128,n=64,k=64",
-                "k_b/m=64,n=64,k=64"
-            ]
-        );
+        let expected = [
+            "k_a/m=64,n=64,k=64",
+            "k_a/m=128,n=64,k=64",
+            "k_b/m=64,n=64,k=64",
+        ];
+        assert_eq!(names, expected);
         let a = &r.benchmarks[0];
         assert_eq!(a.repetitions, 2);
         assert_eq!(a.metric("runtime").unwrap().values, [500_000.0, 750_000.0]);
@@ -294,12 +269,9 @@ mod tests {
         assert_eq!(a.provenance.details["cutlass.operation_kind"], "gemm");
         let wrong = r.benchmarks[1].correctness.as_ref().unwrap();
         assert!(!wrong.passed);
+        let detail = wrong.detail.as_deref().unwrap();
         assert!(
-            wrong
-                .detail
-                .as_deref()
-                .unwrap()
-                .starts_with("CUTLASS disposition `incorrect` (line 3"),
+            detail.starts_with("CUTLASS disposition `incorrect` (line 3"),
             "{wrong:?}"
         );
         let b = &r.benchmarks[2];
@@ -314,18 +286,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.csv");
         let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
-        std::fs::write(&path, "name,time\nk,1\n").unwrap();
-        let e = import(std::slice::from_ref(&path), &policies)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("no `Operation` column"), "{e}");
-        std::fs::write(&path, "Operation,Runtime\n").unwrap();
-        let e = import(std::slice::from_ref(&path), &policies)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("no rows"), "{e}");
-        std::fs::write(&path, "Operation,Runtime\nk,fast\n").unwrap();
-        let e = import(&[path], &policies).unwrap_err().to_string();
-        assert!(e.contains("line 2: `Runtime` is `fast`"), "{e}");
+        for (text, expected) in [
+            ("name,time\nk,1\n", "no `Operation` column"),
+            ("Operation,Runtime\n", "no rows"),
+            ("Operation,Runtime\nk,fast\n", "line 2: `Runtime` is `fast`"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let e = import(std::slice::from_ref(&path), &policies).unwrap_err();
+            assert_contains!(e.to_string(), expected);
+        }
     }
 }
