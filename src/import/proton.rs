@@ -49,66 +49,6 @@ fn is_proton_frame(name: &str) -> bool {
     name.starts_with("__proton") || name == "<captured_at>"
 }
 
-fn walk(
-    node: &Value,
-    path: &Path,
-    scope: &mut Vec<String>,
-    kernels: &mut BTreeMap<Key, Totals>,
-    order: &mut Vec<Key>,
-) -> Result<(), ImportError> {
-    let metrics = node.get("metrics").and_then(Value::as_object);
-    let children = node.get("children").and_then(Value::as_array);
-    let device_type = metrics
-        .and_then(|m| m.get("device_type"))
-        .and_then(Value::as_str);
-    let counters_only = metrics.is_some_and(|m| m.keys().any(|k| is_counter(k)))
-        && children.is_none_or(|c| c.is_empty());
-    let name = node.pointer("/frame/name").and_then(Value::as_str);
-    if let Some(m) = metrics
-        && (device_type.is_some() || counters_only)
-    {
-        let name = name.ok_or_else(|| content(path, "has a kernel node without `frame.name`, which Proton always writes (an edited or foreign file); pass the `.hatchet` file `proton.finalize()` wrote".into()))?;
-        let key = (scope.join("/"), name.to_string());
-        if !kernels.contains_key(&key) {
-            order.push(key.clone());
-        }
-        let t = kernels.entry(key).or_default();
-        if let Some(device_type) = device_type {
-            let device_id = m
-                .get("device_id")
-                .map(|d| d.as_str().map_or_else(|| d.to_string(), str::to_string))
-                .unwrap_or_default();
-            t.device = format!("{device_type} {device_id}");
-        }
-        for (key, value) in m {
-            let Some(v) = value.as_f64() else { continue };
-            match key.as_str() {
-                "count" => t.count += v,
-                "time (ns)" => t.time_ns += v,
-                "device_id" | "stream_id" | "start_time (ns)" | "end_time (ns)" => {}
-                other => *t.others.entry(other.to_string()).or_insert(0.0) += v,
-            }
-        }
-    }
-    if let Some(children) = children {
-        // The root and Proton's own frames are no scope.
-        let pushed = match name {
-            Some(n) if n != "ROOT" && !is_proton_frame(n) && device_type.is_none() => {
-                scope.push(n.to_string());
-                true
-            }
-            _ => false,
-        };
-        for c in children {
-            walk(c, path, scope, kernels, order)?;
-        }
-        if pushed {
-            scope.pop();
-        }
-    }
-    Ok(())
-}
-
 /// The deepest JSON nesting a hatchet file may have. A scope takes two levels (its frame and
 /// its `children`), so this is some 5,000 nested scopes; serde_json's own limit, 128 levels,
 /// refused a tree of more than 62 as "not valid JSON". A deeper file is refused by this limit,
@@ -150,6 +90,68 @@ struct Tree {
     old_keys: bool,
 }
 
+impl Tree {
+    /// Adds the kernels of `node` and the nodes below it, in the scope `scope`.
+    fn walk(
+        &mut self,
+        node: &Value,
+        path: &Path,
+        scope: &mut Vec<String>,
+    ) -> Result<(), ImportError> {
+        let metrics = node.get("metrics").and_then(Value::as_object);
+        let children = node.get("children").and_then(Value::as_array);
+        let device_type = metrics
+            .and_then(|m| m.get("device_type"))
+            .and_then(Value::as_str);
+        let counters_only = metrics.is_some_and(|m| m.keys().any(|k| is_counter(k)))
+            && children.is_none_or(|c| c.is_empty());
+        let name = node.pointer("/frame/name").and_then(Value::as_str);
+        if let Some(m) = metrics
+            && (device_type.is_some() || counters_only)
+        {
+            let name = name.ok_or_else(|| content(path, "has a kernel node without `frame.name`, which Proton always writes (an edited or foreign file); pass the `.hatchet` file `proton.finalize()` wrote".into()))?;
+            let key = (scope.join("/"), name.to_string());
+            if !self.kernels.contains_key(&key) {
+                self.order.push(key.clone());
+            }
+            let t = self.kernels.entry(key).or_default();
+            if let Some(device_type) = device_type {
+                let device_id = m
+                    .get("device_id")
+                    .map(|d| d.as_str().map_or_else(|| d.to_string(), str::to_string))
+                    .unwrap_or_default();
+                t.device = format!("{device_type} {device_id}");
+            }
+            for (key, value) in m {
+                let Some(v) = value.as_f64() else { continue };
+                match key.as_str() {
+                    "count" => t.count += v,
+                    "time (ns)" => t.time_ns += v,
+                    "device_id" | "stream_id" | "start_time (ns)" | "end_time (ns)" => {}
+                    other => *t.others.entry(other.to_string()).or_insert(0.0) += v,
+                }
+            }
+        }
+        if let Some(children) = children {
+            // The root and Proton's own frames are no scope.
+            let pushed = match name {
+                Some(n) if n != "ROOT" && !is_proton_frame(n) && device_type.is_none() => {
+                    scope.push(n.to_string());
+                    true
+                }
+                _ => false,
+            };
+            for c in children {
+                self.walk(c, path, scope)?;
+            }
+            if pushed {
+                scope.pop();
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Reads the hatchet file at `path` and walks its call tree, on a thread whose stack holds a
 /// tree [`MAX_DEPTH`] deep (its parse, walk and drop all recurse).
 fn read_tree(path: &Path) -> Result<Tree, ImportError> {
@@ -184,13 +186,7 @@ fn read_tree(path: &Path) -> Result<Tree, ImportError> {
             devices: parts.last().filter(|_| parts.len() > 1).cloned(),
             old_keys,
         };
-        walk(
-            &parts[0],
-            path,
-            &mut Vec::new(),
-            &mut tree.kernels,
-            &mut tree.order,
-        )?;
+        tree.walk(&parts[0], path, &mut Vec::new())?;
         Ok(tree)
     };
     std::thread::scope(|scope| {
