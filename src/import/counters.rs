@@ -14,7 +14,6 @@ use crate::config::CaptureKind;
 use crate::config::derived;
 use crate::model::results::RunResults;
 
-/// `kgate import perf-stat`.
 pub static PERF_STAT: Importer = Importer {
     name: "perf-stat",
     help: "Linux `perf stat` output (`-x,` CSV, `-j` JSON, or the human-readable default)",
@@ -22,7 +21,6 @@ pub static PERF_STAT: Importer = Importer {
     import: |files, ctx| import(CaptureKind::Perf, files, &ctx.policies),
 };
 
-/// `kgate import callgrind`.
 pub static CALLGRIND: Importer = Importer {
     name: "callgrind",
     help: "Valgrind callgrind output files",
@@ -30,7 +28,6 @@ pub static CALLGRIND: Importer = Importer {
     import: |files, ctx| import(CaptureKind::Callgrind, files, &ctx.policies),
 };
 
-/// `kgate import cachegrind`.
 pub static CACHEGRIND: Importer = Importer {
     name: "cachegrind",
     help: "Valgrind cachegrind output files",

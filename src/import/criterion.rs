@@ -101,7 +101,6 @@ fn throughput(dir: &Path) -> (Vec<(&'static str, &'static str, f64)>, Option<Str
     (rates, Some(note))
 }
 
-/// `kgate import criterion`.
 pub static CRITERION: Importer = Importer {
     name: "criterion",
     help: "Criterion.rs `estimates.json` (with `sample.json` beside it when present)",

@@ -27,7 +27,6 @@ use crate::model::metric::Source;
 use crate::model::results::{Correctness, FailureKind, RunResults, Status};
 use crate::model::text::cut;
 
-/// `kgate import cutlass`.
 pub static CUTLASS: Importer = Importer {
     name: "cutlass",
     help: "CUTLASS profiler CSV (`cutlass_profiler --output=FILE.csv`)",

@@ -86,7 +86,6 @@ pub fn strict_json(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// `kgate import gbench`.
 pub static GBENCH: Importer = Importer {
     name: "gbench",
     help: "google/benchmark JSON",

@@ -16,7 +16,6 @@ use super::{ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
 use crate::model::results::{FailureKind, RunResults};
 
-/// `kgate import hyperfine`.
 pub static HYPERFINE: Importer = Importer {
     name: "hyperfine",
     help: "hyperfine `--export-json` output",

@@ -31,7 +31,6 @@ use crate::model::results::{Correctness, FailureKind, RunResults, Spread};
 /// The note on every timed benchmark.
 const SUMMARY_NOTE: &str = "KernelBench keeps a summary, not samples: kernel_time is the mean of `kernelbench.trials` timed launches, rounded by KernelBench to three significant digits, with their standard deviation (also rounded) for Welch's test; a change smaller than that rounding cannot be seen";
 
-/// `kgate import kernelbench`.
 pub static KERNELBENCH: Importer = Importer {
     name: "kernelbench",
     help: "KernelBench eval_results.json or baseline_time_*.json",

@@ -13,7 +13,6 @@ use crate::capture::device::Device;
 use crate::capture::ncu::*;
 use crate::model::results::{RepetitionRun, RunResults};
 
-/// `kgate import ncu`.
 pub static NCU: Importer = Importer {
     name: "ncu",
     help: "Nsight Compute `--csv` output, details or raw page (plus optional `ncu --version` text)",

@@ -39,7 +39,6 @@ use crate::capture::device::Device;
 use crate::model::metric::Source;
 use crate::model::results::{BenchmarkResult, RunResults};
 
-/// `kgate import nsys`.
 pub static NSYS: Importer = Importer {
     name: "nsys",
     help: "Nsight Systems SQLite export (`nsys export --type sqlite`)",

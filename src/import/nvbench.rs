@@ -69,7 +69,6 @@ const SUMMARY_NOTE: &str = "nvbench stores each state's summaries, not its sampl
 /// The note on every state whose sample times were read.
 const SAMPLES_NOTE: &str = "kernel_time holds the sample times of nvbench's `--jsonbin` file (`nvbench.sample_times`), one repetition per JSON file; cpu_time and batch_kernel_time are means, one value per file, shown and not gated";
 
-/// `kgate import nvbench`.
 pub static NVBENCH: Importer = Importer {
     name: "nvbench",
     help: "NVIDIA nvbench JSON (--json), one benchmark per state",

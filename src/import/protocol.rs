@@ -10,7 +10,6 @@ use super::{ImportError, Importer, Policies, content};
 use crate::model::protocol;
 use crate::model::results::RunResults;
 
-/// `kgate import protocol`.
 pub static PROTOCOL: Importer = Importer {
     name: "protocol",
     help: "kgate protocol JSON lines",

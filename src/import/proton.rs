@@ -247,7 +247,6 @@ fn modernize(node: &mut Value) -> bool {
     renamed
 }
 
-/// `kgate import proton`.
 pub static PROTON: Importer = Importer {
     name: "proton",
     help: "Triton Proton hatchet JSON",

@@ -16,7 +16,6 @@ use super::{ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
-/// `kgate import pytest-benchmark`.
 pub static PYTEST_BENCHMARK: Importer = Importer {
     name: "pytest-benchmark",
     help: "pytest-benchmark JSON",

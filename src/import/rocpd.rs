@@ -39,7 +39,6 @@ use crate::capture::device::Device;
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
-/// `kgate import rocpd`.
 pub static ROCPD: Importer = Importer {
     name: "rocpd",
     help: "rocprofv3 SQLite database (rocpd, `<pid>_results.db`)",

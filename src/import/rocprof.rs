@@ -360,7 +360,6 @@ fn classify(header: &[String]) -> Option<Kind> {
     None
 }
 
-/// `kgate import rocprof`.
 pub static ROCPROF: Importer = Importer {
     name: "rocprof",
     help: "rocprof v1 results and counter CSV, rocprofv2 (Omniperf) and rocprofv3 counter CSV",

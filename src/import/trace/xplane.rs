@@ -24,7 +24,6 @@ const DEFAULT_SELECTION: &str = "events on the `XLA Ops` and `Stream #…` lines
                                  planes, and events with an `hlo_op` stat on those planes (on \
                                  the host's when the profile has no `/device:` plane)";
 
-/// `kgate import xplane`.
 pub static XPLANE: Importer = Importer {
     name: "xplane",
     help: "XProf / TensorFlow profiler XSpace protobuf (`*.xplane.pb`)",

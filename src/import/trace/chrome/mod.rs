@@ -36,7 +36,6 @@ use crate::import::{ImportError, Importer, SelectionScope, content, read_error};
 const DEFAULT_SELECTION: &str =
     "complete and begin/end events of category `kernel`, or with an `hlo_op` argument (XLA ops)";
 
-/// `kgate import chrome-trace`.
 pub static CHROME_TRACE: Importer = Importer {
     name: "chrome-trace",
     help: "Chrome Trace Event Format JSON (`.json`, `.json.gz`): Kineto, XProf, Perfetto JSON",
