@@ -213,16 +213,8 @@ mod tests {
     /// escapes and non-ASCII text.
     fn random_value(rng: &mut fastrand::Rng, depth: u32) -> serde_json::Value {
         use serde_json::{Value as J, json};
-        let strings = [
-            "k",
-            "}, {",
-            "a\"b",
-            "back\\slash",
-            "tab\t",
-            "\u{e9}t\u{e9}",
-            "[x]",
-            "",
-        ];
+        #[rustfmt::skip]
+        let strings = ["k", "}, {", "a\"b", "back\\slash", "tab\t", "\u{e9}t\u{e9}", "[x]", ""];
         match rng.u8(..if depth > 2 { 5 } else { 7 }) {
             0 => J::Null,
             1 => J::Bool(rng.bool()),
@@ -237,10 +229,8 @@ mod tests {
             _ => J::Object(
                 (0..rng.usize(..4))
                     .map(|i| {
-                        (
-                            format!("{}{i}", strings[rng.usize(..strings.len())]),
-                            random_value(rng, depth + 1),
-                        )
+                        let key = format!("{}{i}", strings[rng.usize(..strings.len())]);
+                        (key, random_value(rng, depth + 1))
                     })
                     .collect(),
             ),
@@ -303,9 +293,10 @@ mod tests {
         let mut rng = fastrand::Rng::with_seed(3);
         for _ in 0..3000 {
             let mut object = serde_json::Map::new();
-            for key in [
+            let keys = [
                 "name", "ph", "cat", "ts", "dur", "pid", "tid", "args", "extra",
-            ] {
+            ];
+            for key in keys {
                 if rng.u8(..4) > 0 {
                     object.insert(key.to_string(), random_value(&mut rng, 0));
                 }
@@ -355,11 +346,8 @@ mod tests {
             }
             let cut = rng.usize(..text.len());
             let mut s = Scanner::new(&text.as_bytes()[..cut], 0);
-            assert_eq!(
-                Event::scan(&mut s, |_| Ok(())),
-                Err(Stop::Incomplete),
-                "cut at {cut}: {text}"
-            );
+            let scanned = Event::scan(&mut s, |_| Ok(()));
+            assert_eq!(scanned, Err(Stop::Incomplete), "cut at {cut}: {text}");
         }
     }
 }
