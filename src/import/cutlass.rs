@@ -222,7 +222,6 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::MetricPolicy;
 
     #[test]
     fn problem_columns_are_what_is_not_bookkeeping_or_the_kernel() {
@@ -249,7 +248,7 @@ mod tests {
              1,CUTLASS,gemm,k_b,not_verified,error,64,64,64,256,100,,,\n",
         )
         .unwrap();
-        let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
+        let policies = Policies::permissive();
         let r = import(&[path], &policies).unwrap();
         let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
         let expected = [
@@ -284,7 +283,7 @@ mod tests {
     fn files_without_the_columns_or_rows_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.csv");
-        let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
+        let policies = Policies::permissive();
         for (text, expected) in [
             ("name,time\nk,1\n", "no `Operation` column"),
             ("Operation,Runtime\n", "no rows"),

@@ -416,7 +416,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bench.json");
         std::fs::write(&path, text).unwrap();
-        let policies = Policies::new(BTreeMap::new(), crate::plan::MetricPolicy::permissive(0.05));
+        let policies = Policies::permissive();
         import(&[path], &policies)
     }
 
@@ -451,24 +451,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.benchmarks[0].metric("real_time").unwrap().values, [8.0]);
+        let (a, b) = (&r.benchmarks[0], &r.benchmarks[1]);
         assert_eq!(
-            r.benchmarks[0].provenance.details["gbench.samples"],
+            a.provenance.details["gbench.samples"],
             "median aggregate only"
         );
-        assert!(
-            !r.benchmarks[1]
-                .provenance
-                .details
-                .contains_key("gbench.samples")
-        );
-        assert!(
-            r.benchmarks[1]
-                .failure
-                .as_ref()
-                .unwrap()
-                .message
-                .contains("boom")
-        );
+        assert!(!b.provenance.details.contains_key("gbench.samples"));
+        assert_contains!(b.failure.as_ref().unwrap().message, "boom");
         // Refused: no array, the array twice, a run without a name (by its index).
         for (text, expected) in [
             (r#"{"benchmarks": {"a": 1}}"#, "has no `benchmarks` array"),
@@ -487,8 +476,7 @@ mod tests {
             ),
             (r#"{"benchmarks": [5]}"#, "benchmarks[0] has no `name`"),
         ] {
-            let err = import_text(text).unwrap_err().to_string();
-            assert!(err.contains(expected), "{text}: {err}");
+            assert_contains!(import_text(text).unwrap_err().to_string(), expected);
         }
     }
 }

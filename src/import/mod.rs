@@ -91,6 +91,12 @@ impl Policies {
     pub fn for_benchmark(&self, name: &str) -> &MetricPolicy {
         self.by_benchmark.get(name).unwrap_or(&self.fallback)
     }
+
+    /// No configuration: every metric gates at 5 %.
+    #[cfg(test)]
+    pub(crate) fn permissive() -> Policies {
+        Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05))
+    }
 }
 
 /// One import format: its name on the command line (`kgate import NAME`, part of DESIGN.md's

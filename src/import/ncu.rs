@@ -355,7 +355,6 @@ fn version_file(path: &Path) -> Option<String> {
 mod storing_tests {
     use super::*;
     use crate::import::{ImportContext, Policies};
-    use crate::plan::MetricPolicy;
 
     /// Rows with a number for every metric (kept as the numbers alone) and rows with gaps
     /// (kept as pairs), interleaved over two kernels and more launches than a tile holds:
@@ -389,10 +388,7 @@ mod storing_tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("raw.csv");
         std::fs::write(&path, csv).unwrap();
-        let ctx = ImportContext::new(Policies::new(
-            BTreeMap::new(),
-            MetricPolicy::permissive(0.05),
-        ));
+        let ctx = ImportContext::new(Policies::permissive());
         let results = NCU.import(&[path], &ctx).unwrap();
         assert_eq!(results.benchmarks.len(), 2);
         for (k, benchmark) in results.benchmarks.iter().enumerate() {

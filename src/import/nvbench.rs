@@ -549,7 +549,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bench.json");
         std::fs::write(&path, text).unwrap();
-        let policies = Policies::new(BTreeMap::new(), crate::plan::MetricPolicy::permissive(0.05));
+        let policies = Policies::permissive();
         import(&[path], &policies)
     }
 
@@ -652,7 +652,7 @@ mod tests {
         let bytes: Vec<u8> = times.iter().flat_map(|t| t.to_le_bytes()).collect();
         std::fs::create_dir(dir.path().join("run.json-bin")).unwrap();
         std::fs::write(dir.path().join("run.json-bin/0.bin"), &bytes).unwrap();
-        let policies = Policies::new(BTreeMap::new(), crate::plan::MetricPolicy::permissive(0.05));
+        let policies = Policies::permissive();
         // The name as nvbench writes it (relative to the JSON's folder), and as an older one
         // wrote it (the path it wrote to, elsewhere): both found beside the JSON.
         for written in ["run.json-bin/0.bin", "/elsewhere/run.json-bin/0.bin"] {

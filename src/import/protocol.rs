@@ -107,10 +107,7 @@ pub(crate) fn file_benchmark_name(path: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
-    use crate::plan::MetricPolicy;
 
     #[test]
     fn files_and_benchmark_keys_group_samples() {
@@ -119,7 +116,7 @@ mod tests {
         let b = dir.path().join("run2.jsonl");
         std::fs::write(&a, "{\"metric\": \"kernel_time\", \"value\": 88, \"unit\": \"us\"}\n{\"metric\": \"kernel_time\", \"value\": 90, \"unit\": \"us\"}\n").unwrap();
         std::fs::write(&b, "{\"metric\": \"kernel_time\", \"value\": 1, \"unit\": \"ms\", \"benchmark\": \"matmul\"}\n{\"metric\": \"t\", \"value\": 5, \"benchmark\": \"reduce\"}\n{\"kernel\": \"k\", \"start_ns\": 0, \"end_ns\": 5, \"benchmark\": \"reduce\"}\n").unwrap();
-        let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
+        let policies = Policies::permissive();
         let r = import(&[a, b], &policies).unwrap();
         assert_eq!(r.benchmarks.len(), 2);
         let mm = r.benchmark("matmul").unwrap();
@@ -157,7 +154,7 @@ mod tests {
              {\"metric\": \"t\", \"value\": 5, \"unit\": \"us\", \"benchmark\": \"zeta\"}\n",
         )
         .unwrap();
-        let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
+        let policies = Policies::permissive();
         let r = import(&[first.clone(), second.clone()], &policies).unwrap();
         let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
         // The first file's benchmarks by name, then the second's new one.

@@ -546,11 +546,10 @@ fn finish_repetition(collector: &mut Collector<'_>, path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::MetricPolicy;
 
     /// The results of files read as `samples`, under `selection` in words.
     fn build(files: Vec<(&str, TraceSamples)>, selection: &str) -> RunResults {
-        let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
+        let policies = Policies::permissive();
         let files = files.into_iter().map(|(p, s)| (p.into(), s)).collect();
         build_results("chrome-trace", files, &policies, selection).unwrap()
     }
