@@ -213,11 +213,8 @@ pub fn expand_folders(
         .unwrap_or(&[]);
     let mut builder = globset::GlobSetBuilder::new();
     for p in patterns {
-        let glob = globset::GlobBuilder::new(p)
-            .literal_separator(true)
-            .build()
-            .expect("the folder patterns are valid globs");
-        builder.add(glob);
+        let glob = globset::GlobBuilder::new(p).literal_separator(true).build();
+        builder.add(glob.expect("the folder patterns are valid globs"));
     }
     let set = builder
         .build()
@@ -255,22 +252,16 @@ pub fn expand_folders(
             .take(5)
             .map(|f| f.strip_prefix(input).unwrap_or(f).display().to_string())
             .collect();
-        let more = found.len().saturating_sub(names.len());
+        let more = match found.len() - names.len() {
+            0 => String::new(),
+            more => format!(" and {more} more"),
+        };
+        let every = (found.len() > 1).then_some(", every run in the folder");
+        let every = every.unwrap_or_default();
+        let took = crate::model::text::count(found.len(), "file", "files");
+        let (shown, names) = (input.display(), names.join(", "));
         said.push(format!(
-            "`{}`: took {} (each one repetition){}: {}{}",
-            input.display(),
-            crate::model::text::count(found.len(), "file", "files"),
-            if found.len() > 1 {
-                ", every run in the folder"
-            } else {
-                ""
-            },
-            names.join(", "),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
+            "`{shown}`: took {took} (each one repetition){every}: {names}{more}"
         ));
         files.extend(found);
     }
@@ -348,44 +339,17 @@ mod tests {
         let names: Vec<&str> = IMPORTERS.iter().map(|i| i.name).collect();
         let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
         assert_eq!(unique.len(), names.len(), "{names:?}");
-        assert_eq!(
-            names,
-            [
-                "protocol",
-                "ncu",
-                "nsys",
-                "rocprof",
-                "rocpd",
-                "chrome-trace",
-                "xplane",
-                "proton",
-                "gbench",
-                "nvbench",
-                "pytest-benchmark",
-                "hyperfine",
-                "criterion",
-                "cutlass",
-                "kernelbench",
-                "perf-stat",
-                "callgrind",
-                "cachegrind",
-            ]
-        );
-        for importer in IMPORTERS {
-            assert!(
-                !importer.help.is_empty()
-                    && !importer.help.ends_with('.')
-                    && !importer.help.contains('\n'),
-                "{}: one line of help",
-                importer.name
-            );
-            assert_eq!(
-                self::importer(importer.name).map(|i| i.name),
-                Some(importer.name)
-            );
-        }
+        let documented = "protocol ncu nsys rocprof rocpd chrome-trace xplane proton gbench nvbench \
+                          pytest-benchmark hyperfine criterion cutlass kernelbench perf-stat \
+                          callgrind cachegrind";
+        assert_eq!(names, documented.split_whitespace().collect::<Vec<_>>());
         assert!(self::importer("chrome_trace").is_none());
         for importer in IMPORTERS {
+            let help = importer.help;
+            let one_line = !help.is_empty() && !help.ends_with('.') && !help.contains('\n');
+            assert!(one_line, "{}: one line of help", importer.name);
+            let found = self::importer(importer.name).map(|i| i.name);
+            assert_eq!(found, Some(importer.name));
             assert!(
                 FOLDER_FILES
                     .iter()
