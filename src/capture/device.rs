@@ -259,11 +259,9 @@ mod tests {
         assert_eq!((f.cpu_model.as_str(), f.cores), (UNKNOWN, 0));
         assert_eq!((f.arch.as_str(), f.os.as_str()), (UNKNOWN, UNKNOWN));
 
-        d.host(HostField::CpuModel, "AMD Ryzen 9 7950X 16-Core Processor");
-        assert_eq!(
-            d.environment(this_host()).cpu_model,
-            "AMD Ryzen 9 7950X 16-Core Processor"
-        );
+        let cpu = "AMD Ryzen 9 7950X 16-Core Processor";
+        d.host(HostField::CpuModel, cpu);
+        assert_eq!(d.environment(this_host()).cpu_model, cpu);
         assert_eq!(cuda_version(12090), "12.9");
         assert_eq!(cuda_version(13000), "13.0");
     }
@@ -284,12 +282,9 @@ mod tests {
         assert_eq!(d.describe().as_deref(), Some("NVIDIA H100"));
         assert_eq!(d.tools["ncu"], "2026.2.1.0");
         let err = d.merge(named("AMD Instinct MI300X")).unwrap_err();
-        assert!(
-            err.starts_with(
-                "names accelerator `AMD Instinct MI300X` where the files before it name `NVIDIA H100`"
-            ),
-            "{err}"
-        );
+        let conflict =
+            "names accelerator `AMD Instinct MI300X` where the files before it name `NVIDIA H100`";
+        assert!(err.starts_with(conflict), "{err}");
         let mut empty = Device::default();
         empty.merge(named("A")).unwrap();
         empty.accelerator("B");

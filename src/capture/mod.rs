@@ -340,18 +340,12 @@ mod tests {
     fn units_are_normalized_and_must_agree() {
         let policy = MetricPolicy::permissive(0.05);
         let mut c = Collector::new("mm", &policy, Provenance::default());
-        add_measurements(&mut c, 0, "{\"metric\": \"kernel_time\", \"value\": 88, \"unit\": \"us\"}\n{\"metric\": \"kernel_time\", \"value\": 0.09, \"unit\": \"ms\"}")
-        .unwrap();
-        let err = add_measurements(
-            &mut c,
-            1,
-            "{\"metric\": \"kernel_time\", \"value\": 5, \"unit\": \"cycles\"}",
-        )
-        .unwrap_err();
-        assert!(
-            err.contains("reported in `ns` and now in `cycles`"),
-            "{err}"
-        );
+        let lines = r#"{"metric": "kernel_time", "value": 88, "unit": "us"}
+            {"metric": "kernel_time", "value": 0.09, "unit": "ms"}"#;
+        add_measurements(&mut c, 0, lines).unwrap();
+        let cycles = r#"{"metric": "kernel_time", "value": 5, "unit": "cycles"}"#;
+        let err = add_measurements(&mut c, 1, cycles).unwrap_err();
+        assert_contains!(err, "reported in `ns` and now in `cycles`");
         let r = c.finish();
         let m = r.metric("kernel_time").unwrap();
         assert_eq!(m.unit, "ns");
@@ -365,27 +359,21 @@ mod tests {
     fn protocol_numbers_without_a_time_unit_stay_reported() {
         let policy = MetricPolicy::permissive(0.05);
         let mut c = Collector::new("mm", &policy, Provenance::default());
-        add_measurements(&mut c, 0, "{\"metric\": \"tflops\", \"value\": 88, \"unit\": \"TFLOP/s\"}\n{\"metric\": \"t\", \"value\": 3, \"unit\": \"ms\", \"source\": \"reported\"}")
-        .unwrap();
+        let lines = r#"{"metric": "tflops", "value": 88, "unit": "TFLOP/s"}
+            {"metric": "t", "value": 3, "unit": "ms", "source": "reported"}"#;
+        add_measurements(&mut c, 0, lines).unwrap();
         let r = c.finish();
         assert_eq!(r.metric("tflops").unwrap().source, Source::Reported);
-        assert_eq!(
-            r.metric("t").unwrap().source,
-            Source::Reported,
-            "the line's own source wins"
-        );
+        let t = r.metric("t").unwrap();
+        assert_eq!(t.source, Source::Reported, "the line's own source wins");
     }
 
     #[test]
     fn foreign_benchmark_lines_are_refused_in_a_live_run() {
         let policy = MetricPolicy::permissive(0.05);
         let mut c = Collector::new("mm", &policy, Provenance::default());
-        let err = add_measurements(
-            &mut c,
-            0,
-            "{\"metric\": \"t\", \"value\": 1, \"benchmark\": \"other\"}",
-        )
-        .unwrap_err();
-        assert!(err.contains("names benchmark `other`"), "{err}");
+        let line = r#"{"metric": "t", "value": 1, "benchmark": "other"}"#;
+        let err = add_measurements(&mut c, 0, line).unwrap_err();
+        assert_contains!(err, "names benchmark `other`");
     }
 }

@@ -872,16 +872,11 @@ mod tests {
         let result = parse_each_reading(
             text,
             &mut |metrics, launch| {
-                out.push_str(&format!(
-                    "{} {:?} {:?}\n",
-                    launch.id,
-                    launch.kernel,
-                    launch
-                        .values
-                        .iter()
-                        .map(|(p, v)| (&metrics[p].name, &metrics[p].unit, v.to_bits()))
-                        .collect::<Vec<_>>()
-                ));
+                let values = launch.values.iter();
+                let values: Vec<_> = values
+                    .map(|(p, v)| (&metrics[p].name, &metrics[p].unit, v.to_bits()))
+                    .collect();
+                out.push_str(&format!("{} {:?} {values:?}\n", launch.id, launch.kernel));
                 Ok(())
             },
             reading,
@@ -950,12 +945,11 @@ mod tests {
             if case % 7 == 0 {
                 text.push_str("==PROF== Connected to process 1\n");
             }
-            let cells: Vec<String> = header.iter().map(|h| format!("\"{h}\"")).collect();
-            text.push_str(&cells.join(","));
-            text.push('\n');
-            let cells: Vec<String> = units.iter().map(|u| format!("\"{u}\"")).collect();
-            text.push_str(&cells.join(","));
-            text.push('\n');
+            for row in [&header, &units] {
+                let cells: Vec<String> = row.iter().map(|c| format!("\"{c}\"")).collect();
+                text.push_str(&cells.join(","));
+                text.push('\n');
+            }
             let crlf = case % 5 == 0;
             for row in 0..rng.usize(1..12) {
                 let mut cells = vec![

@@ -819,14 +819,11 @@ mod tests {
     #[test]
     fn errors_name_the_line() {
         let e = parse("abc,,instructions,1,100.00,,\n").unwrap_err();
-        assert!(
-            e.to_string().starts_with(
-                "line 1: `abc,,instructions,1,100.00,,` is not a line of `perf stat -x` output"
-            ),
-            "{e}"
-        );
+        let not_perf =
+            "line 1: `abc,,instructions,1,100.00,,` is not a line of `perf stat -x` output";
+        assert!(e.to_string().starts_with(not_perf), "{e}");
         let e = parse("1,,instructions,1,100,00,,\n").unwrap_err();
-        assert!(e.message.contains("LC_ALL=C"), "{e}");
+        assert_contains!(e.message, "LC_ALL=C");
         let e = parse("\n# x\n").unwrap_err();
         assert_eq!(e.to_string(), "line 0: the file holds no perf stat output");
     }
