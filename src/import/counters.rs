@@ -47,13 +47,10 @@ fn import(
         // The readers name the file themselves; the error adds it once.
         let prefix = format!("`{}`: ", path.display());
         let content = |message: String| {
-            content(
-                path,
-                message
-                    .strip_prefix(&prefix)
-                    .map(str::to_string)
-                    .unwrap_or(message.clone()),
-            )
+            let message = message
+                .strip_prefix(&prefix)
+                .map_or(message.clone(), str::to_string);
+            content(path, message)
         };
         let stem = super::protocol::file_benchmark_name(path);
         let readings: Vec<(String, Reading)> = match cpu::valgrind_tool(kind) {
@@ -82,12 +79,7 @@ fn import(
             let c = benchmarks.get(&name);
             let rep = c.result_mut().repetitions;
             cpu::record(c, rep, reading, &definitions).map_err(content)?;
-            let r = c.result_mut();
-            r.repetitions += 1;
-            let shown = path.display().to_string();
-            if !r.provenance.imported_from.contains(&shown) {
-                r.provenance.imported_from.push(shown);
-            }
+            benchmarks.imported(&name, path, rep + 1);
         }
     }
     Ok(benchmarks.into_results())

@@ -72,28 +72,20 @@ fn tally(report: &Report) -> Tally {
 }
 
 fn metric_case(b: &BenchmarkComparison, m: &MetricComparison) -> String {
+    let median = |s: &Option<crate::stats::Summary>| {
+        s.as_ref()
+            .map_or_else(|| "–".into(), |s| format_value(s.median, &m.unit))
+    };
+    let estimate = m.source == crate::model::metric::Source::Estimate;
+    let estimate = estimate.then_some(" (estimate)").unwrap_or_default();
+    let reason = (!m.reason.is_empty()).then(|| format!("; {}", m.reason));
     let detail = format!(
-        "{}{}: base {}, head {}, change {}{}",
+        "{}{estimate}: base {}, head {}, change {}{}",
         m.verdict.as_str(),
-        if m.source == crate::model::metric::Source::Estimate {
-            " (estimate)"
-        } else {
-            ""
-        },
-        m.base
-            .as_ref()
-            .map(|s| format_value(s.median, &m.unit))
-            .unwrap_or_else(|| "–".into()),
-        m.head
-            .as_ref()
-            .map(|s| format_value(s.median, &m.unit))
-            .unwrap_or_else(|| "–".into()),
+        median(&m.base),
+        median(&m.head),
         m.change.map(format_change).unwrap_or_else(|| "–".into()),
-        if m.reason.is_empty() {
-            String::new()
-        } else {
-            format!("; {}", m.reason)
-        }
+        reason.unwrap_or_default()
     );
     let body = match metric_outcome(m) {
         Outcome::Failure => format!(
