@@ -492,22 +492,15 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             };
             match kind {
                 Kind::Sysinfo => {
+                    let col = |key: &str| header.iter().position(|h| h == key);
+                    let named = |key: &str| col(key).map(cell).filter(|v| !v.is_empty());
                     for key in SYSINFO_KEYS {
-                        if let Some(i) = header.iter().position(|h| h == key)
-                            && !cell(i).is_empty()
-                        {
+                        if let Some(v) = named(key) {
                             companions
                                 .details
-                                .insert(format!("rocprof.{key}"), cell(i).to_string());
+                                .insert(format!("rocprof.{key}"), v.to_string());
                         }
                     }
-                    let named = |key: &str| {
-                        header
-                            .iter()
-                            .position(|h| h == key)
-                            .map(cell)
-                            .filter(|v| !v.is_empty())
-                    };
                     benchmarks.device(path, sysinfo_device(&named))?;
                 }
                 Kind::Stats => {
