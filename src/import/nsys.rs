@@ -73,7 +73,7 @@ pub(super) fn open_database(path: &Path, hint: &str) -> Result<Connection, Impor
 /// The tables and views of a database.
 pub(super) fn tables(db: &Connection, path: &Path) -> Result<BTreeSet<String>, ImportError> {
     let sql = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')";
-    names(db, path, sql, [])
+    query_column(db, path, sql, [])
 }
 
 /// The columns of a table or view.
@@ -82,20 +82,20 @@ pub(super) fn columns(
     path: &Path,
     table: &str,
 ) -> Result<BTreeSet<String>, ImportError> {
-    names(db, path, "SELECT name FROM pragma_table_info(?1)", [table])
+    query_column(db, path, "SELECT name FROM pragma_table_info(?1)", [table])
 }
 
-/// The names a query of one text column gives.
-fn names(
+/// The values a query of one column gives.
+pub(super) fn query_column<T: rusqlite::types::FromSql, C: FromIterator<T>>(
     db: &Connection,
     path: &Path,
     sql: &str,
     params: impl rusqlite::Params,
-) -> Result<BTreeSet<String>, ImportError> {
-    let read = || -> rusqlite::Result<BTreeSet<String>> {
+) -> Result<C, ImportError> {
+    let read = || -> rusqlite::Result<C> {
         let mut statement = db.prepare(sql)?;
-        let names = statement.query_map(params, |row| row.get::<_, String>(0))?;
-        names.collect()
+        let values = statement.query_map(params, |row| row.get::<_, T>(0))?;
+        values.collect()
     };
     read().map_err(sql_error(path))
 }
@@ -247,15 +247,8 @@ fn import(
             };
             return Err(content(path, what));
         }
-        let mut statement = db
-            .prepare(&format!("SELECT DISTINCT deviceId FROM {KERNEL_TABLE}"))
-            .map_err(sql_error(path))?;
-        let ids = statement
-            .query_map([], |row| row.get::<_, i64>(0))
-            .and_then(|ids| ids.collect::<rusqlite::Result<Vec<i64>>>())
-            .map_err(sql_error(path))?;
-        drop(statement);
-        gpus_used.extend(ids);
+        let sql = format!("SELECT DISTINCT deviceId FROM {KERNEL_TABLE}");
+        gpus_used.extend(query_column::<i64, Vec<_>>(&db, path, &sql, [])?);
         databases.push((path, db, tables));
     }
     let per_gpu = gpus_used.len() > 1;

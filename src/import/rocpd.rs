@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::types::ValueRef;
 
 use super::builder::{Benchmarks, Slot};
-use super::nsys::{LaunchAttributes, columns, open_database, sql_error, tables};
+use super::nsys::{LaunchAttributes, columns, open_database, query_column, sql_error, tables};
 use super::{ImportError, Importer, Policies, content};
 use crate::capture::device::Device;
 use crate::model::metric::Source;
@@ -125,14 +125,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             return Err(content(path, not_rocpd(&tables)));
         }
         let agents = gpu_agents(&db, path, &tables)?;
-        let mut statement = db
-            .prepare("SELECT DISTINCT agent_id FROM rocpd_kernel_dispatch")
-            .map_err(sql_error(path))?;
-        let ids = statement
-            .query_map([], |row| row.get::<_, Option<i64>>(0))
-            .and_then(|ids| ids.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(sql_error(path))?;
-        drop(statement);
+        let sql = "SELECT DISTINCT agent_id FROM rocpd_kernel_dispatch";
+        let ids: Vec<Option<i64>> = query_column(&db, path, sql, [])?;
         gpus_used.extend(
             ids.iter()
                 .map(|id| id.and_then(|id| agents.get(&id).map(|g| g.index))),
