@@ -653,38 +653,21 @@ impl RowValues {
 /// Keeps what a raw page's non-metric cell says of the capture: replay passes, the device's
 /// name, compute capability and clocks.
 fn note_cell(col: &RawColumn, field: &[u8], report: &mut NcuReport) {
-    let text = || String::from_utf8_lossy(field).trim().to_string();
-    match col {
-        RawColumn::Ignore | RawColumn::Metric { .. } => {}
-        RawColumn::Passes(name) => {
-            let v = text();
-            if !v.is_empty() {
-                report.passes.entry(name.clone()).or_default().insert(v);
-            }
-        }
-        RawColumn::DeviceName => {
-            let v = text();
-            if !v.is_empty() {
-                report.devices.insert(v);
-            }
-        }
-        RawColumn::ComputeCapability => {
-            let v = text();
-            if !v.is_empty() {
-                report.compute_capabilities.insert(v);
-            }
-        }
-        RawColumn::DeviceClock(name) => {
-            let v = text();
-            if !v.is_empty() {
-                report
-                    .device_clocks
-                    .entry(name.clone())
-                    .or_default()
-                    .insert(v);
-            }
-        }
+    if matches!(col, RawColumn::Ignore | RawColumn::Metric { .. }) {
+        return;
     }
+    let text = String::from_utf8_lossy(field).trim().to_string();
+    if text.is_empty() {
+        return;
+    }
+    let noted = match col {
+        RawColumn::Passes(name) => report.passes.entry(name.clone()).or_default(),
+        RawColumn::DeviceName => &mut report.devices,
+        RawColumn::ComputeCapability => &mut report.compute_capabilities,
+        RawColumn::DeviceClock(name) => report.device_clocks.entry(name.clone()).or_default(),
+        RawColumn::Ignore | RawColumn::Metric { .. } => return,
+    };
+    noted.insert(text);
 }
 
 fn classify(name: &str, unit: &str, metrics: &mut Vec<MetricInfo>) -> RawColumn {
