@@ -45,15 +45,8 @@ pub static CHROME_TRACE: Importer = Importer {
     }),
     // Chrome trace files (`.json` or gzip-compressed `.json.gz`), each one repetition.
     import: |files, ctx| {
-        let words = ("counter tracks", "--pid and --tid");
-        import_files(
-            "chrome-trace",
-            files,
-            ctx,
-            read_file,
-            DEFAULT_SELECTION,
-            words,
-        )
+        let (format, words) = ("chrome-trace", ("counter tracks", "--pid and --tid"));
+        import_files(format, files, ctx, read_file, DEFAULT_SELECTION, words)
     },
 };
 
