@@ -109,11 +109,8 @@ impl<'a> Collector<'a> {
     /// Records a correctness outcome: one failed check makes the benchmark incorrect, and the
     /// first failure's detail is kept.
     pub fn add_correctness(&mut self, line: crate::model::protocol::CorrectnessLine) {
-        crate::model::results::Correctness::record(
-            &mut self.result.correctness,
-            line.correct,
-            line.detail,
-        );
+        let correctness = &mut self.result.correctness;
+        crate::model::results::Correctness::record(correctness, line.correct, line.detail);
     }
 
     /// Refuses a line that names another benchmark than this one (a live run knows which

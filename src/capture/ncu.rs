@@ -829,19 +829,13 @@ pub fn annotate_details(report: &NcuReport, details: &mut BTreeMap<String, Strin
         details.insert("ncu.device".into(), names.join(", "));
     }
     if report.not_available > 0 {
-        details.insert(
-            "ncu.not_available_cells".into(),
-            report.not_available.to_string(),
-        );
+        let cells = report.not_available.to_string();
+        details.insert("ncu.not_available_cells".into(), cells);
     }
     if report.regrouped_numbers > 0 {
-        details.insert(
-            "ncu.number_format".into(),
-            format!(
-                "{} values read with dots as grouping or a comma as decimal mark",
-                report.regrouped_numbers
-            ),
-        );
+        let n = report.regrouped_numbers;
+        let format = format!("{n} values read with dots as grouping or a comma as decimal mark");
+        details.insert("ncu.number_format".into(), format);
     }
 }
 

@@ -280,10 +280,9 @@ impl<R: Read> Records<R> {
         // A record is at most `max_line` bytes, checked when its lines were read; `u32` holds
         // offsets within it as long as that bound does.
         let (Ok(s), Ok(e)) = (u32::try_from(start), u32::try_from(end)) else {
-            return Err(RecordError::Content(format!(
-                "line {}: a CSV record longer than 4 GiB",
-                self.record_line
-            )));
+            let line = self.record_line;
+            let message = format!("line {line}: a CSV record longer than 4 GiB");
+            return Err(RecordError::Content(message));
         };
         self.fields.push((s, e));
         Ok(())

@@ -745,10 +745,8 @@ fn human_line(line: &str, decimal: char, n: usize) -> Result<Counter, ParseError
         [v, e] => (*v, "", *e),
         [v, u, e] => (*v, *u, *e),
         _ => {
-            return Err(err!(
-                n,
-                "`{body}` is not a `VALUE [UNIT] EVENT` counter line"
-            ));
+            let message = format!("`{body}` is not a `VALUE [UNIT] EVENT` counter line");
+            return Err(err(n, message));
         }
     };
     let v = parse_localized(value, decimal)

@@ -180,11 +180,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         } else {
             add_time(&mut benchmarks, start, mean)?;
             n = 1;
-            benchmarks.detail(
-                &name,
-                "criterion.samples",
-                "mean point estimate only (no sample.json)",
-            );
+            let only = "mean point estimate only (no sample.json)";
+            benchmarks.detail(&name, "criterion.samples", only);
         }
         benchmarks.imported(&name, &path, start + n);
         if let Some(note) = note {

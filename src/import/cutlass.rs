@@ -156,11 +156,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     return Ok(None);
                 }
                 text.parse::<f64>().map(Some).map_err(|_| {
-                    content!(
-                        path,
-                        "line {line}: `{what}` is `{}`, not a number",
-                        cut(text, 200)
-                    )
+                    let shown = cut(text, 200);
+                    content!(path, "line {line}: `{what}` is `{shown}`, not a number")
                 })
             };
             let status = columns.status.map(cell).unwrap_or("success");

@@ -124,11 +124,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             Ok(document) => document,
             Err(ArrayError::Stopped(e)) => return Err(e),
             Err(ArrayError::Json(e)) => {
+                let (line, column) = (e.line(), e.column());
                 return Err(content!(
                     path,
-                    "not valid JSON at line {}, column {}: {e}",
-                    e.line(),
-                    e.column()
+                    "not valid JSON at line {line}, column {column}: {e}"
                 ));
             }
         };

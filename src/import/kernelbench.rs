@@ -123,10 +123,8 @@ fn evaluated(
     if flag("compiled") == Some(false) {
         let why = said(&["compilation_error_name", "compilation_error"]);
         let why = why.unwrap_or_else(|| "no reason recorded".into());
-        result.fail(
-            FailureKind::Build,
-            format!("KernelBench could not compile it ({why})"),
-        );
+        let message = format!("KernelBench could not compile it ({why})");
+        result.fail(FailureKind::Build, message);
         return Ok(());
     }
     match flag("correctness") {

@@ -397,10 +397,10 @@ fn read_benchmark(
             .flatten()
         {
             let (Some(axis), Some(value)) = (text(a.get("name")), text(a.get("value"))) else {
+                let at = where_();
                 return Err(content!(
                     path,
-                    "{}: an axis value without `name` or `value`",
-                    where_()
+                    "{at}: an axis value without `name` or `value`"
                 ));
             };
             axes.push((axis, value));
@@ -457,12 +457,8 @@ fn read_benchmark(
             for v in values {
                 benchmarks.add(&name, rep, "kernel_time", "s", Source::Timer, *v)?;
             }
-            append_detail(
-                benchmarks,
-                &name,
-                "nvbench.sample_times",
-                &file.display().to_string(),
-            );
+            let shown = file.display().to_string();
+            append_detail(benchmarks, &name, "nvbench.sample_times", &shown);
             measured = !values.is_empty();
         }
         let sample_size = summary(summaries, SAMPLES).as_ref().and_then(number);
@@ -484,18 +480,10 @@ fn read_benchmark(
                 if !(ns.is_finite() && ns >= 0.0) {
                     return Err(content!(path, "{}: `{tag}` is {v} s, not a time", where_()));
                 }
-                benchmarks
-                    .get(&name)
-                    .add_counter(
-                        rep,
-                        metric,
-                        "ns",
-                        Source::Timer,
-                        Direction::Lower,
-                        false,
-                        ns,
-                    )
-                    .map_err(|e| content!(path, "benchmark `{name}`: {e}"))?;
+                let (timer, lower) = (Source::Timer, Direction::Lower);
+                let collector = benchmarks.get(&name);
+                let added = collector.add_counter(rep, metric, "ns", timer, lower, false, ns);
+                added.map_err(|e| content!(path, "benchmark `{name}`: {e}"))?;
             }
             measured = true;
         }
@@ -505,14 +493,8 @@ fn read_benchmark(
             s.clock_hz = Some(s.clock_hz.map_or(hz, |low| low.min(hz)));
         }
         if let (Some(t), Some(hz)) = (gpu_mean, clock) {
-            benchmarks.add(
-                &name,
-                rep,
-                "kernel_cycles",
-                "cycles",
-                Source::Derived,
-                t * hz,
-            )?;
+            let (cycles, derived) = (t * hz, Source::Derived);
+            benchmarks.add(&name, rep, "kernel_cycles", "cycles", derived, cycles)?;
             let noise = summary(summaries, GPU_NOISE).as_ref().and_then(number);
             set_spread(benchmarks, &name, "kernel_cycles", noise, sample_size);
         }

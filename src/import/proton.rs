@@ -311,20 +311,14 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             }
             if old_keys {
                 let note = "the file spells Proton's metric keys the older way (`Count`, `Time (ns)`, `DeviceType`, `DeviceId`): read as today's `count`, `time (ns)`, `device_type`, `device_id`".to_string();
-                let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
-                if !notes.contains(&note) {
-                    notes.push(note);
-                }
+                benchmarks.note(&name, note);
             }
-            benchmarks.detail(
-                &name,
-                "proton.samples",
-                if t.count > 0.0 {
-                    "mean per launch (Proton keeps totals only)"
-                } else {
-                    "counters as Proton recorded them (no launch count)"
-                },
-            );
+            let samples = if t.count > 0.0 {
+                "mean per launch (Proton keeps totals only)"
+            } else {
+                "counters as Proton recorded them (no launch count)"
+            };
+            benchmarks.detail(&name, "proton.samples", samples);
             let mut words = t.device.split(' ');
             if let (Some(kind), Some(id), Some(devices)) = (words.next(), words.next(), devices)
                 && let Some(info) = devices.get(kind).and_then(|k| k.get(id))
@@ -337,11 +331,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     .get("num_sms")
                     .map(Value::to_string)
                     .unwrap_or_default();
-                benchmarks.detail(
-                    &name,
-                    "proton.device",
-                    &format!("{kind} {id}: arch {arch}, {sms} SMs"),
-                );
+                let described = format!("{kind} {id}: arch {arch}, {sms} SMs");
+                benchmarks.detail(&name, "proton.device", &described);
                 // The environment names each device a kernel ran on, without its index.
                 device.accelerator(&format!("{kind} arch {arch}, {sms} SMs"));
                 for (key, clock) in [

@@ -81,11 +81,8 @@ fn record_benchmark(
         })?;
         benchmarks.add(&name, *rep, "time", "s", Source::Timer, median)?;
         *rep += 1;
-        benchmarks.detail(
-            &name,
-            "pytest-benchmark.samples",
-            "median only (no stats.data)",
-        );
+        let only = "median only (no stats.data)";
+        benchmarks.detail(&name, "pytest-benchmark.samples", only);
     } else {
         for v in &rounds {
             benchmarks.add(&name, *rep, "time", "s", Source::Timer, *v)?;
@@ -93,11 +90,8 @@ fn record_benchmark(
         }
         let skipped = data.map_or(0, Vec::len) - rounds.len();
         if skipped > 0 {
-            benchmarks.detail(
-                &name,
-                "pytest-benchmark.skipped_data",
-                &format!("{skipped} non-numeric entries in stats.data"),
-            );
+            let skipped = format!("{skipped} non-numeric entries in stats.data");
+            benchmarks.detail(&name, "pytest-benchmark.skipped_data", &skipped);
         }
     }
     let n = *rep;

@@ -516,11 +516,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     let n = *rep;
                     benchmarks.imported(&name, path, n);
                     if let Some(c) = col("Calls") {
-                        benchmarks.detail(
-                            &name,
-                            "rocprof.summary",
-                            &format!("mean of {} calls (--stats)", cell(c)),
-                        );
+                        let mean = format!("mean of {} calls (--stats)", cell(c));
+                        benchmarks.detail(&name, "rocprof.summary", &mean);
                     }
                 }
                 Kind::Wide {

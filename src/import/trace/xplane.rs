@@ -510,10 +510,8 @@ fn custom_calls(space: &XSpace, out: &mut TraceSamples) {
                 }
             }
             if let Some(body) = config.get("body").and_then(serde_json::Value::as_str) {
-                let text = match base64::Engine::decode(
-                    &base64::engine::general_purpose::STANDARD,
-                    body.trim(),
-                ) {
+                let base64 = base64::engine::general_purpose::STANDARD;
+                let text = match base64::Engine::decode(&base64, body.trim()) {
                     Ok(bytes) => {
                         body_text(&kernel, &module.name, &instr.custom_call_target, &bytes)
                     }
