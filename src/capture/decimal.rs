@@ -270,11 +270,8 @@ mod tests {
             if let Some(v) = fast {
                 assert_eq!(Some(v.to_bits()), general.map(f64::to_bits), "{text}");
             } else {
-                let long = int_digits + frac_digits > 15;
-                assert!(
-                    general.is_none() || long,
-                    "{text} left to the general parser"
-                );
+                let left = general.is_none() || int_digits + frac_digits > 15;
+                assert!(left, "{text} left to the general parser");
             }
         }
     }

@@ -237,11 +237,8 @@ mod tests {
         assert_eq!(none.accelerator, None);
         assert_eq!(none.driver, None);
         assert!(none.clocks.is_empty() && none.tools.is_empty());
-        assert_eq!(
-            none.arch,
-            std::env::consts::ARCH,
-            "the importing host stays"
-        );
+        let arch = std::env::consts::ARCH;
+        assert_eq!(none.arch, arch, "the importing host stays");
 
         let mut d = Device::default();
         d.accelerator("NVIDIA H100");

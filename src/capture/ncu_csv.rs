@@ -446,12 +446,8 @@ mod tests {
             (b"\"ID\",\"a\"b,\"c\" \n", &[&["ID", "ab", "c "]]),
         ];
         for (text, expected) in cases {
-            assert_eq!(
-                split_all(text).unwrap(),
-                expected,
-                "{}",
-                String::from_utf8_lossy(text)
-            );
+            let shown = String::from_utf8_lossy(text);
+            assert_eq!(split_all(text).unwrap(), expected, "{shown}");
         }
     }
 
@@ -500,10 +496,8 @@ mod tests {
         assert!(e.starts_with(unclosed), "{e}");
         // Also without a final newline, and in the header.
         let e = split_all(b"\"ID\",\"a").unwrap_err();
-        assert!(
-            e.starts_with("line 1: a quoted CSV field opened there"),
-            "{e}"
-        );
+        let opened = "line 1: a quoted CSV field opened there";
+        assert!(e.starts_with(opened), "{e}");
     }
 
     #[test]
@@ -513,12 +507,8 @@ mod tests {
         let mut text = String::from("\"ID\",\"v\"\n");
         let mut expected = vec![vec!["ID".to_string(), "v".to_string()]];
         for r in 0..40 {
-            let cell = format!(
-                "{}\"\"{}\n{}",
-                "x".repeat(r * 9_000),
-                r,
-                "y".repeat(r * 7_000 % 5_000)
-            );
+            let (xs, ys) = ("x".repeat(r * 9_000), "y".repeat(r * 7_000 % 5_000));
+            let cell = format!("{xs}\"\"{r}\n{ys}");
             text.push_str(&format!("\"{r}\",\"{cell}\"\n"));
             expected.push(vec![r.to_string(), cell.replace("\"\"", "\"")]);
         }

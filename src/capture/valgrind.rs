@@ -352,10 +352,8 @@ mod tests {
     #[test]
     fn bad_files_name_the_line() {
         let e = parse("events: Ir\n1 2 3\n", Tool::Cachegrind).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "line 2: a cost line has 2 numbers for 1 events"
-        );
+        let e = e.to_string();
+        assert_eq!(e, "line 2: a cost line has 2 numbers for 1 events");
         let e = parse("fn=main\n1 2\n", Tool::Cachegrind).unwrap_err();
         assert_eq!(e.line, 2);
         let e = parse("hello world\n", Tool::Callgrind).unwrap_err();
@@ -367,12 +365,8 @@ mod tests {
     #[test]
     fn wrap_turns_on_cache_and_branch_simulation() {
         let argv = vec!["./mm".to_string(), "--n".to_string(), "64".to_string()];
-        let v = wrap(
-            Tool::Callgrind,
-            Path::new("/t/cg.out"),
-            Some("mm::*"),
-            &argv,
-        );
+        let out = Path::new("/t/cg.out");
+        let v = wrap(Tool::Callgrind, out, Some("mm::*"), &argv);
         assert_eq!(
             v.join(" "),
             "valgrind --tool=callgrind --cache-sim=yes --branch-sim=yes --callgrind-out-file=/t/cg.out --toggle-collect=mm::* ./mm --n 64"

@@ -254,9 +254,7 @@ mod tests {
             }
         });
         drop(capture);
-        assert!(
-            ended.load(Ordering::SeqCst),
-            "the capture's thread was left running"
-        );
+        let ended = ended.load(Ordering::SeqCst);
+        assert!(ended, "the capture's thread was left running");
     }
 }

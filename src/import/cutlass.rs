@@ -265,10 +265,8 @@ mod tests {
         let wrong = r.benchmarks[1].correctness.as_ref().unwrap();
         assert!(!wrong.passed);
         let detail = wrong.detail.as_deref().unwrap();
-        assert!(
-            detail.starts_with("CUTLASS disposition `incorrect` (line 3"),
-            "{wrong:?}"
-        );
+        let incorrect = "CUTLASS disposition `incorrect` (line 3";
+        assert!(detail.starts_with(incorrect), "{wrong:?}");
         let b = &r.benchmarks[2];
         assert_eq!(b.status, Status::Failed);
         assert_eq!(b.correctness, None);

@@ -176,10 +176,8 @@ fn record_run(
             (Some(message), _) | (None, Some(message)) => message.as_deref(),
             (None, None) => None,
         };
-        let message = format!(
-            "google/benchmark reported: {}",
-            message.unwrap_or("error_occurred")
-        );
+        let message = message.unwrap_or("error_occurred");
+        let message = format!("google/benchmark reported: {message}");
         let result = benchmarks.get(&name).result_mut();
         result.fail(crate::model::results::FailureKind::ExitStatus, message);
         return Ok(None);
@@ -451,10 +449,8 @@ mod tests {
         .unwrap();
         assert_eq!(r.benchmarks[0].metric("real_time").unwrap().values, [8.0]);
         let (a, b) = (&r.benchmarks[0], &r.benchmarks[1]);
-        assert_eq!(
-            a.provenance.details["gbench.samples"],
-            "median aggregate only"
-        );
+        let samples = &a.provenance.details["gbench.samples"];
+        assert_eq!(samples, "median aggregate only");
         assert!(!b.provenance.details.contains_key("gbench.samples"));
         assert_contains!(b.failure.as_ref().unwrap().message, "boom");
         // Refused: no array, the array twice, a run without a name (by its index).

@@ -585,10 +585,8 @@ mod tests {
         assert_eq!(b.metric("kernel_time").unwrap().source, Source::Timer);
         // 2 ms at 1.5 GHz.
         let cycles = b.metric("kernel_cycles").unwrap();
-        assert_eq!(
-            (cycles.values[0], cycles.source),
-            (3_000_000.0, Source::Derived)
-        );
+        let cycles = (cycles.values[0], cycles.source);
+        assert_eq!(cycles, (3_000_000.0, Source::Derived));
         assert!(b.metric("cpu_time").is_none());
         assert_eq!(b.provenance.details["nvbench.samples"], "120");
         assert_eq!(b.provenance.details["nvbench.noise"], "0.01");
@@ -663,10 +661,8 @@ mod tests {
                 .to_string()
         };
         let negative = jsonbin_state("run.json-bin/0.bin", 3).replace("\"0.003\"", "\"-0.003\"");
-        assert_contains!(
-            refusal(negative),
-            "`nv/cold/time/cpu/mean` is -0.003 s, not a time"
-        );
+        let e = refusal(negative);
+        assert_contains!(e, "`nv/cold/time/cpu/mean` is -0.003 s, not a time");
         // A file of the wrong length is refused; a missing one leaves the mean, with a note.
         let err = refusal(jsonbin_state("run.json-bin/0.bin", 4));
         assert_contains!(err, "holds 12 bytes, but the JSON says 4 float32");

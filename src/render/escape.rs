@@ -359,27 +359,19 @@ mod log_command_tests {
         let markdown =
             "x &#58;:error::a   &#8205;&#35;&#8205;&#8205;\\#&#8205;\\[error\\]b std::vec";
         assert_eq!(escape_markdown(text), markdown);
-        assert_eq!(
-            escape_html(text),
-            "x &#58;:error::a&#10;  &#35;#[error]b std::vec"
-        );
-        assert_eq!(
-            escape_html_lines(text),
-            "x &#58;:error::a\n  &#35;#[error]b std::vec"
-        );
-        assert_eq!(
-            escape_code(text),
-            "x \\u{3a}:error::a\n  \\u{23}#[error]b std::vec"
-        );
+        let html = escape_html(text);
+        assert_eq!(html, "x &#58;:error::a&#10;  &#35;#[error]b std::vec");
+        let lines = escape_html_lines(text);
+        assert_eq!(lines, "x &#58;:error::a\n  &#35;#[error]b std::vec");
+        let code = escape_code(text);
+        assert_eq!(code, "x \\u{3a}:error::a\n  \\u{23}#[error]b std::vec");
     }
 
     #[test]
     fn xml_non_characters_and_separators_are_shown_escaped_in_html() {
         let text = "a\u{fffe}b\u{ffff}c\u{2028}d\u{feff}";
-        assert_eq!(
-            escape_html(text),
-            "a\\u{fffe}b\\u{ffff}c\\u{2028}d\\u{feff}"
-        );
+        let html = escape_html(text);
+        assert_eq!(html, "a\\u{fffe}b\\u{ffff}c\\u{2028}d\\u{feff}");
     }
 
     #[test]
@@ -392,10 +384,8 @@ mod log_command_tests {
             let text = String::from_utf8(out).unwrap();
             assert_contains!(text, "a\\u007f\\u009bb\\ufeff\\ufffe\\ud83f\\udffeé\\n");
             assert_contains!(text, "k\\u2028");
-            assert_eq!(
-                serde_json::from_str::<serde_json::Value>(&text).unwrap(),
-                value
-            );
+            let read: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(read, value);
         }
     }
 }

@@ -280,12 +280,8 @@ fn strip_plot(pair: &SamplePair) -> Option<String> {
             median: median(&head),
         },
     ];
-    Some(strip::strip_plot(
-        &titled(&pair.name, &unit),
-        &plot_label(&unit),
-        range,
-        &rows,
-    ))
+    let (title, unit) = (titled(&pair.name, &unit), plot_label(&unit));
+    Some(strip::strip_plot(&title, &unit, range, &rows))
 }
 
 /// A counter's readings over the first repetition, base and head as two lines.
@@ -299,12 +295,10 @@ fn timeline_plot(c: &CounterPair) -> Option<String> {
     let (x_lo, x_hi) = padded_range(all().map(|p| p[0] * factor))?;
     let (y_lo, y_hi) = padded_range(all().map(|p| p[1]))?;
     let y_lo = if c.unit == "%" { y_lo.min(0.0) } else { y_lo };
+    let caption = titled(&format!("{} over time", c.name), &c.unit);
     draw_svg(PLOT_WIDTH, TIMELINE_HEIGHT, |root| {
         let mut chart = ChartBuilder::on(root)
-            .caption(
-                titled(&format!("{} over time", c.name), &c.unit),
-                ("sans-serif", 16),
-            )
+            .caption(caption, ("sans-serif", 16))
             .margin(8)
             .x_label_area_size(30)
             .y_label_area_size(50)

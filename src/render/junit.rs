@@ -87,14 +87,13 @@ fn metric_case(b: &BenchmarkComparison, m: &MetricComparison) -> String {
         m.change.map(format_change).unwrap_or_else(|| "–".into()),
         reason.unwrap_or_default()
     );
+    let detail = escape_html(&detail);
     let body = match metric_outcome(m) {
-        Outcome::Failure => format!(
-            "<failure message=\"{}\" type=\"regression\">{}</failure>",
-            escape_html(&detail),
-            escape_html(&detail)
-        ),
-        Outcome::Skipped => format!("<skipped message=\"{}\"/>", escape_html(&detail)),
-        _ => format!("<system-out>{}</system-out>", escape_html(&detail)),
+        Outcome::Failure => {
+            format!("<failure message=\"{detail}\" type=\"regression\">{detail}</failure>")
+        }
+        Outcome::Skipped => format!("<skipped message=\"{detail}\"/>"),
+        _ => format!("<system-out>{detail}</system-out>"),
     };
     format!(
         "    <testcase classname=\"{}\" name=\"{}\">{body}</testcase>\n",
@@ -109,25 +108,14 @@ fn has_own_case(b: &BenchmarkComparison) -> bool {
 }
 
 fn benchmark_case(b: &BenchmarkComparison) -> String {
+    let (verdict, why) = (b.verdict.as_str(), escape_html(&b.explanation));
     let body = match benchmark_outcome(b) {
-        Outcome::Failure => format!(
-            "<failure message=\"{0}\" type=\"incorrect\">{0}</failure>",
-            escape_html(&b.explanation)
-        ),
-        Outcome::Error => format!(
-            "<error message=\"{}\" type=\"failed\"/>",
-            escape_html(&b.explanation)
-        ),
-        Outcome::Skipped => format!(
-            "<skipped message=\"{}: {}\"/>",
-            b.verdict.as_str(),
-            escape_html(&b.explanation)
-        ),
-        _ => format!(
-            "<system-out>{}: {}</system-out>",
-            b.verdict.as_str(),
-            escape_html(&b.explanation)
-        ),
+        Outcome::Failure => {
+            format!("<failure message=\"{why}\" type=\"incorrect\">{why}</failure>")
+        }
+        Outcome::Error => format!("<error message=\"{why}\" type=\"failed\"/>"),
+        Outcome::Skipped => format!("<skipped message=\"{verdict}: {why}\"/>"),
+        _ => format!("<system-out>{verdict}: {why}</system-out>"),
     };
     format!(
         "    <testcase classname=\"{}\" name=\"{}\">{body}</testcase>\n",

@@ -335,10 +335,8 @@ fn artifact_diff(a: &ArtifactPair) -> String {
     lines.truncate(MAX_DIFF_LINES);
     let mut text = escape_code(&lines.join("\n"));
     if cut {
-        text.push_str(&format!(
-            "\n… {} more diff lines not shown",
-            total - MAX_DIFF_LINES
-        ));
+        let more = total - MAX_DIFF_LINES;
+        text.push_str(&format!("\n… {more} more diff lines not shown"));
     }
     let fence = fence_for(&text);
     let side_note = match (&a.base, &a.head) {

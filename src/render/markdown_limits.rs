@@ -194,10 +194,8 @@ impl Candidates {
                     .iter()
                     .map(|(v, n)| format!("{n} {}", v.as_str()))
                     .collect();
-                what.push(format!(
-                    "{dropped} of {total} benchmarks ({})",
-                    parts.join(", ")
-                ));
+                let parts = parts.join(", ");
+                what.push(format!("{dropped} of {total} benchmarks ({parts})"));
             }
             (r, what)
         };
@@ -293,12 +291,10 @@ fn with_note(text: &str, cut: &[String], hint: &str) -> String {
     let note = note(cut, hint);
     // The note goes right after the verdict line, where nobody misses it.
     match text.find("\n\n") {
-        Some(i) => format!(
-            "{}{}\n{}",
-            &text[..i + 2],
-            note.trim_start(),
-            &text[i + 2..]
-        ),
+        Some(i) => {
+            let (head, tail) = text.split_at(i + 2);
+            format!("{head}{}\n{tail}", note.trim_start())
+        }
         None => format!("{text}{note}"),
     }
 }

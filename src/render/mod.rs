@@ -112,11 +112,8 @@ pub fn summary_line(report: &Report) -> String {
         // regressed is named here, not only in its row.
         let mut part = format!("{} not gated", s.not_gated);
         if !would.is_empty() {
-            part.push_str(&format!(
-                " ({} would regress: {})",
-                would.len(),
-                would.join(", ")
-            ));
+            let (n, names) = (would.len(), would.join(", "));
+            part.push_str(&format!(" ({n} would regress: {names})"));
         }
         parts.push(part);
     }
@@ -135,11 +132,8 @@ pub fn summary_line(report: &Report) -> String {
     if s.waived > 0 {
         parts.push(format!("{} waived", s.waived));
     }
-    format!(
-        "{} of {}",
-        parts.join(", "),
-        plural(s.total, "benchmark", "benchmarks")
-    )
+    let total = plural(s.total, "benchmark", "benchmarks");
+    format!("{} of {total}", parts.join(", "))
 }
 
 /// What an adaptive run's benchmarks cost against a fixed plan at `repetitions.max`:
@@ -148,10 +142,8 @@ pub fn summary_line(report: &Report) -> String {
 pub fn cost_line(report: &Report) -> Option<String> {
     let c = report.cost?;
     let share = if c.fixed_repetitions > 0 {
-        format!(
-            " ({:.0} %)",
-            100.0 * c.repetitions as f64 / c.fixed_repetitions as f64
-        )
+        let share = 100.0 * c.repetitions as f64 / c.fixed_repetitions as f64;
+        format!(" ({share:.0} %)")
     } else {
         String::new()
     };
@@ -348,11 +340,8 @@ impl Exporter for MarkdownExporter {
         if !shortened.is_empty() {
             out.push_str("\n<details><summary>Kernel names shortened in the tables</summary>\n\n");
             for (short, name) in &shortened {
-                out.push_str(&format!(
-                    "- {}: {}\n",
-                    escape_markdown(short),
-                    escape_markdown(name)
-                ));
+                let (short, name) = (escape_markdown(short), escape_markdown(name));
+                out.push_str(&format!("- {short}: {name}\n"));
             }
             out.push_str("\n</details>\n");
         }

@@ -548,6 +548,7 @@ impl Exporter for TableExporter {
             .iter()
             .try_for_each(|b| -> std::io::Result<()> {
                 let mut text = String::new();
+                let (verdict, name) = (b.verdict.as_str(), escape_terminal(&b.name));
                 if matches!(
                     b.verdict,
                     Verdict::Regressed
@@ -560,9 +561,7 @@ impl Exporter for TableExporter {
                         | Verdict::Identical
                 ) {
                     text.push_str(&prose(format!(
-                        "{} {}: {}",
-                        b.verdict.as_str(),
-                        escape_terminal(&b.name),
+                        "{verdict} {name}: {}",
                         escape_terminal(&b.explanation)
                     )));
                     if let Some(p) = &b.profile {
@@ -570,15 +569,12 @@ impl Exporter for TableExporter {
                     }
                 } else if b.metrics.iter().any(|m| m.waived) {
                     text.push_str(&prose(format!(
-                        "waived {}: {}",
-                        escape_terminal(&b.name),
+                        "waived {name}: {}",
                         escape_terminal(&b.explanation)
                     )));
                 } else if let Some(note) = b.changed_parameters() {
                     text.push_str(&prose(format!(
-                        "{} {}: {}",
-                        b.verdict.as_str(),
-                        escape_terminal(&b.name),
+                        "{verdict} {name}: {}",
                         escape_terminal(note)
                     )));
                 }

@@ -742,11 +742,8 @@ mod tests {
         assert_eq!(whole.bytes.len(), 82);
         assert!(whole.escaped);
         for cut in 1..long.len() {
-            assert_eq!(
-                scan(&long[..cut]).string(),
-                Err(Stop::Incomplete),
-                "cut {cut}"
-            );
+            let cut_off = scan(&long[..cut]).string();
+            assert_eq!(cut_off, Err(Stop::Incomplete), "cut {cut}");
         }
     }
 

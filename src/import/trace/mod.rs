@@ -570,10 +570,8 @@ mod tests {
         assert!(s.name_matches("relu_kernel"));
         assert!(!s.name_matches("my_relu_kernel"));
         let err = TraceSelection::new(&["(".into()], &[], None, None).unwrap_err();
-        assert!(
-            err.to_string().starts_with("invalid --kernel pattern"),
-            "{err}"
-        );
+        let invalid = err.to_string();
+        assert!(invalid.starts_with("invalid --kernel pattern"), "{err}");
     }
 
     #[test]
@@ -651,15 +649,11 @@ mod tests {
         assert_eq!(c.counters[1].counter, "late");
         assert!(c.counters[1].t_ns.is_sorted());
         assert_eq!(c.counters[1].value[0], 49.0);
-        assert_contains!(
-            c.provenance.notes.join("\n"),
-            "1 reading not a finite number"
-        );
+        let notes = c.provenance.notes.join("\n");
+        assert_contains!(notes, "1 reading not a finite number");
         // One launch in its one file: its repetition numbers are left out of the file.
-        assert!(
-            !compact.contains(r#""values":[4.5],"repetition""#),
-            "{compact}"
-        );
+        let numbered = r#""values":[4.5],"repetition""#;
+        assert!(!compact.contains(numbered), "{compact}");
         assert_eq!(
             r.benchmark("j")
                 .unwrap()
@@ -690,10 +684,8 @@ mod tests {
         let spans: Vec<&String> = notes.iter().filter(|n| n.contains(PROFILE_SPAN)).collect();
         assert_eq!(spans.len(), 1, "{:?}", c.provenance.notes);
         assert!(spans[0].starts_with("a.json: no kernel event was selected by --kernel ^k$: its 1 counter track is read over the profile's span, from the first counter reading to the last (1000 ns), as one window, `profile-span`"), "{}", spans[0]);
-        assert_eq!(
-            c.provenance.details[COUNTER_WINDOWS_DETAIL],
-            PROFILE_SPAN_DETAIL
-        );
+        let windows = &c.provenance.details[COUNTER_WINDOWS_DETAIL];
+        assert_eq!(windows, PROFILE_SPAN_DETAIL);
         // No measurement of its own: the readings alone are refused, named.
         let counters = tracks_of(&[("util.value", 5.0, 0.5)]);
         let only_a = TraceSamples {

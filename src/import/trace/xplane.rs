@@ -770,11 +770,8 @@ mod tests {
         assert_eq!(readings, [("CYCLES", 0.0, 0.0), ("CYCLES", 1_004.5, 123.0)]);
         assert_eq!(s.sampling["CYCLES"], Sampling::Cumulative);
         let single = "1 counters with one end-of-profile reading";
-        assert!(
-            s.notes.iter().any(|n| n.starts_with(single)),
-            "{:?}",
-            s.notes
-        );
+        let notes = &s.notes;
+        assert!(notes.iter().any(|n| n.starts_with(single)), "{notes:?}");
     }
 
     #[test]
