@@ -139,8 +139,8 @@ pub fn valgrind_reading(profile: &Profile) -> Reading {
     let by = profile
         .creator
         .as_deref()
-        .map(|c| format!(" (written by `{c}`)"))
-        .unwrap_or_default();
+        .map(|c| format!(" (written by `{c}`)"));
+    let by = by.unwrap_or_default();
     if !timed.is_empty() {
         r.notes.push(format!(
             "event {} of this callgrind-format file{by} is a time, not a count of Valgrind's simulation: recorded as a `timer` reading (noisy, tested like any time, no deterministic tolerance)",

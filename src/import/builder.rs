@@ -117,12 +117,8 @@ impl<'p> Benchmarks<'p> {
         let mut pairs: Vec<_> = order.into_iter().zip(self.collectors.drain(..)).collect();
         pairs.sort_by_cached_key(|(name, _)| key(name));
         (self.order, self.collectors) = pairs.into_iter().unzip();
-        self.index = self
-            .order
-            .iter()
-            .enumerate()
-            .map(|(i, name)| (name.clone(), i))
-            .collect();
+        let places = self.order.iter().enumerate();
+        self.index = places.map(|(i, name)| (name.clone(), i)).collect();
     }
 
     /// Sets the file that the following samples come from.
@@ -198,11 +194,8 @@ impl<'p> Benchmarks<'p> {
 
     /// Records a provenance detail on benchmark `name`.
     pub fn detail(&mut self, name: &str, key: &str, value: &str) {
-        self.get(name)
-            .result_mut()
-            .provenance
-            .details
-            .insert(key.to_string(), value.to_string());
+        let details = &mut self.get(name).result_mut().provenance.details;
+        details.insert(key.to_string(), value.to_string());
     }
 
     /// Records the device that `path` names (an empty [`Device`] names none); a device other

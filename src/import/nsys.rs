@@ -622,11 +622,9 @@ fn nvtx_ranges(
         };
         list.or_default().push((start, end));
     }
+    let all_merged = |by: HashMap<i64, _>| by.into_iter().map(|(k, v)| (k, merged(v))).collect();
     Ok(NvtxRanges {
-        by_thread: by_thread.into_iter().map(|(k, v)| (k, merged(v))).collect(),
-        by_process: by_process
-            .into_iter()
-            .map(|(k, v)| (k, merged(v)))
-            .collect(),
+        by_thread: all_merged(by_thread),
+        by_process: all_merged(by_process),
     })
 }

@@ -70,10 +70,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             let rep = reps.entry(name.clone()).or_insert(0);
             collector.add_timed(*rep, held.timed);
             let result = collector.result_mut();
-            result
-                .provenance
-                .imported_from
-                .push(path.display().to_string());
+            let shown = path.display().to_string();
+            result.provenance.imported_from.push(shown);
             if held.measurements > 0 {
                 result.repetitions += 1;
                 *rep += 1;

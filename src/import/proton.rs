@@ -303,11 +303,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             }
             benchmarks.imported(&name, path, rep + 1);
             if apart {
-                benchmarks
-                    .get(&name)
-                    .result_mut()
-                    .parameters
-                    .insert("scope".into(), scope.clone());
+                let parameters = &mut benchmarks.get(&name).result_mut().parameters;
+                parameters.insert("scope".into(), scope.clone());
             }
             if old_keys {
                 let note = "the file spells Proton's metric keys the older way (`Count`, `Time (ns)`, `DeviceType`, `DeviceId`): read as today's `count`, `time (ns)`, `device_type`, `device_id`".to_string();

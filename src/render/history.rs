@@ -228,13 +228,8 @@ fn short(commit: Option<&str>) -> &str {
 /// The median of the jobs before `i` since the last change point at or before `i`: what a job's
 /// MDE is measured from.
 fn reference(c: &MetricHistory, i: usize) -> f64 {
-    let start = c
-        .change_points
-        .iter()
-        .map(|p| p.index)
-        .filter(|&p| p <= i)
-        .max()
-        .unwrap_or(0);
+    let points = c.change_points.iter().map(|p| p.index);
+    let start = points.filter(|&p| p <= i).max().unwrap_or(0);
     let before: Vec<f64> = c.jobs[start..i].iter().map(|j| j.summary.median).collect();
     crate::stats::summarize(&before)
         .map(|s| s.median)
@@ -531,10 +526,8 @@ pub fn history_text(key: &str, runs: usize, settings: &Settings, out: &[MetricHi
                     )
                 })
                 .unwrap_or_default();
-            let verdict = s
-                .verdict
-                .map(|v| format!("  {}", v.as_str()))
-                .unwrap_or_default();
+            let verdict = s.verdict.map(|v| format!("  {}", v.as_str()));
+            let verdict = verdict.unwrap_or_default();
             let _ = writeln!(
                 text,
                 "  {}  {commit}  {:>12}  n={}{verdict}{mark}",

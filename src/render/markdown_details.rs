@@ -165,12 +165,8 @@ fn number_list(values: &[f64]) -> String {
 /// The gating metric's median over the recorded jobs of this environment, with this run's
 /// median as the last point: is the change a step, or part of a drift?
 fn trend_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<String> {
-    let metric = b
-        .metrics
-        .iter()
-        .find(|m| m.gates)
-        .map(|m| m.name.as_str())?;
-    let pair = e.metrics.iter().find(|m| m.name == metric)?;
+    let metric = &b.metrics.iter().find(|m| m.gates)?.name;
+    let pair = e.metrics.iter().find(|m| m.name == *metric)?;
     if pair.history.len() < 2 {
         return None;
     }
@@ -178,10 +174,8 @@ fn trend_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<String>
     medians.extend(median(&pair.head));
     let typical = median(&medians).unwrap_or_default();
     let (factor, unit) = display_unit(&pair.unit, typical);
-    let points: Vec<f64> = thin(&medians, MAX_CHART_POINTS)
-        .iter()
-        .map(|x| x * factor)
-        .collect();
+    let thinned = thin(&medians, MAX_CHART_POINTS);
+    let points: Vec<f64> = thinned.iter().map(|x| x * factor).collect();
     Some(format!(
         "```mermaid\nxychart-beta\n    title \"{} median per recorded job; last point: this run\"\n    x-axis \"job\" 1 --> {}\n    y-axis \"{}\"\n    line {}\n```\n\n",
         mermaid_label(&pair.name),
@@ -207,11 +201,11 @@ fn repetition_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<St
         .or(median(&pair.base))
         .unwrap_or_default();
     let (factor, unit) = display_unit(&pair.unit, typical);
-    let scale = |v: &[f64]| {
+    let scale = |v: &[f64]| -> Vec<f64> {
         thin(v, MAX_CHART_POINTS)
             .iter()
             .map(|x| x * factor)
-            .collect::<Vec<_>>()
+            .collect()
     };
     let base = scale(&pair.base);
     let head = scale(&pair.head);
@@ -258,13 +252,8 @@ fn timeline_chart(c: &CounterPair) -> Option<String> {
     if c.base.timeline.len() < 2 && c.head.timeline.len() < 2 {
         return None;
     }
-    let end = c
-        .base
-        .timeline
-        .iter()
-        .chain(&c.head.timeline)
-        .map(|p| p[0])
-        .fold(0.0_f64, f64::max);
+    let times = c.base.timeline.iter().chain(&c.head.timeline).map(|p| p[0]);
+    let end = times.fold(0.0_f64, f64::max);
     if end <= 0.0 {
         return None;
     }

@@ -370,11 +370,8 @@ fn build_results(
                 }
                 collector.push_at(slot, rep, value);
             }
-            collector
-                .result_mut()
-                .provenance
-                .notes
-                .extend(samples.notes.iter().cloned());
+            let notes = &mut collector.result_mut().provenance.notes;
+            notes.extend(samples.notes.iter().cloned());
             // One lookup per kernel, not per launch: a trace holds millions of launches.
             let (slot, factor) = collector
                 .slot(KERNEL_TIME, "ns", Source::Timer, Direction::default())
@@ -406,10 +403,8 @@ fn build_results(
             let collector = benchmarks.get(&counters_name);
             let result = collector.result_mut();
             let rep = result.repetitions;
-            result
-                .provenance
-                .notes
-                .extend(samples.notes.iter().cloned());
+            let notes = samples.notes.iter().cloned();
+            result.provenance.notes.extend(notes);
             if let Some(note) = profile_span {
                 result.provenance.notes.push(note);
                 result
@@ -500,10 +495,8 @@ fn tie_counters(
             ..KernelWindows::new(launches.kernel, launches.repetition)
         },
     );
-    result
-        .provenance
-        .details
-        .insert(COUNTER_WINDOWS_DETAIL.into(), detail);
+    let details = &mut result.provenance.details;
+    details.insert(COUNTER_WINDOWS_DETAIL.into(), detail);
 }
 
 /// The benchmark an import's counter readings go on: [`COUNTERS_BENCHMARK`], or where a kernel
@@ -537,10 +530,8 @@ const PROFILE_SPAN_DETAIL: &str = "`profile-span`: the profile's span, from the 
 fn finish_repetition(collector: &mut Collector<'_>, path: &Path) {
     let result = collector.result_mut();
     result.repetitions += 1;
-    result
-        .provenance
-        .imported_from
-        .push(path.display().to_string());
+    let shown = path.display().to_string();
+    result.provenance.imported_from.push(shown);
 }
 
 #[cfg(test)]
@@ -654,14 +645,8 @@ mod tests {
         // One launch in its one file: its repetition numbers are left out of the file.
         let numbered = r#""values":[4.5],"repetition""#;
         assert!(!compact.contains(numbered), "{compact}");
-        assert_eq!(
-            r.benchmark("j")
-                .unwrap()
-                .metric(KERNEL_TIME)
-                .unwrap()
-                .repetition,
-            [0]
-        );
+        let j = r.benchmark("j").unwrap().metric(KERNEL_TIME).unwrap();
+        assert_eq!(j.repetition, [0]);
     }
 
     #[test]
@@ -722,14 +707,8 @@ mod tests {
         assert_eq!(m.repetition, [0, 0, 1]);
         assert_eq!(m.source, Source::Timer);
         assert_eq!(k.repetitions, 2);
-        assert_eq!(
-            r.benchmark("j")
-                .unwrap()
-                .metric(KERNEL_TIME)
-                .unwrap()
-                .repetition,
-            [0]
-        );
+        let j = r.benchmark("j").unwrap().metric(KERNEL_TIME).unwrap();
+        assert_eq!(j.repetition, [0]);
         let c = r.benchmark(COUNTERS_BENCHMARK).unwrap();
         assert_eq!(c.counters[0].counter, "util.value");
         assert_eq!(c.counters[0].t_ns, [5.0]);
