@@ -193,10 +193,8 @@ pub fn read(path: &Path) -> Result<Vec<Block>, String> {
 
 /// Parses perf stat output, detecting the form from its first data line.
 pub fn parse(text: &str) -> Result<Vec<Block>, ParseError> {
-    let first = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#'));
+    let mut lines = text.lines().map(str::trim);
+    let first = lines.find(|l| !l.is_empty() && !l.starts_with('#'));
     let blocks = match first {
         None => return Err(err(0, "the file holds no perf stat output")),
         Some(l) if l.starts_with('{') => parse_json(text)?,
@@ -650,12 +648,10 @@ fn parse_human(text: &str) -> Result<Vec<Block>, ParseError> {
     for (k, &start) in starts.iter().enumerate() {
         let end = starts.get(k + 1).copied().unwrap_or(lines.len());
         let decimal = decimal_separator(&lines[start..end].join("\n"));
-        let (command, runs) = header_command(
-            lines[start]
-                .trim()
-                .strip_prefix("Performance counter stats for")
-                .unwrap_or(""),
-        );
+        let header = lines[start]
+            .trim()
+            .strip_prefix("Performance counter stats for");
+        let (command, runs) = header_command(header.unwrap_or(""));
         let mut block = Block {
             command: Some(command),
             runs,

@@ -58,19 +58,14 @@ pub struct Profile {
 impl Profile {
     /// The total of an event, by current name.
     pub fn total(&self, event: &str) -> Option<i64> {
-        self.events
-            .iter()
-            .position(|e| e == event)
-            .map(|i| self.totals[i])
+        let i = self.events.iter().position(|e| e == event)?;
+        Some(self.totals[i])
     }
 
     /// Totals by event name.
     pub fn totals_by_event(&self) -> BTreeMap<String, i64> {
-        self.events
-            .iter()
-            .cloned()
-            .zip(self.totals.iter().copied())
-            .collect()
+        let totals = self.totals.iter().copied();
+        self.events.iter().cloned().zip(totals).collect()
     }
 }
 

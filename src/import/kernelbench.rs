@@ -103,10 +103,8 @@ fn evaluated(
     };
     let flag = |key: &str| sample.get(key).and_then(Value::as_bool);
     let empty = Map::new();
-    let metadata = sample
-        .get("metadata")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
+    let metadata = sample.get("metadata").and_then(Value::as_object);
+    let metadata = metadata.unwrap_or(&empty);
     let said = |keys: &[&str]| -> Option<String> {
         let parts: Vec<String> = keys
             .iter()

@@ -390,12 +390,8 @@ fn read_benchmark(
             ),
         };
         let mut axes = Vec::new();
-        for a in state
-            .get("axis_values")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        let values = state.get("axis_values").and_then(Value::as_array);
+        for a in values.into_iter().flatten() {
             let (Some(axis), Some(value)) = (text(a.get("name")), text(a.get("value"))) else {
                 let at = where_();
                 return Err(content!(

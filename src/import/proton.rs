@@ -172,10 +172,8 @@ fn read_tree(path: &Path) -> Result<Tree, ImportError> {
         let mut doc = serde::Deserialize::deserialize(&mut reader)
             .and_then(|doc: Value| reader.end().map(|()| doc))
             .map_err(|e| input::not_json(path, WHAT, &e))?;
-        let old_keys = doc
-            .as_array_mut()
-            .and_then(|a| a.first_mut())
-            .is_some_and(modernize);
+        let tree = doc.as_array_mut().and_then(|a| a.first_mut());
+        let old_keys = tree.is_some_and(modernize);
         let parts = doc
             .as_array()
             .filter(|a| !a.is_empty())

@@ -365,10 +365,8 @@ fn gpu_agents(
         {
             continue;
         }
-        let product = product
-            .or(name)
-            .map(|p| p.trim().to_string())
-            .filter(|p| !p.is_empty());
+        let product = product.or(name).map(|p| p.trim().to_string());
+        let product = product.filter(|p| !p.is_empty());
         gpus.insert(
             id,
             Gpu {
@@ -420,11 +418,8 @@ fn counters(
     let mut statement = db.prepare(&sql).map_err(sql_error(path))?;
     let mut rows = statement.query([]).map_err(sql_error(path))?;
     while let Some(row) = rows.next().map_err(sql_error(path))? {
-        let guid: String = row
-            .get::<_, Option<String>>(0)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
+        let guid = row.get::<_, Option<String>>(0).ok().flatten();
+        let guid = guid.unwrap_or_default();
         let (Ok(Some(event)), Ok(Some(name)), Ok(Some(value))) = (
             row.get::<_, Option<i64>>(1),
             row.get::<_, Option<String>>(2),

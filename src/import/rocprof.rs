@@ -246,11 +246,8 @@ fn api_stats(path: &Path, text: &str) -> Option<&'static str> {
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)
         .from_reader(text.as_bytes());
-    let at = reader
-        .headers()
-        .ok()?
-        .iter()
-        .position(|h| h.trim() == "Name")?;
+    let header = reader.headers().ok()?;
+    let at = header.iter().position(|h| h.trim() == "Name")?;
     let mut rows = 0usize;
     for record in reader.records() {
         let record = record.ok()?;

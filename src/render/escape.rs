@@ -197,10 +197,8 @@ fn escape_inert_marking(text: &str, mut each: impl FnMut(&mut String, char, bool
 /// Escapes multi-line text for an HTML `<pre>` block: each line as [`escape_html`] (a line
 /// that begins as a log command, indented or not, included), the line breaks kept.
 pub fn escape_html_lines(text: &str) -> String {
-    text.split('\n')
-        .map(escape_html)
-        .collect::<Vec<_>>()
-        .join("\n")
+    let lines: Vec<String> = text.split('\n').map(escape_html).collect();
+    lines.join("\n")
 }
 
 /// Escapes text from the repository for Markdown table cells and prose: HTML-significant

@@ -256,11 +256,11 @@ fn strip_plot(pair: &SamplePair) -> Option<String> {
         .map(|s| s.median)
         .unwrap_or_default();
     let (factor, unit) = display_unit(&pair.unit, typical);
-    let scaled = |v: &[f64]| {
+    let scaled = |v: &[f64]| -> Vec<f64> {
         v.iter()
             .map(|x| x * factor)
             .filter(|x| x.is_finite())
-            .collect::<Vec<_>>()
+            .collect()
     };
     let base = scaled(&pair.base);
     let head = scaled(&pair.head);

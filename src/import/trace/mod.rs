@@ -186,10 +186,8 @@ impl TraceSamples {
 
     /// Durations of one kernel.
     pub fn kernel(&self, name: &str) -> Option<Vec<f64>> {
-        self.kernels
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
+        let (_, durations) = self.kernels.iter().find(|(n, _)| n == name)?;
+        Some(durations.clone())
     }
 }
 
@@ -223,11 +221,8 @@ pub fn import_files(
 
 /// The least finite value, if any.
 pub(crate) fn least(values: &[f64]) -> Option<f64> {
-    values
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite())
-        .reduce(f64::min)
+    let finite = values.iter().copied().filter(|v| v.is_finite());
+    finite.reduce(f64::min)
 }
 
 /// A counter track's readings whose time and value are both finite (the ones kept), in time
@@ -322,10 +317,8 @@ fn build_results(
         for (index, (kernel, durations)) in samples.kernels.into_iter().enumerate() {
             let collector = benchmarks.get(&kernel);
             let rep = collector.result_mut().repetitions;
-            let launch_starts = starts
-                .get_mut(index)
-                .map(std::mem::take)
-                .unwrap_or_default();
+            let launch_starts = starts.get_mut(index).map(std::mem::take);
+            let launch_starts = launch_starts.unwrap_or_default();
             tie_counters(
                 collector.result_mut(),
                 Launches {
