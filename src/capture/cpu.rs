@@ -136,11 +136,10 @@ pub fn valgrind_reading(profile: &Profile) -> Reading {
             source,
         });
     }
-    let by = profile
-        .creator
-        .as_deref()
-        .map(|c| format!(" (written by `{c}`)"));
-    let by = by.unwrap_or_default();
+    let by = match &profile.creator {
+        Some(c) => format!(" (written by `{c}`)"),
+        None => String::new(),
+    };
     if !timed.is_empty() {
         r.notes.push(format!(
             "event {} of this callgrind-format file{by} is a time, not a count of Valgrind's simulation: recorded as a `timer` reading (noisy, tested like any time, no deterministic tolerance)",

@@ -305,10 +305,8 @@ fn read_details<R: Read>(
         check_utf8(records)?;
         // Ragged rows: fields missing at the end are empty.
         let cell = |i: usize| {
-            records
-                .get(i)
-                .and_then(|f| std::str::from_utf8(f).ok())
-                .unwrap_or("")
+            let field = records.get(i).and_then(|f| std::str::from_utf8(f).ok());
+            field.unwrap_or("")
         };
         let metric = cell(name_col);
         if metric.is_empty() {

@@ -156,10 +156,8 @@ fn scale(v: f64, factor: f64) -> f64 {
 pub fn wrap(events: &[String], out: &Path, argv: &[String]) -> Vec<String> {
     let (out, events) = (out.display().to_string(), events.join(","));
     let perf = ["perf", "stat", "-x,", "-o", &out, "-e", &events, "--"];
-    perf.iter()
-        .map(|s| s.to_string())
-        .chain(argv.iter().cloned())
-        .collect()
+    let perf = perf.iter().map(|s| s.to_string());
+    perf.chain(argv.iter().cloned()).collect()
 }
 
 /// The most bytes of perf stat output read: a real file is a few kilobytes per block, so a

@@ -336,11 +336,8 @@ fn version_file(path: &Path) -> Option<String> {
         return None;
     }
     let mut bytes = Vec::new();
-    File::open(path)
-        .ok()?
-        .take(4097)
-        .read_to_end(&mut bytes)
-        .ok()?;
+    let file = File::open(path).ok()?;
+    file.take(4097).read_to_end(&mut bytes).ok()?;
     if bytes.len() > 4096 {
         return None;
     }

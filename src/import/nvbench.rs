@@ -290,10 +290,8 @@ fn sample_times(path: &Path, summaries: &[Value]) -> Result<SampleFile, ImportEr
         candidates.push(dir.join(folder).join(file));
     }
     let Some(found) = candidates.iter().find(|c| c.is_file()).cloned() else {
-        let looked: Vec<String> = candidates
-            .iter()
-            .map(|c| format!("`{}`", c.display()))
-            .collect();
+        let looked = candidates.iter().map(|c| format!("`{}`", c.display()));
+        let looked: Vec<String> = looked.collect();
         return Ok(SampleFile::Absent(looked.join(" or ")));
     };
     let read_error = read_error(&found);

@@ -92,15 +92,10 @@ struct Held {
 
 /// `out/matmul.jsonl` → `matmul`.
 pub(crate) fn file_benchmark_name(path: &Path) -> String {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    name.split('.')
-        .next()
-        .filter(|s| !s.is_empty())
-        .unwrap_or(&name)
-        .to_string()
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string());
+    let name = name.unwrap_or_default();
+    let stem = name.split('.').next().filter(|s| !s.is_empty());
+    stem.unwrap_or(&name).to_string()
 }
 
 #[cfg(test)]

@@ -322,10 +322,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     .get("arch")
                     .map(|a| a.as_str().map_or_else(|| a.to_string(), str::to_string))
                     .unwrap_or_default();
-                let sms = info
-                    .get("num_sms")
-                    .map(Value::to_string)
-                    .unwrap_or_default();
+                let sms = info.get("num_sms").map(Value::to_string);
+                let sms = sms.unwrap_or_default();
                 let described = format!("{kind} {id}: arch {arch}, {sms} SMs");
                 benchmarks.detail(&name, "proton.device", &described);
                 // The environment names each device a kernel ran on, without its index.

@@ -257,10 +257,8 @@ fn strip_plot(pair: &SamplePair) -> Option<String> {
         .unwrap_or_default();
     let (factor, unit) = display_unit(&pair.unit, typical);
     let scaled = |v: &[f64]| -> Vec<f64> {
-        v.iter()
-            .map(|x| x * factor)
-            .filter(|x| x.is_finite())
-            .collect()
+        let values = v.iter().map(|x| x * factor);
+        values.filter(|x| x.is_finite()).collect()
     };
     let base = scaled(&pair.base);
     let head = scaled(&pair.head);

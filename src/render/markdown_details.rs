@@ -202,10 +202,8 @@ fn repetition_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<St
         .unwrap_or_default();
     let (factor, unit) = display_unit(&pair.unit, typical);
     let scale = |v: &[f64]| -> Vec<f64> {
-        thin(v, MAX_CHART_POINTS)
-            .iter()
-            .map(|x| x * factor)
-            .collect()
+        let thinned = thin(v, MAX_CHART_POINTS);
+        thinned.iter().map(|x| x * factor).collect()
     };
     let base = scale(&pair.base);
     let head = scale(&pair.head);

@@ -169,10 +169,8 @@ mod tests {
     #[test]
     fn ticks_fall_on_nice_steps_inside_the_range() {
         let labels = |lo: f64, hi: f64| -> Vec<String> {
-            ticks(lo, hi)
-                .into_iter()
-                .map(|t| tick_label(t, hi - lo))
-                .collect()
+            let ticks = ticks(lo, hi).into_iter();
+            ticks.map(|t| tick_label(t, hi - lo)).collect()
         };
         assert_eq!(labels(0.93, 1.11), ["0.95", "1.00", "1.05", "1.10"]);
         let t = ticks(-3.0, 97.0);

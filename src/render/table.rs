@@ -382,10 +382,8 @@ fn text_width(text: &str) -> u16 {
 
 /// The items of the columns `keep` says are shown, in order.
 fn kept<T>(columns: impl IntoIterator<Item = T>, keep: &[bool]) -> impl Iterator<Item = T> {
-    columns
-        .into_iter()
-        .zip(keep)
-        .filter_map(|(item, shown)| shown.then_some(item))
+    let shown = columns.into_iter().zip(keep);
+    shown.filter_map(|(item, shown)| shown.then_some(item))
 }
 
 /// The widest line of a rendered table, in characters.

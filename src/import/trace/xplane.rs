@@ -202,12 +202,8 @@ fn stat_id(plane: &XPlane, wanted: &str) -> Option<i64> {
 /// The value of a plane's own stat named `wanted`.
 fn plane_stat<'p>(plane: &'p XPlane, wanted: &str) -> Option<&'p x_stat::Value> {
     let id = stat_id(plane, wanted)?;
-    plane
-        .stats
-        .iter()
-        .find(|s| s.metadata_id == id)?
-        .value
-        .as_ref()
+    let stat = plane.stats.iter().find(|s| s.metadata_id == id)?;
+    stat.value.as_ref()
 }
 
 /// A stat's value as a number, where it is one.
