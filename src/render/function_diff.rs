@@ -142,12 +142,11 @@ fn section(name: &str, p: &BenchmarkProfile) -> String {
             body.push_str(&format!("- {}\n", escape_markdown(n)));
         }
         out.push_str(&format!(
-            "\n<details><summary><b>{}</b>: profile ({}, {}, {:.1} s)</summary>\n\n{}</details>\n",
+            "\n<details><summary><b>{}</b>: profile ({}, {}, {:.1} s)</summary>\n\n{body}</details>\n",
             escape_markdown_html(name),
             escape_markdown_html(&p.tool),
             escape_markdown_html(&sides_words(p)),
-            p.seconds,
-            body
+            p.seconds
         ));
     }
     out

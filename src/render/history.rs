@@ -71,9 +71,8 @@ pub fn write_history_page(
     )?;
     write!(
         to,
-        "<h1>kgate history</h1>\n<p>Environment <code>{}</code>: {} chart{}, up to {runs} job{} each, in commit order, oldest on the left.</p>\n",
+        "<h1>kgate history</h1>\n<p>Environment <code>{}</code>: {shown} chart{}, up to {runs} job{} each, in commit order, oldest on the left.</p>\n",
         escape_html(key),
-        shown,
         if shown == 1 { "" } else { "s" },
         if runs == 1 { "" } else { "s" },
     )?;
@@ -103,8 +102,7 @@ pub fn write_history_page(
     if shown < charts.len() {
         writeln!(
             to,
-            "<p class=\"warning\">{} of {} series are charted: those with the largest change point or whose latest job did not pass; the other {} are a row each in the table at the end (<code>--max-charts 0</code> charts every series).</p>",
-            shown,
+            "<p class=\"warning\">{shown} of {} series are charted: those with the largest change point or whose latest job did not pass; the other {} are a row each in the table at the end (<code>--max-charts 0</code> charts every series).</p>",
             charts.len(),
             charts.len() - shown
         )?;

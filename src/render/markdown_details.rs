@@ -69,12 +69,8 @@ fn benchmark_section(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> String {
     if body.is_empty() {
         return String::new();
     }
-    format!(
-        "\n<details><summary><b>{}</b>: {}</summary>\n\n{}</details>\n",
-        escape_markdown_html(&b.name),
-        b.verdict.as_str(),
-        body
-    )
+    let (name, verdict) = (escape_markdown_html(&b.name), b.verdict.as_str());
+    format!("\n<details><summary><b>{name}</b>: {verdict}</summary>\n\n{body}</details>\n")
 }
 
 fn median(values: &[f64]) -> Option<f64> {
@@ -95,13 +91,8 @@ fn counter_table(counters: &[CounterPair]) -> String {
             (Some(b), Some(h)) if b != 0.0 => format_change(h / b - 1.0),
             _ => "–".into(),
         };
-        s.push_str(&format!(
-            "| {} | {} | {} | {} |\n",
-            escape_markdown(&c.name),
-            escape_markdown(&cell(base)),
-            escape_markdown(&cell(head)),
-            change
-        ));
+        let [name, base, head] = [&c.name, &cell(base), &cell(head)].map(|t| escape_markdown(t));
+        s.push_str(&format!("| {name} | {base} | {head} | {change} |\n"));
     }
     s
 }
@@ -331,19 +322,14 @@ fn artifact_diff(a: &ArtifactPair) -> String {
         (_, None) => " (gone on head)",
         _ => "",
     };
+    let capped = a
+        .truncated
+        .then_some("; the artifact was cut at the size cap");
     format!(
-        "<details><summary>artifact <code>{}</code> (<code>{}</code>) changed{}: +{} −{} lines{}</summary>\n\n{fence}diff\n{}\n{fence}\n\n</details>\n\n",
+        "<details><summary>artifact <code>{}</code> (<code>{}</code>) changed{side_note}: +{added} −{removed} lines{}</summary>\n\n{fence}diff\n{text}\n{fence}\n\n</details>\n\n",
         escape_markdown_html(&a.name),
         escape_markdown_html(&a.path),
-        side_note,
-        added,
-        removed,
-        if a.truncated {
-            "; the artifact was cut at the size cap"
-        } else {
-            ""
-        },
-        text
+        capped.unwrap_or_default()
     )
 }
 
