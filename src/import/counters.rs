@@ -35,7 +35,6 @@ pub static CACHEGRIND: Importer = Importer {
     import: |files, ctx| import(CaptureKind::Cachegrind, files, &ctx.policies),
 };
 
-/// Imports counter files of one capture kind.
 fn import(
     kind: CaptureKind,
     files: &[PathBuf],

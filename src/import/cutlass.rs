@@ -112,7 +112,6 @@ const RUNTIME: (&str, &str, Source) = ("runtime", "ms", Source::Timer);
 const BANDWIDTH: (&str, &str, Source) = ("bandwidth", "GB/s", Source::Reported);
 const GFLOPS: (&str, &str, Source) = ("gflops", "GFLOP/s", Source::Reported);
 
-/// Imports CUTLASS profiler CSV files.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "cutlass");
     let mut slots: BTreeMap<String, Slots> = BTreeMap::new();

@@ -23,7 +23,6 @@ pub static HYPERFINE: Importer = Importer {
     import: |files, ctx| import(files, &ctx.policies),
 };
 
-/// Imports hyperfine JSON files.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "hyperfine");
     for path in files {

@@ -221,7 +221,6 @@ enum NameCell {
     Text(String),
 }
 
-/// Imports Nsight Systems exports.
 fn import(
     files: &[PathBuf],
     policies: &Policies,

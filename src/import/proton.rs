@@ -252,7 +252,6 @@ pub static PROTON: Importer = Importer {
     import: |files, ctx| import(files, &ctx.policies),
 };
 
-/// Imports Proton hatchet files.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "proton");
     for path in files {

@@ -23,7 +23,6 @@ pub static PYTEST_BENCHMARK: Importer = Importer {
     import: |files, ctx| import(files, &ctx.policies),
 };
 
-/// Imports pytest-benchmark JSON files.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "pytest-benchmark");
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();

@@ -113,7 +113,6 @@ fn not_rocpd(tables: &BTreeSet<String>) -> String {
     )
 }
 
-/// Imports rocpd databases.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "rocpd");
     let mut databases = Vec::new();

@@ -364,7 +364,6 @@ pub static ROCPROF: Importer = Importer {
     import: |files, ctx| import(files, &ctx.policies),
 };
 
-/// Imports rocprof files.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "rocprof");
     let mut companions = Companions::default();
