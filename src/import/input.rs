@@ -405,10 +405,8 @@ mod tests {
             return Err(format!("is larger than {} MiB", max >> 20));
         }
         String::from_utf8(bytes.to_vec()).map_err(|e| {
-            format!(
-                "is not text (byte {} is not UTF-8)",
-                e.utf8_error().valid_up_to()
-            )
+            let at = e.utf8_error().valid_up_to();
+            format!("is not text (byte {at} is not UTF-8)")
         })
     }
 
@@ -433,14 +431,9 @@ mod tests {
             ("empty".into(), Vec::new(), 1 << 30),
             ("over the bound".into(), text.clone(), 100_000),
         ];
-        for at in [
-            0,
-            5,
-            TEXT_CHUNK - 1,
-            TEXT_CHUNK,
-            TEXT_CHUNK + 1,
-            2 * TEXT_CHUNK + 7,
-        ] {
+        #[rustfmt::skip]
+        let places = [0, 5, TEXT_CHUNK - 1, TEXT_CHUNK, TEXT_CHUNK + 1, 2 * TEXT_CHUNK + 7];
+        for at in places {
             let mut nul = text.clone();
             nul[at] = 0;
             cases.push((format!("NUL at {at}"), nul, 1 << 30));
