@@ -152,7 +152,6 @@ fn number_list(values: &[f64]) -> String {
     format!("[{}]", items.join(", "))
 }
 
-/// The first gating metric's samples by repetition, base then head.
 /// The gating metric's median over the recorded jobs of this environment, with this run's
 /// median as the last point: is the change a step, or part of a drift?
 fn trend_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<String> {
@@ -176,15 +175,13 @@ fn trend_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<String>
     ))
 }
 
+/// The first gating metric's samples by repetition, base then head.
 fn repetition_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<String> {
-    let metric = b
-        .metrics
-        .iter()
-        .find(|m| m.gates)
-        .or(b.metrics.first())
-        .map(|m| m.name.as_str())
-        .or(e.metrics.first().map(|m| m.name.as_str()))?;
-    let pair = e.metrics.iter().find(|m| m.name == metric)?;
+    let gating = b.metrics.iter().find(|m| m.gates).or(b.metrics.first());
+    let metric = gating
+        .map(|m| &m.name)
+        .or(e.metrics.first().map(|m| &m.name))?;
+    let pair = e.metrics.iter().find(|m| m.name == *metric)?;
     if pair.base.len() + pair.head.len() < 3 {
         return None;
     }
@@ -256,10 +253,8 @@ fn timeline_chart(c: &CounterPair) -> Option<String> {
     );
     for side in [&c.base, &c.head] {
         if !side.timeline.is_empty() {
-            s.push_str(&format!(
-                "    line {}\n",
-                number_list(&bucketed(&side.timeline, end, TIMELINE_BUCKETS))
-            ));
+            let points = bucketed(&side.timeline, end, TIMELINE_BUCKETS);
+            s.push_str(&format!("    line {}\n", number_list(&points)));
         }
     }
     s.push_str("```\n\n");
@@ -294,14 +289,10 @@ pub fn unified_diff(a: &ArtifactPair) -> (String, usize, usize) {
             similar::ChangeTag::Equal => {}
         }
     }
-    let text = diff
-        .unified_diff()
-        .context_radius(3)
-        .header(
-            &format!("base/{}", escape_terminal(&a.path)),
-            &format!("head/{}", escape_terminal(&a.path)),
-        )
-        .to_string();
+    let path = escape_terminal(&a.path);
+    let (base, head) = (format!("base/{path}"), format!("head/{path}"));
+    let mut unified = diff.unified_diff();
+    let text = unified.context_radius(3).header(&base, &head).to_string();
     (text, added, removed)
 }
 
