@@ -47,22 +47,15 @@ pub fn table_line(p: &BenchmarkProfile) -> String {
     );
     match p.functions.first() {
         Some(f) => {
-            let what = match f.self_ir_change {
-                Some(d) => format!("self Ir {}", grouped(d, true)),
-                None => format!(
-                    "self Ir {}",
-                    grouped(
-                        f.head.as_ref().or(f.base.as_ref()).map_or(0, |c| c.self_ir),
-                        false
-                    )
-                ),
+            let (lead, ir) = match f.self_ir_change {
+                Some(d) => ("top change", grouped(d, true)),
+                None => {
+                    let cost = f.head.as_ref().or(f.base.as_ref()).map_or(0, |c| c.self_ir);
+                    ("costliest", grouped(cost, false))
+                }
             };
-            let lead = if f.self_ir_change.is_some() {
-                "top change"
-            } else {
-                "costliest"
-            };
-            line.push_str(&format!(" {lead} {} {what}", escape_terminal(&f.function)));
+            let function = escape_terminal(&f.function);
+            line.push_str(&format!(" {lead} {function} self Ir {ir}"));
             if let Some(at) = place(f) {
                 line.push_str(&format!(" ({})", escape_terminal(&at)));
             }
@@ -95,61 +88,57 @@ pub fn markdown_sections(report: &Report) -> String {
 
 /// One benchmark's folded profile section.
 fn section(name: &str, p: &BenchmarkProfile) -> String {
-    let mut out = String::new();
-    {
-        let mut body = String::new();
-        if !p.functions.is_empty() {
-            let changes = p.functions.iter().any(|f| f.self_ir_change.is_some());
+    let mut body = String::new();
+    if !p.functions.is_empty() {
+        let changes = p.functions.iter().any(|f| f.self_ir_change.is_some());
+        if changes {
+            body.push_str("| Function | Where | Self Ir base | Self Ir head | Δ self Ir | Δ inclusive Ir | D1 misses base → head |\n|---|---|--:|--:|--:|--:|--:|\n");
+        } else {
+            body.push_str("| Function | Where | Self Ir | Inclusive Ir | D1 misses |\n|---|---|--:|--:|--:|\n");
+        }
+        for f in &p.functions {
+            let name = escape_markdown(&f.function);
+            let at = place(f).map_or("—".into(), |s| escape_markdown(&s));
             if changes {
-                body.push_str("| Function | Where | Self Ir base | Self Ir head | Δ self Ir | Δ inclusive Ir | D1 misses base → head |\n|---|---|--:|--:|--:|--:|--:|\n");
-            } else {
-                body.push_str("| Function | Where | Self Ir | Inclusive Ir | D1 misses |\n|---|---|--:|--:|--:|\n");
-            }
-            for f in &p.functions {
-                let name = escape_markdown(&f.function);
-                let at = place(f).map_or("—".into(), |s| escape_markdown(&s));
-                if changes {
-                    body.push_str(&format!(
-                        "| {name} | {at} | {} | {} | {} | {} | {} → {} |\n",
-                        cost_cell(f.base.as_ref(), |c| Some(c.self_ir)),
-                        cost_cell(f.head.as_ref(), |c| Some(c.self_ir)),
-                        f.self_ir_change.map_or("—".into(), |d| grouped(d, true)),
-                        f.inclusive_ir_change
-                            .map_or("—".into(), |d| grouped(d, true)),
-                        cost_cell(f.base.as_ref(), |c| c.self_d1_misses),
-                        cost_cell(f.head.as_ref(), |c| c.self_d1_misses),
-                    ));
-                } else {
-                    let c = f.head.as_ref().or(f.base.as_ref());
-                    body.push_str(&format!(
-                        "| {name} | {at} | {} | {} | {} |\n",
-                        cost_cell(c, |c| Some(c.self_ir)),
-                        cost_cell(c, |c| Some(c.inclusive_ir)),
-                        cost_cell(c, |c| c.self_d1_misses),
-                    ));
-                }
-            }
-            if p.functions_left_out > 0 {
                 body.push_str(&format!(
-                    "\n{} more function{} with a change not shown.\n",
-                    p.functions_left_out,
-                    if p.functions_left_out == 1 { "" } else { "s" }
+                    "| {name} | {at} | {} | {} | {} | {} | {} → {} |\n",
+                    cost_cell(f.base.as_ref(), |c| Some(c.self_ir)),
+                    cost_cell(f.head.as_ref(), |c| Some(c.self_ir)),
+                    f.self_ir_change.map_or("—".into(), |d| grouped(d, true)),
+                    f.inclusive_ir_change
+                        .map_or("—".into(), |d| grouped(d, true)),
+                    cost_cell(f.base.as_ref(), |c| c.self_d1_misses),
+                    cost_cell(f.head.as_ref(), |c| c.self_d1_misses),
+                ));
+            } else {
+                let c = f.head.as_ref().or(f.base.as_ref());
+                body.push_str(&format!(
+                    "| {name} | {at} | {} | {} | {} |\n",
+                    cost_cell(c, |c| Some(c.self_ir)),
+                    cost_cell(c, |c| Some(c.inclusive_ir)),
+                    cost_cell(c, |c| c.self_d1_misses),
                 ));
             }
-            body.push('\n');
         }
-        for n in &p.notes {
-            body.push_str(&format!("- {}\n", escape_markdown(n)));
+        if p.functions_left_out > 0 {
+            body.push_str(&format!(
+                "\n{} more function{} with a change not shown.\n",
+                p.functions_left_out,
+                if p.functions_left_out == 1 { "" } else { "s" }
+            ));
         }
-        out.push_str(&format!(
-            "\n<details><summary><b>{}</b>: profile ({}, {}, {:.1} s)</summary>\n\n{body}</details>\n",
-            escape_markdown_html(name),
-            escape_markdown_html(&p.tool),
-            escape_markdown_html(&sides_words(p)),
-            p.seconds
-        ));
+        body.push('\n');
     }
-    out
+    for n in &p.notes {
+        body.push_str(&format!("- {}\n", escape_markdown(n)));
+    }
+    format!(
+        "\n<details><summary><b>{}</b>: profile ({}, {}, {:.1} s)</summary>\n\n{body}</details>\n",
+        escape_markdown_html(name),
+        escape_markdown_html(&p.tool),
+        escape_markdown_html(&sides_words(p)),
+        p.seconds
+    )
 }
 
 #[cfg(test)]
