@@ -117,20 +117,15 @@ pub fn summary_line(report: &Report) -> String {
         }
         parts.push(part);
     }
-    if s.new > 0 {
-        parts.push(format!("{} new", s.new));
-    }
-    if s.missing > 0 {
-        parts.push(format!("{} missing", s.missing));
-    }
-    if s.skipped > 0 {
-        parts.push(format!("{} skipped", s.skipped));
-    }
-    if s.identical > 0 {
-        parts.push(format!("{} identical (not measured)", s.identical));
-    }
-    if s.waived > 0 {
-        parts.push(format!("{} waived", s.waived));
+    #[rustfmt::skip]
+    let counts = [
+        (s.new, "new"), (s.missing, "missing"), (s.skipped, "skipped"),
+        (s.identical, "identical (not measured)"), (s.waived, "waived"),
+    ];
+    for (n, what) in counts {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
     }
     let total = plural(s.total, "benchmark", "benchmarks");
     format!("{} of {total}", parts.join(", "))
