@@ -129,20 +129,15 @@ fn evaluated(
         Some(true) => {
             Correctness::record(&mut result.correctness, true, said(&["correctness_trials"]))
         }
-        Some(false) => Correctness::record(
-            &mut result.correctness,
-            false,
-            Some(
-                said(&[
-                    "correctness_issue",
-                    "max_difference",
-                    "runtime_error_name",
-                    "runtime_error",
-                    "correctness_trials",
-                ])
-                .unwrap_or_else(|| "KernelBench's output check failed".into()),
-            ),
-        ),
+        Some(false) => {
+            #[rustfmt::skip]
+            let keys = [
+                "correctness_issue", "max_difference", "runtime_error_name", "runtime_error",
+                "correctness_trials",
+            ];
+            let why = said(&keys).unwrap_or_else(|| "KernelBench's output check failed".into());
+            Correctness::record(&mut result.correctness, false, Some(why));
+        }
         None => {}
     }
     if metadata.get("excessive_speedup") == Some(&Value::Bool(true)) {
