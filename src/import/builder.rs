@@ -21,6 +21,9 @@ use crate::model::units;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Slot(Option<(usize, f64)>);
 
+/// The device time of a kernel launch, as [`Benchmarks::add_at`] takes a metric.
+pub const KERNEL_TIME: (&str, &str, Source) = ("kernel_time", "ns", Source::Timer);
+
 /// Benchmarks under construction, in the order they were first seen.
 pub struct Benchmarks<'p> {
     policies: &'p Policies,

@@ -33,10 +33,10 @@ use std::path::{Path, PathBuf};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
-use super::builder::{Benchmarks, Slot};
+use super::builder::{Benchmarks, KERNEL_TIME, Slot};
 use super::{ImportError, Importer, Policies, content, read_error};
 use crate::capture::device::Device;
-use crate::model::metric::Source;
+
 use crate::model::results::{BenchmarkResult, RunResults};
 
 pub static NSYS: Importer = Importer {
@@ -419,13 +419,8 @@ fn import(
             kernel.launches += 1;
             *in_file.entry(at).or_insert(0) += 1;
             kernel.attributes.see(std::array::from_fn(|i| int(6 + i)));
-            benchmarks.add_at(
-                &mut kernel.slot,
-                &kernel.name,
-                rep,
-                ("kernel_time", "ns", Source::Timer),
-                (end - start) as f64,
-            )?;
+            let time = (end - start) as f64;
+            benchmarks.add_at(&mut kernel.slot, &kernel.name, rep, KERNEL_TIME, time)?;
         }
         drop(rows);
         for (at, _) in in_file {

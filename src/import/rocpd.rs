@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::types::ValueRef;
 
-use super::builder::{Benchmarks, Slot};
+use super::builder::{Benchmarks, KERNEL_TIME, Slot};
 use super::nsys::{LaunchAttributes, columns, open_database, query_column, sql_error, tables};
 use super::{ImportError, Importer, Policies, content};
 use crate::capture::device::Device;
@@ -270,13 +270,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             kernel.dispatches += 1;
             in_file.insert(at);
             kernel.attributes.see(std::array::from_fn(|i| int(7 + i)));
-            benchmarks.add_at(
-                &mut kernel.slot,
-                &kernel.name,
-                rep,
-                ("kernel_time", "ns", Source::Timer),
-                (end - start) as f64,
-            )?;
+            let time = (end - start) as f64;
+            benchmarks.add_at(&mut kernel.slot, &kernel.name, rep, KERNEL_TIME, time)?;
             if !counters.is_empty()
                 && let Some(event) = int(5)
                 && let Some(values) = counters.get(&(text(6).unwrap_or("").to_string(), event))

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::builder::{Benchmarks, Slot};
+use super::builder::{Benchmarks, KERNEL_TIME, Slot};
 use super::input::{TextReader, refusal_of};
 use super::{ImportError, Importer, Policies, content};
 use crate::capture::device::{Device, HostField, MEM_MAX_MHZ, SM_MAX_MHZ};
@@ -190,8 +190,6 @@ fn measured_columns(header: &[String]) -> Vec<usize> {
         .filter(|&i| !(header[i].is_empty() || is_identity(&header[i])))
         .collect()
 }
-
-const KERNEL_TIME: (&str, &str, Source) = ("kernel_time", "ns", Source::Timer);
 
 /// Where a kernel's samples of wide rows go, found on its first dispatch.
 #[derive(Default)]

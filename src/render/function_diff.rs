@@ -40,11 +40,9 @@ fn place(f: &FunctionChange) -> Option<String> {
 /// The table's line under a profiled benchmark's verdict line.
 pub fn table_line(p: &BenchmarkProfile) -> String {
     // The tool and the sides are a stored report's text like any other (`kgate report`).
-    let mut line = format!(
-        "  profile ({}, {}):",
-        escape_terminal(&p.tool),
-        escape_terminal(&sides_words(p))
-    );
+    let sides = sides_words(p);
+    let (tool, sides) = (escape_terminal(&p.tool), escape_terminal(&sides));
+    let mut line = format!("  profile ({tool}, {sides}):");
     match p.functions.first() {
         Some(f) => {
             let (lead, ir) = match f.self_ir_change {

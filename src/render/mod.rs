@@ -290,6 +290,7 @@ impl Exporter for MarkdownExporter {
             out.push('\n');
         }
         for b in &report.benchmarks {
+            let (name, verdict) = (escape_markdown(&b.name), b.verdict.as_str());
             if matches!(
                 b.verdict,
                 Verdict::Regressed
@@ -300,25 +301,14 @@ impl Exporter for MarkdownExporter {
                     | Verdict::NotGated
                     | Verdict::Identical
             ) {
-                out.push_str(&format!(
-                    "- **{}** {}: {}\n",
-                    escape_markdown(&b.name),
-                    b.verdict.as_str(),
-                    escape_markdown(&b.explanation)
-                ));
+                let why = escape_markdown(&b.explanation);
+                out.push_str(&format!("- **{name}** {verdict}: {why}\n"));
             } else if b.metrics.iter().any(|m| m.waived) {
-                out.push_str(&format!(
-                    "- **{}** waived: {}\n",
-                    escape_markdown(&b.name),
-                    escape_markdown(&b.explanation)
-                ));
+                let why = escape_markdown(&b.explanation);
+                out.push_str(&format!("- **{name}** waived: {why}\n"));
             } else if let Some(note) = b.changed_parameters() {
-                out.push_str(&format!(
-                    "- **{}** {}: {}\n",
-                    escape_markdown(&b.name),
-                    b.verdict.as_str(),
-                    escape_markdown(note)
-                ));
+                let note = escape_markdown(note);
+                out.push_str(&format!("- **{name}** {verdict}: {note}\n"));
             }
         }
         let all: Vec<(&str, &MetricComparison)> = report

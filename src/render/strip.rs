@@ -86,12 +86,8 @@ pub fn strip_plot(caption: &str, unit: &str, range: (f64, f64), rows: &[Row<'_>]
         let _ = writeln!(s, "<g fill=\"{color}\" fill-opacity=\"0.6\">");
         for (i, &v) in r.values.iter().enumerate() {
             let jitter = ((i * 37) % 17) as f64 / 17.0 * 0.5 - 0.25;
-            let _ = writeln!(
-                s,
-                "<circle cx=\"{}\" cy=\"{}\" r=\"3\"/>",
-                round1(x(v)),
-                round1(y(row, jitter))
-            );
+            let (cx, cy) = (round1(x(v)), round1(y(row, jitter)));
+            let _ = writeln!(s, "<circle cx=\"{cx}\" cy=\"{cy}\" r=\"3\"/>");
         }
         s.push_str("</g>\n");
         if let Some(m) = r.median {

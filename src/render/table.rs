@@ -447,11 +447,8 @@ impl Exporter for TableExporter {
             Some(width) => wrap_words(&text, width, "  "),
             None => format!("{text}\n"),
         };
-        let verdict_line = prose(format!(
-            "{}: {}",
-            verdict_word(report.verdict),
-            escape_terminal(&summary_line(report))
-        ));
+        let summary = escape_terminal(&summary_line(report)).into_owned();
+        let verdict_line = prose(format!("{}: {summary}", verdict_word(report.verdict)));
         out.write_all(verdict_line.as_bytes())?;
         if let Some(cost) = cost_line(report) {
             out.write_all(prose(cost).as_bytes())?;
