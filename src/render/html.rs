@@ -49,24 +49,20 @@ impl Exporter for HtmlExporter {
         );
         head.push_str(STYLE);
         head.push_str("</style>\n</head>\n<body>\n");
+        let (verdict, summary) = (verdict_word(report.verdict), summary_line(report));
+        let summary = escape_html(&summary);
         head.push_str(&format!(
-            "<h1>kgate: {}</h1>\n<p class=\"summary\">{}</p>\n",
-            verdict_word(report.verdict),
-            escape_html(&summary_line(report))
+            "<h1>kgate: {verdict}</h1>\n<p class=\"summary\">{summary}</p>\n"
         ));
         if let Some(cost) = crate::render::cost_line(report) {
             head.push_str(&format!("<p class=\"cost\">{}</p>\n", escape_html(&cost)));
         }
         if let (Some(b), Some(h)) = (&report.base_commit, &report.head_commit) {
+            let dirty = " plus uncommitted changes (the work tree)";
+            let dirty = report.head_dirty.then_some(dirty);
+            let (b, h, dirty) = (escape_html(b), escape_html(h), dirty.unwrap_or_default());
             head.push_str(&format!(
-                "<p>base <code>{}</code>, head <code>{}</code>{}</p>\n",
-                escape_html(b),
-                escape_html(h),
-                if report.head_dirty {
-                    " plus uncommitted changes (the work tree)"
-                } else {
-                    ""
-                }
+                "<p>base <code>{b}</code>, head <code>{h}</code>{dirty}</p>\n"
             ));
         }
         for w in &report.warnings {
@@ -79,32 +75,22 @@ impl Exporter for HtmlExporter {
         ));
         out.write_all(head.as_bytes())?;
         let by_name = report.evidence.as_ref().map(|e| e.by_name());
-        report
-            .benchmarks
-            .iter()
-            .try_for_each(|b| -> std::io::Result<()> {
-                let evidence = by_name
-                    .as_ref()
-                    .and_then(|e| e.get(b.name.as_str()).copied());
-                out.write_all(benchmark_section(b, evidence).as_bytes())
-            })?;
-        out.write_all(
-            format!(
-                "<p><small>Rank test at α = {}; changes are head against base.</small></p>\n</body>\n</html>\n",
-                report.alpha
-            )
-            .as_bytes(),
-        )
+        for b in &report.benchmarks {
+            let evidence = by_name.as_ref().and_then(|e| e.get(b.name.as_str()));
+            let evidence = evidence.copied();
+            out.write_all(benchmark_section(b, evidence).as_bytes())?;
+        }
+        let alpha = report.alpha;
+        let end = format!(
+            "<p><small>Rank test at α = {alpha}; changes are head against base.</small></p>\n</body>\n</html>\n"
+        );
+        out.write_all(end.as_bytes())
     }
 }
 
 fn benchmark_section(b: &BenchmarkComparison, e: Option<&BenchmarkEvidence>) -> String {
-    let mut s = format!(
-        "<section>\n<h2>{} <span class=\"{}\">{}</span></h2>\n",
-        escape_html(&b.name),
-        b.verdict.as_str(),
-        b.verdict.as_str()
-    );
+    let (name, verdict) = (escape_html(&b.name), b.verdict.as_str());
+    let mut s = format!("<section>\n<h2>{name} <span class=\"{verdict}\">{verdict}</span></h2>\n");
     if !b.explanation.is_empty() {
         s.push_str(&format!("<p>{}</p>\n", escape_html(&b.explanation)));
     }
@@ -127,9 +113,8 @@ fn benchmark_section(b: &BenchmarkComparison, e: Option<&BenchmarkEvidence>) -> 
             .iter()
             .map(|m| {
                 let change = m.change.map(format_change).unwrap_or_default();
-                format!("{} {change}", escape_html(&m.name))
-                    .trim_end()
-                    .to_string()
+                let named = format!("{} {change}", escape_html(&m.name));
+                named.trim_end().to_string()
             })
             .collect();
         s.push_str(&format!(
