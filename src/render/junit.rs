@@ -141,23 +141,17 @@ impl Exporter for JunitExporter {
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"kgate\" tests=\"{0}\" failures=\"{1}\" errors=\"{2}\" skipped=\"{3}\">\n  <testsuite name=\"kgate\" tests=\"{0}\" failures=\"{1}\" errors=\"{2}\" skipped=\"{3}\">\n",
             tally.tests, tally.failures, tally.errors, tally.skipped
         )?;
-        writeln!(
-            out,
-            "    <properties><property name=\"summary\" value=\"{}\"/></properties>",
-            escape_html(&summary_line(report))
-        )?;
-        report
-            .benchmarks
-            .iter()
-            .try_for_each(|b| -> std::io::Result<()> {
-                if has_own_case(b) {
-                    out.write_all(benchmark_case(b).as_bytes())?;
-                }
-                for m in &b.metrics {
-                    out.write_all(metric_case(b, m).as_bytes())?;
-                }
-                Ok(())
-            })?;
+        let summary = escape_html(&summary_line(report));
+        let summary = format!("<property name=\"summary\" value=\"{summary}\"/>");
+        writeln!(out, "    <properties>{summary}</properties>")?;
+        for b in &report.benchmarks {
+            if has_own_case(b) {
+                out.write_all(benchmark_case(b).as_bytes())?;
+            }
+            for m in &b.metrics {
+                out.write_all(metric_case(b, m).as_bytes())?;
+            }
+        }
         out.write_all(b"  </testsuite>\n</testsuites>\n")
     }
 }

@@ -538,43 +538,33 @@ impl Exporter for TableExporter {
         }
         out.write_all(lines.as_bytes())?;
         // Third reading: the explanations.
-        report
-            .benchmarks
-            .iter()
-            .try_for_each(|b| -> std::io::Result<()> {
-                let mut text = String::new();
-                let (verdict, name) = (b.verdict.as_str(), escape_terminal(&b.name));
-                if matches!(
-                    b.verdict,
-                    Verdict::Regressed
-                        | Verdict::Failed
-                        | Verdict::Incorrect
-                        | Verdict::Inconclusive
-                        | Verdict::Improved
-                        | Verdict::Missing
-                        | Verdict::NotGated
-                        | Verdict::Identical
-                ) {
-                    text.push_str(&prose(format!(
-                        "{verdict} {name}: {}",
-                        escape_terminal(&b.explanation)
-                    )));
-                    if let Some(p) = &b.profile {
-                        text.push_str(&prose(function_diff::table_line(p)));
-                    }
-                } else if b.metrics.iter().any(|m| m.waived) {
-                    text.push_str(&prose(format!(
-                        "waived {name}: {}",
-                        escape_terminal(&b.explanation)
-                    )));
-                } else if let Some(note) = b.changed_parameters() {
-                    text.push_str(&prose(format!(
-                        "{verdict} {name}: {}",
-                        escape_terminal(note)
-                    )));
+        for b in &report.benchmarks {
+            let mut text = String::new();
+            let (verdict, name) = (b.verdict.as_str(), escape_terminal(&b.name));
+            let why = escape_terminal(&b.explanation);
+            if matches!(
+                b.verdict,
+                Verdict::Regressed
+                    | Verdict::Failed
+                    | Verdict::Incorrect
+                    | Verdict::Inconclusive
+                    | Verdict::Improved
+                    | Verdict::Missing
+                    | Verdict::NotGated
+                    | Verdict::Identical
+            ) {
+                text.push_str(&prose(format!("{verdict} {name}: {why}")));
+                if let Some(p) = &b.profile {
+                    text.push_str(&prose(function_diff::table_line(p)));
                 }
-                out.write_all(text.as_bytes())
-            })?;
+            } else if b.metrics.iter().any(|m| m.waived) {
+                text.push_str(&prose(format!("waived {name}: {why}")));
+            } else if let Some(note) = b.changed_parameters() {
+                let note = escape_terminal(note);
+                text.push_str(&prose(format!("{verdict} {name}: {note}")));
+            }
+            out.write_all(text.as_bytes())?;
+        }
         for w in &report.warnings {
             out.write_all(prose(format!("warning: {}", escape_terminal(w))).as_bytes())?;
         }
