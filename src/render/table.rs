@@ -8,6 +8,7 @@ use super::{
     Exporter, change_cell, ci_cell, cost_line, function_diff, mde_cell, median_cell,
     metric_verdict, p_cell, summary_line, verdict_word,
 };
+use crate::compare::explain::marker;
 use crate::model::report::{BenchmarkComparison, MetricComparison, Report};
 use crate::model::text::short_kernel_name;
 use crate::model::units::format_change;
@@ -196,11 +197,8 @@ impl TableExporter {
         }
         if let Some(widths) = widths {
             // Content width plus the padding of one space a side, as an absolute width.
-            table.set_constraints(
-                widths
-                    .iter()
-                    .map(|&w| ColumnConstraint::Absolute(Width::Fixed(w.saturating_add(2)))),
-            );
+            let fixed = |&w: &u16| ColumnConstraint::Absolute(Width::Fixed(w.saturating_add(2)));
+            table.set_constraints(widths.iter().map(fixed));
         }
         table
     }
@@ -225,12 +223,7 @@ impl TableExporter {
                 TableRow::Bare(b) => (b.verdict.as_str().to_string(), table_name(&b.name), None),
                 TableRow::Metric(b, m) => (
                     metric_verdict(m),
-                    format!(
-                        "{} · {}{}",
-                        table_name(&b.name),
-                        m.name,
-                        crate::compare::explain::marker(m)
-                    ),
+                    format!("{} · {}{}", table_name(&b.name), m.name, marker(m)),
                     Some(vec![
                         format!("base {}", median_cell(&m.base, &m.unit)),
                         format!("head {}", median_cell(&m.head, &m.unit)),
@@ -244,10 +237,8 @@ impl TableExporter {
             let first = format!("{verdict}: {}", escape_terminal(&head));
             pending.push_str(&wrap_words(&first, width, "  "));
             if let Some(fields) = numbers {
-                let fields: Vec<String> = fields
-                    .iter()
-                    .map(|f| escape_terminal(f).into_owned())
-                    .collect();
+                let fields = fields.iter().map(|f| escape_terminal(f).into_owned());
+                let fields: Vec<String> = fields.collect();
                 pending.push_str(&wrap_fields(&fields, width, "  "));
             }
         }
@@ -337,7 +328,7 @@ impl TableRow<'_> {
             }
             TableRow::Metric(b, m) => {
                 let mut metric = m.name.clone();
-                metric.push_str(crate::compare::explain::marker(m));
+                metric.push_str(marker(m));
                 [
                     text(&table_name(&b.name)),
                     text(&metric),
@@ -530,11 +521,8 @@ impl Exporter for TableExporter {
             )));
         }
         for (short, name) in super::shortened_names(report) {
-            lines.push_str(&prose(format!(
-                "{}: {}",
-                escape_terminal(&short),
-                escape_terminal(name)
-            )));
+            let (short, name) = (escape_terminal(&short), escape_terminal(name));
+            lines.push_str(&prose(format!("{short}: {name}")));
         }
         out.write_all(lines.as_bytes())?;
         // Third reading: the explanations.
