@@ -344,15 +344,11 @@ fn set_spread(
 /// Appends `value` to the detail `key` of benchmark `name` (one value per file, in order).
 fn append_detail(benchmarks: &mut Benchmarks<'_>, name: &str, key: &str, value: &str) {
     let details = &mut benchmarks.get(name).result_mut().provenance.details;
-    match details.get_mut(key) {
-        Some(old) => {
-            old.push_str(", ");
-            old.push_str(value);
-        }
-        None => {
-            details.insert(key.to_string(), value.to_string());
-        }
+    let detail = details.entry(key.to_string()).or_default();
+    if !detail.is_empty() {
+        detail.push_str(", ");
     }
+    detail.push_str(value);
 }
 
 /// Records the states of the `i`-th benchmark of `path`.
@@ -379,19 +375,19 @@ fn read_benchmark(
         }
     };
     for (j, state) in states.iter().enumerate() {
-        let where_ = || format!("benchmark `{bench_name}`, states[{j}]");
+        let at = format!("benchmark `{bench_name}`, states[{j}]");
         let device = match state.get("device") {
             None | Some(Value::Null) => None,
-            Some(d) => Some(
-                number(d).ok_or_else(|| content!(path, "{}: `device` is not a number", where_()))?
-                    as i64,
-            ),
+            Some(d) => {
+                let d =
+                    number(d).ok_or_else(|| content!(path, "{at}: `device` is not a number"))?;
+                Some(d as i64)
+            }
         };
         let mut axes = Vec::new();
         let values = state.get("axis_values").and_then(Value::as_array);
         for a in values.into_iter().flatten() {
             let (Some(axis), Some(value)) = (text(a.get("name")), text(a.get("value"))) else {
-                let at = where_();
                 return Err(content!(
                     path,
                     "{at}: an axis value without `name` or `value`"
@@ -400,15 +396,11 @@ fn read_benchmark(
             axes.push((axis, value));
         }
         let name = state_name(bench_name, device, &axes);
-        {
-            let result = benchmarks.get(&name).result_mut();
-            if let Some(d) = device {
-                result.parameters.insert("device".into(), d.to_string());
-            }
-            for (axis, value) in &axes {
-                result.parameters.insert(axis.clone(), value.clone());
-            }
+        let parameters = &mut benchmarks.get(&name).result_mut().parameters;
+        if let Some(d) = device {
+            parameters.insert("device".into(), d.to_string());
         }
+        parameters.extend(axes.iter().cloned());
         if !seen.iter().any(|s| s.name == name) {
             seen.push(Seen {
                 name: name.clone(),
@@ -472,7 +464,7 @@ fn read_benchmark(
                 // nvbench does not record. The checks `add` makes of a time, made here.
                 let ns = v * 1e9;
                 if !(ns.is_finite() && ns >= 0.0) {
-                    return Err(content!(path, "{}: `{tag}` is {v} s, not a time", where_()));
+                    return Err(content!(path, "{at}: `{tag}` is {v} s, not a time"));
                 }
                 let (timer, lower) = (Source::Timer, Direction::Lower);
                 let collector = benchmarks.get(&name);
