@@ -344,11 +344,15 @@ fn set_spread(
 /// Appends `value` to the detail `key` of benchmark `name` (one value per file, in order).
 fn append_detail(benchmarks: &mut Benchmarks<'_>, name: &str, key: &str, value: &str) {
     let details = &mut benchmarks.get(name).result_mut().provenance.details;
-    let detail = details.entry(key.to_string()).or_default();
-    if !detail.is_empty() {
-        detail.push_str(", ");
+    match details.get_mut(key) {
+        Some(old) => {
+            old.push_str(", ");
+            old.push_str(value);
+        }
+        None => {
+            details.insert(key.to_string(), value.to_string());
+        }
     }
-    detail.push_str(value);
 }
 
 /// Records the states of the `i`-th benchmark of `path`.
