@@ -34,13 +34,6 @@ section{border-top:1px solid #ddd;margin-top:1.5em}pre{background:#f6f8fa;paddin
 .legend span{display:inline-block;width:1em;height:.6em;margin:0 .3em 0 1em}figure{margin:.5em 0}";
 
 impl Exporter for HtmlExporter {
-    fn render(&self, report: &Report) -> String {
-        let mut out = Vec::new();
-        self.write_to(report, &mut out)
-            .expect("writing into memory does not fail");
-        String::from_utf8(out).expect("the page is UTF-8")
-    }
-
     /// Writes the page a benchmark's section at a time: the page of 10,000 benchmarks (37 MB)
     /// was built whole first, 52 MB above the comparison's own memory.
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {

@@ -125,13 +125,6 @@ fn benchmark_case(b: &BenchmarkComparison) -> String {
 }
 
 impl Exporter for JunitExporter {
-    fn render(&self, report: &Report) -> String {
-        let mut out = Vec::new();
-        self.write_to(report, &mut out)
-            .expect("writing to memory does not fail");
-        String::from_utf8(out).expect("the cases are text")
-    }
-
     /// The test cases are written one by one as they are made: a suite of thousands of
     /// benchmarks gives hundreds of thousands, and the page was held twice over.
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {

@@ -41,12 +41,18 @@ pub enum Format {
     Junit,
 }
 
-/// Renders a report in one format.
+/// Renders a report in one format. An exporter implements one of the two methods: `render`
+/// for a format made whole, `write_to` for one produced piece by piece, so that a large
+/// report is never held whole in memory.
 pub trait Exporter {
-    fn render(&self, report: &Report) -> String;
+    fn render(&self, report: &Report) -> String {
+        let mut out = Vec::new();
+        self.write_to(report, &mut out)
+            .expect("writing into memory does not fail");
+        String::from_utf8(out).expect("exporters write UTF-8")
+    }
 
-    /// Writes the report into `out`; a format that can be produced piece by piece overrides
-    /// this so that a large report is never held whole in memory.
+    /// Writes the report into `out`.
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         out.write_all(self.render(report).as_bytes())
     }
@@ -381,13 +387,6 @@ pub fn write_json(
 }
 
 impl Exporter for JsonExporter {
-    fn render(&self, report: &Report) -> String {
-        let mut out = Vec::new();
-        self.write_to(report, &mut out)
-            .expect("reports serialize to JSON");
-        String::from_utf8(out).expect("JSON is UTF-8")
-    }
-
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         write_json(report, self.pretty, out)
     }

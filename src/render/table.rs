@@ -423,13 +423,6 @@ fn change_with_medians(m: &MetricComparison) -> String {
 }
 
 impl Exporter for TableExporter {
-    fn render(&self, report: &Report) -> String {
-        let mut out = Vec::new();
-        self.write_to(report, &mut out)
-            .expect("writing into memory does not fail");
-        String::from_utf8(out).expect("the table is UTF-8")
-    }
-
     /// Writes the report as it is laid out, the table a piece at a time: a table of 200,000
     /// rows was built as one string and copied into another, twice the memory of the
     /// comparison's JSON report.
