@@ -375,12 +375,8 @@ mod tests {
             )
         };
         let (base, head) = (side(1.0, "add\n"), side(1.3, "mul\n"));
-        let mut report = crate::compare::compare(
-            &base,
-            &head,
-            &crate::compare::ComparePolicy::default(),
-            Design::Files,
-        );
+        let policy = crate::compare::ComparePolicy::default();
+        let mut report = crate::compare::compare(&base, &head, &policy, Design::Files);
         report.attach_bounded_evidence(Some(&base), &head);
         report.benchmarks[0].profile = Some(BenchmarkProfile {
             tool: "callgrind".into(),
@@ -417,15 +413,10 @@ mod tests {
         let rows: usize = report.benchmarks.iter().map(|b| b.metrics.len()).sum();
         let full = MarkdownExporter.render(&report);
         // Limits under which every row is over the limit alone, and the rest.
-        for max in [
-            80,
-            2_000,
-            9_000,
-            rows * MIN_METRIC_ROW_CHARS - 1,
-            rows * MIN_METRIC_ROW_CHARS,
-            full.len() - 1,
-            full.len(),
-        ] {
+        let all_rows = rows * MIN_METRIC_ROW_CHARS;
+        #[rustfmt::skip]
+        let limits = [80, 2_000, 9_000, all_rows - 1, all_rows, full.len() - 1, full.len()];
+        for max in limits {
             for size in [chars as fn(&str) -> usize, str::len] {
                 let skipping = limited_with(&report, max, "the artifact", size, true);
                 let rendering = limited_with(&report, max, "the artifact", size, false);
@@ -434,10 +425,8 @@ mod tests {
             }
         }
         // The bound holds: the table of every row is over it on its own.
-        let table_rows = full
-            .lines()
-            .filter(|l| l.starts_with("| kernel"))
-            .map(|l| l.chars().count() + 1);
+        let table_rows = full.lines().filter(|l| l.starts_with("| kernel"));
+        let table_rows = table_rows.map(|l| l.chars().count() + 1);
         assert!(table_rows.clone().count() >= rows);
         assert!(table_rows.min().unwrap() >= MIN_METRIC_ROW_CHARS);
     }

@@ -614,12 +614,9 @@ mod tests {
             }
             RunResults::of(benchmarks)
         };
-        let report = crate::compare::compare(
-            &side(1.0, true),
-            &side(1.5, false),
-            &crate::compare::ComparePolicy::default(),
-            Design::Files,
-        );
+        let (base, head) = (side(1.0, true), side(1.5, false));
+        let policy = crate::compare::ComparePolicy::default();
+        let report = crate::compare::compare(&base, &head, &policy, Design::Files);
         let every_column = [true; TABLE_COLUMNS.len()];
         for color in [false, true] {
             let exporter = TableExporter {
