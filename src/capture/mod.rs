@@ -199,13 +199,7 @@ impl<'a> Collector<'a> {
             .copied()
             .filter(|&i| self.result.metrics.get(i).is_some_and(|m| m.name == name));
         if let Some(i) = found {
-            let existing = &self.result.metrics[i];
-            if existing.unit != normalized.unit {
-                return Err(format!(
-                    "metric `{name}` was reported in `{}` and now in `{}`; one metric needs one unit",
-                    existing.unit, normalized.unit
-                ));
-            }
+            unit_agrees(&self.result.metrics[i], &normalized.unit)?;
             return Ok((i, normalized.factor));
         }
         let resolved = self.policy.resolve(name, true);
@@ -276,12 +270,7 @@ impl<'a> Collector<'a> {
     ) -> Result<bool, String> {
         if let Some(i) = self.metric_index(name) {
             let existing = &mut self.result.metrics[i];
-            if existing.unit != unit {
-                return Err(format!(
-                    "metric `{name}` was reported in `{}` and now in `{unit}`; one metric needs one unit",
-                    existing.unit
-                ));
-            }
+            unit_agrees(existing, unit)?;
             existing.values.push(value);
             existing.repetition.push(repetition);
             return Ok(false);
@@ -313,6 +302,17 @@ impl<'a> Collector<'a> {
     pub fn finish(self) -> BenchmarkResult {
         self.result
     }
+}
+
+/// Refuses a sample in `unit` of a metric recorded in another unit.
+fn unit_agrees(metric: &MetricSamples, unit: &str) -> Result<(), String> {
+    if metric.unit == unit {
+        return Ok(());
+    }
+    let (name, was) = (&metric.name, &metric.unit);
+    Err(format!(
+        "metric `{name}` was reported in `{was}` and now in `{unit}`; one metric needs one unit"
+    ))
 }
 
 #[cfg(test)]
