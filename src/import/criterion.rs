@@ -188,19 +188,13 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             benchmarks.note(&name, note);
         }
         for key in ["mean", "median", "slope"] {
+            let at = |field: &str| estimates.pointer(&format!("/{key}/{field}"))?.as_f64();
+            let interval = |end: &str| at(&format!("confidence_interval/{end}"));
             if let (Some(p), Some(lo), Some(hi), Some(level)) = (
-                estimates
-                    .pointer(&format!("/{key}/point_estimate"))
-                    .and_then(Value::as_f64),
-                estimates
-                    .pointer(&format!("/{key}/confidence_interval/lower_bound"))
-                    .and_then(Value::as_f64),
-                estimates
-                    .pointer(&format!("/{key}/confidence_interval/upper_bound"))
-                    .and_then(Value::as_f64),
-                estimates
-                    .pointer(&format!("/{key}/confidence_interval/confidence_level"))
-                    .and_then(Value::as_f64),
+                at("point_estimate"),
+                interval("lower_bound"),
+                interval("upper_bound"),
+                interval("confidence_level"),
             ) {
                 benchmarks.detail(
                     &name,
