@@ -52,10 +52,10 @@ fn benchmark_name(path: &Path) -> String {
     } else {
         Some(dir)
     };
-    folder
+    let name = folder
         .and_then(Path::file_name)
-        .map(|n| n.to_string_lossy().into_owned())
-        .filter(|n| !n.is_empty())
+        .map(|n| n.to_string_lossy().into_owned());
+    name.filter(|n| !n.is_empty())
         .unwrap_or_else(|| "criterion".to_string())
 }
 
@@ -70,17 +70,12 @@ fn throughput(dir: &Path) -> (Vec<(&'static str, &'static str, f64)>, Option<Str
         return (Vec::new(), None);
     };
     let amount = |key: &str| declared.get(key).and_then(Value::as_f64);
-    let both = declared.get("ElementsAndBytes");
+    let both = |key: &str| declared.get("ElementsAndBytes")?.get(key)?.as_f64();
     let mut rates = Vec::new();
-    if let Some(n) = amount("Bytes")
-        .or(amount("BytesDecimal"))
-        .or(both.and_then(|b| b.get("bytes")).and_then(Value::as_f64))
-    {
+    if let Some(n) = amount("Bytes").or(amount("BytesDecimal")).or(both("bytes")) {
         rates.push(("bytes_per_second", "bytes/s", n));
     }
-    if let Some(n) =
-        amount("Elements").or(both.and_then(|b| b.get("elements")).and_then(Value::as_f64))
-    {
+    if let Some(n) = amount("Elements").or(both("elements")) {
         rates.push(("elements_per_second", "elements/s", n));
     }
     let shown = declared.to_string();
