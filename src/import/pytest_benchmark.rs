@@ -30,15 +30,11 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         benchmarks.file(path);
         // Read as it is parsed, one benchmark at a time: `stats.data` holds every round.
         let mut imported: Vec<String> = Vec::new();
-        let document = input::read_json_array(
-            path,
-            "pytest-benchmark `--benchmark-json`",
-            "benchmarks",
-            |i, b| {
-                imported.push(record_benchmark(&mut benchmarks, &mut counts, path, i, &b)?);
-                Ok(())
-            },
-        )?;
+        let what = "pytest-benchmark `--benchmark-json`";
+        let document = input::read_json_array(path, what, "benchmarks", |i, b| {
+            imported.push(record_benchmark(&mut benchmarks, &mut counts, path, i, &b)?);
+            Ok(())
+        })?;
         if document.array != input::Found::Array {
             return Err(content(path, "has no `benchmarks` array, so it is not pytest-benchmark JSON; export with `pytest --benchmark-json FILE`, or pass a file from `.benchmarks/` (`--benchmark-autosave`)"
                 .into()));
