@@ -171,9 +171,8 @@ pub fn read(path: &Path) -> Result<Vec<Block>, String> {
     let cannot = |e: std::io::Error| format!("cannot read perf stat output `{shown}`: {e}");
     let (file, _gzip) = crate::store::fsutil::open_maybe_gzip(path).map_err(cannot)?;
     let mut bytes = Vec::new();
-    file.take(MAX_INPUT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
+    let read = file.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes);
+    read.map_err(cannot)?;
     if bytes.len() as u64 > MAX_INPUT_BYTES {
         return Err(format!(
             "`{shown}`: more than {} MiB, which is not perf stat output (perf writes a few kilobytes per run); pass the file `perf stat -o FILE` wrote",
@@ -181,10 +180,8 @@ pub fn read(path: &Path) -> Result<Vec<Block>, String> {
         ));
     }
     let text = String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "`{shown}`: not text (byte {} is not UTF-8), so not perf stat output; pass the file `perf stat -o FILE` wrote",
-            e.utf8_error().valid_up_to()
-        )
+        let at = e.utf8_error().valid_up_to();
+        format!("`{shown}`: not text (byte {at} is not UTF-8), so not perf stat output; pass the file `perf stat -o FILE` wrote")
     })?;
     parse(&text).map_err(|e| format!("`{shown}`: perf stat output, {e}"))
 }
@@ -425,11 +422,8 @@ fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
             .find(|(_, l)| !l.trim().is_empty() && !l.trim().starts_with('#'))
             .map(|(i, l)| (i + 1, l.trim()))
             .unwrap_or((0, ""));
-        let hint = if line
-            .split(',')
-            .nth(1)
-            .is_some_and(|f| f.trim().chars().next().is_some_and(|c| c.is_ascii_digit()))
-        {
+        let second = line.split(',').nth(1).map(str::trim);
+        let hint = if second.is_some_and(|f| f.starts_with(|c: char| c.is_ascii_digit())) {
             "; a number with a decimal comma (`1,41,msec`) means `perf stat -x,` ran under a decimal-comma locale, which makes the fields ambiguous: run perf with LC_ALL=C, or give it another separator (`-x';'`)"
         } else {
             "; pass the file `perf stat -o FILE` wrote"
