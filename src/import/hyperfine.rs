@@ -55,15 +55,14 @@ fn bad_exit_codes(
     codes: Option<&Value>,
 ) -> Result<Vec<String>, ImportError> {
     let refuse = |at: String, got: &Value| {
+        let got = shown(got);
+        let wanted = match at.ends_with(']') {
+            true => "an exit code",
+            false => "a list of exit codes",
+        };
         content!(
             path,
-            "results[{i}].{at} (`{name}`) is {}, not {}; hyperfine writes integers there (null for a signal); export again with `hyperfine --export-json FILE`",
-            shown(got),
-            if at.ends_with(']') {
-                "an exit code"
-            } else {
-                "a list of exit codes"
-            }
+            "results[{i}].{at} (`{name}`) is {got}, not {wanted}; hyperfine writes integers there (null for a signal); export again with `hyperfine --export-json FILE`"
         )
     };
     let codes = match codes {

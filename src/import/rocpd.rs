@@ -396,18 +396,17 @@ fn counters(
     {
         return Ok(found);
     }
+    let guid = if event.contains("guid") {
+        "e.guid"
+    } else {
+        "''"
+    };
+    let same_guid = event.contains("guid") && info.contains("guid");
+    let join = same_guid
+        .then_some(" AND p.guid = e.guid")
+        .unwrap_or_default();
     let sql = format!(
-        "SELECT {}, e.event_id, p.name, SUM(e.value) FROM rocpd_pmc_event e JOIN rocpd_info_pmc p ON p.id = e.pmc_id{} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
-        if event.contains("guid") {
-            "e.guid"
-        } else {
-            "''"
-        },
-        if event.contains("guid") && info.contains("guid") {
-            " AND p.guid = e.guid"
-        } else {
-            ""
-        }
+        "SELECT {guid}, e.event_id, p.name, SUM(e.value) FROM rocpd_pmc_event e JOIN rocpd_info_pmc p ON p.id = e.pmc_id{join} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
     );
     let mut statement = db.prepare(&sql).map_err(sql_error(path))?;
     let mut rows = statement.query([]).map_err(sql_error(path))?;

@@ -422,13 +422,12 @@ fn counters(
         ));
     }
     if single > 0 {
+        let from = match recorded {
+            true => "the profile's start (`profile_start_time`)",
+            false => "the profile's earliest timestamp",
+        };
         out.notes.push(format!(
-            "{single} counters with one end-of-profile reading (`counter_value`), read as totals from {} at {start} ns (counters are cleared when profiling starts) to the reading, at {end} ns when it carries no later time",
-            if recorded {
-                "the profile's start (`profile_start_time`)"
-            } else {
-                "the profile's earliest timestamp"
-            }
+            "{single} counters with one end-of-profile reading (`counter_value`), read as totals from {from} at {start} ns (counters are cleared when profiling starts) to the reading, at {end} ns when it carries no later time"
         ));
     }
     if eop.described > 0 {
