@@ -402,9 +402,11 @@ fn counters(
         "''"
     };
     let same_guid = event.contains("guid") && info.contains("guid");
-    let join = same_guid
-        .then_some(" AND p.guid = e.guid")
-        .unwrap_or_default();
+    let join = if same_guid {
+        " AND p.guid = e.guid"
+    } else {
+        ""
+    };
     let sql = format!(
         "SELECT {guid}, e.event_id, p.name, SUM(e.value) FROM rocpd_pmc_event e JOIN rocpd_info_pmc p ON p.id = e.pmc_id{join} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
     );

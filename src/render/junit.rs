@@ -77,7 +77,7 @@ fn metric_case(b: &BenchmarkComparison, m: &MetricComparison) -> String {
             .map_or_else(|| "–".into(), |s| format_value(s.median, &m.unit))
     };
     let estimate = m.source == crate::model::metric::Source::Estimate;
-    let estimate = estimate.then_some(" (estimate)").unwrap_or_default();
+    let estimate = if estimate { " (estimate)" } else { "" };
     let reason = (!m.reason.is_empty()).then(|| format!("; {}", m.reason));
     let detail = format!(
         "{}{estimate}: base {}, head {}, change {}{}",
