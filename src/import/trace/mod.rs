@@ -229,19 +229,12 @@ pub(crate) fn least(values: &[f64]) -> Option<f64> {
 /// order (a stable sort: readings at one time keep their arrival order), and how many were
 /// left out.
 fn kept_readings(track: tracks::CounterTrack) -> (Vec<f64>, Vec<f64>, usize) {
-    let tracks::CounterTrack {
-        t_ns: mut times,
-        mut values,
-        ..
-    } = track;
+    let (mut times, mut values) = (track.t_ns, track.values);
     let len = times.len();
     let finite = |t: &f64, v: &f64| t.is_finite() && v.is_finite();
     if !times.iter().zip(&values).all(|(t, v)| finite(t, v)) {
-        (times, values) = times
-            .iter()
-            .zip(&values)
-            .filter(|(t, v)| finite(t, v))
-            .unzip();
+        let kept = times.iter().zip(&values).filter(|(t, v)| finite(t, v));
+        (times, values) = kept.unzip();
     }
     if !times.is_sorted_by(|a, b| a.total_cmp(b).is_le()) {
         let mut pairs: Vec<(f64, f64)> = times.into_iter().zip(values).collect();
