@@ -22,6 +22,7 @@ use crate::capture::device::Device;
 use crate::model::metric::{Direction, Source};
 use crate::model::results::{Artifact, BenchmarkResult, RunResults};
 use crate::model::series::{CounterSeries, CountersOf, KernelWindows, Sampling};
+use crate::model::text::count;
 use crate::model::units;
 use std::collections::BTreeMap;
 
@@ -302,7 +303,7 @@ fn build_results(
             Some((first, last)) if samples.kernels.is_empty() => Some(format!(
                 "{}: no kernel event was selected by {selection}: its {} read over the profile's span, from the first counter reading to the last ({} ns), as one window, `{PROFILE_SPAN}`, over which a device profile (`device:` in the configuration) derives utilization; --kernel REGEX, --kernel-glob GLOB, --pid or --tid select kernels to read the tracks against instead",
                 path.display(),
-                crate::model::text::count(tracks.len(), "counter track is", "counter tracks are"),
+                count(tracks.len(), "counter track is", "counter tracks are"),
                 last - first
             )),
             _ => None,
@@ -327,18 +328,15 @@ fn build_results(
                 },
             );
             drop(launch_starts);
-            for (name, artifact) in artifacts
-                .iter()
-                .filter(|(k, ..)| *k == kernel)
-                .map(|(_, n, a)| (n, a))
-            {
+            let kernel_artifacts = artifacts.iter().filter(|(k, ..)| *k == kernel);
+            for (_, name, artifact) in kernel_artifacts {
                 let result = collector.result_mut();
                 if let Some(old) = result.artifacts.get(name)
                     && old.text != artifact.text
                 {
+                    let shown = path.display();
                     result.provenance.notes.push(format!(
-                        "artifact `{name}` differs between the files of this import; the one of {} is kept",
-                        path.display()
+                        "artifact `{name}` differs between the files of this import; the one of {shown} is kept"
                     ));
                 }
                 result.artifacts.insert(name.clone(), artifact.clone());
@@ -393,10 +391,8 @@ fn build_results(
             result.provenance.notes.extend(notes);
             if let Some(note) = profile_span {
                 result.provenance.notes.push(note);
-                result
-                    .provenance
-                    .details
-                    .insert(COUNTER_WINDOWS_DETAIL.into(), PROFILE_SPAN_DETAIL.into());
+                let details = &mut result.provenance.details;
+                details.insert(COUNTER_WINDOWS_DETAIL.into(), PROFILE_SPAN_DETAIL.into());
             }
             if counters_name != COUNTERS_BENCHMARK && rep == 0 {
                 result.provenance.notes.push(format!(
@@ -412,10 +408,9 @@ fn build_results(
                 });
             }
             for (counter, n) in not_finite {
+                let (shown, readings) = (path.display(), count(n, "reading", "readings"));
                 result.provenance.notes.push(format!(
-                    "{}: counter `{counter}`: {} not a finite number (NaN or an infinity) left out",
-                    path.display(),
-                    crate::model::text::count(n, "reading", "readings")
+                    "{shown}: counter `{counter}`: {readings} not a finite number (NaN or an infinity) left out"
                 ));
             }
             finish_repetition(collector, &path);
