@@ -205,11 +205,8 @@ pub fn record(
     }
     let provenance = &mut collector.result_mut().provenance;
     for u in reading.unavailable {
-        if !provenance
-            .unavailable
-            .iter()
-            .any(|x| x.counter == u.counter)
-        {
+        let listed = &provenance.unavailable;
+        if !listed.iter().any(|x| x.counter == u.counter) {
             provenance.unavailable.push(u);
         }
     }

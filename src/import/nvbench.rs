@@ -225,15 +225,13 @@ fn summary(summaries: &[Value], tag: &str) -> Option<Value> {
 
 /// The `data` entry named `field` of the summary tagged `tag`.
 fn summary_field(summaries: &[Value], tag: &str, field: &str) -> Option<Value> {
-    let s = summaries
-        .iter()
+    let named =
+        |v: &&Value, key: &str, wanted: &str| v.get(key).and_then(Value::as_str) == Some(wanted);
+    let s = summaries.iter().rev().find(|s| named(s, "tag", tag))?;
+    let data = s.get("data")?.as_array()?;
+    data.iter()
         .rev()
-        .find(|s| s.get("tag").and_then(Value::as_str) == Some(tag))?;
-    s.get("data")?
-        .as_array()?
-        .iter()
-        .rev()
-        .find(|d| d.get("name").and_then(Value::as_str) == Some(field))?
+        .find(|d| named(d, "name", field))?
         .get("value")
         .cloned()
 }

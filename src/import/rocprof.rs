@@ -386,13 +386,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         if pmc(&text) {
             for line in text.lines().filter_map(|l| l.trim().strip_prefix("pmc:")) {
                 let counters = line.split_whitespace().collect::<Vec<_>>().join(" ");
-                companions
-                    .details
-                    .entry("rocprof.pmc".into())
-                    .and_modify(|v| {
-                        v.push_str("; ");
-                        v.push_str(&counters);
-                    })
+                let pmc = companions.details.entry("rocprof.pmc".into());
+                pmc.and_modify(|v| v.push_str(&format!("; {counters}")))
                     .or_insert(counters);
             }
             continue;

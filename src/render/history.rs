@@ -16,6 +16,7 @@ use std::io::Write;
 use plotters::prelude::*;
 
 use crate::baseline::history::JobSummary;
+use crate::compare::format_p;
 use crate::model::text::escape_terminal;
 use crate::model::units::{format_change, format_value};
 use crate::model::verdict::Verdict;
@@ -253,7 +254,7 @@ fn chart_section(c: &MetricHistory, repo_url: Option<&str>) -> String {
                 p.index + 1,
                 escape_html(short(job.commit.as_deref())),
                 escape_html(&format_change(p.relative_change)),
-                escape_html(&crate::compare::format_p(p.p_value)),
+                escape_html(&format_p(p.p_value)),
             ));
         }
         s.push_str("</ul>\n");
@@ -513,17 +514,11 @@ pub fn history_text(key: &str, runs: usize, settings: &Settings, out: &[MetricHi
                 c.char_indices().nth(12).map_or(c, |(i, _)| &c[..i])
             });
             let commit = escape_terminal(commit);
-            let mark = points
-                .iter()
-                .find(|p| p.index == i)
-                .map(|p| {
-                    format!(
-                        "  ◀ change point: {} (p = {})",
-                        format_change(p.relative_change),
-                        crate::compare::format_p(p.p_value)
-                    )
-                })
-                .unwrap_or_default();
+            let mark = points.iter().find(|p| p.index == i).map(|p| {
+                let (change, p) = (format_change(p.relative_change), format_p(p.p_value));
+                format!("  ◀ change point: {change} (p = {p})")
+            });
+            let mark = mark.unwrap_or_default();
             let verdict = s.verdict.map(|v| format!("  {}", v.as_str()));
             let verdict = verdict.unwrap_or_default();
             let _ = writeln!(

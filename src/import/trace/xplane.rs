@@ -49,10 +49,8 @@ pub fn read_file(path: &Path, selection: &TraceSelection) -> Result<TraceSamples
     let refuse = |message| content(path, message);
     let mut file = std::fs::File::open(path).map_err(read_error)?;
     let mut bytes = Vec::new();
-    (&mut file)
-        .take(1)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
+    let first = (&mut file).take(1).read_to_end(&mut bytes);
+    first.map_err(read_error)?;
     // No protobuf message starts with a zero byte (field number 0 does not exist): a device
     // such as /dev/zero is refused before anything is read.
     if bytes.first() == Some(&0) {
