@@ -279,25 +279,17 @@ pub fn read_json_array(
 /// A visitor's answer to a scalar, which holds nothing to read.
 macro_rules! answer_scalars {
     ($found:expr) => {
-        fn visit_bool<X>(self, _: bool) -> Result<Self::Value, X> {
-            Ok($found)
-        }
-        fn visit_i64<X>(self, _: i64) -> Result<Self::Value, X> {
-            Ok($found)
-        }
-        fn visit_u64<X>(self, _: u64) -> Result<Self::Value, X> {
-            Ok($found)
-        }
-        fn visit_f64<X>(self, _: f64) -> Result<Self::Value, X> {
-            Ok($found)
-        }
-        fn visit_str<X>(self, _: &str) -> Result<Self::Value, X> {
-            Ok($found)
-        }
+        answer_scalars!($found; visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64);
+        answer_scalars!($found; visit_str: &str);
         fn visit_unit<X>(self) -> Result<Self::Value, X> {
             Ok($found)
         }
     };
+    ($found:expr; $($visit:ident: $scalar:ty),*) => {$(
+        fn $visit<X>(self, _: $scalar) -> Result<Self::Value, X> {
+            Ok($found)
+        }
+    )*};
 }
 
 pub(super) use answer_scalars;
