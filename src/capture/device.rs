@@ -119,32 +119,20 @@ impl Device {
                 conflicts.push(format!("{what} `{b}` where the files before it name `{a}`"));
             }
         };
-        check(
-            "accelerator",
-            joined(&self.accelerators),
-            joined(&later.accelerators),
-        );
+        let (mine, theirs) = (joined(&self.accelerators), joined(&later.accelerators));
+        check("accelerator", mine, theirs);
         check("driver", joined(&self.drivers), joined(&later.drivers));
         for (key, values) in &later.clocks {
-            check(
-                &format!("clocks.{key}"),
-                self.clocks.get(key).and_then(joined),
-                joined(values),
-            );
+            let mine = self.clocks.get(key).and_then(joined);
+            check(&format!("clocks.{key}"), mine, joined(values));
         }
         for (name, version) in &later.tools {
-            check(
-                &format!("tools.{name}"),
-                self.tools.get(name).cloned(),
-                Some(version.clone()),
-            );
+            let mine = self.tools.get(name).cloned();
+            check(&format!("tools.{name}"), mine, Some(version.clone()));
         }
         for (field, value) in &later.host {
-            check(
-                field.name(),
-                self.host.get(field).cloned(),
-                Some(value.clone()),
-            );
+            let mine = self.host.get(field).cloned();
+            check(field.name(), mine, Some(value.clone()));
         }
         if !conflicts.is_empty() {
             return Err(format!(
