@@ -400,11 +400,8 @@ mod storing_tests {
                 assert_eq!(samples.repetition, repetitions, "{at}");
                 // A metric in every launch holds its repetition numbers as a count, not a list.
                 let in_every_launch = (k..launches).step_by(2).all(|l| !gap(l, m));
-                assert_eq!(
-                    samples.repetition.is_one_per_value(),
-                    in_every_launch,
-                    "{at}"
-                );
+                let one_per_value = samples.repetition.is_one_per_value();
+                assert_eq!(one_per_value, in_every_launch, "{at}");
             }
         }
     }

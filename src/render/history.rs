@@ -169,29 +169,25 @@ fn write_uncharted_table(
             continue;
         };
         let change = last.summary.median / first.summary.median - 1.0;
-        let points = match c.change_points.len() {
+        let points: Vec<String> = (c.change_points.iter())
+            .map(|p| format!("job {} {}", p.index + 1, format_change(p.relative_change)))
+            .collect();
+        let points = match points.len() {
             0 => "none".to_string(),
-            n => format!(
-                "{n}: {}",
-                c.change_points
-                    .iter()
-                    .map(|p| format!("job {} {}", p.index + 1, format_change(p.relative_change)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            n => format!("{n}: {}", points.join(", ")),
         };
         let verdict = last.verdict.map(|v| v.as_str()).unwrap_or("–");
+        let change = match change.is_finite() {
+            true => escape_html(&format_change(change)),
+            false => "–".into(),
+        };
         writeln!(
             to,
             "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l {verdict}\">{verdict}</td></tr>",
             escape_html(&format!("{} / {}", c.benchmark, c.metric)),
             c.jobs.len(),
             escape_html(&format_value(last.summary.median, &last.unit)),
-            if change.is_finite() {
-                escape_html(&format_change(change))
-            } else {
-                "–".into()
-            },
+            change,
             escape_html(&points),
         )?;
     }
@@ -361,6 +357,8 @@ fn chart_svg(c: &MetricHistory, unit: &str, repo_url: Option<&str>) -> Option<St
             continue;
         }
         let verdict = j.verdict.map(|v| v.as_str()).unwrap_or("not-compared");
+        let mde = j.mde.map(|m| format!(", MDE ±{:.2} %", m * 100.0));
+        let mde = mde.unwrap_or_default();
         let tip = format!(
             "job {} · {} · {} · {} (n={}){}",
             i + 1,
@@ -369,20 +367,12 @@ fn chart_svg(c: &MetricHistory, unit: &str, repo_url: Option<&str>) -> Option<St
             format_value(j.summary.median, &j.unit),
             j.summary.n,
             match j.verdict {
-                Some(_) => format!(
-                    " · {verdict}{}",
-                    j.mde
-                        .map(|m| format!(", MDE ±{:.2} %", m * 100.0))
-                        .unwrap_or_default()
-                ),
+                Some(_) => format!(" · {verdict}{mde}"),
                 None => String::new(),
             }
         );
-        let r = if matches!(j.verdict, Some(Verdict::Regressed | Verdict::Improved)) {
-            7
-        } else {
-            5
-        };
+        let moved = matches!(j.verdict, Some(Verdict::Regressed | Verdict::Improved));
+        let r = if moved { 7 } else { 5 };
         let circle = format!(
             "<circle class=\"job {}\" cx=\"{x}\" cy=\"{y}\" r=\"{r}\" fill=\"{}\" stroke=\"#ffffff\" stroke-width=\"1\"><title>{}</title></circle>",
             escape_html(verdict),
@@ -390,10 +380,10 @@ fn chart_svg(c: &MetricHistory, unit: &str, repo_url: Option<&str>) -> Option<St
             escape_html(&tip)
         );
         match commit_link(repo_url, j.commit.as_deref()) {
-            Some(href) => marks.push_str(&format!(
-                "<a href=\"{}\">{circle}</a>\n",
-                escape_html(&href)
-            )),
+            Some(href) => {
+                let href = escape_html(&href);
+                marks.push_str(&format!("<a href=\"{href}\">{circle}</a>\n"));
+            }
             None => marks.push_str(&circle),
         }
     }
