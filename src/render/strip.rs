@@ -60,11 +60,10 @@ pub fn strip_plot(caption: &str, unit: &str, range: (f64, f64), rows: &[Row<'_>]
     for tick in ticks(lo, hi) {
         let tx = round1(x(tick));
         let _ = write!(grid, "M{tx} {BOTTOM}V{TOP}");
+        let (ty, label) = (BOTTOM + 16.0, tick_label(tick, hi - lo));
         let _ = writeln!(
             s,
-            "<path d=\"M{tx} {BOTTOM}v5\" stroke=\"#000\"/><text x=\"{tx}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            BOTTOM + 16.0,
-            tick_label(tick, hi - lo)
+            "<path d=\"M{tx} {BOTTOM}v5\" stroke=\"#000\"/><text x=\"{tx}\" y=\"{ty}\" text-anchor=\"middle\">{label}</text>"
         );
     }
     let _ = writeln!(
@@ -76,12 +75,10 @@ pub fn strip_plot(caption: &str, unit: &str, range: (f64, f64), rows: &[Row<'_>]
     );
     for (row, r) in rows.iter().enumerate() {
         let color = css(r.color);
+        let (lx, ly, label) = (LEFT - 6.0, round1(y(row, 0.0)), r.label);
         let _ = writeln!(
             s,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" dominant-baseline=\"middle\">{}</text>",
-            LEFT - 6.0,
-            round1(y(row, 0.0)),
-            r.label
+            "<text x=\"{lx}\" y=\"{ly}\" text-anchor=\"end\" dominant-baseline=\"middle\">{label}</text>"
         );
         let _ = writeln!(s, "<g fill=\"{color}\" fill-opacity=\"0.6\">");
         for (i, &v) in r.values.iter().enumerate() {
@@ -91,12 +88,11 @@ pub fn strip_plot(caption: &str, unit: &str, range: (f64, f64), rows: &[Row<'_>]
         }
         s.push_str("</g>\n");
         if let Some(m) = r.median {
-            let mx = round1(x(m));
+            let (mx, low, high) = (round1(x(m)), round1(y(row, -0.4)), round1(y(row, 0.4)));
+            let path = format!("M{mx} {low}V{high}");
             let _ = writeln!(
                 s,
-                "<path d=\"M{mx} {}V{}\" stroke=\"{color}\" stroke-width=\"2\"/>",
-                round1(y(row, -0.4)),
-                round1(y(row, 0.4))
+                "<path d=\"{path}\" stroke=\"{color}\" stroke-width=\"2\"/>"
             );
         }
     }
@@ -132,16 +128,10 @@ fn nice_step(span: f64) -> f64 {
     let raw = span / 5.0;
     let magnitude = 10f64.powf(raw.log10().floor());
     let fraction = raw / magnitude;
-    let nice = if fraction < 1.5 {
-        1.0
-    } else if fraction < 3.5 {
-        2.0
-    } else if fraction < 7.5 {
-        5.0
-    } else {
-        10.0
-    };
-    nice * magnitude
+    let nice = [(1.5, 1.0), (3.5, 2.0), (7.5, 5.0)]
+        .into_iter()
+        .find(|&(below, _)| fraction < below);
+    nice.map_or(10.0, |(_, nice)| nice) * magnitude
 }
 
 /// A tick's label with as many decimals as the step needs.
