@@ -766,12 +766,9 @@ pub fn base_unit(unit: &str) -> (String, f64) {
     if let Some(seconds) = seconds_of(unit) {
         return ("ns".into(), seconds * 1e9);
     }
-    match unit.to_ascii_lowercase().as_str() {
-        "hz" => return ("hz".into(), 1.0),
-        "khz" => return ("hz".into(), 1e3),
-        "mhz" => return ("hz".into(), 1e6),
-        "ghz" => return ("hz".into(), 1e9),
-        _ => {}
+    let hertz = [("hz", 1.0), ("khz", 1e3), ("mhz", 1e6), ("ghz", 1e9)];
+    if let Some(&(_, factor)) = hertz.iter().find(|(h, _)| unit.eq_ignore_ascii_case(h)) {
+        return ("hz".into(), factor);
     }
     #[rustfmt::skip]
     const BASES: [&str; 12] = [
