@@ -407,16 +407,15 @@ fn counters(
             "{periodic_count} periodic counter samples from `{COUNTERS_LINE}` lines, each read as the increase over the interval that ends at its time (set `counters: {{mode: cumulative}}` on the benchmark to read them as running totals)"
         ));
     }
-    if periodic.no_value > 0 {
+    let (no_value, several, described) = (periodic.no_value, periodic.several, eop.described);
+    if no_value > 0 {
         out.notes.push(format!(
-            "left out {} events on `{COUNTERS_LINE}` lines that carry no numeric value",
-            periodic.no_value
+            "left out {no_value} events on `{COUNTERS_LINE}` lines that carry no numeric value"
         ));
     }
-    if periodic.several > 0 {
+    if several > 0 {
         out.notes.push(format!(
-            "{} events on `{COUNTERS_LINE}` lines carry several values: each value is read as its own counter, `NAME.STAT`",
-            periodic.several
+            "{several} events on `{COUNTERS_LINE}` lines carry several values: each value is read as its own counter, `NAME.STAT`"
         ));
     }
     if single > 0 {
@@ -428,10 +427,9 @@ fn counters(
             "{single} counters with one end-of-profile reading (`counter_value`), read as totals from {from} at {start} ns (counters are cleared when profiling starts) to the reading, at {end} ns when it carries no later time"
         ));
     }
-    if eop.described > 0 {
+    if described > 0 {
         out.notes.push(format!(
-            "the description and counter sets (`performance_counter_description`, `performance_counter_sets`) of {} counter readings are not kept in the results",
-            eop.described
+            "the description and counter sets (`performance_counter_description`, `performance_counter_sets`) of {described} counter readings are not kept in the results"
         ));
     }
     if other_chips > 0 {
