@@ -403,9 +403,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         let one_line = text.trim().lines().count() == 1;
         if kind.is_none() && (one_line || command_file_name(path)) && !text.trim().is_empty() {
             // rocprof's `cmd` companion: the command line, free text (commas included).
-            companions
-                .details
-                .insert("rocprof.command".into(), text.trim().to_string());
+            let command = text.trim().to_string();
+            companions.details.insert("rocprof.command".into(), command);
             continue;
         }
         let (Some(mut header), Some(mut kind)) = (header, kind) else {
@@ -418,11 +417,11 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         if matches!(kind, Kind::Stats)
             && let Some(what) = api_stats(path, &text)
         {
+            let shown = path.display().to_string();
             companions.notes.push(format!(
-                "`{}`: rocprof `--stats` of {what}, not of kernels: skipped (the kernels' are in `<pid>_kernel_stats.csv`, or rocprof v1's `results.stats.csv`)",
-                path.display()
+                "`{shown}`: rocprof `--stats` of {what}, not of kernels: skipped (the kernels' are in `<pid>_kernel_stats.csv`, or rocprof v1's `results.stats.csv`)"
             ));
-            api_files.push(path.display().to_string());
+            api_files.push(shown);
             continue;
         }
         let mut repeated_headers = 0usize;
@@ -615,8 +614,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         for (name, n) in counts {
             let total = offsets.entry(name.clone()).or_insert(0);
             *total += n;
-            let t = *total;
-            benchmarks.imported(&name, path, t);
+            benchmarks.imported(&name, path, *total);
         }
         if !matches!(kind, Kind::Sysinfo) {
             companions.results_seen = true;
@@ -634,18 +632,17 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             ));
         }
     }
+    let first = files.first().map(PathBuf::as_path).unwrap_or(Path::new(""));
     if !companions.results_seen && !api_files.is_empty() {
-        return Err(content(
-            files.first().map(PathBuf::as_path).unwrap_or(Path::new("")),
-            format!(
-                "holds rocprof `--stats` of API calls or memory copies only ({}), not of kernels, so there is nothing to import; pass the kernels' statistics (rocprofv3 `<pid>_kernel_stats.csv`, rocprof v1 `results.stats.csv`) or the dispatches' CSV",
-                api_files.join(", ")
-            ),
+        let api_files = api_files.join(", ");
+        return Err(content!(
+            first,
+            "holds rocprof `--stats` of API calls or memory copies only ({api_files}), not of kernels, so there is nothing to import; pass the kernels' statistics (rocprofv3 `<pid>_kernel_stats.csv`, rocprof v1 `results.stats.csv`) or the dispatches' CSV"
         ));
     }
     if !companions.results_seen {
         return Err(content(
-            files.first().map(PathBuf::as_path).unwrap_or(Path::new("")),
+            first,
             "holds no rocprof results, only companion information (input file, sysinfo or command), so there is nothing to import; pass it together with the results CSV".into(),
         ));
     }
