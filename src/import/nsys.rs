@@ -470,24 +470,20 @@ fn import(
     }
     for kernel in &kernels {
         let result = benchmarks.get(&kernel.name).result_mut();
+        let parameters = &mut result.parameters;
         if let Some(short) = &kernel.short {
-            result.parameters.insert("short_name".into(), short.clone());
+            parameters.insert("short_name".into(), short.clone());
         }
         if per_gpu {
-            result
-                .parameters
-                .insert("gpu".into(), kernel.device.to_string());
+            parameters.insert("gpu".into(), kernel.device.to_string());
         }
+        parameters.insert("launches".into(), kernel.launches.to_string());
         kernel.attributes.record(&ATTRIBUTE_GROUPS, result);
-        result
-            .parameters
-            .insert("launches".into(), kernel.launches.to_string());
-        result.provenance.details.extend(details.clone());
+        let provenance = &mut result.provenance;
+        provenance.details.extend(details.clone());
         if let Some(gpu) = gpu_names.get(&kernel.device) {
-            result
-                .provenance
-                .details
-                .insert("nsys.gpu".into(), format!("{}: {gpu}", kernel.device));
+            let gpu = format!("{}: {gpu}", kernel.device);
+            provenance.details.insert("nsys.gpu".into(), gpu);
         }
     }
     benchmarks.finish(files)

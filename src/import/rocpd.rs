@@ -291,16 +291,13 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
     for kernel in &kernels {
         let runtime = kernel.name.starts_with(RUNTIME_PREFIX);
         let result = benchmarks.get(&kernel.name).result_mut();
+        let parameters = &mut result.parameters;
         if per_gpu && let Some(gpu) = kernel.gpu {
-            result.parameters.insert("gpu".into(), gpu.to_string());
+            parameters.insert("gpu".into(), gpu.to_string());
         }
-        result
-            .parameters
-            .insert("dispatches".into(), kernel.dispatches.to_string());
+        parameters.insert("dispatches".into(), kernel.dispatches.to_string());
         if runtime {
-            result
-                .parameters
-                .insert("runtime_kernel".into(), "true".into());
+            parameters.insert("runtime_kernel".into(), "true".into());
             result.provenance.notes.push(
                 "a HIP runtime kernel (`__amd_rocclr_*`: a copy or fill the runtime issues for hipMemcpy, hipMemset and the like), not the application's own code".into(),
             );
