@@ -179,10 +179,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     ("provider", columns.provider),
                 ] {
                     if let Some(i) = column.filter(|&i| !cell(i).is_empty()) {
-                        result
-                            .provenance
-                            .details
-                            .insert(format!("cutlass.{key}"), cell(i).to_string());
+                        let details = &mut result.provenance.details;
+                        details.insert(format!("cutlass.{key}"), cell(i).to_string());
                     }
                 }
             }

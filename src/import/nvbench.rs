@@ -127,11 +127,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             };
             if let Some(model) = &d.name {
                 device.accelerator(model);
-                benchmarks
-                    .get(name)
-                    .result_mut()
-                    .parameters
-                    .insert("device_name".into(), model.clone());
+                let parameters = &mut benchmarks.get(name).result_mut().parameters;
+                parameters.insert("device_name".into(), model.clone());
             }
             if let Some(hz) = d.sm_hz {
                 device.clock_mhz(SM_MAX_MHZ, hz / 1e6);
