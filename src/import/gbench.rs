@@ -211,8 +211,7 @@ fn record_run(
         benchmarks.note(&name, note);
     }
     *rep += 1;
-    let n = *rep;
-    benchmarks.imported(&name, path, n);
+    benchmarks.imported(&name, path, *rep);
     Ok(Some(name))
 }
 

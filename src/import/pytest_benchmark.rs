@@ -89,7 +89,6 @@ fn record_benchmark(
             benchmarks.detail(&name, "pytest-benchmark.skipped_data", &skipped);
         }
     }
-    let n = *rep;
-    benchmarks.imported(&name, path, n);
+    benchmarks.imported(&name, path, *rep);
     Ok(name)
 }

@@ -501,8 +501,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     let rep = offsets.entry(name.clone()).or_insert(0);
                     benchmarks.add(&name, *rep, "kernel_time", "ns", Source::Timer, avg)?;
                     *rep += 1;
-                    let n = *rep;
-                    benchmarks.imported(&name, path, n);
+                    benchmarks.imported(&name, path, *rep);
                     if let Some(c) = col("Calls") {
                         let mean = format!("mean of {} calls (--stats)", cell(c));
                         benchmarks.detail(&name, "rocprof.summary", &mean);
