@@ -145,14 +145,10 @@ fn record_result(
     let bad_codes = bad_exit_codes(path, i, &name, r.get("exit_codes"))?;
     let marked = command.trim_end().ends_with("[ERROR]");
     if marked || !bad_codes.is_empty() {
-        let message = if bad_codes.is_empty() {
-            "hyperfine marked the command `[ERROR]`: it exited non-zero (run with --ignore-failure)"
-                .to_string()
-        } else {
-            format!(
-                "hyperfine recorded exit codes {} (null: killed by a signal)",
-                bad_codes.join(", ")
-            )
+        let codes = bad_codes.join(", ");
+        let message = match bad_codes.is_empty() {
+            true => "hyperfine marked the command `[ERROR]`: it exited non-zero (run with --ignore-failure)".to_string(),
+            false => format!("hyperfine recorded exit codes {codes} (null: killed by a signal)"),
         };
         let result = benchmarks.get(&name).result_mut();
         result.fail(FailureKind::ExitStatus, message);
