@@ -165,21 +165,15 @@ pub static IMPORTERS: &[&Importer] = &[
 /// on the path below the folder (`*` stays within one folder, `**` crosses folders). A tool's
 /// output folder (`jax.profiler.trace`'s log directory, `target/criterion`, a folder of
 /// rocprof or ncu CSVs) can then be given as it is.
+#[rustfmt::skip]
 pub static FOLDER_FILES: &[(&str, &[&str])] = &[
     ("protocol", &["**/*.jsonl", "**/*.ndjson"]),
     ("ncu", &["**/*.csv"]),
     ("nsys", &["**/*.sqlite"]),
     ("rocprof", &["**/*.csv"]),
     ("rocpd", &["**/*.db"]),
-    (
-        "chrome-trace",
-        &[
-            "**/*.trace.json",
-            "**/*.trace.json.gz",
-            "**/*.pt.trace.json",
-            "**/*.pt.trace.json.gz",
-        ],
-    ),
+    ("chrome-trace", &["**/*.trace.json", "**/*.trace.json.gz",
+                       "**/*.pt.trace.json", "**/*.pt.trace.json.gz"]),
     ("xplane", &["**/*.xplane.pb"]),
     ("proton", &["**/*.hatchet"]),
     ("gbench", &["**/*.json"]),
@@ -189,10 +183,7 @@ pub static FOLDER_FILES: &[(&str, &[&str])] = &[
     // A `new` folder itself, or every benchmark's `new` below `target/criterion`.
     ("criterion", &["estimates.json", "**/new/estimates.json"]),
     ("cutlass", &["**/*.csv"]),
-    (
-        "kernelbench",
-        &["**/eval_results.json", "**/baseline_time_*.json"],
-    ),
+    ("kernelbench", &["**/eval_results.json", "**/baseline_time_*.json"]),
     ("perf-stat", &["**/*.txt", "**/*.log", "**/*.perf"]),
     ("callgrind", &["**/callgrind.out*", "**/*.callgrind"]),
     ("cachegrind", &["**/cachegrind.out*", "**/*.cgout"]),

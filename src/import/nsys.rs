@@ -176,14 +176,11 @@ const ATTRIBUTE_COLUMNS: [&str; 11] = [
 ];
 
 /// The parameters the attributes make.
+#[rustfmt::skip]
 const ATTRIBUTE_GROUPS: [(&str, &[usize]); 7] = [
-    ("grid", &[0, 1, 2]),
-    ("block", &[3, 4, 5]),
-    ("registers_per_thread", &[6]),
-    ("static_shared_memory_bytes", &[7]),
-    ("dynamic_shared_memory_bytes", &[8]),
-    ("local_memory_per_thread_bytes", &[9]),
-    ("stream", &[10]),
+    ("grid", &[0, 1, 2]), ("block", &[3, 4, 5]), ("registers_per_thread", &[6]),
+    ("static_shared_memory_bytes", &[7]), ("dynamic_shared_memory_bytes", &[8]),
+    ("local_memory_per_thread_bytes", &[9]), ("stream", &[10]),
 ];
 
 const KERNEL_TABLE: &str = "CUPTI_ACTIVITY_KIND_KERNEL";

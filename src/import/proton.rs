@@ -214,12 +214,10 @@ fn unit_of(key: &str) -> (&str, &str) {
 
 /// Today's spelling of the metric keys older Proton wrote capitalised (`Count`, `Time (ns)`,
 /// `DeviceId`, `DeviceType`, `StartTime (ns)`, `EndTime (ns)`), renamed in 2024.
+#[rustfmt::skip]
 const OLD_KEYS: [(&str, &str); 6] = [
-    ("Count", "count"),
-    ("Time (ns)", "time (ns)"),
-    ("DeviceId", "device_id"),
-    ("DeviceType", "device_type"),
-    ("StartTime (ns)", "start_time (ns)"),
+    ("Count", "count"), ("Time (ns)", "time (ns)"), ("DeviceId", "device_id"),
+    ("DeviceType", "device_type"), ("StartTime (ns)", "start_time (ns)"),
     ("EndTime (ns)", "end_time (ns)"),
 ];
 

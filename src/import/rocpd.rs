@@ -60,14 +60,10 @@ const ATTRIBUTE_COLUMNS: [&str; 11] = [
     "s.arch_vgpr_count", "s.accum_vgpr_count",
 ];
 
+#[rustfmt::skip]
 const ATTRIBUTE_GROUPS: [(&str, &[usize]); 7] = [
-    ("grid", &[0, 1, 2]),
-    ("workgroup", &[3, 4, 5]),
-    ("lds_bytes", &[6]),
-    ("scratch_bytes", &[7]),
-    ("sgpr_count", &[8]),
-    ("arch_vgpr_count", &[9]),
-    ("accum_vgpr_count", &[10]),
+    ("grid", &[0, 1, 2]), ("workgroup", &[3, 4, 5]), ("lds_bytes", &[6]), ("scratch_bytes", &[7]),
+    ("sgpr_count", &[8]), ("arch_vgpr_count", &[9]), ("accum_vgpr_count", &[10]),
 ];
 
 /// One kernel on one GPU.

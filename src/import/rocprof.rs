@@ -228,15 +228,14 @@ fn api_stats(path: &Path, text: &str) -> Option<&'static str> {
         .file_name()
         .map(|n| n.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
-    for (part, what) in [
-        ("hip_api_stats", "HIP API calls"),
-        ("hip_stats", "HIP API calls"),
-        ("hsa_api_stats", "HSA API calls"),
-        ("hsa_stats", "HSA API calls"),
-        ("marker_api_stats", "ROCTx marker calls"),
-        ("copy_stats", "memory copies"),
+    #[rustfmt::skip]
+    let summarized = [
+        ("hip_api_stats", "HIP API calls"), ("hip_stats", "HIP API calls"),
+        ("hsa_api_stats", "HSA API calls"), ("hsa_stats", "HSA API calls"),
+        ("marker_api_stats", "ROCTx marker calls"), ("copy_stats", "memory copies"),
         ("memory_allocation_stats", "memory allocations"),
-    ] {
+    ];
+    for (part, what) in summarized {
         if file.contains(part) {
             return Some(what);
         }
