@@ -53,13 +53,10 @@ const MAX_SAMPLES: u64 = 1 << 26;
 
 /// The time metrics: the mean's tag, the tag of its relative standard deviation (none for
 /// the batch time), the metric.
+#[rustfmt::skip]
 const TIMES: [(&str, Option<&str>, &str); 3] = [
     (GPU_MEAN, Some(GPU_NOISE), "kernel_time"),
-    (
-        "nv/cold/time/cpu/mean",
-        Some("nv/cold/time/cpu/stdev/relative"),
-        "cpu_time",
-    ),
+    ("nv/cold/time/cpu/mean", Some("nv/cold/time/cpu/stdev/relative"), "cpu_time"),
     ("nv/batch/time/gpu/mean", None, "batch_kernel_time"),
 ];
 
@@ -483,11 +480,10 @@ fn read_benchmark(
             let noise = summary(summaries, GPU_NOISE).as_ref().and_then(number);
             set_spread(benchmarks, &name, "kernel_cycles", noise, sample_size);
         }
-        for (tag, key) in [
-            (SAMPLES, "nvbench.samples"),
-            (GPU_NOISE, "nvbench.noise"),
-            (SM_CLOCK, "nvbench.sm_clock_hz"),
-        ] {
+        #[rustfmt::skip]
+        let kept = [(SAMPLES, "nvbench.samples"), (GPU_NOISE, "nvbench.noise"),
+                    (SM_CLOCK, "nvbench.sm_clock_hz")];
+        for (tag, key) in kept {
             if let Some(v) = text(summary(summaries, tag).as_ref()) {
                 append_detail(benchmarks, &name, key, &v);
             }

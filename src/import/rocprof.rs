@@ -84,11 +84,10 @@ fn sysinfo_device<'a>(named: &dyn Fn(&str) -> Option<&'a str>) -> Device {
     if let Some(v) = named("rocm_version") {
         device.tool("rocm", v);
     }
-    for (key, field) in [
-        ("cpu_model", HostField::CpuModel),
-        ("linux_distro", HostField::Os),
-        ("linux_kernel_version", HostField::Kernel),
-    ] {
+    #[rustfmt::skip]
+    let fields = [("cpu_model", HostField::CpuModel), ("linux_distro", HostField::Os),
+                  ("linux_kernel_version", HostField::Kernel)];
+    for (key, field) in fields {
         if let Some(v) = named(key) {
             device.host(field, v);
         }
