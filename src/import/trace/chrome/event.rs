@@ -306,17 +306,11 @@ mod tests {
             let mut s = Scanner::new(text.as_bytes(), 0);
             let mut seen = Vec::new();
             Event::scan(&mut s, |ev| {
-                for (key, value) in [
-                    ("name", &ev.name),
-                    ("cat", &ev.cat),
-                    ("ts", &ev.ts),
-                    ("dur", &ev.dur),
-                    ("pid", &ev.pid),
-                    ("tid", &ev.tid),
-                    ("args", &ev.args),
-                ] {
-                    seen.push((key, *value));
-                }
+                #[rustfmt::skip]
+                let fields = [("name", &ev.name), ("cat", &ev.cat), ("ts", &ev.ts),
+                              ("dur", &ev.dur), ("pid", &ev.pid), ("tid", &ev.tid),
+                              ("args", &ev.args)];
+                seen.extend(fields.map(|(key, value)| (key, *value)));
                 Ok(())
             })
             .unwrap_or_else(|e| panic!("{e:?}: {text}"));
