@@ -161,13 +161,10 @@ mod tests {
         let names = ["mem", "m\\u0065m", "ctr"];
         let ids = ["", r#", "id": "0x1""#, r#", "id": 7"#];
         let pids = ["1", "2", r#""1""#];
+        #[rustfmt::skip]
         let members = [
-            r#""used": 1.5"#,
-            r#""free": 2"#,
-            r#""u\u0073ed": 3"#,
-            r#""note": "x""#,
-            r#""free": "20""#,
-            r#""used": -4e2"#,
+            r#""used": 1.5"#, r#""free": 2"#, r#""u\u0073ed": 3"#, r#""note": "x""#,
+            r#""free": "20""#, r#""used": -4e2"#,
         ];
         let (mut fast, mut repeats) = (0, 0);
         for trial in 0..300 {
