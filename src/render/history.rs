@@ -574,13 +574,9 @@ mod tests {
             jobs: jobs.to_vec(),
             change_points: change_points.to_vec(),
         };
-        let charts = [
-            chart(&quiet, &[]),
-            chart(&quiet, &small),
-            chart(&quiet, &[]),
-            chart(&quiet, &large),
-            chart(&latest_regressed, &[]),
-        ];
+        #[rustfmt::skip]
+        let charts = [chart(&quiet, &[]), chart(&quiet, &small), chart(&quiet, &[]),
+                      chart(&quiet, &large), chart(&latest_regressed, &[])];
         assert_eq!(charted_series(&charts, None), [true; 5]);
         assert_eq!(charted_series(&charts, Some(5)), [true; 5]);
         // A latest job that did not pass, then the largest change point, then the next; series
