@@ -546,13 +546,11 @@ mod tests {
         );
         let r = import_text(&text).unwrap();
         let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "copy/Device=0/Size=256/T=F32",
-                "copy/Device=0/Size=512/T=F32"
-            ]
+        let (small, large) = (
+            "copy/Device=0/Size=256/T=F32",
+            "copy/Device=0/Size=512/T=F32",
         );
+        assert_eq!(names, [small, large]);
         let b = &r.benchmarks[0];
         assert_eq!(b.metric("kernel_time").unwrap().values, [2_000_000.0]);
         assert_eq!(b.metric("batch_kernel_time").unwrap().values, [1_500_000.0]);
@@ -667,11 +665,10 @@ mod tests {
                 summary_json(SM_CLOCK, "Clock Rate", clock)
             )
         };
+        let (low, usual) = (state("1400000000"), state("1600000000"));
         let text = format!(
             r#"{{"devices": [{{"id": 0, "name": "NVIDIA H100", "sm_default_clock_rate": "2000000000"}}],
-               "benchmarks": [{{"name": "k", "states": [{}, {}]}}]}}"#,
-            state("1400000000"),
-            state("1600000000")
+               "benchmarks": [{{"name": "k", "states": [{low}, {usual}]}}]}}"#
         );
         let r = import_text(&text).unwrap();
         let low = r.benchmark("k/Device=0/C=1400000000").unwrap();
