@@ -571,11 +571,10 @@ mod tests {
         }
         counters.append(piece);
         let launches = 250;
-        let (mut durations, mut starts) = (Vec::new(), Vec::new());
-        for i in 0..launches {
-            durations.push(5.0 + (i % 7) as f64 * 0.125);
-            starts.push(i as f64 * 20.0);
-        }
+        let durations: Vec<f64> = (0..launches)
+            .map(|i| 5.0 + (i % 7) as f64 * 0.125)
+            .collect();
+        let starts: Vec<f64> = (0..launches).map(|i| i as f64 * 20.0).collect();
         let a = TraceSamples {
             kernels: vec![("k".into(), durations.clone())],
             starts: vec![starts.clone()],
