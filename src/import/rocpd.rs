@@ -221,14 +221,11 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 ));
             }
             let gpu = int(2).and_then(|id| agents.get(&id));
-            let raw = match text(3).or_else(|| text(4)) {
-                Some(raw) => raw,
-                None => {
-                    return Err(content!(
-                        path,
-                        "dispatch {number} names a kernel that `rocpd_info_kernel_symbol` does not hold; {HINT}"
-                    ));
-                }
+            let Some(raw) = text(3).or_else(|| text(4)) else {
+                return Err(content!(
+                    path,
+                    "dispatch {number} names a kernel that `rocpd_info_kernel_symbol` does not hold; {HINT}"
+                ));
             };
             let at = match seen.get(&(gpu.map(|g| g.index), raw.to_string())) {
                 Some(&at) => at,
