@@ -57,10 +57,9 @@ pub fn perf_reading(block: &perf::Block) -> Reading {
         match (c.value, &c.unavailable) {
             (Some(value), _) => {
                 if c.multiplexed() {
+                    let (event, pct) = (&c.event, c.running_pct.unwrap_or(0.0));
                     r.notes.push(format!(
-                        "perf counter `{}` ran {:.2} % of the time (multiplexed); its value was scaled up by perf",
-                        c.event,
-                        c.running_pct.unwrap_or(0.0)
+                        "perf counter `{event}` ran {pct:.2} % of the time (multiplexed); its value was scaled up by perf"
                     ));
                 }
                 r.notes.extend(block.spread_note(c));
@@ -156,10 +155,9 @@ pub fn valgrind_reading(profile: &Profile) -> Reading {
         && profile.totals_from == TotalsFrom::Totals
         && *summary != profile.totals
     {
+        let (summary, totals) = (join(summary), join(&profile.totals));
         r.notes.push(format!(
-            "the `summary:` line ({}) differs from `totals:` ({}); totals (the sum of all cost lines) were used",
-            join(summary),
-            join(&profile.totals)
+            "the `summary:` line ({summary}) differs from `totals:` ({totals}); totals (the sum of all cost lines) were used"
         ));
     }
     r

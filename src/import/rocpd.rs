@@ -320,13 +320,9 @@ fn gpu_agents(
             "NULL".to_string()
         }
     };
-    let sql = format!(
-        "SELECT id, {}, {}, {}, {} FROM rocpd_info_agent ORDER BY id",
-        column("type"),
-        column("type_index"),
-        column("product_name"),
-        column("name"),
-    );
+    let [kind, index, product, name] = ["type", "type_index", "product_name", "name"].map(column);
+    let sql =
+        format!("SELECT id, {kind}, {index}, {product}, {name} FROM rocpd_info_agent ORDER BY id");
     let mut statement = db.prepare(&sql).map_err(sql_error(path))?;
     let rows = statement
         .query_map([], |row| {

@@ -492,13 +492,8 @@ pub fn history_text(key: &str, runs: usize, settings: &Settings, out: &[MetricHi
     );
     for h in out {
         let (series, points) = (&h.jobs, &h.change_points);
-        let _ = writeln!(
-            text,
-            "\n{} / {}: {} runs",
-            escape_terminal(&h.benchmark),
-            escape_terminal(&h.metric),
-            series.len()
-        );
+        let (benchmark, metric) = (escape_terminal(&h.benchmark), escape_terminal(&h.metric));
+        let _ = writeln!(text, "\n{benchmark} / {metric}: {} runs", series.len());
         for (i, s) in series.iter().enumerate() {
             let commit = s.commit.as_deref().map_or("-", |c| {
                 c.char_indices().nth(12).map_or(c, |(i, _)| &c[..i])

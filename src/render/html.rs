@@ -61,10 +61,9 @@ impl Exporter for HtmlExporter {
         for w in &report.warnings {
             head.push_str(&format!("<p class=\"warning\">⚠ {}</p>\n", escape_html(w)));
         }
+        let (base, head_color) = (css(BASE_COLOR), css(HEAD_COLOR));
         head.push_str(&format!(
-            "<p class=\"legend\">Plots:<span style=\"background:{}\"></span>base<span style=\"background:{}\"></span>head</p>\n",
-            css(BASE_COLOR),
-            css(HEAD_COLOR)
+            "<p class=\"legend\">Plots:<span style=\"background:{base}\"></span>base<span style=\"background:{head_color}\"></span>head</p>\n"
         ));
         out.write_all(head.as_bytes())?;
         let by_name = report.evidence.as_ref().map(|e| e.by_name());

@@ -95,11 +95,8 @@ fn metric_case(b: &BenchmarkComparison, m: &MetricComparison) -> String {
         Outcome::Skipped => format!("<skipped message=\"{detail}\"/>"),
         _ => format!("<system-out>{detail}</system-out>"),
     };
-    format!(
-        "    <testcase classname=\"{}\" name=\"{}\">{body}</testcase>\n",
-        escape_html(&b.name),
-        escape_html(&m.name)
-    )
+    let (class, name) = (escape_html(&b.name), escape_html(&m.name));
+    format!("    <testcase classname=\"{class}\" name=\"{name}\">{body}</testcase>\n")
 }
 
 /// Whether the benchmark gets a test case of its own: one without metrics, or an incorrect one.
@@ -117,11 +114,8 @@ fn benchmark_case(b: &BenchmarkComparison) -> String {
         Outcome::Skipped => format!("<skipped message=\"{verdict}: {why}\"/>"),
         _ => format!("<system-out>{verdict}: {why}</system-out>"),
     };
-    format!(
-        "    <testcase classname=\"{}\" name=\"{}\">{body}</testcase>\n",
-        escape_html(&b.name),
-        escape_html(&b.name)
-    )
+    let name = escape_html(&b.name);
+    format!("    <testcase classname=\"{name}\" name=\"{name}\">{body}</testcase>\n")
 }
 
 impl Exporter for JunitExporter {

@@ -271,10 +271,10 @@ impl Exporter for MarkdownExporter {
             RunVerdict::NoBaseline => "❔",
             RunVerdict::Error => "🛑",
         };
+        let summary = escape_markdown(&summary_line(report));
         let mut out = format!(
-            "### {icon} kgate: {}: {}\n\n",
-            verdict_word(report.verdict),
-            escape_markdown(&summary_line(report))
+            "### {icon} kgate: {}: {summary}\n\n",
+            verdict_word(report.verdict)
         );
         if let Some(cost) = cost_line(report) {
             out.push_str(&format!("{}\n\n", escape_markdown(&cost)));
