@@ -157,11 +157,10 @@ struct Seen {
 /// `default` Hz, as throttled: not comparable ([`NOT_COMPARABLE`]).
 fn throttled(benchmarks: &mut Benchmarks<'_>, name: &str, clock: f64, default: f64) {
     let mhz = |hz: f64| format!("{:.0} MHz", hz / 1e6);
-    let clocks = format!("{} of {} default", mhz(clock), mhz(default));
+    let (clock, default) = (mhz(clock), mhz(default));
+    let clocks = format!("{clock} of {default} default");
     let why = format!(
-        "throttled: nvbench's mean SM clock, {}, is below 75 % of the device's default {} (nvbench's throttle threshold)",
-        mhz(clock),
-        mhz(default)
+        "throttled: nvbench's mean SM clock, {clock}, is below 75 % of the device's default {default} (nvbench's throttle threshold)"
     );
     benchmarks.detail(name, "nvbench.throttled", &clocks);
     benchmarks.detail(name, NOT_COMPARABLE, &why);

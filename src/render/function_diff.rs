@@ -110,20 +110,16 @@ fn section(name: &str, p: &BenchmarkProfile) -> String {
                 ));
             } else {
                 let c = f.head.as_ref().or(f.base.as_ref());
-                body.push_str(&format!(
-                    "| {name} | {at} | {} | {} | {} |\n",
-                    cost_cell(c, |c| Some(c.self_ir)),
-                    cost_cell(c, |c| Some(c.inclusive_ir)),
-                    cost_cell(c, |c| c.self_d1_misses),
-                ));
+                let ir = cost_cell(c, |c| Some(c.self_ir));
+                let inclusive = cost_cell(c, |c| Some(c.inclusive_ir));
+                let d1 = cost_cell(c, |c| c.self_d1_misses);
+                body.push_str(&format!("| {name} | {at} | {ir} | {inclusive} | {d1} |\n"));
             }
         }
         if p.functions_left_out > 0 {
-            body.push_str(&format!(
-                "\n{} more function{} with a change not shown.\n",
-                p.functions_left_out,
-                if p.functions_left_out == 1 { "" } else { "s" }
-            ));
+            let n = p.functions_left_out;
+            let more = format!("{n} more function{}", if n == 1 { "" } else { "s" });
+            body.push_str(&format!("\n{more} with a change not shown.\n"));
         }
         body.push('\n');
     }

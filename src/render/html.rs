@@ -109,10 +109,10 @@ fn benchmark_section(b: &BenchmarkComparison, e: Option<&BenchmarkEvidence>) -> 
                 named.trim_end().to_string()
             })
             .collect();
+        let metrics = crate::model::text::count(held.len(), "metric", "metrics");
+        let named = named.join(", ");
         s.push_str(&format!(
-            "<p class=\"held\">{} unchanged or within threshold: {}</p>\n",
-            crate::model::text::count(held.len(), "metric", "metrics"),
-            named.join(", ")
+            "<p class=\"held\">{metrics} unchanged or within threshold: {named}</p>\n"
         ));
     }
     if let Some(e) = e {
@@ -128,10 +128,9 @@ fn benchmark_section(b: &BenchmarkComparison, e: Option<&BenchmarkEvidence>) -> 
         }
         for a in e.artifacts.iter().filter(|a| a.changed()) {
             let (diff, added, removed) = unified_diff(a);
+            let (name, diff) = (escape_html(&a.name), escape_html_lines(&diff));
             s.push_str(&format!(
-                "<details><summary>artifact <code>{}</code> changed: +{added} −{removed} lines</summary>\n<pre>{}</pre>\n</details>\n",
-                escape_html(&a.name),
-                escape_html_lines(&diff)
+                "<details><summary>artifact <code>{name}</code> changed: +{added} −{removed} lines</summary>\n<pre>{diff}</pre>\n</details>\n"
             ));
         }
     }

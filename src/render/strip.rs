@@ -66,12 +66,10 @@ pub fn strip_plot(caption: &str, unit: &str, range: (f64, f64), rows: &[Row<'_>]
             "<path d=\"M{tx} {BOTTOM}v5\" stroke=\"#000\"/><text x=\"{tx}\" y=\"{ty}\" text-anchor=\"middle\">{label}</text>"
         );
     }
+    let (ux, uy, unit) = ((LEFT + RIGHT) / 2.0, HEIGHT - 6.0, escape_html(unit));
     let _ = writeln!(
         s,
-        "<path d=\"{grid}\" stroke=\"#000\" stroke-opacity=\"0.15\"/>\n<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-        (LEFT + RIGHT) / 2.0,
-        HEIGHT - 6.0,
-        escape_html(unit)
+        "<path d=\"{grid}\" stroke=\"#000\" stroke-opacity=\"0.15\"/>\n<text x=\"{ux}\" y=\"{uy}\" text-anchor=\"middle\">{unit}</text>"
     );
     for (row, r) in rows.iter().enumerate() {
         let color = css(r.color);

@@ -501,10 +501,9 @@ impl Exporter for TableExporter {
         out.write_all(b"\n")?;
         let mut lines = String::new();
         if !dropped.is_empty() {
+            let (dropped, width) = (dropped.join(", "), self.width.unwrap_or_default());
             lines.push_str(&prose(format!(
-                "({} not shown at {} columns; a wider terminal, `--format markdown` or `--format json` has them)",
-                dropped.join(", "),
-                self.width.unwrap_or_default()
+                "({dropped} not shown at {width} columns; a wider terminal, `--format markdown` or `--format json` has them)"
             )));
         }
         if hidden > 0 {

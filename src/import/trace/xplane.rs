@@ -433,10 +433,10 @@ fn counters(
         ));
     }
     if other_chips > 0 {
+        let kept = kept_chip.map_or("(unnamed)".into(), |c| c.to_string());
+        let n = chips.len();
         out.notes.push(format!(
-            "the profile has counters of {} chips: those of chip {} are kept, {other_chips} readings of the others left out; select a chip's plane with --pid",
-            chips.len(),
-            kept_chip.map_or("(unnamed)".to_string(), |c| c.to_string()),
+            "the profile has counters of {n} chips: those of chip {kept} are kept, {other_chips} readings of the others left out; select a chip's plane with --pid"
         ));
     }
 }
