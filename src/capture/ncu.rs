@@ -257,11 +257,9 @@ fn parse_each_reading<R: BufRead>(
 fn check_utf8<R: Read>(records: &Records<R>) -> Result<(), NcuError> {
     for (i, field) in records.iter().enumerate() {
         if let Err(e) = std::str::from_utf8(field) {
+            let (line, field, byte) = (records.line(), i + 1, e.valid_up_to() + 1);
             return Err(NcuError::Content(format!(
-                "line {}: field {} is not UTF-8 text (its byte {} is not), so it is not ncu `--csv` output as ncu writes it; pass the file that `ncu --csv` or `--log-file` wrote",
-                records.line(),
-                i + 1,
-                e.valid_up_to() + 1
+                "line {line}: field {field} is not UTF-8 text (its byte {byte} is not), so it is not ncu `--csv` output as ncu writes it; pass the file that `ncu --csv` or `--log-file` wrote"
             )));
         }
     }

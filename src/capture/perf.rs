@@ -662,11 +662,11 @@ fn parse_human(text: &str) -> Result<Vec<Block>, ParseError> {
         blocks.push(block);
     }
     if let Some((n, line)) = foreign.first() {
+        let lines = crate::model::text::count(foreign.len(), "line", "lines");
+        let are = if foreign.len() == 1 { "is" } else { "are" };
+        let line: String = line.chars().take(60).collect();
         let note = format!(
-            "skipped {} that {} not perf stat output (the first, line {n}: `{}`); each `Performance counter stats for` block was read in its own locale",
-            crate::model::text::count(foreign.len(), "line", "lines"),
-            if foreign.len() == 1 { "is" } else { "are" },
-            line.chars().take(60).collect::<String>()
+            "skipped {lines} that {are} not perf stat output (the first, line {n}: `{line}`); each `Performance counter stats for` block was read in its own locale"
         );
         for b in &mut blocks {
             b.notes.push(note.clone());

@@ -374,12 +374,11 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for Elements<'_, '_, '_, T> {
 }
 
 pub(crate) fn not_json(path: &Path, what: &str, e: &serde_json::Error) -> ImportError {
+    let (line, column) = (e.line(), e.column());
+    let why = crate::model::text::plain_serde(None, &e.to_string());
     content!(
         path,
-        "is not valid JSON (line {}, column {}: {}), so it is not {what} output; pass the file the tool wrote, whole",
-        e.line(),
-        e.column(),
-        crate::model::text::plain_serde(None, &e.to_string())
+        "is not valid JSON (line {line}, column {column}: {why}), so it is not {what} output; pass the file the tool wrote, whole"
     )
 }
 

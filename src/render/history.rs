@@ -373,11 +373,10 @@ fn chart_svg(c: &MetricHistory, unit: &str, repo_url: Option<&str>) -> Option<St
         );
         let moved = matches!(j.verdict, Some(Verdict::Regressed | Verdict::Improved));
         let r = if moved { 7 } else { 5 };
+        let (class, tip) = (escape_html(verdict), escape_html(&tip));
+        let fill = css(verdict_color(j.verdict));
         let circle = format!(
-            "<circle class=\"job {}\" cx=\"{x}\" cy=\"{y}\" r=\"{r}\" fill=\"{}\" stroke=\"#ffffff\" stroke-width=\"1\"><title>{}</title></circle>",
-            escape_html(verdict),
-            css(verdict_color(j.verdict)),
-            escape_html(&tip)
+            "<circle class=\"job {class}\" cx=\"{x}\" cy=\"{y}\" r=\"{r}\" fill=\"{fill}\" stroke=\"#ffffff\" stroke-width=\"1\"><title>{tip}</title></circle>"
         );
         match commit_link(repo_url, j.commit.as_deref()) {
             Some(href) => {
@@ -506,12 +505,11 @@ pub fn history_text(key: &str, runs: usize, settings: &Settings, out: &[MetricHi
             let mark = mark.unwrap_or_default();
             let verdict = s.verdict.map(|v| format!("  {}", v.as_str()));
             let verdict = verdict.unwrap_or_default();
+            let (created, n) = (&s.created, s.summary.n);
+            let median = format_value(s.summary.median, &s.unit);
             let _ = writeln!(
                 text,
-                "  {}  {commit}  {:>12}  n={}{verdict}{mark}",
-                s.created,
-                format_value(s.summary.median, &s.unit),
-                s.summary.n
+                "  {created}  {commit}  {median:>12}  n={n}{verdict}{mark}"
             );
         }
         if points.is_empty() {
