@@ -152,11 +152,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 ));
             };
             if iters.len() != times.len() {
+                let (n_iters, n_times) = (iters.len(), times.len());
                 return Err(content!(
                     &sample_path,
-                    "has {} `iters` but {} `times`, so its samples cannot be paired (a truncated or edited file); re-run the benchmark, or remove it to import the mean estimate alone",
-                    iters.len(),
-                    times.len()
+                    "has {n_iters} `iters` but {n_times} `times`, so its samples cannot be paired (a truncated or edited file); re-run the benchmark, or remove it to import the mean estimate alone"
                 ));
             }
             for (i, t) in iters.iter().zip(times) {

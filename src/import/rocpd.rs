@@ -176,10 +176,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         .chain(ATTRIBUTE_COLUMNS.iter())
         .map(|c| column(c))
         .collect();
+        let select = select.join(", ");
+        let same_guid = if guid { " AND s.guid = d.guid" } else { "" };
         let sql = format!(
-            "SELECT {} FROM rocpd_kernel_dispatch d LEFT JOIN rocpd_info_kernel_symbol s ON s.id = d.kernel_id{} ORDER BY d.start, d.agent_id",
-            select.join(", "),
-            if guid { " AND s.guid = d.guid" } else { "" }
+            "SELECT {select} FROM rocpd_kernel_dispatch d LEFT JOIN rocpd_info_kernel_symbol s ON s.id = d.kernel_id{same_guid} ORDER BY d.start, d.agent_id"
         );
         let counters = counters(db, path, tables)?;
         if let Ok(v) = db.query_row(

@@ -244,13 +244,11 @@ fn chart_section(c: &MetricHistory, repo_url: Option<&str>) -> String {
     } else {
         s.push_str("<ul>\n");
         for p in &c.change_points {
-            let job = &c.jobs[p.index];
+            let commit = escape_html(short(c.jobs[p.index].commit.as_deref()));
+            let change = escape_html(&format_change(p.relative_change));
+            let (job, p) = (p.index + 1, escape_html(&format_p(p.p_value)));
             s.push_str(&format!(
-                "<li>change point at job {} (<code>{}</code>): {} (p = {})</li>\n",
-                p.index + 1,
-                escape_html(short(job.commit.as_deref())),
-                escape_html(&format_change(p.relative_change)),
-                escape_html(&format_p(p.p_value)),
+                "<li>change point at job {job} (<code>{commit}</code>): {change} (p = {p})</li>\n"
             ));
         }
         s.push_str("</ul>\n");

@@ -355,13 +355,10 @@ impl Exporter for MarkdownExporter {
                 "Prediction interval over stored jobs"
             }
         };
+        let (alpha, correction, looks) = (report.alpha, report.correction.as_str(), report.looks);
+        let (s, confidence) = (if looks == 1 { "" } else { "s" }, (1.0 - alpha) * 100.0);
         out.push_str(&format!(
-            "\n<sub>{model} at α = {} ({} correction, {} look{}), intervals at {} % confidence; changes are head against base; MDE is the smallest change this run would flag with 80 % power.</sub>\n",
-            report.alpha,
-            report.correction.as_str(),
-            report.looks,
-            if report.looks == 1 { "" } else { "s" },
-            (1.0 - report.alpha) * 100.0
+            "\n<sub>{model} at α = {alpha} ({correction} correction, {looks} look{s}), intervals at {confidence} % confidence; changes are head against base; MDE is the smallest change this run would flag with 80 % power.</sub>\n"
         ));
         out
     }
