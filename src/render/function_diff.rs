@@ -126,12 +126,11 @@ fn section(name: &str, p: &BenchmarkProfile) -> String {
     for n in &p.notes {
         body.push_str(&format!("- {}\n", escape_markdown(n)));
     }
+    let sides = sides_words(p);
+    let [name, tool, sides] = [name, &p.tool, &sides].map(escape_markdown_html);
+    let seconds = p.seconds;
     format!(
-        "\n<details><summary><b>{}</b>: profile ({}, {}, {:.1} s)</summary>\n\n{body}</details>\n",
-        escape_markdown_html(name),
-        escape_markdown_html(&p.tool),
-        escape_markdown_html(&sides_words(p)),
-        p.seconds
+        "\n<details><summary><b>{name}</b>: profile ({tool}, {sides}, {seconds:.1} s)</summary>\n\n{body}</details>\n"
     )
 }
 
