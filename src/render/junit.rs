@@ -79,14 +79,10 @@ fn metric_case(b: &BenchmarkComparison, m: &MetricComparison) -> String {
     let estimate = m.source == crate::model::metric::Source::Estimate;
     let estimate = if estimate { " (estimate)" } else { "" };
     let reason = (!m.reason.is_empty()).then(|| format!("; {}", m.reason));
-    let detail = format!(
-        "{}{estimate}: base {}, head {}, change {}{}",
-        m.verdict.as_str(),
-        median(&m.base),
-        median(&m.head),
-        m.change.map(format_change).unwrap_or_else(|| "–".into()),
-        reason.unwrap_or_default()
-    );
+    let (verdict, base, head) = (m.verdict.as_str(), median(&m.base), median(&m.head));
+    let change = m.change.map_or("–".into(), format_change);
+    let reason = reason.unwrap_or_default();
+    let detail = format!("{verdict}{estimate}: base {base}, head {head}, change {change}{reason}");
     let detail = escape_html(&detail);
     let body = match metric_outcome(m) {
         Outcome::Failure => {

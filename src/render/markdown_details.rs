@@ -313,14 +313,11 @@ fn artifact_diff(a: &ArtifactPair) -> String {
         (_, None) => " (gone on head)",
         _ => "",
     };
-    let capped = a
-        .truncated
-        .then_some("; the artifact was cut at the size cap");
+    let cap = "; the artifact was cut at the size cap";
+    let capped = if a.truncated { cap } else { "" };
+    let (name, path) = (escape_markdown_html(&a.name), escape_markdown_html(&a.path));
     format!(
-        "<details><summary>artifact <code>{}</code> (<code>{}</code>) changed{side_note}: +{added} −{removed} lines{}</summary>\n\n{fence}diff\n{text}\n{fence}\n\n</details>\n\n",
-        escape_markdown_html(&a.name),
-        escape_markdown_html(&a.path),
-        capped.unwrap_or_default()
+        "<details><summary>artifact <code>{name}</code> (<code>{path}</code>) changed{side_note}: +{added} −{removed} lines{capped}</summary>\n\n{fence}diff\n{text}\n{fence}\n\n</details>\n\n"
     )
 }
 
