@@ -70,22 +70,19 @@ pub fn write_history_page(
         to,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>kgate history</title>\n<style>{STYLE}svg a circle{{cursor:pointer}}.chart{{margin-top:1em}}td.commit{{font-family:monospace}}</style>\n</head>\n<body>\n"
     )?;
+    let key = escape_html(key);
+    let charts_s = if shown == 1 { "" } else { "s" };
+    let jobs_s = if runs == 1 { "" } else { "s" };
     write!(
         to,
-        "<h1>kgate history</h1>\n<p>Environment <code>{}</code>: {shown} chart{}, up to {runs} job{} each, in commit order, oldest on the left.</p>\n",
-        escape_html(key),
-        if shown == 1 { "" } else { "s" },
-        if runs == 1 { "" } else { "s" },
+        "<h1>kgate history</h1>\n<p>Environment <code>{key}</code>: {shown} chart{charts_s}, up to {runs} job{jobs_s} each, in commit order, oldest on the left.</p>\n"
     )?;
+    #[rustfmt::skip]
+    let colors = [BASE_COLOR, HEAD_COLOR, IMPROVED, INCONCLUSIVE, CHANGE_POINT, BAND];
+    let [base, head, improved, inconclusive, change, band] = colors.map(css);
     writeln!(
         to,
-        "<p class=\"legend\">Jobs:<span style=\"background:{}\"></span>unchanged or not compared<span style=\"background:{}\"></span>regressed<span style=\"background:{}\"></span>improved<span style=\"background:{}\"></span>inconclusive<span style=\"background:{}\"></span>change point<span style=\"background:{}\"></span>minimum detectable effect</p>",
-        css(BASE_COLOR),
-        css(HEAD_COLOR),
-        css(IMPROVED),
-        css(INCONCLUSIVE),
-        css(CHANGE_POINT),
-        css(BAND),
+        "<p class=\"legend\">Jobs:<span style=\"background:{base}\"></span>unchanged or not compared<span style=\"background:{head}\"></span>regressed<span style=\"background:{improved}\"></span>improved<span style=\"background:{inconclusive}\"></span>inconclusive<span style=\"background:{change}\"></span>change point<span style=\"background:{band}\"></span>minimum detectable effect</p>"
     )?;
     match repo_url {
         Some(url) => writeln!(
@@ -101,11 +98,10 @@ pub fn write_history_page(
         writeln!(to, "<p class=\"warning\">{}</p>", escape_html(n))?;
     }
     if shown < charts.len() {
+        let (all, other) = (charts.len(), charts.len() - shown);
         writeln!(
             to,
-            "<p class=\"warning\">{shown} of {} series are charted: those with the largest change point or whose latest job did not pass; the other {} are a row each in the table at the end (<code>--max-charts 0</code> charts every series).</p>",
-            charts.len(),
-            charts.len() - shown
+            "<p class=\"warning\">{shown} of {all} series are charted: those with the largest change point or whose latest job did not pass; the other {other} are a row each in the table at the end (<code>--max-charts 0</code> charts every series).</p>"
         )?;
     }
     for (c, _) in charts.iter().zip(&charted).filter(|(_, c)| **c) {
