@@ -177,14 +177,12 @@ fn write_uncharted_table(
             true => escape_html(&format_change(change)),
             false => "–".into(),
         };
+        let name = escape_html(&format!("{} / {}", c.benchmark, c.metric));
+        let (jobs, points) = (c.jobs.len(), escape_html(&points));
+        let median = escape_html(&format_value(last.summary.median, &last.unit));
         writeln!(
             to,
-            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l {verdict}\">{verdict}</td></tr>",
-            escape_html(&format!("{} / {}", c.benchmark, c.metric)),
-            c.jobs.len(),
-            escape_html(&format_value(last.summary.median, &last.unit)),
-            change,
-            escape_html(&points),
+            "<tr><td class=\"l\">{name}</td><td>{jobs}</td><td>{median}</td><td>{change}</td><td class=\"l\">{points}</td><td class=\"l {verdict}\">{verdict}</td></tr>"
         )?;
     }
     to.write_all(b"</table>\n</section>\n")
@@ -353,18 +351,14 @@ fn chart_svg(c: &MetricHistory, unit: &str, repo_url: Option<&str>) -> Option<St
         let verdict = j.verdict.map(|v| v.as_str()).unwrap_or("not-compared");
         let mde = j.mde.map(|m| format!(", MDE ±{:.2} %", m * 100.0));
         let mde = mde.unwrap_or_default();
-        let tip = format!(
-            "job {} · {} · {} · {} (n={}){}",
-            i + 1,
-            short(j.commit.as_deref()),
-            j.created,
-            format_value(j.summary.median, &j.unit),
-            j.summary.n,
-            match j.verdict {
-                Some(_) => format!(" · {verdict}{mde}"),
-                None => String::new(),
-            }
-        );
+        let compared = match j.verdict {
+            Some(_) => format!(" · {verdict}{mde}"),
+            None => String::new(),
+        };
+        let (job, commit, created, n) =
+            (i + 1, short(j.commit.as_deref()), &j.created, j.summary.n);
+        let median = format_value(j.summary.median, &j.unit);
+        let tip = format!("job {job} · {commit} · {created} · {median} (n={n}){compared}");
         let moved = matches!(j.verdict, Some(Verdict::Regressed | Verdict::Improved));
         let r = if moved { 7 } else { 5 };
         let (class, tip) = (escape_html(verdict), escape_html(&tip));
