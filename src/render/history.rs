@@ -255,13 +255,11 @@ fn chart_section(c: &MetricHistory, repo_url: Option<&str>) -> String {
             None => commit,
         };
         let verdict = j.verdict.map(|v| v.as_str()).unwrap_or("–");
+        let (job, created, n) = (i + 1, escape_html(&j.created), j.summary.n);
+        let median = escape_html(&format_value(j.summary.median, &j.unit));
+        let mde = j.mde.map_or("–".into(), |m| format!("±{:.2} %", m * 100.0));
         s.push_str(&format!(
-            "<tr><td>{}</td><td class=\"commit l\">{commit}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l {verdict}\">{verdict}</td><td>{}</td></tr>\n",
-            i + 1,
-            escape_html(&j.created),
-            escape_html(&format_value(j.summary.median, &j.unit)),
-            j.summary.n,
-            j.mde.map(|m| format!("±{:.2} %", m * 100.0)).unwrap_or_else(|| "–".into()),
+            "<tr><td>{job}</td><td class=\"commit l\">{commit}</td><td class=\"l\">{created}</td><td>{median}</td><td>{n}</td><td class=\"l {verdict}\">{verdict}</td><td>{mde}</td></tr>\n"
         ));
     }
     s.push_str("</table>\n</details>\n</section>\n");
