@@ -174,9 +174,9 @@ pub fn read(path: &Path) -> Result<Vec<Block>, String> {
     let read = file.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes);
     read.map_err(cannot)?;
     if bytes.len() as u64 > MAX_INPUT_BYTES {
+        let mib = MAX_INPUT_BYTES >> 20;
         return Err(format!(
-            "`{shown}`: more than {} MiB, which is not perf stat output (perf writes a few kilobytes per run); pass the file `perf stat -o FILE` wrote",
-            MAX_INPUT_BYTES >> 20
+            "`{shown}`: more than {mib} MiB, which is not perf stat output (perf writes a few kilobytes per run); pass the file `perf stat -o FILE` wrote"
         ));
     }
     let text = String::from_utf8(bytes).map_err(|e| {

@@ -155,15 +155,15 @@ impl TextReader {
         self.buf.truncate(kept + n);
         let what = &self.what;
         if let Some(at) = memchr::memchr(0, &self.buf[kept..]) {
+            let offset = self.offset + (kept + at) as u64;
             return Err(self.refuse(format!(
-                "is not text (a NUL byte at offset {}), so it is not {what} output; pass the file the tool wrote",
-                self.offset + (kept + at) as u64
+                "is not text (a NUL byte at offset {offset}), so it is not {what} output; pass the file the tool wrote"
             )));
         }
         if self.offset + self.buf.len() as u64 > self.max {
+            let mib = self.max >> 20;
             return Err(self.refuse(format!(
-                "is larger than {} MiB, more than kgate reads from one {what} file (or an endless stream); pass the file the tool wrote, split into smaller files if it really is that large",
-                self.max >> 20
+                "is larger than {mib} MiB, more than kgate reads from one {what} file (or an endless stream); pass the file the tool wrote, split into smaller files if it really is that large"
             )));
         }
         if n == 0 {

@@ -58,21 +58,17 @@ pub fn read_file(path: &Path, selection: &TraceSelection) -> Result<TraceSamples
             "starts with a zero byte, so it is not an XSpace protobuf (`*.xplane.pb` as written by jax.profiler or XProf)".into(),
         ));
     }
-    file.take(MAX_XPLANE_BYTES)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
+    let rest = file.take(MAX_XPLANE_BYTES).read_to_end(&mut bytes);
+    rest.map_err(read_error)?;
     if bytes.len() as u64 > MAX_XPLANE_BYTES {
+        let mib = MAX_XPLANE_BYTES >> 20;
         return Err(refuse(format!(
-            "is larger than {} MiB, more than kgate reads from one XSpace file (or an endless stream); profile a shorter window",
-            MAX_XPLANE_BYTES >> 20
+            "is larger than {mib} MiB, more than kgate reads from one XSpace file (or an endless stream); profile a shorter window"
         )));
     }
-    let space = XSpace::decode(bytes.as_slice()).map_err(|e| {
-        content!(
-            path,
-            "not an XSpace protobuf (`*.xplane.pb` as written by jax.profiler or XProf): {e}"
-        )
-    })?;
+    let not_xspace = "not an XSpace protobuf (`*.xplane.pb` as written by jax.profiler or XProf)";
+    let space =
+        XSpace::decode(bytes.as_slice()).map_err(|e| content!(path, "{not_xspace}: {e}"))?;
     Ok(samples(&space, selection))
 }
 
