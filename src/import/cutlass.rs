@@ -77,8 +77,8 @@ impl Columns {
         let find = |name: &str| names.iter().position(|n| *n == name);
         let required = |name: &str| {
             find(name).ok_or_else(|| {
-                content!(path, "has no `{name}` column, so it is not a CUTLASS profiler report; write one with `cutlass_profiler --output=FILE.csv` (the header it has: {})",
-                        cut(&names.join(","), 200))
+                let header = cut(&names.join(","), 200);
+                content!(path, "has no `{name}` column, so it is not a CUTLASS profiler report; write one with `cutlass_profiler --output=FILE.csv` (the header it has: {header})")
             })
         };
         Ok(Columns {

@@ -160,10 +160,10 @@ fn read_tree(path: &Path) -> Result<Tree, ImportError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let depth = json_depth(text);
     if depth > MAX_DEPTH {
+        let scopes = MAX_DEPTH / 2;
         return Err(content!(
             path,
-            "nests {depth} levels deep, more than the {MAX_DEPTH} kgate reads (some {} nested scopes: each takes two levels)",
-            MAX_DEPTH / 2
+            "nests {depth} levels deep, more than the {MAX_DEPTH} kgate reads (some {scopes} nested scopes: each takes two levels)"
         ));
     }
     let read = || -> Result<Tree, ImportError> {
