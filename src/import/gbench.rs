@@ -172,11 +172,10 @@ fn record_run(
         .ok_or_else(|| content!(path, "benchmarks[{i}] has no `name`"))?
         .to_string();
     if run.error_occurred || run.skipped {
-        let message = match (&run.error_message, &run.skip_message) {
-            (Some(message), _) | (None, Some(message)) => message.as_deref(),
-            (None, None) => None,
-        };
-        let message = message.unwrap_or("error_occurred");
+        let message = run.error_message.as_ref().or(run.skip_message.as_ref());
+        let message = message
+            .and_then(|m| m.as_deref())
+            .unwrap_or("error_occurred");
         let message = format!("google/benchmark reported: {message}");
         let result = benchmarks.get(&name).result_mut();
         result.fail(crate::model::results::FailureKind::ExitStatus, message);
