@@ -169,9 +169,8 @@ impl<'a> Collector<'a> {
         value: f64,
     ) -> Result<(), String> {
         let normalized = units::normalize(unit);
-        let value = normalized
-            .convert(value, unit)
-            .map_err(|e| format!("metric `{name}`: {e}"))?;
+        let value = normalized.convert(value, unit);
+        let value = value.map_err(|e| format!("metric `{name}`: {e}"))?;
         let created = self.push(name, &normalized.unit, source, true, repetition, value)?;
         let configured = self.policy.metrics.get(name).and_then(|c| c.direction);
         if created && configured.is_none() {

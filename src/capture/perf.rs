@@ -717,9 +717,8 @@ fn human_line(line: &str, decimal: char, n: usize) -> Result<Counter, ParseError
     let (body, _comment) = line.split_once('#').unwrap_or((line, ""));
     let body = body.split('(').next().unwrap_or(body).trim();
     if let Some(rest) = body.strip_prefix('<') {
-        let (why, event) = rest
-            .split_once('>')
-            .ok_or_else(|| err!(n, "`{body}`: unclosed `<`"))?;
+        let split = rest.split_once('>');
+        let (why, event) = split.ok_or_else(|| err!(n, "`{body}`: unclosed `<`"))?;
         let event = event.split_whitespace().next().unwrap_or("");
         if event.is_empty() {
             return Err(err!(n, "`{body}` names no event"));

@@ -269,9 +269,8 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
 
 /// `key: value` headers and `key=value` records.
 fn header(line: &str) -> Option<(&str, &str)> {
-    let end = line
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(line.len());
+    let end = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+    let end = end.unwrap_or(line.len());
     if end == 0 {
         return None;
     }

@@ -634,9 +634,8 @@ mod tests {
         let path = dir.path().join("run.json");
         let refusal = |text: String| {
             std::fs::write(&path, text).unwrap();
-            import(std::slice::from_ref(&path), &policies)
-                .unwrap_err()
-                .to_string()
+            let refused = import(std::slice::from_ref(&path), &policies);
+            refused.unwrap_err().to_string()
         };
         let negative = jsonbin_state("run.json-bin/0.bin", 3).replace("\"0.003\"", "\"-0.003\"");
         let e = refusal(negative);

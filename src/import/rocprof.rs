@@ -482,9 +482,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     let named = |key: &str| col(key).map(cell).filter(|v| !v.is_empty());
                     for key in SYSINFO_KEYS {
                         if let Some(v) = named(key) {
-                            companions
-                                .details
-                                .insert(format!("rocprof.{key}"), v.to_string());
+                            let details = &mut companions.details;
+                            details.insert(format!("rocprof.{key}"), v.to_string());
                         }
                     }
                     benchmarks.device(path, sysinfo_device(&named))?;

@@ -220,9 +220,8 @@ fn reference(c: &MetricHistory, i: usize) -> f64 {
     let points = c.change_points.iter().map(|p| p.index);
     let start = points.filter(|&p| p <= i).max().unwrap_or(0);
     let before: Vec<f64> = c.jobs[start..i].iter().map(|j| j.summary.median).collect();
-    crate::stats::summarize(&before)
-        .map(|s| s.median)
-        .unwrap_or(c.jobs[i].summary.median)
+    let median = crate::stats::summarize(&before).map(|s| s.median);
+    median.unwrap_or(c.jobs[i].summary.median)
 }
 
 fn chart_section(c: &MetricHistory, repo_url: Option<&str>) -> String {

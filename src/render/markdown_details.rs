@@ -131,9 +131,8 @@ fn thin(values: &[f64], max: usize) -> Vec<f64> {
     if values.len() <= max {
         return values.to_vec();
     }
-    (0..max)
-        .map(|i| values[i * (values.len() - 1) / (max - 1)])
-        .collect()
+    let spread = |i| values[i * (values.len() - 1) / (max - 1)];
+    (0..max).map(spread).collect()
 }
 
 fn number_list(values: &[f64]) -> String {
@@ -185,10 +184,8 @@ fn repetition_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<St
     if pair.base.len() + pair.head.len() < 3 {
         return None;
     }
-    let typical = median(&pair.head)
-        .or(median(&pair.base))
-        .unwrap_or_default();
-    let (factor, unit) = display_unit(&pair.unit, typical);
+    let typical = median(&pair.head).or(median(&pair.base));
+    let (factor, unit) = display_unit(&pair.unit, typical.unwrap_or_default());
     let scale = |v: &[f64]| -> Vec<f64> {
         let thinned = thin(v, MAX_CHART_POINTS);
         thinned.iter().map(|x| x * factor).collect()
@@ -216,9 +213,8 @@ fn repetition_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<St
 pub(crate) fn bucketed(timeline: &[[f64; 2]], end: f64, buckets: usize) -> Vec<f64> {
     let mut sums = vec![(0.0, 0usize); buckets];
     for [t, v] in timeline {
-        let i = ((t / end) * buckets as f64)
-            .floor()
-            .clamp(0.0, (buckets - 1) as f64) as usize;
+        let i = ((t / end) * buckets as f64).floor();
+        let i = i.clamp(0.0, (buckets - 1) as f64) as usize;
         sums[i].0 += v;
         sums[i].1 += 1;
     }

@@ -151,9 +151,8 @@ impl TableExporter {
         (first, last): (bool, bool),
         out: &mut dyn std::io::Write,
     ) -> std::io::Result<()> {
-        let text = self
-            .comfy(rows, &layout.keep, layout.widths.as_deref())
-            .to_string();
+        let table = self.comfy(rows, &layout.keep, layout.widths.as_deref());
+        let text = table.to_string();
         let lines: Vec<&str> = text.lines().collect();
         let from = if first { 0 } else { 3 };
         let to = if last { lines.len() } else { lines.len() - 1 };

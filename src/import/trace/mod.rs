@@ -658,9 +658,8 @@ mod tests {
             ..TraceSamples::default()
         };
         let only_a = build(vec![("a.json", only_a)], "the default selection");
-        let err = only_a
-            .require_measurements_hinted("the import", Some("HINT"))
-            .unwrap_err();
+        let refused = only_a.require_measurements_hinted("the import", Some("HINT"));
+        let err = refused.unwrap_err();
         assert_eq!(
             err,
             "the import holds 1 counter track (on benchmark `counters`: `util.value`) but no measurement, and counter readings alone are nothing to gate: HINT"
