@@ -204,9 +204,8 @@ impl<'p> Benchmarks<'p> {
     /// Records the device that `path` names (an empty [`Device`] names none); a device other
     /// than the one earlier files named is an error.
     pub fn device(&mut self, path: &Path, found: Device) -> Result<(), ImportError> {
-        self.device
-            .merge(found)
-            .map_err(|message| content(path, message))
+        let merged = self.device.merge(found);
+        merged.map_err(|message| content(path, message))
     }
 
     /// Names seen so far.

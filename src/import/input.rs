@@ -21,9 +21,8 @@ pub const MAX_FILE_BYTES: u64 = 1 << 30;
 pub fn read_text(path: &Path, what: &str, max: u64) -> Result<String, ImportError> {
     let mut reader = TextReader::open(path, what, max)?;
     let mut text = String::new();
-    reader
-        .read_to_string(&mut text)
-        .map_err(|e| reader.refusal(e))?;
+    let read = reader.read_to_string(&mut text);
+    read.map_err(|e| reader.refusal(e))?;
     Ok(text)
 }
 

@@ -100,9 +100,7 @@ impl Tree {
     ) -> Result<(), ImportError> {
         let metrics = node.get("metrics").and_then(Value::as_object);
         let children = node.get("children").and_then(Value::as_array);
-        let device_type = metrics
-            .and_then(|m| m.get("device_type"))
-            .and_then(Value::as_str);
+        let device_type = metrics.and_then(|m| m.get("device_type")?.as_str());
         let counters_only = metrics.is_some_and(|m| m.keys().any(|k| is_counter(k)))
             && children.is_none_or(|c| c.is_empty());
         let name = node.pointer("/frame/name").and_then(Value::as_str);

@@ -339,10 +339,10 @@ fn gpu_agents(
     let mut order = 0;
     for (id, kind, type_index, product, name) in rows {
         let Some(id) = id else { continue };
-        if kind
+        let gpu = kind
             .as_deref()
-            .is_some_and(|k| !k.eq_ignore_ascii_case("GPU"))
-        {
+            .is_none_or(|k| k.eq_ignore_ascii_case("GPU"));
+        if !gpu {
             continue;
         }
         let product = product.or(name).map(|p| p.trim().to_string());

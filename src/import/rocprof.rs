@@ -376,9 +376,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         let mut text = input.head(HEAD_BYTES)?;
         let pmc = |text: &str| text.lines().any(|l| l.trim_start().starts_with("pmc:"));
         if !input.finished() && (pmc(&text) || !starts_a_table(&text)) {
-            input
-                .read_to_string(&mut text)
-                .map_err(|e| input.refusal(e))?;
+            let read = input.read_to_string(&mut text);
+            read.map_err(|e| input.refusal(e))?;
         }
         let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
         if pmc(&text) {

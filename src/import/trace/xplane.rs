@@ -183,9 +183,8 @@ pub const COUNTERS_LINE: &str = "_counters_";
 /// The chip a device plane is: its `global_chip_id` stat, else its `device_id` (as XProf's
 /// Perf Counters tool reads it).
 fn chip_of(plane: &XPlane) -> Option<i64> {
-    ["global_chip_id", "device_id"]
-        .iter()
-        .find_map(|wanted| int_stat(plane, wanted))
+    let ids = ["global_chip_id", "device_id"];
+    ids.iter().find_map(|wanted| int_stat(plane, wanted))
 }
 
 /// The id a plane gave the stat named `wanted`.
