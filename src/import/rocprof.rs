@@ -172,11 +172,14 @@ fn is_header_key(cell: &str) -> bool {
     cell.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) && HEADER_KEYS.contains(&cell)
 }
 
+/// A reader of rocprof's CSV, whose rows may be ragged.
+fn csv_reader<R: Read>(input: R) -> csv::Reader<R> {
+    csv::ReaderBuilder::new().flexible(true).from_reader(input)
+}
+
 /// Whether the head of a file begins with a table this importer reads (a header it knows).
 fn starts_a_table(head: &str) -> bool {
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(head.as_bytes());
+    let mut reader = csv_reader(head.as_bytes());
     reader.headers().is_ok_and(|h| {
         let header: Vec<String> = h.iter().map(|c| c.trim().to_string()).collect();
         classify(&header).is_some()
@@ -239,9 +242,7 @@ fn api_stats(path: &Path, text: &str) -> Option<&'static str> {
             return Some(what);
         }
     }
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(text.as_bytes());
+    let mut reader = csv_reader(text.as_bytes());
     let header = reader.headers().ok()?;
     let at = header.iter().position(|h| h.trim() == "Name")?;
     let mut rows = 0usize;
@@ -389,9 +390,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             }
             continue;
         }
-        let mut reader = csv::ReaderBuilder::new()
-            .flexible(true)
-            .from_reader(text.as_bytes().chain(&mut input));
+        let mut reader = csv_reader(text.as_bytes().chain(&mut input));
         let header: Option<Vec<String>> = reader
             .headers()
             .ok()
