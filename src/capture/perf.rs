@@ -343,10 +343,8 @@ fn push(blocks: &mut Vec<Block>, counter: Counter) {
 }
 
 fn unavailable_marker(value: &str) -> Option<String> {
-    let v = value.trim();
-    v.strip_prefix('<')
-        .and_then(|s| s.strip_suffix('>'))
-        .map(str::to_string)
+    let v = value.trim().strip_prefix('<')?;
+    v.strip_suffix('>').map(str::to_string)
 }
 
 /// Separators `perf stat -x` is given in practice, in the order they are tried: perf takes
@@ -640,9 +638,8 @@ fn parse_human(text: &str) -> Result<Vec<Block>, ParseError> {
     for (k, &start) in starts.iter().enumerate() {
         let end = starts.get(k + 1).copied().unwrap_or(lines.len());
         let decimal = decimal_separator(&lines[start..end].join("\n"));
-        let header = lines[start]
-            .trim()
-            .strip_prefix("Performance counter stats for");
+        let header = lines[start].trim();
+        let header = header.strip_prefix("Performance counter stats for");
         let (command, runs) = header_command(header.unwrap_or(""));
         let mut block = Block {
             command: Some(command),
