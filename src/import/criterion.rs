@@ -52,11 +52,11 @@ fn benchmark_name(path: &Path) -> String {
     } else {
         Some(dir)
     };
-    let name = folder
+    folder
         .and_then(Path::file_name)
-        .map(|n| n.to_string_lossy());
-    let name = name.filter(|n| !n.is_empty()).map(|n| n.into_owned());
-    name.unwrap_or_else(|| "criterion".to_string())
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "criterion".to_string())
 }
 
 /// The rates a benchmark's declared `throughput` (in `benchmark.json` beside
