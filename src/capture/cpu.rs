@@ -17,14 +17,9 @@ use crate::model::results::UnavailableCounter;
 
 /// Metrics that gate unless the configuration says otherwise; every other counter is reported
 /// but informational until listed under `metrics`.
+#[rustfmt::skip]
 const HEADLINE: &[&str] = &[
-    "instructions",
-    "cycles",
-    "ipc",
-    "Ir",
-    "D1_misses",
-    "LL_misses",
-    "estimated_cycles",
+    "instructions", "cycles", "ipc", "Ir", "D1_misses", "LL_misses", "estimated_cycles",
 ];
 
 /// One value ready for the collector.
@@ -62,10 +57,9 @@ pub fn perf_reading(block: &perf::Block) -> Reading {
         match (c.value, &c.unavailable) {
             (Some(value), _) => {
                 if c.multiplexed() {
+                    let (event, pct) = (&c.event, c.running_pct.unwrap_or(0.0));
                     r.notes.push(format!(
-                        "perf counter `{}` ran {:.2} % of the time (multiplexed); its value was scaled up by perf",
-                        c.event,
-                        c.running_pct.unwrap_or(0.0)
+                        "perf counter `{event}` ran {pct:.2} % of the time (multiplexed); its value was scaled up by perf"
                     ));
                 }
                 r.notes.extend(block.spread_note(c));
@@ -141,11 +135,10 @@ pub fn valgrind_reading(profile: &Profile) -> Reading {
             source,
         });
     }
-    let by = profile
-        .creator
-        .as_deref()
-        .map(|c| format!(" (written by `{c}`)"))
-        .unwrap_or_default();
+    let by = match &profile.creator {
+        Some(c) => format!(" (written by `{c}`)"),
+        None => String::new(),
+    };
     if !timed.is_empty() {
         r.notes.push(format!(
             "event {} of this callgrind-format file{by} is a time, not a count of Valgrind's simulation: recorded as a `timer` reading (noisy, tested like any time, no deterministic tolerance)",
@@ -162,10 +155,9 @@ pub fn valgrind_reading(profile: &Profile) -> Reading {
         && profile.totals_from == TotalsFrom::Totals
         && *summary != profile.totals
     {
+        let (summary, totals) = (join(summary), join(&profile.totals));
         r.notes.push(format!(
-            "the `summary:` line ({}) differs from `totals:` ({}); totals (the sum of all cost lines) were used",
-            join(summary),
-            join(&profile.totals)
+            "the `summary:` line ({summary}) differs from `totals:` ({totals}); totals (the sum of all cost lines) were used"
         ));
     }
     r
@@ -211,11 +203,8 @@ pub fn record(
     }
     let provenance = &mut collector.result_mut().provenance;
     for u in reading.unavailable {
-        if !provenance
-            .unavailable
-            .iter()
-            .any(|x| x.counter == u.counter)
-        {
+        let listed = &provenance.unavailable;
+        if !listed.iter().any(|x| x.counter == u.counter) {
             provenance.unavailable.push(u);
         }
     }

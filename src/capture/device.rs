@@ -119,32 +119,20 @@ impl Device {
                 conflicts.push(format!("{what} `{b}` where the files before it name `{a}`"));
             }
         };
-        check(
-            "accelerator",
-            joined(&self.accelerators),
-            joined(&later.accelerators),
-        );
+        let (mine, theirs) = (joined(&self.accelerators), joined(&later.accelerators));
+        check("accelerator", mine, theirs);
         check("driver", joined(&self.drivers), joined(&later.drivers));
         for (key, values) in &later.clocks {
-            check(
-                &format!("clocks.{key}"),
-                self.clocks.get(key).and_then(joined),
-                joined(values),
-            );
+            let mine = self.clocks.get(key).and_then(joined);
+            check(&format!("clocks.{key}"), mine, joined(values));
         }
         for (name, version) in &later.tools {
-            check(
-                &format!("tools.{name}"),
-                self.tools.get(name).cloned(),
-                Some(version.clone()),
-            );
+            let mine = self.tools.get(name).cloned();
+            check(&format!("tools.{name}"), mine, Some(version.clone()));
         }
         for (field, value) in &later.host {
-            check(
-                field.name(),
-                self.host.get(field).cloned(),
-                Some(value.clone()),
-            );
+            let mine = self.host.get(field).cloned();
+            check(field.name(), mine, Some(value.clone()));
         }
         if !conflicts.is_empty() {
             return Err(format!(
@@ -237,11 +225,8 @@ mod tests {
         assert_eq!(none.accelerator, None);
         assert_eq!(none.driver, None);
         assert!(none.clocks.is_empty() && none.tools.is_empty());
-        assert_eq!(
-            none.arch,
-            std::env::consts::ARCH,
-            "the importing host stays"
-        );
+        let arch = std::env::consts::ARCH;
+        assert_eq!(none.arch, arch, "the importing host stays");
 
         let mut d = Device::default();
         d.accelerator("NVIDIA H100");
@@ -259,11 +244,9 @@ mod tests {
         assert_eq!((f.cpu_model.as_str(), f.cores), (UNKNOWN, 0));
         assert_eq!((f.arch.as_str(), f.os.as_str()), (UNKNOWN, UNKNOWN));
 
-        d.host(HostField::CpuModel, "AMD Ryzen 9 7950X 16-Core Processor");
-        assert_eq!(
-            d.environment(this_host()).cpu_model,
-            "AMD Ryzen 9 7950X 16-Core Processor"
-        );
+        let cpu = "AMD Ryzen 9 7950X 16-Core Processor";
+        d.host(HostField::CpuModel, cpu);
+        assert_eq!(d.environment(this_host()).cpu_model, cpu);
         assert_eq!(cuda_version(12090), "12.9");
         assert_eq!(cuda_version(13000), "13.0");
     }
@@ -284,12 +267,9 @@ mod tests {
         assert_eq!(d.describe().as_deref(), Some("NVIDIA H100"));
         assert_eq!(d.tools["ncu"], "2026.2.1.0");
         let err = d.merge(named("AMD Instinct MI300X")).unwrap_err();
-        assert!(
-            err.starts_with(
-                "names accelerator `AMD Instinct MI300X` where the files before it name `NVIDIA H100`"
-            ),
-            "{err}"
-        );
+        let conflict =
+            "names accelerator `AMD Instinct MI300X` where the files before it name `NVIDIA H100`";
+        assert!(err.starts_with(conflict), "{err}");
         let mut empty = Device::default();
         empty.merge(named("A")).unwrap();
         empty.accelerator("B");

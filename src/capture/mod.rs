@@ -5,6 +5,14 @@
 //! gate rule. The [`Collector`] is that place, shared by `kgate run` and `kgate import`, so
 //! units are normalized and checked for consistency once.
 
+/// A perf or Valgrind [`valgrind::ParseError`] of a line, with a `format!` message. Defined
+/// before the modules that use it by its textual scope.
+macro_rules! err {
+    ($line:expr, $($message:tt)+) => {
+        $crate::capture::valgrind::err($line, format!($($message)+))
+    };
+}
+
 pub(crate) mod bytes;
 pub mod cpu;
 pub(crate) mod decimal;
@@ -101,11 +109,8 @@ impl<'a> Collector<'a> {
     /// Records a correctness outcome: one failed check makes the benchmark incorrect, and the
     /// first failure's detail is kept.
     pub fn add_correctness(&mut self, line: crate::model::protocol::CorrectnessLine) {
-        crate::model::results::Correctness::record(
-            &mut self.result.correctness,
-            line.correct,
-            line.detail,
-        );
+        let correctness = &mut self.result.correctness;
+        crate::model::results::Correctness::record(correctness, line.correct, line.detail);
     }
 
     /// Refuses a line that names another benchmark than this one (a live run knows which
@@ -164,9 +169,8 @@ impl<'a> Collector<'a> {
         value: f64,
     ) -> Result<(), String> {
         let normalized = units::normalize(unit);
-        let value = normalized
-            .convert(value, unit)
-            .map_err(|e| format!("metric `{name}`: {e}"))?;
+        let value = normalized.convert(value, unit);
+        let value = value.map_err(|e| format!("metric `{name}`: {e}"))?;
         let created = self.push(name, &normalized.unit, source, true, repetition, value)?;
         let configured = self.policy.metrics.get(name).and_then(|c| c.direction);
         if created && configured.is_none() {
@@ -194,13 +198,7 @@ impl<'a> Collector<'a> {
             .copied()
             .filter(|&i| self.result.metrics.get(i).is_some_and(|m| m.name == name));
         if let Some(i) = found {
-            let existing = &self.result.metrics[i];
-            if existing.unit != normalized.unit {
-                return Err(format!(
-                    "metric `{name}` was reported in `{}` and now in `{}`; one metric needs one unit",
-                    existing.unit, normalized.unit
-                ));
-            }
+            unit_agrees(&self.result.metrics[i], &normalized.unit)?;
             return Ok((i, normalized.factor));
         }
         let resolved = self.policy.resolve(name, true);
@@ -271,12 +269,7 @@ impl<'a> Collector<'a> {
     ) -> Result<bool, String> {
         if let Some(i) = self.metric_index(name) {
             let existing = &mut self.result.metrics[i];
-            if existing.unit != unit {
-                return Err(format!(
-                    "metric `{name}` was reported in `{}` and now in `{unit}`; one metric needs one unit",
-                    existing.unit
-                ));
-            }
+            unit_agrees(existing, unit)?;
             existing.values.push(value);
             existing.repetition.push(repetition);
             return Ok(false);
@@ -310,6 +303,17 @@ impl<'a> Collector<'a> {
     }
 }
 
+/// Refuses a sample in `unit` of a metric recorded in another unit.
+fn unit_agrees(metric: &MetricSamples, unit: &str) -> Result<(), String> {
+    if metric.unit == unit {
+        return Ok(());
+    }
+    let (name, was) = (&metric.name, &metric.unit);
+    Err(format!(
+        "metric `{name}` was reported in `{was}` and now in `{unit}`; one metric needs one unit"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,18 +336,12 @@ mod tests {
     fn units_are_normalized_and_must_agree() {
         let policy = MetricPolicy::permissive(0.05);
         let mut c = Collector::new("mm", &policy, Provenance::default());
-        add_measurements(&mut c, 0, "{\"metric\": \"kernel_time\", \"value\": 88, \"unit\": \"us\"}\n{\"metric\": \"kernel_time\", \"value\": 0.09, \"unit\": \"ms\"}")
-        .unwrap();
-        let err = add_measurements(
-            &mut c,
-            1,
-            "{\"metric\": \"kernel_time\", \"value\": 5, \"unit\": \"cycles\"}",
-        )
-        .unwrap_err();
-        assert!(
-            err.contains("reported in `ns` and now in `cycles`"),
-            "{err}"
-        );
+        let lines = r#"{"metric": "kernel_time", "value": 88, "unit": "us"}
+            {"metric": "kernel_time", "value": 0.09, "unit": "ms"}"#;
+        add_measurements(&mut c, 0, lines).unwrap();
+        let cycles = r#"{"metric": "kernel_time", "value": 5, "unit": "cycles"}"#;
+        let err = add_measurements(&mut c, 1, cycles).unwrap_err();
+        assert_contains!(err, "reported in `ns` and now in `cycles`");
         let r = c.finish();
         let m = r.metric("kernel_time").unwrap();
         assert_eq!(m.unit, "ns");
@@ -357,27 +355,21 @@ mod tests {
     fn protocol_numbers_without_a_time_unit_stay_reported() {
         let policy = MetricPolicy::permissive(0.05);
         let mut c = Collector::new("mm", &policy, Provenance::default());
-        add_measurements(&mut c, 0, "{\"metric\": \"tflops\", \"value\": 88, \"unit\": \"TFLOP/s\"}\n{\"metric\": \"t\", \"value\": 3, \"unit\": \"ms\", \"source\": \"reported\"}")
-        .unwrap();
+        let lines = r#"{"metric": "tflops", "value": 88, "unit": "TFLOP/s"}
+            {"metric": "t", "value": 3, "unit": "ms", "source": "reported"}"#;
+        add_measurements(&mut c, 0, lines).unwrap();
         let r = c.finish();
         assert_eq!(r.metric("tflops").unwrap().source, Source::Reported);
-        assert_eq!(
-            r.metric("t").unwrap().source,
-            Source::Reported,
-            "the line's own source wins"
-        );
+        let t = r.metric("t").unwrap();
+        assert_eq!(t.source, Source::Reported, "the line's own source wins");
     }
 
     #[test]
     fn foreign_benchmark_lines_are_refused_in_a_live_run() {
         let policy = MetricPolicy::permissive(0.05);
         let mut c = Collector::new("mm", &policy, Provenance::default());
-        let err = add_measurements(
-            &mut c,
-            0,
-            "{\"metric\": \"t\", \"value\": 1, \"benchmark\": \"other\"}",
-        )
-        .unwrap_err();
-        assert!(err.contains("names benchmark `other`"), "{err}");
+        let line = r#"{"metric": "t", "value": 1, "benchmark": "other"}"#;
+        let err = add_measurements(&mut c, 0, line).unwrap_err();
+        assert_contains!(err, "names benchmark `other`");
     }
 }

@@ -27,18 +27,10 @@ use super::device::{MEM_MAX_MHZ, SM_MAX_MHZ};
 use crate::model::metric::{Direction, Source, direction_of};
 
 /// The columns that identify a launch in both pages; everything else is a metric.
+#[rustfmt::skip]
 const IDENTITY_COLUMNS: [&str; 11] = [
-    "ID",
-    "Process ID",
-    "Process Name",
-    "Host Name",
-    "Kernel Name",
-    "Context",
-    "Stream",
-    "Block Size",
-    "Grid Size",
-    "Device",
-    "CC",
+    "ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
+    "Block Size", "Grid Size", "Device", "CC",
 ];
 
 /// The longest line (or quoted field spanning lines) read: a raw-page row of thousands of
@@ -265,11 +257,9 @@ fn parse_each_reading<R: BufRead>(
 fn check_utf8<R: Read>(records: &Records<R>) -> Result<(), NcuError> {
     for (i, field) in records.iter().enumerate() {
         if let Err(e) = std::str::from_utf8(field) {
+            let (line, field, byte) = (records.line(), i + 1, e.valid_up_to() + 1);
             return Err(NcuError::Content(format!(
-                "line {}: field {} is not UTF-8 text (its byte {} is not), so it is not ncu `--csv` output as ncu writes it; pass the file that `ncu --csv` or `--log-file` wrote",
-                records.line(),
-                i + 1,
-                e.valid_up_to() + 1
+                "line {line}: field {field} is not UTF-8 text (its byte {byte} is not), so it is not ncu `--csv` output as ncu writes it; pass the file that `ncu --csv` or `--log-file` wrote"
             )));
         }
     }
@@ -313,10 +303,8 @@ fn read_details<R: Read>(
         check_utf8(records)?;
         // Ragged rows: fields missing at the end are empty.
         let cell = |i: usize| {
-            records
-                .get(i)
-                .and_then(|f| std::str::from_utf8(f).ok())
-                .unwrap_or("")
+            let field = records.get(i).and_then(|f| std::str::from_utf8(f).ok());
+            field.unwrap_or("")
         };
         let metric = cell(name_col);
         if metric.is_empty() {
@@ -661,38 +649,21 @@ impl RowValues {
 /// Keeps what a raw page's non-metric cell says of the capture: replay passes, the device's
 /// name, compute capability and clocks.
 fn note_cell(col: &RawColumn, field: &[u8], report: &mut NcuReport) {
-    let text = || String::from_utf8_lossy(field).trim().to_string();
-    match col {
-        RawColumn::Ignore | RawColumn::Metric { .. } => {}
-        RawColumn::Passes(name) => {
-            let v = text();
-            if !v.is_empty() {
-                report.passes.entry(name.clone()).or_default().insert(v);
-            }
-        }
-        RawColumn::DeviceName => {
-            let v = text();
-            if !v.is_empty() {
-                report.devices.insert(v);
-            }
-        }
-        RawColumn::ComputeCapability => {
-            let v = text();
-            if !v.is_empty() {
-                report.compute_capabilities.insert(v);
-            }
-        }
-        RawColumn::DeviceClock(name) => {
-            let v = text();
-            if !v.is_empty() {
-                report
-                    .device_clocks
-                    .entry(name.clone())
-                    .or_default()
-                    .insert(v);
-            }
-        }
+    if matches!(col, RawColumn::Ignore | RawColumn::Metric { .. }) {
+        return;
     }
+    let text = String::from_utf8_lossy(field).trim().to_string();
+    if text.is_empty() {
+        return;
+    }
+    let noted = match col {
+        RawColumn::Passes(name) => report.passes.entry(name.clone()).or_default(),
+        RawColumn::DeviceName => &mut report.devices,
+        RawColumn::ComputeCapability => &mut report.compute_capabilities,
+        RawColumn::DeviceClock(name) => report.device_clocks.entry(name.clone()).or_default(),
+        RawColumn::Ignore | RawColumn::Metric { .. } => return,
+    };
+    noted.insert(text);
 }
 
 fn classify(name: &str, unit: &str, metrics: &mut Vec<MetricInfo>) -> RawColumn {
@@ -793,26 +764,14 @@ pub fn base_unit(unit: &str) -> (String, f64) {
     if let Some(seconds) = seconds_of(unit) {
         return ("ns".into(), seconds * 1e9);
     }
-    match unit.to_ascii_lowercase().as_str() {
-        "hz" => return ("hz".into(), 1.0),
-        "khz" => return ("hz".into(), 1e3),
-        "mhz" => return ("hz".into(), 1e6),
-        "ghz" => return ("hz".into(), 1e9),
-        _ => {}
+    let hertz = [("hz", 1.0), ("khz", 1e3), ("mhz", 1e6), ("ghz", 1e9)];
+    if let Some(&(_, factor)) = hertz.iter().find(|(h, _)| unit.eq_ignore_ascii_case(h)) {
+        return ("hz".into(), factor);
     }
+    #[rustfmt::skip]
     const BASES: [&str; 12] = [
-        "byte",
-        "inst",
-        "cycle",
-        "sector",
-        "request",
-        "warp",
-        "thread",
-        "block",
-        "wavefront",
-        "transaction",
-        "instruction",
-        "cluster",
+        "byte", "inst", "cycle", "sector", "request", "warp", "thread", "block", "wavefront",
+        "transaction", "instruction", "cluster",
     ];
     for (prefix, factor) in [("K", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)] {
         if let Some(rest) = unit.strip_prefix(prefix)
@@ -863,19 +822,13 @@ pub fn annotate_details(report: &NcuReport, details: &mut BTreeMap<String, Strin
         details.insert("ncu.device".into(), names.join(", "));
     }
     if report.not_available > 0 {
-        details.insert(
-            "ncu.not_available_cells".into(),
-            report.not_available.to_string(),
-        );
+        let cells = report.not_available.to_string();
+        details.insert("ncu.not_available_cells".into(), cells);
     }
     if report.regrouped_numbers > 0 {
-        details.insert(
-            "ncu.number_format".into(),
-            format!(
-                "{} values read with dots as grouping or a comma as decimal mark",
-                report.regrouped_numbers
-            ),
-        );
+        let n = report.regrouped_numbers;
+        let format = format!("{n} values read with dots as grouping or a comma as decimal mark");
+        details.insert("ncu.number_format".into(), format);
     }
 }
 
@@ -889,16 +842,11 @@ mod tests {
         let result = parse_each_reading(
             text,
             &mut |metrics, launch| {
-                out.push_str(&format!(
-                    "{} {:?} {:?}\n",
-                    launch.id,
-                    launch.kernel,
-                    launch
-                        .values
-                        .iter()
-                        .map(|(p, v)| (&metrics[p].name, &metrics[p].unit, v.to_bits()))
-                        .collect::<Vec<_>>()
-                ));
+                let values = launch.values.iter();
+                let values: Vec<_> = values
+                    .map(|(p, v)| (&metrics[p].name, &metrics[p].unit, v.to_bits()))
+                    .collect();
+                out.push_str(&format!("{} {:?} {values:?}\n", launch.id, launch.kernel));
                 Ok(())
             },
             reading,
@@ -951,17 +899,11 @@ mod tests {
     #[test]
     fn one_pass_rows_read_as_split_rows_do() {
         let mut rng = fastrand::Rng::with_seed(7);
+        #[rustfmt::skip]
         let header = [
-            "ID",
-            "Kernel Name",
-            "device__attribute_display_name",
-            "device__attribute_clock_rate",
-            "CC",
-            "profiler__replayer_passes",
-            "gpu__time_duration.sum",
-            "dram__bytes.sum",
-            "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-            "smsp__inst_executed.sum",
+            "ID", "Kernel Name", "device__attribute_display_name", "device__attribute_clock_rate",
+            "CC", "profiler__replayer_passes", "gpu__time_duration.sum", "dram__bytes.sum",
+            "sm__throughput.avg.pct_of_peak_sustained_elapsed", "smsp__inst_executed.sum",
             "launch__grid_size",
         ];
         let units = [
@@ -973,12 +915,11 @@ mod tests {
             if case % 7 == 0 {
                 text.push_str("==PROF== Connected to process 1\n");
             }
-            let cells: Vec<String> = header.iter().map(|h| format!("\"{h}\"")).collect();
-            text.push_str(&cells.join(","));
-            text.push('\n');
-            let cells: Vec<String> = units.iter().map(|u| format!("\"{u}\"")).collect();
-            text.push_str(&cells.join(","));
-            text.push('\n');
+            for row in [&header, &units] {
+                let cells: Vec<String> = row.iter().map(|c| format!("\"{c}\"")).collect();
+                text.push_str(&cells.join(","));
+                text.push('\n');
+            }
             let crlf = case % 5 == 0;
             for row in 0..rng.usize(1..12) {
                 let mut cells = vec![

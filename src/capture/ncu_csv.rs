@@ -280,10 +280,9 @@ impl<R: Read> Records<R> {
         // A record is at most `max_line` bytes, checked when its lines were read; `u32` holds
         // offsets within it as long as that bound does.
         let (Ok(s), Ok(e)) = (u32::try_from(start), u32::try_from(end)) else {
-            return Err(RecordError::Content(format!(
-                "line {}: a CSV record longer than 4 GiB",
-                self.record_line
-            )));
+            let line = self.record_line;
+            let message = format!("line {line}: a CSV record longer than 4 GiB");
+            return Err(RecordError::Content(message));
         };
         self.fields.push((s, e));
         Ok(())
@@ -407,41 +406,49 @@ mod tests {
         split_with(text, 1 << 20, 1 << 30)
     }
 
-    fn split_with(
-        text: &[u8],
+    fn split_with<R: Read>(
+        text: R,
         max_line: usize,
         max_input: u64,
     ) -> Result<Vec<Vec<String>>, String> {
         let mut records = Records::new(text, max_line, max_input);
         let mut out = Vec::new();
         while records.next_record().map_err(|e| e.to_string())? {
-            out.push(
-                records
-                    .iter()
-                    .map(|f| String::from_utf8_lossy(f).into_owned())
-                    .collect(),
-            );
+            out.push(fields(&records));
         }
         Ok(out)
     }
 
-    fn rows(rows: &[&[&str]]) -> Vec<Vec<String>> {
-        rows.iter()
-            .map(|r| r.iter().map(|f| f.to_string()).collect())
+    fn fields<R: Read>(records: &Records<R>) -> Vec<String> {
+        records
+            .iter()
+            .map(|f| String::from_utf8_lossy(f).into_owned())
             .collect()
     }
 
     #[test]
-    fn quoted_commas_and_doubled_quotes_stay_in_their_field() {
-        let text = b"\"ID\",\"Kernel Name\",\"x\"\n\"0\",\"void k<1, 2>(int, \"\"a\"\")\",\"1,234\"\n\"1\",\"\"\"\"\"\",\"\"\"\"\n";
-        assert_eq!(
-            split_all(text).unwrap(),
-            rows(&[
-                &["ID", "Kernel Name", "x"],
-                &["0", "void k<1, 2>(int, \"a\")", "1,234"],
-                &["1", "\"\"", "\""],
-            ])
-        );
+    fn records_split_as_written() {
+        let cases: [(&[u8], &[&[&str]]); 5] = [
+            // Quoted commas and doubled quotes stay in their field.
+            (
+                b"\"ID\",\"Kernel Name\",\"x\"\n\"0\",\"void k<1, 2>(int, \"\"a\"\")\",\"1,234\"\n\"1\",\"\"\"\"\"\",\"\"\"\"\n",
+                &[&["ID", "Kernel Name", "x"], &["0", "void k<1, 2>(int, \"a\")", "1,234"], &["1", "\"\"", "\""]],
+            ),
+            // Empty cells and ragged rows are kept as written.
+            (
+                b"\"ID\",\"a\",\"b\"\n\"\",\"\",\"\"\n\"0\",,\n\"1\"\n\"2\",\"x\",\"y\",\"z\"\n",
+                &[&["ID", "a", "b"], &["", "", ""], &["0", "", ""], &["1"], &["2", "x", "y", "z"]],
+            ),
+            // A final line without a newline is a record.
+            (b"\"ID\",\"a\"\n\"0\",\"5\"", &[&["ID", "a"], &["0", "5"]]),
+            (b"\"ID\",\"a\"\r\n\"0\",5\r", &[&["ID", "a"], &["0", "5"]]),
+            // Text after a closing quote belongs to the field.
+            (b"\"ID\",\"a\"b,\"c\" \n", &[&["ID", "ab", "c "]]),
+        ];
+        for (text, expected) in cases {
+            let shown = String::from_utf8_lossy(text);
+            assert_eq!(split_all(text).unwrap(), expected, "{shown}");
+        }
     }
 
     #[test]
@@ -452,58 +459,18 @@ mod tests {
         let mut out = Vec::new();
         while records.next_record().unwrap() {
             lines.push(records.line());
-            out.push(
-                records
-                    .iter()
-                    .map(|f| String::from_utf8_lossy(f).into_owned())
-                    .collect::<Vec<_>>(),
-            );
+            out.push(fields(&records));
         }
         assert_eq!(
             out,
-            rows(&[
-                &["ID", "a"],
+            [
+                &["ID", "a"][..],
                 &["0", "line one\r\nline two"],
                 &["1", "unquoted"]
-            ])
+            ]
         );
         // A record spanning lines is named by its first; the next one counts both.
         assert_eq!(lines, vec![1, 2, 4]);
-    }
-
-    #[test]
-    fn empty_cells_and_ragged_rows_are_kept_as_written() {
-        let text = b"\"ID\",\"a\",\"b\"\n\"\",\"\",\"\"\n\"0\",,\n\"1\"\n\"2\",\"x\",\"y\",\"z\"\n";
-        assert_eq!(
-            split_all(text).unwrap(),
-            rows(&[
-                &["ID", "a", "b"],
-                &["", "", ""],
-                &["0", "", ""],
-                &["1"],
-                &["2", "x", "y", "z"],
-            ])
-        );
-    }
-
-    #[test]
-    fn a_final_line_without_newline_is_a_record() {
-        assert_eq!(
-            split_all(b"\"ID\",\"a\"\n\"0\",\"5\"").unwrap(),
-            rows(&[&["ID", "a"], &["0", "5"]])
-        );
-        assert_eq!(
-            split_all(b"\"ID\",\"a\"\r\n\"0\",5\r").unwrap(),
-            rows(&[&["ID", "a"], &["0", "5"]])
-        );
-    }
-
-    #[test]
-    fn text_after_a_closing_quote_belongs_to_the_field() {
-        assert_eq!(
-            split_all(b"\"ID\",\"a\"b,\"c\" \n").unwrap(),
-            rows(&[&["ID", "ab", "c "]])
-        );
     }
 
     #[test]
@@ -516,26 +483,21 @@ mod tests {
         assert_eq!(records.line(), 6);
         assert_eq!(records.get(1), Some(&b"1"[..]));
         assert!(!records.next_record().unwrap());
-        assert_eq!(
-            records.last_messages(),
-            " (ncu's last message: `==PROF== Disconnected`)"
-        );
+        let last = records.last_messages();
+        assert_eq!(last, " (ncu's last message: `==PROF== Disconnected`)");
     }
 
     #[test]
     fn an_unterminated_quote_is_an_error_naming_its_line() {
         let text = b"\"ID\",\"a\"\n\"0\",\"1\"\n\"1\",\"open\nmore\nand more\n";
         let e = split_all(text).unwrap_err();
-        assert!(
-            e.starts_with("line 3: a quoted CSV field opened there is not closed by the end of the file (line 5)"),
-            "{e}"
-        );
+        let unclosed =
+            "line 3: a quoted CSV field opened there is not closed by the end of the file (line 5)";
+        assert!(e.starts_with(unclosed), "{e}");
         // Also without a final newline, and in the header.
         let e = split_all(b"\"ID\",\"a").unwrap_err();
-        assert!(
-            e.starts_with("line 1: a quoted CSV field opened there"),
-            "{e}"
-        );
+        let opened = "line 1: a quoted CSV field opened there";
+        assert!(e.starts_with(opened), "{e}");
     }
 
     #[test]
@@ -545,25 +507,12 @@ mod tests {
         let mut text = String::from("\"ID\",\"v\"\n");
         let mut expected = vec![vec!["ID".to_string(), "v".to_string()]];
         for r in 0..40 {
-            let cell = format!(
-                "{}\"\"{}\n{}",
-                "x".repeat(r * 9_000),
-                r,
-                "y".repeat(r * 7_000 % 5_000)
-            );
+            let (xs, ys) = ("x".repeat(r * 9_000), "y".repeat(r * 7_000 % 5_000));
+            let cell = format!("{xs}\"\"{r}\n{ys}");
             text.push_str(&format!("\"{r}\",\"{cell}\"\n"));
             expected.push(vec![r.to_string(), cell.replace("\"\"", "\"")]);
         }
-        let mut records = Records::new(Trickle(text.as_bytes()), 1 << 20, 1 << 30);
-        let mut out = Vec::new();
-        while records.next_record().unwrap() {
-            out.push(
-                records
-                    .iter()
-                    .map(|f| String::from_utf8_lossy(f).into_owned())
-                    .collect::<Vec<_>>(),
-            );
-        }
+        let out = split_with(Trickle(text.as_bytes()), 1 << 20, 1 << 30).unwrap();
         assert_eq!(out, expected);
     }
 
@@ -592,14 +541,12 @@ mod tests {
 
     #[test]
     fn a_long_line_and_a_quoted_field_without_end_stop_at_the_line_bound() {
-        let e = split_with(&[0u8; 1000], 64, 1 << 20).unwrap_err();
+        let e = split_with(&[0u8; 1000][..], 64, 1 << 20).unwrap_err();
         assert!(e.starts_with("has a line longer than 64 bytes"), "{e}");
         let text = format!("\"ID\",\"Kernel Name\"\n\"0\",\"{}", "x\n".repeat(100));
         let e = split_with(text.as_bytes(), 64, 1 << 20).unwrap_err();
-        assert!(
-            e.starts_with("has a quoted CSV field that runs on for more than 64 bytes"),
-            "{e}"
-        );
+        let runs_on = "has a quoted CSV field that runs on for more than 64 bytes";
+        assert!(e.starts_with(runs_on), "{e}");
     }
 
     #[test]

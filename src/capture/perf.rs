@@ -113,23 +113,11 @@ impl Block {
 }
 
 /// Software events measured by the kernel's clocks and bookkeeping rather than PMU registers.
+#[rustfmt::skip]
 const SOFTWARE_EVENTS: &[&str] = &[
-    "task-clock",
-    "cpu-clock",
-    "duration_time",
-    "user_time",
-    "system_time",
-    "context-switches",
-    "cs",
-    "cpu-migrations",
-    "migrations",
-    "page-faults",
-    "faults",
-    "minor-faults",
-    "major-faults",
-    "alignment-faults",
-    "emulation-faults",
-    "elapsed_time",
+    "task-clock", "cpu-clock", "duration_time", "user_time", "system_time", "context-switches",
+    "cs", "cpu-migrations", "migrations", "page-faults", "faults", "minor-faults", "major-faults",
+    "alignment-faults", "emulation-faults", "elapsed_time",
 ];
 
 /// The trust-ladder source of an event: PMU events are `hardware`; the kernel's software
@@ -166,18 +154,10 @@ fn scale(v: f64, factor: f64) -> f64 {
 
 /// The arguments that run `argv` under `perf stat`, writing CSV to `out`.
 pub fn wrap(events: &[String], out: &Path, argv: &[String]) -> Vec<String> {
-    let mut v = vec![
-        "perf".to_string(),
-        "stat".to_string(),
-        "-x,".to_string(),
-        "-o".to_string(),
-        out.display().to_string(),
-        "-e".to_string(),
-        events.join(","),
-        "--".to_string(),
-    ];
-    v.extend(argv.iter().cloned());
-    v
+    let (out, events) = (out.display().to_string(), events.join(","));
+    let perf = ["perf", "stat", "-x,", "-o", &out, "-e", &events, "--"];
+    let perf = perf.iter().map(|s| s.to_string());
+    perf.chain(argv.iter().cloned()).collect()
 }
 
 /// The most bytes of perf stat output read: a real file is a few kilobytes per block, so a
@@ -191,30 +171,25 @@ pub fn read(path: &Path) -> Result<Vec<Block>, String> {
     let cannot = |e: std::io::Error| format!("cannot read perf stat output `{shown}`: {e}");
     let (file, _gzip) = crate::store::fsutil::open_maybe_gzip(path).map_err(cannot)?;
     let mut bytes = Vec::new();
-    file.take(MAX_INPUT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
+    let read = file.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes);
+    read.map_err(cannot)?;
     if bytes.len() as u64 > MAX_INPUT_BYTES {
+        let mib = MAX_INPUT_BYTES >> 20;
         return Err(format!(
-            "`{shown}`: more than {} MiB, which is not perf stat output (perf writes a few kilobytes per run); pass the file `perf stat -o FILE` wrote",
-            MAX_INPUT_BYTES >> 20
+            "`{shown}`: more than {mib} MiB, which is not perf stat output (perf writes a few kilobytes per run); pass the file `perf stat -o FILE` wrote"
         ));
     }
     let text = String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "`{shown}`: not text (byte {} is not UTF-8), so not perf stat output; pass the file `perf stat -o FILE` wrote",
-            e.utf8_error().valid_up_to()
-        )
+        let at = e.utf8_error().valid_up_to();
+        format!("`{shown}`: not text (byte {at} is not UTF-8), so not perf stat output; pass the file `perf stat -o FILE` wrote")
     })?;
     parse(&text).map_err(|e| format!("`{shown}`: perf stat output, {e}"))
 }
 
 /// Parses perf stat output, detecting the form from its first data line.
 pub fn parse(text: &str) -> Result<Vec<Block>, ParseError> {
-    let first = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#'));
+    let mut lines = text.lines().map(str::trim);
+    let first = lines.find(|l| !l.is_empty() && !l.starts_with('#'));
     let blocks = match first {
         None => return Err(err(0, "the file holds no perf stat output")),
         Some(l) if l.starts_with('{') => parse_json(text)?,
@@ -294,12 +269,10 @@ fn human_interval_lines(text: &str) -> Result<(String, usize), ParseError> {
         }
         let tokens: Vec<&str> = line.split_whitespace().collect();
         let bad = || {
-            err(
+            err!(
                 idx + 1,
-                format!(
-                    "`{}` is not a line of `perf stat -I` output (TIME VALUE UNIT EVENT); `-x,` output reads more reliably",
-                    raw.trim()
-                ),
+                "`{}` is not a line of `perf stat -I` output (TIME VALUE UNIT EVENT); `-x,` output reads more reliably",
+                raw.trim()
             )
         };
         let (time, rest) = tokens.split_first().ok_or_else(bad)?;
@@ -365,18 +338,13 @@ fn push(blocks: &mut Vec<Block>, counter: Counter) {
     if start_new {
         blocks.push(Block::default());
     }
-    blocks
-        .last_mut()
-        .expect("pushed above")
-        .counters
-        .push(counter);
+    let block = blocks.last_mut().expect("pushed above");
+    block.counters.push(counter);
 }
 
 fn unavailable_marker(value: &str) -> Option<String> {
-    let v = value.trim();
-    v.strip_prefix('<')
-        .and_then(|s| s.strip_suffix('>'))
-        .map(str::to_string)
+    let v = value.trim().strip_prefix('<')?;
+    v.strip_suffix('>').map(str::to_string)
 }
 
 /// Separators `perf stat -x` is given in practice, in the order they are tried: perf takes
@@ -452,20 +420,15 @@ fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
             .find(|(_, l)| !l.trim().is_empty() && !l.trim().starts_with('#'))
             .map(|(i, l)| (i + 1, l.trim()))
             .unwrap_or((0, ""));
-        let hint = if line
-            .split(',')
-            .nth(1)
-            .is_some_and(|f| f.trim().chars().next().is_some_and(|c| c.is_ascii_digit()))
-        {
+        let second = line.split(',').nth(1).map(str::trim);
+        let hint = if second.is_some_and(|f| f.starts_with(|c: char| c.is_ascii_digit())) {
             "; a number with a decimal comma (`1,41,msec`) means `perf stat -x,` ran under a decimal-comma locale, which makes the fields ambiguous: run perf with LC_ALL=C, or give it another separator (`-x';'`)"
         } else {
             "; pass the file `perf stat -o FILE` wrote"
         };
-        return Err(err(
+        return Err(err!(
             n,
-            format!(
-                "`{line}` is not a line of `perf stat -x` output (VALUE, UNIT, EVENT, … joined by one separator such as `,`, `;` or a tab), nor `-j` JSON or the human-readable output{hint}"
-            ),
+            "`{line}` is not a line of `perf stat -x` output (VALUE, UNIT, EVENT, … joined by one separator such as `,`, `;` or a tab), nor `-j` JSON or the human-readable output{hint}"
         ));
     };
     let shown = if sep == "\t" { "\\t" } else { sep };
@@ -478,11 +441,9 @@ fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
         }
         let fields: Vec<&str> = line.split(sep).collect();
         if fields.len() < 3 {
-            return Err(err(
+            return Err(err!(
                 n,
-                format!(
-                    "`{line}` is not a `perf stat -x{shown}` line (value{shown}unit{shown}event{shown}…)"
-                ),
+                "`{line}` is not a `perf stat -x{shown}` line (value{shown}unit{shown}event{shown}…)"
             ));
         }
         // Metric-only continuation lines have empty value and event fields.
@@ -494,32 +455,23 @@ fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
         // `-r N` adds a variance field ending in `%` after the event.
         let mut spread_pct = None;
         if let Some(v) = rest.first().and_then(|f| f.trim().strip_suffix('%')) {
-            spread_pct = Some(csv_number(v, sep).ok_or_else(|| {
-                err(
-                    n,
-                    format!("the `-r` spread `{v}%` of `{event}` is not a number"),
-                )
-            })?);
+            spread_pct =
+                Some(csv_number(v, sep).ok_or_else(|| {
+                    err!(n, "the `-r` spread `{v}%` of `{event}` is not a number")
+                })?);
             rest = &rest[1..];
         }
         // run time, percentage, metric value, metric unit: more fields means a decimal comma.
         if rest.len() > 4 {
-            return Err(err(
+            return Err(err!(
                 n,
-                format!(
-                    "`{line}` has {} fields, more than `perf stat -x{shown}` writes; with `-x,` a decimal comma (`100,00`) splits numbers: run perf with LC_ALL=C, or give it another separator (`-x';'`)",
-                    fields.len()
-                ),
+                "`{line}` has {} fields, more than `perf stat -x{shown}` writes; with `-x,` a decimal comma (`100,00`) splits numbers: run perf with LC_ALL=C, or give it another separator (`-x';'`)",
+                fields.len()
             ));
         }
         let running_pct = match rest.get(1).map(|s| s.trim()).filter(|s| !s.is_empty()) {
             Some(p) => Some(csv_number(p, sep).ok_or_else(|| {
-                err(
-                    n,
-                    format!(
-                        "running percentage `{p}` is not a number (with `-x,` a decimal comma means perf ran under a non-C locale: run it with LC_ALL=C, or use `-x';'`)"
-                    ),
-                )
+                err!(n, "running percentage `{p}` is not a number (with `-x,` a decimal comma means perf ran under a non-C locale: run it with LC_ALL=C, or use `-x';'`)")
             })?),
             None => None,
         };
@@ -527,16 +479,13 @@ fn parse_csv(text: &str) -> Result<Vec<Block>, ParseError> {
         let value = match unavailable_marker(fields[0]) {
             Some(why) => Err(why),
             None => Ok(scale(
-                csv_number(fields[0], sep).ok_or_else(|| {
-                    err(n, format!("counter value `{}` is not a number", fields[0]))
-                })?,
+                csv_number(fields[0], sep)
+                    .ok_or_else(|| err!(n, "counter value `{}` is not a number", fields[0]))?,
                 factor,
             )),
         };
-        push(
-            &mut blocks,
-            Counter::read(event, unit, value, running_pct, spread_pct),
-        );
+        let counter = Counter::read(event, unit, value, running_pct, spread_pct);
+        push(&mut blocks, counter);
     }
     Ok(blocks)
 }
@@ -551,8 +500,8 @@ fn parse_json(text: &str) -> Result<Vec<Block>, ParseError> {
         }
         // Released perf versions wrote `"pcnt-running" : 100.00, }`: drop the trailing comma.
         let cleaned = line.replace(", }", " }").replace(",}", "}");
-        let v: serde_json::Value = serde_json::from_str(&cleaned)
-            .map_err(|e| err(n, format!("not a JSON object: {e}")))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&cleaned).map_err(|e| err!(n, "not a JSON object: {e}"))?;
         let Some(event) = v.get("event").and_then(|e| e.as_str()) else {
             continue; // metric-only line
         };
@@ -565,16 +514,15 @@ fn parse_json(text: &str) -> Result<Vec<Block>, ParseError> {
         };
         let raw_value = v
             .get("counter-value")
-            .ok_or_else(|| err(n, format!("event `{event}` has no `counter-value`")))?;
+            .ok_or_else(|| err!(n, "event `{event}` has no `counter-value`"))?;
         let unit_raw = v.get("unit").and_then(|u| u.as_str()).unwrap_or("");
         let (unit, factor) = unit_factor(unit_raw);
         let marker = raw_value.as_str().and_then(unavailable_marker);
         let value = match marker {
             Some(why) => Err(why),
             None => Ok(scale(
-                number("counter-value").ok_or_else(|| {
-                    err(n, format!("`counter-value` of `{event}` is not a number"))
-                })?,
+                number("counter-value")
+                    .ok_or_else(|| err!(n, "`counter-value` of `{event}` is not a number"))?,
                 factor,
             )),
         };
@@ -659,14 +607,9 @@ fn parenthesized(
             Some(v) => (&mut spread, v.trim()),
             None => (&mut running, number.trim()),
         };
-        *slot = Some(parse_localized(number, decimal).ok_or_else(|| {
-            err(
-                n,
-                format!(
-                    "`({inner})`: `{number}` is not a number in this file's locale (decimal mark `{decimal}`)"
-                ),
-            )
-        })?);
+        let v = parse_localized(number, decimal);
+        *slot =
+            Some(v.ok_or_else(|| not_localized(n, &format!("`({inner})`: `{number}`"), decimal))?);
     }
     Ok((running, spread))
 }
@@ -695,12 +638,9 @@ fn parse_human(text: &str) -> Result<Vec<Block>, ParseError> {
     for (k, &start) in starts.iter().enumerate() {
         let end = starts.get(k + 1).copied().unwrap_or(lines.len());
         let decimal = decimal_separator(&lines[start..end].join("\n"));
-        let (command, runs) = header_command(
-            lines[start]
-                .trim()
-                .strip_prefix("Performance counter stats for")
-                .unwrap_or(""),
-        );
+        let header = lines[start].trim();
+        let header = header.strip_prefix("Performance counter stats for");
+        let (command, runs) = header_command(header.unwrap_or(""));
         let mut block = Block {
             command: Some(command),
             runs,
@@ -719,11 +659,11 @@ fn parse_human(text: &str) -> Result<Vec<Block>, ParseError> {
         blocks.push(block);
     }
     if let Some((n, line)) = foreign.first() {
+        let lines = crate::model::text::count(foreign.len(), "line", "lines");
+        let are = if foreign.len() == 1 { "is" } else { "are" };
+        let line: String = line.chars().take(60).collect();
         let note = format!(
-            "skipped {} that {} not perf stat output (the first, line {n}: `{}`); each `Performance counter stats for` block was read in its own locale",
-            crate::model::text::count(foreign.len(), "line", "lines"),
-            if foreign.len() == 1 { "is" } else { "are" },
-            line.chars().take(60).collect::<String>()
+            "skipped {lines} that {are} not perf stat output (the first, line {n}: `{line}`); each `Performance counter stats for` block was read in its own locale"
         );
         for b in &mut blocks {
             b.notes.push(note.clone());
@@ -745,11 +685,9 @@ fn human_line(line: &str, decimal: char, n: usize) -> Result<Counter, ParseError
             "user" => "user_time",
             "sys" => "system_time",
             other => {
-                return Err(err(
+                return Err(err!(
                     n,
-                    format!(
-                        "unknown time line `seconds {other}`; perf writes `seconds time elapsed`, `seconds user` and `seconds sys`"
-                    ),
+                    "unknown time line `seconds {other}`; perf writes `seconds time elapsed`, `seconds user` and `seconds sys`"
                 ));
             }
         };
@@ -758,14 +696,8 @@ fn human_line(line: &str, decimal: char, n: usize) -> Result<Counter, ParseError
             None => (num.trim(), None),
         };
         let number = |text: &str| {
-            parse_localized(text, decimal).ok_or_else(|| {
-                err(
-                    n,
-                    format!(
-                        "`{text}` is not a number in this file's locale (decimal mark `{decimal}`)"
-                    ),
-                )
-            })
+            parse_localized(text, decimal)
+                .ok_or_else(|| not_localized(n, &format!("`{text}`"), decimal))
         };
         let v = number(mean)?;
         let spread = spread.map(number).transpose()?;
@@ -782,48 +714,39 @@ fn human_line(line: &str, decimal: char, n: usize) -> Result<Counter, ParseError
     let (body, _comment) = line.split_once('#').unwrap_or((line, ""));
     let body = body.split('(').next().unwrap_or(body).trim();
     if let Some(rest) = body.strip_prefix('<') {
-        let (why, event) = rest
-            .split_once('>')
-            .ok_or_else(|| err(n, format!("`{body}`: unclosed `<`")))?;
+        let split = rest.split_once('>');
+        let (why, event) = split.ok_or_else(|| err!(n, "`{body}`: unclosed `<`"))?;
         let event = event.split_whitespace().next().unwrap_or("");
         if event.is_empty() {
-            return Err(err(n, format!("`{body}` names no event")));
+            return Err(err!(n, "`{body}` names no event"));
         }
         let why = Err(why.to_string());
-        return Ok(Counter::read(
-            event.to_string(),
-            String::new(),
-            why,
-            running_pct,
-            None,
-        ));
+        let counter = Counter::read(event.into(), String::new(), why, running_pct, None);
+        return Ok(counter);
     }
     let tokens: Vec<&str> = body.split_whitespace().collect();
     let (value, unit, event) = match tokens.as_slice() {
         [v, e] => (*v, "", *e),
         [v, u, e] => (*v, *u, *e),
         _ => {
-            return Err(err(
-                n,
-                format!("`{body}` is not a `VALUE [UNIT] EVENT` counter line"),
-            ));
+            let message = format!("`{body}` is not a `VALUE [UNIT] EVENT` counter line");
+            return Err(err(n, message));
         }
     };
-    let v = parse_localized(value, decimal).ok_or_else(|| {
-        err(
-            n,
-            format!("`{value}` is not a number in this file's locale (decimal mark `{decimal}`)"),
-        )
-    })?;
+    let v = parse_localized(value, decimal)
+        .ok_or_else(|| not_localized(n, &format!("`{value}`"), decimal))?;
     let (unit, factor) = unit_factor(unit);
     let value = Ok(scale(v, factor));
-    Ok(Counter::read(
-        event.to_string(),
-        unit,
-        value,
-        running_pct,
-        spread_pct,
-    ))
+    let counter = Counter::read(event.into(), unit, value, running_pct, spread_pct);
+    Ok(counter)
+}
+
+/// The error of line `n`: `what` is not a number in the file's locale.
+fn not_localized(n: usize, what: &str, decimal: char) -> ParseError {
+    err!(
+        n,
+        "{what} is not a number in this file's locale (decimal mark `{decimal}`)"
+    )
 }
 
 /// What to tell the user when perf could not count an event.
@@ -878,14 +801,11 @@ mod tests {
     #[test]
     fn errors_name_the_line() {
         let e = parse("abc,,instructions,1,100.00,,\n").unwrap_err();
-        assert!(
-            e.to_string().starts_with(
-                "line 1: `abc,,instructions,1,100.00,,` is not a line of `perf stat -x` output"
-            ),
-            "{e}"
-        );
+        let not_perf =
+            "line 1: `abc,,instructions,1,100.00,,` is not a line of `perf stat -x` output";
+        assert!(e.to_string().starts_with(not_perf), "{e}");
         let e = parse("1,,instructions,1,100,00,,\n").unwrap_err();
-        assert!(e.message.contains("LC_ALL=C"), "{e}");
+        assert_contains!(e.message, "LC_ALL=C");
         let e = parse("\n# x\n").unwrap_err();
         assert_eq!(e.to_string(), "line 0: the file holds no perf stat output");
     }

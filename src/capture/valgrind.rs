@@ -58,19 +58,14 @@ pub struct Profile {
 impl Profile {
     /// The total of an event, by current name.
     pub fn total(&self, event: &str) -> Option<i64> {
-        self.events
-            .iter()
-            .position(|e| e == event)
-            .map(|i| self.totals[i])
+        let i = self.events.iter().position(|e| e == event)?;
+        Some(self.totals[i])
     }
 
     /// Totals by event name.
     pub fn totals_by_event(&self) -> BTreeMap<String, i64> {
-        self.events
-            .iter()
-            .cloned()
-            .zip(self.totals.iter().copied())
-            .collect()
+        let totals = self.totals.iter().copied();
+        self.events.iter().cloned().zip(totals).collect()
     }
 }
 
@@ -116,13 +111,13 @@ fn parse_costs(rest: &str, events: usize, line: usize, what: &str) -> Result<Vec
     let mut out = vec![0i64; events];
     for (i, token) in rest.split_whitespace().enumerate() {
         if i >= events {
-            return Err(err(
+            return Err(err!(
                 line,
-                format!("`{what}` has more numbers than the {events} events of the `events:` line"),
+                "`{what}` has more numbers than the {events} events of the `events:` line"
             ));
         }
         out[i] = parse_number(token)
-            .ok_or_else(|| err(line, format!("`{token}` in `{what}` is not a count")))?;
+            .ok_or_else(|| err!(line, "`{token}` in `{what}` is not a count"))?;
     }
     Ok(out)
 }
@@ -137,14 +132,9 @@ pub fn read(path: &Path, tool: Tool) -> Result<Profile, String> {
             .read_to_string(&mut text)?;
         Ok(text)
     };
-    let text = read().map_err(|e| {
-        format!(
-            "cannot read {} output `{}`: {e}",
-            tool.as_str(),
-            path.display()
-        )
-    })?;
-    parse(&text, tool).map_err(|e| format!("`{}`: {} output, {e}", path.display(), tool.as_str()))
+    let (shown, tool_name) = (path.display(), tool.as_str());
+    let text = read().map_err(|e| format!("cannot read {tool_name} output `{shown}`: {e}"))?;
+    parse(&text, tool).map_err(|e| format!("`{shown}`: {tool_name} output, {e}"))
 }
 
 /// Parses callgrind or cachegrind text.
@@ -168,11 +158,9 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
             let value = value.trim();
             match key {
                 "version" if tool == Tool::Callgrind && !matches!(value, "0" | "1") => {
-                    return Err(err(
+                    return Err(err!(
                         n,
-                        format!(
-                            "unsupported format `version: {value}`; the callgrind format has versions 0 and 1 (is this file from a newer Valgrind, or corrupted?)"
-                        ),
+                        "unsupported format `version: {value}`; the callgrind format has versions 0 and 1 (is this file from a newer Valgrind, or corrupted?)"
                     ));
                 }
                 "version" => {}
@@ -202,9 +190,9 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
                     events = Some(names);
                 }
                 "summary" | "totals" => {
-                    let ev = events.as_ref().ok_or_else(|| {
-                        err(n, format!("`{key}:` comes before the `events:` line"))
-                    })?;
+                    let ev = events
+                        .as_ref()
+                        .ok_or_else(|| err!(n, "`{key}:` comes before the `events:` line"))?;
                     let costs = parse_costs(value, ev.len(), n, key)?;
                     let slot = if key == "summary" {
                         &mut summary
@@ -237,33 +225,24 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
             }
             let costs = tokens.get(positions.min(tokens.len())..).unwrap_or(&[]);
             if costs.len() > ev.len() {
-                return Err(err(
-                    n,
-                    format!(
-                        "a cost line has {} numbers for {} events",
-                        costs.len(),
-                        ev.len()
-                    ),
-                ));
+                let (numbers, events) = (costs.len(), ev.len());
+                let message = format!("a cost line has {numbers} numbers for {events} events");
+                return Err(err(n, message));
             }
             for (i, t) in costs.iter().enumerate() {
                 let v = parse_number(t)
-                    .ok_or_else(|| err(n, format!("`{t}` in a cost line is not a count")))?;
+                    .ok_or_else(|| err!(n, "`{t}` in a cost line is not a count"))?;
                 sum[i] += v;
             }
             continue;
         }
-        return Err(err(
-            n,
-            format!(
-                "`{}` is neither a header, a name record nor a cost line",
-                trimmed.chars().take(60).collect::<String>()
-            ),
-        ));
+        let shown: String = trimmed.chars().take(60).collect();
+        let message = format!("`{shown}` is neither a header, a name record nor a cost line");
+        return Err(err(n, message));
     }
     let events = events.ok_or_else(|| {
         let tool = tool.as_str();
-        err(0, format!("no `events:` line; this is not {tool} output"))
+        err!(0, "no `events:` line; this is not {tool} output")
     })?;
     let usable = |v: &Option<Vec<i64>>| {
         v.as_ref()
@@ -290,9 +269,8 @@ pub fn parse(text: &str, tool: Tool) -> Result<Profile, ParseError> {
 
 /// `key: value` headers and `key=value` records.
 fn header(line: &str) -> Option<(&str, &str)> {
-    let end = line
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(line.len());
+    let end = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+    let end = end.unwrap_or(line.len());
     if end == 0 {
         return None;
     }
@@ -330,12 +308,14 @@ pub fn metrics(profile: &Profile) -> Vec<(String, f64)> {
 /// The arguments that run `argv` under a Valgrind tool with cache (and branch) simulation,
 /// writing the profile to `out`.
 pub fn wrap(tool: Tool, out: &Path, toggle_collect: Option<&str>, argv: &[String]) -> Vec<String> {
-    let mut v = vec![
-        "valgrind".to_string(),
-        format!("--tool={}", tool.as_str()),
-        "--cache-sim=yes".to_string(),
-        "--branch-sim=yes".to_string(),
+    let tool_option = format!("--tool={}", tool.as_str());
+    let valgrind = [
+        "valgrind",
+        &tool_option,
+        "--cache-sim=yes",
+        "--branch-sim=yes",
     ];
+    let mut v: Vec<String> = valgrind.map(String::from).to_vec();
     match tool {
         Tool::Callgrind => {
             v.push(format!("--callgrind-out-file={}", out.display()));
@@ -366,10 +346,8 @@ mod tests {
     #[test]
     fn bad_files_name_the_line() {
         let e = parse("events: Ir\n1 2 3\n", Tool::Cachegrind).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "line 2: a cost line has 2 numbers for 1 events"
-        );
+        let e = e.to_string();
+        assert_eq!(e, "line 2: a cost line has 2 numbers for 1 events");
         let e = parse("fn=main\n1 2\n", Tool::Cachegrind).unwrap_err();
         assert_eq!(e.line, 2);
         let e = parse("hello world\n", Tool::Callgrind).unwrap_err();
@@ -381,12 +359,8 @@ mod tests {
     #[test]
     fn wrap_turns_on_cache_and_branch_simulation() {
         let argv = vec!["./mm".to_string(), "--n".to_string(), "64".to_string()];
-        let v = wrap(
-            Tool::Callgrind,
-            Path::new("/t/cg.out"),
-            Some("mm::*"),
-            &argv,
-        );
+        let out = Path::new("/t/cg.out");
+        let v = wrap(Tool::Callgrind, out, Some("mm::*"), &argv);
         assert_eq!(
             v.join(" "),
             "valgrind --tool=callgrind --cache-sim=yes --branch-sim=yes --callgrind-out-file=/t/cg.out --toggle-collect=mm::* ./mm --n 64"

@@ -21,6 +21,9 @@ use crate::model::units;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Slot(Option<(usize, f64)>);
 
+/// The device time of a kernel launch, as [`Benchmarks::add_at`] takes a metric.
+pub const KERNEL_TIME: (&str, &str, Source) = ("kernel_time", "ns", Source::Timer);
+
 /// Benchmarks under construction, in the order they were first seen.
 pub struct Benchmarks<'p> {
     policies: &'p Policies,
@@ -117,12 +120,8 @@ impl<'p> Benchmarks<'p> {
         let mut pairs: Vec<_> = order.into_iter().zip(self.collectors.drain(..)).collect();
         pairs.sort_by_cached_key(|(name, _)| key(name));
         (self.order, self.collectors) = pairs.into_iter().unzip();
-        self.index = self
-            .order
-            .iter()
-            .enumerate()
-            .map(|(i, name)| (name.clone(), i))
-            .collect();
+        let places = self.order.iter().enumerate();
+        self.index = places.map(|(i, name)| (name.clone(), i)).collect();
     }
 
     /// Sets the file that the following samples come from.
@@ -144,7 +143,7 @@ impl<'p> Benchmarks<'p> {
         let direction = direction_of(metric, unit);
         self.get(name)
             .add_value(repetition, metric, unit, source, direction, value)
-            .map_err(|message| content(&self.file, format!("benchmark `{name}`: {message}")))
+            .map_err(|message| content!(&self.file, "benchmark `{name}`: {message}"))
     }
 
     /// [`Benchmarks::add`] for a metric added again and again (a column of every row of a
@@ -165,9 +164,7 @@ impl<'p> Benchmarks<'p> {
                 let found = self
                     .get(name)
                     .slot(metric, unit, source, direction_of(metric, unit))
-                    .map_err(|message| {
-                        content(&self.file, format!("benchmark `{name}`: {message}"))
-                    })?;
+                    .map_err(|message| content!(&self.file, "benchmark `{name}`: {message}"))?;
                 slot.0 = Some(found);
                 found
             }
@@ -200,19 +197,15 @@ impl<'p> Benchmarks<'p> {
 
     /// Records a provenance detail on benchmark `name`.
     pub fn detail(&mut self, name: &str, key: &str, value: &str) {
-        self.get(name)
-            .result_mut()
-            .provenance
-            .details
-            .insert(key.to_string(), value.to_string());
+        let details = &mut self.get(name).result_mut().provenance.details;
+        details.insert(key.to_string(), value.to_string());
     }
 
     /// Records the device that `path` names (an empty [`Device`] names none); a device other
     /// than the one earlier files named is an error.
     pub fn device(&mut self, path: &Path, found: Device) -> Result<(), ImportError> {
-        self.device
-            .merge(found)
-            .map_err(|message| content(path, message))
+        let merged = self.device.merge(found);
+        merged.map_err(|message| content(path, message))
     }
 
     /// Names seen so far.
@@ -256,9 +249,7 @@ mod tests {
             }
         });
         drop(capture);
-        assert!(
-            ended.load(Ordering::SeqCst),
-            "the capture's thread was left running"
-        );
+        let ended = ended.load(Ordering::SeqCst);
+        assert!(ended, "the capture's thread was left running");
     }
 }

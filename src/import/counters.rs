@@ -14,7 +14,6 @@ use crate::config::CaptureKind;
 use crate::config::derived;
 use crate::model::results::RunResults;
 
-/// `kgate import perf-stat`.
 pub static PERF_STAT: Importer = Importer {
     name: "perf-stat",
     help: "Linux `perf stat` output (`-x,` CSV, `-j` JSON, or the human-readable default)",
@@ -22,7 +21,6 @@ pub static PERF_STAT: Importer = Importer {
     import: |files, ctx| import(CaptureKind::Perf, files, &ctx.policies),
 };
 
-/// `kgate import callgrind`.
 pub static CALLGRIND: Importer = Importer {
     name: "callgrind",
     help: "Valgrind callgrind output files",
@@ -30,7 +28,6 @@ pub static CALLGRIND: Importer = Importer {
     import: |files, ctx| import(CaptureKind::Callgrind, files, &ctx.policies),
 };
 
-/// `kgate import cachegrind`.
 pub static CACHEGRIND: Importer = Importer {
     name: "cachegrind",
     help: "Valgrind cachegrind output files",
@@ -38,7 +35,6 @@ pub static CACHEGRIND: Importer = Importer {
     import: |files, ctx| import(CaptureKind::Cachegrind, files, &ctx.policies),
 };
 
-/// Imports counter files of one capture kind.
 fn import(
     kind: CaptureKind,
     files: &[PathBuf],
@@ -50,13 +46,10 @@ fn import(
         // The readers name the file themselves; the error adds it once.
         let prefix = format!("`{}`: ", path.display());
         let content = |message: String| {
-            content(
-                path,
-                message
-                    .strip_prefix(&prefix)
-                    .map(str::to_string)
-                    .unwrap_or(message.clone()),
-            )
+            let message = message
+                .strip_prefix(&prefix)
+                .map_or(message.clone(), str::to_string);
+            content(path, message)
         };
         let stem = super::protocol::file_benchmark_name(path);
         let readings: Vec<(String, Reading)> = match cpu::valgrind_tool(kind) {
@@ -85,12 +78,7 @@ fn import(
             let c = benchmarks.get(&name);
             let rep = c.result_mut().repetitions;
             cpu::record(c, rep, reading, &definitions).map_err(content)?;
-            let r = c.result_mut();
-            r.repetitions += 1;
-            let shown = path.display().to_string();
-            if !r.provenance.imported_from.contains(&shown) {
-                r.provenance.imported_from.push(shown);
-            }
+            benchmarks.imported(&name, path, rep + 1);
         }
     }
     Ok(benchmarks.into_results())

@@ -70,17 +70,12 @@ fn throughput(dir: &Path) -> (Vec<(&'static str, &'static str, f64)>, Option<Str
         return (Vec::new(), None);
     };
     let amount = |key: &str| declared.get(key).and_then(Value::as_f64);
-    let both = declared.get("ElementsAndBytes");
+    let both = |key: &str| declared.get("ElementsAndBytes")?.get(key)?.as_f64();
     let mut rates = Vec::new();
-    if let Some(n) = amount("Bytes")
-        .or(amount("BytesDecimal"))
-        .or(both.and_then(|b| b.get("bytes")).and_then(Value::as_f64))
-    {
+    if let Some(n) = amount("Bytes").or(amount("BytesDecimal")).or(both("bytes")) {
         rates.push(("bytes_per_second", "bytes/s", n));
     }
-    if let Some(n) =
-        amount("Elements").or(both.and_then(|b| b.get("elements")).and_then(Value::as_f64))
-    {
+    if let Some(n) = amount("Elements").or(both("elements")) {
         rates.push(("elements_per_second", "elements/s", n));
     }
     let shown = declared.to_string();
@@ -101,7 +96,6 @@ fn throughput(dir: &Path) -> (Vec<(&'static str, &'static str, f64)>, Option<Str
     (rates, Some(note))
 }
 
-/// `kgate import criterion`.
 pub static CRITERION: Importer = Importer {
     name: "criterion",
     help: "Criterion.rs `estimates.json` (with `sample.json` beside it when present)",
@@ -158,13 +152,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 ));
             };
             if iters.len() != times.len() {
-                return Err(content(
+                let (n_iters, n_times) = (iters.len(), times.len());
+                return Err(content!(
                     &sample_path,
-                    format!(
-                        "has {} `iters` but {} `times`, so its samples cannot be paired (a truncated or edited file); re-run the benchmark, or remove it to import the mean estimate alone",
-                        iters.len(),
-                        times.len()
-                    ),
+                    "has {n_iters} `iters` but {n_times} `times`, so its samples cannot be paired (a truncated or edited file); re-run the benchmark, or remove it to import the mean estimate alone"
                 ));
             }
             for (i, t) in iters.iter().zip(times) {
@@ -183,30 +174,21 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         } else {
             add_time(&mut benchmarks, start, mean)?;
             n = 1;
-            benchmarks.detail(
-                &name,
-                "criterion.samples",
-                "mean point estimate only (no sample.json)",
-            );
+            let only = "mean point estimate only (no sample.json)";
+            benchmarks.detail(&name, "criterion.samples", only);
         }
         benchmarks.imported(&name, &path, start + n);
         if let Some(note) = note {
             benchmarks.note(&name, note);
         }
         for key in ["mean", "median", "slope"] {
+            let at = |field: &str| estimates.pointer(&format!("/{key}/{field}"))?.as_f64();
+            let interval = |end: &str| at(&format!("confidence_interval/{end}"));
             if let (Some(p), Some(lo), Some(hi), Some(level)) = (
-                estimates
-                    .pointer(&format!("/{key}/point_estimate"))
-                    .and_then(Value::as_f64),
-                estimates
-                    .pointer(&format!("/{key}/confidence_interval/lower_bound"))
-                    .and_then(Value::as_f64),
-                estimates
-                    .pointer(&format!("/{key}/confidence_interval/upper_bound"))
-                    .and_then(Value::as_f64),
-                estimates
-                    .pointer(&format!("/{key}/confidence_interval/confidence_level"))
-                    .and_then(Value::as_f64),
+                at("point_estimate"),
+                interval("lower_bound"),
+                interval("upper_bound"),
+                interval("confidence_level"),
             ) {
                 benchmarks.detail(
                     &name,

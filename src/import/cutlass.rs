@@ -27,7 +27,6 @@ use crate::model::metric::Source;
 use crate::model::results::{Correctness, FailureKind, RunResults, Status};
 use crate::model::text::cut;
 
-/// `kgate import cutlass`.
 pub static CUTLASS: Importer = Importer {
     name: "cutlass",
     help: "CUTLASS profiler CSV (`cutlass_profiler --output=FILE.csv`)",
@@ -37,19 +36,10 @@ pub static CUTLASS: Importer = Importer {
 
 /// Columns that are neither the problem nor a measurement: the profiler's own bookkeeping and
 /// what follows from the problem.
+#[rustfmt::skip]
 const NOT_PROBLEM: &[&str] = &[
-    "Problem",
-    "Provider",
-    "OperationKind",
-    "Operation",
-    "Disposition",
-    "Status",
-    "Bytes",
-    "Flops",
-    "Flops/Byte",
-    "Runtime",
-    "GB/s",
-    "GFLOPs",
+    "Problem", "Provider", "OperationKind", "Operation", "Disposition", "Status", "Bytes", "Flops",
+    "Flops/Byte", "Runtime", "GB/s", "GFLOPs",
 ];
 
 /// Columns that describe the kernel (its tile, its pipeline, its instruction), not the problem.
@@ -87,13 +77,8 @@ impl Columns {
         let find = |name: &str| names.iter().position(|n| *n == name);
         let required = |name: &str| {
             find(name).ok_or_else(|| {
-                content(
-                    path,
-                    format!(
-                        "has no `{name}` column, so it is not a CUTLASS profiler report; write one with `cutlass_profiler --output=FILE.csv` (the header it has: {})",
-                        cut(&names.join(","), 200)
-                    ),
-                )
+                let header = cut(&names.join(","), 200);
+                content!(path, "has no `{name}` column, so it is not a CUTLASS profiler report; write one with `cutlass_profiler --output=FILE.csv` (the header it has: {header})")
             })
         };
         Ok(Columns {
@@ -127,7 +112,6 @@ const RUNTIME: (&str, &str, Source) = ("runtime", "ms", Source::Timer);
 const BANDWIDTH: (&str, &str, Source) = ("bandwidth", "GB/s", Source::Reported);
 const GFLOPS: (&str, &str, Source) = ("gflops", "GFLOP/s", Source::Reported);
 
-/// Imports CUTLASS profiler CSV files.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "cutlass");
     let mut slots: BTreeMap<String, Slots> = BTreeMap::new();
@@ -137,7 +121,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(text);
         let csv_error = |e: csv::Error| match e.into_kind() {
             csv::ErrorKind::Io(io) => input::refusal_of(path, io),
-            other => content(path, format!("is not CSV: {other:?}")),
+            other => content!(path, "is not CSV: {other:?}"),
         };
         let header = reader.headers().map_err(csv_error)?.clone();
         let columns = Columns::of(path, &header)?;
@@ -150,11 +134,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             let cell = |i: usize| record.get(i).map(str::trim).unwrap_or("");
             let operation = cell(columns.operation);
             if operation.is_empty() {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "line {line} has no `Operation`; every row of a CUTLASS profiler report names its kernel"
-                    ),
+                    "line {line} has no `Operation`; every row of a CUTLASS profiler report names its kernel"
                 ));
             }
             let problem: Vec<(String, String)> = columns
@@ -173,13 +155,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     return Ok(None);
                 }
                 text.parse::<f64>().map(Some).map_err(|_| {
-                    content(
-                        path,
-                        format!(
-                            "line {line}: `{what}` is `{}`, not a number",
-                            cut(text, 200)
-                        ),
-                    )
+                    let shown = cut(text, 200);
+                    content!(path, "line {line}: `{what}` is `{shown}`, not a number")
                 })
             };
             let status = columns.status.map(cell).unwrap_or("success");
@@ -202,10 +179,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     ("provider", columns.provider),
                 ] {
                     if let Some(i) = column.filter(|&i| !cell(i).is_empty()) {
-                        result
-                            .provenance
-                            .details
-                            .insert(format!("cutlass.{key}"), cell(i).to_string());
+                        let details = &mut result.provenance.details;
+                        details.insert(format!("cutlass.{key}"), cell(i).to_string());
                     }
                 }
             }
@@ -214,14 +189,11 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     "passed" => Correctness::record(&mut result.correctness, true, None),
                     // No check was made: nothing to say about the answers.
                     "" | "not_verified" | "not_run" => {}
-                    other => Correctness::record(
-                        &mut result.correctness,
-                        false,
-                        Some(format!(
-                            "CUTLASS disposition `{other}` (line {line} of {})",
-                            path.display()
-                        )),
-                    ),
+                    other => {
+                        let shown = path.display();
+                        let why = format!("CUTLASS disposition `{other}` (line {line} of {shown})");
+                        Correctness::record(&mut result.correctness, false, Some(why));
+                    }
                 }
             }
             if status != "success" && result.status != Status::Failed {
@@ -244,36 +216,15 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::MetricPolicy;
 
     #[test]
     fn problem_columns_are_what_is_not_bookkeeping_or_the_kernel() {
-        for c in [
-            "m",
-            "n",
-            "k",
-            "conv_kind",
-            "Activation",
-            "alpha",
-            "split_k_slices",
-        ] {
+        let problem = "m n k conv_kind Activation alpha split_k_slices";
+        for c in problem.split(' ') {
             assert!(is_problem_column(c), "{c}");
         }
-        for c in [
-            "Problem",
-            "Runtime",
-            "GFLOPs",
-            "cta_m",
-            "cluster_n",
-            "warps_k",
-            "inst_m",
-            "min_cc",
-            "stages",
-            "op_class",
-            "accum",
-            "Flops/Byte",
-            "",
-        ] {
+        let other = "Problem Runtime GFLOPs cta_m cluster_n warps_k inst_m min_cc stages op_class accum Flops/Byte";
+        for c in other.split(' ').chain([""]) {
             assert!(!is_problem_column(c), "{c}");
         }
     }
@@ -291,17 +242,15 @@ mod tests {
              1,CUTLASS,gemm,k_b,not_verified,error,64,64,64,256,100,,,\n",
         )
         .unwrap();
-        let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
+        let policies = Policies::permissive();
         let r = import(&[path], &policies).unwrap();
         let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "k_a/m=64,n=64,k=64",
-                "k_a/m=128,n=64,k=64",
-                "k_b/m=64,n=64,k=64"
-            ]
-        );
+        let expected = [
+            "k_a/m=64,n=64,k=64",
+            "k_a/m=128,n=64,k=64",
+            "k_b/m=64,n=64,k=64",
+        ];
+        assert_eq!(names, expected);
         let a = &r.benchmarks[0];
         assert_eq!(a.repetitions, 2);
         assert_eq!(a.metric("runtime").unwrap().values, [500_000.0, 750_000.0]);
@@ -312,14 +261,9 @@ mod tests {
         assert_eq!(a.provenance.details["cutlass.operation_kind"], "gemm");
         let wrong = r.benchmarks[1].correctness.as_ref().unwrap();
         assert!(!wrong.passed);
-        assert!(
-            wrong
-                .detail
-                .as_deref()
-                .unwrap()
-                .starts_with("CUTLASS disposition `incorrect` (line 3"),
-            "{wrong:?}"
-        );
+        let detail = wrong.detail.as_deref().unwrap();
+        let incorrect = "CUTLASS disposition `incorrect` (line 3";
+        assert!(detail.starts_with(incorrect), "{wrong:?}");
         let b = &r.benchmarks[2];
         assert_eq!(b.status, Status::Failed);
         assert_eq!(b.correctness, None);
@@ -331,19 +275,15 @@ mod tests {
     fn files_without_the_columns_or_rows_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.csv");
-        let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
-        std::fs::write(&path, "name,time\nk,1\n").unwrap();
-        let e = import(std::slice::from_ref(&path), &policies)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("no `Operation` column"), "{e}");
-        std::fs::write(&path, "Operation,Runtime\n").unwrap();
-        let e = import(std::slice::from_ref(&path), &policies)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("no rows"), "{e}");
-        std::fs::write(&path, "Operation,Runtime\nk,fast\n").unwrap();
-        let e = import(&[path], &policies).unwrap_err().to_string();
-        assert!(e.contains("line 2: `Runtime` is `fast`"), "{e}");
+        let policies = Policies::permissive();
+        for (text, expected) in [
+            ("name,time\nk,1\n", "no `Operation` column"),
+            ("Operation,Runtime\n", "no rows"),
+            ("Operation,Runtime\nk,fast\n", "line 2: `Runtime` is `fast`"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let e = import(std::slice::from_ref(&path), &policies).unwrap_err();
+            assert_contains!(e.to_string(), expected);
+        }
     }
 }

@@ -24,34 +24,13 @@ use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
 /// Keys of a run that are not user counters.
+#[rustfmt::skip]
 const KNOWN_KEYS: [&str; 27] = [
-    "name",
-    "family_index",
-    "per_family_instance_index",
-    "run_name",
-    "run_type",
-    "repetitions",
-    "repetition_index",
-    "threads",
-    "aggregate_name",
-    "aggregate_unit",
-    "error_occurred",
-    "error_message",
-    "skipped",
-    "skip_message",
-    "iterations",
-    "real_time",
-    "cpu_time",
-    "time_unit",
-    "label",
-    "big_o",
-    "cpu_coefficient",
-    "real_coefficient",
-    "rms",
-    "allocs_per_iter",
-    "max_bytes_used",
-    "total_allocated_bytes",
-    "net_heap_growth",
+    "name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
+    "repetition_index", "threads", "aggregate_name", "aggregate_unit", "error_occurred",
+    "error_message", "skipped", "skip_message", "iterations", "real_time", "cpu_time", "time_unit",
+    "label", "big_o", "cpu_coefficient", "real_coefficient", "rms", "allocs_per_iter",
+    "max_bytes_used", "total_allocated_bytes", "net_heap_growth",
 ];
 
 /// Rewrites bare `NaN`, `Infinity` and `-Infinity` (outside strings) to `null`; the text as
@@ -107,7 +86,6 @@ pub fn strict_json(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// `kgate import gbench`.
 pub static GBENCH: Importer = Importer {
     name: "gbench",
     help: "google/benchmark JSON",
@@ -146,13 +124,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             Ok(document) => document,
             Err(ArrayError::Stopped(e)) => return Err(e),
             Err(ArrayError::Json(e)) => {
-                return Err(content(
+                let (line, column) = (e.line(), e.column());
+                return Err(content!(
                     path,
-                    format!(
-                        "not valid JSON at line {}, column {}: {e}",
-                        e.line(),
-                        e.column()
-                    ),
+                    "not valid JSON at line {line}, column {column}: {e}"
                 ));
             }
         };
@@ -194,26 +169,23 @@ fn record_run(
 ) -> Result<Option<String>, ImportError> {
     let name = run
         .name()
-        .ok_or_else(|| content(path, format!("benchmarks[{i}] has no `name`")))?
+        .ok_or_else(|| content!(path, "benchmarks[{i}] has no `name`"))?
         .to_string();
     if run.error_occurred || run.skipped {
-        let message = match (&run.error_message, &run.skip_message) {
-            (Some(message), _) | (None, Some(message)) => message.as_deref(),
-            (None, None) => None,
-        };
-        let message = format!(
-            "google/benchmark reported: {}",
-            message.unwrap_or("error_occurred")
-        );
+        let message = run.error_message.as_ref().or(run.skip_message.as_ref());
+        let message = message
+            .and_then(|m| m.as_deref())
+            .unwrap_or("error_occurred");
+        let message = format!("google/benchmark reported: {message}");
         let result = benchmarks.get(&name).result_mut();
         result.fail(crate::model::results::FailureKind::ExitStatus, message);
         return Ok(None);
     }
     let unit = run.time_unit.as_deref().unwrap_or("ns");
     if !matches!(unit, "ns" | "us" | "ms" | "s") {
-        return Err(content(
+        return Err(content!(
             path,
-            format!("benchmarks[{i}] has time_unit `{unit}`; expected ns, us, ms or s"),
+            "benchmarks[{i}] has time_unit `{unit}`; expected ns, us, ms or s"
         ));
     }
     let rep = counts.entry(name.clone()).or_insert(0);
@@ -238,8 +210,7 @@ fn record_run(
         benchmarks.note(&name, note);
     }
     *rep += 1;
-    let n = *rep;
-    benchmarks.imported(&name, path, n);
+    benchmarks.imported(&name, path, *rep);
     Ok(Some(name))
 }
 
@@ -440,7 +411,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bench.json");
         std::fs::write(&path, text).unwrap();
-        let policies = Policies::new(BTreeMap::new(), crate::plan::MetricPolicy::permissive(0.05));
+        let policies = Policies::permissive();
         import(&[path], &policies)
     }
 
@@ -475,24 +446,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.benchmarks[0].metric("real_time").unwrap().values, [8.0]);
-        assert_eq!(
-            r.benchmarks[0].provenance.details["gbench.samples"],
-            "median aggregate only"
-        );
-        assert!(
-            !r.benchmarks[1]
-                .provenance
-                .details
-                .contains_key("gbench.samples")
-        );
-        assert!(
-            r.benchmarks[1]
-                .failure
-                .as_ref()
-                .unwrap()
-                .message
-                .contains("boom")
-        );
+        let (a, b) = (&r.benchmarks[0], &r.benchmarks[1]);
+        let samples = &a.provenance.details["gbench.samples"];
+        assert_eq!(samples, "median aggregate only");
+        assert!(!b.provenance.details.contains_key("gbench.samples"));
+        assert_contains!(b.failure.as_ref().unwrap().message, "boom");
         // Refused: no array, the array twice, a run without a name (by its index).
         for (text, expected) in [
             (r#"{"benchmarks": {"a": 1}}"#, "has no `benchmarks` array"),
@@ -511,8 +469,7 @@ mod tests {
             ),
             (r#"{"benchmarks": [5]}"#, "benchmarks[0] has no `name`"),
         ] {
-            let err = import_text(text).unwrap_err().to_string();
-            assert!(err.contains(expected), "{text}: {err}");
+            assert_contains!(import_text(text).unwrap_err().to_string(), expected);
         }
     }
 }

@@ -16,7 +16,6 @@ use super::{ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
 use crate::model::results::{FailureKind, RunResults};
 
-/// `kgate import hyperfine`.
 pub static HYPERFINE: Importer = Importer {
     name: "hyperfine",
     help: "hyperfine `--export-json` output",
@@ -24,7 +23,6 @@ pub static HYPERFINE: Importer = Importer {
     import: |files, ctx| import(files, &ctx.policies),
 };
 
-/// Imports hyperfine JSON files.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "hyperfine");
     for path in files {
@@ -57,17 +55,14 @@ fn bad_exit_codes(
     codes: Option<&Value>,
 ) -> Result<Vec<String>, ImportError> {
     let refuse = |at: String, got: &Value| {
-        content(
+        let got = shown(got);
+        let wanted = match at.ends_with(']') {
+            true => "an exit code",
+            false => "a list of exit codes",
+        };
+        content!(
             path,
-            format!(
-                "results[{i}].{at} (`{name}`) is {}, not {}; hyperfine writes integers there (null for a signal); export again with `hyperfine --export-json FILE`",
-                shown(got),
-                if at.ends_with(']') {
-                    "an exit code"
-                } else {
-                    "a list of exit codes"
-                }
-            ),
+            "results[{i}].{at} (`{name}`) is {got}, not {wanted}; hyperfine writes integers there (null for a signal); export again with `hyperfine --export-json FILE`"
         )
     };
     let codes = match codes {
@@ -108,12 +103,10 @@ fn memory_of(
         },
         Some(other) => ("memory_usage_byte".to_string(), other),
     };
-    Err(content(
+    Err(content!(
         path,
-        format!(
-            "results[{i}].{at} (`{name}`) is {}, not a number of bytes, which hyperfine never writes (an edited file); export again with `hyperfine --export-json FILE`",
-            shown(got)
-        ),
+        "results[{i}].{at} (`{name}`) is {}, not a number of bytes, which hyperfine never writes (an edited file); export again with `hyperfine --export-json FILE`",
+        shown(got)
     ))
 }
 
@@ -126,15 +119,15 @@ fn record_result(
     r: &Value,
 ) -> Result<(), ImportError> {
     let command = r.get("command").and_then(Value::as_str).ok_or_else(|| {
-        content(path, format!("results[{i}] has no `command`, which every hyperfine version writes (an edited or foreign file); export again with `hyperfine --export-json FILE`"))
+        content!(path, "results[{i}] has no `command`, which every hyperfine version writes (an edited or foreign file); export again with `hyperfine --export-json FILE`")
     })?;
     let name = command.trim_end_matches("[ERROR]").trim().to_string();
     let times = r.get("times").and_then(Value::as_array).ok_or_else(|| {
-        content(path, format!("results[{i}] (`{name}`) has no `times`: kgate needs the individual runs, not only their summary; export again with a current hyperfine (`--export-json FILE`)"))
+        content!(path, "results[{i}] (`{name}`) has no `times`: kgate needs the individual runs, not only their summary; export again with a current hyperfine (`--export-json FILE`)")
     })?;
     let start = benchmarks.get(&name).result_mut().repetitions;
     for (k, t) in times.iter().enumerate() {
-        let v = t.as_f64().ok_or_else(|| content(path, format!("results[{i}].times[{k}] is not a number, which hyperfine never writes (an edited file); export again with `hyperfine --export-json FILE`")))?;
+        let v = t.as_f64().ok_or_else(|| content!(path, "results[{i}].times[{k}] is not a number, which hyperfine never writes (an edited file); export again with `hyperfine --export-json FILE`"))?;
         let rep = start + k as u32;
         benchmarks.add(&name, rep, "wall_time", "s", Source::Timer, v)?;
         if let Some(m) = memory_of(path, i, &name, r.get("memory_usage_byte"), k)? {
@@ -152,14 +145,10 @@ fn record_result(
     let bad_codes = bad_exit_codes(path, i, &name, r.get("exit_codes"))?;
     let marked = command.trim_end().ends_with("[ERROR]");
     if marked || !bad_codes.is_empty() {
-        let message = if bad_codes.is_empty() {
-            "hyperfine marked the command `[ERROR]`: it exited non-zero (run with --ignore-failure)"
-                .to_string()
-        } else {
-            format!(
-                "hyperfine recorded exit codes {} (null: killed by a signal)",
-                bad_codes.join(", ")
-            )
+        let codes = bad_codes.join(", ");
+        let message = match bad_codes.is_empty() {
+            true => "hyperfine marked the command `[ERROR]`: it exited non-zero (run with --ignore-failure)".to_string(),
+            false => format!("hyperfine recorded exit codes {codes} (null: killed by a signal)"),
         };
         let result = benchmarks.get(&name).result_mut();
         result.fail(FailureKind::ExitStatus, message);

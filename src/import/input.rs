@@ -21,9 +21,8 @@ pub const MAX_FILE_BYTES: u64 = 1 << 30;
 pub fn read_text(path: &Path, what: &str, max: u64) -> Result<String, ImportError> {
     let mut reader = TextReader::open(path, what, max)?;
     let mut text = String::new();
-    reader
-        .read_to_string(&mut text)
-        .map_err(|e| reader.refusal(e))?;
+    let read = reader.read_to_string(&mut text);
+    read.map_err(|e| reader.refusal(e))?;
     Ok(text)
 }
 
@@ -155,15 +154,15 @@ impl TextReader {
         self.buf.truncate(kept + n);
         let what = &self.what;
         if let Some(at) = memchr::memchr(0, &self.buf[kept..]) {
+            let offset = self.offset + (kept + at) as u64;
             return Err(self.refuse(format!(
-                "is not text (a NUL byte at offset {}), so it is not {what} output; pass the file the tool wrote",
-                self.offset + (kept + at) as u64
+                "is not text (a NUL byte at offset {offset}), so it is not {what} output; pass the file the tool wrote"
             )));
         }
         if self.offset + self.buf.len() as u64 > self.max {
+            let mib = self.max >> 20;
             return Err(self.refuse(format!(
-                "is larger than {} MiB, more than kgate reads from one {what} file (or an endless stream); pass the file the tool wrote, split into smaller files if it really is that large",
-                self.max >> 20
+                "is larger than {mib} MiB, more than kgate reads from one {what} file (or an endless stream); pass the file the tool wrote, split into smaller files if it really is that large"
             )));
         }
         if n == 0 {
@@ -279,25 +278,17 @@ pub fn read_json_array(
 /// A visitor's answer to a scalar, which holds nothing to read.
 macro_rules! answer_scalars {
     ($found:expr) => {
-        fn visit_bool<X>(self, _: bool) -> Result<Self::Value, X> {
-            Ok($found)
-        }
-        fn visit_i64<X>(self, _: i64) -> Result<Self::Value, X> {
-            Ok($found)
-        }
-        fn visit_u64<X>(self, _: u64) -> Result<Self::Value, X> {
-            Ok($found)
-        }
-        fn visit_f64<X>(self, _: f64) -> Result<Self::Value, X> {
-            Ok($found)
-        }
-        fn visit_str<X>(self, _: &str) -> Result<Self::Value, X> {
-            Ok($found)
-        }
+        answer_scalars!($found; visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64);
+        answer_scalars!($found; visit_str: &str);
         fn visit_unit<X>(self) -> Result<Self::Value, X> {
             Ok($found)
         }
     };
+    ($found:expr; $($visit:ident: $scalar:ty),*) => {$(
+        fn $visit<X>(self, _: $scalar) -> Result<Self::Value, X> {
+            Ok($found)
+        }
+    )*};
 }
 
 pub(super) use answer_scalars;
@@ -382,14 +373,11 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for Elements<'_, '_, '_, T> {
 }
 
 pub(crate) fn not_json(path: &Path, what: &str, e: &serde_json::Error) -> ImportError {
-    content(
+    let (line, column) = (e.line(), e.column());
+    let why = crate::model::text::plain_serde(None, &e.to_string());
+    content!(
         path,
-        format!(
-            "is not valid JSON (line {}, column {}: {}), so it is not {what} output; pass the file the tool wrote, whole",
-            e.line(),
-            e.column(),
-            crate::model::text::plain_serde(None, &e.to_string())
-        ),
+        "is not valid JSON (line {line}, column {column}: {why}), so it is not {what} output; pass the file the tool wrote, whole"
     )
 }
 
@@ -407,10 +395,8 @@ mod tests {
             return Err(format!("is larger than {} MiB", max >> 20));
         }
         String::from_utf8(bytes.to_vec()).map_err(|e| {
-            format!(
-                "is not text (byte {} is not UTF-8)",
-                e.utf8_error().valid_up_to()
-            )
+            let at = e.utf8_error().valid_up_to();
+            format!("is not text (byte {at} is not UTF-8)")
         })
     }
 
@@ -435,14 +421,9 @@ mod tests {
             ("empty".into(), Vec::new(), 1 << 30),
             ("over the bound".into(), text.clone(), 100_000),
         ];
-        for at in [
-            0,
-            5,
-            TEXT_CHUNK - 1,
-            TEXT_CHUNK,
-            TEXT_CHUNK + 1,
-            2 * TEXT_CHUNK + 7,
-        ] {
+        #[rustfmt::skip]
+        let places = [0, 5, TEXT_CHUNK - 1, TEXT_CHUNK, TEXT_CHUNK + 1, 2 * TEXT_CHUNK + 7];
+        for at in places {
             let mut nul = text.clone();
             nul[at] = 0;
             cases.push((format!("NUL at {at}"), nul, 1 << 30));

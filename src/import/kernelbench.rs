@@ -31,7 +31,6 @@ use crate::model::results::{Correctness, FailureKind, RunResults, Spread};
 /// The note on every timed benchmark.
 const SUMMARY_NOTE: &str = "KernelBench keeps a summary, not samples: kernel_time is the mean of `kernelbench.trials` timed launches, rounded by KernelBench to three significant digits, with their standard deviation (also rounded) for Welch's test; a change smaller than that rounding cannot be seen";
 
-/// `kgate import kernelbench`.
 pub static KERNELBENCH: Importer = Importer {
     name: "kernelbench",
     help: "KernelBench eval_results.json or baseline_time_*.json",
@@ -63,9 +62,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         } else if top.keys().all(|k| k.starts_with("level")) {
             for (level, problems) in top {
                 let Some(problems) = problems.as_object() else {
-                    return Err(content(
+                    return Err(content!(
                         path,
-                        format!("`{level}` is not an object of problems and their timings"),
+                        "`{level}` is not an object of problems and their timings"
                     ));
                 };
                 for (file, stats) in problems {
@@ -97,17 +96,15 @@ fn evaluated(
     sample: &Value,
 ) -> Result<(), ImportError> {
     let Some(sample) = sample.as_object() else {
-        return Err(content(
+        return Err(content!(
             path,
-            format!("`{name}` is not an object with `compiled`, `correctness` and `runtime`"),
+            "`{name}` is not an object with `compiled`, `correctness` and `runtime`"
         ));
     };
     let flag = |key: &str| sample.get(key).and_then(Value::as_bool);
     let empty = Map::new();
-    let metadata = sample
-        .get("metadata")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
+    let metadata = sample.get("metadata").and_then(Value::as_object);
+    let metadata = metadata.unwrap_or(&empty);
     let said = |keys: &[&str]| -> Option<String> {
         let parts: Vec<String> = keys
             .iter()
@@ -124,30 +121,23 @@ fn evaluated(
     if flag("compiled") == Some(false) {
         let why = said(&["compilation_error_name", "compilation_error"]);
         let why = why.unwrap_or_else(|| "no reason recorded".into());
-        result.fail(
-            FailureKind::Build,
-            format!("KernelBench could not compile it ({why})"),
-        );
+        let message = format!("KernelBench could not compile it ({why})");
+        result.fail(FailureKind::Build, message);
         return Ok(());
     }
     match flag("correctness") {
         Some(true) => {
             Correctness::record(&mut result.correctness, true, said(&["correctness_trials"]))
         }
-        Some(false) => Correctness::record(
-            &mut result.correctness,
-            false,
-            Some(
-                said(&[
-                    "correctness_issue",
-                    "max_difference",
-                    "runtime_error_name",
-                    "runtime_error",
-                    "correctness_trials",
-                ])
-                .unwrap_or_else(|| "KernelBench's output check failed".into()),
-            ),
-        ),
+        Some(false) => {
+            #[rustfmt::skip]
+            let keys = [
+                "correctness_issue", "max_difference", "runtime_error_name", "runtime_error",
+                "correctness_trials",
+            ];
+            let why = said(&keys).unwrap_or_else(|| "KernelBench's output check failed".into());
+            Correctness::record(&mut result.correctness, false, Some(why));
+        }
         None => {}
     }
     if metadata.get("excessive_speedup") == Some(&Value::Bool(true)) {
@@ -186,9 +176,9 @@ fn timed(
 ) -> Result<(), ImportError> {
     let field = |key: &str| stats.get(key).and_then(Value::as_f64);
     let Some(mean) = field("mean") else {
-        return Err(content(
+        return Err(content!(
             path,
-            format!("`{name}`: its timing has no numeric `mean` (milliseconds)"),
+            "`{name}`: its timing has no numeric `mean` (milliseconds)"
         ));
     };
     let rep = benchmarks.get(name).result_mut().repetitions;

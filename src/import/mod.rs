@@ -13,6 +13,14 @@ use crate::model::protocol::ProtocolError;
 use crate::model::results::{BenchmarkResult, RESULTS_SCHEMA_VERSION, RunResults};
 use crate::plan::MetricPolicy;
 
+/// [`content`] of a `format!` message: `content!(path, "has no `{key}`")`. Defined before the
+/// format modules, which use it by its textual scope.
+macro_rules! content {
+    ($path:expr, $($message:tt)+) => {
+        $crate::import::content($path, format!($($message)+))
+    };
+}
+
 pub mod builder;
 pub mod counters;
 pub mod criterion;
@@ -83,6 +91,12 @@ impl Policies {
     pub fn for_benchmark(&self, name: &str) -> &MetricPolicy {
         self.by_benchmark.get(name).unwrap_or(&self.fallback)
     }
+
+    /// No configuration: every metric gates at 5 %.
+    #[cfg(test)]
+    pub(crate) fn permissive() -> Policies {
+        Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05))
+    }
 }
 
 /// One import format: its name on the command line (`kgate import NAME`, part of DESIGN.md's
@@ -151,21 +165,15 @@ pub static IMPORTERS: &[&Importer] = &[
 /// on the path below the folder (`*` stays within one folder, `**` crosses folders). A tool's
 /// output folder (`jax.profiler.trace`'s log directory, `target/criterion`, a folder of
 /// rocprof or ncu CSVs) can then be given as it is.
+#[rustfmt::skip]
 pub static FOLDER_FILES: &[(&str, &[&str])] = &[
     ("protocol", &["**/*.jsonl", "**/*.ndjson"]),
     ("ncu", &["**/*.csv"]),
     ("nsys", &["**/*.sqlite"]),
     ("rocprof", &["**/*.csv"]),
     ("rocpd", &["**/*.db"]),
-    (
-        "chrome-trace",
-        &[
-            "**/*.trace.json",
-            "**/*.trace.json.gz",
-            "**/*.pt.trace.json",
-            "**/*.pt.trace.json.gz",
-        ],
-    ),
+    ("chrome-trace", &["**/*.trace.json", "**/*.trace.json.gz",
+                       "**/*.pt.trace.json", "**/*.pt.trace.json.gz"]),
     ("xplane", &["**/*.xplane.pb"]),
     ("proton", &["**/*.hatchet"]),
     ("gbench", &["**/*.json"]),
@@ -175,10 +183,7 @@ pub static FOLDER_FILES: &[(&str, &[&str])] = &[
     // A `new` folder itself, or every benchmark's `new` below `target/criterion`.
     ("criterion", &["estimates.json", "**/new/estimates.json"]),
     ("cutlass", &["**/*.csv"]),
-    (
-        "kernelbench",
-        &["**/eval_results.json", "**/baseline_time_*.json"],
-    ),
+    ("kernelbench", &["**/eval_results.json", "**/baseline_time_*.json"]),
     ("perf-stat", &["**/*.txt", "**/*.log", "**/*.perf"]),
     ("callgrind", &["**/callgrind.out*", "**/*.callgrind"]),
     ("cachegrind", &["**/cachegrind.out*", "**/*.cgout"]),
@@ -199,11 +204,8 @@ pub fn expand_folders(
         .unwrap_or(&[]);
     let mut builder = globset::GlobSetBuilder::new();
     for p in patterns {
-        let glob = globset::GlobBuilder::new(p)
-            .literal_separator(true)
-            .build()
-            .expect("the folder patterns are valid globs");
-        builder.add(glob);
+        let glob = globset::GlobBuilder::new(p).literal_separator(true).build();
+        builder.add(glob.expect("the folder patterns are valid globs"));
     }
     let set = builder
         .build()
@@ -230,12 +232,10 @@ pub fn expand_folders(
             }
         }
         if found.is_empty() {
-            return Err(content(
+            return Err(content!(
                 input,
-                format!(
-                    "is a folder with no {format} files in it (looked for {}); name the files, or the folder the tool wrote them to",
-                    patterns.join(", ")
-                ),
+                "is a folder with no {format} files in it (looked for {}); name the files, or the folder the tool wrote them to",
+                patterns.join(", ")
             ));
         }
         let names: Vec<String> = found
@@ -243,22 +243,16 @@ pub fn expand_folders(
             .take(5)
             .map(|f| f.strip_prefix(input).unwrap_or(f).display().to_string())
             .collect();
-        let more = found.len().saturating_sub(names.len());
+        let more = match found.len() - names.len() {
+            0 => String::new(),
+            more => format!(" and {more} more"),
+        };
+        let every = (found.len() > 1).then_some(", every run in the folder");
+        let every = every.unwrap_or_default();
+        let took = crate::model::text::count(found.len(), "file", "files");
+        let (shown, names) = (input.display(), names.join(", "));
         said.push(format!(
-            "`{}`: took {} (each one repetition){}: {}{}",
-            input.display(),
-            crate::model::text::count(found.len(), "file", "files"),
-            if found.len() > 1 {
-                ", every run in the folder"
-            } else {
-                ""
-            },
-            names.join(", "),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
+            "`{shown}`: took {took} (each one repetition){every}: {names}{more}"
         ));
         files.extend(found);
     }
@@ -336,44 +330,17 @@ mod tests {
         let names: Vec<&str> = IMPORTERS.iter().map(|i| i.name).collect();
         let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
         assert_eq!(unique.len(), names.len(), "{names:?}");
-        assert_eq!(
-            names,
-            [
-                "protocol",
-                "ncu",
-                "nsys",
-                "rocprof",
-                "rocpd",
-                "chrome-trace",
-                "xplane",
-                "proton",
-                "gbench",
-                "nvbench",
-                "pytest-benchmark",
-                "hyperfine",
-                "criterion",
-                "cutlass",
-                "kernelbench",
-                "perf-stat",
-                "callgrind",
-                "cachegrind",
-            ]
-        );
-        for importer in IMPORTERS {
-            assert!(
-                !importer.help.is_empty()
-                    && !importer.help.ends_with('.')
-                    && !importer.help.contains('\n'),
-                "{}: one line of help",
-                importer.name
-            );
-            assert_eq!(
-                self::importer(importer.name).map(|i| i.name),
-                Some(importer.name)
-            );
-        }
+        let documented = "protocol ncu nsys rocprof rocpd chrome-trace xplane proton gbench nvbench \
+                          pytest-benchmark hyperfine criterion cutlass kernelbench perf-stat \
+                          callgrind cachegrind";
+        assert_eq!(names, documented.split_whitespace().collect::<Vec<_>>());
         assert!(self::importer("chrome_trace").is_none());
         for importer in IMPORTERS {
+            let help = importer.help;
+            let one_line = !help.is_empty() && !help.ends_with('.') && !help.contains('\n');
+            assert!(one_line, "{}: one line of help", importer.name);
+            let found = self::importer(importer.name).map(|i| i.name);
+            assert_eq!(found, Some(importer.name));
             assert!(
                 FOLDER_FILES
                     .iter()

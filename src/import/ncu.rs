@@ -13,7 +13,6 @@ use crate::capture::device::Device;
 use crate::capture::ncu::*;
 use crate::model::results::{RepetitionRun, RunResults};
 
-/// `kgate import ncu`.
 pub static NCU: Importer = Importer {
     name: "ncu",
     help: "Nsight Compute `--csv` output, details or raw page (plus optional `ncu --version` text)",
@@ -337,11 +336,8 @@ fn version_file(path: &Path) -> Option<String> {
         return None;
     }
     let mut bytes = Vec::new();
-    File::open(path)
-        .ok()?
-        .take(4097)
-        .read_to_end(&mut bytes)
-        .ok()?;
+    let file = File::open(path).ok()?;
+    file.take(4097).read_to_end(&mut bytes).ok()?;
     if bytes.len() > 4096 {
         return None;
     }
@@ -356,7 +352,6 @@ fn version_file(path: &Path) -> Option<String> {
 mod storing_tests {
     use super::*;
     use crate::import::{ImportContext, Policies};
-    use crate::plan::MetricPolicy;
 
     /// Rows with a number for every metric (kept as the numbers alone) and rows with gaps
     /// (kept as pairs), interleaved over two kernels and more launches than a tile holds:
@@ -365,24 +360,19 @@ mod storing_tests {
     fn rows_with_and_without_gaps_store_the_same_samples() {
         let metrics = 70; // more than one block of a tile
         let launches = 2 * TILE_LAUNCHES + 7;
-        let mut csv = String::from("\"ID\",\"Kernel Name\"");
-        for m in 0..metrics {
-            csv.push_str(&format!(",\"m{m}\""));
-        }
-        csv.push_str("\n\"\",\"\"");
-        for _ in 0..metrics {
-            csv.push_str(",\"ns\"");
-        }
-        csv.push('\n');
+        let names: String = (0..metrics).map(|m| format!(",\"m{m}\"")).collect();
+        let mut csv = format!(
+            "\"ID\",\"Kernel Name\"{names}\n\"\",\"\"{}\n",
+            ",\"ns\"".repeat(metrics)
+        );
         let value = |l: usize, m: usize| (l * 1000 + m) as f64;
         let gap = |l: usize, m: usize| l % 5 == 3 && m % 7 == 2;
         for l in 0..launches {
             csv.push_str(&format!("\"{l}\",\"k{}\"", l % 2));
             for m in 0..metrics {
-                if gap(l, m) {
-                    csv.push_str(",\"\"");
-                } else {
-                    csv.push_str(&format!(",\"{}\"", value(l, m)));
+                match gap(l, m) {
+                    true => csv.push_str(",\"\""),
+                    false => csv.push_str(&format!(",\"{}\"", value(l, m))),
                 }
             }
             csv.push('\n');
@@ -390,10 +380,7 @@ mod storing_tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("raw.csv");
         std::fs::write(&path, csv).unwrap();
-        let ctx = ImportContext::new(Policies::new(
-            BTreeMap::new(),
-            MetricPolicy::permissive(0.05),
-        ));
+        let ctx = ImportContext::new(Policies::permissive());
         let results = NCU.import(&[path], &ctx).unwrap();
         assert_eq!(results.benchmarks.len(), 2);
         for (k, benchmark) in results.benchmarks.iter().enumerate() {
@@ -408,15 +395,13 @@ mod storing_tests {
                         repetitions.push(n as u32);
                     }
                 }
-                assert_eq!(samples.values, values, "kernel k{k}, metric m{m}");
-                assert_eq!(samples.repetition, repetitions, "kernel k{k}, metric m{m}");
+                let at = format!("kernel k{k}, metric m{m}");
+                assert_eq!(samples.values, values, "{at}");
+                assert_eq!(samples.repetition, repetitions, "{at}");
                 // A metric in every launch holds its repetition numbers as a count, not a list.
                 let in_every_launch = (k..launches).step_by(2).all(|l| !gap(l, m));
-                assert_eq!(
-                    samples.repetition.is_one_per_value(),
-                    in_every_launch,
-                    "kernel k{k}, metric m{m}"
-                );
+                let one_per_value = samples.repetition.is_one_per_value();
+                assert_eq!(one_per_value, in_every_launch, "{at}");
             }
         }
     }

@@ -33,13 +33,12 @@ use std::path::{Path, PathBuf};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
-use super::builder::{Benchmarks, Slot};
+use super::builder::{Benchmarks, KERNEL_TIME, Slot};
 use super::{ImportError, Importer, Policies, content, read_error};
 use crate::capture::device::Device;
-use crate::model::metric::Source;
-use crate::model::results::RunResults;
 
-/// `kgate import nsys`.
+use crate::model::results::{BenchmarkResult, RunResults};
+
 pub static NSYS: Importer = Importer {
     name: "nsys",
     help: "Nsight Systems SQLite export (`nsys export --type sqlite`)",
@@ -59,22 +58,22 @@ pub(super) fn open_database(path: &Path, hint: &str) -> Result<Connection, Impor
         .and_then(|file| file.take(16).read_to_end(&mut head))
         .map_err(read_error(path))?;
     if head != SQLITE_MAGIC {
-        return Err(content(
+        return Err(content!(
             path,
-            format!("is not an SQLite database (it does not begin with `SQLite format 3`); {hint}"),
+            "is not an SQLite database (it does not begin with `SQLite format 3`); {hint}"
         ));
     }
     Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(|e| content(path, format!("cannot be opened as an SQLite database: {e}")))
+    .map_err(|e| content!(path, "cannot be opened as an SQLite database: {e}"))
 }
 
 /// The tables and views of a database.
 pub(super) fn tables(db: &Connection, path: &Path) -> Result<BTreeSet<String>, ImportError> {
     let sql = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')";
-    names(db, path, sql, [])
+    query_column(db, path, sql, [])
 }
 
 /// The columns of a table or view.
@@ -83,20 +82,20 @@ pub(super) fn columns(
     path: &Path,
     table: &str,
 ) -> Result<BTreeSet<String>, ImportError> {
-    names(db, path, "SELECT name FROM pragma_table_info(?1)", [table])
+    query_column(db, path, "SELECT name FROM pragma_table_info(?1)", [table])
 }
 
-/// The names a query of one text column gives.
-fn names(
+/// The values a query of one column gives.
+pub(super) fn query_column<T: rusqlite::types::FromSql, C: FromIterator<T>>(
     db: &Connection,
     path: &Path,
     sql: &str,
     params: impl rusqlite::Params,
-) -> Result<BTreeSet<String>, ImportError> {
-    let read = || -> rusqlite::Result<BTreeSet<String>> {
+) -> Result<C, ImportError> {
+    let read = || -> rusqlite::Result<C> {
         let mut statement = db.prepare(sql)?;
-        let names = statement.query_map(params, |row| row.get::<_, String>(0))?;
-        names.collect()
+        let values = statement.query_map(params, |row| row.get::<_, T>(0))?;
+        values.collect()
     };
     read().map_err(sql_error(path))
 }
@@ -104,11 +103,9 @@ fn names(
 /// An SQLite error while reading `path`, for `map_err`.
 pub(super) fn sql_error(path: &Path) -> impl Fn(rusqlite::Error) -> ImportError + Copy + '_ {
     move |e| {
-        content(
+        content!(
             path,
-            format!(
-                "cannot be read as a profiler's SQLite database: {e}; pass the file as the profiler wrote it"
-            ),
+            "cannot be read as a profiler's SQLite database: {e}; pass the file as the profiler wrote it"
         )
     }
 }
@@ -143,17 +140,12 @@ impl<const N: usize> LaunchAttributes<N> {
         }
     }
 
-    /// The parameters of `groups` (a name and the places of its values, joined with `x`) whose
-    /// values are the same on every launch, and the names of those that vary. A group with no
-    /// value (a column the file lacks) is neither.
-    pub(super) fn parameters(
-        &self,
-        groups: &[(&'static str, &[usize])],
-    ) -> (Vec<(&'static str, String)>, Vec<&'static str>) {
-        let (mut constant, mut varying) = (Vec::new(), Vec::new());
-        let Some(first) = &self.first else {
-            return (constant, varying);
-        };
+    /// Records on `result` the attributes of `groups` (a name and the places of its values,
+    /// joined with `x`) whose values are the same on every launch as parameters, and a note
+    /// naming those that vary. A group with no value (a column the file lacks) is neither.
+    pub(super) fn record(&self, groups: &[(&str, &[usize])], result: &mut BenchmarkResult) {
+        let Some(first) = &self.first else { return };
+        let mut varying = Vec::new();
         for &(name, places) in groups {
             let values: Option<Vec<String>> = places
                 .iter()
@@ -163,48 +155,32 @@ impl<const N: usize> LaunchAttributes<N> {
             if places.iter().any(|&i| self.varies[i]) {
                 varying.push(name);
             } else {
-                constant.push((name, values.join("x")));
+                result.parameters.insert(name.into(), values.join("x"));
             }
         }
-        (constant, varying)
+        if !varying.is_empty() {
+            result.provenance.notes.push(format!(
+                "launch attributes that differ between launches, so not parameters: {}",
+                varying.join(", ")
+            ));
+        }
     }
-}
-
-/// The note of attributes that vary between a kernel's launches.
-pub(super) fn varying_note(varying: &[&str]) -> Option<String> {
-    (!varying.is_empty()).then(|| {
-        format!(
-            "launch attributes that differ between launches, so not parameters: {}",
-            varying.join(", ")
-        )
-    })
 }
 
 /// Columns of `CUPTI_ACTIVITY_KIND_KERNEL` read as launch attributes, in [`ATTRIBUTE_GROUPS`]'
 /// places.
+#[rustfmt::skip]
 const ATTRIBUTE_COLUMNS: [&str; 11] = [
-    "gridX",
-    "gridY",
-    "gridZ",
-    "blockX",
-    "blockY",
-    "blockZ",
-    "registersPerThread",
-    "staticSharedMemory",
-    "dynamicSharedMemory",
-    "localMemoryPerThread",
-    "streamId",
+    "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
+    "staticSharedMemory", "dynamicSharedMemory", "localMemoryPerThread", "streamId",
 ];
 
 /// The parameters the attributes make.
+#[rustfmt::skip]
 const ATTRIBUTE_GROUPS: [(&str, &[usize]); 7] = [
-    ("grid", &[0, 1, 2]),
-    ("block", &[3, 4, 5]),
-    ("registers_per_thread", &[6]),
-    ("static_shared_memory_bytes", &[7]),
-    ("dynamic_shared_memory_bytes", &[8]),
-    ("local_memory_per_thread_bytes", &[9]),
-    ("stream", &[10]),
+    ("grid", &[0, 1, 2]), ("block", &[3, 4, 5]), ("registers_per_thread", &[6]),
+    ("static_shared_memory_bytes", &[7]), ("dynamic_shared_memory_bytes", &[8]),
+    ("local_memory_per_thread_bytes", &[9]), ("stream", &[10]),
 ];
 
 const KERNEL_TABLE: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
@@ -242,7 +218,6 @@ enum NameCell {
     Text(String),
 }
 
-/// Imports Nsight Systems exports.
 fn import(
     files: &[PathBuf],
     policies: &Policies,
@@ -268,15 +243,8 @@ fn import(
             };
             return Err(content(path, what));
         }
-        let mut statement = db
-            .prepare(&format!("SELECT DISTINCT deviceId FROM {KERNEL_TABLE}"))
-            .map_err(sql_error(path))?;
-        let ids = statement
-            .query_map([], |row| row.get::<_, i64>(0))
-            .and_then(|ids| ids.collect::<rusqlite::Result<Vec<i64>>>())
-            .map_err(sql_error(path))?;
-        drop(statement);
-        gpus_used.extend(ids);
+        let sql = format!("SELECT DISTINCT deviceId FROM {KERNEL_TABLE}");
+        gpus_used.extend(query_column::<i64, Vec<_>>(&db, path, &sql, [])?);
         databases.push((path, db, tables));
     }
     let per_gpu = gpus_used.len() > 1;
@@ -296,11 +264,9 @@ fn import(
         let present = columns(db, path, KERNEL_TABLE)?;
         for required in ["start", "end", "deviceId"] {
             if !present.contains(required) {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "`{KERNEL_TABLE}` has no `{required}` column, which every Nsight Systems export has; {HINT}"
-                    ),
+                    "`{KERNEL_TABLE}` has no `{required}` column, which every Nsight Systems export has; {HINT}"
                 ));
             }
         }
@@ -313,11 +279,9 @@ fn import(
         };
         let names = ["demangledName", "shortName", "mangledName"];
         if !names.iter().any(|c| present.contains(*c)) {
-            return Err(content(
+            return Err(content!(
                 path,
-                format!(
-                    "`{KERNEL_TABLE}` names no kernel (none of the columns `demangledName`, `shortName`, `mangledName`); {HINT}"
-                ),
+                "`{KERNEL_TABLE}` names no kernel (none of the columns `demangledName`, `shortName`, `mangledName`); {HINT}"
             ));
         }
         let select: Vec<String> = ["start", "end", "deviceId"]
@@ -332,11 +296,9 @@ fn import(
         };
         let (runtime, join) = if ranges.is_some() {
             if !(tables.contains(RUNTIME_TABLE) && present.contains("correlationId")) {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "has no CUDA runtime calls (`{RUNTIME_TABLE}`) to place the kernel launches in NVTX ranges with; profile with `nsys profile --trace=cuda,nvtx`, or import without --nvtx"
-                    ),
+                    "has no CUDA runtime calls (`{RUNTIME_TABLE}`) to place the kernel launches in NVTX ranges with; profile with `nsys profile --trace=cuda,nvtx`, or import without --nvtx"
                 ));
             }
             let process = if present.contains("globalPid") {
@@ -391,11 +353,9 @@ fn import(
                 _ => None,
             };
             let (Some(start), Some(end), Some(gpu)) = (int(0), int(1), int(2)) else {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "launch {launch} of `{KERNEL_TABLE}` has no integer `start`, `end` or `deviceId`, which Nsight Systems always writes; {HINT}"
-                    ),
+                    "launch {launch} of `{KERNEL_TABLE}` has no integer `start`, `end` or `deviceId`, which Nsight Systems always writes; {HINT}"
                 ));
             };
             if let Some(ranges) = &ranges {
@@ -405,11 +365,9 @@ fn import(
                 }
             }
             if end < start {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "launch {launch} of `{KERNEL_TABLE}` ends before it starts (`end` {end} < `start` {start}), which Nsight Systems never writes; pass the export unedited"
-                    ),
+                    "launch {launch} of `{KERNEL_TABLE}` ends before it starts (`end` {end} < `start` {start}), which Nsight Systems never writes; pass the export unedited"
                 ));
             }
             let cells = [3, 4, 5].map(|i| row.get_ref(i).ok().and_then(name_cell));
@@ -426,11 +384,9 @@ fn import(
                         .or_else(|| named(&short))
                         .or_else(|| named(&mangled))
                     else {
-                        return Err(content(
+                        return Err(content!(
                             path,
-                            format!(
-                                "launch {launch} of `{KERNEL_TABLE}` names its kernel by string ids that `StringIds` does not hold; {HINT}"
-                            ),
+                            "launch {launch} of `{KERNEL_TABLE}` names its kernel by string ids that `StringIds` does not hold; {HINT}"
                         ));
                     };
                     let name = if per_gpu {
@@ -460,13 +416,8 @@ fn import(
             kernel.launches += 1;
             *in_file.entry(at).or_insert(0) += 1;
             kernel.attributes.see(std::array::from_fn(|i| int(6 + i)));
-            benchmarks.add_at(
-                &mut kernel.slot,
-                &kernel.name,
-                rep,
-                ("kernel_time", "ns", Source::Timer),
-                (end - start) as f64,
-            )?;
+            let time = (end - start) as f64;
+            benchmarks.add_at(&mut kernel.slot, &kernel.name, rep, KERNEL_TIME, time)?;
         }
         drop(rows);
         for (at, _) in in_file {
@@ -515,33 +466,21 @@ fn import(
         details.insert("nsys.nvtx".into(), pattern.as_str().to_string());
     }
     for kernel in &kernels {
-        let (constant, varying) = kernel.attributes.parameters(&ATTRIBUTE_GROUPS);
         let result = benchmarks.get(&kernel.name).result_mut();
+        let parameters = &mut result.parameters;
         if let Some(short) = &kernel.short {
-            result.parameters.insert("short_name".into(), short.clone());
+            parameters.insert("short_name".into(), short.clone());
         }
         if per_gpu {
-            result
-                .parameters
-                .insert("gpu".into(), kernel.device.to_string());
+            parameters.insert("gpu".into(), kernel.device.to_string());
         }
-        for (k, v) in constant {
-            result.parameters.insert(k.into(), v);
-        }
-        result
-            .parameters
-            .insert("launches".into(), kernel.launches.to_string());
-        if let Some(note) = varying_note(&varying) {
-            result.provenance.notes.push(note);
-        }
-        for (k, v) in &details {
-            result.provenance.details.insert(k.clone(), v.clone());
-        }
+        parameters.insert("launches".into(), kernel.launches.to_string());
+        kernel.attributes.record(&ATTRIBUTE_GROUPS, result);
+        let provenance = &mut result.provenance;
+        provenance.details.extend(details.clone());
         if let Some(gpu) = gpu_names.get(&kernel.device) {
-            result
-                .provenance
-                .details
-                .insert("nsys.gpu".into(), format!("{}: {gpu}", kernel.device));
+            let gpu = format!("{}: {gpu}", kernel.device);
+            provenance.details.insert("nsys.gpu".into(), gpu);
         }
     }
     benchmarks.finish(files)
@@ -670,11 +609,9 @@ fn nvtx_ranges(
         };
         list.or_default().push((start, end));
     }
+    let all_merged = |by: HashMap<i64, _>| by.into_iter().map(|(k, v)| (k, merged(v))).collect();
     Ok(NvtxRanges {
-        by_thread: by_thread.into_iter().map(|(k, v)| (k, merged(v))).collect(),
-        by_process: by_process
-            .into_iter()
-            .map(|(k, v)| (k, merged(v)))
-            .collect(),
+        by_thread: all_merged(by_thread),
+        by_process: all_merged(by_process),
     })
 }

@@ -10,7 +10,6 @@ use super::{ImportError, Importer, Policies, content};
 use crate::model::protocol;
 use crate::model::results::RunResults;
 
-/// `kgate import protocol`.
 pub static PROTOCOL: Importer = Importer {
     name: "protocol",
     help: "kgate protocol JSON lines",
@@ -71,10 +70,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             let rep = reps.entry(name.clone()).or_insert(0);
             collector.add_timed(*rep, held.timed);
             let result = collector.result_mut();
-            result
-                .provenance
-                .imported_from
-                .push(path.display().to_string());
+            let shown = path.display().to_string();
+            result.provenance.imported_from.push(shown);
             if held.measurements > 0 {
                 result.repetitions += 1;
                 *rep += 1;
@@ -95,23 +92,15 @@ struct Held {
 
 /// `out/matmul.jsonl` → `matmul`.
 pub(crate) fn file_benchmark_name(path: &Path) -> String {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    name.split('.')
-        .next()
-        .filter(|s| !s.is_empty())
-        .unwrap_or(&name)
-        .to_string()
+    let name = path.file_name().map(|n| n.to_string_lossy().to_string());
+    let name = name.unwrap_or_default();
+    let stem = name.split('.').next().filter(|s| !s.is_empty());
+    stem.unwrap_or(&name).to_string()
 }
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
-    use crate::plan::MetricPolicy;
 
     #[test]
     fn files_and_benchmark_keys_group_samples() {
@@ -120,7 +109,7 @@ mod tests {
         let b = dir.path().join("run2.jsonl");
         std::fs::write(&a, "{\"metric\": \"kernel_time\", \"value\": 88, \"unit\": \"us\"}\n{\"metric\": \"kernel_time\", \"value\": 90, \"unit\": \"us\"}\n").unwrap();
         std::fs::write(&b, "{\"metric\": \"kernel_time\", \"value\": 1, \"unit\": \"ms\", \"benchmark\": \"matmul\"}\n{\"metric\": \"t\", \"value\": 5, \"benchmark\": \"reduce\"}\n{\"kernel\": \"k\", \"start_ns\": 0, \"end_ns\": 5, \"benchmark\": \"reduce\"}\n").unwrap();
-        let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
+        let policies = Policies::permissive();
         let r = import(&[a, b], &policies).unwrap();
         assert_eq!(r.benchmarks.len(), 2);
         let mm = r.benchmark("matmul").unwrap();
@@ -158,7 +147,7 @@ mod tests {
              {\"metric\": \"t\", \"value\": 5, \"unit\": \"us\", \"benchmark\": \"zeta\"}\n",
         )
         .unwrap();
-        let policies = Policies::new(BTreeMap::new(), MetricPolicy::permissive(0.05));
+        let policies = Policies::permissive();
         let r = import(&[first.clone(), second.clone()], &policies).unwrap();
         let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
         // The first file's benchmarks by name, then the second's new one.

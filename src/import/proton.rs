@@ -49,66 +49,6 @@ fn is_proton_frame(name: &str) -> bool {
     name.starts_with("__proton") || name == "<captured_at>"
 }
 
-fn walk(
-    node: &Value,
-    path: &Path,
-    scope: &mut Vec<String>,
-    kernels: &mut BTreeMap<Key, Totals>,
-    order: &mut Vec<Key>,
-) -> Result<(), ImportError> {
-    let metrics = node.get("metrics").and_then(Value::as_object);
-    let children = node.get("children").and_then(Value::as_array);
-    let device_type = metrics
-        .and_then(|m| m.get("device_type"))
-        .and_then(Value::as_str);
-    let counters_only = metrics.is_some_and(|m| m.keys().any(|k| is_counter(k)))
-        && children.is_none_or(|c| c.is_empty());
-    let name = node.pointer("/frame/name").and_then(Value::as_str);
-    if let Some(m) = metrics
-        && (device_type.is_some() || counters_only)
-    {
-        let name = name.ok_or_else(|| content(path, "has a kernel node without `frame.name`, which Proton always writes (an edited or foreign file); pass the `.hatchet` file `proton.finalize()` wrote".into()))?;
-        let key = (scope.join("/"), name.to_string());
-        if !kernels.contains_key(&key) {
-            order.push(key.clone());
-        }
-        let t = kernels.entry(key).or_default();
-        if let Some(device_type) = device_type {
-            let device_id = m
-                .get("device_id")
-                .map(|d| d.as_str().map_or_else(|| d.to_string(), str::to_string))
-                .unwrap_or_default();
-            t.device = format!("{device_type} {device_id}");
-        }
-        for (key, value) in m {
-            let Some(v) = value.as_f64() else { continue };
-            match key.as_str() {
-                "count" => t.count += v,
-                "time (ns)" => t.time_ns += v,
-                "device_id" | "stream_id" | "start_time (ns)" | "end_time (ns)" => {}
-                other => *t.others.entry(other.to_string()).or_insert(0.0) += v,
-            }
-        }
-    }
-    if let Some(children) = children {
-        // The root and Proton's own frames are no scope.
-        let pushed = match name {
-            Some(n) if n != "ROOT" && !is_proton_frame(n) && device_type.is_none() => {
-                scope.push(n.to_string());
-                true
-            }
-            _ => false,
-        };
-        for c in children {
-            walk(c, path, scope, kernels, order)?;
-        }
-        if pushed {
-            scope.pop();
-        }
-    }
-    Ok(())
-}
-
 /// The deepest JSON nesting a hatchet file may have. A scope takes two levels (its frame and
 /// its `children`), so this is some 5,000 nested scopes; serde_json's own limit, 128 levels,
 /// refused a tree of more than 62 as "not valid JSON". A deeper file is refused by this limit,
@@ -150,6 +90,66 @@ struct Tree {
     old_keys: bool,
 }
 
+impl Tree {
+    /// Adds the kernels of `node` and the nodes below it, in the scope `scope`.
+    fn walk(
+        &mut self,
+        node: &Value,
+        path: &Path,
+        scope: &mut Vec<String>,
+    ) -> Result<(), ImportError> {
+        let metrics = node.get("metrics").and_then(Value::as_object);
+        let children = node.get("children").and_then(Value::as_array);
+        let device_type = metrics.and_then(|m| m.get("device_type")?.as_str());
+        let counters_only = metrics.is_some_and(|m| m.keys().any(|k| is_counter(k)))
+            && children.is_none_or(|c| c.is_empty());
+        let name = node.pointer("/frame/name").and_then(Value::as_str);
+        if let Some(m) = metrics
+            && (device_type.is_some() || counters_only)
+        {
+            let name = name.ok_or_else(|| content(path, "has a kernel node without `frame.name`, which Proton always writes (an edited or foreign file); pass the `.hatchet` file `proton.finalize()` wrote".into()))?;
+            let key = (scope.join("/"), name.to_string());
+            if !self.kernels.contains_key(&key) {
+                self.order.push(key.clone());
+            }
+            let t = self.kernels.entry(key).or_default();
+            if let Some(device_type) = device_type {
+                let device_id = m
+                    .get("device_id")
+                    .map(|d| d.as_str().map_or_else(|| d.to_string(), str::to_string))
+                    .unwrap_or_default();
+                t.device = format!("{device_type} {device_id}");
+            }
+            for (key, value) in m {
+                let Some(v) = value.as_f64() else { continue };
+                match key.as_str() {
+                    "count" => t.count += v,
+                    "time (ns)" => t.time_ns += v,
+                    "device_id" | "stream_id" | "start_time (ns)" | "end_time (ns)" => {}
+                    other => *t.others.entry(other.to_string()).or_insert(0.0) += v,
+                }
+            }
+        }
+        if let Some(children) = children {
+            // The root and Proton's own frames are no scope.
+            let pushed = match name {
+                Some(n) if n != "ROOT" && !is_proton_frame(n) && device_type.is_none() => {
+                    scope.push(n.to_string());
+                    true
+                }
+                _ => false,
+            };
+            for c in children {
+                self.walk(c, path, scope)?;
+            }
+            if pushed {
+                scope.pop();
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Reads the hatchet file at `path` and walks its call tree, on a thread whose stack holds a
 /// tree [`MAX_DEPTH`] deep (its parse, walk and drop all recurse).
 fn read_tree(path: &Path) -> Result<Tree, ImportError> {
@@ -158,12 +158,10 @@ fn read_tree(path: &Path) -> Result<Tree, ImportError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let depth = json_depth(text);
     if depth > MAX_DEPTH {
-        return Err(content(
+        let scopes = MAX_DEPTH / 2;
+        return Err(content!(
             path,
-            format!(
-                "nests {depth} levels deep, more than the {MAX_DEPTH} kgate reads (some {} nested scopes: each takes two levels)",
-                MAX_DEPTH / 2
-            ),
+            "nests {depth} levels deep, more than the {MAX_DEPTH} kgate reads (some {scopes} nested scopes: each takes two levels)"
         ));
     }
     let read = || -> Result<Tree, ImportError> {
@@ -172,10 +170,8 @@ fn read_tree(path: &Path) -> Result<Tree, ImportError> {
         let mut doc = serde::Deserialize::deserialize(&mut reader)
             .and_then(|doc: Value| reader.end().map(|()| doc))
             .map_err(|e| input::not_json(path, WHAT, &e))?;
-        let old_keys = doc
-            .as_array_mut()
-            .and_then(|a| a.first_mut())
-            .is_some_and(modernize);
+        let tree = doc.as_array_mut().and_then(|a| a.first_mut());
+        let old_keys = tree.is_some_and(modernize);
         let parts = doc
             .as_array()
             .filter(|a| !a.is_empty())
@@ -186,13 +182,7 @@ fn read_tree(path: &Path) -> Result<Tree, ImportError> {
             devices: parts.last().filter(|_| parts.len() > 1).cloned(),
             old_keys,
         };
-        walk(
-            &parts[0],
-            path,
-            &mut Vec::new(),
-            &mut tree.kernels,
-            &mut tree.order,
-        )?;
+        tree.walk(&parts[0], path, &mut Vec::new())?;
         Ok(tree)
     };
     std::thread::scope(|scope| {
@@ -200,12 +190,7 @@ fn read_tree(path: &Path) -> Result<Tree, ImportError> {
             .name("proton-tree".into())
             .stack_size(TREE_STACK)
             .spawn_scoped(scope, read)
-            .map_err(|e| {
-                content(
-                    path,
-                    format!("cannot start a thread to read its call tree: {e}"),
-                )
-            })?
+            .map_err(|e| content!(path, "cannot start a thread to read its call tree: {e}"))?
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
@@ -227,12 +212,10 @@ fn unit_of(key: &str) -> (&str, &str) {
 
 /// Today's spelling of the metric keys older Proton wrote capitalised (`Count`, `Time (ns)`,
 /// `DeviceId`, `DeviceType`, `StartTime (ns)`, `EndTime (ns)`), renamed in 2024.
+#[rustfmt::skip]
 const OLD_KEYS: [(&str, &str); 6] = [
-    ("Count", "count"),
-    ("Time (ns)", "time (ns)"),
-    ("DeviceId", "device_id"),
-    ("DeviceType", "device_type"),
-    ("StartTime (ns)", "start_time (ns)"),
+    ("Count", "count"), ("Time (ns)", "time (ns)"), ("DeviceId", "device_id"),
+    ("DeviceType", "device_type"), ("StartTime (ns)", "start_time (ns)"),
     ("EndTime (ns)", "end_time (ns)"),
 ];
 
@@ -258,7 +241,6 @@ fn modernize(node: &mut Value) -> bool {
     renamed
 }
 
-/// `kgate import proton`.
 pub static PROTON: Importer = Importer {
     name: "proton",
     help: "Triton Proton hatchet JSON",
@@ -266,7 +248,6 @@ pub static PROTON: Importer = Importer {
     import: |files, ctx| import(files, &ctx.policies),
 };
 
-/// Imports Proton hatchet files.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "proton");
     for path in files {
@@ -315,28 +296,19 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             }
             benchmarks.imported(&name, path, rep + 1);
             if apart {
-                benchmarks
-                    .get(&name)
-                    .result_mut()
-                    .parameters
-                    .insert("scope".into(), scope.clone());
+                let parameters = &mut benchmarks.get(&name).result_mut().parameters;
+                parameters.insert("scope".into(), scope.clone());
             }
             if old_keys {
                 let note = "the file spells Proton's metric keys the older way (`Count`, `Time (ns)`, `DeviceType`, `DeviceId`): read as today's `count`, `time (ns)`, `device_type`, `device_id`".to_string();
-                let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
-                if !notes.contains(&note) {
-                    notes.push(note);
-                }
+                benchmarks.note(&name, note);
             }
-            benchmarks.detail(
-                &name,
-                "proton.samples",
-                if t.count > 0.0 {
-                    "mean per launch (Proton keeps totals only)"
-                } else {
-                    "counters as Proton recorded them (no launch count)"
-                },
-            );
+            let samples = if t.count > 0.0 {
+                "mean per launch (Proton keeps totals only)"
+            } else {
+                "counters as Proton recorded them (no launch count)"
+            };
+            benchmarks.detail(&name, "proton.samples", samples);
             let mut words = t.device.split(' ');
             if let (Some(kind), Some(id), Some(devices)) = (words.next(), words.next(), devices)
                 && let Some(info) = devices.get(kind).and_then(|k| k.get(id))
@@ -345,15 +317,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     .get("arch")
                     .map(|a| a.as_str().map_or_else(|| a.to_string(), str::to_string))
                     .unwrap_or_default();
-                let sms = info
-                    .get("num_sms")
-                    .map(Value::to_string)
-                    .unwrap_or_default();
-                benchmarks.detail(
-                    &name,
-                    "proton.device",
-                    &format!("{kind} {id}: arch {arch}, {sms} SMs"),
-                );
+                let sms = info.get("num_sms").map(Value::to_string);
+                let sms = sms.unwrap_or_default();
+                let described = format!("{kind} {id}: arch {arch}, {sms} SMs");
+                benchmarks.detail(&name, "proton.device", &described);
                 // The environment names each device a kernel ran on, without its index.
                 device.accelerator(&format!("{kind} arch {arch}, {sms} SMs"));
                 for (key, clock) in [

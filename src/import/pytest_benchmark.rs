@@ -16,7 +16,6 @@ use super::{ImportError, Importer, Policies, content};
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
-/// `kgate import pytest-benchmark`.
 pub static PYTEST_BENCHMARK: Importer = Importer {
     name: "pytest-benchmark",
     help: "pytest-benchmark JSON",
@@ -24,7 +23,6 @@ pub static PYTEST_BENCHMARK: Importer = Importer {
     import: |files, ctx| import(files, &ctx.policies),
 };
 
-/// Imports pytest-benchmark JSON files.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "pytest-benchmark");
     let mut counts: BTreeMap<String, u32> = BTreeMap::new();
@@ -32,15 +30,11 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         benchmarks.file(path);
         // Read as it is parsed, one benchmark at a time: `stats.data` holds every round.
         let mut imported: Vec<String> = Vec::new();
-        let document = input::read_json_array(
-            path,
-            "pytest-benchmark `--benchmark-json`",
-            "benchmarks",
-            |i, b| {
-                imported.push(record_benchmark(&mut benchmarks, &mut counts, path, i, &b)?);
-                Ok(())
-            },
-        )?;
+        let what = "pytest-benchmark `--benchmark-json`";
+        let document = input::read_json_array(path, what, "benchmarks", |i, b| {
+            imported.push(record_benchmark(&mut benchmarks, &mut counts, path, i, &b)?);
+            Ok(())
+        })?;
         if document.array != input::Found::Array {
             return Err(content(path, "has no `benchmarks` array, so it is not pytest-benchmark JSON; export with `pytest --benchmark-json FILE`, or pass a file from `.benchmarks/` (`--benchmark-autosave`)"
                 .into()));
@@ -68,9 +62,9 @@ fn record_benchmark(
         .get("fullname")
         .or_else(|| b.get("name"))
         .and_then(Value::as_str)
-        .ok_or_else(|| content(path, format!("benchmarks[{i}] has neither `fullname` nor `name`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`")))?
+        .ok_or_else(|| content!(path, "benchmarks[{i}] has neither `fullname` nor `name`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"))?
         .to_string();
-    let stats = b.get("stats").ok_or_else(|| content(path, format!("benchmark `{name}` has no `stats`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`")))?;
+    let stats = b.get("stats").ok_or_else(|| content!(path, "benchmark `{name}` has no `stats`, which pytest-benchmark always writes (an edited or foreign file); export again with `pytest --benchmark-json FILE`"))?;
     let rep = counts.entry(name.clone()).or_insert(0);
     let data = stats.get("data").and_then(Value::as_array);
     let rounds: Vec<f64> = data
@@ -78,17 +72,12 @@ fn record_benchmark(
         .unwrap_or_default();
     if rounds.is_empty() {
         let median = stats.get("median").and_then(Value::as_f64).ok_or_else(|| {
-            content(path, format!(
-                "benchmark `{name}` has neither `stats.data` nor `stats.median`, so it holds no time kgate can gate on (an edited file); export again with `pytest --benchmark-json FILE`"
-            ))
+            content!(path, "benchmark `{name}` has neither `stats.data` nor `stats.median`, so it holds no time kgate can gate on (an edited file); export again with `pytest --benchmark-json FILE`")
         })?;
         benchmarks.add(&name, *rep, "time", "s", Source::Timer, median)?;
         *rep += 1;
-        benchmarks.detail(
-            &name,
-            "pytest-benchmark.samples",
-            "median only (no stats.data)",
-        );
+        let only = "median only (no stats.data)";
+        benchmarks.detail(&name, "pytest-benchmark.samples", only);
     } else {
         for v in &rounds {
             benchmarks.add(&name, *rep, "time", "s", Source::Timer, *v)?;
@@ -96,14 +85,10 @@ fn record_benchmark(
         }
         let skipped = data.map_or(0, Vec::len) - rounds.len();
         if skipped > 0 {
-            benchmarks.detail(
-                &name,
-                "pytest-benchmark.skipped_data",
-                &format!("{skipped} non-numeric entries in stats.data"),
-            );
+            let skipped = format!("{skipped} non-numeric entries in stats.data");
+            benchmarks.detail(&name, "pytest-benchmark.skipped_data", &skipped);
         }
     }
-    let n = *rep;
-    benchmarks.imported(&name, path, n);
+    benchmarks.imported(&name, path, *rep);
     Ok(name)
 }

@@ -32,14 +32,13 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::types::ValueRef;
 
-use super::builder::{Benchmarks, Slot};
-use super::nsys::{LaunchAttributes, columns, open_database, sql_error, tables, varying_note};
+use super::builder::{Benchmarks, KERNEL_TIME, Slot};
+use super::nsys::{LaunchAttributes, columns, open_database, query_column, sql_error, tables};
 use super::{ImportError, Importer, Policies, content};
 use crate::capture::device::Device;
 use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
-/// `kgate import rocpd`.
 pub static ROCPD: Importer = Importer {
     name: "rocpd",
     help: "rocprofv3 SQLite database (rocpd, `<pid>_results.db`)",
@@ -54,28 +53,17 @@ const RUNTIME_PREFIX: &str = "__amd_rocclr_";
 
 /// Dispatch columns read as launch attributes, in [`ATTRIBUTE_GROUPS`]' places (the last three
 /// are the symbol's).
+#[rustfmt::skip]
 const ATTRIBUTE_COLUMNS: [&str; 11] = [
-    "d.grid_size_x",
-    "d.grid_size_y",
-    "d.grid_size_z",
-    "d.workgroup_size_x",
-    "d.workgroup_size_y",
-    "d.workgroup_size_z",
-    "d.group_segment_size",
-    "d.private_segment_size",
-    "s.sgpr_count",
-    "s.arch_vgpr_count",
-    "s.accum_vgpr_count",
+    "d.grid_size_x", "d.grid_size_y", "d.grid_size_z", "d.workgroup_size_x", "d.workgroup_size_y",
+    "d.workgroup_size_z", "d.group_segment_size", "d.private_segment_size", "s.sgpr_count",
+    "s.arch_vgpr_count", "s.accum_vgpr_count",
 ];
 
+#[rustfmt::skip]
 const ATTRIBUTE_GROUPS: [(&str, &[usize]); 7] = [
-    ("grid", &[0, 1, 2]),
-    ("workgroup", &[3, 4, 5]),
-    ("lds_bytes", &[6]),
-    ("scratch_bytes", &[7]),
-    ("sgpr_count", &[8]),
-    ("arch_vgpr_count", &[9]),
-    ("accum_vgpr_count", &[10]),
+    ("grid", &[0, 1, 2]), ("workgroup", &[3, 4, 5]), ("lds_bytes", &[6]), ("scratch_bytes", &[7]),
+    ("sgpr_count", &[8]), ("arch_vgpr_count", &[9]), ("accum_vgpr_count", &[10]),
 ];
 
 /// One kernel on one GPU.
@@ -121,7 +109,6 @@ fn not_rocpd(tables: &BTreeSet<String>) -> String {
     )
 }
 
-/// Imports rocpd databases.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "rocpd");
     let mut databases = Vec::new();
@@ -133,14 +120,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             return Err(content(path, not_rocpd(&tables)));
         }
         let agents = gpu_agents(&db, path, &tables)?;
-        let mut statement = db
-            .prepare("SELECT DISTINCT agent_id FROM rocpd_kernel_dispatch")
-            .map_err(sql_error(path))?;
-        let ids = statement
-            .query_map([], |row| row.get::<_, Option<i64>>(0))
-            .and_then(|ids| ids.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(sql_error(path))?;
-        drop(statement);
+        let sql = "SELECT DISTINCT agent_id FROM rocpd_kernel_dispatch";
+        let ids: Vec<Option<i64>> = query_column(&db, path, sql, [])?;
         gpus_used.extend(
             ids.iter()
                 .map(|id| id.and_then(|id| agents.get(&id).map(|g| g.index))),
@@ -157,11 +138,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         let dispatch = columns(db, path, "rocpd_kernel_dispatch")?;
         for required in ["start", "end", "kernel_id"] {
             if !dispatch.contains(required) {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "`rocpd_kernel_dispatch` has no `{required}` column, which rocprofv3 always writes; {HINT}"
-                    ),
+                    "`rocpd_kernel_dispatch` has no `{required}` column, which rocprofv3 always writes; {HINT}"
                 ));
             }
         }
@@ -173,11 +152,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         if !(symbol.contains("id")
             && (symbol.contains("display_name") || symbol.contains("kernel_name")))
         {
-            return Err(content(
+            return Err(content!(
                 path,
-                format!(
-                    "has no `rocpd_info_kernel_symbol` naming the kernels (`id`, `display_name`, `kernel_name`); {HINT}"
-                ),
+                "has no `rocpd_info_kernel_symbol` naming the kernels (`id`, `display_name`, `kernel_name`); {HINT}"
             ));
         }
         let guid = dispatch.contains("guid") && symbol.contains("guid");
@@ -190,23 +167,19 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 "NULL".to_string()
             }
         };
+        #[rustfmt::skip]
         let select: Vec<String> = [
-            "d.start",
-            "d.end",
-            "d.agent_id",
-            "s.display_name",
-            "s.kernel_name",
-            "d.event_id",
+            "d.start", "d.end", "d.agent_id", "s.display_name", "s.kernel_name", "d.event_id",
             "d.guid",
         ]
         .iter()
         .chain(ATTRIBUTE_COLUMNS.iter())
         .map(|c| column(c))
         .collect();
+        let select = select.join(", ");
+        let same_guid = if guid { " AND s.guid = d.guid" } else { "" };
         let sql = format!(
-            "SELECT {} FROM rocpd_kernel_dispatch d LEFT JOIN rocpd_info_kernel_symbol s ON s.id = d.kernel_id{} ORDER BY d.start, d.agent_id",
-            select.join(", "),
-            if guid { " AND s.guid = d.guid" } else { "" }
+            "SELECT {select} FROM rocpd_kernel_dispatch d LEFT JOIN rocpd_info_kernel_symbol s ON s.id = d.kernel_id{same_guid} ORDER BY d.start, d.agent_id"
         );
         let counters = counters(db, path, tables)?;
         if let Ok(v) = db.query_row(
@@ -236,32 +209,23 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 _ => None,
             };
             let (Some(start), Some(end)) = (int(0), int(1)) else {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "dispatch {number} has no integer `start` and `end`, which rocprofv3 always writes; {HINT}"
-                    ),
+                    "dispatch {number} has no integer `start` and `end`, which rocprofv3 always writes; {HINT}"
                 ));
             };
             if end < start {
-                return Err(content(
+                return Err(content!(
                     path,
-                    format!(
-                        "dispatch {number} ends before it starts (`end` {end} < `start` {start}), which rocprofv3 never writes; pass the database unedited"
-                    ),
+                    "dispatch {number} ends before it starts (`end` {end} < `start` {start}), which rocprofv3 never writes; pass the database unedited"
                 ));
             }
             let gpu = int(2).and_then(|id| agents.get(&id));
-            let raw = match text(3).or_else(|| text(4)) {
-                Some(raw) => raw,
-                None => {
-                    return Err(content(
-                        path,
-                        format!(
-                            "dispatch {number} names a kernel that `rocpd_info_kernel_symbol` does not hold; {HINT}"
-                        ),
-                    ));
-                }
+            let Some(raw) = text(3).or_else(|| text(4)) else {
+                return Err(content!(
+                    path,
+                    "dispatch {number} names a kernel that `rocpd_info_kernel_symbol` does not hold; {HINT}"
+                ));
             };
             let at = match seen.get(&(gpu.map(|g| g.index), raw.to_string())) {
                 Some(&at) => at,
@@ -299,13 +263,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             kernel.dispatches += 1;
             in_file.insert(at);
             kernel.attributes.see(std::array::from_fn(|i| int(7 + i)));
-            benchmarks.add_at(
-                &mut kernel.slot,
-                &kernel.name,
-                rep,
-                ("kernel_time", "ns", Source::Timer),
-                (end - start) as f64,
-            )?;
+            let time = (end - start) as f64;
+            benchmarks.add_at(&mut kernel.slot, &kernel.name, rep, KERNEL_TIME, time)?;
             if !counters.is_empty()
                 && let Some(event) = int(5)
                 && let Some(values) = counters.get(&(text(6).unwrap_or("").to_string(), event))
@@ -323,32 +282,21 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         benchmarks.device(path, device)?;
     }
     for kernel in &kernels {
-        let (constant, varying) = kernel.attributes.parameters(&ATTRIBUTE_GROUPS);
         let runtime = kernel.name.starts_with(RUNTIME_PREFIX);
         let result = benchmarks.get(&kernel.name).result_mut();
+        let parameters = &mut result.parameters;
         if per_gpu && let Some(gpu) = kernel.gpu {
-            result.parameters.insert("gpu".into(), gpu.to_string());
+            parameters.insert("gpu".into(), gpu.to_string());
         }
-        for (k, v) in constant {
-            result.parameters.insert(k.into(), v);
-        }
-        result
-            .parameters
-            .insert("dispatches".into(), kernel.dispatches.to_string());
+        parameters.insert("dispatches".into(), kernel.dispatches.to_string());
         if runtime {
-            result
-                .parameters
-                .insert("runtime_kernel".into(), "true".into());
+            parameters.insert("runtime_kernel".into(), "true".into());
             result.provenance.notes.push(
                 "a HIP runtime kernel (`__amd_rocclr_*`: a copy or fill the runtime issues for hipMemcpy, hipMemset and the like), not the application's own code".into(),
             );
         }
-        if let Some(note) = varying_note(&varying) {
-            result.provenance.notes.push(note);
-        }
-        for (k, v) in &details {
-            result.provenance.details.insert(k.clone(), v.clone());
-        }
+        kernel.attributes.record(&ATTRIBUTE_GROUPS, result);
+        result.provenance.details.extend(details.clone());
     }
     benchmarks.finish(files)
 }
@@ -372,13 +320,9 @@ fn gpu_agents(
             "NULL".to_string()
         }
     };
-    let sql = format!(
-        "SELECT id, {}, {}, {}, {} FROM rocpd_info_agent ORDER BY id",
-        column("type"),
-        column("type_index"),
-        column("product_name"),
-        column("name"),
-    );
+    let [kind, index, product, name] = ["type", "type_index", "product_name", "name"].map(column);
+    let sql =
+        format!("SELECT id, {kind}, {index}, {product}, {name} FROM rocpd_info_agent ORDER BY id");
     let mut statement = db.prepare(&sql).map_err(sql_error(path))?;
     let rows = statement
         .query_map([], |row| {
@@ -395,16 +339,14 @@ fn gpu_agents(
     let mut order = 0;
     for (id, kind, type_index, product, name) in rows {
         let Some(id) = id else { continue };
-        if kind
+        let gpu = kind
             .as_deref()
-            .is_some_and(|k| !k.eq_ignore_ascii_case("GPU"))
-        {
+            .is_none_or(|k| k.eq_ignore_ascii_case("GPU"));
+        if !gpu {
             continue;
         }
-        let product = product
-            .or(name)
-            .map(|p| p.trim().to_string())
-            .filter(|p| !p.is_empty());
+        let product = product.or(name).map(|p| p.trim().to_string());
+        let product = product.filter(|p| !p.is_empty());
         gpus.insert(
             id,
             Gpu {
@@ -440,27 +382,25 @@ fn counters(
     {
         return Ok(found);
     }
+    let guid = if event.contains("guid") {
+        "e.guid"
+    } else {
+        "''"
+    };
+    let same_guid = event.contains("guid") && info.contains("guid");
+    let join = if same_guid {
+        " AND p.guid = e.guid"
+    } else {
+        ""
+    };
     let sql = format!(
-        "SELECT {}, e.event_id, p.name, SUM(e.value) FROM rocpd_pmc_event e JOIN rocpd_info_pmc p ON p.id = e.pmc_id{} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
-        if event.contains("guid") {
-            "e.guid"
-        } else {
-            "''"
-        },
-        if event.contains("guid") && info.contains("guid") {
-            " AND p.guid = e.guid"
-        } else {
-            ""
-        }
+        "SELECT {guid}, e.event_id, p.name, SUM(e.value) FROM rocpd_pmc_event e JOIN rocpd_info_pmc p ON p.id = e.pmc_id{join} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
     );
     let mut statement = db.prepare(&sql).map_err(sql_error(path))?;
     let mut rows = statement.query([]).map_err(sql_error(path))?;
     while let Some(row) = rows.next().map_err(sql_error(path))? {
-        let guid: String = row
-            .get::<_, Option<String>>(0)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
+        let guid = row.get::<_, Option<String>>(0).ok().flatten();
+        let guid = guid.unwrap_or_default();
         let (Ok(Some(event)), Ok(Some(name)), Ok(Some(value))) = (
             row.get::<_, Option<i64>>(1),
             row.get::<_, Option<String>>(2),

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::builder::{Benchmarks, Slot};
+use super::builder::{Benchmarks, KERNEL_TIME, Slot};
 use super::input::{TextReader, refusal_of};
 use super::{ImportError, Importer, Policies, content};
 use crate::capture::device::{Device, HostField, MEM_MAX_MHZ, SM_MAX_MHZ};
@@ -31,98 +31,38 @@ use crate::model::metric::Source;
 use crate::model::results::RunResults;
 
 /// Columns that describe a dispatch rather than measure it, in all generations.
+#[rustfmt::skip]
 const IDENTITY: [&str; 45] = [
-    "Index",
-    "KernelName",
-    "gpu-id",
-    "queue-id",
-    "queue-index",
-    "pid",
-    "tid",
-    "grd",
-    "wgr",
-    "lds",
-    "scr",
-    "vgpr",
-    "sgpr",
-    "fbar",
-    "sig",
-    "obj",
-    "arch_vgpr",
-    "accum_vgpr",
-    "wave_size",
-    "DispatchNs",
-    "BeginNs",
-    "EndNs",
-    "CompleteNs",
-    "DurationNs",
-    "Dispatch_ID",
-    "GPU_ID",
-    "Queue_ID",
-    "PID",
-    "TID",
-    "Grid_Size",
-    "Workgroup_Size",
-    "LDS_Per_Workgroup",
-    "Scratch_Per_Workitem",
-    "Arch_VGPR",
-    "Accum_VGPR",
-    "SGPR",
-    "Wave_Size",
-    "Kernel_Name",
-    "Start_Timestamp",
-    "End_Timestamp",
-    "Correlation_ID",
-    "Correlation_Id",
-    "Dispatch_Id",
-    "Agent_Id",
-    "Kernel_Id",
+    "Index", "KernelName", "gpu-id", "queue-id", "queue-index", "pid", "tid", "grd", "wgr", "lds",
+    "scr", "vgpr", "sgpr", "fbar", "sig", "obj", "arch_vgpr", "accum_vgpr", "wave_size",
+    "DispatchNs", "BeginNs", "EndNs", "CompleteNs", "DurationNs", "Dispatch_ID", "GPU_ID",
+    "Queue_ID", "PID", "TID", "Grid_Size", "Workgroup_Size", "LDS_Per_Workgroup",
+    "Scratch_Per_Workitem", "Arch_VGPR", "Accum_VGPR", "SGPR", "Wave_Size", "Kernel_Name",
+    "Start_Timestamp", "End_Timestamp", "Correlation_ID", "Correlation_Id", "Dispatch_Id",
+    "Agent_Id", "Kernel_Id",
 ];
 
 /// Further rocprofv3 identity columns.
+#[rustfmt::skip]
 const IDENTITY_V3: [&str; 9] = [
-    "Queue_Id",
-    "Process_Id",
-    "Thread_Id",
-    "LDS_Block_Size",
-    "Scratch_Size",
-    "VGPR_Count",
-    "Accum_VGPR_Count",
-    "SGPR_Count",
-    "Kernel-Name",
+    "Queue_Id", "Process_Id", "Thread_Id", "LDS_Block_Size", "Scratch_Size", "VGPR_Count",
+    "Accum_VGPR_Count", "SGPR_Count", "Kernel-Name",
 ];
 
 /// Further identity columns of rocprofv3's `kernel_trace.csv` (and of `rocpd`'s export of
 /// it, which spells some in another case: `Vgpr_Count`) and of rocprof-compute's CSVs: a
 /// dispatch's launch attributes and where it ran, not measures of it.
+#[rustfmt::skip]
 const IDENTITY_TRACE: [&str; 16] = [
-    "Kind",
-    "Guid",
-    "Stream_Id",
-    "Private_Segment_Size",
-    "Group_Segment_Size",
-    "Workgroup_Size_X",
-    "Workgroup_Size_Y",
-    "Workgroup_Size_Z",
-    "Grid_Size_X",
-    "Grid_Size_Y",
-    "Grid_Size_Z",
-    "XCC_Index",
-    "XCD_Index",
-    "Node_Id",
-    "Kernel_Rename",
-    "Agent_Name",
+    "Kind", "Guid", "Stream_Id", "Private_Segment_Size", "Group_Segment_Size", "Workgroup_Size_X",
+    "Workgroup_Size_Y", "Workgroup_Size_Z", "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z",
+    "XCC_Index", "XCD_Index", "Node_Id", "Kernel_Rename", "Agent_Name",
 ];
 
 /// Omniperf `sysinfo.csv` columns kept as provenance.
+#[rustfmt::skip]
 const SYSINFO_KEYS: [&str; 7] = [
-    "gpu_model",
-    "gpu_arch",
-    "cu_per_gpu",
-    "max_sclk",
-    "cur_sclk",
-    "rocm_version",
-    "wave_size",
+    "gpu_model", "gpu_arch", "cu_per_gpu", "max_sclk", "cur_sclk", "rocm_version", "wave_size",
 ];
 
 /// The machine that Omniperf's `sysinfo.csv` describes: the GPU model (its architecture where
@@ -144,11 +84,10 @@ fn sysinfo_device<'a>(named: &dyn Fn(&str) -> Option<&'a str>) -> Device {
     if let Some(v) = named("rocm_version") {
         device.tool("rocm", v);
     }
-    for (key, field) in [
-        ("cpu_model", HostField::CpuModel),
-        ("linux_distro", HostField::Os),
-        ("linux_kernel_version", HostField::Kernel),
-    ] {
+    #[rustfmt::skip]
+    let fields = [("cpu_model", HostField::CpuModel), ("linux_distro", HostField::Os),
+                  ("linux_kernel_version", HostField::Kernel)];
+    for (key, field) in fields {
         if let Some(v) = named(key) {
             device.host(field, v);
         }
@@ -221,13 +160,9 @@ fn command_file_name(path: &Path) -> bool {
 const HEAD_BYTES: usize = 1 << 20;
 
 /// Names only a header row holds, one of which each kind of header needs (see [`classify`]).
+#[rustfmt::skip]
 const HEADER_KEYS: [&str; 6] = [
-    "Counter_Name",
-    "KernelName",
-    "Kernel_Name",
-    "AverageNs",
-    "gpu_model",
-    "max_sclk",
+    "Counter_Name", "KernelName", "Kernel_Name", "AverageNs", "gpu_model", "max_sclk",
 ];
 
 /// Whether a cell is one of [`HEADER_KEYS`] (a data cell, a number as a rule, is told apart
@@ -237,11 +172,14 @@ fn is_header_key(cell: &str) -> bool {
     cell.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) && HEADER_KEYS.contains(&cell)
 }
 
+/// A reader of rocprof's CSV, whose rows may be ragged.
+fn csv_reader<R: Read>(input: R) -> csv::Reader<R> {
+    csv::ReaderBuilder::new().flexible(true).from_reader(input)
+}
+
 /// Whether the head of a file begins with a table this importer reads (a header it knows).
 fn starts_a_table(head: &str) -> bool {
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(head.as_bytes());
+    let mut reader = csv_reader(head.as_bytes());
     reader.headers().is_ok_and(|h| {
         let header: Vec<String> = h.iter().map(|c| c.trim().to_string()).collect();
         classify(&header).is_some()
@@ -254,8 +192,6 @@ fn measured_columns(header: &[String]) -> Vec<usize> {
         .filter(|&i| !(header[i].is_empty() || is_identity(&header[i])))
         .collect()
 }
-
-const KERNEL_TIME: (&str, &str, Source) = ("kernel_time", "ns", Source::Timer);
 
 /// Where a kernel's samples of wide rows go, found on its first dispatch.
 #[derive(Default)]
@@ -294,27 +230,21 @@ fn api_stats(path: &Path, text: &str) -> Option<&'static str> {
         .file_name()
         .map(|n| n.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
-    for (part, what) in [
-        ("hip_api_stats", "HIP API calls"),
-        ("hip_stats", "HIP API calls"),
-        ("hsa_api_stats", "HSA API calls"),
-        ("hsa_stats", "HSA API calls"),
-        ("marker_api_stats", "ROCTx marker calls"),
-        ("copy_stats", "memory copies"),
+    #[rustfmt::skip]
+    let summarized = [
+        ("hip_api_stats", "HIP API calls"), ("hip_stats", "HIP API calls"),
+        ("hsa_api_stats", "HSA API calls"), ("hsa_stats", "HSA API calls"),
+        ("marker_api_stats", "ROCTx marker calls"), ("copy_stats", "memory copies"),
         ("memory_allocation_stats", "memory allocations"),
-    ] {
+    ];
+    for (part, what) in summarized {
         if file.contains(part) {
             return Some(what);
         }
     }
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_reader(text.as_bytes());
-    let at = reader
-        .headers()
-        .ok()?
-        .iter()
-        .position(|h| h.trim() == "Name")?;
+    let mut reader = csv_reader(text.as_bytes());
+    let header = reader.headers().ok()?;
+    let at = header.iter().position(|h| h.trim() == "Name")?;
     let mut rows = 0usize;
     for record in reader.records() {
         let record = record.ok()?;
@@ -424,7 +354,6 @@ fn classify(header: &[String]) -> Option<Kind> {
     None
 }
 
-/// `kgate import rocprof`.
 pub static ROCPROF: Importer = Importer {
     name: "rocprof",
     help: "rocprof v1 results and counter CSV, rocprofv2 (Omniperf) and rocprofv3 counter CSV",
@@ -432,7 +361,6 @@ pub static ROCPROF: Importer = Importer {
     import: |files, ctx| import(files, &ctx.policies),
 };
 
-/// Imports rocprof files.
 fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportError> {
     let mut benchmarks = Benchmarks::new(policies, "rocprof");
     let mut companions = Companions::default();
@@ -449,28 +377,20 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         let mut text = input.head(HEAD_BYTES)?;
         let pmc = |text: &str| text.lines().any(|l| l.trim_start().starts_with("pmc:"));
         if !input.finished() && (pmc(&text) || !starts_a_table(&text)) {
-            input
-                .read_to_string(&mut text)
-                .map_err(|e| input.refusal(e))?;
+            let read = input.read_to_string(&mut text);
+            read.map_err(|e| input.refusal(e))?;
         }
         let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
         if pmc(&text) {
             for line in text.lines().filter_map(|l| l.trim().strip_prefix("pmc:")) {
                 let counters = line.split_whitespace().collect::<Vec<_>>().join(" ");
-                companions
-                    .details
-                    .entry("rocprof.pmc".into())
-                    .and_modify(|v| {
-                        v.push_str("; ");
-                        v.push_str(&counters);
-                    })
+                let pmc = companions.details.entry("rocprof.pmc".into());
+                pmc.and_modify(|v| v.push_str(&format!("; {counters}")))
                     .or_insert(counters);
             }
             continue;
         }
-        let mut reader = csv::ReaderBuilder::new()
-            .flexible(true)
-            .from_reader(text.as_bytes().chain(&mut input));
+        let mut reader = csv_reader(text.as_bytes().chain(&mut input));
         let header: Option<Vec<String>> = reader
             .headers()
             .ok()
@@ -479,28 +399,25 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         let one_line = text.trim().lines().count() == 1;
         if kind.is_none() && (one_line || command_file_name(path)) && !text.trim().is_empty() {
             // rocprof's `cmd` companion: the command line, free text (commas included).
-            companions
-                .details
-                .insert("rocprof.command".into(), text.trim().to_string());
+            let command = text.trim().to_string();
+            companions.details.insert("rocprof.command".into(), command);
             continue;
         }
         let (Some(mut header), Some(mut kind)) = (header, kind) else {
             let shown: String = first.chars().take(80).collect();
-            return Err(content(
+            return Err(content!(
                 path,
-                format!(
-                    "is not a rocprof file kgate reads: its first line `{shown}` is none of the headers of rocprof v1 (`Index,KernelName,…`), rocprofv2 or Omniperf (`Dispatch_ID,…,Kernel_Name,…`), rocprofv3 counter collection (`Counter_Name`, `Counter_Value`), `--stats` (`\"Name\",\"Calls\",…`) or Omniperf's `sysinfo.csv`; pass the CSV rocprof wrote (`results.csv`, `<pid>_counter_collection.csv`, `pmc_perf.csv`)"
-                ),
+                "is not a rocprof file kgate reads: its first line `{shown}` is none of the headers of rocprof v1 (`Index,KernelName,…`), rocprofv2 or Omniperf (`Dispatch_ID,…,Kernel_Name,…`), rocprofv3 counter collection (`Counter_Name`, `Counter_Value`), `--stats` (`\"Name\",\"Calls\",…`) or Omniperf's `sysinfo.csv`; pass the CSV rocprof wrote (`results.csv`, `<pid>_counter_collection.csv`, `pmc_perf.csv`)"
             ));
         };
         if matches!(kind, Kind::Stats)
             && let Some(what) = api_stats(path, &text)
         {
+            let shown = path.display().to_string();
             companions.notes.push(format!(
-                "`{}`: rocprof `--stats` of {what}, not of kernels: skipped (the kernels' are in `<pid>_kernel_stats.csv`, or rocprof v1's `results.stats.csv`)",
-                path.display()
+                "`{shown}`: rocprof `--stats` of {what}, not of kernels: skipped (the kernels' are in `<pid>_kernel_stats.csv`, or rocprof v1's `results.stats.csv`)"
             ));
-            api_files.push(path.display().to_string());
+            api_files.push(shown);
             continue;
         }
         let mut repeated_headers = 0usize;
@@ -523,11 +440,9 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                     return Err(match e.into_kind() {
                         // The text reader's refusal: a NUL byte, not UTF-8, too large.
                         csv::ErrorKind::Io(io) => refusal_of(path, io),
-                        _ => content(
+                        _ => content!(
                             path,
-                            format!(
-                                "line {line}: not CSV as rocprof writes it ({shown}); pass the file rocprof wrote, unedited"
-                            ),
+                            "line {line}: not CSV as rocprof writes it ({shown}); pass the file rocprof wrote, unedited"
                         ),
                     });
                 }
@@ -554,44 +469,37 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                 }
             }
             let cell = |i: usize| record.get(i).unwrap_or("").trim();
+            // A row no rocprof writes, as `what` says.
+            let unedited = |what: String| {
+                let message = format!("line {line}: {what}; pass the file rocprof wrote, unedited");
+                content(path, message)
+            };
             match kind {
                 Kind::Sysinfo => {
+                    let col = |key: &str| header.iter().position(|h| h == key);
+                    let named = |key: &str| col(key).map(cell).filter(|v| !v.is_empty());
                     for key in SYSINFO_KEYS {
-                        if let Some(i) = header.iter().position(|h| h == key)
-                            && !cell(i).is_empty()
-                        {
-                            companions
-                                .details
-                                .insert(format!("rocprof.{key}"), cell(i).to_string());
+                        if let Some(v) = named(key) {
+                            let details = &mut companions.details;
+                            details.insert(format!("rocprof.{key}"), v.to_string());
                         }
                     }
-                    let named = |key: &str| {
-                        header
-                            .iter()
-                            .position(|h| h == key)
-                            .map(cell)
-                            .filter(|v| !v.is_empty())
-                    };
                     benchmarks.device(path, sysinfo_device(&named))?;
                 }
                 Kind::Stats => {
                     let col = |n: &str| header.iter().position(|h| h == n);
                     let name = kernel_name(cell(col("Name").expect("classified")));
-                    let avg =
-                        number(cell(col("AverageNs").expect("classified"))).ok_or_else(|| {
-                            content(path, format!("line {line}: `AverageNs` `{}` is not a number, which `rocprof --stats` never writes; pass the file rocprof wrote, unedited", cell(col("AverageNs").expect("classified"))))
-                        })?;
+                    let avg = cell(col("AverageNs").expect("classified"));
+                    let avg = number(avg).ok_or_else(|| {
+                        unedited(format!("`AverageNs` `{avg}` is not a number, which `rocprof --stats` never writes"))
+                    })?;
                     let rep = offsets.entry(name.clone()).or_insert(0);
                     benchmarks.add(&name, *rep, "kernel_time", "ns", Source::Timer, avg)?;
                     *rep += 1;
-                    let n = *rep;
-                    benchmarks.imported(&name, path, n);
+                    benchmarks.imported(&name, path, *rep);
                     if let Some(c) = col("Calls") {
-                        benchmarks.detail(
-                            &name,
-                            "rocprof.summary",
-                            &format!("mean of {} calls (--stats)", cell(c)),
-                        );
+                        let mean = format!("mean of {} calls (--stats)", cell(c));
+                        benchmarks.detail(&name, "rocprof.summary", &mean);
                     }
                 }
                 Kind::Wide {
@@ -617,10 +525,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                         (Some(d), _, _) => cell(d).parse::<u64>().ok().map(|t| t as f64),
                         (None, Some(b), Some(e)) => duration_of(cell(b), cell(e), &mut fractional)
                             .map_err(|()| {
-                                content(
-                                    path,
-                                    format!("line {line}: the dispatch ends before it begins (`{}` < `{}`), which rocprof never writes; pass the file rocprof wrote, unedited", cell(e), cell(b)),
-                                )
+                                unedited(format!("the dispatch ends before it begins (`{}` < `{}`), which rocprof never writes", cell(e), cell(b)))
                             })?,
                         _ => None,
                     };
@@ -662,13 +567,10 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
                         }
                     };
                     let v = number(cell(value)).ok_or_else(|| {
-                        content(
-                            path,
-                            format!(
-                                "line {line}: `Counter_Value` `{}` is not a number, which rocprofv3 never writes; pass the file rocprof wrote, unedited",
-                                cell(value)
-                            ),
-                        )
+                        unedited(format!(
+                            "`Counter_Value` `{}` is not a number, which rocprofv3 never writes",
+                            cell(value)
+                        ))
                     })?;
                     let c = long_counters.number(cell(counter), str::to_string);
                     let counters = &mut long[index].counters;
@@ -706,8 +608,7 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         for (name, n) in counts {
             let total = offsets.entry(name.clone()).or_insert(0);
             *total += n;
-            let t = *total;
-            benchmarks.imported(&name, path, t);
+            benchmarks.imported(&name, path, *total);
         }
         if !matches!(kind, Kind::Sysinfo) {
             companions.results_seen = true;
@@ -725,18 +626,17 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
             ));
         }
     }
+    let first = files.first().map(PathBuf::as_path).unwrap_or(Path::new(""));
     if !companions.results_seen && !api_files.is_empty() {
-        return Err(content(
-            files.first().map(PathBuf::as_path).unwrap_or(Path::new("")),
-            format!(
-                "holds rocprof `--stats` of API calls or memory copies only ({}), not of kernels, so there is nothing to import; pass the kernels' statistics (rocprofv3 `<pid>_kernel_stats.csv`, rocprof v1 `results.stats.csv`) or the dispatches' CSV",
-                api_files.join(", ")
-            ),
+        let api_files = api_files.join(", ");
+        return Err(content!(
+            first,
+            "holds rocprof `--stats` of API calls or memory copies only ({api_files}), not of kernels, so there is nothing to import; pass the kernels' statistics (rocprofv3 `<pid>_kernel_stats.csv`, rocprof v1 `results.stats.csv`) or the dispatches' CSV"
         ));
     }
     if !companions.results_seen {
         return Err(content(
-            files.first().map(PathBuf::as_path).unwrap_or(Path::new("")),
+            first,
             "holds no rocprof results, only companion information (input file, sysinfo or command), so there is nothing to import; pass it together with the results CSV".into(),
         ));
     }
@@ -744,11 +644,8 @@ fn import(files: &[PathBuf], policies: &Policies) -> Result<RunResults, ImportEr
         for (k, v) in &companions.details {
             benchmarks.detail(&name, k, v);
         }
-        let notes = &mut benchmarks.get(&name).result_mut().provenance.notes;
         for note in &companions.notes {
-            if !notes.contains(note) {
-                notes.push(note.clone());
-            }
+            benchmarks.note(&name, note.clone());
         }
     }
     benchmarks.finish(files)

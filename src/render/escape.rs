@@ -197,10 +197,8 @@ fn escape_inert_marking(text: &str, mut each: impl FnMut(&mut String, char, bool
 /// Escapes multi-line text for an HTML `<pre>` block: each line as [`escape_html`] (a line
 /// that begins as a log command, indented or not, included), the line breaks kept.
 pub fn escape_html_lines(text: &str) -> String {
-    text.split('\n')
-        .map(escape_html)
-        .collect::<Vec<_>>()
-        .join("\n")
+    let lines: Vec<String> = text.split('\n').map(escape_html).collect();
+    lines.join("\n")
 }
 
 /// Escapes text from the repository for Markdown table cells and prose: HTML-significant
@@ -240,34 +238,38 @@ mod tests {
 
     #[test]
     fn mentions_references_and_links_get_a_joiner_where_github_reads_them() {
-        assert_eq!(escape_markdown("@octocat"), "&#64;&#8205;octocat");
-        assert_eq!(
-            escape_markdown("org/repo#1 #2"),
-            "org/repo&#8205;\\#&#8205;1 &#8205;\\#&#8205;2"
-        );
-        assert_eq!(escape_markdown("GH-45 gh-x"), "GH-&#8205;45 gh-x");
-        assert_eq!(
-            escape_markdown("https://x.example www.x.example a:b"),
-            "https:&#8205;//x.example www&#8205;.x.example a:b"
-        );
-        assert_eq!(
-            escape_markdown_html("<b>@team</b> org/repo#1"),
-            "&lt;b&gt;&#64;&#8205;team&lt;/b&gt; org/repo&#8205;#&#8205;1"
-        );
+        for (text, escaped) in [
+            ("@octocat", "&#64;&#8205;octocat"),
+            (
+                "org/repo#1 #2",
+                "org/repo&#8205;\\#&#8205;1 &#8205;\\#&#8205;2",
+            ),
+            ("GH-45 gh-x", "GH-&#8205;45 gh-x"),
+            (
+                "https://x.example www.x.example a:b",
+                "https:&#8205;//x.example www&#8205;.x.example a:b",
+            ),
+        ] {
+            assert_eq!(escape_markdown(text), escaped);
+        }
+        let html = "&lt;b&gt;&#64;&#8205;team&lt;/b&gt; org/repo&#8205;#&#8205;1";
+        assert_eq!(escape_markdown_html("<b>@team</b> org/repo#1"), html);
         // Plain names pass as they were.
         assert_eq!(escape_markdown_html("matmul-fp16.v2"), "matmul-fp16.v2");
     }
 
     #[test]
     fn verbatim_text_never_opens_a_comment() {
-        assert_eq!(
-            escape_code("+<!-- kgate:gpu -->"),
-            "+<\u{200d}!-- kgate:gpu -->"
-        );
-        assert_eq!(code_span("bench-gpu"), "`bench-gpu`");
-        assert_eq!(code_span("a`b"), "``a`b``");
-        assert_eq!(code_span("`x"), "`` `x ``");
-        assert_eq!(code_span("a\nb <!--"), "`a\\nb <\u{200d}!--`");
+        let code = escape_code("+<!-- kgate:gpu -->");
+        assert_eq!(code, "+<\u{200d}!-- kgate:gpu -->");
+        for (text, span) in [
+            ("bench-gpu", "`bench-gpu`"),
+            ("a`b", "``a`b``"),
+            ("`x", "`` `x ``"),
+            ("a\nb <!--", "`a\\nb <\u{200d}!--`"),
+        ] {
+            assert_eq!(code_span(text), span);
+        }
     }
 }
 
@@ -285,6 +287,18 @@ impl<F: serde_json::ser::Formatter> InertJson<F> {
         }
         Ok(())
     }
+}
+
+/// The [`serde_json::ser::Formatter`] methods that write no string, passed on to the wrapped
+/// formatter as they are.
+macro_rules! forward_to_inner {
+    ($($name:ident($($arg:ident: $ty:ty)?);)*) => {$(
+        fn $name<W: ?Sized + std::io::Write>(
+            &mut self, w: &mut W $(, $arg: $ty)?
+        ) -> std::io::Result<()> {
+            self.0.$name(w $(, $arg)?)
+        }
+    )*};
 }
 
 impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for InertJson<F> {
@@ -306,43 +320,10 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for InertJson<F> 
         }
         self.0.write_string_fragment(writer, &fragment[start..])
     }
-    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.0.begin_array(w)
-    }
-    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.0.end_array(w)
-    }
-    fn begin_array_value<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-        first: bool,
-    ) -> std::io::Result<()> {
-        self.0.begin_array_value(w, first)
-    }
-    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.0.end_array_value(w)
-    }
-    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.0.begin_object(w)
-    }
-    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.0.end_object(w)
-    }
-    fn begin_object_key<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-        first: bool,
-    ) -> std::io::Result<()> {
-        self.0.begin_object_key(w, first)
-    }
-    fn end_object_key<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.0.end_object_key(w)
-    }
-    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.0.begin_object_value(w)
-    }
-    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        self.0.end_object_value(w)
+    forward_to_inner! {
+        begin_array(); end_array(); begin_array_value(first: bool); end_array_value();
+        begin_object(); end_object(); begin_object_key(first: bool); end_object_key();
+        begin_object_value(); end_object_value();
     }
 }
 
@@ -372,31 +353,23 @@ mod log_command_tests {
     #[test]
     fn every_escaper_keeps_a_word_that_starts_a_log_command_inert() {
         let text = "x ::error::a\n  ##[error]b std::vec";
-        assert_eq!(
-            escape_markdown(text),
-            // (`#` also between zero-width joiners: no issue reference once rendered)
-            "x &#58;:error::a   &#8205;&#35;&#8205;&#8205;\\#&#8205;\\[error\\]b std::vec"
-        );
-        assert_eq!(
-            escape_html(text),
-            "x &#58;:error::a&#10;  &#35;#[error]b std::vec"
-        );
-        assert_eq!(
-            escape_html_lines(text),
-            "x &#58;:error::a\n  &#35;#[error]b std::vec"
-        );
-        assert_eq!(
-            escape_code(text),
-            "x \\u{3a}:error::a\n  \\u{23}#[error]b std::vec"
-        );
+        // (`#` also between zero-width joiners: no issue reference once rendered)
+        let markdown =
+            "x &#58;:error::a   &#8205;&#35;&#8205;&#8205;\\#&#8205;\\[error\\]b std::vec";
+        assert_eq!(escape_markdown(text), markdown);
+        let html = escape_html(text);
+        assert_eq!(html, "x &#58;:error::a&#10;  &#35;#[error]b std::vec");
+        let lines = escape_html_lines(text);
+        assert_eq!(lines, "x &#58;:error::a\n  &#35;#[error]b std::vec");
+        let code = escape_code(text);
+        assert_eq!(code, "x \\u{3a}:error::a\n  \\u{23}#[error]b std::vec");
     }
 
     #[test]
     fn xml_non_characters_and_separators_are_shown_escaped_in_html() {
-        assert_eq!(
-            escape_html("a\u{fffe}b\u{ffff}c\u{2028}d\u{feff}"),
-            "a\\u{fffe}b\\u{ffff}c\\u{2028}d\\u{feff}"
-        );
+        let text = "a\u{fffe}b\u{ffff}c\u{2028}d\u{feff}";
+        let html = escape_html(text);
+        assert_eq!(html, "a\\u{fffe}b\\u{ffff}c\\u{2028}d\\u{feff}");
     }
 
     #[test]
@@ -407,15 +380,10 @@ mod log_command_tests {
             let mut out = Vec::new();
             write_inert_json(&mut out, &value, pretty).unwrap();
             let text = String::from_utf8(out).unwrap();
-            assert!(
-                text.contains("a\\u007f\\u009bb\\ufeff\\ufffe\\ud83f\\udffeé\\n"),
-                "{text}"
-            );
-            assert!(text.contains("k\\u2028"), "{text}");
-            assert_eq!(
-                serde_json::from_str::<serde_json::Value>(&text).unwrap(),
-                value
-            );
+            assert_contains!(text, "a\\u007f\\u009bb\\ufeff\\ufffe\\ud83f\\udffeé\\n");
+            assert_contains!(text, "k\\u2028");
+            let read: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(read, value);
         }
     }
 }

@@ -40,29 +40,20 @@ fn place(f: &FunctionChange) -> Option<String> {
 /// The table's line under a profiled benchmark's verdict line.
 pub fn table_line(p: &BenchmarkProfile) -> String {
     // The tool and the sides are a stored report's text like any other (`kgate report`).
-    let mut line = format!(
-        "  profile ({}, {}):",
-        escape_terminal(&p.tool),
-        escape_terminal(&sides_words(p))
-    );
+    let sides = sides_words(p);
+    let (tool, sides) = (escape_terminal(&p.tool), escape_terminal(&sides));
+    let mut line = format!("  profile ({tool}, {sides}):");
     match p.functions.first() {
         Some(f) => {
-            let what = match f.self_ir_change {
-                Some(d) => format!("self Ir {}", grouped(d, true)),
-                None => format!(
-                    "self Ir {}",
-                    grouped(
-                        f.head.as_ref().or(f.base.as_ref()).map_or(0, |c| c.self_ir),
-                        false
-                    )
-                ),
+            let (lead, ir) = match f.self_ir_change {
+                Some(d) => ("top change", grouped(d, true)),
+                None => {
+                    let cost = f.head.as_ref().or(f.base.as_ref()).map_or(0, |c| c.self_ir);
+                    ("costliest", grouped(cost, false))
+                }
             };
-            let lead = if f.self_ir_change.is_some() {
-                "top change"
-            } else {
-                "costliest"
-            };
-            line.push_str(&format!(" {lead} {} {what}", escape_terminal(&f.function)));
+            let function = escape_terminal(&f.function);
+            line.push_str(&format!(" {lead} {function} self Ir {ir}"));
             if let Some(at) = place(f) {
                 line.push_str(&format!(" ({})", escape_terminal(&at)));
             }
@@ -95,62 +86,52 @@ pub fn markdown_sections(report: &Report) -> String {
 
 /// One benchmark's folded profile section.
 fn section(name: &str, p: &BenchmarkProfile) -> String {
-    let mut out = String::new();
-    {
-        let mut body = String::new();
-        if !p.functions.is_empty() {
-            let changes = p.functions.iter().any(|f| f.self_ir_change.is_some());
+    let mut body = String::new();
+    if !p.functions.is_empty() {
+        let changes = p.functions.iter().any(|f| f.self_ir_change.is_some());
+        if changes {
+            body.push_str("| Function | Where | Self Ir base | Self Ir head | Δ self Ir | Δ inclusive Ir | D1 misses base → head |\n|---|---|--:|--:|--:|--:|--:|\n");
+        } else {
+            body.push_str("| Function | Where | Self Ir | Inclusive Ir | D1 misses |\n|---|---|--:|--:|--:|\n");
+        }
+        for f in &p.functions {
+            let name = escape_markdown(&f.function);
+            let at = place(f).map_or("—".into(), |s| escape_markdown(&s));
             if changes {
-                body.push_str("| Function | Where | Self Ir base | Self Ir head | Δ self Ir | Δ inclusive Ir | D1 misses base → head |\n|---|---|--:|--:|--:|--:|--:|\n");
-            } else {
-                body.push_str("| Function | Where | Self Ir | Inclusive Ir | D1 misses |\n|---|---|--:|--:|--:|\n");
-            }
-            for f in &p.functions {
-                let name = escape_markdown(&f.function);
-                let at = place(f).map_or("—".into(), |s| escape_markdown(&s));
-                if changes {
-                    body.push_str(&format!(
-                        "| {name} | {at} | {} | {} | {} | {} | {} → {} |\n",
-                        cost_cell(f.base.as_ref(), |c| Some(c.self_ir)),
-                        cost_cell(f.head.as_ref(), |c| Some(c.self_ir)),
-                        f.self_ir_change.map_or("—".into(), |d| grouped(d, true)),
-                        f.inclusive_ir_change
-                            .map_or("—".into(), |d| grouped(d, true)),
-                        cost_cell(f.base.as_ref(), |c| c.self_d1_misses),
-                        cost_cell(f.head.as_ref(), |c| c.self_d1_misses),
-                    ));
-                } else {
-                    let c = f.head.as_ref().or(f.base.as_ref());
-                    body.push_str(&format!(
-                        "| {name} | {at} | {} | {} | {} |\n",
-                        cost_cell(c, |c| Some(c.self_ir)),
-                        cost_cell(c, |c| Some(c.inclusive_ir)),
-                        cost_cell(c, |c| c.self_d1_misses),
-                    ));
-                }
-            }
-            if p.functions_left_out > 0 {
                 body.push_str(&format!(
-                    "\n{} more function{} with a change not shown.\n",
-                    p.functions_left_out,
-                    if p.functions_left_out == 1 { "" } else { "s" }
+                    "| {name} | {at} | {} | {} | {} | {} | {} → {} |\n",
+                    cost_cell(f.base.as_ref(), |c| Some(c.self_ir)),
+                    cost_cell(f.head.as_ref(), |c| Some(c.self_ir)),
+                    f.self_ir_change.map_or("—".into(), |d| grouped(d, true)),
+                    f.inclusive_ir_change
+                        .map_or("—".into(), |d| grouped(d, true)),
+                    cost_cell(f.base.as_ref(), |c| c.self_d1_misses),
+                    cost_cell(f.head.as_ref(), |c| c.self_d1_misses),
                 ));
+            } else {
+                let c = f.head.as_ref().or(f.base.as_ref());
+                let ir = cost_cell(c, |c| Some(c.self_ir));
+                let inclusive = cost_cell(c, |c| Some(c.inclusive_ir));
+                let d1 = cost_cell(c, |c| c.self_d1_misses);
+                body.push_str(&format!("| {name} | {at} | {ir} | {inclusive} | {d1} |\n"));
             }
-            body.push('\n');
         }
-        for n in &p.notes {
-            body.push_str(&format!("- {}\n", escape_markdown(n)));
+        if p.functions_left_out > 0 {
+            let n = p.functions_left_out;
+            let more = format!("{n} more function{}", if n == 1 { "" } else { "s" });
+            body.push_str(&format!("\n{more} with a change not shown.\n"));
         }
-        out.push_str(&format!(
-            "\n<details><summary><b>{}</b>: profile ({}, {}, {:.1} s)</summary>\n\n{}</details>\n",
-            escape_markdown_html(name),
-            escape_markdown_html(&p.tool),
-            escape_markdown_html(&sides_words(p)),
-            p.seconds,
-            body
-        ));
+        body.push('\n');
     }
-    out
+    for n in &p.notes {
+        body.push_str(&format!("- {}\n", escape_markdown(n)));
+    }
+    let sides = sides_words(p);
+    let [name, tool, sides] = [name, &p.tool, &sides].map(escape_markdown_html);
+    let seconds = p.seconds;
+    format!(
+        "\n<details><summary><b>{name}</b>: profile ({tool}, {sides}, {seconds:.1} s)</summary>\n\n{body}</details>\n"
+    )
 }
 
 #[cfg(test)]
@@ -191,12 +172,10 @@ mod tests {
         };
         let line = table_line(&p);
         assert!(!line.contains('\u{1b}'), "{line}");
-        assert!(
-            line.contains("top change") && line.contains("+10 (src/a.rs:3)"),
-            "{line}"
-        );
+        assert_contains!(line, "top change");
+        assert_contains!(line, "+10 (src/a.rs:3)");
         let md = section("b", &p);
-        assert!(md.contains("evil&#124;&lt;b&gt;&#64;&#8205;x"), "{md}");
+        assert_contains!(md, "evil&#124;&lt;b&gt;&#64;&#8205;x");
         assert!(!md.contains("<b>@") && !md.contains('\u{1b}'), "{md}");
     }
 }

@@ -16,6 +16,7 @@ use std::io::Write;
 use plotters::prelude::*;
 
 use crate::baseline::history::JobSummary;
+use crate::compare::format_p;
 use crate::model::text::escape_terminal;
 use crate::model::units::{format_change, format_value};
 use crate::model::verdict::Verdict;
@@ -69,23 +70,19 @@ pub fn write_history_page(
         to,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>kgate history</title>\n<style>{STYLE}svg a circle{{cursor:pointer}}.chart{{margin-top:1em}}td.commit{{font-family:monospace}}</style>\n</head>\n<body>\n"
     )?;
+    let key = escape_html(key);
+    let charts_s = if shown == 1 { "" } else { "s" };
+    let jobs_s = if runs == 1 { "" } else { "s" };
     write!(
         to,
-        "<h1>kgate history</h1>\n<p>Environment <code>{}</code>: {} chart{}, up to {runs} job{} each, in commit order, oldest on the left.</p>\n",
-        escape_html(key),
-        shown,
-        if shown == 1 { "" } else { "s" },
-        if runs == 1 { "" } else { "s" },
+        "<h1>kgate history</h1>\n<p>Environment <code>{key}</code>: {shown} chart{charts_s}, up to {runs} job{jobs_s} each, in commit order, oldest on the left.</p>\n"
     )?;
+    #[rustfmt::skip]
+    let colors = [BASE_COLOR, HEAD_COLOR, IMPROVED, INCONCLUSIVE, CHANGE_POINT, BAND];
+    let [base, head, improved, inconclusive, change, band] = colors.map(css);
     writeln!(
         to,
-        "<p class=\"legend\">Jobs:<span style=\"background:{}\"></span>unchanged or not compared<span style=\"background:{}\"></span>regressed<span style=\"background:{}\"></span>improved<span style=\"background:{}\"></span>inconclusive<span style=\"background:{}\"></span>change point<span style=\"background:{}\"></span>minimum detectable effect</p>",
-        css(BASE_COLOR),
-        css(HEAD_COLOR),
-        css(IMPROVED),
-        css(INCONCLUSIVE),
-        css(CHANGE_POINT),
-        css(BAND),
+        "<p class=\"legend\">Jobs:<span style=\"background:{base}\"></span>unchanged or not compared<span style=\"background:{head}\"></span>regressed<span style=\"background:{improved}\"></span>improved<span style=\"background:{inconclusive}\"></span>inconclusive<span style=\"background:{change}\"></span>change point<span style=\"background:{band}\"></span>minimum detectable effect</p>"
     )?;
     match repo_url {
         Some(url) => writeln!(
@@ -101,12 +98,10 @@ pub fn write_history_page(
         writeln!(to, "<p class=\"warning\">{}</p>", escape_html(n))?;
     }
     if shown < charts.len() {
+        let (all, other) = (charts.len(), charts.len() - shown);
         writeln!(
             to,
-            "<p class=\"warning\">{} of {} series are charted: those with the largest change point or whose latest job did not pass; the other {} are a row each in the table at the end (<code>--max-charts 0</code> charts every series).</p>",
-            shown,
-            charts.len(),
-            charts.len() - shown
+            "<p class=\"warning\">{shown} of {all} series are charted: those with the largest change point or whose latest job did not pass; the other {other} are a row each in the table at the end (<code>--max-charts 0</code> charts every series).</p>"
         )?;
     }
     for (c, _) in charts.iter().zip(&charted).filter(|(_, c)| **c) {
@@ -170,30 +165,24 @@ fn write_uncharted_table(
             continue;
         };
         let change = last.summary.median / first.summary.median - 1.0;
-        let points = match c.change_points.len() {
+        let points: Vec<String> = (c.change_points.iter())
+            .map(|p| format!("job {} {}", p.index + 1, format_change(p.relative_change)))
+            .collect();
+        let points = match points.len() {
             0 => "none".to_string(),
-            n => format!(
-                "{n}: {}",
-                c.change_points
-                    .iter()
-                    .map(|p| format!("job {} {}", p.index + 1, format_change(p.relative_change)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            n => format!("{n}: {}", points.join(", ")),
         };
         let verdict = last.verdict.map(|v| v.as_str()).unwrap_or("–");
+        let change = match change.is_finite() {
+            true => escape_html(&format_change(change)),
+            false => "–".into(),
+        };
+        let name = escape_html(&format!("{} / {}", c.benchmark, c.metric));
+        let (jobs, points) = (c.jobs.len(), escape_html(&points));
+        let median = escape_html(&format_value(last.summary.median, &last.unit));
         writeln!(
             to,
-            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l {verdict}\">{verdict}</td></tr>",
-            escape_html(&format!("{} / {}", c.benchmark, c.metric)),
-            c.jobs.len(),
-            escape_html(&format_value(last.summary.median, &last.unit)),
-            if change.is_finite() {
-                escape_html(&format_change(change))
-            } else {
-                "–".into()
-            },
-            escape_html(&points),
+            "<tr><td class=\"l\">{name}</td><td>{jobs}</td><td>{median}</td><td>{change}</td><td class=\"l\">{points}</td><td class=\"l {verdict}\">{verdict}</td></tr>"
         )?;
     }
     to.write_all(b"</table>\n</section>\n")
@@ -228,26 +217,17 @@ fn short(commit: Option<&str>) -> &str {
 /// The median of the jobs before `i` since the last change point at or before `i`: what a job's
 /// MDE is measured from.
 fn reference(c: &MetricHistory, i: usize) -> f64 {
-    let start = c
-        .change_points
-        .iter()
-        .map(|p| p.index)
-        .filter(|&p| p <= i)
-        .max()
-        .unwrap_or(0);
+    let points = c.change_points.iter().map(|p| p.index);
+    let start = points.filter(|&p| p <= i).max().unwrap_or(0);
     let before: Vec<f64> = c.jobs[start..i].iter().map(|j| j.summary.median).collect();
-    crate::stats::summarize(&before)
-        .map(|s| s.median)
-        .unwrap_or(c.jobs[i].summary.median)
+    let median = crate::stats::summarize(&before).map(|s| s.median);
+    median.unwrap_or(c.jobs[i].summary.median)
 }
 
 fn chart_section(c: &MetricHistory, repo_url: Option<&str>) -> String {
     let unit = c.jobs.last().map(|j| j.unit.as_str()).unwrap_or("");
-    let title = format!("{} / {}", c.benchmark, c.metric);
-    let mut s = format!(
-        "<section class=\"chart\">\n<h2>{}</h2>\n",
-        escape_html(&title)
-    );
+    let title = escape_html(&format!("{} / {}", c.benchmark, c.metric));
+    let mut s = format!("<section class=\"chart\">\n<h2>{title}</h2>\n");
     match chart_svg(c, unit, repo_url) {
         Some(svg) => s.push_str(&svg),
         None => s.push_str("<p>No finite values to draw.</p>\n"),
@@ -257,13 +237,11 @@ fn chart_section(c: &MetricHistory, repo_url: Option<&str>) -> String {
     } else {
         s.push_str("<ul>\n");
         for p in &c.change_points {
-            let job = &c.jobs[p.index];
+            let commit = escape_html(short(c.jobs[p.index].commit.as_deref()));
+            let change = escape_html(&format_change(p.relative_change));
+            let (job, p) = (p.index + 1, escape_html(&format_p(p.p_value)));
             s.push_str(&format!(
-                "<li>change point at job {} (<code>{}</code>): {} (p = {})</li>\n",
-                p.index + 1,
-                escape_html(short(job.commit.as_deref())),
-                escape_html(&format_change(p.relative_change)),
-                escape_html(&crate::compare::format_p(p.p_value)),
+                "<li>change point at job {job} (<code>{commit}</code>): {change} (p = {p})</li>\n"
             ));
         }
         s.push_str("</ul>\n");
@@ -276,13 +254,11 @@ fn chart_section(c: &MetricHistory, repo_url: Option<&str>) -> String {
             None => commit,
         };
         let verdict = j.verdict.map(|v| v.as_str()).unwrap_or("–");
+        let (job, created, n) = (i + 1, escape_html(&j.created), j.summary.n);
+        let median = escape_html(&format_value(j.summary.median, &j.unit));
+        let mde = j.mde.map_or("–".into(), |m| format!("±{:.2} %", m * 100.0));
         s.push_str(&format!(
-            "<tr><td>{}</td><td class=\"commit l\">{commit}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l {verdict}\">{verdict}</td><td>{}</td></tr>\n",
-            i + 1,
-            escape_html(&j.created),
-            escape_html(&format_value(j.summary.median, &j.unit)),
-            j.summary.n,
-            j.mde.map(|m| format!("±{:.2} %", m * 100.0)).unwrap_or_else(|| "–".into()),
+            "<tr><td>{job}</td><td class=\"commit l\">{commit}</td><td class=\"l\">{created}</td><td>{median}</td><td>{n}</td><td class=\"l {verdict}\">{verdict}</td><td>{mde}</td></tr>\n"
         ));
     }
     s.push_str("</table>\n</details>\n</section>\n");
@@ -370,39 +346,28 @@ fn chart_svg(c: &MetricHistory, unit: &str, repo_url: Option<&str>) -> Option<St
             continue;
         }
         let verdict = j.verdict.map(|v| v.as_str()).unwrap_or("not-compared");
-        let tip = format!(
-            "job {} · {} · {} · {} (n={}){}",
-            i + 1,
-            short(j.commit.as_deref()),
-            j.created,
-            format_value(j.summary.median, &j.unit),
-            j.summary.n,
-            match j.verdict {
-                Some(_) => format!(
-                    " · {verdict}{}",
-                    j.mde
-                        .map(|m| format!(", MDE ±{:.2} %", m * 100.0))
-                        .unwrap_or_default()
-                ),
-                None => String::new(),
-            }
-        );
-        let r = if matches!(j.verdict, Some(Verdict::Regressed | Verdict::Improved)) {
-            7
-        } else {
-            5
+        let mde = j.mde.map(|m| format!(", MDE ±{:.2} %", m * 100.0));
+        let mde = mde.unwrap_or_default();
+        let compared = match j.verdict {
+            Some(_) => format!(" · {verdict}{mde}"),
+            None => String::new(),
         };
+        let (job, commit, created, n) =
+            (i + 1, short(j.commit.as_deref()), &j.created, j.summary.n);
+        let median = format_value(j.summary.median, &j.unit);
+        let tip = format!("job {job} · {commit} · {created} · {median} (n={n}){compared}");
+        let moved = matches!(j.verdict, Some(Verdict::Regressed | Verdict::Improved));
+        let r = if moved { 7 } else { 5 };
+        let (class, tip) = (escape_html(verdict), escape_html(&tip));
+        let fill = css(verdict_color(j.verdict));
         let circle = format!(
-            "<circle class=\"job {}\" cx=\"{x}\" cy=\"{y}\" r=\"{r}\" fill=\"{}\" stroke=\"#ffffff\" stroke-width=\"1\"><title>{}</title></circle>",
-            escape_html(verdict),
-            css(verdict_color(j.verdict)),
-            escape_html(&tip)
+            "<circle class=\"job {class}\" cx=\"{x}\" cy=\"{y}\" r=\"{r}\" fill=\"{fill}\" stroke=\"#ffffff\" stroke-width=\"1\"><title>{tip}</title></circle>"
         );
         match commit_link(repo_url, j.commit.as_deref()) {
-            Some(href) => marks.push_str(&format!(
-                "<a href=\"{}\">{circle}</a>\n",
-                escape_html(&href)
-            )),
+            Some(href) => {
+                let href = escape_html(&href);
+                marks.push_str(&format!("<a href=\"{href}\">{circle}</a>\n"));
+            }
             None => marks.push_str(&circle),
         }
     }
@@ -511,39 +476,25 @@ pub fn history_text(key: &str, runs: usize, settings: &Settings, out: &[MetricHi
     );
     for h in out {
         let (series, points) = (&h.jobs, &h.change_points);
-        let _ = writeln!(
-            text,
-            "\n{} / {}: {} runs",
-            escape_terminal(&h.benchmark),
-            escape_terminal(&h.metric),
-            series.len()
-        );
+        let (benchmark, metric) = (escape_terminal(&h.benchmark), escape_terminal(&h.metric));
+        let _ = writeln!(text, "\n{benchmark} / {metric}: {} runs", series.len());
         for (i, s) in series.iter().enumerate() {
             let commit = s.commit.as_deref().map_or("-", |c| {
                 c.char_indices().nth(12).map_or(c, |(i, _)| &c[..i])
             });
             let commit = escape_terminal(commit);
-            let mark = points
-                .iter()
-                .find(|p| p.index == i)
-                .map(|p| {
-                    format!(
-                        "  ◀ change point: {} (p = {})",
-                        format_change(p.relative_change),
-                        crate::compare::format_p(p.p_value)
-                    )
-                })
-                .unwrap_or_default();
-            let verdict = s
-                .verdict
-                .map(|v| format!("  {}", v.as_str()))
-                .unwrap_or_default();
+            let mark = points.iter().find(|p| p.index == i).map(|p| {
+                let (change, p) = (format_change(p.relative_change), format_p(p.p_value));
+                format!("  ◀ change point: {change} (p = {p})")
+            });
+            let mark = mark.unwrap_or_default();
+            let verdict = s.verdict.map(|v| format!("  {}", v.as_str()));
+            let verdict = verdict.unwrap_or_default();
+            let (created, n) = (&s.created, s.summary.n);
+            let median = format_value(s.summary.median, &s.unit);
             let _ = writeln!(
                 text,
-                "  {}  {commit}  {:>12}  n={}{verdict}{mark}",
-                s.created,
-                format_value(s.summary.median, &s.unit),
-                s.summary.n
+                "  {created}  {commit}  {median:>12}  n={n}{verdict}{mark}"
             );
         }
         if points.is_empty() {
@@ -560,17 +511,13 @@ mod tests {
     #[test]
     fn a_commit_link_needs_a_web_address_and_an_object_id() {
         let repo = Some("https://github.com/o/r");
-        assert_eq!(
-            commit_link(repo, Some("0a1b2c")).as_deref(),
-            Some("https://github.com/o/r/commit/0a1b2c")
-        );
+        let link = commit_link(repo, Some("0a1b2c")).unwrap();
+        assert_eq!(link, "https://github.com/o/r/commit/0a1b2c");
         for commit in ["../../settings", "x\" onclick=\"y", ""] {
             assert_eq!(commit_link(repo, Some(commit)), None, "{commit}");
         }
-        assert_eq!(
-            commit_link(Some("javascript:alert(1)//"), Some("0a1b")),
-            None
-        );
+        let script = Some("javascript:alert(1)//");
+        assert_eq!(commit_link(script, Some("0a1b")), None);
     }
 
     fn job(median: f64, verdict: Option<Verdict>) -> JobSummary {
@@ -605,32 +552,21 @@ mod tests {
             jobs: jobs.to_vec(),
             change_points: change_points.to_vec(),
         };
-        let charts = [
-            chart(&quiet, &[]),
-            chart(&quiet, &small),
-            chart(&quiet, &[]),
-            chart(&quiet, &large),
-            chart(&latest_regressed, &[]),
-        ];
+        #[rustfmt::skip]
+        let charts = [chart(&quiet, &[]), chart(&quiet, &small), chart(&quiet, &[]),
+                      chart(&quiet, &large), chart(&latest_regressed, &[])];
         assert_eq!(charted_series(&charts, None), [true; 5]);
         assert_eq!(charted_series(&charts, Some(5)), [true; 5]);
-        // A latest job that did not pass, then the largest change point, then the next.
-        assert_eq!(
-            charted_series(&charts, Some(1)),
-            [false, false, false, false, true]
-        );
-        assert_eq!(
-            charted_series(&charts, Some(2)),
-            [false, false, false, true, true]
-        );
-        assert_eq!(
-            charted_series(&charts, Some(3)),
-            [false, true, false, true, true]
-        );
-        // Series that rank the same keep their page order.
-        assert_eq!(
-            charted_series(&charts, Some(4)),
-            [true, true, false, true, true]
-        );
+        // A latest job that did not pass, then the largest change point, then the next; series
+        // that rank the same keep their page order.
+        let (y, n) = (true, false);
+        for (max, charted) in [
+            (1, [n, n, n, n, y]),
+            (2, [n, n, n, y, y]),
+            (3, [n, y, n, y, y]),
+            (4, [y, y, n, y, y]),
+        ] {
+            assert_eq!(charted_series(&charts, Some(max)), charted, "at most {max}");
+        }
     }
 }

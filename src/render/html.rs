@@ -34,13 +34,6 @@ section{border-top:1px solid #ddd;margin-top:1.5em}pre{background:#f6f8fa;paddin
 .legend span{display:inline-block;width:1em;height:.6em;margin:0 .3em 0 1em}figure{margin:.5em 0}";
 
 impl Exporter for HtmlExporter {
-    fn render(&self, report: &Report) -> String {
-        let mut out = Vec::new();
-        self.write_to(report, &mut out)
-            .expect("writing into memory does not fail");
-        String::from_utf8(out).expect("the page is UTF-8")
-    }
-
     /// Writes the page a benchmark's section at a time: the page of 10,000 benchmarks (37 MB)
     /// was built whole first, 52 MB above the comparison's own memory.
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
@@ -49,62 +42,47 @@ impl Exporter for HtmlExporter {
         );
         head.push_str(STYLE);
         head.push_str("</style>\n</head>\n<body>\n");
+        let (verdict, summary) = (verdict_word(report.verdict), summary_line(report));
+        let summary = escape_html(&summary);
         head.push_str(&format!(
-            "<h1>kgate: {}</h1>\n<p class=\"summary\">{}</p>\n",
-            verdict_word(report.verdict),
-            escape_html(&summary_line(report))
+            "<h1>kgate: {verdict}</h1>\n<p class=\"summary\">{summary}</p>\n"
         ));
         if let Some(cost) = crate::render::cost_line(report) {
             head.push_str(&format!("<p class=\"cost\">{}</p>\n", escape_html(&cost)));
         }
         if let (Some(b), Some(h)) = (&report.base_commit, &report.head_commit) {
+            let dirty = " plus uncommitted changes (the work tree)";
+            let dirty = report.head_dirty.then_some(dirty);
+            let (b, h, dirty) = (escape_html(b), escape_html(h), dirty.unwrap_or_default());
             head.push_str(&format!(
-                "<p>base <code>{}</code>, head <code>{}</code>{}</p>\n",
-                escape_html(b),
-                escape_html(h),
-                if report.head_dirty {
-                    " plus uncommitted changes (the work tree)"
-                } else {
-                    ""
-                }
+                "<p>base <code>{b}</code>, head <code>{h}</code>{dirty}</p>\n"
             ));
         }
         for w in &report.warnings {
             head.push_str(&format!("<p class=\"warning\">⚠ {}</p>\n", escape_html(w)));
         }
+        let (base, head_color) = (css(BASE_COLOR), css(HEAD_COLOR));
         head.push_str(&format!(
-            "<p class=\"legend\">Plots:<span style=\"background:{}\"></span>base<span style=\"background:{}\"></span>head</p>\n",
-            css(BASE_COLOR),
-            css(HEAD_COLOR)
+            "<p class=\"legend\">Plots:<span style=\"background:{base}\"></span>base<span style=\"background:{head_color}\"></span>head</p>\n"
         ));
         out.write_all(head.as_bytes())?;
         let by_name = report.evidence.as_ref().map(|e| e.by_name());
-        report
-            .benchmarks
-            .iter()
-            .try_for_each(|b| -> std::io::Result<()> {
-                let evidence = by_name
-                    .as_ref()
-                    .and_then(|e| e.get(b.name.as_str()).copied());
-                out.write_all(benchmark_section(b, evidence).as_bytes())
-            })?;
-        out.write_all(
-            format!(
-                "<p><small>Rank test at α = {}; changes are head against base.</small></p>\n</body>\n</html>\n",
-                report.alpha
-            )
-            .as_bytes(),
-        )
+        for b in &report.benchmarks {
+            let evidence = by_name.as_ref().and_then(|e| e.get(b.name.as_str()));
+            let evidence = evidence.copied();
+            out.write_all(benchmark_section(b, evidence).as_bytes())?;
+        }
+        let alpha = report.alpha;
+        let end = format!(
+            "<p><small>Rank test at α = {alpha}; changes are head against base.</small></p>\n</body>\n</html>\n"
+        );
+        out.write_all(end.as_bytes())
     }
 }
 
 fn benchmark_section(b: &BenchmarkComparison, e: Option<&BenchmarkEvidence>) -> String {
-    let mut s = format!(
-        "<section>\n<h2>{} <span class=\"{}\">{}</span></h2>\n",
-        escape_html(&b.name),
-        b.verdict.as_str(),
-        b.verdict.as_str()
-    );
+    let (name, verdict) = (escape_html(&b.name), b.verdict.as_str());
+    let mut s = format!("<section>\n<h2>{name} <span class=\"{verdict}\">{verdict}</span></h2>\n");
     if !b.explanation.is_empty() {
         s.push_str(&format!("<p>{}</p>\n", escape_html(&b.explanation)));
     }
@@ -127,15 +105,14 @@ fn benchmark_section(b: &BenchmarkComparison, e: Option<&BenchmarkEvidence>) -> 
             .iter()
             .map(|m| {
                 let change = m.change.map(format_change).unwrap_or_default();
-                format!("{} {change}", escape_html(&m.name))
-                    .trim_end()
-                    .to_string()
+                let named = format!("{} {change}", escape_html(&m.name));
+                named.trim_end().to_string()
             })
             .collect();
+        let metrics = crate::model::text::count(held.len(), "metric", "metrics");
+        let named = named.join(", ");
         s.push_str(&format!(
-            "<p class=\"held\">{} unchanged or within threshold: {}</p>\n",
-            crate::model::text::count(held.len(), "metric", "metrics"),
-            named.join(", ")
+            "<p class=\"held\">{metrics} unchanged or within threshold: {named}</p>\n"
         ));
     }
     if let Some(e) = e {
@@ -151,10 +128,9 @@ fn benchmark_section(b: &BenchmarkComparison, e: Option<&BenchmarkEvidence>) -> 
         }
         for a in e.artifacts.iter().filter(|a| a.changed()) {
             let (diff, added, removed) = unified_diff(a);
+            let (name, diff) = (escape_html(&a.name), escape_html_lines(&diff));
             s.push_str(&format!(
-                "<details><summary>artifact <code>{}</code> changed: +{added} −{removed} lines</summary>\n<pre>{}</pre>\n</details>\n",
-                escape_html(&a.name),
-                escape_html_lines(&diff)
+                "<details><summary>artifact <code>{name}</code> changed: +{added} −{removed} lines</summary>\n<pre>{diff}</pre>\n</details>\n"
             ));
         }
     }
@@ -256,11 +232,9 @@ fn strip_plot(pair: &SamplePair) -> Option<String> {
         .map(|s| s.median)
         .unwrap_or_default();
     let (factor, unit) = display_unit(&pair.unit, typical);
-    let scaled = |v: &[f64]| {
-        v.iter()
-            .map(|x| x * factor)
-            .filter(|x| x.is_finite())
-            .collect::<Vec<_>>()
+    let scaled = |v: &[f64]| -> Vec<f64> {
+        let values = v.iter().map(|x| x * factor);
+        values.filter(|x| x.is_finite()).collect()
     };
     let base = scaled(&pair.base);
     let head = scaled(&pair.head);
@@ -280,12 +254,8 @@ fn strip_plot(pair: &SamplePair) -> Option<String> {
             median: median(&head),
         },
     ];
-    Some(strip::strip_plot(
-        &titled(&pair.name, &unit),
-        &plot_label(&unit),
-        range,
-        &rows,
-    ))
+    let (title, unit) = (titled(&pair.name, &unit), plot_label(&unit));
+    Some(strip::strip_plot(&title, &unit, range, &rows))
 }
 
 /// A counter's readings over the first repetition, base and head as two lines.
@@ -299,12 +269,10 @@ fn timeline_plot(c: &CounterPair) -> Option<String> {
     let (x_lo, x_hi) = padded_range(all().map(|p| p[0] * factor))?;
     let (y_lo, y_hi) = padded_range(all().map(|p| p[1]))?;
     let y_lo = if c.unit == "%" { y_lo.min(0.0) } else { y_lo };
+    let caption = titled(&format!("{} over time", c.name), &c.unit);
     draw_svg(PLOT_WIDTH, TIMELINE_HEIGHT, |root| {
         let mut chart = ChartBuilder::on(root)
-            .caption(
-                titled(&format!("{} over time", c.name), &c.unit),
-                ("sans-serif", 16),
-            )
+            .caption(caption, ("sans-serif", 16))
             .margin(8)
             .x_label_area_size(30)
             .y_label_area_size(50)
@@ -342,13 +310,12 @@ mod tests {
             head: vec![110.0, 111.0, 112.0],
             ..SamplePair::default()
         };
-        let svg = strip_plot(&pair("Ir", "")).unwrap();
-        assert!(svg.contains(">Ir</text>"), "{svg}");
-        assert!(!svg.contains("()"), "{svg}");
-        let svg = strip_plot(&pair("D1_misses", "")).unwrap();
-        assert!(svg.contains(">D1_misses</text>"), "{svg}");
-        assert!(!svg.contains("()"), "{svg}");
+        for name in ["Ir", "D1_misses"] {
+            let svg = strip_plot(&pair(name, "")).unwrap();
+            assert_contains!(svg, format!(">{name}</text>"));
+            assert!(!svg.contains("()"), "{svg}");
+        }
         let svg = strip_plot(&pair("kernel_time", "ns")).unwrap();
-        assert!(svg.contains(">kernel_time (ns)</text>"), "{svg}");
+        assert_contains!(svg, ">kernel_time (ns)</text>");
     }
 }

@@ -72,43 +72,27 @@ fn tally(report: &Report) -> Tally {
 }
 
 fn metric_case(b: &BenchmarkComparison, m: &MetricComparison) -> String {
-    let detail = format!(
-        "{}{}: base {}, head {}, change {}{}",
-        m.verdict.as_str(),
-        if m.source == crate::model::metric::Source::Estimate {
-            " (estimate)"
-        } else {
-            ""
-        },
-        m.base
-            .as_ref()
-            .map(|s| format_value(s.median, &m.unit))
-            .unwrap_or_else(|| "–".into()),
-        m.head
-            .as_ref()
-            .map(|s| format_value(s.median, &m.unit))
-            .unwrap_or_else(|| "–".into()),
-        m.change.map(format_change).unwrap_or_else(|| "–".into()),
-        if m.reason.is_empty() {
-            String::new()
-        } else {
-            format!("; {}", m.reason)
-        }
-    );
-    let body = match metric_outcome(m) {
-        Outcome::Failure => format!(
-            "<failure message=\"{}\" type=\"regression\">{}</failure>",
-            escape_html(&detail),
-            escape_html(&detail)
-        ),
-        Outcome::Skipped => format!("<skipped message=\"{}\"/>", escape_html(&detail)),
-        _ => format!("<system-out>{}</system-out>", escape_html(&detail)),
+    let median = |s: &Option<crate::stats::Summary>| {
+        s.as_ref()
+            .map_or_else(|| "–".into(), |s| format_value(s.median, &m.unit))
     };
-    format!(
-        "    <testcase classname=\"{}\" name=\"{}\">{body}</testcase>\n",
-        escape_html(&b.name),
-        escape_html(&m.name)
-    )
+    let estimate = m.source == crate::model::metric::Source::Estimate;
+    let estimate = if estimate { " (estimate)" } else { "" };
+    let reason = (!m.reason.is_empty()).then(|| format!("; {}", m.reason));
+    let (verdict, base, head) = (m.verdict.as_str(), median(&m.base), median(&m.head));
+    let change = m.change.map_or("–".into(), format_change);
+    let reason = reason.unwrap_or_default();
+    let detail = format!("{verdict}{estimate}: base {base}, head {head}, change {change}{reason}");
+    let detail = escape_html(&detail);
+    let body = match metric_outcome(m) {
+        Outcome::Failure => {
+            format!("<failure message=\"{detail}\" type=\"regression\">{detail}</failure>")
+        }
+        Outcome::Skipped => format!("<skipped message=\"{detail}\"/>"),
+        _ => format!("<system-out>{detail}</system-out>"),
+    };
+    let (class, name) = (escape_html(&b.name), escape_html(&m.name));
+    format!("    <testcase classname=\"{class}\" name=\"{name}\">{body}</testcase>\n")
 }
 
 /// Whether the benchmark gets a test case of its own: one without metrics, or an incorrect one.
@@ -117,41 +101,20 @@ fn has_own_case(b: &BenchmarkComparison) -> bool {
 }
 
 fn benchmark_case(b: &BenchmarkComparison) -> String {
+    let (verdict, why) = (b.verdict.as_str(), escape_html(&b.explanation));
     let body = match benchmark_outcome(b) {
-        Outcome::Failure => format!(
-            "<failure message=\"{0}\" type=\"incorrect\">{0}</failure>",
-            escape_html(&b.explanation)
-        ),
-        Outcome::Error => format!(
-            "<error message=\"{}\" type=\"failed\"/>",
-            escape_html(&b.explanation)
-        ),
-        Outcome::Skipped => format!(
-            "<skipped message=\"{}: {}\"/>",
-            b.verdict.as_str(),
-            escape_html(&b.explanation)
-        ),
-        _ => format!(
-            "<system-out>{}: {}</system-out>",
-            b.verdict.as_str(),
-            escape_html(&b.explanation)
-        ),
+        Outcome::Failure => {
+            format!("<failure message=\"{why}\" type=\"incorrect\">{why}</failure>")
+        }
+        Outcome::Error => format!("<error message=\"{why}\" type=\"failed\"/>"),
+        Outcome::Skipped => format!("<skipped message=\"{verdict}: {why}\"/>"),
+        _ => format!("<system-out>{verdict}: {why}</system-out>"),
     };
-    format!(
-        "    <testcase classname=\"{}\" name=\"{}\">{body}</testcase>\n",
-        escape_html(&b.name),
-        escape_html(&b.name)
-    )
+    let name = escape_html(&b.name);
+    format!("    <testcase classname=\"{name}\" name=\"{name}\">{body}</testcase>\n")
 }
 
 impl Exporter for JunitExporter {
-    fn render(&self, report: &Report) -> String {
-        let mut out = Vec::new();
-        self.write_to(report, &mut out)
-            .expect("writing to memory does not fail");
-        String::from_utf8(out).expect("the cases are text")
-    }
-
     /// The test cases are written one by one as they are made: a suite of thousands of
     /// benchmarks gives hundreds of thousands, and the page was held twice over.
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
@@ -161,23 +124,17 @@ impl Exporter for JunitExporter {
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"kgate\" tests=\"{0}\" failures=\"{1}\" errors=\"{2}\" skipped=\"{3}\">\n  <testsuite name=\"kgate\" tests=\"{0}\" failures=\"{1}\" errors=\"{2}\" skipped=\"{3}\">\n",
             tally.tests, tally.failures, tally.errors, tally.skipped
         )?;
-        writeln!(
-            out,
-            "    <properties><property name=\"summary\" value=\"{}\"/></properties>",
-            escape_html(&summary_line(report))
-        )?;
-        report
-            .benchmarks
-            .iter()
-            .try_for_each(|b| -> std::io::Result<()> {
-                if has_own_case(b) {
-                    out.write_all(benchmark_case(b).as_bytes())?;
-                }
-                for m in &b.metrics {
-                    out.write_all(metric_case(b, m).as_bytes())?;
-                }
-                Ok(())
-            })?;
+        let summary = escape_html(&summary_line(report));
+        let summary = format!("<property name=\"summary\" value=\"{summary}\"/>");
+        writeln!(out, "    <properties>{summary}</properties>")?;
+        for b in &report.benchmarks {
+            if has_own_case(b) {
+                out.write_all(benchmark_case(b).as_bytes())?;
+            }
+            for m in &b.metrics {
+                out.write_all(metric_case(b, m).as_bytes())?;
+            }
+        }
         out.write_all(b"  </testsuite>\n</testsuites>\n")
     }
 }

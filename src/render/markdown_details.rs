@@ -69,12 +69,8 @@ fn benchmark_section(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> String {
     if body.is_empty() {
         return String::new();
     }
-    format!(
-        "\n<details><summary><b>{}</b>: {}</summary>\n\n{}</details>\n",
-        escape_markdown_html(&b.name),
-        b.verdict.as_str(),
-        body
-    )
+    let (name, verdict) = (escape_markdown_html(&b.name), b.verdict.as_str());
+    format!("\n<details><summary><b>{name}</b>: {verdict}</summary>\n\n{body}</details>\n")
 }
 
 fn median(values: &[f64]) -> Option<f64> {
@@ -95,13 +91,8 @@ fn counter_table(counters: &[CounterPair]) -> String {
             (Some(b), Some(h)) if b != 0.0 => format_change(h / b - 1.0),
             _ => "–".into(),
         };
-        s.push_str(&format!(
-            "| {} | {} | {} | {} |\n",
-            escape_markdown(&c.name),
-            escape_markdown(&cell(base)),
-            escape_markdown(&cell(head)),
-            change
-        ));
+        let [name, base, head] = [&c.name, &cell(base), &cell(head)].map(|t| escape_markdown(t));
+        s.push_str(&format!("| {name} | {base} | {head} | {change} |\n"));
     }
     s
 }
@@ -140,9 +131,8 @@ fn thin(values: &[f64], max: usize) -> Vec<f64> {
     if values.len() <= max {
         return values.to_vec();
     }
-    (0..max)
-        .map(|i| values[i * (values.len() - 1) / (max - 1)])
-        .collect()
+    let spread = |i| values[i * (values.len() - 1) / (max - 1)];
+    (0..max).map(spread).collect()
 }
 
 fn number_list(values: &[f64]) -> String {
@@ -161,16 +151,11 @@ fn number_list(values: &[f64]) -> String {
     format!("[{}]", items.join(", "))
 }
 
-/// The first gating metric's samples by repetition, base then head.
 /// The gating metric's median over the recorded jobs of this environment, with this run's
 /// median as the last point: is the change a step, or part of a drift?
 fn trend_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<String> {
-    let metric = b
-        .metrics
-        .iter()
-        .find(|m| m.gates)
-        .map(|m| m.name.as_str())?;
-    let pair = e.metrics.iter().find(|m| m.name == metric)?;
+    let metric = &b.metrics.iter().find(|m| m.gates)?.name;
+    let pair = e.metrics.iter().find(|m| m.name == *metric)?;
     if pair.history.len() < 2 {
         return None;
     }
@@ -178,10 +163,8 @@ fn trend_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<String>
     medians.extend(median(&pair.head));
     let typical = median(&medians).unwrap_or_default();
     let (factor, unit) = display_unit(&pair.unit, typical);
-    let points: Vec<f64> = thin(&medians, MAX_CHART_POINTS)
-        .iter()
-        .map(|x| x * factor)
-        .collect();
+    let thinned = thin(&medians, MAX_CHART_POINTS);
+    let points: Vec<f64> = thinned.iter().map(|x| x * factor).collect();
     Some(format!(
         "```mermaid\nxychart-beta\n    title \"{} median per recorded job; last point: this run\"\n    x-axis \"job\" 1 --> {}\n    y-axis \"{}\"\n    line {}\n```\n\n",
         mermaid_label(&pair.name),
@@ -191,27 +174,21 @@ fn trend_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<String>
     ))
 }
 
+/// The first gating metric's samples by repetition, base then head.
 fn repetition_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<String> {
-    let metric = b
-        .metrics
-        .iter()
-        .find(|m| m.gates)
-        .or(b.metrics.first())
-        .map(|m| m.name.as_str())
-        .or(e.metrics.first().map(|m| m.name.as_str()))?;
-    let pair = e.metrics.iter().find(|m| m.name == metric)?;
+    let gating = b.metrics.iter().find(|m| m.gates).or(b.metrics.first());
+    let metric = gating
+        .map(|m| &m.name)
+        .or(e.metrics.first().map(|m| &m.name))?;
+    let pair = e.metrics.iter().find(|m| m.name == *metric)?;
     if pair.base.len() + pair.head.len() < 3 {
         return None;
     }
-    let typical = median(&pair.head)
-        .or(median(&pair.base))
-        .unwrap_or_default();
-    let (factor, unit) = display_unit(&pair.unit, typical);
-    let scale = |v: &[f64]| {
-        thin(v, MAX_CHART_POINTS)
-            .iter()
-            .map(|x| x * factor)
-            .collect::<Vec<_>>()
+    let typical = median(&pair.head).or(median(&pair.base));
+    let (factor, unit) = display_unit(&pair.unit, typical.unwrap_or_default());
+    let scale = |v: &[f64]| -> Vec<f64> {
+        let thinned = thin(v, MAX_CHART_POINTS);
+        thinned.iter().map(|x| x * factor).collect()
     };
     let base = scale(&pair.base);
     let head = scale(&pair.head);
@@ -236,9 +213,8 @@ fn repetition_chart(b: &BenchmarkComparison, e: &BenchmarkEvidence) -> Option<St
 pub(crate) fn bucketed(timeline: &[[f64; 2]], end: f64, buckets: usize) -> Vec<f64> {
     let mut sums = vec![(0.0, 0usize); buckets];
     for [t, v] in timeline {
-        let i = ((t / end) * buckets as f64)
-            .floor()
-            .clamp(0.0, (buckets - 1) as f64) as usize;
+        let i = ((t / end) * buckets as f64).floor();
+        let i = i.clamp(0.0, (buckets - 1) as f64) as usize;
         sums[i].0 += v;
         sums[i].1 += 1;
     }
@@ -258,13 +234,8 @@ fn timeline_chart(c: &CounterPair) -> Option<String> {
     if c.base.timeline.len() < 2 && c.head.timeline.len() < 2 {
         return None;
     }
-    let end = c
-        .base
-        .timeline
-        .iter()
-        .chain(&c.head.timeline)
-        .map(|p| p[0])
-        .fold(0.0_f64, f64::max);
+    let times = c.base.timeline.iter().chain(&c.head.timeline).map(|p| p[0]);
+    let end = times.fold(0.0_f64, f64::max);
     if end <= 0.0 {
         return None;
     }
@@ -278,10 +249,8 @@ fn timeline_chart(c: &CounterPair) -> Option<String> {
     );
     for side in [&c.base, &c.head] {
         if !side.timeline.is_empty() {
-            s.push_str(&format!(
-                "    line {}\n",
-                number_list(&bucketed(&side.timeline, end, TIMELINE_BUCKETS))
-            ));
+            let points = bucketed(&side.timeline, end, TIMELINE_BUCKETS);
+            s.push_str(&format!("    line {}\n", number_list(&points)));
         }
     }
     s.push_str("```\n\n");
@@ -316,14 +285,10 @@ pub fn unified_diff(a: &ArtifactPair) -> (String, usize, usize) {
             similar::ChangeTag::Equal => {}
         }
     }
-    let text = diff
-        .unified_diff()
-        .context_radius(3)
-        .header(
-            &format!("base/{}", escape_terminal(&a.path)),
-            &format!("head/{}", escape_terminal(&a.path)),
-        )
-        .to_string();
+    let path = escape_terminal(&a.path);
+    let (base, head) = (format!("base/{path}"), format!("head/{path}"));
+    let mut unified = diff.unified_diff();
+    let text = unified.context_radius(3).header(&base, &head).to_string();
     (text, added, removed)
 }
 
@@ -335,10 +300,8 @@ fn artifact_diff(a: &ArtifactPair) -> String {
     lines.truncate(MAX_DIFF_LINES);
     let mut text = escape_code(&lines.join("\n"));
     if cut {
-        text.push_str(&format!(
-            "\n… {} more diff lines not shown",
-            total - MAX_DIFF_LINES
-        ));
+        let more = total - MAX_DIFF_LINES;
+        text.push_str(&format!("\n… {more} more diff lines not shown"));
     }
     let fence = fence_for(&text);
     let side_note = match (&a.base, &a.head) {
@@ -346,19 +309,11 @@ fn artifact_diff(a: &ArtifactPair) -> String {
         (_, None) => " (gone on head)",
         _ => "",
     };
+    let cap = "; the artifact was cut at the size cap";
+    let capped = if a.truncated { cap } else { "" };
+    let (name, path) = (escape_markdown_html(&a.name), escape_markdown_html(&a.path));
     format!(
-        "<details><summary>artifact <code>{}</code> (<code>{}</code>) changed{}: +{} −{} lines{}</summary>\n\n{fence}diff\n{}\n{fence}\n\n</details>\n\n",
-        escape_markdown_html(&a.name),
-        escape_markdown_html(&a.path),
-        side_note,
-        added,
-        removed,
-        if a.truncated {
-            "; the artifact was cut at the size cap"
-        } else {
-            ""
-        },
-        text
+        "<details><summary>artifact <code>{name}</code> (<code>{path}</code>) changed{side_note}: +{added} −{removed} lines{capped}</summary>\n\n{fence}diff\n{text}\n{fence}\n\n</details>\n\n"
     )
 }
 
@@ -394,7 +349,7 @@ mod tests {
         };
         let (text, added, removed) = unified_diff(&a);
         assert_eq!((added, removed), (1, 1));
-        assert!(text.contains("--- base/k.ptx\n+++ head/k.ptx\n"));
-        assert!(text.contains("-add\n+fma\n"));
+        assert_contains!(text, "--- base/k.ptx\n+++ head/k.ptx\n");
+        assert_contains!(text, "-add\n+fma\n");
     }
 }

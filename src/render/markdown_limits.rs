@@ -194,10 +194,8 @@ impl Candidates {
                     .iter()
                     .map(|(v, n)| format!("{n} {}", v.as_str()))
                     .collect();
-                what.push(format!(
-                    "{dropped} of {total} benchmarks ({})",
-                    parts.join(", ")
-                ));
+                let parts = parts.join(", ");
+                what.push(format!("{dropped} of {total} benchmarks ({parts})"));
             }
             (r, what)
         };
@@ -293,12 +291,10 @@ fn with_note(text: &str, cut: &[String], hint: &str) -> String {
     let note = note(cut, hint);
     // The note goes right after the verdict line, where nobody misses it.
     match text.find("\n\n") {
-        Some(i) => format!(
-            "{}{}\n{}",
-            &text[..i + 2],
-            note.trim_start(),
-            &text[i + 2..]
-        ),
+        Some(i) => {
+            let (head, tail) = text.split_at(i + 2);
+            format!("{head}{}\n{tail}", note.trim_start())
+        }
         None => format!("{text}{note}"),
     }
 }
@@ -339,9 +335,9 @@ fn hard_cut(text: &str, max: usize, size: fn(&str) -> usize) -> String {
 mod tests {
     use super::*;
     use crate::model::function_diff::BenchmarkProfile;
-    use crate::model::metric::{Direction, GateRule, Source};
     use crate::model::report::Design;
-    use crate::model::results::{Artifact, BenchmarkResult, MetricSamples, Provenance, RunResults};
+    use crate::model::results::{Artifact, BenchmarkResult, Provenance, RunResults};
+    use crate::render::tests::timer_samples;
 
     /// A suite of `benchmarks` × 12 metrics whose first benchmarks regress, with artifacts
     /// (one changed), evidence, a profile and a warning.
@@ -360,18 +356,10 @@ mod tests {
                         r.repetitions = 10;
                         for m in 0..metrics(b) {
                             let change = if b % 5 == 0 { shift } else { 1.0 };
-                            r.metrics.push(MetricSamples {
-                                name: format!("m{m}"),
-                                unit: "ns".into(),
-                                source: Source::Timer,
-                                direction: Direction::Lower,
-                                gate: GateRule::default(),
-                                values: (0..10)
-                                    .map(|i| 100.0 * change * (1.0 + 0.002 * f64::from(i)))
-                                    .collect(),
-                                repetition: (0..10).collect(),
-                                spread: None,
-                            });
+                            let values =
+                                (0..10).map(|i| 100.0 * change * (1.0 + 0.002 * f64::from(i)));
+                            r.metrics
+                                .push(timer_samples(format!("m{m}"), "ns", values.collect()));
                         }
                         r.artifacts.insert(
                             "ir".into(),
@@ -387,12 +375,8 @@ mod tests {
             )
         };
         let (base, head) = (side(1.0, "add\n"), side(1.3, "mul\n"));
-        let mut report = crate::compare::compare(
-            &base,
-            &head,
-            &crate::compare::ComparePolicy::default(),
-            Design::Files,
-        );
+        let policy = crate::compare::ComparePolicy::default();
+        let mut report = crate::compare::compare(&base, &head, &policy, Design::Files);
         report.attach_bounded_evidence(Some(&base), &head);
         report.benchmarks[0].profile = Some(BenchmarkProfile {
             tool: "callgrind".into(),
@@ -429,15 +413,10 @@ mod tests {
         let rows: usize = report.benchmarks.iter().map(|b| b.metrics.len()).sum();
         let full = MarkdownExporter.render(&report);
         // Limits under which every row is over the limit alone, and the rest.
-        for max in [
-            80,
-            2_000,
-            9_000,
-            rows * MIN_METRIC_ROW_CHARS - 1,
-            rows * MIN_METRIC_ROW_CHARS,
-            full.len() - 1,
-            full.len(),
-        ] {
+        let all_rows = rows * MIN_METRIC_ROW_CHARS;
+        #[rustfmt::skip]
+        let limits = [80, 2_000, 9_000, all_rows - 1, all_rows, full.len() - 1, full.len()];
+        for max in limits {
             for size in [chars as fn(&str) -> usize, str::len] {
                 let skipping = limited_with(&report, max, "the artifact", size, true);
                 let rendering = limited_with(&report, max, "the artifact", size, false);
@@ -446,10 +425,8 @@ mod tests {
             }
         }
         // The bound holds: the table of every row is over it on its own.
-        let table_rows = full
-            .lines()
-            .filter(|l| l.starts_with("| kernel"))
-            .map(|l| l.chars().count() + 1);
+        let table_rows = full.lines().filter(|l| l.starts_with("| kernel"));
+        let table_rows = table_rows.map(|l| l.chars().count() + 1);
         assert!(table_rows.clone().count() >= rows);
         assert!(table_rows.min().unwrap() >= MIN_METRIC_ROW_CHARS);
     }

@@ -41,12 +41,18 @@ pub enum Format {
     Junit,
 }
 
-/// Renders a report in one format.
+/// Renders a report in one format. An exporter implements one of the two methods: `render`
+/// for a format made whole, `write_to` for one produced piece by piece, so that a large
+/// report is never held whole in memory.
 pub trait Exporter {
-    fn render(&self, report: &Report) -> String;
+    fn render(&self, report: &Report) -> String {
+        let mut out = Vec::new();
+        self.write_to(report, &mut out)
+            .expect("writing into memory does not fail");
+        String::from_utf8(out).expect("exporters write UTF-8")
+    }
 
-    /// Writes the report into `out`; a format that can be produced piece by piece overrides
-    /// this so that a large report is never held whole in memory.
+    /// Writes the report into `out`.
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         out.write_all(self.render(report).as_bytes())
     }
@@ -112,34 +118,23 @@ pub fn summary_line(report: &Report) -> String {
         // regressed is named here, not only in its row.
         let mut part = format!("{} not gated", s.not_gated);
         if !would.is_empty() {
-            part.push_str(&format!(
-                " ({} would regress: {})",
-                would.len(),
-                would.join(", ")
-            ));
+            let (n, names) = (would.len(), would.join(", "));
+            part.push_str(&format!(" ({n} would regress: {names})"));
         }
         parts.push(part);
     }
-    if s.new > 0 {
-        parts.push(format!("{} new", s.new));
+    #[rustfmt::skip]
+    let counts = [
+        (s.new, "new"), (s.missing, "missing"), (s.skipped, "skipped"),
+        (s.identical, "identical (not measured)"), (s.waived, "waived"),
+    ];
+    for (n, what) in counts {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
     }
-    if s.missing > 0 {
-        parts.push(format!("{} missing", s.missing));
-    }
-    if s.skipped > 0 {
-        parts.push(format!("{} skipped", s.skipped));
-    }
-    if s.identical > 0 {
-        parts.push(format!("{} identical (not measured)", s.identical));
-    }
-    if s.waived > 0 {
-        parts.push(format!("{} waived", s.waived));
-    }
-    format!(
-        "{} of {}",
-        parts.join(", "),
-        plural(s.total, "benchmark", "benchmarks")
-    )
+    let total = plural(s.total, "benchmark", "benchmarks");
+    format!("{} of {total}", parts.join(", "))
 }
 
 /// What an adaptive run's benchmarks cost against a fixed plan at `repetitions.max`:
@@ -148,10 +143,8 @@ pub fn summary_line(report: &Report) -> String {
 pub fn cost_line(report: &Report) -> Option<String> {
     let c = report.cost?;
     let share = if c.fixed_repetitions > 0 {
-        format!(
-            " ({:.0} %)",
-            100.0 * c.repetitions as f64 / c.fixed_repetitions as f64
-        )
+        let share = 100.0 * c.repetitions as f64 / c.fixed_repetitions as f64;
+        format!(" ({share:.0} %)")
     } else {
         String::new()
     };
@@ -278,10 +271,10 @@ impl Exporter for MarkdownExporter {
             RunVerdict::NoBaseline => "❔",
             RunVerdict::Error => "🛑",
         };
+        let summary = escape_markdown(&summary_line(report));
         let mut out = format!(
-            "### {icon} kgate: {}: {}\n\n",
-            verdict_word(report.verdict),
-            escape_markdown(&summary_line(report))
+            "### {icon} kgate: {}: {summary}\n\n",
+            verdict_word(report.verdict)
         );
         if let Some(cost) = cost_line(report) {
             out.push_str(&format!("{}\n\n", escape_markdown(&cost)));
@@ -303,6 +296,7 @@ impl Exporter for MarkdownExporter {
             out.push('\n');
         }
         for b in &report.benchmarks {
+            let (name, verdict) = (escape_markdown(&b.name), b.verdict.as_str());
             if matches!(
                 b.verdict,
                 Verdict::Regressed
@@ -313,25 +307,14 @@ impl Exporter for MarkdownExporter {
                     | Verdict::NotGated
                     | Verdict::Identical
             ) {
-                out.push_str(&format!(
-                    "- **{}** {}: {}\n",
-                    escape_markdown(&b.name),
-                    b.verdict.as_str(),
-                    escape_markdown(&b.explanation)
-                ));
+                let why = escape_markdown(&b.explanation);
+                out.push_str(&format!("- **{name}** {verdict}: {why}\n"));
             } else if b.metrics.iter().any(|m| m.waived) {
-                out.push_str(&format!(
-                    "- **{}** waived: {}\n",
-                    escape_markdown(&b.name),
-                    escape_markdown(&b.explanation)
-                ));
+                let why = escape_markdown(&b.explanation);
+                out.push_str(&format!("- **{name}** waived: {why}\n"));
             } else if let Some(note) = b.changed_parameters() {
-                out.push_str(&format!(
-                    "- **{}** {}: {}\n",
-                    escape_markdown(&b.name),
-                    b.verdict.as_str(),
-                    escape_markdown(note)
-                ));
+                let note = escape_markdown(note);
+                out.push_str(&format!("- **{name}** {verdict}: {note}\n"));
             }
         }
         let all: Vec<(&str, &MetricComparison)> = report
@@ -348,11 +331,8 @@ impl Exporter for MarkdownExporter {
         if !shortened.is_empty() {
             out.push_str("\n<details><summary>Kernel names shortened in the tables</summary>\n\n");
             for (short, name) in &shortened {
-                out.push_str(&format!(
-                    "- {}: {}\n",
-                    escape_markdown(short),
-                    escape_markdown(name)
-                ));
+                let (short, name) = (escape_markdown(short), escape_markdown(name));
+                out.push_str(&format!("- {short}: {name}\n"));
             }
             out.push_str("\n</details>\n");
         }
@@ -375,13 +355,10 @@ impl Exporter for MarkdownExporter {
                 "Prediction interval over stored jobs"
             }
         };
+        let (alpha, correction, looks) = (report.alpha, report.correction.as_str(), report.looks);
+        let (s, confidence) = (if looks == 1 { "" } else { "s" }, (1.0 - alpha) * 100.0);
         out.push_str(&format!(
-            "\n<sub>{model} at α = {} ({} correction, {} look{}), intervals at {} % confidence; changes are head against base; MDE is the smallest change this run would flag with 80 % power.</sub>\n",
-            report.alpha,
-            report.correction.as_str(),
-            report.looks,
-            if report.looks == 1 { "" } else { "s" },
-            (1.0 - report.alpha) * 100.0
+            "\n<sub>{model} at α = {alpha} ({correction} correction, {looks} look{s}), intervals at {confidence} % confidence; changes are head against base; MDE is the smallest change this run would flag with 80 % power.</sub>\n"
         ));
         out
     }
@@ -407,13 +384,6 @@ pub fn write_json(
 }
 
 impl Exporter for JsonExporter {
-    fn render(&self, report: &Report) -> String {
-        let mut out = Vec::new();
-        self.write_to(report, &mut out)
-            .expect("reports serialize to JSON");
-        String::from_utf8(out).expect("JSON is UTF-8")
-    }
-
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         write_json(report, self.pretty, out)
     }
@@ -435,59 +405,60 @@ pub(crate) fn shortened_names(report: &Report) -> Vec<(String, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::metric::{Direction, GateRule, Source};
+    use crate::model::results::MetricSamples;
+
+    /// A lower-is-better timer metric of `values`, one repetition each.
+    pub(super) fn timer_samples(name: String, unit: &str, values: Vec<f64>) -> MetricSamples {
+        MetricSamples {
+            name,
+            unit: unit.into(),
+            source: Source::Timer,
+            direction: Direction::Lower,
+            gate: GateRule::default(),
+            repetition: (0..values.len() as u32).collect(),
+            values,
+            spread: None,
+        }
+    }
 
     /// A row that may not fail the build says so in its verdict cell, in every format that
     /// shows the cell, rather than the word a gating verdict gets (before: `regressed` under a
     /// PASS headline).
     #[test]
     fn a_metric_that_does_not_gate_reads_as_such_in_its_verdict_cell() {
-        use crate::model::metric::{Direction, GateRule, Source};
-        use crate::model::results::MetricSamples;
-        let samples = MetricSamples {
-            name: "kernel_time".into(),
-            unit: "us".into(),
-            source: Source::Timer,
-            direction: Direction::Lower,
-            gate: GateRule::default(),
-            values: Vec::new(),
-            repetition: Default::default(),
-            spread: None,
-        };
+        let samples = timer_samples("kernel_time".into(), "us", Vec::new());
         let mut m = crate::compare::blank(&samples, &crate::compare::ComparePolicy::default());
-        m.verdict = Verdict::Regressed;
-        m.gates = true;
-        assert_eq!(metric_verdict(&m), "regressed");
-        m.gates = false;
-        assert_eq!(metric_verdict(&m), "would regress (not gated)");
-        m.verdict = Verdict::Improved;
-        assert_eq!(metric_verdict(&m), "would improve (not gated)");
-        m.verdict = Verdict::Unchanged;
-        assert_eq!(metric_verdict(&m), "unchanged (not gated)");
+        for (verdict, gates, cell) in [
+            (Verdict::Regressed, true, "regressed"),
+            (Verdict::Regressed, false, "would regress (not gated)"),
+            (Verdict::Improved, false, "would improve (not gated)"),
+            (Verdict::Unchanged, false, "unchanged (not gated)"),
+        ] {
+            (m.verdict, m.gates) = (verdict, gates);
+            assert_eq!(metric_verdict(&m), cell);
+        }
         m.verdict = Verdict::Regressed;
         let markdown = MarkdownExporter::table(&[("b", &m)]);
-        assert!(
-            markdown.contains("| would regress (not gated) |"),
-            "{markdown}"
-        );
+        assert_contains!(markdown, "| would regress (not gated) |");
     }
 
     #[test]
     fn a_figure_in_a_comment_cell_breaks_only_between_the_ends_of_an_interval() {
-        assert_eq!(
-            unbreakable_figures("99.80 µs (n=12)"),
-            "99.80\u{a0}µs (n=12)"
-        );
-        assert_eq!(
-            unbreakable_figures("+10.1 % … +14.0 %"),
-            "+10.1\u{a0}% … +14.0\u{a0}%"
-        );
-        assert_eq!(unbreakable_figures("–"), "–");
+        for (cell, figures) in [
+            ("99.80 µs (n=12)", "99.80\u{a0}µs (n=12)"),
+            ("+10.1 % … +14.0 %", "+10.1\u{a0}% … +14.0\u{a0}%"),
+            ("–", "–"),
+        ] {
+            assert_eq!(unbreakable_figures(cell), figures);
+        }
     }
 
     #[test]
     fn markdown_escaping_neutralizes_repository_text() {
+        let escaped = escape_markdown("a|b <script>@team `x` *y*\nz");
         assert_eq!(
-            escape_markdown("a|b <script>@team `x` *y*\nz"),
+            escaped,
             "a&#124;b &lt;script&gt;&#64;&#8205;team \\`x\\` \\*y\\* z"
         );
     }

@@ -84,10 +84,7 @@ pub fn load_report(path: &Path) -> Result<Report, StoredReportError> {
         });
     }
     parsed.map_err(|source| match source.is_io() {
-        true => StoredReportError::Read {
-            path: path.to_path_buf(),
-            source: source.into(),
-        },
+        true => read_error(source.into()),
         false => StoredReportError::Parse {
             path: path.to_path_buf(),
             field: failed_text.as_deref().and_then(|text| {

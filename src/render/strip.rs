@@ -60,47 +60,37 @@ pub fn strip_plot(caption: &str, unit: &str, range: (f64, f64), rows: &[Row<'_>]
     for tick in ticks(lo, hi) {
         let tx = round1(x(tick));
         let _ = write!(grid, "M{tx} {BOTTOM}V{TOP}");
+        let (ty, label) = (BOTTOM + 16.0, tick_label(tick, hi - lo));
         let _ = writeln!(
             s,
-            "<path d=\"M{tx} {BOTTOM}v5\" stroke=\"#000\"/><text x=\"{tx}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            BOTTOM + 16.0,
-            tick_label(tick, hi - lo)
+            "<path d=\"M{tx} {BOTTOM}v5\" stroke=\"#000\"/><text x=\"{tx}\" y=\"{ty}\" text-anchor=\"middle\">{label}</text>"
         );
     }
+    let (ux, uy, unit) = ((LEFT + RIGHT) / 2.0, HEIGHT - 6.0, escape_html(unit));
     let _ = writeln!(
         s,
-        "<path d=\"{grid}\" stroke=\"#000\" stroke-opacity=\"0.15\"/>\n<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-        (LEFT + RIGHT) / 2.0,
-        HEIGHT - 6.0,
-        escape_html(unit)
+        "<path d=\"{grid}\" stroke=\"#000\" stroke-opacity=\"0.15\"/>\n<text x=\"{ux}\" y=\"{uy}\" text-anchor=\"middle\">{unit}</text>"
     );
     for (row, r) in rows.iter().enumerate() {
         let color = css(r.color);
+        let (lx, ly, label) = (LEFT - 6.0, round1(y(row, 0.0)), r.label);
         let _ = writeln!(
             s,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" dominant-baseline=\"middle\">{}</text>",
-            LEFT - 6.0,
-            round1(y(row, 0.0)),
-            r.label
+            "<text x=\"{lx}\" y=\"{ly}\" text-anchor=\"end\" dominant-baseline=\"middle\">{label}</text>"
         );
         let _ = writeln!(s, "<g fill=\"{color}\" fill-opacity=\"0.6\">");
         for (i, &v) in r.values.iter().enumerate() {
             let jitter = ((i * 37) % 17) as f64 / 17.0 * 0.5 - 0.25;
-            let _ = writeln!(
-                s,
-                "<circle cx=\"{}\" cy=\"{}\" r=\"3\"/>",
-                round1(x(v)),
-                round1(y(row, jitter))
-            );
+            let (cx, cy) = (round1(x(v)), round1(y(row, jitter)));
+            let _ = writeln!(s, "<circle cx=\"{cx}\" cy=\"{cy}\" r=\"3\"/>");
         }
         s.push_str("</g>\n");
         if let Some(m) = r.median {
-            let mx = round1(x(m));
+            let (mx, low, high) = (round1(x(m)), round1(y(row, -0.4)), round1(y(row, 0.4)));
+            let path = format!("M{mx} {low}V{high}");
             let _ = writeln!(
                 s,
-                "<path d=\"M{mx} {}V{}\" stroke=\"{color}\" stroke-width=\"2\"/>",
-                round1(y(row, -0.4)),
-                round1(y(row, 0.4))
+                "<path d=\"{path}\" stroke=\"{color}\" stroke-width=\"2\"/>"
             );
         }
     }
@@ -136,16 +126,10 @@ fn nice_step(span: f64) -> f64 {
     let raw = span / 5.0;
     let magnitude = 10f64.powf(raw.log10().floor());
     let fraction = raw / magnitude;
-    let nice = if fraction < 1.5 {
-        1.0
-    } else if fraction < 3.5 {
-        2.0
-    } else if fraction < 7.5 {
-        5.0
-    } else {
-        10.0
-    };
-    nice * magnitude
+    let nice = [(1.5, 1.0), (3.5, 2.0), (7.5, 5.0)]
+        .into_iter()
+        .find(|&(below, _)| fraction < below);
+    nice.map_or(10.0, |(_, nice)| nice) * magnitude
 }
 
 /// A tick's label with as many decimals as the step needs.
@@ -154,12 +138,9 @@ fn tick_label(v: f64, span: f64) -> String {
     let decimals = (-step.log10().floor()).max(0.0) as usize;
     let text = format!("{v:.decimals$}");
     // `-0.0` and `-0` read as zero.
-    if text
-        .trim_start_matches('-')
-        .chars()
-        .all(|c| c == '0' || c == '.')
-    {
-        text.trim_start_matches('-').to_string()
+    let unsigned = text.trim_start_matches('-');
+    if unsigned.chars().all(|c| c == '0' || c == '.') {
+        unsigned.to_string()
     } else {
         text
     }
@@ -172,10 +153,8 @@ mod tests {
     #[test]
     fn ticks_fall_on_nice_steps_inside_the_range() {
         let labels = |lo: f64, hi: f64| -> Vec<String> {
-            ticks(lo, hi)
-                .into_iter()
-                .map(|t| tick_label(t, hi - lo))
-                .collect()
+            let ticks = ticks(lo, hi).into_iter();
+            ticks.map(|t| tick_label(t, hi - lo)).collect()
         };
         assert_eq!(labels(0.93, 1.11), ["0.95", "1.00", "1.05", "1.10"]);
         let t = ticks(-3.0, 97.0);
@@ -208,9 +187,9 @@ mod tests {
         );
         assert_eq!(svg.matches("<circle").count(), 5);
         assert_eq!(svg.matches("stroke-width=\"2\"").count(), 2);
-        assert!(svg.contains("a&lt;b&gt; &amp; &quot;c&quot;"), "{svg}");
+        assert_contains!(svg, "a&lt;b&gt; &amp; &quot;c&quot;");
         assert!(!svg.contains("<b>"));
         // The head row above the base row, the dots inside the plot area.
-        assert!(svg.contains("<circle cx=\"117\""), "{svg}");
+        assert_contains!(svg, "<circle cx=\"117\"");
     }
 }

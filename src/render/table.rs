@@ -8,6 +8,7 @@ use super::{
     Exporter, change_cell, ci_cell, cost_line, function_diff, mde_cell, median_cell,
     metric_verdict, p_cell, summary_line, verdict_word,
 };
+use crate::compare::explain::marker;
 use crate::model::report::{BenchmarkComparison, MetricComparison, Report};
 use crate::model::text::short_kernel_name;
 use crate::model::units::format_change;
@@ -60,16 +61,9 @@ pub fn stdout_width() -> Option<usize> {
 }
 
 /// The columns of the terminal table, in order.
+#[rustfmt::skip]
 const TABLE_COLUMNS: [&str; 9] = [
-    "benchmark",
-    "metric",
-    "base",
-    "head",
-    "change",
-    "CI",
-    "p",
-    "MDE",
-    "verdict",
+    "benchmark", "metric", "base", "head", "change", "CI", "p", "MDE", "verdict",
 ];
 
 /// The verdict's column, the last of [`TABLE_COLUMNS`].
@@ -132,11 +126,8 @@ impl TableExporter {
     /// are the whole table's, so every line of every piece is as wide.
     fn layout_width(&self, rows: &[TableRow<'_>], layout: &TableLayout) -> usize {
         let first = &rows[..rows.len().min(TABLE_CHUNK_ROWS)];
-        rendered_width(
-            &self
-                .comfy(first, &layout.keep, layout.widths.as_deref())
-                .to_string(),
-        )
+        let table = self.comfy(first, &layout.keep, layout.widths.as_deref());
+        rendered_width(&table.to_string())
     }
 
     /// Writes the table of `rows` laid out by `layout` when they are all of it (one piece).
@@ -160,9 +151,8 @@ impl TableExporter {
         (first, last): (bool, bool),
         out: &mut dyn std::io::Write,
     ) -> std::io::Result<()> {
-        let text = self
-            .comfy(rows, &layout.keep, layout.widths.as_deref())
-            .to_string();
+        let table = self.comfy(rows, &layout.keep, layout.widths.as_deref());
+        let text = table.to_string();
         let lines: Vec<&str> = text.lines().collect();
         let from = if first { 0 } else { 3 };
         let to = if last { lines.len() } else { lines.len() - 1 };
@@ -206,11 +196,8 @@ impl TableExporter {
         }
         if let Some(widths) = widths {
             // Content width plus the padding of one space a side, as an absolute width.
-            table.set_constraints(
-                widths
-                    .iter()
-                    .map(|&w| ColumnConstraint::Absolute(Width::Fixed(w.saturating_add(2)))),
-            );
+            let fixed = |&w: &u16| ColumnConstraint::Absolute(Width::Fixed(w.saturating_add(2)));
+            table.set_constraints(widths.iter().map(fixed));
         }
         table
     }
@@ -235,12 +222,7 @@ impl TableExporter {
                 TableRow::Bare(b) => (b.verdict.as_str().to_string(), table_name(&b.name), None),
                 TableRow::Metric(b, m) => (
                     metric_verdict(m),
-                    format!(
-                        "{} · {}{}",
-                        table_name(&b.name),
-                        m.name,
-                        crate::compare::explain::marker(m)
-                    ),
+                    format!("{} · {}{}", table_name(&b.name), m.name, marker(m)),
                     Some(vec![
                         format!("base {}", median_cell(&m.base, &m.unit)),
                         format!("head {}", median_cell(&m.head, &m.unit)),
@@ -254,10 +236,8 @@ impl TableExporter {
             let first = format!("{verdict}: {}", escape_terminal(&head));
             pending.push_str(&wrap_words(&first, width, "  "));
             if let Some(fields) = numbers {
-                let fields: Vec<String> = fields
-                    .iter()
-                    .map(|f| escape_terminal(f).into_owned())
-                    .collect();
+                let fields = fields.iter().map(|f| escape_terminal(f).into_owned());
+                let fields: Vec<String> = fields.collect();
                 pending.push_str(&wrap_fields(&fields, width, "  "));
             }
         }
@@ -327,11 +307,8 @@ fn fill(pieces: &[String], width: usize, lead: &str, indent: &str) -> String {
 /// One row of the terminal table.
 enum TableRow<'r> {
     /// A benchmark without metrics (new, missing, failed).
-    Bare(&'r crate::model::report::BenchmarkComparison),
-    Metric(
-        &'r crate::model::report::BenchmarkComparison,
-        &'r MetricComparison,
-    ),
+    Bare(&'r BenchmarkComparison),
+    Metric(&'r BenchmarkComparison, &'r MetricComparison),
 }
 
 impl TableRow<'_> {
@@ -350,7 +327,7 @@ impl TableRow<'_> {
             }
             TableRow::Metric(b, m) => {
                 let mut metric = m.name.clone();
-                metric.push_str(crate::compare::explain::marker(m));
+                metric.push_str(marker(m));
                 [
                     text(&table_name(&b.name)),
                     text(&metric),
@@ -395,10 +372,8 @@ fn text_width(text: &str) -> u16 {
 
 /// The items of the columns `keep` says are shown, in order.
 fn kept<T>(columns: impl IntoIterator<Item = T>, keep: &[bool]) -> impl Iterator<Item = T> {
-    columns
-        .into_iter()
-        .zip(keep)
-        .filter_map(|(item, shown)| shown.then_some(item))
+    let shown = columns.into_iter().zip(keep);
+    shown.filter_map(|(item, shown)| shown.then_some(item))
 }
 
 /// The widest line of a rendered table, in characters.
@@ -421,15 +396,15 @@ fn console_width(line: &str) -> usize {
     n
 }
 
-/// The change column: the Hodges–Lehmann shift, and the change between the medians beside it
-/// when the two disagree in sign (the shift is the median of all pairwise differences, which
-/// can differ from the difference of the medians when the samples are skewed or bimodal).
 /// A benchmark's name as the table's first column shows it: a long C++ signature shortened
 /// ([`short_kernel_name`]), its whole name given under the table.
 fn table_name(name: &str) -> String {
     short_kernel_name(name).unwrap_or_else(|| name.to_string())
 }
 
+/// The change column: the Hodges–Lehmann shift, and the change between the medians beside it
+/// when the two disagree in sign (the shift is the median of all pairwise differences, which
+/// can differ from the difference of the medians when the samples are skewed or bimodal).
 fn change_with_medians(m: &MetricComparison) -> String {
     let shift = change_cell(m);
     let (Some(change), Some(base), Some(head)) = (m.change, &m.base, &m.head) else {
@@ -447,13 +422,6 @@ fn change_with_medians(m: &MetricComparison) -> String {
 }
 
 impl Exporter for TableExporter {
-    fn render(&self, report: &Report) -> String {
-        let mut out = Vec::new();
-        self.write_to(report, &mut out)
-            .expect("writing into memory does not fail");
-        String::from_utf8(out).expect("the table is UTF-8")
-    }
-
     /// Writes the report as it is laid out, the table a piece at a time: a table of 200,000
     /// rows was built as one string and copied into another, twice the memory of the
     /// comparison's JSON report.
@@ -462,11 +430,8 @@ impl Exporter for TableExporter {
             Some(width) => wrap_words(&text, width, "  "),
             None => format!("{text}\n"),
         };
-        let verdict_line = prose(format!(
-            "{}: {}",
-            verdict_word(report.verdict),
-            escape_terminal(&summary_line(report))
-        ));
+        let summary = escape_terminal(&summary_line(report)).into_owned();
+        let verdict_line = prose(format!("{}: {summary}", verdict_word(report.verdict)));
         out.write_all(verdict_line.as_bytes())?;
         if let Some(cost) = cost_line(report) {
             out.write_all(prose(cost).as_bytes())?;
@@ -535,10 +500,9 @@ impl Exporter for TableExporter {
         out.write_all(b"\n")?;
         let mut lines = String::new();
         if !dropped.is_empty() {
+            let (dropped, width) = (dropped.join(", "), self.width.unwrap_or_default());
             lines.push_str(&prose(format!(
-                "({} not shown at {} columns; a wider terminal, `--format markdown` or `--format json` has them)",
-                dropped.join(", "),
-                self.width.unwrap_or_default()
+                "({dropped} not shown at {width} columns; a wider terminal, `--format markdown` or `--format json` has them)"
             )));
         }
         if hidden > 0 {
@@ -548,55 +512,38 @@ impl Exporter for TableExporter {
             )));
         }
         for (short, name) in super::shortened_names(report) {
-            lines.push_str(&prose(format!(
-                "{}: {}",
-                escape_terminal(&short),
-                escape_terminal(name)
-            )));
+            let (short, name) = (escape_terminal(&short), escape_terminal(name));
+            lines.push_str(&prose(format!("{short}: {name}")));
         }
         out.write_all(lines.as_bytes())?;
         // Third reading: the explanations.
-        report
-            .benchmarks
-            .iter()
-            .try_for_each(|b| -> std::io::Result<()> {
-                let mut text = String::new();
-                if matches!(
-                    b.verdict,
-                    Verdict::Regressed
-                        | Verdict::Failed
-                        | Verdict::Incorrect
-                        | Verdict::Inconclusive
-                        | Verdict::Improved
-                        | Verdict::Missing
-                        | Verdict::NotGated
-                        | Verdict::Identical
-                ) {
-                    text.push_str(&prose(format!(
-                        "{} {}: {}",
-                        b.verdict.as_str(),
-                        escape_terminal(&b.name),
-                        escape_terminal(&b.explanation)
-                    )));
-                    if let Some(p) = &b.profile {
-                        text.push_str(&prose(function_diff::table_line(p)));
-                    }
-                } else if b.metrics.iter().any(|m| m.waived) {
-                    text.push_str(&prose(format!(
-                        "waived {}: {}",
-                        escape_terminal(&b.name),
-                        escape_terminal(&b.explanation)
-                    )));
-                } else if let Some(note) = b.changed_parameters() {
-                    text.push_str(&prose(format!(
-                        "{} {}: {}",
-                        b.verdict.as_str(),
-                        escape_terminal(&b.name),
-                        escape_terminal(note)
-                    )));
+        for b in &report.benchmarks {
+            let mut text = String::new();
+            let (verdict, name) = (b.verdict.as_str(), escape_terminal(&b.name));
+            let why = escape_terminal(&b.explanation);
+            if matches!(
+                b.verdict,
+                Verdict::Regressed
+                    | Verdict::Failed
+                    | Verdict::Incorrect
+                    | Verdict::Inconclusive
+                    | Verdict::Improved
+                    | Verdict::Missing
+                    | Verdict::NotGated
+                    | Verdict::Identical
+            ) {
+                text.push_str(&prose(format!("{verdict} {name}: {why}")));
+                if let Some(p) = &b.profile {
+                    text.push_str(&prose(function_diff::table_line(p)));
                 }
-                out.write_all(text.as_bytes())
-            })?;
+            } else if b.metrics.iter().any(|m| m.waived) {
+                text.push_str(&prose(format!("waived {name}: {why}")));
+            } else if let Some(note) = b.changed_parameters() {
+                let note = escape_terminal(note);
+                text.push_str(&prose(format!("{verdict} {name}: {note}")));
+            }
+            out.write_all(text.as_bytes())?;
+        }
         for w in &report.warnings {
             out.write_all(prose(format!("warning: {}", escape_terminal(w))).as_bytes())?;
         }
@@ -628,9 +575,8 @@ mod tests {
 
     #[test]
     fn a_table_laid_out_in_pieces_is_the_table_of_every_row() {
-        use crate::model::metric::{Direction, GateRule, Source};
         use crate::model::report::Design;
-        use crate::model::results::{BenchmarkResult, MetricSamples, Provenance, RunResults};
+        use crate::model::results::{BenchmarkResult, Provenance, RunResults};
         // More rows than a piece holds, of every width: a metric with a long name (with a
         // character two columns wide and one of two bytes) and wide numbers only in the last
         // piece, so that the widths come from the whole, a benchmark on one side only (a bare
@@ -650,22 +596,14 @@ mod tests {
                         1 => 1.0 / shift,
                         _ => 1.0,
                     };
-                    r.metrics.push(MetricSamples {
-                        name: if wide {
-                            format!("a_much_longer_metric_name_表µ_{m}")
-                        } else {
-                            format!("m{m}")
-                        },
-                        unit: "ns".into(),
-                        source: Source::Timer,
-                        direction: Direction::Lower,
-                        gate: GateRule::default(),
-                        values: (0..8)
-                            .map(|i| centre * change * (1.0 + 0.001 * f64::from(i)))
-                            .collect(),
-                        repetition: (0..8).collect(),
-                        spread: None,
-                    });
+                    let name = if wide {
+                        format!("a_much_longer_metric_name_表µ_{m}")
+                    } else {
+                        format!("m{m}")
+                    };
+                    let values = (0..8).map(|i| centre * change * (1.0 + 0.001 * f64::from(i)));
+                    let samples = crate::render::tests::timer_samples(name, "ns", values.collect());
+                    r.metrics.push(samples);
                 }
                 benchmarks.push(r);
             }
@@ -674,12 +612,9 @@ mod tests {
             }
             RunResults::of(benchmarks)
         };
-        let report = crate::compare::compare(
-            &side(1.0, true),
-            &side(1.5, false),
-            &crate::compare::ComparePolicy::default(),
-            Design::Files,
-        );
+        let (base, head) = (side(1.0, true), side(1.5, false));
+        let policy = crate::compare::ComparePolicy::default();
+        let report = crate::compare::compare(&base, &head, &policy, Design::Files);
         let every_column = [true; TABLE_COLUMNS.len()];
         for color in [false, true] {
             let exporter = TableExporter {
@@ -704,17 +639,11 @@ mod tests {
                     exporter.write_piece(&exporter.rows(piece), &layout, ends, &mut written)
                 };
                 pieces(&report.benchmarks, &mut write).unwrap();
-                assert_eq!(
-                    String::from_utf8(written).unwrap(),
-                    whole,
-                    "color {color}, {dropped:?}"
-                );
+                let case = format!("color {color}, {dropped:?}");
+                assert_eq!(String::from_utf8(written).unwrap(), whole, "{case}");
                 // The width measured on the first piece is the whole table's.
-                assert_eq!(
-                    exporter.layout_width(&rows, &layout),
-                    rendered_width(&whole),
-                    "color {color}, {dropped:?}"
-                );
+                let width = exporter.layout_width(&rows, &layout);
+                assert_eq!(width, rendered_width(&whole), "{case}");
             }
         }
     }

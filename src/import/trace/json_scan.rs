@@ -638,46 +638,32 @@ mod tests {
     #[test]
     fn fixed_point_is_exact_at_epoch_scale() {
         // 1764600000123456.789 µs: an f64 holds it only to 0.25 µs.
-        assert_eq!(
-            fixed_point(b"1764600000123456.789", 6),
-            Some(1_764_600_000_123_456_789_000)
-        );
-        assert_eq!(fixed_point(b"14.109999999999999", 3), Some(14_110));
-        assert_eq!(fixed_point(b"-2.5", 0), Some(-3));
-        assert_eq!(fixed_point(b"1.5e3", 0), Some(1_500));
-        assert_eq!(fixed_point(b"25E-1", 1), Some(25));
-        assert_eq!(fixed_point(b"7", 6), Some(7_000_000));
-        for bad in [
-            &b""[..],
-            b"-",
-            b".",
-            b"1.2.3",
-            b"+1",
-            b"1e",
-            b"0x10",
-            b"NaN",
+        for (text, digits, fixed) in [
+            (
+                "1764600000123456.789",
+                6,
+                Some(1_764_600_000_123_456_789_000),
+            ),
+            ("14.109999999999999", 3, Some(14_110)),
+            ("-2.5", 0, Some(-3)),
+            ("1.5e3", 0, Some(1_500)),
+            ("25E-1", 1, Some(25)),
+            ("7", 6, Some(7_000_000)),
+            ("1e40", 6, None),
+            ("1e-60", 6, Some(0)),
         ] {
-            assert_eq!(
-                fixed_point(bad, 6),
-                None,
-                "{}",
-                String::from_utf8_lossy(bad)
-            );
+            assert_eq!(fixed_point(text.as_bytes(), digits), fixed, "{text}");
         }
-        assert_eq!(fixed_point(b"1e40", 6), None);
-        assert_eq!(fixed_point(b"1e-60", 6), Some(0));
-        let quoted = Value {
+        for bad in ["", "-", ".", "1.2.3", "+1", "1e", "0x10", "NaN"] {
+            assert_eq!(fixed_point(bad.as_bytes(), 6), None, "{bad}");
+        }
+        let string = |bytes| Value {
             kind: Kind::Str,
-            bytes: b" 12.5 ",
+            bytes,
             at: 0,
         };
-        assert_eq!(quoted.fixed(3), Ok(Some(12_500)));
-        let not_a_number = Value {
-            kind: Kind::Str,
-            bytes: b"NaN",
-            at: 0,
-        };
-        assert_eq!(not_a_number.fixed(3), Ok(None));
+        assert_eq!(string(b" 12.5 ").fixed(3), Ok(Some(12_500)));
+        assert_eq!(string(b"NaN").fixed(3), Ok(None));
     }
 
     /// The byte-at-a-time skip, as a reference for the 64-byte-block one.
@@ -741,13 +727,10 @@ mod tests {
         for _ in 0..50_000 {
             let len = rng.usize(0..60);
             let buf = crate::capture::bytes::random_text(&mut rng, len, alphabet, 8, b'a'..=b'z');
+            let shown = String::from_utf8_lossy(&buf);
             for start in 0..=len {
-                assert_eq!(
-                    string_end(&buf, start),
-                    by_bytes(&buf, start),
-                    "{:?} from {start}",
-                    String::from_utf8_lossy(&buf)
-                );
+                let expected = by_bytes(&buf, start);
+                assert_eq!(string_end(&buf, start), expected, "{shown:?} from {start}");
             }
         }
     }
@@ -759,11 +742,8 @@ mod tests {
         assert_eq!(whole.bytes.len(), 82);
         assert!(whole.escaped);
         for cut in 1..long.len() {
-            assert_eq!(
-                scan(&long[..cut]).string(),
-                Err(Stop::Incomplete),
-                "cut {cut}"
-            );
+            let cut_off = scan(&long[..cut]).string();
+            assert_eq!(cut_off, Err(Stop::Incomplete), "cut {cut}");
         }
     }
 
@@ -777,11 +757,12 @@ mod tests {
             match s.value() {
                 Ok(v) => seen.push((v.kind, String::from_utf8_lossy(v.bytes).into_owned())),
                 Err(e) => {
+                    let at = text.len() - 3;
                     assert_eq!(
                         e,
                         Stop::Invalid {
                             expected: "a JSON value",
-                            at: text.len() - 3
+                            at
                         }
                     );
                     break;
@@ -801,13 +782,11 @@ mod tests {
             bytes: b"1.2.3",
             at: 40,
         };
-        assert_eq!(
-            malformed.number(),
-            Err(Stop::Invalid {
-                expected: "a JSON number",
-                at: 40
-            })
-        );
+        let invalid = Stop::Invalid {
+            expected: "a JSON number",
+            at: 40,
+        };
+        assert_eq!(malformed.number(), Err(invalid));
         assert_eq!(scan("\"9\"").value().unwrap().number(), Ok(Some(9.0)));
         assert_eq!(scan("null").value().unwrap().text().unwrap(), "");
         assert_eq!(scan("true").value().unwrap().text(), None);
@@ -831,18 +810,9 @@ mod tests {
     fn block_skip_agrees_with_the_byte_loop() {
         // Random nestings of objects, arrays and strings holding brackets, quotes and
         // escapes, long enough to cross several 64-byte blocks.
+        #[rustfmt::skip]
         let pieces = [
-            "{",
-            "}",
-            "[",
-            "]",
-            "\"a}\"",
-            "\"[\\\"]\"",
-            "\"\\\\\"",
-            " ",
-            "1",
-            ",",
-            "\"x\":",
+            "{", "}", "[", "]", "\"a}\"", "\"[\\\"]\"", "\"\\\\\"", " ", "1", ",", "\"x\":",
             "\"long string with no brackets at all\"",
         ];
         let mut rng = fastrand::Rng::with_seed(11);
@@ -873,12 +843,10 @@ mod tests {
         s.expect(b'{', "{").unwrap();
         assert!(!s.first_member().unwrap());
         s.expect(b'{', "{").unwrap();
-        assert_eq!(
-            s.key(),
-            Err(Stop::Invalid {
-                expected: "`:` after the key",
-                at: 29
-            })
-        );
+        let invalid = Stop::Invalid {
+            expected: "`:` after the key",
+            at: 29,
+        };
+        assert_eq!(s.key(), Err(invalid));
     }
 }

@@ -22,6 +22,7 @@ use crate::capture::device::Device;
 use crate::model::metric::{Direction, Source};
 use crate::model::results::{Artifact, BenchmarkResult, RunResults};
 use crate::model::series::{CounterSeries, CountersOf, KernelWindows, Sampling};
+use crate::model::text::count;
 use crate::model::units;
 use std::collections::BTreeMap;
 
@@ -186,10 +187,8 @@ impl TraceSamples {
 
     /// Durations of one kernel.
     pub fn kernel(&self, name: &str) -> Option<Vec<f64>> {
-        self.kernels
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
+        let (_, durations) = self.kernels.iter().find(|(n, _)| n == name)?;
+        Some(durations.clone())
     }
 }
 
@@ -210,12 +209,10 @@ pub fn import_files(
     for path in files {
         let samples = read(path, &ctx.selection)?;
         if samples.is_empty() {
-            return Err(content(
+            return Err(content!(
                 path,
-                format!(
-                    "no kernel events or {counters} matched {selection}; choose kernels with \
+                "no kernel events or {counters} matched {selection}; choose kernels with \
                      --kernel REGEX, --kernel-glob GLOB, {pid_tid}"
-                ),
             ));
         }
         per_file.push((path.clone(), samples));
@@ -225,30 +222,20 @@ pub fn import_files(
 
 /// The least finite value, if any.
 pub(crate) fn least(values: &[f64]) -> Option<f64> {
-    values
-        .iter()
-        .copied()
-        .filter(|v| v.is_finite())
-        .reduce(f64::min)
+    let finite = values.iter().copied().filter(|v| v.is_finite());
+    finite.reduce(f64::min)
 }
 
 /// A counter track's readings whose time and value are both finite (the ones kept), in time
 /// order (a stable sort: readings at one time keep their arrival order), and how many were
 /// left out.
 fn kept_readings(track: tracks::CounterTrack) -> (Vec<f64>, Vec<f64>, usize) {
-    let tracks::CounterTrack {
-        t_ns: mut times,
-        mut values,
-        ..
-    } = track;
+    let (mut times, mut values) = (track.t_ns, track.values);
     let len = times.len();
     let finite = |t: &f64, v: &f64| t.is_finite() && v.is_finite();
     if !times.iter().zip(&values).all(|(t, v)| finite(t, v)) {
-        (times, values) = times
-            .iter()
-            .zip(&values)
-            .filter(|(t, v)| finite(t, v))
-            .unzip();
+        let kept = times.iter().zip(&values).filter(|(t, v)| finite(t, v));
+        (times, values) = kept.unzip();
     }
     if !times.is_sorted_by(|a, b| a.total_cmp(b).is_le()) {
         let mut pairs: Vec<(f64, f64)> = times.into_iter().zip(values).collect();
@@ -316,7 +303,7 @@ fn build_results(
             Some((first, last)) if samples.kernels.is_empty() => Some(format!(
                 "{}: no kernel event was selected by {selection}: its {} read over the profile's span, from the first counter reading to the last ({} ns), as one window, `{PROFILE_SPAN}`, over which a device profile (`device:` in the configuration) derives utilization; --kernel REGEX, --kernel-glob GLOB, --pid or --tid select kernels to read the tracks against instead",
                 path.display(),
-                crate::model::text::count(tracks.len(), "counter track is", "counter tracks are"),
+                count(tracks.len(), "counter track is", "counter tracks are"),
                 last - first
             )),
             _ => None,
@@ -324,10 +311,8 @@ fn build_results(
         for (index, (kernel, durations)) in samples.kernels.into_iter().enumerate() {
             let collector = benchmarks.get(&kernel);
             let rep = collector.result_mut().repetitions;
-            let launch_starts = starts
-                .get_mut(index)
-                .map(std::mem::take)
-                .unwrap_or_default();
+            let launch_starts = starts.get_mut(index).map(std::mem::take);
+            let launch_starts = launch_starts.unwrap_or_default();
             tie_counters(
                 collector.result_mut(),
                 Launches {
@@ -343,18 +328,15 @@ fn build_results(
                 },
             );
             drop(launch_starts);
-            for (name, artifact) in artifacts
-                .iter()
-                .filter(|(k, ..)| *k == kernel)
-                .map(|(_, n, a)| (n, a))
-            {
+            let kernel_artifacts = artifacts.iter().filter(|(k, ..)| *k == kernel);
+            for (_, name, artifact) in kernel_artifacts {
                 let result = collector.result_mut();
                 if let Some(old) = result.artifacts.get(name)
                     && old.text != artifact.text
                 {
+                    let shown = path.display();
                     result.provenance.notes.push(format!(
-                        "artifact `{name}` differs between the files of this import; the one of {} is kept",
-                        path.display()
+                        "artifact `{name}` differs between the files of this import; the one of {shown} is kept"
                     ));
                 }
                 result.artifacts.insert(name.clone(), artifact.clone());
@@ -365,20 +347,15 @@ fn build_results(
                     .map_err(|message| content(&path, message))?;
                 let value = value * factor;
                 if !(value.is_finite() && value >= 0.0) {
-                    return Err(content(
+                    return Err(content!(
                         &path,
-                        format!(
-                            "kernel `{kernel}`: estimate `{metric}` of {value} {unit} is not a finite count; the custom call's backend_config `cost_estimate` is damaged"
-                        ),
+                        "kernel `{kernel}`: estimate `{metric}` of {value} {unit} is not a finite count; the custom call's backend_config `cost_estimate` is damaged"
                     ));
                 }
                 collector.push_at(slot, rep, value);
             }
-            collector
-                .result_mut()
-                .provenance
-                .notes
-                .extend(samples.notes.iter().cloned());
+            let notes = &mut collector.result_mut().provenance.notes;
+            notes.extend(samples.notes.iter().cloned());
             // One lookup per kernel, not per launch: a trace holds millions of launches.
             let (slot, factor) = collector
                 .slot(KERNEL_TIME, "ns", Source::Timer, Direction::default())
@@ -389,7 +366,7 @@ fn build_results(
             if !(clean && factor == 1.0) {
                 for value in &durations {
                     units::to_canonical(value * factor, "ns")
-                        .map_err(|e| content(&path, format!("kernel `{kernel}`: {e}")))?;
+                        .map_err(|e| content!(&path, "kernel `{kernel}`: {e}"))?;
                 }
             }
             let launches = durations.len();
@@ -410,16 +387,12 @@ fn build_results(
             let collector = benchmarks.get(&counters_name);
             let result = collector.result_mut();
             let rep = result.repetitions;
-            result
-                .provenance
-                .notes
-                .extend(samples.notes.iter().cloned());
+            let notes = samples.notes.iter().cloned();
+            result.provenance.notes.extend(notes);
             if let Some(note) = profile_span {
                 result.provenance.notes.push(note);
-                result
-                    .provenance
-                    .details
-                    .insert(COUNTER_WINDOWS_DETAIL.into(), PROFILE_SPAN_DETAIL.into());
+                let details = &mut result.provenance.details;
+                details.insert(COUNTER_WINDOWS_DETAIL.into(), PROFILE_SPAN_DETAIL.into());
             }
             if counters_name != COUNTERS_BENCHMARK && rep == 0 {
                 result.provenance.notes.push(format!(
@@ -435,10 +408,9 @@ fn build_results(
                 });
             }
             for (counter, n) in not_finite {
+                let (shown, readings) = (path.display(), count(n, "reading", "readings"));
                 result.provenance.notes.push(format!(
-                    "{}: counter `{counter}`: {} not a finite number (NaN or an infinity) left out",
-                    path.display(),
-                    crate::model::text::count(n, "reading", "readings")
+                    "{shown}: counter `{counter}`: {readings} not a finite number (NaN or an infinity) left out"
                 ));
             }
             finish_repetition(collector, &path);
@@ -504,10 +476,8 @@ fn tie_counters(
             ..KernelWindows::new(launches.kernel, launches.repetition)
         },
     );
-    result
-        .provenance
-        .details
-        .insert(COUNTER_WINDOWS_DETAIL.into(), detail);
+    let details = &mut result.provenance.details;
+    details.insert(COUNTER_WINDOWS_DETAIL.into(), detail);
 }
 
 /// The benchmark an import's counter readings go on: [`COUNTERS_BENCHMARK`], or where a kernel
@@ -541,16 +511,29 @@ const PROFILE_SPAN_DETAIL: &str = "`profile-span`: the profile's span, from the 
 fn finish_repetition(collector: &mut Collector<'_>, path: &Path) {
     let result = collector.result_mut();
     result.repetitions += 1;
-    result
-        .provenance
-        .imported_from
-        .push(path.display().to_string());
+    let shown = path.display().to_string();
+    result.provenance.imported_from.push(shown);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::MetricPolicy;
+
+    /// The results of files read as `samples`, under `selection` in words.
+    fn build(files: Vec<(&str, TraceSamples)>, selection: &str) -> RunResults {
+        let policies = Policies::permissive();
+        let files = files.into_iter().map(|(p, s)| (p.into(), s)).collect();
+        build_results("chrome-trace", files, &policies, selection).unwrap()
+    }
+
+    /// Counter tracks of the given (track, time, value) readings.
+    fn tracks_of(readings: &[(&str, f64, f64)]) -> tracks::CounterTracks {
+        let mut tracks = tracks::CounterTracks::default();
+        for &(name, t, v) in readings {
+            tracks.push(name, t, v);
+        }
+        tracks
+    }
 
     #[test]
     fn regexes_search_and_globs_match_whole_names() {
@@ -559,10 +542,8 @@ mod tests {
         assert!(s.name_matches("relu_kernel"));
         assert!(!s.name_matches("my_relu_kernel"));
         let err = TraceSelection::new(&["(".into()], &[], None, None).unwrap_err();
-        assert!(
-            err.to_string().starts_with("invalid --kernel pattern"),
-            "{err}"
-        );
+        let invalid = err.to_string();
+        assert!(invalid.starts_with("invalid --kernel pattern"), "{err}");
     }
 
     #[test]
@@ -590,11 +571,10 @@ mod tests {
         }
         counters.append(piece);
         let launches = 250;
-        let (mut durations, mut starts) = (Vec::new(), Vec::new());
-        for i in 0..launches {
-            durations.push(5.0 + (i % 7) as f64 * 0.125);
-            starts.push(i as f64 * 20.0);
-        }
+        let durations: Vec<f64> = (0..launches)
+            .map(|i| 5.0 + (i % 7) as f64 * 0.125)
+            .collect();
+        let starts: Vec<f64> = (0..launches).map(|i| i as f64 * 20.0).collect();
         let a = TraceSamples {
             kernels: vec![("k".into(), durations.clone())],
             starts: vec![starts.clone()],
@@ -606,24 +586,12 @@ mod tests {
             starts: vec![starts, vec![1.0]],
             ..TraceSamples::default()
         };
-        let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
-        let results = build_results(
-            "chrome-trace",
-            vec![("a.json".into(), a), ("b.json".into(), b)],
-            &policies,
-            "the default selection",
-        )
-        .unwrap();
+        let results = build(vec![("a.json", a), ("b.json", b)], "the default selection");
         assert!(results.require_measurements("the import").is_ok());
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.json");
-        results
-            .save_as(
-                &path,
-                crate::store::fsutil::Overwrite::Allow,
-                JsonLayout::Compact,
-            )
-            .unwrap();
+        let allow = crate::store::fsutil::Overwrite::Allow;
+        results.save_as(&path, allow, JsonLayout::Compact).unwrap();
         let compact = std::fs::read_to_string(&path).unwrap();
         let r = crate::model::results::RunResults::parse(&compact, Path::new("r.json")).unwrap();
         assert_eq!(r, results);
@@ -633,115 +601,65 @@ mod tests {
         assert_eq!(m.values.len(), 2 * launches);
         assert_eq!(m.values[7], 5.0);
         assert_eq!(m.values[launches + 3], 5.375);
-        assert_eq!(
-            m.repetition
-                .iter()
-                .skip(launches - 1)
-                .take(2)
-                .collect::<Vec<_>>(),
-            [0, 1]
-        );
+        let around: Vec<_> = m.repetition.iter().skip(launches - 1).take(2).collect();
+        assert_eq!(around, [0, 1]);
         // Launches after the last reading (3,490 ns) get no window.
         let w = &k.kernel_windows[0];
         assert_eq!(w.start_ns.len(), 175);
         assert_eq!(w.end_ns[1], 25.125);
         // Each reading is kept once, on the counters benchmark; the windows say where.
         assert!(k.counters.is_empty());
-        assert_eq!(
-            w.counters_of,
-            Some(CountersOf {
-                benchmark: COUNTERS_BENCHMARK.into(),
-                repetition: 0
-            })
-        );
+        let counters_of = CountersOf {
+            benchmark: COUNTERS_BENCHMARK.into(),
+            repetition: 0,
+        };
+        assert_eq!(w.counters_of, Some(counters_of));
         let c = r.benchmark(COUNTERS_BENCHMARK).unwrap();
         assert_eq!(c.counters[0].len(), 350);
         assert_eq!(c.counters[0].value[299], 299.5);
         assert_eq!(c.counters[1].counter, "late");
         assert!(c.counters[1].t_ns.is_sorted());
         assert_eq!(c.counters[1].value[0], 49.0);
-        assert!(
-            c.provenance
-                .notes
-                .iter()
-                .any(|n| n.contains("1 reading not a finite number"))
-        );
+        let notes = c.provenance.notes.join("\n");
+        assert_contains!(notes, "1 reading not a finite number");
         // One launch in its one file: its repetition numbers are left out of the file.
-        assert!(
-            !compact.contains(r#""values":[4.5],"repetition""#),
-            "{compact}"
-        );
-        assert_eq!(
-            r.benchmark("j")
-                .unwrap()
-                .metric(KERNEL_TIME)
-                .unwrap()
-                .repetition,
-            [0]
-        );
+        let numbered = r#""values":[4.5],"repetition""#;
+        assert!(!compact.contains(numbered), "{compact}");
+        let j = r.benchmark("j").unwrap().metric(KERNEL_TIME).unwrap();
+        assert_eq!(j.repetition, [0]);
     }
 
     #[test]
     fn a_file_of_counter_tracks_without_kernels_is_read_over_the_profile_span() {
-        let mut counters = tracks::CounterTracks::default();
-        counters.push("util.value", 5.0, 0.5);
-        counters.push("util.value", 1_005.0, 0.75);
-        let mut later = tracks::CounterTracks::default();
-        later.push("util.value", 0.0, 0.25);
+        let readings = [("util.value", 5.0, 0.5), ("util.value", 1_005.0, 0.75)];
         let a = TraceSamples {
-            counters,
+            counters: tracks_of(&readings),
             ..TraceSamples::default()
         };
         let b = TraceSamples {
             kernels: vec![("k".into(), vec![1.0])],
             starts: vec![vec![0.0]],
-            counters: later,
+            counters: tracks_of(&[("util.value", 0.0, 0.25)]),
             ..TraceSamples::default()
         };
-        let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
-        let imported = build_results(
-            "chrome-trace",
-            vec![("a.json".into(), a), ("b.json".into(), b)],
-            &policies,
-            "--kernel ^k$",
-        )
-        .unwrap();
+        let imported = build(vec![("a.json", a), ("b.json", b)], "--kernel ^k$");
         let c = imported.benchmark(COUNTERS_BENCHMARK).unwrap();
         // Only the file without a kernel is read over its span, and a note says so.
-        let spans: Vec<&String> = c
-            .provenance
-            .notes
-            .iter()
-            .filter(|n| n.contains(PROFILE_SPAN))
-            .collect();
+        let notes = &c.provenance.notes;
+        let spans: Vec<&String> = notes.iter().filter(|n| n.contains(PROFILE_SPAN)).collect();
         assert_eq!(spans.len(), 1, "{:?}", c.provenance.notes);
-        assert!(
-            spans[0].starts_with("a.json: no kernel event was selected by --kernel ^k$: its 1 counter track is read over the profile's span, from the first counter reading to the last (1000 ns), as one window, `profile-span`"),
-            "{}",
-            spans[0]
-        );
-        assert_eq!(
-            c.provenance.details[COUNTER_WINDOWS_DETAIL],
-            PROFILE_SPAN_DETAIL
-        );
+        assert!(spans[0].starts_with("a.json: no kernel event was selected by --kernel ^k$: its 1 counter track is read over the profile's span, from the first counter reading to the last (1000 ns), as one window, `profile-span`"), "{}", spans[0]);
+        let windows = &c.provenance.details[COUNTER_WINDOWS_DETAIL];
+        assert_eq!(windows, PROFILE_SPAN_DETAIL);
         // No measurement of its own: the readings alone are refused, named.
-        let only_a = build_results(
-            "chrome-trace",
-            vec![("a.json".into(), {
-                let mut t = tracks::CounterTracks::default();
-                t.push("util.value", 5.0, 0.5);
-                TraceSamples {
-                    counters: t,
-                    ..TraceSamples::default()
-                }
-            })],
-            &policies,
-            "the default selection",
-        )
-        .unwrap();
-        let err = only_a
-            .require_measurements_hinted("the import", Some("HINT"))
-            .unwrap_err();
+        let counters = tracks_of(&[("util.value", 5.0, 0.5)]);
+        let only_a = TraceSamples {
+            counters,
+            ..TraceSamples::default()
+        };
+        let only_a = build(vec![("a.json", only_a)], "the default selection");
+        let refused = only_a.require_measurements_hinted("the import", Some("HINT"));
+        let err = refused.unwrap_err();
         assert_eq!(
             err,
             "the import holds 1 counter track (on benchmark `counters`: `util.value`) but no measurement, and counter readings alone are nothing to gate: HINT"
@@ -750,25 +668,16 @@ mod tests {
 
     #[test]
     fn each_file_is_a_repetition_of_its_kernels() {
-        let mut counters = tracks::CounterTracks::default();
-        counters.push("util.value", 5.0, 0.5);
         let a = TraceSamples {
             kernels: vec![("k".into(), vec![1.0, 2.0])],
-            counters,
+            counters: tracks_of(&[("util.value", 5.0, 0.5)]),
             ..TraceSamples::default()
         };
         let b = TraceSamples {
             kernels: vec![("k".into(), vec![3.0]), ("j".into(), vec![4.0])],
             ..TraceSamples::default()
         };
-        let policies = Policies::new(Default::default(), MetricPolicy::permissive(0.05));
-        let r = build_results(
-            "chrome-trace",
-            vec![("a.json".into(), a), ("b.json".into(), b)],
-            &policies,
-            "the default selection",
-        )
-        .unwrap();
+        let r = build(vec![("a.json", a), ("b.json", b)], "the default selection");
         let names: Vec<&str> = r.benchmarks.iter().map(|b| b.name.as_str()).collect();
         assert_eq!(names, ["k", "counters", "j"]);
         let k = r.benchmark("k").unwrap();
@@ -777,14 +686,8 @@ mod tests {
         assert_eq!(m.repetition, [0, 0, 1]);
         assert_eq!(m.source, Source::Timer);
         assert_eq!(k.repetitions, 2);
-        assert_eq!(
-            r.benchmark("j")
-                .unwrap()
-                .metric(KERNEL_TIME)
-                .unwrap()
-                .repetition,
-            [0]
-        );
+        let j = r.benchmark("j").unwrap().metric(KERNEL_TIME).unwrap();
+        assert_eq!(j.repetition, [0]);
         let c = r.benchmark(COUNTERS_BENCHMARK).unwrap();
         assert_eq!(c.counters[0].counter, "util.value");
         assert_eq!(c.counters[0].t_ns, [5.0]);

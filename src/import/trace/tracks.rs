@@ -131,10 +131,8 @@ impl CounterTracks {
 
     /// The earliest finite time of any reading.
     pub fn earliest(&self) -> Option<f64> {
-        self.tracks
-            .iter()
-            .filter_map(|t| super::least(&t.t_ns))
-            .reduce(f64::min)
+        let least = self.tracks.iter().filter_map(|t| super::least(&t.t_ns));
+        least.reduce(f64::min)
     }
 }
 

@@ -24,7 +24,6 @@ const DEFAULT_SELECTION: &str = "events on the `XLA Ops` and `Stream #…` lines
                                  planes, and events with an `hlo_op` stat on those planes (on \
                                  the host's when the profile has no `/device:` plane)";
 
-/// `kgate import xplane`.
 pub static XPLANE: Importer = Importer {
     name: "xplane",
     help: "XProf / TensorFlow profiler XSpace protobuf (`*.xplane.pb`)",
@@ -50,10 +49,8 @@ pub fn read_file(path: &Path, selection: &TraceSelection) -> Result<TraceSamples
     let refuse = |message| content(path, message);
     let mut file = std::fs::File::open(path).map_err(read_error)?;
     let mut bytes = Vec::new();
-    (&mut file)
-        .take(1)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
+    let first = (&mut file).take(1).read_to_end(&mut bytes);
+    first.map_err(read_error)?;
     // No protobuf message starts with a zero byte (field number 0 does not exist): a device
     // such as /dev/zero is refused before anything is read.
     if bytes.first() == Some(&0) {
@@ -61,23 +58,17 @@ pub fn read_file(path: &Path, selection: &TraceSelection) -> Result<TraceSamples
             "starts with a zero byte, so it is not an XSpace protobuf (`*.xplane.pb` as written by jax.profiler or XProf)".into(),
         ));
     }
-    file.take(MAX_XPLANE_BYTES)
-        .read_to_end(&mut bytes)
-        .map_err(read_error)?;
+    let rest = file.take(MAX_XPLANE_BYTES).read_to_end(&mut bytes);
+    rest.map_err(read_error)?;
     if bytes.len() as u64 > MAX_XPLANE_BYTES {
+        let mib = MAX_XPLANE_BYTES >> 20;
         return Err(refuse(format!(
-            "is larger than {} MiB, more than kgate reads from one XSpace file (or an endless stream); profile a shorter window",
-            MAX_XPLANE_BYTES >> 20
+            "is larger than {mib} MiB, more than kgate reads from one XSpace file (or an endless stream); profile a shorter window"
         )));
     }
-    let space = XSpace::decode(bytes.as_slice()).map_err(|e| {
-        content(
-            path,
-            format!(
-                "not an XSpace protobuf (`*.xplane.pb` as written by jax.profiler or XProf): {e}"
-            ),
-        )
-    })?;
+    let not_xspace = "not an XSpace protobuf (`*.xplane.pb` as written by jax.profiler or XProf)";
+    let space =
+        XSpace::decode(bytes.as_slice()).map_err(|e| content!(path, "{not_xspace}: {e}"))?;
     Ok(samples(&space, selection))
 }
 
@@ -154,17 +145,16 @@ pub fn samples(space: &XSpace, selection: &TraceSelection) -> TraceSamples {
                 if host_op && !has_device_plane && !selection.is_explicit() {
                     host_ops += 1;
                 }
-                let start = (line.timestamp_ns - origin_ns) as f64 + offset_ps as f64 / 1000.0;
                 let nanos = event.duration_ps as f64 / 1000.0;
                 match index.get(name) {
                     Some(&i) => {
                         out.kernels[i].1.push(nanos);
-                        out.starts[i].push(start);
+                        out.starts[i].push(t_ns);
                     }
                     None => {
                         index.insert(name.to_string(), out.kernels.len());
                         out.kernels.push((name.to_string(), vec![nanos]));
-                        out.starts.push(vec![start]);
+                        out.starts.push(vec![t_ns]);
                     }
                 }
             }
@@ -193,21 +183,35 @@ pub const COUNTERS_LINE: &str = "_counters_";
 /// The chip a device plane is: its `global_chip_id` stat, else its `device_id` (as XProf's
 /// Perf Counters tool reads it).
 fn chip_of(plane: &XPlane) -> Option<i64> {
-    ["global_chip_id", "device_id"]
-        .iter()
-        .find_map(|wanted| int_stat(plane, wanted))
+    let ids = ["global_chip_id", "device_id"];
+    ids.iter().find_map(|wanted| int_stat(plane, wanted))
+}
+
+/// The id a plane gave the stat named `wanted`.
+fn stat_id(plane: &XPlane, wanted: &str) -> Option<i64> {
+    Some(plane.stat_metadata.values().find(|m| m.name == wanted)?.id)
+}
+
+/// The value of a plane's own stat named `wanted`.
+fn plane_stat<'p>(plane: &'p XPlane, wanted: &str) -> Option<&'p x_stat::Value> {
+    let id = stat_id(plane, wanted)?;
+    let stat = plane.stats.iter().find(|s| s.metadata_id == id)?;
+    stat.value.as_ref()
+}
+
+/// A stat's value as a number, where it is one.
+fn number_of(value: &x_stat::Value) -> Option<f64> {
+    match value {
+        x_stat::Value::DoubleValue(v) => Some(*v),
+        x_stat::Value::Uint64Value(v) => Some(*v as f64),
+        x_stat::Value::Int64Value(v) => Some(*v as f64),
+        _ => None,
+    }
 }
 
 /// The integer a plane's stat named `wanted` holds.
 fn int_stat(plane: &XPlane, wanted: &str) -> Option<i64> {
-    let id = plane.stat_metadata.values().find(|m| m.name == wanted)?.id;
-    match plane
-        .stats
-        .iter()
-        .find(|s| s.metadata_id == id)?
-        .value
-        .as_ref()?
-    {
+    match plane_stat(plane, wanted)? {
         x_stat::Value::Int64Value(v) => Some(*v),
         x_stat::Value::Uint64Value(v) => i64::try_from(*v).ok(),
         _ => None,
@@ -255,13 +259,7 @@ impl Periodic {
                 if is_internal_stat(stat_name) || Some(stat.metadata_id) == stats.hlo_op {
                     return None;
                 }
-                let v = match stat.value.as_ref()? {
-                    x_stat::Value::DoubleValue(v) => *v,
-                    x_stat::Value::Uint64Value(v) => *v as f64,
-                    x_stat::Value::Int64Value(v) => *v as f64,
-                    _ => return None,
-                };
-                Some((stat_name, v))
+                Some((stat_name, number_of(stat.value.as_ref()?)?))
             })
             .collect();
         match values.as_slice() {
@@ -404,39 +402,36 @@ fn counters(
             "{periodic_count} periodic counter samples from `{COUNTERS_LINE}` lines, each read as the increase over the interval that ends at its time (set `counters: {{mode: cumulative}}` on the benchmark to read them as running totals)"
         ));
     }
-    if periodic.no_value > 0 {
+    let (no_value, several, described) = (periodic.no_value, periodic.several, eop.described);
+    if no_value > 0 {
         out.notes.push(format!(
-            "left out {} events on `{COUNTERS_LINE}` lines that carry no numeric value",
-            periodic.no_value
+            "left out {no_value} events on `{COUNTERS_LINE}` lines that carry no numeric value"
         ));
     }
-    if periodic.several > 0 {
+    if several > 0 {
         out.notes.push(format!(
-            "{} events on `{COUNTERS_LINE}` lines carry several values: each value is read as its own counter, `NAME.STAT`",
-            periodic.several
+            "{several} events on `{COUNTERS_LINE}` lines carry several values: each value is read as its own counter, `NAME.STAT`"
         ));
     }
     if single > 0 {
+        let from = match recorded {
+            true => "the profile's start (`profile_start_time`)",
+            false => "the profile's earliest timestamp",
+        };
         out.notes.push(format!(
-            "{single} counters with one end-of-profile reading (`counter_value`), read as totals from {} at {start} ns (counters are cleared when profiling starts) to the reading, at {end} ns when it carries no later time",
-            if recorded {
-                "the profile's start (`profile_start_time`)"
-            } else {
-                "the profile's earliest timestamp"
-            }
+            "{single} counters with one end-of-profile reading (`counter_value`), read as totals from {from} at {start} ns (counters are cleared when profiling starts) to the reading, at {end} ns when it carries no later time"
         ));
     }
-    if eop.described > 0 {
+    if described > 0 {
         out.notes.push(format!(
-            "the description and counter sets (`performance_counter_description`, `performance_counter_sets`) of {} counter readings are not kept in the results",
-            eop.described
+            "the description and counter sets (`performance_counter_description`, `performance_counter_sets`) of {described} counter readings are not kept in the results"
         ));
     }
     if other_chips > 0 {
+        let kept = kept_chip.map_or("(unnamed)".into(), |c| c.to_string());
+        let n = chips.len();
         out.notes.push(format!(
-            "the profile has counters of {} chips: those of chip {} are kept, {other_chips} readings of the others left out; select a chip's plane with --pid",
-            chips.len(),
-            kept_chip.map_or("(unnamed)".to_string(), |c| c.to_string()),
+            "the profile has counters of {n} chips: those of chip {kept} are kept, {other_chips} readings of the others left out; select a chip's plane with --pid"
         ));
     }
 }
@@ -449,12 +444,7 @@ fn custom_calls(space: &XSpace, out: &mut TraceSamples) {
     let Some(plane) = space.planes.iter().find(|p| p.name == "/host:metadata") else {
         return;
     };
-    let Some(hlo_stat) = plane
-        .stat_metadata
-        .values()
-        .find(|m| m.name == "Hlo Proto")
-        .map(|m| m.id)
-    else {
+    let Some(hlo_stat) = stat_id(plane, "Hlo Proto") else {
         return;
     };
     let mut metas: Vec<_> = plane.event_metadata.values().collect();
@@ -506,10 +496,8 @@ fn custom_calls(space: &XSpace, out: &mut TraceSamples) {
                 }
             }
             if let Some(body) = config.get("body").and_then(serde_json::Value::as_str) {
-                let text = match base64::Engine::decode(
-                    &base64::engine::general_purpose::STANDARD,
-                    body.trim(),
-                ) {
+                let base64 = base64::engine::general_purpose::STANDARD;
+                let text = match base64::Engine::decode(&base64, body.trim()) {
                     Ok(bytes) => {
                         body_text(&kernel, &module.name, &instr.custom_call_target, &bytes)
                     }
@@ -598,16 +586,7 @@ strings:
 pub fn device(space: &XSpace) -> Device {
     let mut device = Device::default();
     for plane in &space.planes {
-        let stat = |wanted: &str| {
-            let id = plane.stat_metadata.values().find(|m| m.name == wanted)?.id;
-            plane
-                .stats
-                .iter()
-                .find(|s| s.metadata_id == id)?
-                .value
-                .as_ref()
-        };
-        let text = |wanted: &str| match stat(wanted)? {
+        let text = |wanted: &str| match plane_stat(plane, wanted)? {
             x_stat::Value::StrValue(v) if !v.trim().is_empty() => Some(v.trim().to_string()),
             x_stat::Value::RefValue(id) => plane
                 .stat_metadata
@@ -615,12 +594,7 @@ pub fn device(space: &XSpace) -> Device {
                 .map(|m| m.name.clone()),
             _ => None,
         };
-        let number = |wanted: &str| match stat(wanted)? {
-            x_stat::Value::Int64Value(v) => Some(*v as f64),
-            x_stat::Value::Uint64Value(v) => Some(*v as f64),
-            x_stat::Value::DoubleValue(v) => Some(*v),
-            _ => None,
-        };
+        let number = |wanted: &str| number_of(plane_stat(plane, wanted)?);
         if plane.name == "/host:metadata" {
             for tool in ["jax", "jaxlib"] {
                 if let Some(v) = text(&format!("{tool}_version")) {
@@ -670,13 +644,7 @@ struct StatIds {
 
 impl StatIds {
     fn of(plane: &XPlane) -> StatIds {
-        let find = |wanted: &str| {
-            plane
-                .stat_metadata
-                .values()
-                .find(|m| m.name == wanted)
-                .map(|m| m.id)
-        };
+        let find = |wanted: &str| stat_id(plane, wanted);
         StatIds {
             counter_value: find("counter_value"),
             hlo_op: find("hlo_op"),
@@ -688,12 +656,7 @@ impl StatIds {
     fn counter_value(&self, event: &XEvent) -> Option<f64> {
         let id = self.counter_value?;
         let stat = event.stats.iter().find(|s| s.metadata_id == id)?;
-        match stat.value.as_ref()? {
-            x_stat::Value::DoubleValue(v) => Some(*v),
-            x_stat::Value::Uint64Value(v) => Some(*v as f64),
-            x_stat::Value::Int64Value(v) => Some(*v as f64),
-            _ => None,
-        }
+        number_of(stat.value.as_ref()?)
     }
 
     /// Whether an event carries a counter description or counter sets.
@@ -789,18 +752,12 @@ mod tests {
         assert_eq!(s.kernel("fusion.1").unwrap(), [2_500.0, 2_000.0]);
         assert_eq!(s.kernel("copy.2").unwrap(), [1.0]);
         // One end-of-profile reading: a total since the profile's start (its earliest time).
-        assert_eq!(
-            s.counters.readings().collect::<Vec<_>>(),
-            [("CYCLES", 0.0, 0.0), ("CYCLES", 1_004.5, 123.0)]
-        );
+        let readings: Vec<_> = s.counters.readings().collect();
+        assert_eq!(readings, [("CYCLES", 0.0, 0.0), ("CYCLES", 1_004.5, 123.0)]);
         assert_eq!(s.sampling["CYCLES"], Sampling::Cumulative);
-        assert!(
-            s.notes
-                .iter()
-                .any(|n| n.starts_with("1 counters with one end-of-profile reading")),
-            "{:?}",
-            s.notes
-        );
+        let single = "1 counters with one end-of-profile reading";
+        let notes = &s.notes;
+        assert!(notes.iter().any(|n| n.starts_with(single)), "{notes:?}");
     }
 
     #[test]
@@ -818,30 +775,16 @@ mod tests {
 
     #[test]
     fn custom_call_bodies_as_artifact_text() {
-        let text = body_text(
-            "k",
-            "m",
-            "tpu_custom_call",
-            b"module {\n  func.func @k() {}\n}\n",
-        );
-        assert!(
-            text.starts_with(
-                "lowered body of custom call `k` (module `m`, target `tpu_custom_call`)\nmodule {"
-            ),
-            "{text}"
-        );
-        let bytecode = body_text(
-            "k",
-            "m",
-            "",
-            b"ML\xefR\x00\x01tpu.matmul\x02ab\x00dimension_semantics",
-        );
-        assert!(bytecode.contains("target `?`"), "{bytecode}");
-        assert!(bytecode.contains("size: 39 bytes\n"), "{bytecode}");
-        assert!(
-            bytecode.contains("\n  tpu.matmul\n  dimension_semantics\n"),
-            "{bytecode}"
-        );
+        let mlir = b"module {\n  func.func @k() {}\n}\n";
+        let text = body_text("k", "m", "tpu_custom_call", mlir);
+        let head =
+            "lowered body of custom call `k` (module `m`, target `tpu_custom_call`)\nmodule {";
+        assert!(text.starts_with(head), "{text}");
+        let mlirbc = b"ML\xefR\x00\x01tpu.matmul\x02ab\x00dimension_semantics";
+        let bytecode = body_text("k", "m", "", mlirbc);
+        assert_contains!(bytecode, "target `?`");
+        assert_contains!(bytecode, "size: 39 bytes\n");
+        assert_contains!(bytecode, "\n  tpu.matmul\n  dimension_semantics\n");
         // Short runs (`ab`) and the magic's bytes are not strings.
         assert!(!bytecode.contains("  ab\n"), "{bytecode}");
     }

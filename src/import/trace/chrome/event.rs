@@ -213,16 +213,8 @@ mod tests {
     /// escapes and non-ASCII text.
     fn random_value(rng: &mut fastrand::Rng, depth: u32) -> serde_json::Value {
         use serde_json::{Value as J, json};
-        let strings = [
-            "k",
-            "}, {",
-            "a\"b",
-            "back\\slash",
-            "tab\t",
-            "\u{e9}t\u{e9}",
-            "[x]",
-            "",
-        ];
+        #[rustfmt::skip]
+        let strings = ["k", "}, {", "a\"b", "back\\slash", "tab\t", "\u{e9}t\u{e9}", "[x]", ""];
         match rng.u8(..if depth > 2 { 5 } else { 7 }) {
             0 => J::Null,
             1 => J::Bool(rng.bool()),
@@ -237,10 +229,8 @@ mod tests {
             _ => J::Object(
                 (0..rng.usize(..4))
                     .map(|i| {
-                        (
-                            format!("{}{i}", strings[rng.usize(..strings.len())]),
-                            random_value(rng, depth + 1),
-                        )
+                        let key = format!("{}{i}", strings[rng.usize(..strings.len())]);
+                        (key, random_value(rng, depth + 1))
                     })
                     .collect(),
             ),
@@ -277,20 +267,10 @@ mod tests {
     #[test]
     fn a_small_integer_is_the_number_str_parse_reads() {
         let mut rng = fastrand::Rng::with_seed(7);
+        #[rustfmt::skip]
         let mut texts: Vec<String> = [
-            "0",
-            "-0",
-            "7",
-            "-12",
-            "123456789012345678",
-            "-999999999999999999",
-            "1234567890123456789",
-            "1.5",
-            "1e3",
-            "-",
-            "",
-            "--1",
-            "12a",
+            "0", "-0", "7", "-12", "123456789012345678", "-999999999999999999",
+            "1234567890123456789", "1.5", "1e3", "-", "", "--1", "12a",
         ]
         .iter()
         .map(|t| t.to_string())
@@ -313,9 +293,10 @@ mod tests {
         let mut rng = fastrand::Rng::with_seed(3);
         for _ in 0..3000 {
             let mut object = serde_json::Map::new();
-            for key in [
+            let keys = [
                 "name", "ph", "cat", "ts", "dur", "pid", "tid", "args", "extra",
-            ] {
+            ];
+            for key in keys {
                 if rng.u8(..4) > 0 {
                     object.insert(key.to_string(), random_value(&mut rng, 0));
                 }
@@ -325,17 +306,11 @@ mod tests {
             let mut s = Scanner::new(text.as_bytes(), 0);
             let mut seen = Vec::new();
             Event::scan(&mut s, |ev| {
-                for (key, value) in [
-                    ("name", &ev.name),
-                    ("cat", &ev.cat),
-                    ("ts", &ev.ts),
-                    ("dur", &ev.dur),
-                    ("pid", &ev.pid),
-                    ("tid", &ev.tid),
-                    ("args", &ev.args),
-                ] {
-                    seen.push((key, *value));
-                }
+                #[rustfmt::skip]
+                let fields = [("name", &ev.name), ("cat", &ev.cat), ("ts", &ev.ts),
+                              ("dur", &ev.dur), ("pid", &ev.pid), ("tid", &ev.tid),
+                              ("args", &ev.args)];
+                seen.extend(fields.map(|(key, value)| (key, *value)));
                 Ok(())
             })
             .unwrap_or_else(|e| panic!("{e:?}: {text}"));
@@ -365,11 +340,8 @@ mod tests {
             }
             let cut = rng.usize(..text.len());
             let mut s = Scanner::new(&text.as_bytes()[..cut], 0);
-            assert_eq!(
-                Event::scan(&mut s, |_| Ok(())),
-                Err(Stop::Incomplete),
-                "cut at {cut}: {text}"
-            );
+            let scanned = Event::scan(&mut s, |_| Ok(()));
+            assert_eq!(scanned, Err(Stop::Incomplete), "cut at {cut}: {text}");
         }
     }
 }

@@ -157,24 +157,19 @@ mod tests {
             .map(|_| rng.u8(..))
             .collect();
         let mut copy = Vec::new();
-        ReadAhead::spawn(std::io::Cursor::new(bytes.clone()))
-            .read_to_end(&mut copy)
-            .unwrap();
+        let mut ahead = ReadAhead::spawn(std::io::Cursor::new(bytes.clone()));
+        ahead.read_to_end(&mut copy).unwrap();
         assert_eq!(copy, bytes);
         let mut sink = Vec::new();
-        let err = ReadAhead::spawn(FailsAfter {
+        let mut failing = ReadAhead::spawn(FailsAfter {
             ok: 2 * ReadAhead::CHUNK + 7,
-        })
-        .read_to_end(&mut sink)
-        .unwrap_err();
+        });
+        let err = failing.read_to_end(&mut sink).unwrap_err();
         assert_eq!(err.to_string(), "disk on fire");
         assert_eq!(sink.len(), 2 * ReadAhead::CHUNK);
         // A trace read through it fails with the position of the failed read.
-        let err = read_trace(
-            ReadAhead::spawn(FailsAfter { ok: 100 }),
-            &TraceSelection::default(),
-        )
-        .unwrap_err();
+        let failing = ReadAhead::spawn(FailsAfter { ok: 100 });
+        let err = read_trace(failing, &TraceSelection::default()).unwrap_err();
         assert_eq!(err, "read failed at byte 0: disk on fire");
     }
 }

@@ -36,7 +36,6 @@ use crate::import::{ImportError, Importer, SelectionScope, content, read_error};
 const DEFAULT_SELECTION: &str =
     "complete and begin/end events of category `kernel`, or with an `hlo_op` argument (XLA ops)";
 
-/// `kgate import chrome-trace`.
 pub static CHROME_TRACE: Importer = Importer {
     name: "chrome-trace",
     help: "Chrome Trace Event Format JSON (`.json`, `.json.gz`): Kineto, XProf, Perfetto JSON",
@@ -46,15 +45,8 @@ pub static CHROME_TRACE: Importer = Importer {
     }),
     // Chrome trace files (`.json` or gzip-compressed `.json.gz`), each one repetition.
     import: |files, ctx| {
-        let words = ("counter tracks", "--pid and --tid");
-        import_files(
-            "chrome-trace",
-            files,
-            ctx,
-            read_file,
-            DEFAULT_SELECTION,
-            words,
-        )
+        let (format, words) = ("chrome-trace", ("counter tracks", "--pid and --tid"));
+        import_files(format, files, ctx, read_file, DEFAULT_SELECTION, words)
     },
 };
 
@@ -135,10 +127,8 @@ mod tests {
         assert_eq!(s.kernel("a").unwrap(), [1000.0, 2000.0]);
         let cut = "[{\"ph\": \"X\", \"name\": \"a\", \"ts\": 1, \"dur\": 1},\n{\"ph\": \"X\", \"na";
         let err = parse(cut, &kernels_named("a")).unwrap_err();
-        assert!(
-            err.contains("ends inside a trace event") && err.contains("after 1 events"),
-            "{err}"
-        );
+        assert_contains!(err, "ends inside a trace event");
+        assert_contains!(err, "after 1 events");
     }
 
     #[test]
@@ -171,13 +161,10 @@ mod tests {
         let names = ["mem", "m\\u0065m", "ctr"];
         let ids = ["", r#", "id": "0x1""#, r#", "id": 7"#];
         let pids = ["1", "2", r#""1""#];
+        #[rustfmt::skip]
         let members = [
-            r#""used": 1.5"#,
-            r#""free": 2"#,
-            r#""u\u0073ed": 3"#,
-            r#""note": "x""#,
-            r#""free": "20""#,
-            r#""used": -4e2"#,
+            r#""used": 1.5"#, r#""free": 2"#, r#""u\u0073ed": 3"#, r#""note": "x""#,
+            r#""free": "20""#, r#""used": -4e2"#,
         ];
         let (mut fast, mut repeats) = (0, 0);
         for trial in 0..300 {
@@ -222,10 +209,8 @@ mod tests {
             assert_eq!(plain, broken, "trial {trial}");
             fast += usize::from(!plain.is_empty());
         }
-        assert!(
-            fast > 200 && repeats > 1000,
-            "{fast} trials, {repeats} repeats"
-        );
+        let enough = fast > 200 && repeats > 1000;
+        assert!(enough, "{fast} trials, {repeats} repeats");
     }
 
     #[test]
@@ -237,17 +222,13 @@ mod tests {
             {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "gpu"}},
             {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "stream 2"}}
         ]"#;
-        let by_process = TraceSelection::new(&[], &[], Some("gpu".into()), None).unwrap();
-        assert_eq!(
-            parse(text, &by_process).unwrap().kernel("k").unwrap(),
-            [1000.0, 2000.0]
-        );
-        let by_thread =
-            TraceSelection::new(&[], &[], Some("1".into()), Some("stream 2".into())).unwrap();
-        assert_eq!(
-            parse(text, &by_thread).unwrap().kernel("k").unwrap(),
-            [2000.0]
-        );
+        let selected = |pid: &str, tid: Option<&str>| {
+            let selection = TraceSelection::new(&[], &[], Some(pid.into()), tid.map(Into::into));
+            let samples = parse(text, &selection.unwrap()).unwrap();
+            samples.kernel("k").unwrap()
+        };
+        assert_eq!(selected("gpu", None), [1000.0, 2000.0]);
+        assert_eq!(selected("1", Some("stream 2")), [2000.0]);
     }
 
     /// Hands out one byte per read, so every value straddles buffer refills.
@@ -281,25 +262,16 @@ mod tests {
 
     #[test]
     fn bad_documents_get_clear_errors() {
-        let err = parse(",{\"ph\":\"M\"}", &TraceSelection::default()).unwrap_err();
-        assert!(err.starts_with("not a Chrome trace"), "{err}");
-        let err = parse(
-            "{\"displayTimeUnit\": \"s\", \"traceEvents\": []}",
-            &TraceSelection::default(),
-        )
-        .unwrap_err();
-        assert!(err.contains("`displayTimeUnit` is `s`"), "{err}");
-        let err = parse("[{\"ph\": \"X\" \"name\": 1}]", &TraceSelection::default()).unwrap_err();
-        assert!(
-            err.starts_with("invalid trace event at byte 1 (after 0 events)"),
-            "{err}"
-        );
-        let err = parse("{\"traceEvents\": 5}", &TraceSelection::default()).unwrap_err();
-        assert!(
-            err.contains("`traceEvents` at byte 16 is not an array"),
-            "{err}"
-        );
-        let err = parse("[] x", &TraceSelection::default()).unwrap_err();
-        assert!(err.contains("unexpected `x` at byte 3"), "{err}");
+        let err = |text: &str| parse(text, &TraceSelection::default()).unwrap_err();
+        let e = err(",{\"ph\":\"M\"}");
+        assert!(e.starts_with("not a Chrome trace"), "{e}");
+        let e = err("[{\"ph\": \"X\" \"name\": 1}]");
+        let invalid = "invalid trace event at byte 1 (after 0 events)";
+        assert!(e.starts_with(invalid), "{e}");
+        let e = err("{\"displayTimeUnit\": \"s\", \"traceEvents\": []}");
+        assert_contains!(e, "`displayTimeUnit` is `s`");
+        let e = err("{\"traceEvents\": 5}");
+        assert_contains!(e, "`traceEvents` at byte 16 is not an array");
+        assert_contains!(err("[] x"), "unexpected `x` at byte 3");
     }
 }
