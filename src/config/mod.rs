@@ -526,122 +526,65 @@ benchmarks:
     /// Every bad configuration and the exact first line of the message it gets.
     #[test]
     fn bad_configs_get_located_messages() {
+        #[rustfmt::skip]
         let cases: &[(&str, &str)] = &[
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n    wormup: 3\n",
-                "kgate.yaml:4:5: key `benchmarks[0].wormup`: unknown field `wormup` (did you mean `warmup`?); the fields here are name, command, build, cwd, env, pass_env, warmup, repetitions, timeout, captures, parameters, metrics, perf, valgrind, derived, paths, artifacts, ncu, counters",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n    env: {\"A\\0B\": x}\n",
-                "kgate.yaml:4: key `benchmarks[0].env`: `A\\0B` cannot name an environment variable: names hold neither `=` nor a NUL character",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n    env: {A: \"x\\0y\"}\n",
-                "kgate.yaml:4: key `benchmarks[0].env.A`: the value holds a NUL character, which no environment variable can carry",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n  - name: ab\n    command: ./b\n  - name: a\n    command: ./c\n",
-                "kgate.yaml:6: key `benchmarks[2].name`: duplicate benchmark name `a`; names identify benchmarks across runs and must be unique",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n    name: b\n",
-                "kgate.yaml:4:5: key `benchmarks[0]`: the key `name` appears twice in the same mapping; keep one of them",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n---\nbenchmarks: []\n",
-                "kgate.yaml:5:1: the file holds more than one YAML document (a `---` line between them); kgate reads one: merge them or remove the second",
-            ),
-            (
-                &format!(
-                    "benchmarks:\n  - name: a\n    command: ./a\n    parameters: {{p: &a x}}\n  - name: b\n    command: [{}]\n",
-                    vec!["*a"; 60_000].join(",")
-                ),
-                "kgate.yaml:6:150015: key `benchmarks[1].command`: the file expands to more than a configuration can hold (too many alias references (`*name`)); write the values out, or use fewer YAML aliases",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n    pass_env: [\"HOME=x\"]\n",
-                "kgate.yaml:4: key `benchmarks[0].pass_env`: `HOME=x` cannot name an environment variable: names hold neither `=` nor a NUL character",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n    warmup: lots\n",
-                "kgate.yaml:4:13: key `benchmarks[0].warmup`: must be a whole number, 0 or more",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n    timeout: 30\n",
-                "kgate.yaml:4:14: key `benchmarks[0].timeout`: `30` has no unit; write `30s` for seconds or `30ms` for milliseconds",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n    timeout: 3 parsecs\n",
-                "kgate.yaml:4:14: key `benchmarks[0].timeout`: `3 parsecs` is not a duration",
-            ),
-            (
-                "gate:\n  threshold: 5\nbenchmarks:\n  - name: a\n    command: ./a\n",
-                "kgate.yaml:2:14: key `gate.threshold`: `5` is ambiguous; write a percentage with a percent sign, such as `5%`",
-            ),
-            (
-                "gate:\n  threshold: 0.05\nbenchmarks:\n  - name: a\n    command: ./a\n",
-                "kgate.yaml:2:14: key `gate.threshold`: `0.05` is ambiguous; write a percentage with a percent sign: `5%` if you meant the fraction 0.05, or `0.05%`",
-            ),
-            (
-                "gate:\n  threshold: five%\nbenchmarks:\n  - name: a\n    command: ./a\n",
-                "kgate.yaml:2:14: key `gate.threshold`: `five%` is not a percentage; write a number followed by `%`, such as `5%`",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n    metrics:\n      t: {direction: up}\n",
-                "kgate.yaml:5:22: key `benchmarks[0].metrics.t.direction`: `up` is not one of lower, higher",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n    captures: [stopwatch]\n",
-                "kgate.yaml:4:16: key `benchmarks[0].captures[0]`: `stopwatch` is not one of timer, protocol, perf, callgrind, cachegrind",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: []\n",
-                "kgate.yaml:3:14: key `benchmarks[0].command`: the argument list is empty; its first item is the program to run",
-            ),
-            (
-                "benchmarks:\n  - name: a\n",
-                "kgate.yaml:2:5: key `benchmarks[0]`: missing field `command`",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n  - name: a\n    command: ./b\n",
-                "kgate.yaml:4: key `benchmarks[1].name`: duplicate benchmark name `a`; names identify benchmarks across runs and must be unique",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n    repetitions: {min: 10, max: 3}\n",
-                "kgate.yaml:2: key `benchmarks[0].repetitions`: max (3) is smaller than min (10); max is the most repetitions to run",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n    captures: [cachegrind]\n    valgrind: {toggle_collect: 'k::*'}\n",
-                "kgate.yaml:2: key `benchmarks[0].valgrind.toggle_collect`: `toggle_collect` restricts callgrind's counting to a function, and this benchmark has no `callgrind` capture",
-            ),
-            (
-                "benchmarks: []\n",
-                "kgate.yaml:1: key `benchmarks`: no benchmarks are declared; add at least one entry with `name` and `command`",
-            ),
-            (
-                "version: 2\nbenchmarks:\n  - name: a\n    command: ./a\n",
-                "kgate.yaml:1: key `version`: unsupported version 2; this kgate reads version 1",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n    captures: [perf, cachegrind]\n",
-                "kgate.yaml:2: key `benchmarks[0].captures`: `perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n    captures: [timer, ncu, callgrind]\n",
-                "kgate.yaml:2: key `benchmarks[0].captures`: `perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark",
-            ),
-            (
-                "defaults: {captures: [perf, cachegrind]}\nbenchmarks:\n  - name: a\n    command: ./a\n",
-                "kgate.yaml:1: key `defaults.captures`: `perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark",
-            ),
-            (
-                "benchmarks:\n  - name: a\n    command: ./a\n    derived:\n      r: {expr: \"Ir / / Dr\"}\n",
-                "kgate.yaml:5: key `benchmarks[0].derived.r.expr`: derived metric `r`: `Ir / / Dr` is not a valid expression",
-            ),
-            (
-                "gate: {alpha: 0.7}\nbenchmarks:\n  - name: a\n    command: ./a\n",
-                "kgate.yaml:1: key `gate.alpha`: 0.7 is not a usable significance level; use a value between 0 and 0.5, such as 0.01",
-            ),
+            ("benchmarks:\n  - name: a\n    command: ./a\n    wormup: 3\n",
+             "kgate.yaml:4:5: key `benchmarks[0].wormup`: unknown field `wormup` (did you mean `warmup`?); the fields here are name, command, build, cwd, env, pass_env, warmup, repetitions, timeout, captures, parameters, metrics, perf, valgrind, derived, paths, artifacts, ncu, counters"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n    env: {\"A\\0B\": x}\n",
+             "kgate.yaml:4: key `benchmarks[0].env`: `A\\0B` cannot name an environment variable: names hold neither `=` nor a NUL character"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n    env: {A: \"x\\0y\"}\n",
+             "kgate.yaml:4: key `benchmarks[0].env.A`: the value holds a NUL character, which no environment variable can carry"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n  - name: ab\n    command: ./b\n  - name: a\n    command: ./c\n",
+             "kgate.yaml:6: key `benchmarks[2].name`: duplicate benchmark name `a`; names identify benchmarks across runs and must be unique"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n    name: b\n",
+             "kgate.yaml:4:5: key `benchmarks[0]`: the key `name` appears twice in the same mapping; keep one of them"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n---\nbenchmarks: []\n",
+             "kgate.yaml:5:1: the file holds more than one YAML document (a `---` line between them); kgate reads one: merge them or remove the second"),
+            (&format!("benchmarks:\n  - name: a\n    command: ./a\n    parameters: {{p: &a x}}\n  - name: b\n    command: [{}]\n",
+                      vec!["*a"; 60_000].join(",")),
+             "kgate.yaml:6:150015: key `benchmarks[1].command`: the file expands to more than a configuration can hold (too many alias references (`*name`)); write the values out, or use fewer YAML aliases"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n    pass_env: [\"HOME=x\"]\n",
+             "kgate.yaml:4: key `benchmarks[0].pass_env`: `HOME=x` cannot name an environment variable: names hold neither `=` nor a NUL character"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n    warmup: lots\n",
+             "kgate.yaml:4:13: key `benchmarks[0].warmup`: must be a whole number, 0 or more"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n    timeout: 30\n",
+             "kgate.yaml:4:14: key `benchmarks[0].timeout`: `30` has no unit; write `30s` for seconds or `30ms` for milliseconds"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n    timeout: 3 parsecs\n",
+             "kgate.yaml:4:14: key `benchmarks[0].timeout`: `3 parsecs` is not a duration"),
+            ("gate:\n  threshold: 5\nbenchmarks:\n  - name: a\n    command: ./a\n",
+             "kgate.yaml:2:14: key `gate.threshold`: `5` is ambiguous; write a percentage with a percent sign, such as `5%`"),
+            ("gate:\n  threshold: 0.05\nbenchmarks:\n  - name: a\n    command: ./a\n",
+             "kgate.yaml:2:14: key `gate.threshold`: `0.05` is ambiguous; write a percentage with a percent sign: `5%` if you meant the fraction 0.05, or `0.05%`"),
+            ("gate:\n  threshold: five%\nbenchmarks:\n  - name: a\n    command: ./a\n",
+             "kgate.yaml:2:14: key `gate.threshold`: `five%` is not a percentage; write a number followed by `%`, such as `5%`"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n    metrics:\n      t: {direction: up}\n",
+             "kgate.yaml:5:22: key `benchmarks[0].metrics.t.direction`: `up` is not one of lower, higher"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n    captures: [stopwatch]\n",
+             "kgate.yaml:4:16: key `benchmarks[0].captures[0]`: `stopwatch` is not one of timer, protocol, perf, callgrind, cachegrind"),
+            ("benchmarks:\n  - name: a\n    command: []\n",
+             "kgate.yaml:3:14: key `benchmarks[0].command`: the argument list is empty; its first item is the program to run"),
+            ("benchmarks:\n  - name: a\n",
+             "kgate.yaml:2:5: key `benchmarks[0]`: missing field `command`"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n  - name: a\n    command: ./b\n",
+             "kgate.yaml:4: key `benchmarks[1].name`: duplicate benchmark name `a`; names identify benchmarks across runs and must be unique"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n    repetitions: {min: 10, max: 3}\n",
+             "kgate.yaml:2: key `benchmarks[0].repetitions`: max (3) is smaller than min (10); max is the most repetitions to run"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n    captures: [cachegrind]\n    valgrind: {toggle_collect: 'k::*'}\n",
+             "kgate.yaml:2: key `benchmarks[0].valgrind.toggle_collect`: `toggle_collect` restricts callgrind's counting to a function, and this benchmark has no `callgrind` capture"),
+            ("benchmarks: []\n",
+             "kgate.yaml:1: key `benchmarks`: no benchmarks are declared; add at least one entry with `name` and `command`"),
+            ("version: 2\nbenchmarks:\n  - name: a\n    command: ./a\n",
+             "kgate.yaml:1: key `version`: unsupported version 2; this kgate reads version 1"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n    captures: [perf, cachegrind]\n",
+             "kgate.yaml:2: key `benchmarks[0].captures`: `perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n    captures: [timer, ncu, callgrind]\n",
+             "kgate.yaml:2: key `benchmarks[0].captures`: `perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark"),
+            ("defaults: {captures: [perf, cachegrind]}\nbenchmarks:\n  - name: a\n    command: ./a\n",
+             "kgate.yaml:1: key `defaults.captures`: `perf`, `callgrind`, `cachegrind` and `ncu` each run the benchmark under a tool; list at most one of them per benchmark"),
+            ("benchmarks:\n  - name: a\n    command: ./a\n    derived:\n      r: {expr: \"Ir / / Dr\"}\n",
+             "kgate.yaml:5: key `benchmarks[0].derived.r.expr`: derived metric `r`: `Ir / / Dr` is not a valid expression"),
+            ("gate: {alpha: 0.7}\nbenchmarks:\n  - name: a\n    command: ./a\n",
+             "kgate.yaml:1: key `gate.alpha`: 0.7 is not a usable significance level; use a value between 0 and 0.5, such as 0.01"),
         ];
         for (yaml, expected) in cases {
             let message = err(yaml);

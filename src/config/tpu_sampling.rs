@@ -254,42 +254,25 @@ mod tests {
     #[test]
     fn v7x_indices_are_the_frontends_from_the_register_ids() {
         const TC_MIN: u64 = 2_791_874_568;
+        #[rustfmt::skip]
         let ids: [(&str, u64); 14] = [
-            ("cycles", 2_791_874_568),
-            ("scalar_issue", 2_791_874_576),
-            ("vector_issue", 2_791_874_792),
-            ("valu_0", 2_791_874_816),
-            ("vst", 2_791_874_848),
-            ("vld_0", 2_791_874_864),
-            ("vld_1", 2_791_874_872),
-            ("mxu_busy_0", 2_791_875_016),
-            ("mxu_busy_1", 2_791_875_024),
-            ("mxu_busy_2", 2_791_875_032),
-            ("xlu_busy_0", 2_791_875_152),
-            ("xlu_busy_1", 2_791_875_160),
-            ("xlu_busy_2", 2_791_875_168),
+            ("cycles", 2_791_874_568), ("scalar_issue", 2_791_874_576),
+            ("vector_issue", 2_791_874_792), ("valu_0", 2_791_874_816), ("vst", 2_791_874_848),
+            ("vld_0", 2_791_874_864), ("vld_1", 2_791_874_872),
+            ("mxu_busy_0", 2_791_875_016), ("mxu_busy_1", 2_791_875_024), ("mxu_busy_2", 2_791_875_032),
+            ("xlu_busy_0", 2_791_875_152), ("xlu_busy_1", 2_791_875_160), ("xlu_busy_2", 2_791_875_168),
             ("sync_wait", 2_791_875_408),
         ];
         let v7x = builtin("tpu-v7x").unwrap();
         for (key, id) in ids {
-            assert_eq!(
-                v7x.counters[key].index,
-                Some(frontend_index(id, TC_MIN)),
-                "{key}"
-            );
+            let index = Some(frontend_index(id, TC_MIN));
+            assert_eq!(v7x.counters[key].index, index, "{key}");
         }
         // The XProf docs' own example: SCALAR_ALU_INSTRUCTION_0/1 and MXU_BUSY_0/1/2.
-        let docs: Vec<u32> = [
-            2_791_874_648,
-            2_791_874_656,
-            2_791_875_016,
-            2_791_875_024,
-            2_791_875_032,
-        ]
-        .iter()
-        .map(|id| frontend_index(*id, TC_MIN))
-        .collect();
-        assert_eq!(docs, [10, 11, 56, 57, 58]);
+        #[rustfmt::skip]
+        let docs = [2_791_874_648, 2_791_874_656, 2_791_875_016, 2_791_875_024, 2_791_875_032];
+        let indices = docs.map(|id| frontend_index(id, TC_MIN));
+        assert_eq!(indices, [10, 11, 56, 57, 58]);
     }
 
     #[test]
@@ -339,13 +322,9 @@ mod tests {
             ]
         );
         assert_eq!(o.notes.len(), 1);
-        assert!(
-            o.notes[0].starts_with(
-                "`hbm_rd_beats` requested on `tpu-v7x` has no TensorCore counter index"
-            ),
-            "{}",
-            o.notes[0]
-        );
+        let note = &o.notes[0];
+        let start = "`hbm_rd_beats` requested on `tpu-v7x` has no TensorCore counter index";
+        assert!(note.starts_with(start), "{note}");
         assert!(o.notes[0].ends_with("1 of 2 counter passes therefore get no sampling options"));
         // Not a TPU: nothing to say.
         let h100 = builtin("h100").unwrap();
@@ -359,10 +338,8 @@ mod tests {
         let e = err("{interval_us: 0, request: [cycles]}", Some(&v7x));
         assert_eq!(e.key, "interval_us");
         assert_contains!(e.message, "at least 1");
-        let e = err(
-            "{interval_us: 5, external_trigger: true, request: [cycles]}",
-            Some(&v7x),
-        );
+        let both = "{interval_us: 5, external_trigger: true, request: [cycles]}";
+        let e = err(both, Some(&v7x));
         assert_eq!(e.key, "external_trigger");
         assert_contains!(e.message, "exclude each other");
         let e = err("{counter_size_bits: 64, request: [cycles]}", Some(&v7x));
@@ -380,11 +357,8 @@ mod tests {
         assert_eq!(e.key, "request");
         assert_contains!(e.message, "(did you mean `mxu_busy_1`?)");
         // Aliases and full register names are counters too; other profiles are not checked.
-        check(
-            &sampling("{request: [COUNT_SYNC_WAIT, cycles], interval_us: 1}"),
-            Some(&v7x),
-        )
-        .unwrap();
+        let aliases = sampling("{request: [COUNT_SYNC_WAIT, cycles], interval_us: 1}");
+        check(&aliases, Some(&v7x)).unwrap();
         check(&sampling("{request: [anything]}"), Some(&h100)).unwrap();
         check(&sampling("{request: [anything]}"), None).unwrap();
     }

@@ -430,14 +430,30 @@ mod tests {
     use super::*;
     use crate::plan::{Overrides, Plan};
 
-    fn plan(captures: &str) -> Plan {
-        let config = crate::config::parse(
-            &format!("benchmarks:\n  - name: k\n    command: [./k]\n    captures: [{captures}]\n"),
-            "kgate.yaml",
-        )
-        .unwrap();
+    /// The plan of one benchmark `k` with these `fields` (a YAML flow mapping's entries).
+    fn plan(fields: &str) -> Plan {
+        let yaml = format!("benchmarks: [{{name: k, {fields}}}]\n");
+        let config = crate::config::parse(&yaml, "kgate.yaml").unwrap();
         Plan::new(&config, &Overrides::default()).unwrap()
     }
+
+    /// `bench`'s profile, in a folder of its own, after `budget` from now.
+    fn profile(bench: &str, base: bool, budget: Duration) -> BenchmarkProfile {
+        let dir = tempfile::tempdir().unwrap();
+        let base = base.then_some(dir.path());
+        let plan = plan(bench);
+        profile_one(
+            &plan.benchmarks[0],
+            &Sides {
+                base,
+                head: dir.path(),
+            },
+            budget,
+            Instant::now(),
+        )
+    }
+
+    const CALLGRIND: &str = "command: [./k], captures: [callgrind]";
 
     fn functions(rows: &[(&str, i64, i64)]) -> callgrind::Functions {
         let mut text = String::from("events: Ir D1mr D1mw\n");
@@ -486,18 +502,8 @@ mod tests {
 
     #[test]
     fn skips_say_why() {
-        let dir = tempfile::tempdir().unwrap();
-        let sides = Sides {
-            base: Some(dir.path()),
-            head: dir.path(),
-        };
         // No budget left: neither side runs, and each says so (or valgrind is absent).
-        let p = profile_one(
-            &plan("callgrind").benchmarks[0],
-            &sides,
-            Duration::ZERO,
-            Instant::now(),
-        );
+        let p = profile(CALLGRIND, true, Duration::ZERO);
         assert!(p.sides.is_empty());
         if on_path("valgrind") {
             assert_eq!(
@@ -515,12 +521,8 @@ mod tests {
             );
         }
         // A GPU benchmark under ncu: the plan step, and the note that it did not run.
-        let p = profile_one(
-            &plan("ncu").benchmarks[0],
-            &sides,
-            Duration::from_secs(60),
-            Instant::now(),
-        );
+        let ncu = "command: [./k], captures: [ncu]";
+        let p = profile(ncu, true, Duration::from_secs(60));
         assert_eq!(p.tool, "ncu");
         assert!(p.sides.is_empty());
         let expected = if on_path("ncu") {
@@ -531,35 +533,18 @@ mod tests {
         assert_contains!(p.notes[0], expected);
         // A benchmark that fails under callgrind: the side's note carries the exit status.
         if on_path("valgrind") {
-            let sides = Sides {
-                base: None,
-                head: dir.path(),
-            };
-            let p = profile_one(
-                &plan("callgrind").benchmarks[0],
-                &sides,
-                Duration::from_secs(60),
-                Instant::now(),
-            );
+            let p = profile(CALLGRIND, false, Duration::from_secs(60));
             assert_contains!(p.notes[0], "stored baseline");
-            assert!(
-                p.notes[1].starts_with(
-                    "head side not profiled: the run under callgrind exited with status"
-                ),
-                "{:?}",
-                p.notes
-            );
+            let failed = "head side not profiled: the run under callgrind exited with status";
+            assert!(p.notes[1].starts_with(failed), "{:?}", p.notes);
         }
     }
 
     #[test]
     fn the_ncu_plan_takes_every_section_of_the_selected_kernels() {
-        let config = crate::config::parse(
-            "benchmarks:\n  - name: k\n    command: [./k, '8']\n    captures: [ncu]\n    ncu: {kernel_name: 'regex:gemm', launch_count: 1}\n",
-            "kgate.yaml",
-        )
-        .unwrap();
-        let plan = Plan::new(&config, &Overrides::default()).unwrap();
+        let plan = plan(
+            "command: [./k, '8'], captures: [ncu], ncu: {kernel_name: 'regex:gemm', launch_count: 1}",
+        );
         assert_eq!(
             ncu_argv(&plan.benchmarks[0]).join(" "),
             "ncu --set full --csv --page raw --kernel-name regex:gemm --launch-count 1 ./k 8"
@@ -570,30 +555,14 @@ mod tests {
     #[cfg_attr(kgate_no_valgrind, ignore = "needs valgrind (Debian's valgrind)")]
     fn a_run_past_the_budget_is_stopped_and_said() {
         assert!(on_path("valgrind"), "install valgrind (`.ci/run` does)");
-        let config = crate::config::parse(
-            "benchmarks:\n  - name: k\n    command: [sh, -c, 'sleep 30']\n    captures: [callgrind]\n",
-            "kgate.yaml",
-        )
-        .unwrap();
-        let plan = Plan::new(&config, &Overrides::default()).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let sides = Sides {
-            base: Some(dir.path()),
-            head: dir.path(),
-        };
         let started = Instant::now();
-        let p = profile_one(&plan.benchmarks[0], &sides, Duration::from_secs(1), started);
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "{:?}",
-            started.elapsed()
-        );
+        let sleeper = "command: [sh, -c, 'sleep 30'], captures: [callgrind]";
+        let p = profile(sleeper, true, Duration::from_secs(1));
+        let elapsed = started.elapsed();
+        assert!(elapsed < Duration::from_secs(20), "{elapsed:?}");
         assert!(p.sides.is_empty(), "{p:?}");
-        assert!(
-            p.notes[0].starts_with("base side not profiled: the run under callgrind was stopped when the profile budget ran out"),
-            "{:?}",
-            p.notes
-        );
+        let stopped = "base side not profiled: the run under callgrind was stopped when the profile budget ran out";
+        assert!(p.notes[0].starts_with(stopped), "{:?}", p.notes);
         assert_eq!(
             p.notes[1],
             "head side not profiled: the profile budget (1s) is spent"
