@@ -212,21 +212,14 @@ mod tests {
         );
         e.tools.insert("cargo".into(), "cargo 1.89.0".into());
         e.tools.insert("valgrind".into(), "valgrind-3.19.0".into());
-        assert_eq!(
-            class_key(&a),
-            class_key(&e),
-            "which tools a run asked does not name another runner class"
-        );
+        let class = class_key(&a);
+        let same = "which tools a run asked does not name another runner class";
+        assert_eq!(class, class_key(&e), "{same}");
         assert_ne!(legacy_key(&a), legacy_key(&e), "it did before");
-        assert_eq!(
-            class_key(&a),
-            legacy_key(&a),
-            "a run that asked no tool keeps the folder it had"
-        );
-        assert!(
-            key_differences(&a, &e).is_empty(),
-            "a tool recorded on one side only"
-        );
+        let kept = "a run that asked no tool keeps the folder it had";
+        assert_eq!(class, legacy_key(&a), "{kept}");
+        let one_side = key_differences(&a, &e);
+        assert!(one_side.is_empty(), "a tool recorded on one side only");
         let mut f = e.clone();
         f.tools.insert("cargo".into(), "cargo 1.90.0".into());
         assert_eq!(
@@ -242,14 +235,10 @@ mod tests {
     fn class_keys_of_tool_less_runs_are_the_keys_history_folders_already_have() {
         let a = machine("EPYC 7763");
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for (name, value) in [
-            ("cpu_model", "EPYC 7763"),
-            ("cores", "8"),
-            ("arch", "x86_64"),
-            ("os", "Debian"),
-            ("accelerator", ""),
-            ("driver", ""),
-        ] {
+        #[rustfmt::skip]
+        let fields = [("cpu_model", "EPYC 7763"), ("cores", "8"), ("arch", "x86_64"), ("os", "Debian"),
+                      ("accelerator", ""), ("driver", "")];
+        for (name, value) in fields {
             for byte in name.bytes().chain([0]).chain(value.bytes()).chain([0]) {
                 hash ^= u64::from(byte);
                 hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
@@ -271,11 +260,9 @@ mod tests {
                 "driver: (none) vs `570.86`".to_string()
             ]
         );
-        assert!(err.to_string().contains("--allow-fingerprint-mismatch"));
-        assert_eq!(
-            check_comparable(&a, &b, Some(Allowance::Config)).unwrap(),
-            Some(Allowance::Config)
-        );
+        assert_contains!(err.to_string(), "--allow-fingerprint-mismatch");
+        let allowed = Some(Allowance::Config);
+        assert_eq!(check_comparable(&a, &b, allowed).unwrap(), allowed);
         assert_eq!(check_comparable(&a, &a, None).unwrap(), None);
     }
 }

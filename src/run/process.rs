@@ -482,16 +482,14 @@ mod tests {
 
     #[test]
     fn exit_codes_signals_and_stderr_tails() {
+        let ten = Duration::from_secs(10);
         for w in WATCHERS {
-            assert_eq!(
-                sh_with("exit 0", Duration::from_secs(10), w).exit,
-                Exit::Code(0)
-            );
-            let o = sh_with("echo boom >&2; exit 3", Duration::from_secs(10), w);
+            assert_eq!(sh_with("exit 0", ten, w).exit, Exit::Code(0));
+            let o = sh_with("echo boom >&2; exit 3", ten, w);
             assert_eq!(o.exit, Exit::Code(3));
             assert_eq!(o.stderr_tail, "boom");
             assert!(!o.pipe_held_open);
-            let o = sh_with("kill -SEGV $$", Duration::from_secs(10), w);
+            let o = sh_with("kill -SEGV $$", ten, w);
             assert_eq!(o.exit, Exit::Signal(libc::SIGSEGV));
             let f = failure_of(&o, Duration::from_secs(1)).unwrap();
             assert_eq!(f.kind, FailureKind::Crashed);
@@ -530,10 +528,10 @@ mod tests {
                 Duration::from_secs(5),
                 w,
             );
+            let waited = started.elapsed();
             assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "waited {:?} for a pipe held by a daemon ({w:?})",
-                started.elapsed()
+                waited < Duration::from_secs(10),
+                "waited {waited:?} for a pipe held by a daemon ({w:?})"
             );
             assert!(o.pipe_held_open);
             let f = failure_of(&o, Duration::from_secs(5)).expect("a failure");
@@ -545,22 +543,17 @@ mod tests {
             assert_eq!(o.exit, Exit::TimedOut);
             assert!(o.pipe_held_open);
             let f = failure_of(&o, Duration::from_millis(500)).unwrap();
-            assert!(
-                f.message.starts_with("timed out after 500ms"),
-                "{}",
-                f.message
-            );
+            let message = f.message;
+            assert!(message.starts_with("timed out after 500ms"), "{message}");
         }
     }
 
     #[test]
     fn stderr_tail_keeps_the_end() {
         for w in WATCHERS {
-            let o = sh_with(
-                "i=0; while [ $i -lt 2000 ]; do echo line-$i >&2; i=$((i+1)); done; exit 1",
-                Duration::from_secs(20),
-                w,
-            );
+            let script =
+                "i=0; while [ $i -lt 2000 ]; do echo line-$i >&2; i=$((i+1)); done; exit 1";
+            let o = sh_with(script, Duration::from_secs(20), w);
             assert!(o.stderr_tail.ends_with("line-1999"));
             assert!(o.stderr_tail.len() <= TAIL_BYTES);
             assert!(!o.stderr_tail.contains("line-0\n"));
@@ -572,11 +565,9 @@ mod tests {
     #[test]
     fn stderr_beyond_a_pipe_buffer_is_read_while_the_process_runs() {
         for w in WATCHERS {
-            let o = sh_with(
-                "head -c 1000000 /dev/zero | tr '\\0' x >&2; echo >&2; echo last-line >&2; exit 2",
-                Duration::from_secs(20),
-                w,
-            );
+            let script =
+                "head -c 1000000 /dev/zero | tr '\\0' x >&2; echo >&2; echo last-line >&2; exit 2";
+            let o = sh_with(script, Duration::from_secs(20), w);
             assert_eq!(o.exit, Exit::Code(2), "{w:?}");
             assert!(o.stderr_tail.ends_with("last-line"), "{w:?}");
             assert!(o.stderr_tail.len() <= TAIL_BYTES);

@@ -708,14 +708,11 @@ benchmarks:
             policy: crate::compare::ComparePolicy::default(),
             time_budget: None,
         };
-        let (base, head) = run_interleaved_adaptive(
-            &plan,
-            &rev("base"),
-            &rev("head"),
-            &mut crate::run::progress::Silent,
-            Some(&adaptive),
-        )
-        .unwrap();
+        let (base_side, head_side, silent) =
+            (rev("base"), rev("head"), &mut crate::run::progress::Silent);
+        let (base, head) =
+            run_interleaved_adaptive(&plan, &base_side, &head_side, silent, Some(&adaptive))
+                .unwrap();
         let h = &head.benchmarks[0];
         // Looks every 2 repetitions per side (the default step): undecidable at 2 and 4, and
         // "unchanged" at the first look whose interval exists.
@@ -724,16 +721,14 @@ benchmarks:
         let looks: Vec<(u32, Verdict)> = h.looks.iter().map(|l| (l.n, l.verdict)).collect();
         assert!(looks.len() >= 3, "{looks:?}");
         assert_eq!(h.repetitions, looks.last().unwrap().0, "{h:?}");
-        for (k, (n, verdict)) in looks.iter().enumerate() {
-            assert_eq!(*n, planned.looks[k]);
-            let last = k + 1 == looks.len();
-            let want = if last {
-                Verdict::Unchanged
-            } else {
-                Verdict::Inconclusive
-            };
-            assert_eq!(*verdict, want, "{looks:?}");
-        }
+        let (ns, verdicts): (Vec<u32>, Vec<Verdict>) = looks.iter().copied().unzip();
+        assert_eq!(ns, planned.looks[..looks.len()]);
+        let (last, earlier) = verdicts.split_last().unwrap();
+        assert_eq!(*last, Verdict::Unchanged, "{looks:?}");
+        assert!(
+            earlier.iter().all(|v| *v == Verdict::Inconclusive),
+            "{looks:?}"
+        );
         let nominal = planned.alpha_per_look(0.01);
         assert!(nominal < 0.01 && nominal > 0.01 / 4.0, "{nominal}");
         assert!(h.looks.iter().all(|l| l.of == 4
@@ -741,19 +736,11 @@ benchmarks:
             && l.schedule == planned.schedule()));
         // Each side's time is recorded for the report's cost.
         let seconds = h.seconds.unwrap();
-        assert!(
-            seconds.repetitions > 0.0 && seconds.warmup == 0.0,
-            "{seconds:?}"
-        );
+        let (repetitions, warmup) = (seconds.repetitions, seconds.warmup);
+        assert!(repetitions > 0.0 && warmup == 0.0, "{seconds:?}");
         assert_eq!(base.benchmarks[0].looks, h.looks);
         // Without the adaptive policy, `min` repetitions and no looks.
-        let (_, head) = run_interleaved(
-            &plan,
-            &rev("base"),
-            &rev("head"),
-            &mut crate::run::progress::Silent,
-        )
-        .unwrap();
+        let (_, head) = run_interleaved(&plan, &base_side, &head_side, silent).unwrap();
         assert_eq!(head.benchmarks[0].repetitions, 2);
         assert!(head.benchmarks[0].looks.is_empty());
     }
