@@ -175,12 +175,8 @@ mod tests {
         c.insert("cycles".to_string(), (200.0, Source::Hardware));
         c.insert("branch-misses".to_string(), (5.0, Source::Hardware));
         let mut defs = builtins();
-        defs.push(def(
-            "misses_per_kinst",
-            "1000 * branch_misses / instructions",
-            "",
-            Direction::Lower,
-        ));
+        let per_kinst = "1000 * branch_misses / instructions";
+        defs.push(def("misses_per_kinst", per_kinst, "", Direction::Lower));
         let v = evaluate(&defs, &c).unwrap();
         assert_eq!(v.len(), 2, "{v:?}");
         assert_eq!(v[0].name, "ipc");
@@ -189,17 +185,10 @@ mod tests {
         assert_eq!(v[1].value, 1000.0 * 5.0 / 300.0);
 
         let mut s = BTreeMap::new();
-        for (k, x) in [
-            ("Ir", 1000.0),
-            ("I1mr", 1.0),
-            ("D1mr", 2.0),
-            ("D1mw", 3.0),
-            ("ILmr", 0.0),
-            ("DLmr", 1.0),
-            ("DLmw", 1.0),
-            ("Dr", 50.0),
-            ("Dw", 50.0),
-        ] {
+        #[rustfmt::skip]
+        let simulated = [("Ir", 1000.0), ("I1mr", 1.0), ("D1mr", 2.0), ("D1mw", 3.0), ("ILmr", 0.0),
+                         ("DLmr", 1.0), ("DLmw", 1.0), ("Dr", 50.0), ("Dw", 50.0)];
+        for (k, x) in simulated {
             s.insert(k.to_string(), (x, Source::Simulated));
         }
         let v = evaluate(&builtins(), &s).unwrap();
@@ -212,11 +201,7 @@ mod tests {
     #[test]
     fn bad_expressions_are_reported() {
         let e = check("r", "instructions / / cycles").unwrap_err();
-        assert!(
-            e.to_string().starts_with(
-                "derived metric `r`: `instructions / / cycles` is not a valid expression"
-            ),
-            "{e}"
-        );
+        let start = "derived metric `r`: `instructions / / cycles` is not a valid expression";
+        assert!(e.to_string().starts_with(start), "{e}");
     }
 }

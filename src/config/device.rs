@@ -440,25 +440,18 @@ mod tests {
             assert_eq!(p.name, name);
             assert!(p.clock_hz.value > 0.0 && !p.clock_hz.source.is_empty());
             for s in p.flops.values().chain(p.units.values()) {
-                assert!(
-                    !s.source.is_empty(),
-                    "{name}: every number names its source"
-                );
+                let named = !s.source.is_empty();
+                assert!(named, "{name}: every number names its source");
             }
         }
+        const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
         let v7x = builtin("tpu-v7x").unwrap();
         assert_eq!(v7x.clock_hz.value, 1.9e9);
-        assert_eq!(
-            v7x.memory_bandwidth.unwrap().value,
-            3433.0 * 1024.0 * 1024.0 * 1024.0
-        );
+        assert_eq!(v7x.memory_bandwidth.unwrap().value, 3433.0 * GIB);
         assert_eq!(v7x.counters["sync_wait"].index, Some(105));
         let v6e = builtin("tpu-v6e").unwrap();
         assert_eq!(v6e.clock_hz.value, 1.75e9);
-        assert_eq!(
-            v6e.memory_bandwidth.unwrap().value,
-            1525.5 * 1024.0 * 1024.0 * 1024.0
-        );
+        assert_eq!(v6e.memory_bandwidth.unwrap().value, 1525.5 * GIB);
     }
 
     #[test]
@@ -489,10 +482,8 @@ mod tests {
         let v7x = builtin("tpu-v7x").unwrap();
         assert_eq!(v7x.counter_key("mxu_busy_1"), Some("mxu_busy_1"));
         assert_eq!(v7x.counter_key("COUNT_MXU_BUSY_1"), Some("mxu_busy_1"));
-        assert_eq!(
-            v7x.counter_key("COUNT_MXU_BUSY_2.TC Stats"),
-            Some("mxu_busy_2")
-        );
+        let tc_stats = v7x.counter_key("COUNT_MXU_BUSY_2.TC Stats");
+        assert_eq!(tc_stats, Some("mxu_busy_2"));
         assert_eq!(v7x.counter_key("count_sync_wait"), Some("sync_wait"));
         assert_eq!(v7x.counter_key("mxu_busy_1.value"), Some("mxu_busy_1"));
         assert_eq!(v7x.counter_key("COUNT_MXU_BUSY_9"), None);
@@ -513,10 +504,7 @@ mod tests {
 
     #[test]
     fn passes_are_the_fewest_and_keep_order() {
-        let names: Vec<String> = ["a", "b", "c", "d", "e", "a"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let names = ["a", "b", "c", "d", "e", "a"].map(String::from);
         let passes = plan_passes(&names, Some(2));
         assert_eq!(passes, vec![vec!["a", "b"], vec!["c", "d"], vec!["e"]]);
         assert_eq!(plan_passes(&names, None).len(), 1);

@@ -272,11 +272,8 @@ mod tests {
         // 20 + 70 (inlined from src/inline.rs) + 7 + 3.
         assert_eq!(naive.self_cost, vec![100, 7, 1]);
         assert_eq!(naive.inclusive, naive.self_cost);
-        assert_eq!(
-            naive.line,
-            Some(40),
-            "the inlined file's line 7 is not the function's"
-        );
+        let not_inlined = "the inlined file's line 7 is not the function's";
+        assert_eq!(naive.line, Some(40), "{not_inlined}");
         let memcpy = f("???", "memcpy");
         assert_eq!(memcpy.file, None);
         assert_eq!(memcpy.line, None);
@@ -300,16 +297,9 @@ mod tests {
         );
         let e = parse("hello world\n").unwrap_err();
         assert_contains!(e.message, "neither a header");
-        assert!(
-            parse("fn=f\n")
-                .unwrap_err()
-                .message
-                .contains("no `events:`")
-        );
+        assert_contains!(parse("fn=f\n").unwrap_err().message, "no `events:`");
         let p = parse("events: Ir\nfn=(below main)\n1 4\n").unwrap();
-        assert!(
-            p.functions
-                .contains_key(&("???".to_string(), "(below main)".to_string()))
-        );
+        let below_main = ("???".to_string(), "(below main)".to_string());
+        assert!(p.functions.contains_key(&below_main));
     }
 }

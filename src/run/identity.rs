@@ -132,11 +132,8 @@ mod tests {
             |description: &str, class: &str| digest(&identity, description, class, d, &sh).unwrap();
         let first = of("bench", "x86");
         assert_eq!(first.len(), 64);
-        assert_eq!(
-            first,
-            of("bench", "x86"),
-            "the same inputs give the same digest"
-        );
+        let same = "the same inputs give the same digest";
+        assert_eq!(first, of("bench", "x86"), "{same}");
         assert_ne!(first, of("bench --n 2", "x86"), "the declaration");
         assert_ne!(first, of("bench", "aarch64"), "the runner class");
         std::fs::write(d.join("build/other.o"), b"y").unwrap();
@@ -158,11 +155,11 @@ mod tests {
         assert!(err(files("missing.so")).contains("matches no file"));
         assert!(err(files("../outside")).contains("leaves the revision's tree"));
         assert!(err(files("/etc/passwd")).contains("leaves the revision's tree"));
-        let failing = Identity {
+        let commands = vec!["echo no such tool >&2; exit 3".into()];
+        let why = err(Identity {
             files: Vec::new(),
-            commands: vec!["echo no such tool >&2; exit 3".into()],
-        };
-        let why = err(failing);
+            commands,
+        });
         assert_contains!(why, "exited with status");
         assert_contains!(why, "no such tool");
     }

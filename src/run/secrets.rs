@@ -279,38 +279,23 @@ mod tests {
 
     #[test]
     fn credential_names() {
-        for name in [
-            "GITHUB_TOKEN",
-            "GH_TOKEN",
-            "ACTIONS_RUNTIME_TOKEN",
-            "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-            "ACTIONS_ID_TOKEN_REQUEST_URL",
-            "INPUT_GITHUB-TOKEN",
-            "INPUT_TOKEN",
-            "CI_JOB_TOKEN",
-            "CI_BUILD_TOKEN",
-            "CI_REPOSITORY_URL",
-            "CI_JOB_JWT_V2",
-            "CI_REGISTRY_PASSWORD",
-            "CI_DEPENDENCY_PROXY_PASSWORD",
-            "CI_DEPLOY_PASSWORD",
-            "KGATE_GITLAB_TOKEN",
-            "GITLAB_TOKEN",
-            "GL_TOKEN",
-        ] {
+        #[rustfmt::skip]
+        let credentials = [
+            "GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+            "ACTIONS_ID_TOKEN_REQUEST_URL", "INPUT_GITHUB-TOKEN", "INPUT_TOKEN", "CI_JOB_TOKEN",
+            "CI_BUILD_TOKEN", "CI_REPOSITORY_URL", "CI_JOB_JWT_V2", "CI_REGISTRY_PASSWORD",
+            "CI_DEPENDENCY_PROXY_PASSWORD", "CI_DEPLOY_PASSWORD", "KGATE_GITLAB_TOKEN",
+            "GITLAB_TOKEN", "GL_TOKEN",
+        ];
+        for name in credentials {
             assert!(is_credential(name), "{name}");
         }
-        for name in [
-            "PATH",
-            "HOME",
-            "GITHUB_SHA",
-            "GITHUB_REPOSITORY",
-            "INPUT_CONFIG",
-            "TOKENIZERS_PARALLELISM",
-            "CI_JOB_NAME",
-            "CI_API_V4_URL",
-            "CI_REGISTRY_USER",
-        ] {
+        #[rustfmt::skip]
+        let others = [
+            "PATH", "HOME", "GITHUB_SHA", "GITHUB_REPOSITORY", "INPUT_CONFIG",
+            "TOKENIZERS_PARALLELISM", "CI_JOB_NAME", "CI_API_V4_URL", "CI_REGISTRY_USER",
+        ];
+        for name in others {
             assert!(!is_credential(name), "{name}");
         }
     }
@@ -327,27 +312,17 @@ mod tests {
             b"/usr/local/bin:/usr/bin",
             b"eyJhbGciOiJSUzI1NiJ9 eyJzdWIiOiJwcm9qZWN0In0 c2lnbmF0dXJl",
         ] {
-            assert!(
-                !is_credential_var("SOMETHING", value),
-                "{}",
-                String::from_utf8_lossy(value)
-            );
+            let shown = String::from_utf8_lossy(value);
+            assert!(!is_credential_var("SOMETHING", value), "{shown}");
         }
     }
 
     #[test]
     fn masks_every_value_longest_first() {
-        let secrets = vec![
-            "ghs_abcdefgh12345678".to_string(),
-            "ghs_abcdefgh".to_string(),
-        ];
-        assert_eq!(
-            mask_values("token=ghs_abcdefgh12345678 and ghs_abcdefgh", &secrets),
-            "token=*** and ***"
-        );
-        assert!(matches!(
-            mask_values("nothing here", &secrets),
-            Cow::Borrowed(_)
-        ));
+        let secrets = ["ghs_abcdefgh12345678", "ghs_abcdefgh"].map(String::from);
+        let masked = mask_values("token=ghs_abcdefgh12345678 and ghs_abcdefgh", &secrets);
+        assert_eq!(masked, "token=*** and ***");
+        let unmasked = mask_values("nothing here", &secrets);
+        assert!(matches!(unmasked, Cow::Borrowed(_)));
     }
 }

@@ -212,30 +212,14 @@ mod tests {
             Path::new("/tmp/x/ncu-0.csv"),
         );
         let ncu = program();
+        #[rustfmt::skip]
         let expected = [
-            ncu.as_str(),
-            "--csv",
-            "--page",
-            "raw",
-            "--print-units",
-            "base",
-            "--log-file",
-            "/tmp/x/ncu-0.csv",
-            "--metrics",
-            "gpu__time_duration.sum,sm__cycles_active.avg",
-            "--clock-control",
-            "none",
-            "--cache-control",
-            "all",
-            "--kernel-name",
-            "regex:matmul_.*",
-            "--launch-skip",
-            "2",
-            "--launch-count",
-            "5",
-            "./matmul",
-            "--n",
-            "512",
+            ncu.as_str(), "--csv", "--page", "raw", "--print-units", "base",
+            "--log-file", "/tmp/x/ncu-0.csv",
+            "--metrics", "gpu__time_duration.sum,sm__cycles_active.avg",
+            "--clock-control", "none", "--cache-control", "all",
+            "--kernel-name", "regex:matmul_.*", "--launch-skip", "2", "--launch-count", "5",
+            "./matmul", "--n", "512",
         ];
         assert_eq!(argv, expected);
         let plain = wrap(
