@@ -326,31 +326,19 @@ mod tests {
 
     #[test]
     fn workflow_command_text_cannot_inject_commands() {
-        assert_eq!(
-            annotation(
-                Level::Error,
-                "kgate: a,b:c",
-                "100% slower\n::error::injected\r"
-            ),
-            "::error title=kgate%3A a%2Cb%3Ac::100%25 slower%0A::error::injected%0D"
-        );
-        assert_eq!(
-            annotation(
-                Level::Warning,
-                "k\u{1b}[2J",
-                "a\u{1b}]8;;x\u{7}\u{2028}\u{feff}"
-            ),
-            "::warning title=k\\u{1b}[2J::a\\u{1b}]8;;x\\u{7}\\u{2028}\\u{feff}"
-        );
+        let (title, text) = ("kgate: a,b:c", "100% slower\n::error::injected\r");
+        let escaped = "::error title=kgate%3A a%2Cb%3Ac::100%25 slower%0A::error::injected%0D";
+        assert_eq!(annotation(Level::Error, title, text), escaped);
+        let (title, text) = ("k\u{1b}[2J", "a\u{1b}]8;;x\u{7}\u{2028}\u{feff}");
+        let escaped = "::warning title=k\\u{1b}[2J::a\\u{1b}]8;;x\\u{7}\\u{2028}\\u{feff}";
+        assert_eq!(annotation(Level::Warning, title, text), escaped);
     }
 
     #[test]
     fn single_line_outputs_use_the_plain_form() {
         assert_eq!(output_entry("verdict", "pass").unwrap(), "verdict=pass\n");
-        assert!(matches!(
-            output_entry("a=b", "x"),
-            Err(EnvError::OutputName(_))
-        ));
+        let refused = output_entry("a=b", "x");
+        assert!(matches!(refused, Err(EnvError::OutputName(_))));
     }
 
     #[test]

@@ -198,16 +198,12 @@ mod tests {
 
     #[test]
     fn differences_name_the_fields() {
-        let a = Fingerprint {
-            cpu_model: "A".into(),
+        let cpu = |model: &str| Fingerprint {
+            cpu_model: model.into(),
             cores: 2,
             ..Fingerprint::default()
         };
-        let b = Fingerprint {
-            cpu_model: "B".into(),
-            cores: 2,
-            ..Fingerprint::default()
-        };
+        let (a, b) = (cpu("A"), cpu("B"));
         assert_eq!(a.differences(&b), vec!["cpu_model: `A` vs `B`".to_string()]);
         assert!(a.differences(&a).is_empty());
     }

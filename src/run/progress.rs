@@ -173,14 +173,9 @@ mod tests {
         assert_eq!(summary_line(&r), "mm: 3 repetitions");
         Correctness::record(&mut r.correctness, true, None);
         assert_eq!(summary_line(&r), "mm: 3 repetitions");
-        Correctness::record(
-            &mut r.correctness,
-            false,
-            Some("max abs error 0.5\n::error::forged".into()),
-        );
-        assert_eq!(
-            summary_line(&r),
-            "mm: 3 repetitions; INCORRECT: max abs error 0.5\\n\\u{3a}:error::forged"
-        );
+        let forged = Some("max abs error 0.5\n::error::forged".into());
+        Correctness::record(&mut r.correctness, false, forged);
+        let said = "mm: 3 repetitions; INCORRECT: max abs error 0.5\\n\\u{3a}:error::forged";
+        assert_eq!(summary_line(&r), said);
     }
 }
