@@ -35,38 +35,19 @@ fn def(name: &str, expr: &str, unit: &str, direction: Direction) -> Definition {
 /// `estimated_cycles` uses KCachegrind's cycle-estimation weighting, Ir + 10·L1m + 100·LLm
 /// (an L1 miss served by LL costs about 10 cycles, an LL miss about 100): a model, useful for
 /// comparing two builds on one machine model, not a cycle count.
+#[rustfmt::skip]
 pub fn builtins() -> Vec<Definition> {
     use Direction::{Higher, Lower};
     vec![
         // perf (hardware counters)
         def("ipc", "instructions / cycles", "", Higher),
-        def(
-            "cache_miss_rate",
-            "cache_misses / cache_references",
-            "",
-            Lower,
-        ),
+        def("cache_miss_rate", "cache_misses / cache_references", "", Lower),
         def("branch_miss_rate", "branch_misses / branches", "", Lower),
         // valgrind (simulated)
         def("D1_miss_rate", "(D1mr + D1mw) / (Dr + Dw)", "", Lower),
-        def(
-            "LL_miss_rate",
-            "(DLmr + DLmw + ILmr) / (Ir + Dr + Dw)",
-            "",
-            Lower,
-        ),
-        def(
-            "estimated_cycles",
-            "Ir + 10 * (I1mr + D1mr + D1mw) + 100 * (ILmr + DLmr + DLmw)",
-            "",
-            Lower,
-        ),
-        def(
-            "branch_mispredict_rate",
-            "(Bcm + Bim) / (Bc + Bi)",
-            "",
-            Lower,
-        ),
+        def("LL_miss_rate", "(DLmr + DLmw + ILmr) / (Ir + Dr + Dw)", "", Lower),
+        def("estimated_cycles", "Ir + 10 * (I1mr + D1mr + D1mw) + 100 * (ILmr + DLmr + DLmw)", "", Lower),
+        def("branch_mispredict_rate", "(Bcm + Bim) / (Bc + Bi)", "", Lower),
     ]
 }
 

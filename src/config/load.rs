@@ -219,8 +219,8 @@ const ONE_WRAPPING_CAPTURE: &str = "`perf`, `callgrind`, `cachegrind` and `ncu` 
 
 /// Checks that the types cannot express.
 fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> {
-    let fail = |needle: Option<&str>, key: String, message: String| {
-        let line = needle.and_then(|n| find_line(text, n)).unwrap_or(0);
+    let fail = |needle: &str, key: &str, message: &str| {
+        let line = find_line(text, needle).unwrap_or(0);
         let loc = if line > 0 {
             format!("{file}:{line}:")
         } else {
@@ -231,19 +231,15 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         })
     };
     if config.version != CONFIG_VERSION {
-        return fail(
-            Some("version:"),
-            "version".into(),
-            format!(
-                "unsupported version {}; this kgate reads version {CONFIG_VERSION}",
-                config.version
-            ),
-        );
+        let version = config.version;
+        let why =
+            format!("unsupported version {version}; this kgate reads version {CONFIG_VERSION}");
+        return fail("version:", "version", &why);
     }
     if let Some(device) = &config.device
         && let Err(e) = crate::config::device::resolve(device, &config.profiles)
     {
-        return fail(Some("device:"), "device".into(), e.to_string());
+        return fail("device:", "device", &e.to_string());
     }
     for b in &config.benchmarks {
         if let Some(c) = &b.counters {
@@ -251,62 +247,42 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
                 .as_deref()
                 .is_some_and(|m| m != "cumulative" && m != "interval")
             {
-                return fail(
-                    Some("mode:"),
-                    format!("benchmarks[{}].counters.mode", b.name),
-                    "must be `cumulative` or `interval`".into(),
-                );
+                let key = format!("benchmarks[{}].counters.mode", b.name);
+                return fail("mode:", &key, "must be `cumulative` or `interval`");
             }
             if c.scaling > 63 {
-                return fail(
-                    Some("scaling:"),
-                    format!("benchmarks[{}].counters.scaling", b.name),
-                    "right-shift scaling is 0–63 bits".into(),
-                );
+                let key = format!("benchmarks[{}].counters.scaling", b.name);
+                return fail("scaling:", &key, "right-shift scaling is 0–63 bits");
             }
         }
     }
     if !(config.gate.alpha > 0.0 && config.gate.alpha < 0.5) {
-        return fail(
-            Some("alpha:"),
-            "gate.alpha".into(),
-            format!(
-                "{} is not a usable significance level; use a value between 0 and 0.5, such as 0.01",
-                config.gate.alpha
-            ),
+        let alpha = config.gate.alpha;
+        let why = format!(
+            "{alpha} is not a usable significance level; use a value between 0 and 0.5, such as 0.01"
         );
+        return fail("alpha:", "gate.alpha", &why);
     }
     if config.benchmarks.is_empty() {
-        return fail(
-            Some("benchmarks:"),
-            "benchmarks".into(),
-            "no benchmarks are declared; add at least one entry with `name` and `command`".into(),
-        );
+        let why = "no benchmarks are declared; add at least one entry with `name` and `command`";
+        return fail("benchmarks:", "benchmarks", why);
     }
     if let Some(r) = config.defaults.repetitions {
-        check_repetitions(r)
-            .or_else(|m| fail(Some("repetitions:"), "defaults.repetitions".into(), m))?;
+        check_repetitions(r).or_else(|m| fail("repetitions:", "defaults.repetitions", &m))?;
     }
     // Each wrapping capture runs the benchmark under its tool: two would nest one tool in the
     // other. A benchmark that inherits its captures inherits the defaults' list.
     let wraps_twice = |c: &[CaptureKind]| c.iter().filter(|k| k.wraps()).count() > 1;
     if config.defaults.captures.as_deref().is_some_and(wraps_twice) {
-        return fail(
-            Some("captures:"),
-            "defaults.captures".into(),
-            ONE_WRAPPING_CAPTURE.into(),
-        );
+        return fail("captures:", "defaults.captures", ONE_WRAPPING_CAPTURE);
     }
     let mut seen = std::collections::HashSet::new();
     for (i, b) in config.benchmarks.iter().enumerate() {
         let needle = format!("name: {}", b.name);
         let key = |k: &str| format!("benchmarks[{i}].{k}");
         if b.name.trim().is_empty() || b.name.chars().any(char::is_control) {
-            return fail(
-                Some(&needle),
-                key("name"),
-                "a benchmark name must be non-empty printable text".into(),
-            );
+            let why = "a benchmark name must be non-empty printable text";
+            return fail(&needle, &key("name"), why);
         }
         if !seen.insert(b.name.as_str()) {
             // Located at the duplicate, not at the first entry of that name.
@@ -325,28 +301,25 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
             });
         }
         if let Some(r) = b.repetitions {
-            check_repetitions(r).or_else(|m| fail(Some(&needle), key("repetitions"), m))?;
+            check_repetitions(r).or_else(|m| fail(&needle, &key("repetitions"), &m))?;
         }
         for (name, value) in &b.env {
             if let Some(why) = bad_variable_name(name) {
-                return fail(Some("env:"), key("env"), why);
+                return fail("env:", &key("env"), &why);
             }
             if value.contains('\0') {
-                return fail(
-                    Some("env:"),
-                    key(&format!("env.{name}")),
-                    "the value holds a NUL character, which no environment variable can carry"
-                        .into(),
-                );
+                let why =
+                    "the value holds a NUL character, which no environment variable can carry";
+                return fail("env:", &key(&format!("env.{name}")), why);
             }
         }
         for name in &b.pass_env {
             if let Some(why) = bad_variable_name(name) {
-                return fail(Some("pass_env:"), key("pass_env"), why);
+                return fail("pass_env:", &key("pass_env"), &why);
             }
         }
         if b.captures.as_deref().is_some_and(wraps_twice) {
-            return fail(Some(&needle), key("captures"), ONE_WRAPPING_CAPTURE.into());
+            return fail(&needle, &key("captures"), ONE_WRAPPING_CAPTURE);
         }
         let captures = b.captures.as_ref().or(config.defaults.captures.as_ref());
         if b.valgrind
@@ -354,19 +327,13 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
             .is_some_and(|v| v.toggle_collect.is_some())
             && !captures.is_some_and(|c| c.contains(&CaptureKind::Callgrind))
         {
-            return fail(
-                Some(&needle),
-                key("valgrind.toggle_collect"),
-                "`toggle_collect` restricts callgrind's counting to a function, and this benchmark has no `callgrind` capture (cachegrind counts the whole program); add `callgrind` to `captures` or remove the key".into(),
-            );
+            let why = "`toggle_collect` restricts callgrind's counting to a function, and this benchmark has no `callgrind` capture (cachegrind counts the whole program); add `callgrind` to `captures` or remove the key";
+            return fail(&needle, &key("valgrind.toggle_collect"), why);
         }
         for (name, d) in &b.derived {
             if let Err(e) = crate::config::derived::check(name, &d.expr) {
-                return fail(
-                    Some(&d.expr),
-                    key(&format!("derived.{name}.expr")),
-                    e.to_string(),
-                );
+                let key = key(&format!("derived.{name}.expr"));
+                return fail(&d.expr, &key, &e.to_string());
             }
         }
         if let Some(c) = &b.counters {
@@ -397,11 +364,8 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         if let Some(c) = &b.captures
             && c.is_empty()
         {
-            return fail(
-                Some(&needle),
-                key("captures"),
-                "the capture list is empty; use `[timer]` or `[protocol]`".into(),
-            );
+            let why = "the capture list is empty; use `[timer]` or `[protocol]`";
+            return fail(&needle, &key("captures"), why);
         }
     }
     Ok(())

@@ -145,12 +145,8 @@ fn run_watched(spec: &ProcessSpec<'_>, watcher: Watcher) -> std::io::Result<Proc
     // One thread reads stderr and waits for the exit at once: the tail cannot fill the pipe
     // and block the benchmark, and the timeout never skews the measurement.
     let mut tail = Tail::default();
-    let exited = match pump(
-        &mut stderr,
-        &mut tail,
-        Some(watch.fd()),
-        start.checked_add(spec.timeout),
-    ) {
+    let deadline = start.checked_add(spec.timeout);
+    let exited = match pump(&mut stderr, &mut tail, Some(watch.fd()), deadline) {
         Ok(exited) => exited,
         Err(e) => {
             kill_group(pgid);
@@ -168,13 +164,8 @@ fn run_watched(spec: &ProcessSpec<'_>, watcher: Watcher) -> std::io::Result<Proc
     kill_group(pgid);
     CURRENT_GROUP.store(0, Ordering::SeqCst);
     // Only a process that left the group can still hold stderr: it gets a bounded wait.
-    let closed = pump(
-        &mut stderr,
-        &mut tail,
-        None,
-        Instant::now().checked_add(PIPE_GRACE),
-    )
-    .unwrap_or(true);
+    let grace_end = Instant::now().checked_add(PIPE_GRACE);
+    let closed = pump(&mut stderr, &mut tail, None, grace_end).unwrap_or(true);
     let (stderr_tail, pipe_held_open) = if closed {
         (secrets::mask(&tail.text()).into_owned(), false)
     } else {

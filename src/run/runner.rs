@@ -451,13 +451,8 @@ pub fn run_interleaved_adaptive(
                     crate::machine::envkey::class_key(&Fingerprint::capture(&head.root))
                 });
                 let of = |description: &str, revision: &Revision| {
-                    crate::run::identity::digest(
-                        identity,
-                        description,
-                        class,
-                        &revision.root.join(&b.cwd),
-                        &identity_command_output,
-                    )
+                    let (cwd, output) = (revision.root.join(&b.cwd), &identity_command_output);
+                    crate::run::identity::digest(identity, description, class, &cwd, output)
                 };
                 let sides = [of(base_description, base), of(&b.description(), head)];
                 for (side, digest) in ["base", "head"].iter().zip(&sides) {
@@ -507,13 +502,8 @@ pub fn run_interleaved_adaptive(
         for i in 0..b.warmup {
             pair(&mut runs, i, false)?;
         }
-        let looks = LookPlan::new(
-            b.repetitions.min,
-            b.repetitions.max,
-            b.repetitions
-                .step
-                .unwrap_or(crate::stats::inference::DEFAULT_LOOK_STEP),
-        );
+        let (r, default_step) = (b.repetitions, crate::stats::inference::DEFAULT_LOOK_STEP);
+        let looks = LookPlan::new(r.min, r.max, r.step.unwrap_or(default_step));
         let adaptive = adaptive.filter(|_| looks.count() > 1);
         let mut done = 0;
         let mut taken = Vec::new();
@@ -533,14 +523,12 @@ pub fn run_interleaved_adaptive(
                 break;
             }
             let [base_run, head_run] = &mut runs;
-            let look = interim_look(
+            let (base_result, head_result) = (
                 base_run.collector.result_mut(),
                 head_run.collector.result_mut(),
-                n,
-                &looks,
-                &adaptive.policy,
-                plan.benchmarks.len(),
             );
+            let (policy, benchmarks) = (&adaptive.policy, plan.benchmarks.len());
+            let look = interim_look(base_result, head_result, n, &looks, policy, benchmarks);
             let decided = look.verdict != Verdict::Inconclusive;
             taken.push(look);
             if decided {
@@ -620,19 +608,10 @@ pub fn interim_look(
         family_hint: gated * benchmarks.max(1),
         ..policy.clone()
     };
-    let report = crate::compare::compare(
-        &base,
-        &head,
-        &policy,
-        crate::model::report::Design::Interleaved,
-    );
-    record(
-        report
-            .benchmarks
-            .first()
-            .map(|b| b.verdict)
-            .unwrap_or(Verdict::Inconclusive),
-    )
+    let design = crate::model::report::Design::Interleaved;
+    let report = crate::compare::compare(&base, &head, &policy, design);
+    let first = report.benchmarks.first();
+    record(first.map_or(Verdict::Inconclusive, |b| b.verdict))
 }
 
 fn results_for(

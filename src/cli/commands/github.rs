@@ -6,7 +6,7 @@
 //! sticky note per job instead. The posting itself is the library's (`gate::ci`); here the
 //! flags are read, the outputs written and the posting errors reported.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
@@ -41,10 +41,8 @@ fn settle_post_errors(errors: Vec<GateError>, post: &PostArgs, status: u8) -> u8
             } else {
                 Level::Warning
             };
-            println!(
-                "{}",
-                gh_env::annotation(level, "kgate could not post", &text)
-            );
+            let annotation = gh_env::annotation(level, "kgate could not post", &text);
+            println!("{annotation}");
         }
     }
     if post.fail_on_post_error && failed {
@@ -81,10 +79,8 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
         None => GitlabContext::from_env()?,
         Some(_) => None,
     };
-    let job_id = ci::job_id(
-        args.post.job_id.as_deref(),
-        ctx.as_ref().and_then(|c| c.job.clone()),
-    )?;
+    let job = ctx.as_ref().and_then(|c| c.job.clone());
+    let job_id = ci::job_id(args.post.job_id.as_deref(), job)?;
     let token = args.post.token.as_deref().filter(|t| !t.is_empty());
     let mut post_errors = Vec::new();
     let poster = match (&ctx, token) {
@@ -109,12 +105,8 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
     // The check run shows "in progress" while the benchmarks run.
     let mut check_run = None;
     if let (Some(p), Some(ctx), true) = (&poster, &ctx, args.post.check_run) {
-        check_run = p.start_check_run(
-            &job_id,
-            ctx.head_sha(),
-            "no head commit in the event or GITHUB_SHA",
-            &mut post_errors,
-        );
+        let no_sha = "no head commit in the event or GITHUB_SHA";
+        check_run = p.start_check_run(&job_id, ctx.head_sha(), no_sha, &mut post_errors);
     }
     // The pull request's merge-base is already the commit to measure: taken as it is.
     let against = if args.against_pr_base {
@@ -161,11 +153,8 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
     };
     let status = apply_fail_on(status, &report, args.fail_on);
     write_stdout(&render::exporter(Format::Table, render::stdout_wants_color()).render(&report))?;
-    let junit = args.junit.clone().or_else(|| {
-        gitlab
-            .as_ref()
-            .map(|_| std::path::PathBuf::from("kgate-junit.xml"))
-    });
+    let gitlab_junit = gitlab.as_ref().map(|_| PathBuf::from("kgate-junit.xml"));
+    let junit = args.junit.clone().or(gitlab_junit);
     if let Some(path) = junit {
         let xml = render::exporter(Format::Junit, false).render(&report);
         fsutil::write_atomic(&path, xml.as_bytes(), Overwrite::Allow)
@@ -181,18 +170,10 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
         return Ok(status);
     };
     if let Some(path) = &ctx.step_summary {
-        let more = format!(
-            "the JSON report {}",
-            render::escape::code_span(&args.report.display().to_string())
-        );
-        let markdown = gh_body::fit_markdown(
-            &report,
-            "",
-            "\n",
-            &more,
-            gh_env::summary_room(path),
-            gh_body::Measure::Bytes,
-        );
+        let json = render::escape::code_span(&args.report.display().to_string());
+        let more = format!("the JSON report {json}");
+        let (room, bytes) = (gh_env::summary_room(path), gh_body::Measure::Bytes);
+        let markdown = gh_body::fit_markdown(&report, "", "\n", &more, room, bytes);
         gh_env::append_step_summary(path, &markdown)?;
     }
     for line in report_annotations(&report, args.annotations) {
@@ -213,10 +194,8 @@ pub(super) fn ci(config_path: &Path, args: CiArgs) -> Result<u8> {
     };
     post_errors.append(&mut posted.errors);
     if let Some(path) = &ctx.output {
-        gh_env::write_outputs(
-            path,
-            &ci::ci_outputs(&report, status, &args.report, &posted),
-        )?;
+        let outputs = ci::ci_outputs(&report, status, &args.report, &posted);
+        gh_env::write_outputs(path, &outputs)?;
     }
     Ok(settle_post_errors(post_errors, &args.post, status))
 }
@@ -237,12 +216,8 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
             "`kgate comment` needs the GitHub Actions context (GITHUB_REPOSITORY and GITHUB_EVENT_PATH) or GitLab CI's (GITLAB_CI=true): neither is set"
         );
     };
-    crate::github::refuse_untrusted_checkout(
-        Some(&ctx),
-        &[Path::new(".")],
-        TrustedAction::Post,
-        args.allow_untrusted_checkout,
-    )?;
+    let (here, allow) = ([Path::new(".")], args.allow_untrusted_checkout);
+    crate::github::refuse_untrusted_checkout(Some(&ctx), &here, TrustedAction::Post, allow)?;
     let job_id = ci::job_id(args.post.job_id.as_deref(), ctx.job.clone())?;
     let Some(token) = args.post.token.as_deref().filter(|t| !t.is_empty()) else {
         let why = "no GitHub token, so nothing is posted; set GITHUB_TOKEN or pass --token";
@@ -251,10 +226,8 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
     };
     let poster = Poster::new(&ctx, token)?;
     let mut errors = Vec::new();
-    let head_sha = args
-        .head_sha
-        .clone()
-        .or_else(|| ctx.head_sha().map(str::to_string));
+    let event_sha = ctx.head_sha().map(str::to_string);
+    let head_sha = args.head_sha.clone().or(event_sha);
     let mut pr = args.pr.or(ctx.event.pr_number);
     if pr.is_none()
         && ctx.event_name == "workflow_run"
@@ -268,12 +241,8 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
     }
     let mut check_run = None;
     if args.post.check_run {
-        check_run = poster.start_check_run(
-            &job_id,
-            head_sha.as_deref(),
-            "no head commit (--head-sha, the event or GITHUB_SHA)",
-            &mut errors,
-        );
+        let no_sha = "no head commit (--head-sha, the event or GITHUB_SHA)";
+        check_run = poster.start_check_run(&job_id, head_sha.as_deref(), no_sha, &mut errors);
     }
     let from_rows = Conclusion::of_stored_report(&report, reconciled.waived_regressions);
     let mut title_note = None;
@@ -286,13 +255,11 @@ pub(super) fn comment(args: CommentArgs) -> Result<u8> {
             if n == 1 { "" } else { "s" },
             if n == 1 { "es" } else { "" },
         );
-        report.warnings.insert(
-            0,
-            match check_run {
-                Some(_) => format!("{why}; the check run is neutral"),
-                None => why,
-            },
-        );
+        let warning = match check_run {
+            Some(_) => format!("{why}; the check run is neutral"),
+            None => why,
+        };
+        report.warnings.insert(0, warning);
         title_note = Some("neutral: waivers claimed by the report");
     }
     let posting = Posting {
