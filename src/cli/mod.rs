@@ -367,12 +367,11 @@ pub struct ImportArgs {
 
 /// The import formats of the registry, each with its help line.
 fn import_format() -> impl TypedValueParser<Value = &'static Importer> {
-    PossibleValuesParser::new(
-        IMPORTERS
-            .iter()
-            .map(|i| PossibleValue::new(i.name).help(i.help)),
-    )
-    .try_map(|name| import::importer(&name).ok_or("not an import format"))
+    let values = IMPORTERS
+        .iter()
+        .map(|i| PossibleValue::new(i.name).help(i.help));
+    PossibleValuesParser::new(values)
+        .try_map(|name| import::importer(&name).ok_or("not an import format"))
 }
 
 /// `chrome-trace, xplane: TEXT`, naming the formats that take a kernel selection.

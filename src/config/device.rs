@@ -174,11 +174,8 @@ impl DeviceProfile {
     /// trace names a track's values `track.value`), is or has as an alias (aliases without
     /// regard to case). `None` when the profile does not know the counter.
     pub fn counter_key<'a>(&'a self, name: &'a str) -> Option<&'a str> {
-        let candidates = std::iter::once(name).chain(
-            name.char_indices()
-                .filter(|(_, c)| *c == '.')
-                .map(|(i, _)| &name[..i]),
-        );
+        let prefixes = name.match_indices('.').map(|(i, _)| &name[..i]);
+        let candidates = std::iter::once(name).chain(prefixes);
         for candidate in candidates {
             if let Some((key, _)) = self.counters.get_key_value(candidate) {
                 return Some(key.as_str());

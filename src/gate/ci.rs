@@ -225,13 +225,9 @@ pub fn post_note(
     };
     let body = gh_body::comment_body(report, &job_id, gl.job_url.as_deref());
     let project_url = std::env::var("CI_PROJECT_URL").ok();
-    let outcome = runtime.block_on(client.upsert_note(
-        iid,
-        &gh_body::marker(&job_id),
-        &body,
-        policy.allows_new(report),
-        project_url.as_deref(),
-    ))?;
+    let (marker, new) = (gh_body::marker(&job_id), policy.allows_new(report));
+    let upsert = client.upsert_note(iid, &marker, &body, new, project_url.as_deref());
+    let outcome = runtime.block_on(upsert)?;
     let link = |url: &Option<String>| url.as_deref().map(|u| format!(": {u}")).unwrap_or_default();
     say(&match &outcome {
         NoteOutcome::Created { url, .. } => format!("kgate: added a note to !{iid}{}", link(url)),

@@ -8,7 +8,7 @@ use super::{GateError, Say};
 use crate::import::{self, Importer};
 use crate::model::results::RunResults;
 use crate::model::text::{escape_log, escape_terminal};
-use crate::plan::{MetricPolicy, Overrides, Plan};
+use crate::plan::{BenchmarkPlan, MetricPolicy, Overrides, Plan};
 
 /// What `kgate import` reads, and which kernels of a trace it takes.
 #[derive(Debug)]
@@ -39,20 +39,15 @@ pub fn import(
         false => None,
     };
     let (policies, threshold) = match &plan {
-        Some((plan, threshold)) => (
-            plan.benchmarks
-                .iter()
-                .map(|b| (b.name.clone(), b.metrics.clone()))
-                .collect::<BTreeMap<String, MetricPolicy>>(),
-            *threshold,
-        ),
+        Some((plan, threshold)) => {
+            let policy = |b: &BenchmarkPlan| (b.name.clone(), b.metrics.clone());
+            (plan.benchmarks.iter().map(policy).collect(), *threshold)
+        }
         None => (BTreeMap::new(), 0.05),
     };
     let importer = options.format;
-    let mut ctx = import::ImportContext::new(import::Policies::new(
-        policies,
-        MetricPolicy::permissive(threshold),
-    ));
+    let policies = import::Policies::new(policies, MetricPolicy::permissive(threshold));
+    let mut ctx = import::ImportContext::new(policies);
     let o = options;
     if importer.selection.is_some() {
         let (pid, tid) = (o.pid.clone(), o.tid.clone());

@@ -213,26 +213,14 @@ pub fn comment_body(report: &Report, job_id: &str, run_url: Option<&str>) -> Str
         Some(url) => format!("\n<sub>[Workflow run]({url})</sub>\n"),
         None => String::new(),
     };
-    fit_markdown(
-        report,
-        &header,
-        &footer,
-        &more,
-        COMMENT_LIMIT_CHARS,
-        Measure::Chars,
-    )
+    let limit = COMMENT_LIMIT_CHARS;
+    fit_markdown(report, &header, &footer, &more, limit, Measure::Chars)
 }
 
 /// The check run's summary: the report fitted to GitHub's limit on it, in bytes.
 pub fn check_run_summary(report: &Report) -> String {
-    fit_markdown(
-        report,
-        "",
-        "",
-        "the job summary",
-        CHECK_SUMMARY_LIMIT_BYTES,
-        Measure::Bytes,
-    )
+    let (more, limit) = ("the job summary", CHECK_SUMMARY_LIMIT_BYTES);
+    fit_markdown(report, "", "", more, limit, Measure::Bytes)
 }
 
 /// Whether a comment is warranted under a policy.

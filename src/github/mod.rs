@@ -75,12 +75,8 @@ pub fn refuse_untrusted_run(root: &Path) -> Result<(), Refused> {
         return Ok(());
     }
     let ctx = GithubContext::from_env()?;
-    refuse_untrusted_checkout(
-        ctx.as_ref(),
-        &[Path::new("."), root],
-        TrustedAction::RunBenchmarks,
-        false,
-    )
+    let dirs = [Path::new("."), root];
+    refuse_untrusted_checkout(ctx.as_ref(), &dirs, TrustedAction::RunBenchmarks, false)
 }
 
 fn untrusted_checkout(

@@ -277,36 +277,20 @@ impl GitlabClient {
         web_url: Option<&str>,
     ) -> Result<NoteOutcome, GitlabError> {
         let author = self.identity().await?;
-        let link = |id: u64| {
-            web_url.map(|w| {
-                format!(
-                    "{}/-/merge_requests/{iid}#note_{id}",
-                    w.trim_end_matches('/')
-                )
-            })
-        };
+        let web_url = web_url.map(|w| w.trim_end_matches('/'));
+        let link = |id: u64| web_url.map(|w| format!("{w}/-/merge_requests/{iid}#note_{id}"));
         let payload = json!({ "body": body });
         match self.find_note(iid, marker, &author).await? {
             Some(id) => {
                 let url = format!("{}/{id}", self.notes_url(iid));
-                self.send(
-                    Operation::UpdateNote,
-                    http::Method::PUT,
-                    &url,
-                    Some(&payload),
-                )
-                .await?;
+                let (update, put) = (Operation::UpdateNote, http::Method::PUT);
+                self.send(update, put, &url, Some(&payload)).await?;
                 Ok(NoteOutcome::Updated { id, url: link(id) })
             }
             None if create => {
-                let (text, _) = self
-                    .send(
-                        Operation::CreateNote,
-                        http::Method::POST,
-                        &self.notes_url(iid),
-                        Some(&payload),
-                    )
-                    .await?;
+                let (create, post) = (Operation::CreateNote, http::Method::POST);
+                let url = self.notes_url(iid);
+                let (text, _) = self.send(create, post, &url, Some(&payload)).await?;
                 let note: Note = Self::parse(Operation::CreateNote, &text)?;
                 Ok(NoteOutcome::Created {
                     id: note.id,

@@ -202,12 +202,8 @@ fn run_callgrind(
         .map_err(|e| format!("cannot create a scratch folder: {e}"))?;
     let out = scratch.path().join("callgrind.out");
     let log = scratch.path().join("valgrind.log");
-    let mut argv = crate::capture::valgrind::wrap(
-        Tool::Callgrind,
-        &out,
-        bench.toggle_collect.as_deref(),
-        &bench.command.argv(),
-    );
+    let (toggle, command) = (bench.toggle_collect.as_deref(), bench.command.argv());
+    let mut argv = crate::capture::valgrind::wrap(Tool::Callgrind, &out, toggle, &command);
     // The same simulated caches as the gated counts, and valgrind's messages in a file.
     let at = 4;
     let mut extra: Vec<String> = crate::run::backend::VALGRIND_CACHES

@@ -82,20 +82,14 @@ impl Progress for Bar {
     fn event(&mut self, event: Event<'_>) {
         match event {
             Event::BuildStarted { command, revision } => {
-                eprintln!(
-                    "build{}: {}",
-                    revision_tag(revision),
-                    escape_terminal(command)
-                );
+                let (tag, command) = (revision_tag(revision), escape_terminal(command));
+                eprintln!("build{tag}: {command}");
             }
             Event::BenchmarkStarted { name, runs } => {
                 let bar = ProgressBar::new(runs);
-                bar.set_style(
-                    ProgressStyle::with_template(
-                        "{spinner} {msg:<28} {wide_bar} {pos}/{len} ETA {eta}",
-                    )
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
-                );
+                let template = "{spinner} {msg:<28} {wide_bar} {pos}/{len} ETA {eta}";
+                let style = ProgressStyle::with_template(template);
+                bar.set_style(style.unwrap_or_else(|_| ProgressStyle::default_bar()));
                 bar.set_message(escape_terminal(name).into_owned());
                 self.bar = Some(bar);
             }
@@ -105,11 +99,8 @@ impl Progress for Bar {
                 }
             }
             Event::BenchmarkFinished { result, revision } => {
-                let line = format!(
-                    "{}{}",
-                    escape_terminal(&summary_line(result)),
-                    revision_tag(revision)
-                );
+                let (summary, tag) = (summary_line(result), revision_tag(revision));
+                let line = format!("{}{tag}", escape_terminal(&summary));
                 match self.bar.take() {
                     Some(bar) => {
                         bar.finish_and_clear();

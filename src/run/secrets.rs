@@ -149,15 +149,12 @@ static SEALED: std::sync::OnceLock<Credentials> = std::sync::OnceLock::new();
 
 fn credentials() -> &'static Credentials {
     SEALED.get_or_init(|| {
-        Credentials::new(
-            std::env::vars_os()
-                .filter_map(|(k, v)| {
-                    let k = k.into_string().ok()?;
-                    is_credential_var(&k, v.as_encoded_bytes())
-                        .then(|| (k, v.into_string().unwrap_or_default()))
-                })
-                .collect(),
-        )
+        let found = std::env::vars_os().filter_map(|(k, v)| {
+            let k = k.into_string().ok()?;
+            is_credential_var(&k, v.as_encoded_bytes())
+                .then(|| (k, v.into_string().unwrap_or_default()))
+        });
+        Credentials::new(found.collect())
     })
 }
 

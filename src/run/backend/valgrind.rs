@@ -60,12 +60,8 @@ impl Backend for Valgrind {
         // therefore get a fixed environment (as iai-callgrind does), so counts reproduce on
         // any machine and in any clone.
         launch.clear_env = true;
-        let mut argv = crate::capture::valgrind::wrap(
-            self.0,
-            &run.scratch_file(EXT),
-            run.plan.toggle_collect.as_deref(),
-            &launch.argv,
-        );
+        let (out, toggle) = (run.scratch_file(EXT), run.plan.toggle_collect.as_deref());
+        let mut argv = crate::capture::valgrind::wrap(self.0, &out, toggle, &launch.argv);
         let at = 4; // after `valgrind --tool=… --cache-sim=yes --branch-sim=yes`
         for (i, c) in CACHES.iter().enumerate() {
             argv.insert(at + i, c.to_string());
