@@ -330,17 +330,15 @@ pub fn resolve(
 ) -> Result<DeviceProfile, ProfileError> {
     let mut seen = Vec::new();
     let value = resolve_value(name, overrides, &mut seen)?;
-    let profile: DeviceProfile =
-        serde_path_to_error::deserialize(value).map_err(|e| ProfileError::Invalid {
+    let profile: DeviceProfile = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let why = crate::model::text::plain_serde(Some(&path), &e.into_inner().to_string());
+        let message = format!("{why}; a profile needs `clock_hz: {{value, source}}`");
+        ProfileError::Invalid {
             name: name.to_string(),
-            message: format!(
-                "{}; a profile needs `clock_hz: {{value, source}}`",
-                crate::model::text::plain_serde(
-                    Some(&e.path().to_string()),
-                    &e.into_inner().to_string()
-                )
-            ),
-        })?;
+            message,
+        }
+    })?;
     profile.check()
 }
 

@@ -142,15 +142,14 @@ pub fn check(c: &CounterSampling, profile: Option<&DeviceProfile>) -> Result<(),
             let hint = crate::model::text::did_you_mean(name, &keys)
                 .map(|m| format!(" (did you mean `{m}`?)"))
                 .unwrap_or_default();
+            let (name, profile) = (crate::model::text::escape_terminal(name), &p.name);
+            let message = format!(
+                "`{name}` is not a counter of the device profile `{profile}`{hint}, so kgate cannot give its sampling index; its counters: {}; a counter it lacks goes under `profiles.{profile}.counters` with its `index:`",
+                keys.join(", ")
+            );
             return Err(SamplingError {
                 key: "request",
-                message: format!(
-                    "`{}` is not a counter of the device profile `{}`{hint}, so kgate cannot give its sampling index; its counters: {}; a counter it lacks goes under `profiles.{}.counters` with its `index:`",
-                    crate::model::text::escape_terminal(name),
-                    p.name,
-                    keys.join(", "),
-                    p.name
-                ),
+                message,
             });
         }
     }

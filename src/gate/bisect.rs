@@ -49,30 +49,23 @@ struct Lines<'s, 'a>(&'s mut Say<'a>);
 
 impl Observer for Lines<'_, '_> {
     fn building(&mut self, commit: &Commit) {
-        (self.0)(&format!(
-            "bisect: checking out {} ({})",
-            short(&commit.commit),
-            escape_terminal(&commit.subject)
-        ));
+        let (commit, subject) = (short(&commit.commit), escape_terminal(&commit.subject));
+        (self.0)(&format!("bisect: checking out {commit} ({subject})"));
     }
 
     fn measured(&mut self, benchmark: &str, step: &StepRecord) {
         let change = match (step.change, step.ci) {
-            (Some(c), Some([lo, hi])) => format!(
-                ", {} ({} … {})",
-                format_change(c),
-                format_change(lo),
-                format_change(hi)
-            ),
+            (Some(c), Some([lo, hi])) => {
+                let [c, lo, hi] = [c, lo, hi].map(format_change);
+                format!(", {c} ({lo} … {hi})")
+            }
             (Some(c), None) => format!(", {}", format_change(c)),
             _ => String::new(),
         };
+        let (benchmark, at) = (escape_terminal(benchmark), short(&step.commit.commit));
+        let (position, outcome) = (step.commit.position, step.outcome.as_str());
         (self.0)(&format!(
-            "bisect: `{}` at {} (GOOD+{}): {}{change}",
-            escape_terminal(benchmark),
-            short(&step.commit.commit),
-            step.commit.position,
-            step.outcome.as_str(),
+            "bisect: `{benchmark}` at {at} (GOOD+{position}): {outcome}{change}"
         ));
         if step.outcome == bisect::StepOutcome::Skipped {
             (self.0)(&format!("  {}", escape_log(&step.reason)));

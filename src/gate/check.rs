@@ -184,12 +184,10 @@ fn against_stored(
     {
         // A name someone typed that is not there: a typo, most likely; said before the
         // suite runs. A missing default baseline is a first run, measured below.
+        let (name, listing) = (&options.baseline, baseline::listing(&loaded.root));
         return Err(GateError::Invalid(format!(
-            "no baseline `{}` at {}; {}. Store it with `kgate baseline save --name {}`",
-            options.baseline,
-            path.display(),
-            baseline::listing(&loaded.root),
-            options.baseline
+            "no baseline `{name}` at {}; {listing}. Store it with `kgate baseline save --name {name}`",
+            path.display()
         )));
     }
     if options.baseline_ref.is_none() && !path.exists() {
@@ -228,10 +226,10 @@ fn against_stored(
     let mut report =
         compare::compare_with_job_medians(&base, &head, &medians, policy, Design::StoredBaseline);
     if off_level > 0 {
+        let jobs = count(off_level, "recorded job", "recorded jobs");
+        let is = if off_level == 1 { "is" } else { "are" };
         report.warnings.push(format!(
-            "{} in which the gate found a metric regressed or improved {} left out of that metric's prediction interval: off the baseline's level, such a job cannot describe it",
-            count(off_level, "recorded job", "recorded jobs"),
-            if off_level == 1 { "is" } else { "are" }
+            "{jobs} in which the gate found a metric regressed or improved {is} left out of that metric's prediction interval: off the baseline's level, such a job cannot describe it"
         ));
     }
     let allowance = (
@@ -288,12 +286,11 @@ fn changed_selection(
     let config_changed = local.contains(&config_name);
     let wanted: Vec<_> = super::selected(loaded, selection).cloned().collect();
     let (run, skipped) = selection::affected(&wanted, &local, config_changed)?;
-    say(&format!(
-        "changed since {reference}: {}; running {}, skipping {}",
-        count(changed.len(), "file", "files"),
-        count(run.len(), "benchmark", "benchmarks"),
-        skipped.len()
-    ));
+    let files = count(changed.len(), "file", "files");
+    let (running, skipping) = (count(run.len(), "benchmark", "benchmarks"), skipped.len());
+    let line =
+        format!("changed since {reference}: {files}; running {running}, skipping {skipping}");
+    say(&line);
     Ok((run, skipped))
 }
 

@@ -311,11 +311,8 @@ pub fn report_annotations(report: &Report, limit: usize) -> Vec<String> {
             lines.push(gh_env::annotation(level, &title, message));
         }
         if hits.len() > limit {
-            let more = format!(
-                "{} more {} benchmarks are listed in the job summary",
-                hits.len() - limit,
-                verdict.as_str()
-            );
+            let (more, verdict) = (hits.len() - limit, verdict.as_str());
+            let more = format!("{more} more {verdict} benchmarks are listed in the job summary");
             lines.push(gh_env::annotation(Level::Notice, "kgate", &more));
         }
     }

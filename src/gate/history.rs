@@ -61,14 +61,14 @@ pub fn history(
     let records = history::load(root, &key)?;
     let known = history::keys(root);
     if records.is_empty() {
+        let dir = history::key_dir(root, &key);
+        let others = match known.is_empty() {
+            true => String::new(),
+            false => format!(" (histories exist for: {})", known.join(", ")),
+        };
         return Err(GateError::Invalid(format!(
-            "no history for environment `{key}` under {}; record runs with `kgate check --record` or `kgate history record RESULTS`{}",
-            history::key_dir(root, &key).display(),
-            if known.is_empty() {
-                String::new()
-            } else {
-                format!(" (histories exist for: {})", known.join(", "))
-            }
+            "no history for environment `{key}` under {}; record runs with `kgate check --record` or `kgate history record RESULTS`{others}",
+            dir.display()
         )));
     }
     if let Some(line) = which_history(root, &key, options.key.is_some(), &known)? {
@@ -115,14 +115,12 @@ fn which_history(
     given: bool,
     known: &[String],
 ) -> Result<Option<String>, GateError> {
-    let mut line = format!(
-        "history of `{key}` ({})",
-        if given {
-            "--key"
-        } else {
-            "this machine's runner class"
-        }
-    );
+    let from = if given {
+        "--key"
+    } else {
+        "this machine's runner class"
+    };
+    let mut line = format!("history of `{key}` ({from})");
     // Folder names come from the repository: shown inert on a terminal.
     let legacy: Vec<String> = history::folders_of(root, key)?
         .into_iter()
@@ -202,12 +200,10 @@ fn in_commit_order(root: &Path, records: Vec<HistoryRecord>) -> (Vec<HistoryReco
     let total = records.len();
     let (mut on, off): (Vec<_>, Vec<_>) = records.into_iter().partition(|r| at(r).is_some());
     if on.is_empty() {
-        return (
-            off,
-            vec![format!(
-                "none of the {total} recorded jobs measured a commit on HEAD's history (a shallow clone? check out with fetch-depth: 0): jobs are in the order they ran"
-            )],
+        let note = format!(
+            "none of the {total} recorded jobs measured a commit on HEAD's history (a shallow clone? check out with fetch-depth: 0): jobs are in the order they ran"
         );
+        return (off, vec![note]);
     }
     let off = off.len();
     // A stable sort: the jobs of one commit keep the order they ran in.

@@ -206,18 +206,14 @@ pub fn shard_selection(
     }
     let parts = shard::assign(&names, &durations, shard.count);
     let mine = parts[shard.index - 1].clone();
-    say(&format!(
-        "shard {}/{}: {} of {} benchmarks ({})",
-        shard.index,
-        shard.count,
-        mine.len(),
-        names.len(),
-        if mine.is_empty() {
-            "none".to_string()
-        } else {
-            mine.join(", ")
-        }
-    ));
+    let listed = if mine.is_empty() {
+        "none".to_string()
+    } else {
+        mine.join(", ")
+    };
+    let (index, count, of, n) = (shard.index, shard.count, names.len(), mine.len());
+    let line = format!("shard {index}/{count}: {n} of {of} benchmarks ({listed})");
+    say(&line);
     Ok((!mine.is_empty()).then(|| Overrides {
         only: mine,
         ..selection.clone()

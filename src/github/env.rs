@@ -206,13 +206,9 @@ impl GithubContext {
     /// None where the address would not be a plain web address (`GITHUB_SERVER_URL` of
     /// `javascript:…`): the comment then links to nothing.
     pub fn run_url(&self) -> Option<String> {
-        let url = format!(
-            "{}/{}/{}/actions/runs/{}",
-            self.server_url.trim_end_matches('/'),
-            self.owner,
-            self.repo,
-            self.run_id.as_ref()?
-        );
+        let (server, run_id) = (self.server_url.trim_end_matches('/'), self.run_id.as_ref()?);
+        let (owner, repo) = (&self.owner, &self.repo);
+        let url = format!("{server}/{owner}/{repo}/actions/runs/{run_id}");
         crate::model::text::web_address(&url).map(str::to_string)
     }
 }
@@ -241,11 +237,8 @@ pub fn output_entry(name: &str, value: &str) -> Result<String, EnvError> {
         return Ok(format!("{name}={value}\n"));
     }
     let delimiter = loop {
-        let candidate = format!(
-            "ghadelimiter_{:016x}{:016x}",
-            fastrand::u64(..),
-            fastrand::u64(..)
-        );
+        let (high, low) = (fastrand::u64(..), fastrand::u64(..));
+        let candidate = format!("ghadelimiter_{high:016x}{low:016x}");
         if !value.contains(&candidate) {
             break candidate;
         }
@@ -313,11 +306,8 @@ pub fn annotation(level: Level, title: &str, message: &str) -> String {
         Level::Warning => "warning",
         Level::Notice => "notice",
     };
-    format!(
-        "::{command} title={}::{}",
-        escape_property(title),
-        escape_data(message)
-    )
+    let (title, message) = (escape_property(title), escape_data(message));
+    format!("::{command} title={title}::{message}")
 }
 
 #[cfg(test)]

@@ -139,14 +139,9 @@ pub fn parse(text: &str) -> Result<Functions, ParseError> {
             }
             let costs = &tokens[npos..];
             if costs.len() > ev.len() {
-                return Err(err(
-                    n,
-                    format!(
-                        "a cost line has {} numbers for {} events",
-                        costs.len(),
-                        ev.len()
-                    ),
-                ));
+                let (numbers, events) = (costs.len(), ev.len());
+                let why = format!("a cost line has {numbers} numbers for {events} events");
+                return Err(err(n, why));
             }
             let mut values = vec![0i64; ev.len()];
             for (i, t) in costs.iter().enumerate() {
@@ -180,13 +175,9 @@ pub fn parse(text: &str) -> Result<Functions, ParseError> {
             continue;
         }
         let Some(end) = line.find([':', '=']) else {
-            return Err(err(
-                n,
-                format!(
-                    "`{}` is neither a header, a name record nor a cost line",
-                    line.chars().take(60).collect::<String>()
-                ),
-            ));
+            let start: String = line.chars().take(60).collect();
+            let why = format!("`{start}` is neither a header, a name record nor a cost line");
+            return Err(err(n, why));
         };
         let (key, value) = (&line[..end], &line[end + 1..]);
         match key {

@@ -129,11 +129,9 @@ fn profile_one(
         );
     }
     if !on_path("valgrind") {
-        return note_only(
-            "callgrind",
-            "valgrind not found on PATH: not profiled (install valgrind to get per-function costs)"
-                .into(),
-        );
+        let why =
+            "valgrind not found on PATH: not profiled (install valgrind to get per-function costs)";
+        return note_only("callgrind", why.into());
     }
     let began = Instant::now();
     let mut notes = Vec::new();
@@ -254,13 +252,13 @@ fn run_callgrind(
                 .lines()
                 .rev()
                 .find(|l| !l.trim().is_empty());
+            let last = last
+                .map(|l| format!(" (valgrind: {l})"))
+                .unwrap_or_default();
+            let stderr = stderr.map(|l| format!("; its stderr ends: {}", l.trim()));
+            let stderr = stderr.unwrap_or_default();
             return Err(format!(
-                "the run under callgrind exited with status {c}{}{}",
-                last.map(|l| format!(" (valgrind: {l})"))
-                    .unwrap_or_default(),
-                stderr
-                    .map(|l| format!("; its stderr ends: {}", l.trim()))
-                    .unwrap_or_default()
+                "the run under callgrind exited with status {c}{last}{stderr}"
             ));
         }
         Exit::Signal(s) => return Err(format!("the run under callgrind was killed by signal {s}")),

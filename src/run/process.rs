@@ -423,22 +423,20 @@ pub(crate) fn failure_of(outcome: &ProcessOutcome, timeout: Duration) -> Option<
             FailureKind::Crashed,
             format!("killed by {}", signal_name(sig)),
         ),
-        Exit::TimedOut => (
-            FailureKind::Timeout,
-            format!(
-                "timed out after {}; its process group was killed",
-                humantime::format_duration(timeout)
-            ),
-        ),
+        Exit::TimedOut => {
+            let after = humantime::format_duration(timeout);
+            let message = format!("timed out after {after}; its process group was killed");
+            (FailureKind::Timeout, message)
+        }
     };
     if outcome.pipe_held_open {
         // Such a process cannot be killed with the group and would disturb every later
         // measurement, so it fails the benchmark even when the command itself succeeded.
+        let grace = humantime::format_duration(PIPE_GRACE);
         message.push_str(&format!(
             ", but a process outside its process group (started with `setsid` or as a daemon) \
-             kept its stderr open; kgate stopped waiting after {} and cannot stop that process: \
-             make the benchmark wait for or kill what it starts",
-            humantime::format_duration(PIPE_GRACE)
+             kept its stderr open; kgate stopped waiting after {grace} and cannot stop that process: \
+             make the benchmark wait for or kill what it starts"
         ));
     }
     Some(Failure {

@@ -127,19 +127,14 @@ fn summary_line(result: &BenchmarkResult) -> String {
         .iter()
         .find(|m| m.gate.gates)
         .or(result.metrics.first());
+    let name = &result.name;
+    let runs = crate::model::text::count(result.repetitions as usize, "repetition", "repetitions");
     let line = match primary.and_then(|m| crate::stats::median(&m.values).map(|v| (m, v))) {
-        Some((m, median)) => format!(
-            "{}: {}, {} median {}",
-            result.name,
-            crate::model::text::count(result.repetitions as usize, "repetition", "repetitions"),
-            m.name,
-            units::format_value(median, &m.unit)
-        ),
-        None => format!(
-            "{}: {}",
-            result.name,
-            crate::model::text::count(result.repetitions as usize, "repetition", "repetitions")
-        ),
+        Some((m, median)) => {
+            let median = units::format_value(median, &m.unit);
+            format!("{name}: {runs}, {} median {median}", m.name)
+        }
+        None => format!("{name}: {runs}"),
     };
     // A wrong answer is said as soon as it is known, with the check's own words.
     match result.correctness.as_ref().filter(|c| !c.passed) {

@@ -46,17 +46,9 @@ impl Worktree {
             .tempdir()?;
         let checkout = dir.path().join("tree");
         let checkout_str = checkout.display().to_string();
-        gitref::git_text(
-            &top,
-            &[
-                "worktree",
-                "add",
-                "--detach",
-                "--quiet",
-                &checkout_str,
-                &commit,
-            ],
-        )?;
+        #[rustfmt::skip]
+        let add: [&str; 6] = ["worktree", "add", "--detach", "--quiet", &checkout_str, &commit];
+        gitref::git_text(&top, &add)?;
         Ok(Worktree {
             repo: top,
             root: checkout.join(relative),

@@ -53,36 +53,23 @@ pub fn execute(cli: Cli) -> Result<u8> {
         Commands::Merge(args) => {
             let merged = gate::merge(&args.files)?;
             emit_results(&merged, args.output.as_deref(), args.pretty)?;
-            eprintln!(
-                "merged {}: {}",
-                count(args.files.len(), "file", "files"),
-                count(merged.benchmarks.len(), "benchmark", "benchmarks")
-            );
+            let files = count(args.files.len(), "file", "files");
+            let benchmarks = count(merged.benchmarks.len(), "benchmark", "benchmarks");
+            eprintln!("merged {files}: {benchmarks}");
             Ok(ExitStatus::PASS)
         }
         Commands::History(args) => history(&config::root_of(&cli.config), &args),
         Commands::Baseline(BaselineCommand::Update(args)) => {
             let loaded = load_config(&cli.config)?;
-            let results = baseline_results(
-                &loaded,
-                args.results.as_deref(),
-                &args.selection,
-                "updating",
-            )?;
+            let file = args.results.as_deref();
+            let results = baseline_results(&loaded, file, &args.selection, "updating")?;
             baseline_update(&loaded, &args, &results)
         }
         Commands::Check(args) => {
-            let checked = run_check(
-                &cli.config,
-                &check_options(&args),
-                args.selection.no_progress,
-            )?;
-            emit_checked(
-                &checked,
-                args.save_results.as_deref(),
-                &args.report,
-                checked.base.is_some(),
-            )
+            let options = check_options(&args);
+            let checked = run_check(&cli.config, &options, args.selection.no_progress)?;
+            let (save, compared) = (args.save_results.as_deref(), checked.base.is_some());
+            emit_checked(&checked, save, &args.report, compared)
         }
         Commands::Compare(args) => compare_files(&cli.config, args),
         Commands::Import(args) => {
@@ -115,12 +102,9 @@ pub fn execute(cli: Cli) -> Result<u8> {
                 baseline_results(&loaded, args.results.as_deref(), &args.selection, "saving")?;
             baseline::save(&path, &results, args.force)
                 .with_context(|| format!("cannot save baseline `{}`", args.name))?;
-            eprintln!(
-                "saved baseline `{}` ({}) to {}",
-                args.name,
-                count(results.benchmarks.len(), "benchmark", "benchmarks"),
-                path.display()
-            );
+            let benchmarks = count(results.benchmarks.len(), "benchmark", "benchmarks");
+            let (name, path) = (&args.name, path.display());
+            eprintln!("saved baseline `{name}` ({benchmarks}) to {path}");
             Ok(ExitStatus::PASS)
         }
         Commands::Init(args) => {
@@ -200,11 +184,8 @@ fn report_failures(results: &RunResults, side: Option<&str>) -> u8 {
         if b.status == Status::Failed {
             failed = true;
             if let Some(f) = &b.failure {
-                eprintln!(
-                    "error: benchmark `{}` failed{side}: {}",
-                    escape_terminal(&b.name),
-                    escape_log(&f.message)
-                );
+                let (name, message) = (escape_terminal(&b.name), escape_log(&f.message));
+                eprintln!("error: benchmark `{name}` failed{side}: {message}");
                 if !f.stderr_tail.is_empty() {
                     eprintln!("  stderr (last lines):");
                     for line in f
@@ -252,11 +233,8 @@ fn emit_results(results: &RunResults, output: Option<&Path>, pretty: bool) -> Re
 
 /// Writes `text` to stdout; a reader that went away (`| head`) is not an error.
 fn write_stdout(text: &str) -> Result<()> {
-    Ok(fsutil::write_atomic(
-        Path::new("-"),
-        text.as_bytes(),
-        Overwrite::Allow,
-    )?)
+    let (stdout, bytes) = (Path::new("-"), text.as_bytes());
+    Ok(fsutil::write_atomic(stdout, bytes, Overwrite::Allow)?)
 }
 
 /// Writes a report to `output` (atomically) or to stdout, streamed by its exporter.
@@ -565,11 +543,8 @@ fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
     };
     written.with_context(|| format!("cannot write the history to {}", path.display()))?;
     if let Some(p) = &args.output {
-        eprintln!(
-            "wrote the history of {key} ({}) to {}",
-            count(series.len(), "metric", "metrics"),
-            p.display()
-        );
+        let metrics = count(series.len(), "metric", "metrics");
+        eprintln!("wrote the history of {key} ({metrics}) to {}", p.display());
     }
     Ok(ExitStatus::PASS)
 }

@@ -42,11 +42,9 @@ impl Backend for Protocol {
         };
         // The scratch file is gone by the time anyone reads the message: name what the
         // benchmark wrote instead (its `$KGATE_PROTOCOL_FILE` in this run).
-        let what = format!(
-            "its $KGATE_PROTOCOL_FILE output in run {} (repetition {})",
-            run.runs_before + 1,
-            run.index
-        );
+        let (number, repetition) = (run.runs_before + 1, run.index);
+        let what =
+            format!("its $KGATE_PROTOCOL_FILE output in run {number} (repetition {repetition})");
         // Measurements are recorded as they are read; counter and kernel lines wait for the
         // end of the file, whose earliest time may become their origin.
         let mut measured = 0;

@@ -89,10 +89,9 @@ impl Backend for Valgrind {
             .filter(|l| !l.is_empty())
             .collect();
         let tail = said[said.len().saturating_sub(3)..].join(" / ");
+        let (tool, path) = (self.kind().as_str(), crate::run::FIXED_PATH);
         let mut message = format!(
-            "under {} the command runs in a reduced environment (PATH={}, the benchmark's `env`, and what `pass_env` names; no HOME, virtualenv or LD_LIBRARY_PATH) so that counts reproduce: list the variables it needs under `pass_env`",
-            self.kind().as_str(),
-            crate::run::FIXED_PATH
+            "under {tool} the command runs in a reduced environment (PATH={path}, the benchmark's `env`, and what `pass_env` names; no HOME, virtualenv or LD_LIBRARY_PATH) so that counts reproduce: list the variables it needs under `pass_env`"
         );
         if !tail.is_empty() {
             message.push_str(&format!("; valgrind said: {tail}"));
