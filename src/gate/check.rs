@@ -105,14 +105,11 @@ pub fn check(
                 }
                 None => Vec::new(),
             };
-            let base_rev = Revision {
-                root: tree.root.clone(),
-                label: Some("base"),
+            let side = |root: &PathBuf, label| Revision {
+                root: root.clone(),
+                label: Some(label),
             };
-            let head_rev = Revision {
-                root: loaded.root.clone(),
-                label: Some("head"),
-            };
+            let (base_rev, head_rev) = (side(&tree.root, "base"), side(&loaded.root, "head"));
             let adaptive = runner::Adaptive {
                 policy: policy.clone(),
                 time_budget: loaded.config.gate.time_budget.map(|d| d.0),

@@ -212,18 +212,15 @@ impl GitlabClient {
     }
 
     fn notes_url(&self, iid: u64) -> String {
-        format!(
-            "{}/projects/{}/merge_requests/{iid}/notes",
-            self.api_url, self.project_id
-        )
+        let (api, project) = (&self.api_url, &self.project_id);
+        format!("{api}/projects/{project}/merge_requests/{iid}/notes")
     }
 
     /// The username of the token's user.
     pub async fn identity(&self) -> Result<String, GitlabError> {
         let url = format!("{}/user", self.api_url);
-        let (text, _) = self
-            .send(Operation::Identify, http::Method::GET, &url, None)
-            .await?;
+        let (identify, get) = (Operation::Identify, http::Method::GET);
+        let (text, _) = self.send(identify, get, &url, None).await?;
         Ok(Self::parse::<User>(Operation::Identify, &text)?.username)
     }
 
@@ -237,10 +234,8 @@ impl GitlabClient {
     ) -> Result<Option<u64>, GitlabError> {
         let mut page = 1;
         loop {
-            let url = format!(
-                "{}?per_page=100&page={page}&sort=asc&order_by=created_at",
-                self.notes_url(iid)
-            );
+            let notes = self.notes_url(iid);
+            let url = format!("{notes}?per_page=100&page={page}&sort=asc&order_by=created_at");
             let (text, next) = self
                 .send(Operation::ListNotes, http::Method::GET, &url, None)
                 .await?;

@@ -114,10 +114,8 @@ pub fn execute(cli: Cli) -> Result<u8> {
                 Overwrite::Refuse
             };
             fsutil::write_atomic(&cli.config, config::STARTER.as_bytes(), overwrite)?;
-            eprintln!(
-                "wrote {}; edit its benchmarks, then run `kgate baseline save`",
-                cli.config.display()
-            );
+            let config = cli.config.display();
+            eprintln!("wrote {config}; edit its benchmarks, then run `kgate baseline save`");
             Ok(ExitStatus::PASS)
         }
         Commands::Ci(args) => github::ci(&cli.config, args),
@@ -437,10 +435,8 @@ fn baseline_update(
     };
     let diff = baseline::median_diff(old.as_ref(), fresh, &args.name);
     if diff.is_empty() && old.as_ref() == Some(fresh) {
-        eprintln!(
-            "baseline `{}` is already these results; nothing to do",
-            args.name
-        );
+        let name = &args.name;
+        eprintln!("baseline `{name}` is already these results; nothing to do");
         return Ok(ExitStatus::PASS);
     }
     if diff.is_empty() {
@@ -450,9 +446,9 @@ fn baseline_update(
     }
     if !args.yes {
         if !std::io::stdin().is_terminal() {
+            let name = &args.name;
             bail!(
-                "not replacing baseline `{}` without confirmation; review the diff above and rerun with --yes",
-                args.name
+                "not replacing baseline `{name}` without confirmation; review the diff above and rerun with --yes"
             );
         }
         eprint!("write {}? [y/N] ", path.display());
@@ -564,10 +560,8 @@ fn render_stored(args: RenderArgs) -> Result<u8> {
 fn reconcile_stored(report: &mut Report) -> crate::compare::adjust::Reconciled {
     let reconciled = crate::compare::adjust::reconcile(report);
     for w in &reconciled.warnings {
-        eprintln!(
-            "warning: {}",
-            crate::model::text::escape_log(&format!("stored report: {w}"))
-        );
+        let warning = escape_log(&format!("stored report: {w}"));
+        eprintln!("warning: {warning}");
     }
     reconciled
 }
