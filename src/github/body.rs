@@ -95,33 +95,20 @@ fn keep_rows(report: &Report, rows: &[(usize, usize)], keep: usize, metricless: 
     let mut reduced = report.clone();
     let kept: std::collections::BTreeSet<(usize, usize)> = rows[..keep].iter().copied().collect();
     for (bi, b) in reduced.benchmarks.iter_mut().enumerate() {
-        let mut mi = 0;
-        b.metrics.retain(|_| {
-            let k = kept.contains(&(bi, mi));
-            mi += 1;
-            k
-        });
+        let mut mi = 0..;
+        b.metrics
+            .retain(|_| kept.contains(&(bi, mi.next().unwrap_or_default())));
     }
-    let had_rows: Vec<bool> = report
-        .benchmarks
-        .iter()
-        .map(|b| !b.metrics.is_empty())
-        .collect();
-    let mut index = 0;
+    // `retain` visits the benchmarks in order, once each.
+    let mut had_rows = report.benchmarks.iter().map(|b| !b.metrics.is_empty());
     reduced.benchmarks.retain(|b| {
-        let had = had_rows[index];
-        index += 1;
-        !b.metrics.is_empty()
-            || (metricless
-                && !had
-                && matches!(
-                    b.verdict,
-                    Verdict::Regressed
-                        | Verdict::Failed
-                        | Verdict::Incorrect
-                        | Verdict::Inconclusive
-                        | Verdict::Missing
-                ))
+        use Verdict::{Failed, Inconclusive, Incorrect, Missing, Regressed};
+        let had = had_rows.next() == Some(true);
+        let bad = matches!(
+            b.verdict,
+            Regressed | Failed | Incorrect | Inconclusive | Missing
+        );
+        !b.metrics.is_empty() || (metricless && !had && bad)
     });
     reduced
 }
@@ -161,8 +148,7 @@ pub fn fit_markdown(
             )
         } else {
             format!(
-                "\n_Cut to fit GitHub's size limit: {} of {total} rows shown ({} of the {notable} rows with a change, most important first); {more} has every row._\n",
-                keep, keep
+                "\n_Cut to fit GitHub's size limit: {keep} of {total} rows shown ({keep} of the {notable} rows with a change, most important first); {more} has every row._\n"
             )
         };
         assemble(&MarkdownExporter.render(&reduced), &note)
