@@ -19,6 +19,7 @@ use crate::cli::{
 };
 use crate::config::{self, LoadedConfig};
 use crate::gate::{self, Checked};
+use crate::github::body::COMMENT_LIMIT_CHARS;
 use crate::model::exit::ExitStatus;
 use crate::model::report::Report;
 use crate::model::results::{RunResults, Status};
@@ -304,10 +305,7 @@ fn view_exporter(
         bail!("--pretty applies to --format json only");
     }
     Ok(match format {
-        Format::Markdown => match view
-            .max_chars
-            .unwrap_or(crate::github::body::COMMENT_LIMIT_CHARS)
-        {
+        Format::Markdown => match view.max_chars.unwrap_or(COMMENT_LIMIT_CHARS) {
             0 => render::exporter(format, false),
             max_chars => Box::new(render::LimitedMarkdownExporter { max_chars }),
         },
@@ -372,10 +370,8 @@ fn emit_checked(
     named: bool,
 ) -> Result<u8> {
     if let Some(path) = save_results {
-        checked
-            .head
-            .save(path, Overwrite::Allow)
-            .with_context(|| format!("cannot write results to {}", path.display()))?;
+        let saved = checked.head.save(path, Overwrite::Allow);
+        saved.with_context(|| format!("cannot write results to {}", path.display()))?;
     }
     let status = emit_report(&checked.report, args, checked.fail_on_inconclusive)?;
     let side = |name| named.then_some(name);
@@ -459,9 +455,8 @@ fn baseline_update(
             return Ok(ExitStatus::PASS);
         }
     }
-    fresh
-        .save(&path, Overwrite::Allow)
-        .with_context(|| format!("cannot write baseline {}", path.display()))?;
+    let saved = fresh.save(&path, Overwrite::Allow);
+    saved.with_context(|| format!("cannot write baseline {}", path.display()))?;
     eprintln!("updated baseline `{}` ({})", args.name, path.display());
     Ok(ExitStatus::PASS)
 }
@@ -516,13 +511,11 @@ fn history(root: &Path, args: &HistoryArgs) -> Result<u8> {
                 eprintln!("note: {n}");
                 *n = format!("{}{}", n[..1].to_uppercase(), &n[1..]);
             }
-            let max_charts = match args
+            // 0 charts every series.
+            let max_charts = args
                 .max_charts
-                .unwrap_or(render::history::DEFAULT_MAX_CHARTS)
-            {
-                0 => None,
-                n => Some(n),
-            };
+                .unwrap_or(render::history::DEFAULT_MAX_CHARTS);
+            let max_charts = (max_charts > 0).then_some(max_charts);
             let url = found.repo_url.as_deref();
             let written = fsutil::write_atomic_with(path, Overwrite::Allow, |to| {
                 render::history::write_history_page(to, key, series, url, &notes, max_charts)
