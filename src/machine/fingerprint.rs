@@ -13,6 +13,8 @@ use std::process::Command;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::machine::accelerator::Accelerator;
+
 /// Where and with what a result was measured.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct Fingerprint {
@@ -83,15 +85,11 @@ impl Fingerprint {
                 .unwrap_or_else(|| std::env::consts::OS.to_string()),
             kgate_version: env!("CARGO_PKG_VERSION").to_string(),
             git: git_revision(repo),
-            tools: BTreeMap::new(),
             ..Fingerprint::default()
         }
     }
 
-    fn with_accelerator(
-        mut self,
-        found: Option<crate::machine::accelerator::Accelerator>,
-    ) -> Fingerprint {
+    fn with_accelerator(mut self, found: Option<Accelerator>) -> Fingerprint {
         if let Some(a) = found {
             self.accelerator = Some(a.model);
             self.driver = a.driver;
