@@ -639,11 +639,8 @@ mod tests {
     #[test]
     fn import_help_lists_every_registered_format() {
         let mut cli = Cli::command();
-        let help = cli
-            .find_subcommand_mut("import")
-            .unwrap()
-            .render_long_help()
-            .to_string();
+        let import = cli.find_subcommand_mut("import").unwrap();
+        let help = import.render_long_help().to_string();
         let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
         for importer in IMPORTERS {
             let line = format!("- {}: {}", importer.name, importer.help);

@@ -252,11 +252,8 @@ pub fn pr_merge_base(ctx: Option<&GithubContext>, root: &Path) -> Result<String,
             ctx.event_name
         ))
     })?;
-    let base = ctx
-        .event
-        .base_sha
-        .clone()
-        .unwrap_or_else(|| format!("origin/{base_ref}"));
+    let base_sha = ctx.event.base_sha.clone();
+    let base = base_sha.unwrap_or_else(|| format!("origin/{base_ref}"));
     let head = ctx.head_sha().unwrap_or("HEAD");
     let out = std::process::Command::new("git")
         .arg("-C")
@@ -281,12 +278,10 @@ pub fn report_annotations(report: &Report, limit: usize) -> Vec<String> {
     // on a side measured nothing: an error, before any regression. Those say their
     // explanation; a regression or an inconclusive benchmark its largest gating change.
     let size = |m: &MetricComparison| m.change.unwrap_or(0.0).abs();
-    for (verdict, level) in [
-        (Verdict::Incorrect, Level::Error),
-        (Verdict::Failed, Level::Error),
-        (Verdict::Regressed, Level::Error),
-        (Verdict::Inconclusive, Level::Warning),
-    ] {
+    #[rustfmt::skip]
+    let levels = [(Verdict::Incorrect, Level::Error), (Verdict::Failed, Level::Error),
+                  (Verdict::Regressed, Level::Error), (Verdict::Inconclusive, Level::Warning)];
+    for (verdict, level) in levels {
         let whole = matches!(verdict, Verdict::Incorrect | Verdict::Failed);
         let mut hits: Vec<(&str, String, f64)> = (report.benchmarks.iter())
             .filter(|b| b.verdict == verdict)

@@ -332,11 +332,8 @@ impl GithubClient {
                 Ok(v) => return Ok(v),
                 Err(err) => match decide(&self.policy, operation, attempt, err) {
                     Decision::Retry(wait) => {
-                        eprintln!(
-                            "kgate: GitHub call to {} failed; retrying in {} ms",
-                            operation.action(),
-                            wait.as_millis()
-                        );
+                        let (action, ms) = (operation.action(), wait.as_millis());
+                        eprintln!("kgate: GitHub call to {action} failed; retrying in {ms} ms");
                         tokio::time::sleep(wait).await;
                         attempt += 1;
                     }
@@ -350,11 +347,8 @@ impl GithubClient {
     /// installation token (the workflow's `GITHUB_TOKEN`) cannot read it, and its comments are
     /// authored by `github-actions[bot]`.
     pub async fn identity(&self) -> Result<String, GithubError> {
-        let user: Result<Value, GithubError> = self
-            .call(Operation::Identify, || {
-                self.octocrab.get::<Value, _, ()>("/user", None)
-            })
-            .await;
+        let get_user = || self.octocrab.get::<Value, _, ()>("/user", None);
+        let user = self.call(Operation::Identify, get_user).await;
         match user {
             Ok(v) => Ok(v
                 .get("login")
@@ -380,15 +374,14 @@ impl GithubClient {
         let issues = self.octocrab.issues(&self.owner, &self.repo);
         let mut page_number = 1u32;
         loop {
-            let page = self
-                .call(Operation::ListComments, || {
-                    issues
-                        .list_comments(pr)
-                        .per_page(100)
-                        .page(page_number)
-                        .send()
-                })
-                .await?;
+            let list = || {
+                issues
+                    .list_comments(pr)
+                    .per_page(100)
+                    .page(page_number)
+                    .send()
+            };
+            let page = self.call(Operation::ListComments, list).await?;
             if let Some(found) = page.items.into_iter().find(|c| {
                 c.user.login.eq_ignore_ascii_case(author)
                     && c.body
@@ -417,18 +410,16 @@ impl GithubClient {
         match self.find_comment(pr, marker, author).await? {
             Some(existing) => {
                 let id: CommentId = existing.id;
-                let updated = self
-                    .call(Operation::UpdateComment, || issues.update_comment(id, body))
-                    .await?;
+                let update = || issues.update_comment(id, body);
+                let updated = self.call(Operation::UpdateComment, update).await?;
                 Ok(CommentOutcome::Updated {
                     id: updated.id.into_inner(),
                     url: updated.html_url.to_string(),
                 })
             }
             None if create => {
-                let created = self
-                    .call(Operation::CreateComment, || issues.create_comment(pr, body))
-                    .await?;
+                let create = || issues.create_comment(pr, body);
+                let created = self.call(Operation::CreateComment, create).await?;
                 Ok(CommentOutcome::Created {
                     id: created.id.into_inner(),
                     url: created.html_url.to_string(),
@@ -448,11 +439,8 @@ impl GithubClient {
     ) -> Result<Option<u64>, GithubError> {
         let route = format!("/repos/{}/{}/pulls", self.owner, self.repo);
         let params = json!({"head": format!("{head_owner}:{head_branch}"), "state": "open", "per_page": 100});
-        let pulls: Value = self
-            .call(Operation::FindPullRequest, || {
-                self.octocrab.get::<Value, _, _>(&route, Some(&params))
-            })
-            .await?;
+        let get_pulls = || self.octocrab.get::<Value, _, _>(&route, Some(&params));
+        let pulls = self.call(Operation::FindPullRequest, get_pulls).await?;
         Ok(pulls.as_array().and_then(|list| {
             list.iter()
                 .find(|p| p.pointer("/head/sha").and_then(Value::as_str) == Some(head_sha))
@@ -464,11 +452,8 @@ impl GithubClient {
     pub async fn start_check_run(&self, name: &str, head_sha: &str) -> Result<u64, GithubError> {
         let route = format!("/repos/{}/{}/check-runs", self.owner, self.repo);
         let body = json!({"name": name, "head_sha": head_sha, "status": "in_progress"});
-        let run: Value = self
-            .call(Operation::CreateCheckRun, || {
-                self.octocrab.post::<_, Value>(&route, Some(&body))
-            })
-            .await?;
+        let create = || self.octocrab.post::<_, Value>(&route, Some(&body));
+        let run = self.call(Operation::CreateCheckRun, create).await?;
         run.get("id")
             .and_then(Value::as_u64)
             .ok_or_else(|| GithubError::Other {
@@ -491,14 +476,9 @@ impl GithubClient {
             "conclusion": conclusion.as_str(),
             "output": {"title": title, "summary": summary},
         });
-        let run: Value = self
-            .call(Operation::UpdateCheckRun, || {
-                self.octocrab.patch::<Value, _, _>(&route, Some(&body))
-            })
-            .await?;
-        Ok(run
-            .get("html_url")
-            .and_then(Value::as_str)
-            .map(str::to_string))
+        let complete = || self.octocrab.patch::<Value, _, _>(&route, Some(&body));
+        let run = self.call(Operation::UpdateCheckRun, complete).await?;
+        let url = run.get("html_url").and_then(Value::as_str);
+        Ok(url.map(str::to_string))
     }
 }

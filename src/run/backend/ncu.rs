@@ -31,10 +31,7 @@ impl Backend for Ncu {
     /// ncu's first line of `--version` is its name, not its version: the parsed version, as
     /// the import records it from the same output.
     fn tool_versions(&self) -> Vec<(String, String)> {
-        version()
-            .map(|v| ("ncu".to_string(), v))
-            .into_iter()
-            .collect()
+        Vec::from_iter(version().map(|v| ("ncu".to_string(), v)))
     }
 
     fn prepare(&self, run: &Repetition<'_>, launch: &mut Launch) -> std::io::Result<()> {
@@ -88,17 +85,10 @@ fn wrap(settings: &NcuConfig, argv: &[String], log: &Path) -> Vec<String> {
         Some(m) if !m.is_empty() => m.join(","),
         _ => DEFAULT_METRICS.join(","),
     };
+    #[rustfmt::skip]
     let mut out: Vec<String> = vec![
-        program(),
-        "--csv".into(),
-        "--page".into(),
-        "raw".into(),
-        "--print-units".into(),
-        "base".into(),
-        "--log-file".into(),
-        log.display().to_string(),
-        "--metrics".into(),
-        metrics,
+        program(), "--csv".into(), "--page".into(), "raw".into(), "--print-units".into(), "base".into(),
+        "--log-file".into(), log.display().to_string(), "--metrics".into(), metrics,
     ];
     if let Some(c) = settings.clock_control {
         out.extend(["--clock-control".into(), c.as_str().into()]);

@@ -10,6 +10,7 @@ use super::{Backend, Launch, Refusal, Repetition};
 use crate::capture::Collector;
 use crate::capture::cpu::{self, Reading};
 use crate::config::CaptureKind;
+use crate::machine::fingerprint::tool_version;
 use crate::model::results::FailureKind;
 
 pub struct Perf;
@@ -22,10 +23,7 @@ impl Backend for Perf {
     }
 
     fn tool_versions(&self) -> Vec<(String, String)> {
-        crate::machine::fingerprint::tool_version("perf")
-            .map(|v| ("perf".to_string(), v))
-            .into_iter()
-            .collect()
+        Vec::from_iter(tool_version("perf").map(|v| ("perf".to_string(), v)))
     }
 
     fn prepare(&self, run: &Repetition<'_>, launch: &mut Launch) -> std::io::Result<()> {

@@ -12,6 +12,7 @@ use crate::capture::Collector;
 use crate::capture::cpu;
 use crate::capture::valgrind::Tool;
 use crate::config::CaptureKind;
+use crate::machine::fingerprint::tool_version;
 use crate::model::results::FailureKind;
 
 /// The backend of one Valgrind tool.
@@ -45,13 +46,9 @@ impl Backend for Valgrind {
     }
 
     fn tool_versions(&self) -> Vec<(String, String)> {
-        let mut tools: Vec<(String, String)> =
-            crate::machine::fingerprint::tool_version("valgrind")
-                .map(|v| ("valgrind".to_string(), v))
-                .into_iter()
-                .collect();
-        tools.push((CACHES_KEY.into(), caches()));
-        tools
+        let valgrind = tool_version("valgrind").map(|v| ("valgrind".to_string(), v));
+        let cache_sizes = (CACHES_KEY.to_string(), caches());
+        valgrind.into_iter().chain([cache_sizes]).collect()
     }
 
     fn prepare(&self, run: &Repetition<'_>, launch: &mut Launch) -> std::io::Result<()> {
