@@ -39,17 +39,13 @@ pub fn parse_nvidia_smi(text: &str) -> Option<Accelerator> {
     let line = text.lines().find(|l| !l.trim().is_empty())?;
     let fields: Vec<&str> = line.split(',').map(str::trim).collect();
     let known = |i: usize| {
-        fields
-            .get(i)
-            .filter(|v| !v.is_empty() && !v.starts_with('['))
-            .map(|v| v.to_string())
+        let v: &str = fields.get(i)?;
+        (!v.is_empty() && !v.starts_with('[')).then(|| v.to_string())
     };
     let model = known(0)?;
     let mut clocks = BTreeMap::new();
     for (i, name) in [(2, "sm_max_mhz"), (3, "mem_max_mhz"), (4, "sm_app_mhz")] {
-        if let Some(v) = known(i) {
-            clocks.insert(name.to_string(), v);
-        }
+        clocks.extend(known(i).map(|v| (name.to_string(), v)));
     }
     Some(Accelerator {
         model,
@@ -68,10 +64,8 @@ mod tests {
         assert_eq!(a.model, "NVIDIA H200");
         assert_eq!(a.driver.as_deref(), Some("570.86.15"));
         assert_eq!(a.clocks.get("sm_max_mhz").map(String::as_str), Some("1980"));
-        assert_eq!(
-            a.clocks.get("mem_max_mhz").map(String::as_str),
-            Some("3201")
-        );
+        let mem = a.clocks.get("mem_max_mhz").map(String::as_str);
+        assert_eq!(mem, Some("3201"));
         assert!(!a.clocks.contains_key("sm_app_mhz"));
         assert!(parse_nvidia_smi("\n").is_none());
         assert!(parse_nvidia_smi("[N/A], 1").is_none());
