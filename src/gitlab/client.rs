@@ -177,11 +177,8 @@ impl GitlabClient {
             .map(str::trim)
             .filter(|v| !v.is_empty())
             .map(str::to_string);
-        let text = self
-            .octocrab
-            .body_to_string(response)
-            .await
-            .map_err(transport)?;
+        let text = self.octocrab.body_to_string(response).await;
+        let text = text.map_err(transport)?;
         match status {
             200..=299 => Ok((text, next)),
             401 => Err(GitlabError::Unauthorized {
@@ -236,9 +233,8 @@ impl GitlabClient {
         loop {
             let notes = self.notes_url(iid);
             let url = format!("{notes}?per_page=100&page={page}&sort=asc&order_by=created_at");
-            let (text, next) = self
-                .send(Operation::ListNotes, http::Method::GET, &url, None)
-                .await?;
+            let (list, get) = (Operation::ListNotes, http::Method::GET);
+            let (text, next) = self.send(list, get, &url, None).await?;
             let notes: Vec<Note> = Self::parse(Operation::ListNotes, &text)?;
             if let Some(n) = notes
                 .iter()
