@@ -441,10 +441,7 @@ impl CaptureKind {
     /// Whether the capture runs the benchmark under a tool (at most one such capture per
     /// benchmark).
     pub fn wraps(self) -> bool {
-        matches!(
-            self,
-            CaptureKind::Perf | CaptureKind::Callgrind | CaptureKind::Cachegrind | CaptureKind::Ncu
-        )
+        !matches!(self, CaptureKind::Timer | CaptureKind::Protocol)
     }
 
     /// Whether the capture's numbers are deterministic (Valgrind's simulation).
