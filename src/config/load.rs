@@ -219,8 +219,8 @@ const ONE_WRAPPING_CAPTURE: &str = "`perf`, `callgrind`, `cachegrind` and `ncu` 
 
 /// Checks that the types cannot express.
 fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> {
-    let fail = |needle: &str, key: &str, message: &str| {
-        let line = find_line(text, needle).unwrap_or(0);
+    // At `line` of the file (from 1), or the file itself at 0.
+    let fail_at = |line: u64, key: &str, message: &str| {
         let loc = if line > 0 {
             format!("{file}:{line}:")
         } else {
@@ -229,6 +229,9 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
         Err(ConfigError::Invalid {
             message: format!("{loc} key `{key}`: {message}{}", snippet(text, line)),
         })
+    };
+    let fail = |needle: &str, key: &str, message: &str| {
+        fail_at(find_line(text, needle).unwrap_or(0), key, message)
     };
     if config.version != CONFIG_VERSION {
         let version = config.version;
@@ -351,14 +354,7 @@ fn validate(config: &Config, text: &str, file: &str) -> Result<(), ConfigError> 
                     .find(|(_, l)| l.contains(&format!("{}:", e.key)))
                     .map(|(n, _)| n as u64 + 1)
                     .unwrap_or(from);
-                return Err(ConfigError::Invalid {
-                    message: format!(
-                        "{file}:{line}: key `{}`: {}{}",
-                        key(&format!("counters.{}", e.key)),
-                        e.message,
-                        snippet(text, line)
-                    ),
-                });
+                return fail_at(line, &key(&format!("counters.{}", e.key)), &e.message);
             }
         }
         if let Some(c) = &b.captures

@@ -107,11 +107,10 @@ fn untrusted_checkout(
         TrustedAction::Post => "refusing to post",
         TrustedAction::RunBenchmarks => "refusing to run benchmarks",
     };
+    let fork = event.head_repo.as_deref().unwrap_or("a deleted fork");
+    let (event_name, holder) = (&ctx.event_name, holder.display());
     Some(format!(
-        "{doing} from a `{}` job that has checked out the fork's code (commit {head_sha} of {}, or a merge of it) in `{}`: that code, and any report it makes, comes from the pull request's author, and this job holds a write token. Run the benchmarks in a `pull_request` workflow, which gets a read-only token, and post from a `workflow_run` workflow that only downloads the report (docs/github.md, \"Fork pull requests\"); if the job is gated by an approval environment, pass --allow-untrusted-checkout (or set KGATE_ALLOW_UNTRUSTED_CHECKOUT=1)",
-        ctx.event_name,
-        event.head_repo.as_deref().unwrap_or("a deleted fork"),
-        holder.display()
+        "{doing} from a `{event_name}` job that has checked out the fork's code (commit {head_sha} of {fork}, or a merge of it) in `{holder}`: that code, and any report it makes, comes from the pull request's author, and this job holds a write token. Run the benchmarks in a `pull_request` workflow, which gets a read-only token, and post from a `workflow_run` workflow that only downloads the report (docs/github.md, \"Fork pull requests\"); if the job is gated by an approval environment, pass --allow-untrusted-checkout (or set KGATE_ALLOW_UNTRUSTED_CHECKOUT=1)"
     ))
 }
 

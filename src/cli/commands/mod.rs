@@ -93,10 +93,9 @@ pub fn execute(cli: Cli) -> Result<u8> {
             // Refused before the suite runs, not after minutes of benchmarks.
             let path = baseline::resolve(&loaded.root, &args.name)?;
             if !args.force && path.exists() {
+                let (name, path) = (&args.name, path.display());
                 bail!(
-                    "baseline `{}` already exists at {}; pass --force to replace it, use `kgate baseline update` to see the change of every median first, or save under another name with --name",
-                    args.name,
-                    path.display()
+                    "baseline `{name}` already exists at {path}; pass --force to replace it, use `kgate baseline update` to see the change of every median first, or save under another name with --name"
                 );
             }
             let results =
