@@ -145,12 +145,10 @@ impl<'p> BenchmarkRun<'p> {
     /// The benchmark's command and environment, before any backend prepared them.
     fn launch(&self, measured: bool, repetition: u32) -> Launch {
         let mut env: Vec<(String, String)> = self.plan.env.clone().into_iter().collect();
+        let warmup = if measured { "0" } else { "1" };
         env.extend([
             ("KGATE_BENCHMARK".into(), self.plan.name.clone()),
-            (
-                "KGATE_WARMUP".into(),
-                if measured { "0" } else { "1" }.into(),
-            ),
+            ("KGATE_WARMUP".into(), warmup.into()),
             ("KGATE_REPETITION".into(), repetition.to_string()),
         ]);
         env.extend(self.plan.counter_env(repetition));
@@ -295,18 +293,13 @@ const IDENTITY_COMMAND_TIMEOUT: Duration = Duration::from_secs(300);
 fn identity_command_output(command: &str, dir: &Path) -> Result<Vec<u8>, String> {
     let out = tempfile::NamedTempFile::new()
         .map_err(|e| format!("identity command `{command}`: no temporary file: {e}"))?;
-    let argv = vec![
-        "sh".to_string(),
-        "-c".to_string(),
-        format!("{command} > \"$KGATE_IDENTITY_OUTPUT\""),
-    ];
+    let script = format!("{command} > \"$KGATE_IDENTITY_OUTPUT\"");
+    let argv = vec!["sh".to_string(), "-c".to_string(), script];
+    let output = out.path().to_string_lossy().into_owned();
     let outcome = run_process(&ProcessSpec {
         argv: &argv,
         cwd: dir,
-        env: vec![(
-            "KGATE_IDENTITY_OUTPUT".to_string(),
-            out.path().to_string_lossy().into_owned(),
-        )],
+        env: vec![("KGATE_IDENTITY_OUTPUT".to_string(), output)],
         clear_env: false,
         pass_env: &[],
         timeout: IDENTITY_COMMAND_TIMEOUT,
