@@ -128,10 +128,8 @@ fn which_history(
         .map(|f| escape_terminal(&f.name).into_owned())
         .collect();
     if !legacy.is_empty() {
-        line.push_str(&format!(
-            ", with the runs earlier versions filed under {}",
-            legacy.join(", ")
-        ));
+        let legacy = legacy.join(", ");
+        line += &format!(", with the runs earlier versions filed under {legacy}");
     }
     let others: Vec<String> = known
         .iter()
@@ -170,12 +168,12 @@ fn with_change_points(
         .into_iter()
         .map(|((benchmark, metric), series)| {
             let medians: Vec<f64> = series.iter().map(|s| s.summary.median).collect();
-            let points = changepoint::e_divisive(&medians, settings);
+            let change_points = changepoint::e_divisive(&medians, settings);
             MetricHistory {
                 benchmark,
                 metric,
                 jobs: series,
-                change_points: points,
+                change_points,
             }
         })
         .collect()
@@ -189,10 +187,8 @@ fn with_change_points(
 fn in_commit_order(root: &Path, records: Vec<HistoryRecord>) -> (Vec<HistoryRecord>, Vec<String>) {
     let args = ["rev-list", "--topo-order", "--reverse", "HEAD"];
     let Some(listed) = gitref::git_text(root, &args).ok() else {
-        return (
-            records,
-            vec!["git cannot list HEAD's history here (not a repository, or no commit yet): jobs are in the order they ran".into()],
-        );
+        let note = "git cannot list HEAD's history here (not a repository, or no commit yet): jobs are in the order they ran";
+        return (records, vec![note.into()]);
     };
     let position: rustc_hash::FxHashMap<&str, usize> =
         listed.lines().enumerate().map(|(i, c)| (c, i)).collect();
