@@ -258,10 +258,8 @@ fn baseline_at_ref(
     let commit = gitref::merge_base(root, reference)?;
     let repo_path = gitref::repo_relative(root, path)?;
     let bytes = gitref::show(root, &commit, &repo_path, reference)?;
-    let label = format!(
-        "{repo_path} at {} (merge-base of {reference} and HEAD)",
-        commit.get(..12).unwrap_or(&commit)
-    );
+    let short = commit.get(..12).unwrap_or(&commit);
+    let label = format!("{repo_path} at {short} (merge-base of {reference} and HEAD)");
     say(&format!("baseline: {label}"));
     // Read from the blob itself: errors name the file in the repository, not a copy of it.
     let text = String::from_utf8(bytes)
@@ -311,12 +309,10 @@ fn apply_waivers(root: &Path, report: &mut Report) -> Result<(), GateError> {
 
 /// Earlier jobs' results for the prediction-interval model.
 fn load_history(paths: &[PathBuf]) -> Result<Vec<RunResults>, GateError> {
-    paths
-        .iter()
-        .map(|p| {
-            RunResults::load(p).map_err(within(format!("cannot read history file {}", p.display())))
-        })
-        .collect()
+    let load = |p: &PathBuf| {
+        RunResults::load(p).map_err(within(format!("cannot read history file {}", p.display())))
+    };
+    paths.iter().map(load).collect()
 }
 
 /// What `kgate compare BASE HEAD` reads and how it decides.
