@@ -67,10 +67,8 @@ pub fn import(
                 "--nvtx applies to nsys imports only".into(),
             ));
         }
-        ctx.nvtx = Some(
-            regex::Regex::new(nvtx)
-                .map_err(|e| GateError::Invalid(format!("invalid --nvtx pattern: {e}")))?,
-        );
+        let invalid = |e: regex::Error| GateError::Invalid(format!("invalid --nvtx pattern: {e}"));
+        ctx.nvtx = Some(regex::Regex::new(nvtx).map_err(invalid)?);
     }
     let (files, taken) = import::expand_folders(importer.name, &options.files)?;
     for line in &taken {
@@ -93,9 +91,8 @@ pub fn import(
     for w in crate::plan::declared::unit_lookalikes(&results) {
         say(&format!("warning: {}", escape_log(&w)));
     }
-    results
-        .require_measurements_hinted(&what, Some(&hint))
-        .map_err(GateError::Invalid)?;
+    let measured = results.require_measurements_hinted(&what, Some(&hint));
+    measured.map_err(GateError::Invalid)?;
     Ok(results)
 }
 
