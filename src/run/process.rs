@@ -190,10 +190,8 @@ fn run_watched(spec: &ProcessSpec<'_>, watcher: Watcher) -> std::io::Result<Proc
 /// The command of a spec: its own process group, stdin and stdout on `/dev/null`, stderr
 /// piped, the environment without the runner's credentials.
 fn command(spec: &ProcessSpec<'_>) -> std::io::Result<Command> {
-    let (program, args) = spec
-        .argv
-        .split_first()
-        .ok_or_else(|| std::io::Error::other("empty command"))?;
+    let empty = || std::io::Error::other("empty command");
+    let (program, args) = spec.argv.split_first().ok_or_else(empty)?;
     let mut cmd = Command::new(program);
     if spec.clear_env {
         cmd.env_clear().env("PATH", FIXED_PATH);
@@ -295,12 +293,15 @@ impl ExitWatch {
                 let status = child.wait();
                 (status, start.elapsed())
             }
-            ExitWatch::Thread { waiter, .. } => waiter.join().unwrap_or_else(|_| {
-                (
-                    Err(std::io::Error::other("waiter thread panicked")),
-                    Duration::ZERO,
-                )
-            }),
+            ExitWatch::Thread { waiter, .. } => {
+                let panicked = || {
+                    (
+                        Err(std::io::Error::other("waiter thread panicked")),
+                        Duration::ZERO,
+                    )
+                };
+                waiter.join().unwrap_or_else(|_| panicked())
+            }
         }
     }
 }
