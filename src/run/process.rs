@@ -294,13 +294,8 @@ impl ExitWatch {
                 (status, start.elapsed())
             }
             ExitWatch::Thread { waiter, .. } => {
-                let panicked = || {
-                    (
-                        Err(std::io::Error::other("waiter thread panicked")),
-                        Duration::ZERO,
-                    )
-                };
-                waiter.join().unwrap_or_else(|_| panicked())
+                let panicked = std::io::Error::other("waiter thread panicked");
+                waiter.join().unwrap_or((Err(panicked), Duration::ZERO))
             }
         }
     }
