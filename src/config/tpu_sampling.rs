@@ -71,13 +71,8 @@ pub fn check(c: &CounterSampling, profile: Option<&DeviceProfile>) -> Result<(),
     if let Some(code) = c.counter_size_bits
         && code > 3
     {
-        let meant = match code {
-            8 => Some(0),
-            16 => Some(1),
-            32 => Some(2),
-            64 => Some(3),
-            _ => None,
-        };
+        // The width code of a number of bits written instead.
+        let meant = [8, 16, 32, 64].iter().position(|&bits| bits == code);
         let message = match meant {
             Some(k) => format!(
                 "`counter_size_bits` is XProf's width code 0–3 (2^(code+3) bits), not a number of bits: for {code}-bit counters write `counter_size_bits: {k}`"
