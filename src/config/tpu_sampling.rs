@@ -164,19 +164,13 @@ pub fn options(
     if !tpu(profile) {
         return out;
     }
-    let head = format!(
-        "{} scaling:{} counter_size_bits:{}",
-        if c.external_trigger {
-            "is_external_trigger:true".to_string()
-        } else {
-            format!(
-                "interval_us:{}",
-                c.interval_us.unwrap_or(DEFAULT_INTERVAL_US)
-            )
-        },
-        c.scaling,
-        c.counter_size_bits.unwrap_or(DEFAULT_COUNTER_SIZE_BITS)
-    );
+    let interval = c.interval_us.unwrap_or(DEFAULT_INTERVAL_US);
+    let when = match c.external_trigger {
+        true => "is_external_trigger:true".to_string(),
+        false => format!("interval_us:{interval}"),
+    };
+    let bits = c.counter_size_bits.unwrap_or(DEFAULT_COUNTER_SIZE_BITS);
+    let head = format!("{when} scaling:{} counter_size_bits:{bits}", c.scaling);
     let mut left_out: Vec<&str> = Vec::new();
     for pass in passes {
         let mut indices: Vec<u32> = Vec::new();
@@ -205,20 +199,19 @@ pub fn options(
             .map(|n| format!("`{}`", crate::model::text::escape_terminal(n)))
             .collect();
         let passes_without = out.options.iter().filter(|o| o.is_none()).count();
+        let (has, it_is) = if names.len() == 1 {
+            ("has", "it is")
+        } else {
+            ("have", "they are")
+        };
+        let passes = out.options.len();
+        let without = match passes_without {
+            0 => String::new(),
+            n => format!("; {n} of {passes} counter passes therefore get no sampling options"),
+        };
+        let (names, profile) = (names.join(", "), &profile.name);
         out.notes.push(format!(
-            "{} requested on `{}` {} no TensorCore counter index (`index:` in the profile), so {} not in KGATE_TPU_COUNTER_SAMPLING_OPTIONS (XProf samples other components through their own options or counter sets){}",
-            names.join(", "),
-            profile.name,
-            if names.len() == 1 { "has" } else { "have" },
-            if names.len() == 1 { "it is" } else { "they are" },
-            if passes_without > 0 {
-                format!(
-                    "; {passes_without} of {} counter passes therefore get no sampling options",
-                    out.options.len()
-                )
-            } else {
-                String::new()
-            }
+            "{names} requested on `{profile}` {has} no TensorCore counter index (`index:` in the profile), so {it_is} not in KGATE_TPU_COUNTER_SAMPLING_OPTIONS (XProf samples other components through their own options or counter sets){without}"
         ));
     }
     out
