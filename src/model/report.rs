@@ -53,7 +53,8 @@ pub enum Method {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Model {
-    /// Two-sample rank test on the repetitions of both sides.
+    /// A within-job test on the repetitions of both sides: the rank test, or Welch's test on
+    /// summaries where a side stored only a mean (each metric's `method` says which).
     #[default]
     RankTest,
     /// Prediction interval over the history of stored jobs (at least one metric used it).
