@@ -25,8 +25,8 @@ pub struct LimitedMarkdownExporter {
 }
 
 impl Exporter for LimitedMarkdownExporter {
-    fn render(&self, report: &Report) -> String {
-        render_markdown_limited(report, self.max_chars)
+    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        out.write_all(render_markdown_limited(report, self.max_chars).as_bytes())
     }
 }
 

@@ -41,20 +41,18 @@ pub enum Format {
     Junit,
 }
 
-/// Renders a report in one format. An exporter implements one of the two methods: `render`
-/// for a format made whole, `write_to` for one produced piece by piece, so that a large
-/// report is never held whole in memory.
+/// Renders a report in one format. An exporter implements `write_to`; a format produced piece
+/// by piece writes as it goes, so that a large report is never held whole in memory.
 pub trait Exporter {
+    /// Writes the report into `out`.
+    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()>;
+
+    /// The report as one string.
     fn render(&self, report: &Report) -> String {
         let mut out = Vec::new();
         self.write_to(report, &mut out)
             .expect("writing into memory does not fail");
         String::from_utf8(out).expect("exporters write UTF-8")
-    }
-
-    /// Writes the report into `out`.
-    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        out.write_all(self.render(report).as_bytes())
     }
 }
 
@@ -263,7 +261,14 @@ impl MarkdownExporter {
 }
 
 impl Exporter for MarkdownExporter {
-    fn render(&self, report: &Report) -> String {
+    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        out.write_all(self.markdown(report).as_bytes())
+    }
+}
+
+impl MarkdownExporter {
+    /// The whole Markdown report.
+    fn markdown(&self, report: &Report) -> String {
         let icon = match report.verdict {
             RunVerdict::Pass => "✅",
             RunVerdict::Regressed => "❌",
