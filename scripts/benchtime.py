@@ -1,6 +1,6 @@
 """What the bench scripts share: the builds of kgate they time, one run of a command under
-`/usr/bin/time -v` (wall time, CPU time, peak resident memory, exit status), and a results
-file of generated samples. Imported by the
+`/usr/bin/time -v` (wall time, CPU time, peak resident memory, exit status), a results
+file of generated samples, and git in a scratch repository. Imported by the
 scripts beside it (`python3 scripts/bench_*.py` puts this folder on the module path)."""
 
 import os
@@ -139,3 +139,13 @@ def results_document(values_of, benchmarks, metrics, commit, created="2026-01-01
         },
         "benchmarks": benches,
     }
+
+
+def git(cwd, *args):
+    """Runs git in a scratch repository, committing as a fixed bench identity."""
+    subprocess.run(
+        ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )

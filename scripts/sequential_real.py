@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchtime import builds
+from benchtime import builds, git
 
 # One repetition's value: 100 us × scale × exp(σ·Z), Z drawn (Box–Muller) from 8 bytes of
 # /dev/urandom.
@@ -32,15 +32,6 @@ BENCH = r"""od -An -N8 -tu4 /dev/urandom | awk -v s="$(cat scale.txt)" -v sigma=
   printf "{\"metric\": \"kernel_time\", \"value\": %.6f, \"unit\": \"us\", \"source\": \"timer\"}\n", 100 * s * exp(sigma * z)
 }' >> "$KGATE_PROTOCOL_FILE"
 """
-
-
-def git(cwd, *args):
-    subprocess.run(
-        ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-    )
 
 
 def repository(root, sigma, lo, hi, threshold):

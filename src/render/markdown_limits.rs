@@ -336,8 +336,7 @@ mod tests {
     use super::*;
     use crate::model::function_diff::BenchmarkProfile;
     use crate::model::report::Design;
-    use crate::model::results::{Artifact, BenchmarkResult, Provenance, RunResults};
-    use crate::render::tests::timer_samples;
+    use crate::model::results::{Artifact, BenchmarkResult, MetricSamples, Provenance, RunResults};
 
     /// A suite of `benchmarks` × 12 metrics whose first benchmarks regress, with artifacts
     /// (one changed), evidence, a profile and a warning.
@@ -358,8 +357,9 @@ mod tests {
                             let change = if b % 5 == 0 { shift } else { 1.0 };
                             let values =
                                 (0..10).map(|i| 100.0 * change * (1.0 + 0.002 * f64::from(i)));
+                            let values: Vec<f64> = values.collect();
                             r.metrics
-                                .push(timer_samples(format!("m{m}"), "ns", values.collect()));
+                                .push(MetricSamples::timer(&format!("m{m}"), &values));
                         }
                         r.artifacts.insert(
                             "ir".into(),

@@ -410,29 +410,17 @@ pub(crate) fn shortened_names(report: &Report) -> Vec<(String, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::metric::{Direction, GateRule, Source};
     use crate::model::results::MetricSamples;
-
-    /// A lower-is-better timer metric of `values`, one repetition each.
-    pub(super) fn timer_samples(name: String, unit: &str, values: Vec<f64>) -> MetricSamples {
-        MetricSamples {
-            name,
-            unit: unit.into(),
-            source: Source::Timer,
-            direction: Direction::Lower,
-            gate: GateRule::default(),
-            repetition: (0..values.len() as u32).collect(),
-            values,
-            spread: None,
-        }
-    }
 
     /// A row that may not fail the build says so in its verdict cell, in every format that
     /// shows the cell, rather than the word a gating verdict gets (before: `regressed` under a
     /// PASS headline).
     #[test]
     fn a_metric_that_does_not_gate_reads_as_such_in_its_verdict_cell() {
-        let samples = timer_samples("kernel_time".into(), "us", Vec::new());
+        let samples = MetricSamples {
+            unit: "us".into(),
+            ..MetricSamples::timer("kernel_time", &[])
+        };
         let mut m = crate::compare::blank(&samples, &crate::compare::ComparePolicy::default());
         for (verdict, gates, cell) in [
             (Verdict::Regressed, true, "regressed"),

@@ -601,9 +601,11 @@ mod tests {
                     } else {
                         format!("m{m}")
                     };
-                    let values = (0..8).map(|i| centre * change * (1.0 + 0.001 * f64::from(i)));
-                    let samples = crate::render::tests::timer_samples(name, "ns", values.collect());
-                    r.metrics.push(samples);
+                    let values: Vec<f64> = (0..8)
+                        .map(|i| centre * change * (1.0 + 0.001 * f64::from(i)))
+                        .collect();
+                    r.metrics
+                        .push(crate::model::results::MetricSamples::timer(&name, &values));
                 }
                 benchmarks.push(r);
             }

@@ -477,14 +477,6 @@ mod tests {
             .collect()
     }
 
-    #[cfg(unix)]
-    fn is_symlink(path: &Path) -> bool {
-        std::fs::symlink_metadata(path)
-            .unwrap()
-            .file_type()
-            .is_symlink()
-    }
-
     #[test]
     fn a_large_document_is_sent_on_to_disk_as_it_is_written_and_reads_back_whole() {
         let piece: Vec<u8> = (0..100_003u32).map(|i| (i % 251) as u8).collect();
@@ -584,7 +576,7 @@ mod tests {
         let link = dir.path().join("link.json");
         std::os::unix::fs::symlink("real.json", &link).unwrap();
         write_atomic(&link, b"new", Overwrite::Allow).unwrap();
-        assert!(is_symlink(&link));
+        assert!(link.is_symlink());
         assert_eq!(read(&target).unwrap(), b"new");
         // A dangling link creates its target.
         let dangling = dir.path().join("dangling.json");
@@ -691,7 +683,7 @@ mod tests {
         symlink("reports", repo.join("out")).unwrap();
         write_atomic(&repo.join("latest.json"), b"new", Overwrite::Allow).unwrap();
         assert_eq!(read(repo.join("reports/real.json")).unwrap(), b"new");
-        assert!(is_symlink(&repo.join("latest.json")));
+        assert!(repo.join("latest.json").is_symlink());
         write_atomic(&repo.join("out/more.json"), b"more", Overwrite::Refuse).unwrap();
         assert_eq!(read(repo.join("reports/more.json")).unwrap(), b"more");
         // Outside any repository, the user's own link is followed wherever it leads: into a

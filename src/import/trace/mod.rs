@@ -34,7 +34,7 @@ pub mod xplane;
 pub mod xplane_proto;
 
 /// Metric that holds one kernel launch's device time per sample.
-pub const KERNEL_TIME: &str = "kernel_time";
+pub const KERNEL_TIME: &str = super::builder::KERNEL_TIME.0;
 /// Benchmark that receives a trace's counter tracks.
 pub const COUNTERS_BENCHMARK: &str = "counters";
 
